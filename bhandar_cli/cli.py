@@ -1,0 +1,55 @@
+"""The `bhandar` command line (typer): parses arguments and hands off; no store logic here.
+
+Heavy modules (trio, the store) are imported inside the commands that need them so that
+`bhandar --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from bhandar_cli import __version__
+from bhandar_cli.cmd.sim import sim_app
+
+app = typer.Typer(
+    name="bhandar",
+    help="Bhandar: a Dynamo-style replicated key-value store you can run, break and watch.",
+    rich_markup_mode="rich",
+    no_args_is_help=False,
+    add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+app.add_typer(sim_app, name="sim")
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"bhandar {__version__}")
+        raise typer.Exit()
+
+
+@app.callback(invoke_without_command=True)
+def root(
+    ctx: typer.Context,
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """Bhandar: a Dynamo-style replicated key-value store you can run, break and watch.
+
+    Run [bold]bhandar[/bold] alone to open the REPL on an in-process cluster.
+    """
+    if ctx.invoked_subcommand is None:
+        typer.echo("the REPL is not built yet; try `bhandar --help`", err=True)
+        raise typer.Exit(2)
+
+
+def main() -> None:
+    app(prog_name="bhandar")
+
+
+if __name__ == "__main__":
+    main()
+    sys.exit(0)

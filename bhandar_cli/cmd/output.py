@@ -1,0 +1,41 @@
+"""Output conventions shared by every command: `-o table|json|raw`, errors to stderr, exit codes.
+
+Exit codes (DESIGN.md §5): 0 success, 1 operation failed, 2 usage error, 3 key not found.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from enum import Enum
+from typing import Any, NoReturn
+
+import typer
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_NOT_FOUND = 3
+
+
+class OutputFormat(str, Enum):
+    table = "table"
+    json = "json"
+
+
+OUTPUT_OPTION = typer.Option(
+    OutputFormat.table, "--output", "-o", help="table (rich on a terminal, plain when piped) or json."
+)
+
+
+def emit_json(obj: dict[str, Any]) -> None:
+    """One JSON object per line, flushed at once so a pipe sees it immediately."""
+    sys.stdout.write(json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n")
+    sys.stdout.flush()
+
+
+def fail(message: str, code: int = EXIT_FAILED) -> NoReturn:
+    """A one-line error on standard error and the exit code."""
+    sys.stderr.write(f"bhandar: {message}\n")
+    sys.stderr.flush()
+    raise typer.Exit(code)

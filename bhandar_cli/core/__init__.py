@@ -1,0 +1,1 @@
+"""The sans-I/O core: plain synchronous logic, handed `now` and a `random.Random`."""

@@ -1,0 +1,1 @@
+"""The REPL: command grammar, execution through client.py, and rich views."""
