@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import sys
-from enum import Enum
+from enum import StrEnum
 from typing import Any, NoReturn
 
 import typer
@@ -18,7 +18,7 @@ EXIT_USAGE = 2
 EXIT_NOT_FOUND = 3
 
 
-class OutputFormat(str, Enum):
+class OutputFormat(StrEnum):
     table = "table"
     json = "json"
 
