@@ -1,0 +1,76 @@
+"""Configuration values: keyspace definitions, consistency levels and node tunables."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from bhandar_cli.core.errors import BadInput
+
+Consistency = Literal["ONE", "QUORUM", "ALL"]
+LEVELS: tuple[Consistency, ...] = ("ONE", "QUORUM", "ALL")
+POLICIES = ("siblings", "lww", "counter")
+QUORUM_MODES = ("sloppy", "strict")
+
+
+def parse_level(text: str) -> Consistency:
+    level = text.strip().upper()
+    if level not in LEVELS:
+        raise BadInput(f"unknown consistency level {text!r} (use ONE, QUORUM or ALL)")
+    return level  # type: ignore[return-value]
+
+
+def required(level: str, n: int) -> int:
+    """Replies needed: R or W = 1, floor(N/2)+1 or N."""
+    if level == "ONE":
+        return 1
+    if level == "ALL":
+        return n
+    return n // 2 + 1
+
+
+@dataclass(frozen=True, slots=True)
+class KeyspaceDef:
+    """A keyspace: conflict policy, replication factor and quorum mode."""
+
+    name: str
+    policy: str = "siblings"
+    n: int = 3
+    quorum: str = "sloppy"
+
+    def __post_init__(self) -> None:
+        if self.policy not in POLICIES:
+            raise BadInput(f"unknown policy {self.policy!r} (use siblings, lww or counter)")
+        if self.quorum not in QUORUM_MODES:
+            raise BadInput(f"unknown quorum mode {self.quorum!r} (use sloppy or strict)")
+        if not 1 <= self.n <= 9:
+            raise BadInput(f"replication factor n={self.n} out of range (1..9)")
+        if not self.name or len(self.name) > 64 or not all(c.isalnum() or c in "_-." for c in self.name):
+            raise BadInput(f"bad keyspace name {self.name!r} (letters, digits, _ - . up to 64)")
+
+
+COUNTERS = KeyspaceDef("counters", policy="counter")
+
+
+@dataclass(frozen=True, slots=True)
+class NodeConfig:
+    """Tunables of one node. Times are seconds."""
+
+    request_timeout: float = 1.0
+    # After answering a read, how long the coordinator keeps listening for slower replicas so it can
+    # repair them (bounded by request_timeout).
+    read_repair: bool = True
+    ping_interval: float = 0.5
+    down_after: float = 1.5
+    hint_max_per_target: int = 10_000
+    hint_max_age: float = 3 * 3600.0
+    hint_delivery_interval: float = 0.5
+    hint_batch: int = 64
+    hinted_handoff: bool = True
+    max_key_bytes: int = 1024
+    max_value_bytes: int = 1 << 20
+    sibling_warn: int = 25
+    sibling_max: int = 100
+    max_vv_entries: int = 10
+    # Test-only fault switches, used to prove the chaos checker catches real bugs.
+    bugs: frozenset[str] = field(default_factory=frozenset)

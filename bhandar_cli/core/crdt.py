@@ -1,0 +1,109 @@
+"""PN-Counter for `counter` keyspaces, with request-id de-duplication.
+
+Each replica (actor) owns one entry: P (sum of its increments), N (sum of its decrements), a
+sequence number, and the recent request ids it applied. Only the actor itself changes its entry
+and every change raises `seq`, so merge keeps, per actor, the entry with the higher `seq`; for P
+and N that is the entry-wise maximum of a classic PN-Counter.
+
+A retried increment (same request id) arriving at a coordinator that already holds the id is not
+applied again. If a retry reaches a coordinator that had not yet seen the first attempt, two actors
+hold the id; `value` then counts it once (it subtracts the duplicates), so merging reveals and
+corrects the double count. When an actor forgets an old id (it keeps the last `ID_WINDOW`), it first
+folds any duplicate it knows of into its own N (or P) so the value does not jump; the actor that
+sorts first among the holders keeps the increment.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+ID_WINDOW = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class ActorCount:
+    """One actor's share of a counter."""
+
+    p: int = 0
+    n: int = 0
+    seq: int = 0
+    ids: tuple[tuple[str, int], ...] = ()  # (request id, delta), oldest first
+
+
+@dataclass(frozen=True, slots=True)
+class PNCounter:
+    """A PN-Counter: actor -> ActorCount. Treat as immutable."""
+
+    actors: Mapping[str, ActorCount]
+
+    @property
+    def value(self) -> int:
+        total = sum(a.p - a.n for a in self.actors.values())
+        holders: dict[str, list[int]] = {}
+        for entry in self.actors.values():
+            for rid, delta in entry.ids:
+                holders.setdefault(rid, []).append(delta)
+        for deltas in holders.values():
+            if len(deltas) > 1:
+                total -= deltas[0] * (len(deltas) - 1)
+        return total
+
+    def has_applied(self, request_id: str) -> bool:
+        return any(rid == request_id for a in self.actors.values() for rid, _ in a.ids)
+
+    def increment(self, actor: str, delta: int, request_id: str, window: int = ID_WINDOW) -> PNCounter:
+        """Apply an increment as `actor`, unless this request id is already counted here."""
+        if self.has_applied(request_id):
+            return self
+        mine = self.actors.get(actor, ActorCount())
+        p, n = mine.p, mine.n
+        if delta >= 0:
+            p += delta
+        else:
+            n -= delta
+        ids = list(mine.ids)
+        ids.append((request_id, delta))
+        excess = len(ids) - window
+        kept: list[tuple[str, int]] = []
+        for rid, old_delta in ids:
+            if excess <= 0:
+                kept.append((rid, old_delta))
+                continue
+            others = [a for a, e in self.actors.items() if a != actor and any(r == rid for r, _ in e.ids)]
+            if others and min(others) > actor:
+                kept.append((rid, old_delta))  # we keep this duplicated increment: hold on to its id
+                continue
+            excess -= 1
+            if others:
+                # Another actor keeps this increment; undo our copy before forgetting the id.
+                if old_delta >= 0:
+                    n += old_delta
+                else:
+                    p -= old_delta
+        new = ActorCount(p=p, n=n, seq=mine.seq + 1, ids=tuple(kept))
+        return PNCounter({**self.actors, actor: new})
+
+    def merge(self, other: PNCounter) -> PNCounter:
+        if not other.actors:
+            return self
+        if not self.actors:
+            return other
+        out = dict(self.actors)
+        for actor, entry in other.actors.items():
+            mine = out.get(actor)
+            if mine is None or entry.seq > mine.seq:
+                out[actor] = entry
+        return PNCounter(out)
+
+    def entries(self) -> dict[str, tuple[int, int]]:
+        """actor -> (P, N), for display."""
+        return {actor: (e.p, e.n) for actor, e in sorted(self.actors.items())}
+
+
+EMPTY_COUNTER = PNCounter({})
+
+
+def counter_from_value(actor: str, value: int) -> PNCounter:
+    """A counter that starts at `value` (used by tests and demos)."""
+    return PNCounter({actor: ActorCount(p=max(value, 0), n=max(-value, 0), seq=1)})

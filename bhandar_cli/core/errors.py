@@ -1,0 +1,63 @@
+"""Error kinds, named by whose fault they are.
+
+`bad_input` and `too_large` are the caller's fault; `unavailable`, `timeout` and `refused` are the
+cluster's state; `not_found` is an answer, not a failure; `internal` is our bug.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+ErrorCode = Literal["bad_input", "too_large", "unavailable", "timeout", "refused", "not_found", "internal"]
+
+
+class BhandarError(Exception):
+    """Base class; `code` is the stable machine-readable kind used in JSON and exit codes."""
+
+    code: ErrorCode = "internal"
+
+
+class BadInput(BhandarError):
+    """The request itself is wrong (syntax, unknown node, malformed context...)."""
+
+    code: ErrorCode = "bad_input"
+
+
+class TooLarge(BadInput):
+    """A key or value above the configured limit."""
+
+    code: ErrorCode = "too_large"
+
+
+class Unavailable(BhandarError):
+    """Not enough replicas are reachable to meet the consistency level."""
+
+    code: ErrorCode = "unavailable"
+
+
+class Timeout(BhandarError):
+    """The replicas did not answer in time."""
+
+    code: ErrorCode = "timeout"
+
+
+class Refused(BhandarError):
+    """The store refuses the operation to protect itself (for example, too many siblings)."""
+
+    code: ErrorCode = "refused"
+
+
+class NotFound(BhandarError):
+    """The key has no live value."""
+
+    code: ErrorCode = "not_found"
+
+
+ERRORS_BY_CODE: dict[str, type[BhandarError]] = {
+    cls.code: cls for cls in (BadInput, TooLarge, Unavailable, Timeout, Refused, NotFound)
+}
+
+
+def error_from_code(code: str, message: str) -> BhandarError:
+    """Rebuild an error received over the wire (or from a core result)."""
+    return ERRORS_BY_CODE.get(code, BhandarError)(message)

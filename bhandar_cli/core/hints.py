@@ -1,0 +1,124 @@
+"""Hinted handoff: writes a fallback node holds for a home replica that was down.
+
+A hint is the merged record for (target, keyspace, key); a second write to the same key for the
+same target merges into it, so the queue holds one entry per key. Queues are bounded in count per
+target (a full queue refuses, so the write is not acknowledged on the strength of a hint that was
+never stored) and in age (expired hints are dropped; anti-entropy repairs what they carried).
+Every change goes through the store, so hints survive a restart of their holder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from bhandar_cli.core.records import Record, merge_records, same_record
+from bhandar_cli.core.store import HintKey, Store
+
+
+@dataclass(frozen=True, slots=True)
+class HintSummary:
+    target: str
+    count: int
+    oldest_s: float
+
+
+class HintQueue:
+    """Per-target queues of hinted records, persisted in the node's store."""
+
+    def __init__(
+        self,
+        store: Store,
+        policy_of: Callable[[str], str],
+        max_per_target: int = 10_000,
+        max_age: float = 3 * 3600.0,
+    ) -> None:
+        self._store = store
+        self._policy_of = policy_of
+        self.max_per_target = max_per_target
+        self.max_age = max_age
+        self._queues: dict[str, dict[tuple[str, str], tuple[Record, float]]] = {}
+        self._by_key: dict[tuple[str, str], set[str]] = {}
+        for (target, keyspace, key), record, created in store.hints():
+            self._insert(target, keyspace, key, record, created)
+
+    def _insert(self, target: str, keyspace: str, key: str, record: Record, created: float) -> None:
+        self._queues.setdefault(target, {})[(keyspace, key)] = (record, created)
+        self._by_key.setdefault((keyspace, key), set()).add(target)
+
+    def add(self, now: float, target: str, keyspace: str, key: str, record: Record) -> bool:
+        """Store (merging) a hint; False when the target's queue is full."""
+        queue = self._queues.get(target, {})
+        existing = queue.get((keyspace, key))
+        if existing is None:
+            if len(queue) >= self.max_per_target:
+                return False
+            merged, created = record, now
+        else:
+            merged = merge_records(self._policy_of(keyspace), existing[0], record)
+            created = existing[1]
+            assert merged is not None
+        self._insert(target, keyspace, key, merged, created)
+        self._store.put_hint((target, keyspace, key), merged, created)
+        return True
+
+    def remove(self, target: str, keyspace: str, key: str, delivered: Record | None = None) -> bool:
+        """Drop a hint; with `delivered`, only if it has not changed since that copy was sent."""
+        queue = self._queues.get(target)
+        if not queue or (keyspace, key) not in queue:
+            return False
+        if delivered is not None and not same_record(queue[(keyspace, key)][0], delivered):
+            return False
+        del queue[(keyspace, key)]
+        if not queue:
+            del self._queues[target]
+        holders = self._by_key.get((keyspace, key))
+        if holders is not None:
+            holders.discard(target)
+            if not holders:
+                del self._by_key[(keyspace, key)]
+        self._store.remove_hint((target, keyspace, key))
+        return True
+
+    def targets(self) -> list[str]:
+        return sorted(self._queues)
+
+    def pending(self, target: str | None = None) -> int:
+        if target is not None:
+            return len(self._queues.get(target, {}))
+        return sum(len(q) for q in self._queues.values())
+
+    def batch(self, target: str, limit: int) -> list[tuple[str, str, Record]]:
+        """Up to `limit` hints for `target`, oldest first."""
+        queue = self._queues.get(target, {})
+        oldest = sorted(queue.items(), key=lambda item: item[1][1])[:limit]
+        return [(ks, key, record) for (ks, key), (record, _) in oldest]
+
+    def record_for(self, keyspace: str, key: str) -> Record | None:
+        """The merge of every hint this node holds for the key (a fallback answers reads with it)."""
+        merged: Record | None = None
+        for target in self._by_key.get((keyspace, key), ()):
+            record = self._queues[target][(keyspace, key)][0]
+            merged = merge_records(self._policy_of(keyspace), merged, record)
+        return merged
+
+    def expire(self, now: float) -> int:
+        """Drop hints older than max_age; returns how many."""
+        expired: list[HintKey] = [
+            (target, ks, key)
+            for target, queue in self._queues.items()
+            for (ks, key), (_, created) in queue.items()
+            if now - created > self.max_age
+        ]
+        for target, ks, key in expired:
+            self.remove(target, ks, key)
+        return len(expired)
+
+    def summary(self, now: float) -> list[HintSummary]:
+        return [
+            HintSummary(target, len(queue), max(now - created for _, created in queue.values()))
+            for target, queue in sorted(self._queues.items())
+        ]
+
+    def oldest_age(self, now: float) -> float:
+        return max((s.oldest_s for s in self.summary(now)), default=0.0)

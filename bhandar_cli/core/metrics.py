@@ -1,0 +1,105 @@
+"""Counters and latency histograms a node keeps: the seed's SLIs.
+
+Latencies go into log-spaced buckets (about 2% wide), so histograms from many nodes merge exactly
+and percentiles cost O(buckets), whatever the number of requests.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+
+_BASE = 1.02
+_LOG_BASE = math.log(_BASE)
+_MIN_MS = 0.001
+
+
+class Histogram:
+    """Mergeable latency histogram in milliseconds."""
+
+    __slots__ = ("buckets", "count", "max_ms", "total_ms")
+
+    def __init__(self) -> None:
+        self.buckets: Counter[int] = Counter()
+        self.count = 0
+        self.total_ms = 0.0
+        self.max_ms = 0.0
+
+    def record(self, ms: float) -> None:
+        self.buckets[int(math.log(max(ms, _MIN_MS) / _MIN_MS) / _LOG_BASE)] += 1
+        self.count += 1
+        self.total_ms += ms
+        if ms > self.max_ms:
+            self.max_ms = ms
+
+    def merge(self, other: Histogram) -> None:
+        self.buckets.update(other.buckets)
+        self.count += other.count
+        self.total_ms += other.total_ms
+        self.max_ms = max(self.max_ms, other.max_ms)
+
+    def percentile(self, p: float) -> float:
+        """The bucket's upper edge at or above the p-th percentile (0 when empty)."""
+        if not self.count:
+            return 0.0
+        rank = max(1, math.ceil(p / 100.0 * self.count))
+        seen = 0
+        for bucket in sorted(self.buckets):
+            seen += self.buckets[bucket]
+            if seen >= rank:
+                return min(_MIN_MS * _BASE ** (bucket + 1), self.max_ms)
+        return self.max_ms
+
+
+@dataclass
+class OpStats:
+    count: int = 0
+    ok: int = 0
+    latency: Histogram = field(default_factory=Histogram)
+
+    def merge(self, other: OpStats) -> None:
+        self.count += other.count
+        self.ok += other.ok
+        self.latency.merge(other.latency)
+
+
+@dataclass
+class NodeMetrics:
+    """Everything a node counts. `ops` is keyed by (operation, consistency level)."""
+
+    ops: dict[tuple[str, str], OpStats] = field(default_factory=dict)
+    read_repairs: int = 0
+    stale_reads: int = 0
+    hints_stored: int = 0
+    hints_delivered: int = 0
+    hints_expired: int = 0
+    hints_refused: int = 0
+    coordinated: int = 0
+    replica_requests: int = 0
+    forwarded: int = 0
+
+    def observe(self, op: str, level: str, ok: bool, ms: float) -> None:
+        stats = self.ops.get((op, level))
+        if stats is None:
+            stats = self.ops[(op, level)] = OpStats()
+        stats.count += 1
+        if ok:
+            stats.ok += 1
+            stats.latency.record(ms)
+
+    def merge(self, other: NodeMetrics) -> None:
+        for key, stats in other.ops.items():
+            self.ops.setdefault(key, OpStats()).merge(stats)
+        for name in (
+            "read_repairs",
+            "stale_reads",
+            "hints_stored",
+            "hints_delivered",
+            "hints_expired",
+            "hints_refused",
+            "coordinated",
+            "replica_requests",
+            "forwarded",
+        ):
+            setattr(self, name, getattr(self, name) + getattr(other, name))

@@ -1,0 +1,111 @@
+"""What a replica stores under one key: siblings (for `siblings` and `lww`) or a PN-Counter.
+
+Also the single merge entry point (`merge_records`, chosen by keyspace policy), the CBOR wire and
+disk form of a record, and the digest anti-entropy compares.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import cbor2
+
+from bhandar_cli.core.crdt import ActorCount, PNCounter
+from bhandar_cli.core.versions import Sibling, lww_merge, merge_siblings
+
+Policy = Literal["siblings", "lww", "counter"]
+
+
+@dataclass(frozen=True, slots=True)
+class Versioned:
+    """Siblings of a `siblings` or `lww` key, sorted by dot."""
+
+    siblings: tuple[Sibling, ...]
+
+
+Record = Versioned | PNCounter
+
+
+def merge_records(policy: str, a: Record | None, b: Record | None) -> Record | None:
+    if a is None:
+        return b
+    if b is None or a is b:
+        return a
+    if isinstance(a, PNCounter) and isinstance(b, PNCounter):
+        return a.merge(b)
+    if isinstance(a, Versioned) and isinstance(b, Versioned):
+        if policy == "lww":
+            return Versioned(lww_merge(a.siblings, b.siblings))
+        return Versioned(merge_siblings(a.siblings, b.siblings))
+    raise TypeError(f"cannot merge a {type(a).__name__} with a {type(b).__name__} (keyspace policy {policy})")
+
+
+def same_record(a: Record | None, b: Record | None) -> bool:
+    """Structural equality (what read repair and convergence checks compare)."""
+    return a == b  # frozen dataclasses of tuples and dicts compare by value
+
+
+# --- wire / disk form -------------------------------------------------------------------------
+
+
+def to_plain(record: Record) -> list[Any]:
+    """A CBOR-friendly form: ["v", [sibling...]] or ["c", {actor: [p, n, seq, [[id, delta]...]]}]."""
+    if isinstance(record, Versioned):
+        return [
+            "v",
+            [
+                [s.dot[0], s.dot[1], dict(sorted(s.context.items())), s.value, s.ctype, s.ts]
+                for s in record.siblings
+            ],
+        ]
+    return [
+        "c",
+        {a: [e.p, e.n, e.seq, [list(i) for i in e.ids]] for a, e in sorted(record.actors.items())},
+    ]
+
+
+def from_plain(data: Any) -> Record:
+    """Inverse of `to_plain`; raises ValueError on anything malformed."""
+    try:
+        kind, body = data
+        if kind == "v":
+            sibs = tuple(
+                Sibling(
+                    (str(actor), int(counter)),
+                    {str(k): int(v) for k, v in ctx.items()},
+                    None if value is None else bytes(value),
+                    str(ctype),
+                    float(ts),
+                )
+                for actor, counter, ctx, value, ctype, ts in body
+            )
+            return Versioned(sibs)
+        if kind == "c":
+            return PNCounter(
+                {
+                    str(a): ActorCount(int(p), int(n), int(seq), tuple((str(r), int(d)) for r, d in ids))
+                    for a, (p, n, seq, ids) in body.items()
+                }
+            )
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise ValueError(f"malformed record: {exc}") from exc
+    raise ValueError(f"malformed record: unknown kind {kind!r}")
+
+
+def encode_record(record: Record) -> bytes:
+    return cbor2.dumps(to_plain(record))
+
+
+def decode_record(data: bytes) -> Record:
+    try:
+        plain = cbor2.loads(data)
+    except Exception as exc:  # cbor2 raises several types for bad input
+        raise ValueError(f"malformed record bytes: {exc}") from exc
+    return from_plain(plain)
+
+
+def digest(record: Record) -> bytes:
+    """A short hash of the record's content, for Merkle trees."""
+    return hashlib.blake2b(encode_record(record), digest_size=12).digest()

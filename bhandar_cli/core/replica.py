@@ -1,0 +1,290 @@
+"""One node of the store as a sans-I/O state machine: coordinator and replica roles.
+
+Drivers feed it client requests (`request`), messages from peers (`handle`) and the passage of time
+(`tick`, whenever `now >= next_deadline()`), and carry out the effects it returns: `Send`, `Respond`
+and `Note`. Effects marked durable go out only after the driver synced the node's store: that is
+how "acknowledged only after it is durable" holds without the core doing any I/O.
+
+Writes are coordinated by a replica: the first live home replica, or a fallback standing in for a
+down one (sloppy quorum). A node that receives a write it should not coordinate forwards it once.
+The coordinator merges the write into its own copy, makes it durable, then sends the whole merged
+record to the other replicas and answers after W acknowledgements (itself included). Reads go to
+the same replicas; the coordinator answers after R replies, then repairs the replicas that answered
+with older versions (read repair).
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import replace
+from random import Random
+
+from bhandar_cli.core.config import COUNTERS, LEVELS, KeyspaceDef, NodeConfig, required
+from bhandar_cli.core.errors import BadInput, BhandarError, TooLarge
+from bhandar_cli.core.handoff import HandoffRole
+from bhandar_cli.core.hints import HintQueue
+from bhandar_cli.core.liveness import Liveness, PingLiveness
+from bhandar_cli.core.messages import (
+    ClientReply,
+    ClientRequest,
+    Effect,
+    Failure,
+    GetRequest,
+    IncrRequest,
+    KeyspaceRequest,
+    KeyspaceResult,
+    PutRequest,
+    ReplicaAck,
+    ReplicaRead,
+    ReplicaReadReply,
+    ReplicaWrite,
+    SchemaUpdate,
+    Send,
+)
+from bhandar_cli.core.metrics import NodeMetrics
+from bhandar_cli.core.quorum import Op, Plan, plan_replicas
+from bhandar_cli.core.reads import ReadRole
+from bhandar_cli.core.records import Record
+from bhandar_cli.core.ring import Ring, key_token
+from bhandar_cli.core.store import Store
+from bhandar_cli.core.writes import WriteRole
+
+MAX_HOPS = 2
+
+
+class Node(WriteRole, ReadRole, HandoffRole):
+    """A replica and coordinator. All state that is not in `store` is lost when the node crashes."""
+
+    def __init__(
+        self,
+        node_id: str,
+        ring: Ring,
+        store: Store,
+        rng: Random,
+        now: float,
+        config: NodeConfig | None = None,
+        liveness: Liveness | None = None,
+    ) -> None:
+        self.id = node_id
+        self.ring = ring
+        self.store = store
+        self.rng = rng
+        self.config = config or NodeConfig()
+        self.started = now
+        self.liveness: Liveness = liveness or PingLiveness(
+            node_id, ring.nodes, now, self.config.ping_interval, self.config.down_after
+        )
+        self.keyspaces: dict[str, KeyspaceDef] = {COUNTERS.name: COUNTERS}
+        for fields in store.get_meta("keyspaces") or []:
+            ks = KeyspaceDef(*fields)
+            self.keyspaces[ks.name] = ks
+        self.hints = HintQueue(store, self._policy, self.config.hint_max_per_target, self.config.hint_max_age)
+        self.metrics = NodeMetrics()
+        self.ops: dict[int, Op] = {}
+        self._timers: list[tuple[float, int]] = []
+        self._next_op = 1
+        self._next_hint_round = now
+        self._handoffs_in_flight: dict[str, int] = {}
+
+    # --- inputs -------------------------------------------------------------------------------
+
+    def request(self, now: float, req: ClientRequest) -> list[Effect]:
+        """A request from a client connected to this node."""
+        return self._client(now, req, None)
+
+    def handle(self, now: float, src: str, msg: object) -> list[Effect]:
+        """A message from peer `src`."""
+        self.liveness.heard_from(src, now)
+        out = self.liveness.handle(now, src, msg)
+        if out is not None:
+            return out
+        if isinstance(msg, ReplicaWrite):
+            return self._on_replica_write(now, src, msg)
+        if isinstance(msg, ReplicaAck):
+            return self._on_ack(now, src, msg)
+        if isinstance(msg, ReplicaRead):
+            self.metrics.replica_requests += 1
+            self._learn(msg.keyspace)
+            return [Send(src, ReplicaReadReply(msg.op, self._local_view(msg.keyspace.name, msg.key)))]
+        if isinstance(msg, ReplicaReadReply):
+            return self._on_read_reply(now, src, msg)
+        if isinstance(msg, PutRequest | GetRequest | IncrRequest | KeyspaceRequest):
+            return self._client(now, msg, src)
+        if isinstance(msg, ClientReply):
+            return self._on_forward_reply(now, msg)
+        if isinstance(msg, SchemaUpdate):
+            for ks in msg.keyspaces:
+                self._learn(ks)
+            return []
+        return []
+
+    def tick(self, now: float) -> list[Effect]:
+        out = self.liveness.tick(now)
+        timers = self._timers
+        while timers and timers[0][0] <= now:
+            _, op_id = heapq.heappop(timers)
+            op = self.ops.get(op_id)
+            if op is not None and op.deadline <= now:
+                out.extend(self._expire(now, op_id, op))
+        if now >= self._next_hint_round:
+            self._next_hint_round = now + self.config.hint_delivery_interval
+            self.metrics.hints_expired += self.hints.expire(now)
+            if self.config.hinted_handoff:
+                out.extend(self._deliver_hints(now))
+        return out
+
+    def next_deadline(self) -> float:
+        deadline = min(self.liveness.next_deadline(), self._next_hint_round)
+        if self._timers:
+            deadline = min(deadline, self._timers[0][0])
+        return deadline
+
+    # --- views for clients and tools (pure reads) ------------------------------------------------
+
+    def local_record(self, keyspace: str, key: str) -> Record | None:
+        return self.store.get(keyspace, key)
+
+    def hinted_record(self, keyspace: str, key: str) -> Record | None:
+        return self.hints.record_for(keyspace, key)
+
+    def is_up(self, peer: str, now: float) -> bool:
+        return self.liveness.is_up(peer, now)
+
+    # --- client requests ---------------------------------------------------------------------
+
+    def _client(self, now: float, req: ClientRequest, origin: str | None) -> list[Effect]:
+        try:
+            if isinstance(req, KeyspaceRequest):
+                return self._create_keyspace(req, origin)
+            ks, out = self._keyspace_for(req)
+            self._validate(req, ks)
+            plan = self._plan(ks, req.key, now)
+            if isinstance(req, GetRequest):
+                return out + self._coordinate_get(now, req, origin, ks, plan)
+            needed = required(req.consistency, ks.n)
+            if len(plan.targets) < needed:
+                return [*out, self._answer(req.rid, origin, self._unavailable(ks, plan, req.consistency))]
+            if self.id not in plan.targets:
+                return out + self._forward(now, req, origin, plan)
+            self.metrics.coordinated += 1
+            if isinstance(req, IncrRequest):
+                return out + self._coordinate_incr(now, req, origin, ks, plan, needed)
+            return out + self._coordinate_put(now, req, origin, ks, plan, needed)
+        except BhandarError as exc:
+            return [self._answer(req.rid, origin, Failure(exc.code, str(exc), coordinator=self.id))]
+
+    def _keyspace_for(self, req: PutRequest | GetRequest | IncrRequest) -> tuple[KeyspaceDef, list[Effect]]:
+        ks = self.keyspaces.get(req.keyspace)
+        if ks is not None:
+            return ks, []
+        # Using a new keyspace name creates it with the default policy, everywhere.
+        ks = KeyspaceDef(req.keyspace)
+        self._learn(ks)
+        return ks, self._broadcast_schema()
+
+    def _validate(self, req: PutRequest | GetRequest | IncrRequest, ks: KeyspaceDef) -> None:
+        if req.consistency not in LEVELS:
+            raise BadInput(f"unknown consistency level {req.consistency!r} (use ONE, QUORUM or ALL)")
+        size = len(req.key.encode("utf-8", "surrogatepass"))
+        if not 0 < size <= self.config.max_key_bytes:
+            raise BadInput(f"key must be 1 to {self.config.max_key_bytes} bytes (got {size})")
+        if isinstance(req, PutRequest):
+            if ks.policy == "counter":
+                raise BadInput(f"keyspace {ks.name} holds counters: use incr, not put or delete")
+            if req.value is not None and len(req.value) > self.config.max_value_bytes:
+                raise TooLarge(
+                    f"value of {len(req.value)} bytes is over the limit of {self.config.max_value_bytes}"
+                )
+        if isinstance(req, IncrRequest) and ks.policy != "counter":
+            raise BadInput(f"keyspace {ks.name} has policy {ks.policy}: incr needs a counter keyspace")
+
+    def _plan(self, ks: KeyspaceDef, key: str, now: float) -> Plan:
+        liveness = self.liveness
+        return plan_replicas(
+            self.ring, key_token(ks.name, key), ks.n, ks.quorum, lambda n: liveness.is_up(n, now)
+        )
+
+    def _unavailable(self, ks: KeyspaceDef, plan: Plan, level: str) -> Failure:
+        needed = required(level, ks.n)
+        reachable = len(plan.targets)
+        down = ", ".join(plan.down) or "none"
+        mode = "strict quorum: only home replicas count" if ks.quorum == "strict" else "no healthy fallback"
+        return Failure(
+            "unavailable",
+            f"{reachable} of {ks.n} replicas reachable, {level} needs {needed} "
+            f"(home replicas down: {down}; {mode})",
+            answered=reachable,
+            needed=needed,
+            coordinator=self.id,
+        )
+
+    def _forward(
+        self, now: float, req: PutRequest | IncrRequest, origin: str | None, plan: Plan
+    ) -> list[Effect]:
+        if req.hops >= MAX_HOPS:
+            failure = Failure("unavailable", "could not agree on a coordinator (ring views differ); retry")
+            return [self._answer(req.rid, origin, failure)]
+        target = plan.targets[0]
+        op_id = self._new_op(
+            Op("forward", req.rid, origin, now, now + self.config.request_timeout * 2, extra=target)
+        )
+        self.metrics.forwarded += 1
+        return [Send(target, replace(req, rid=op_id, hops=req.hops + 1))]
+
+    def _on_forward_reply(self, now: float, msg: ClientReply) -> list[Effect]:
+        op = self.ops.pop(msg.rid, None)
+        if op is None or op.kind != "forward":
+            return []
+        return [self._answer(op.rid, op.origin, msg.result)]
+
+    def _create_keyspace(self, req: KeyspaceRequest, origin: str | None) -> list[Effect]:
+        new = req.definition
+        existing = self.keyspaces.get(new.name)
+        if existing is not None and existing != new:
+            raise BadInput(
+                f"keyspace {new.name} already exists with policy={existing.policy} n={existing.n} "
+                f"quorum={existing.quorum}"
+            )
+        self._learn(new)
+        return [
+            *self._broadcast_schema(),
+            self._answer(req.rid, origin, KeyspaceResult(new, existing is None), durable=True),
+        ]
+
+    def _learn(self, ks: KeyspaceDef) -> None:
+        if self.keyspaces.get(ks.name) == ks:
+            return
+        self.keyspaces[ks.name] = ks
+        self.store.put_meta(
+            "keyspaces", [[k.name, k.policy, k.n, k.quorum] for k in self.keyspaces.values() if k != COUNTERS]
+        )
+
+    def _broadcast_schema(self) -> list[Effect]:
+        update = SchemaUpdate(tuple(self.keyspaces.values()))
+        return [Send(peer, update) for peer in self.ring.nodes if peer != self.id]
+
+    def _expire(self, now: float, op_id: int, op: Op) -> list[Effect]:
+        self.ops.pop(op_id, None)
+        if op.kind == "handoff":
+            target = op.extra[0]  # type: ignore[index]
+            self._handoffs_in_flight[target] = max(0, self._handoffs_in_flight.get(target, 1) - 1)
+            return []
+        if op.kind == "forward":
+            failure = Failure(
+                "timeout", f"forwarded to {op.extra}, which did not answer in time", coordinator=self.id
+            )
+            return [self._answer(op.rid, op.origin, failure)]
+        if op.answered:
+            return self._read_repair(now, op) if op.kind == "get" else []
+        op.answered = True
+        got = len(op.replies) if op.kind == "get" else len(op.acks)
+        ms = (now - op.started) * 1000.0
+        failure = Failure(
+            "timeout",
+            f"timed out after {ms:.0f} ms: {got} of {len(op.targets)} replicas answered, "
+            f"{op.level} needs {op.needed}",
+            answered=got,
+            needed=op.needed,
+            coordinator=self.id,
+        )
+        return [self._finish(now, op, failure), *(self._read_repair(now, op) if op.kind == "get" else [])]

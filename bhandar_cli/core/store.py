@@ -1,0 +1,82 @@
+"""The storage interface a node uses, and the in-memory implementation.
+
+A node keeps three things durable: records (keyspace, key) -> Record, hints (target, keyspace, key)
+-> (Record, created), and small metadata (keyspace definitions, epochs). `sync()` is the group
+commit point: the node's driver calls it before sending anything marked durable. The in-memory
+store is durable for the life of the process, so a `kill`ed in-process node keeps its data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, Protocol
+
+from bhandar_cli.core.records import Record
+
+HintKey = tuple[str, str, str]  # (target node, keyspace, key)
+
+
+class Store(Protocol):
+    def get(self, keyspace: str, key: str) -> Record | None: ...
+    def put(self, keyspace: str, key: str, record: Record) -> None: ...
+    def remove(self, keyspace: str, key: str) -> None: ...
+    def items(self, keyspace: str) -> Iterator[tuple[str, Record]]: ...
+    def keyspaces(self) -> list[str]: ...
+    def count(self) -> int: ...
+    def get_meta(self, name: str) -> Any: ...
+    def put_meta(self, name: str, value: Any) -> None: ...
+    def hints(self) -> Iterator[tuple[HintKey, Record, float]]: ...
+    def put_hint(self, hint: HintKey, record: Record, created: float) -> None: ...
+    def remove_hint(self, hint: HintKey) -> None: ...
+    def sync(self) -> None: ...
+
+
+class MemoryStore:
+    """Dictionaries; survives a simulated crash of its node because the runtime keeps the object."""
+
+    def __init__(self) -> None:
+        self._data: dict[str, dict[str, Record]] = {}
+        self._hints: dict[HintKey, tuple[Record, float]] = {}
+        self._meta: dict[str, Any] = {}
+        self.syncs = 0
+
+    def get(self, keyspace: str, key: str) -> Record | None:
+        space = self._data.get(keyspace)
+        return None if space is None else space.get(key)
+
+    def put(self, keyspace: str, key: str, record: Record) -> None:
+        space = self._data.get(keyspace)
+        if space is None:
+            space = self._data[keyspace] = {}
+        space[key] = record
+
+    def remove(self, keyspace: str, key: str) -> None:
+        self._data.get(keyspace, {}).pop(key, None)
+
+    def items(self, keyspace: str) -> Iterator[tuple[str, Record]]:
+        yield from sorted(self._data.get(keyspace, {}).items())
+
+    def keyspaces(self) -> list[str]:
+        return sorted(self._data)
+
+    def count(self) -> int:
+        return sum(len(space) for space in self._data.values())
+
+    def get_meta(self, name: str) -> Any:
+        return self._meta.get(name)
+
+    def put_meta(self, name: str, value: Any) -> None:
+        self._meta[name] = value
+
+    def hints(self) -> Iterator[tuple[HintKey, Record, float]]:
+        for hint, (record, created) in list(self._hints.items()):
+            yield hint, record, created
+
+    def put_hint(self, hint: HintKey, record: Record, created: float) -> None:
+        self._hints[hint] = (record, created)
+
+    def remove_hint(self, hint: HintKey) -> None:
+        self._hints.pop(hint, None)
+
+    def sync(self) -> None:
+        self.syncs += 1

@@ -1,0 +1,181 @@
+"""A simulated cluster: core nodes driven by the event loop over the simulated network.
+
+This is the deterministic driver: the same `Node` state machines as the trio runtime, but every
+delivery, timer and fault is an event on one heap, and all randomness descends from one seed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from random import Random
+from typing import Any
+
+from bhandar_cli.core.config import NodeConfig
+from bhandar_cli.core.messages import ClientRequest, Failure, Note, Respond, Result, Send
+from bhandar_cli.core.replica import Node
+from bhandar_cli.core.ring import Ring
+from bhandar_cli.core.store import MemoryStore, Store
+from bhandar_cli.sim.loop import EventLoop
+from bhandar_cli.sim.network import LatencyModel, SimNetwork
+
+
+def node_names(count: int) -> list[str]:
+    """A, B, ..., Z, then N26, N27, ..."""
+    return [chr(ord("A") + i) if i < 26 else f"N{i}" for i in range(count)]
+
+
+def zone_map(names: list[str], zones: int) -> dict[str, str]:
+    """Zones z1, z2, ... assigned round-robin."""
+    return {name: f"z{i % max(zones, 1) + 1}" for i, name in enumerate(names)}
+
+
+@dataclass
+class SimHost:
+    """One machine: its durable store survives; its `node` (memory state) dies with a crash."""
+
+    id: str
+    store: Store
+    node: Node | None = None
+    tick_token: int = 0
+    tick_at: float = math.inf
+    restarts: int = 0
+
+
+@dataclass
+class SimCluster:
+    seed: int
+    nodes: int = 5
+    zones: int = 3
+    vnodes: int = 8
+    config: NodeConfig = field(default_factory=NodeConfig)
+    latency: LatencyModel = field(default_factory=LatencyModel)
+    loss: float = 0.0
+    duplicate: float = 0.0
+    store_factory: Callable[[str], Store] = lambda _name: MemoryStore()
+
+    def __post_init__(self) -> None:
+        self.rng = Random(self.seed)
+        self.loop = EventLoop()
+        names = node_names(self.nodes)
+        self.ring = Ring.build(names, self.vnodes, zone_map(names, self.zones))
+        self.net = SimNetwork(
+            self.loop,
+            Random(self.rng.getrandbits(64)),
+            self._deliver,
+            self.latency,
+            self.loss,
+            self.duplicate,
+        )
+        self._client_rng = Random(self.rng.getrandbits(64))
+        self.hosts: dict[str, SimHost] = {n: SimHost(n, self.store_factory(n)) for n in names}
+        self.notes: list[tuple[float, str, Note]] = []
+        self._waiters: dict[int, Callable[[Result], None]] = {}
+        self._next_rid = 1
+        for name in names:
+            self._boot(self.hosts[name])
+
+    # --- driving nodes -----------------------------------------------------------------------
+
+    @property
+    def now(self) -> float:
+        return self.loop.now
+
+    def _boot(self, host: SimHost) -> None:
+        rng = Random(self.rng.getrandbits(64))
+        host.node = Node(host.id, self.ring, host.store, rng, self.loop.now, self.config)
+        host.tick_at = math.inf
+        self._schedule_tick(host)
+
+    def _run(self, host: SimHost, effects: list[Any]) -> None:
+        synced = False
+        for effect in effects:
+            if effect.__class__ is Send:
+                if effect.durable and not synced:
+                    host.store.sync()
+                    synced = True
+                self.net.send(host.id, effect.dst, effect.msg)
+            elif effect.__class__ is Respond:
+                if effect.durable and not synced:
+                    host.store.sync()
+                    synced = True
+                waiter = self._waiters.pop(effect.rid, None)
+                if waiter is not None:
+                    self.loop.call_later(self.latency.sample(self._client_rng), waiter, effect.result)
+            elif isinstance(effect, Note):
+                self.notes.append((self.loop.now, host.id, effect))
+        self._schedule_tick(host)
+
+    def _schedule_tick(self, host: SimHost) -> None:
+        node = host.node
+        if node is None:
+            return
+        deadline = node.next_deadline()
+        if deadline < host.tick_at:
+            host.tick_at = deadline
+            host.tick_token += 1
+            self.loop.call_at(deadline, self._tick, host, host.tick_token)
+
+    def _tick(self, host: SimHost, token: int) -> None:
+        if token != host.tick_token or host.node is None:
+            return
+        host.tick_at = math.inf
+        self._run(host, host.node.tick(self.loop.now))
+
+    def _deliver(self, dst: str, src: str, msg: Any) -> None:
+        host = self.hosts.get(dst)
+        if host is None or host.node is None:
+            return
+        self._run(host, host.node.handle(self.loop.now, src, msg))
+
+    # --- clients -----------------------------------------------------------------------------
+
+    def new_rid(self) -> int:
+        rid = self._next_rid
+        self._next_rid += 1
+        return rid
+
+    def submit(self, via: str, request: ClientRequest, on_result: Callable[[Result], None]) -> None:
+        """Send a client request to node `via`; `on_result` runs when (if) the answer arrives."""
+        self._waiters[request.rid] = on_result
+        self.loop.call_later(self.latency.sample(self._client_rng), self._client_arrives, via, request)
+
+    def _client_arrives(self, via: str, request: ClientRequest) -> None:
+        host = self.hosts[via]
+        if host.node is None:
+            return  # a dead node never answers; the client times out
+        self._run(host, host.node.request(self.loop.now, request))
+
+    def call(self, via: str, request: ClientRequest, timeout: float = 5.0) -> Result:
+        """Submit and run the simulation until the answer arrives or the client gives up."""
+        box: list[Result] = []
+        self.submit(via, request, box.append)
+        if not self.loop.run_until_true(lambda: bool(box), self.loop.now + timeout):
+            self._waiters.pop(request.rid, None)
+            return Failure("timeout", f"no answer from {via} within {timeout:g} s (client timeout)")
+        return box[0]
+
+    def forget(self, rid: int) -> None:
+        """Stop waiting for a request (the client gave up on it)."""
+        self._waiters.pop(rid, None)
+
+    # --- faults ------------------------------------------------------------------------------
+
+    def kill(self, name: str) -> None:
+        host = self.hosts[name]
+        host.node = None
+        host.tick_token += 1
+        host.tick_at = math.inf
+
+    def revive(self, name: str) -> None:
+        host = self.hosts[name]
+        if host.node is None:
+            host.restarts += 1
+            self._boot(host)
+
+    def is_alive(self, name: str) -> bool:
+        return self.hosts[name].node is not None
+
+    def run_for(self, seconds: float) -> None:
+        self.loop.run_until(self.loop.now + seconds)

@@ -1,0 +1,58 @@
+"""A single-threaded discrete-event loop: a heap of timestamped callbacks and a simulated clock.
+
+Ties are broken by insertion order, so a run depends only on its seed (unlike trio, which
+randomises the order of ready tasks on purpose).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable
+from typing import Any
+
+
+class EventLoop:
+    """Simulated time in seconds; nothing here reads a real clock."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self._heap: list[tuple[float, int, Callable[..., Any], tuple[Any, ...]]] = []
+        self._seq = 0
+        self.events = 0
+
+    def call_at(self, when: float, fn: Callable[..., Any], *args: Any) -> None:
+        self._seq += 1
+        heapq.heappush(self._heap, (max(when, self.now), self._seq, fn, args))
+
+    def call_later(self, delay: float, fn: Callable[..., Any], *args: Any) -> None:
+        self.call_at(self.now + delay, fn, *args)
+
+    def step(self) -> bool:
+        """Run the next event; False when there is none."""
+        if not self._heap:
+            return False
+        when, _, fn, args = heapq.heappop(self._heap)
+        self.now = when
+        self.events += 1
+        fn(*args)
+        return True
+
+    def run_until(self, when: float) -> None:
+        """Run every event scheduled up to `when`, then set the clock to `when`."""
+        heap = self._heap
+        while heap and heap[0][0] <= when:
+            self.step()
+        self.now = max(self.now, when)
+
+    def run_until_true(self, condition: Callable[[], bool], deadline: float) -> bool:
+        """Run events until `condition()` holds (True) or simulated time reaches `deadline` (False)."""
+        heap = self._heap
+        while not condition():
+            if not heap or heap[0][0] > deadline:
+                self.now = max(self.now, deadline)
+                return condition()
+            self.step()
+        return True
+
+    def pending(self) -> int:
+        return len(self._heap)
