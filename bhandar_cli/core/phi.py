@@ -1,0 +1,185 @@
+"""The phi accrual failure detector: how suspicious a peer's silence is, as a number.
+
+This module owns the per-peer statistics of heartbeat arrivals and the suspicion level phi
+derived from them (Hayashibara et al., "The φ Accrual Failure Detector", 2004; the variant below is
+Akka's `PhiAccrualFailureDetector`, which Cassandra's detector also follows in spirit). It decides
+nothing about ownership: gossip uses `is_up` for routing only (DESIGN.md §3). Time is passed in
+as float seconds, so the simulator and the trio runtime drive it alike.
+
+Model. Heartbeat inter-arrival times are taken as normally distributed with the mean and standard
+deviation of the last `max_sample_size` intervals. After `t` seconds of silence,
+
+    phi(t) = -log10(P(an interval longer than t))
+
+so phi = 1 means about a 10% chance that the peer is merely late, phi = 8 one in 10**8.
+`acceptable_heartbeat_pause` is added to the mean, so that much extra silence (a GC pause, a lost
+gossip round) costs little suspicion; the standard deviation is floored at `min_std_deviation`,
+since perfectly regular heartbeats (as in the simulator) would otherwise give a zero deviation and
+make phi jump from 0 to infinity at the first late heartbeat. Before the first interval is known,
+the history is seeded with two intervals of `first_heartbeat_estimate` ± a quarter (Akka does the
+same), giving mean = estimate and deviation = estimate / 4.
+
+Tail approximation. Akka uses a logistic approximation of the normal CDF (Bowling et al. 2009,
+max error about 1.4e-4):  P(X > t) ≈ 1 / (1 + e**z)  with  y = (t - mean) / std  and
+z = y * (1.5976 + 0.070566 * y**2). With the exact CDF, ``1 - cdf(y)`` rounds to 0.0 from y ≈ 8.3,
+so phi would be stuck at infinity after a few deviations of silence. The logistic form avoids
+that subtraction, but evaluated literally as Akka does, e**-z still underflows to 0 for y above
+about 21.5 (phi infinite) and e**z overflows below y ≈ -21.5 (Python raises OverflowError where
+the JVM returns infinity). Taking the logarithm analytically instead,
+
+    phi = log10(1 + e**z) = (max(z, 0) + log1p(e**-|z|)) / ln 10,
+
+which never raises, stays finite until y**3 itself overflows (y ~ 1e102), grows smoothly (about
+y**3 / 33 for large y) and is strictly increasing in t, so a silent peer's phi rises monotonically.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+DEFAULT_THRESHOLD = 8.0  # Cassandra's phi_convict_threshold and Akka cluster's default
+
+
+@dataclass(frozen=True)
+class PhiConfig:
+    """Tuning of a failure detector (seconds throughout)."""
+
+    threshold: float = DEFAULT_THRESHOLD
+    max_sample_size: int = 1000
+    min_std_deviation: float = 0.1
+    # Akka's cluster default is 3 s; 1 s keeps a classroom demo lively (a node stopped after steady
+    # 1 s heartbeats is suspected after about 2.5 s) while tolerating one lost gossip round.
+    acceptable_heartbeat_pause: float = 1.0
+    first_heartbeat_estimate: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.threshold <= 0:
+            raise ValueError("threshold must be positive")
+        if self.max_sample_size < 1:
+            raise ValueError("max_sample_size must be at least 1")
+        if self.min_std_deviation <= 0:
+            raise ValueError("min_std_deviation must be positive")
+        if self.acceptable_heartbeat_pause < 0:
+            raise ValueError("acceptable_heartbeat_pause must not be negative")
+        if self.first_heartbeat_estimate <= 0:
+            raise ValueError("first_heartbeat_estimate must be positive")
+
+
+def phi_of(elapsed: float, mean: float, std_deviation: float) -> float:
+    """phi after `elapsed` seconds of silence for intervals ~ Normal(mean, std_deviation)."""
+    y = (elapsed - mean) / std_deviation
+    z = y * (1.5976 + 0.070566 * y * y)
+    return (max(z, 0.0) + math.log1p(math.exp(-abs(z)))) / math.log(10.0)
+
+
+class PhiAccrualDetector:
+    """The detector for one peer."""
+
+    def __init__(self, config: PhiConfig | None = None) -> None:
+        self.config = config or PhiConfig()
+        self._intervals: deque[float] = deque()
+        # Running sums make each heartbeat O(1), as in Akka's HeartbeatHistory.
+        self._sum = 0.0
+        self._sum_sq = 0.0
+        self.last_heartbeat: float | None = None
+        estimate = self.config.first_heartbeat_estimate
+        self._add(estimate - estimate / 4)
+        self._add(estimate + estimate / 4)
+
+    def _add(self, interval: float) -> None:
+        if len(self._intervals) >= self.config.max_sample_size:
+            old = self._intervals.popleft()
+            self._sum -= old
+            self._sum_sq -= old * old
+        self._intervals.append(interval)
+        self._sum += interval
+        self._sum_sq += interval * interval
+
+    def heartbeat(self, now: float) -> None:
+        """Record a heartbeat received at `now`."""
+        last = self.last_heartbeat
+        if last is not None:
+            if now < last:
+                raise ValueError(f"heartbeat at {now} is earlier than the previous one at {last}")
+            self._add(now - last)
+        self.last_heartbeat = now
+
+    @property
+    def samples(self) -> int:
+        """Intervals in the window (the two bootstrap ones included until they age out)."""
+        return len(self._intervals)
+
+    @property
+    def mean(self) -> float:
+        return self._sum / len(self._intervals)
+
+    @property
+    def std_deviation(self) -> float:
+        """The window's population standard deviation, before the minimum is applied."""
+        mean = self.mean
+        # max(): rounding in the running sums can leave a tiny negative variance.
+        return math.sqrt(max(self._sum_sq / len(self._intervals) - mean * mean, 0.0))
+
+    def phi(self, now: float) -> float:
+        """Suspicion at `now`; 0.0 before the first heartbeat (nothing to be late for)."""
+        if self.last_heartbeat is None:
+            return 0.0
+        cfg = self.config
+        mean = self.mean + cfg.acceptable_heartbeat_pause
+        std = max(self.std_deviation, cfg.min_std_deviation)
+        return phi_of(now - self.last_heartbeat, mean, std)
+
+    def is_available(self, now: float, threshold: float | None = None) -> bool:
+        """phi below the threshold (the config's, 8 by default)."""
+        return self.phi(now) < (self.config.threshold if threshold is None else threshold)
+
+
+class PhiDetectors:
+    """One detector per peer, keyed by peer id.
+
+    A peer never heard from has phi 0 and is up (Akka's registry does the same): the detector
+    judges silence after contact, and membership decides who exists.
+    """
+
+    def __init__(self, config: PhiConfig | None = None) -> None:
+        self.config = config or PhiConfig()
+        self._detectors: dict[str, PhiAccrualDetector] = {}
+
+    def heartbeat(self, peer: str, now: float) -> None:
+        detector = self._detectors.get(peer)
+        if detector is None:
+            detector = self._detectors[peer] = PhiAccrualDetector(self.config)
+        detector.heartbeat(now)
+
+    def phi(self, peer: str, now: float) -> float:
+        detector = self._detectors.get(peer)
+        return 0.0 if detector is None else detector.phi(now)
+
+    def is_up(self, peer: str, now: float) -> bool:
+        return self.phi(peer, now) < self.config.threshold
+
+    def forget(self, peer: str) -> None:
+        """Stop tracking `peer` (it left the cluster)."""
+        self._detectors.pop(peer, None)
+
+    def reset(self, peer: str, now: float | None = None) -> None:
+        """Start `peer`'s statistics afresh (it restarted with a new generation, so the gap of its
+        downtime must not count as an inter-arrival time); with `now`, that is its first heartbeat."""
+        self._detectors[peer] = PhiAccrualDetector(self.config)
+        if now is not None:
+            self._detectors[peer].heartbeat(now)
+
+    def detector(self, peer: str) -> PhiAccrualDetector | None:
+        return self._detectors.get(peer)
+
+    def __contains__(self, peer: object) -> bool:
+        return peer in self._detectors
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted(self._detectors))
+
+    def __len__(self) -> int:
+        return len(self._detectors)

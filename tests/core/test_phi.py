@@ -1,0 +1,209 @@
+"""Phi accrual failure detector: quiet while heartbeats flow, a stated detection bound after.
+
+The bound with the defaults (threshold 8, acceptable pause 1 s, minimum deviation 0.1 s), after
+steady 1 s heartbeats: the mean interval is 1 s, plus the 1 s pause makes 2 s; the measured
+deviation (~0.045 s) is floored to 0.1 s. phi = log10(1 + e**z) reaches 8 at z = ln(10**8 - 1)
+= 18.4207, and z = y * (1.5976 + 0.070566 * y**2) gives y = 5.2259 deviations, so the peer is
+suspected 2 + 5.2259 * 0.1 = 2.5226 s after its last heartbeat.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from bhandar_cli.core.phi import PhiAccrualDetector, PhiConfig, PhiDetectors, phi_of
+
+STEADY_BOUND = 2.5226  # seconds of silence before phi reaches 8 (see the module docstring)
+
+
+def steady(count: int, interval: float = 1.0, config: PhiConfig | None = None) -> PhiAccrualDetector:
+    detector = PhiAccrualDetector(config)
+    for i in range(count):
+        detector.heartbeat(i * interval)
+    return detector
+
+
+def crossing_time(detector: PhiAccrualDetector, threshold: float = 8.0) -> float:
+    """Seconds after the last heartbeat at which phi first reaches `threshold` (bisection)."""
+    assert detector.last_heartbeat is not None
+    lo, hi = 0.0, 1000.0
+    for _ in range(80):
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if detector.phi(detector.last_heartbeat + mid) >= threshold else (mid, hi)
+    return hi
+
+
+def test_steady_heartbeats_keep_phi_low() -> None:
+    detector = PhiAccrualDetector()
+    for i in range(200):
+        now = float(i)
+        if i:
+            # Just before each heartbeat, a full interval has passed: still no suspicion.
+            assert detector.phi(now) < 0.01
+            assert detector.is_available(now)
+        detector.heartbeat(now)
+        assert detector.phi(now) < 1e-6
+
+
+def test_silence_raises_phi_monotonically_past_the_stated_bound() -> None:
+    detector = steady(61)
+    last = 60.0
+    previous = detector.phi(last)
+    for step in range(1, 1000):
+        current = detector.phi(last + step * 0.01)
+        assert current >= previous
+        previous = current
+    assert detector.is_available(last + STEADY_BOUND - 0.001)
+    assert not detector.is_available(last + STEADY_BOUND + 0.001)
+    assert crossing_time(detector) == pytest.approx(STEADY_BOUND, abs=1e-4)
+
+
+def test_derivation_of_the_bound() -> None:
+    # The docstring's arithmetic, checked against the formula itself.
+    z = math.log(10**8 - 1)
+    y = 5.2259
+    assert y * (1.5976 + 0.070566 * y * y) == pytest.approx(z, abs=1e-3)
+    assert phi_of(2.0 + y * 0.1, 2.0, 0.1) == pytest.approx(8.0, abs=1e-3)
+
+
+def test_jittery_heartbeats_widen_the_bound() -> None:
+    rng = random.Random(7)
+    detector = PhiAccrualDetector()
+    now = 0.0
+    for _ in range(500):
+        detector.heartbeat(now)
+        interval = rng.uniform(0.5, 1.5)
+        assert detector.is_available(now + interval)  # jitter alone never convicts
+        now += interval
+    detector.heartbeat(now)
+    # Uniform(0.5, 1.5) has deviation 1/sqrt(12) = 0.289 s: the bound becomes about
+    # 1 + 1 + 5.2259 * 0.289 = 3.51 s instead of 2.52 s.
+    assert detector.std_deviation == pytest.approx(1 / math.sqrt(12), rel=0.1)
+    expected = detector.mean + 1.0 + 5.2259 * detector.std_deviation
+    assert crossing_time(detector) == pytest.approx(expected, abs=1e-3)
+    assert 3.3 < crossing_time(detector) < 3.7
+
+
+def test_a_heartbeat_after_a_long_pause_brings_phi_back_down() -> None:
+    detector = steady(30)
+    assert detector.phi(29 + 30.0) > 100
+    detector.heartbeat(29 + 30.0)
+    # The 30 s gap is now one of the samples (mean ~1.9 s, deviation ~5 s), so phi restarts a
+    # little above zero but far below any threshold.
+    assert detector.phi(29 + 30.0) < 0.5
+    assert detector.is_available(29 + 31.0)
+
+
+def test_phi_never_overflows() -> None:
+    detector = steady(10)
+    far = detector.phi(1e12)
+    assert math.isfinite(far) and far > 1e30
+    assert detector.phi(-1e12) == 0.0  # a clock before the last heartbeat: no suspicion
+    assert math.isfinite(phi_of(1e90, 1.0, 0.1))
+    assert phi_of(1e300, 1.0, 0.1) == math.inf  # y**3 overflows: infinity, not an exception
+
+
+def test_logistic_approximation_tracks_the_normal_tail() -> None:
+    for tenth in range(-30, 31):
+        y = tenth / 10
+        exact = -math.log10(0.5 * math.erfc(y / math.sqrt(2)))
+        assert phi_of(y, 0.0, 1.0) == pytest.approx(exact, abs=0.05)
+    assert phi_of(2.0, 2.0, 0.5) == pytest.approx(math.log10(2))
+
+
+@given(
+    intervals=st.lists(st.floats(0.0, 10.0), min_size=0, max_size=30),
+    a=st.floats(0.0, 100.0),
+    b=st.floats(0.0, 100.0),
+)
+def test_phi_is_monotone_in_silence(intervals: list[float], a: float, b: float) -> None:
+    detector = PhiAccrualDetector()
+    now = 0.0
+    detector.heartbeat(now)
+    for interval in intervals:
+        now += interval
+        detector.heartbeat(now)
+    early, late = sorted((a, b))
+    assert 0.0 <= detector.phi(now + early) <= detector.phi(now + late)
+    assert math.isfinite(detector.phi(now + late))
+
+
+def test_first_heartbeat_bootstraps_from_the_estimate() -> None:
+    detector = PhiAccrualDetector(PhiConfig(first_heartbeat_estimate=2.0))
+    assert detector.phi(123.0) == 0.0  # nothing heard yet, nothing to be late for
+    detector.heartbeat(0.0)
+    assert (detector.mean, detector.std_deviation) == (2.0, 0.5)
+    # mean 2 + pause 1 = 3 s, deviation 0.5 s: suspected 3 + 5.2259 * 0.5 s after the only beat.
+    assert crossing_time(detector) == pytest.approx(3 + 5.2259 * 0.5, abs=1e-3)
+
+
+def test_window_is_bounded_and_forgets_the_bootstrap() -> None:
+    detector = steady(50, interval=2.0, config=PhiConfig(max_sample_size=10))
+    assert detector.samples == 10
+    assert detector.mean == pytest.approx(2.0)
+    assert detector.std_deviation == pytest.approx(0.0, abs=1e-6)
+
+
+def test_time_going_backwards_is_a_caller_bug() -> None:
+    detector = steady(3)
+    with pytest.raises(ValueError, match="earlier than the previous"):
+        detector.heartbeat(1.5)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"threshold": 0},
+        {"max_sample_size": 0},
+        {"min_std_deviation": 0},
+        {"acceptable_heartbeat_pause": -1},
+        {"first_heartbeat_estimate": 0},
+    ],
+)
+def test_config_is_validated(bad: dict[str, float]) -> None:
+    with pytest.raises(ValueError):
+        PhiConfig(**bad)  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------------------------------ per peer
+
+
+def test_detectors_per_peer() -> None:
+    detectors = PhiDetectors()
+    assert detectors.phi("B", 100.0) == 0.0 and detectors.is_up("B", 100.0)  # never heard of
+    for i in range(20):
+        detectors.heartbeat("B", float(i))
+        detectors.heartbeat("C", float(i))
+    detectors.heartbeat("C", 20.0)
+    assert list(detectors) == ["B", "C"] and len(detectors) == 2
+    now = 19 + STEADY_BOUND + 0.01
+    assert not detectors.is_up("B", now)
+    assert detectors.is_up("C", now)
+    assert detectors.phi("B", now) > 8 > detectors.phi("C", now)
+    detectors.forget("B")
+    assert "B" not in detectors and detectors.is_up("B", now)
+
+
+def test_reset_discards_the_downtime_of_a_restarted_peer() -> None:
+    plain, reset = PhiDetectors(), PhiDetectors()
+    for detectors in (plain, reset):
+        for i in range(20):
+            detectors.heartbeat("B", float(i))
+    plain.heartbeat("B", 500.0)  # the 481 s outage becomes an inter-arrival time...
+    reset.reset("B", 500.0)  # ...unless the new generation starts afresh
+    for detectors in (plain, reset):
+        for i in range(1, 5):
+            detectors.heartbeat("B", 500.0 + i)
+    # Stopped again at 504: the fresh history suspects it within seconds, the polluted one
+    # (mean ~23 s, deviation ~90 s) would wait for minutes.
+    assert not reset.is_up("B", 504 + 4.0)
+    assert plain.is_up("B", 504 + 60.0)
+    fresh = reset.detector("B")
+    assert fresh is not None and fresh.samples == 2 + 4 and fresh.last_heartbeat == 504.0
+    reset.reset("C")
+    assert reset.phi("C", 1e6) == 0.0  # reset without a heartbeat: not yet heard from
