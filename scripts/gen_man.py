@@ -1,0 +1,363 @@
+"""Generate `man/bhandar.1` (roff) from the typer app, plus the fixed sections written here.
+
+    python scripts/gen_man.py          write man/bhandar.1
+    python scripts/gen_man.py --check  exit 1 if the committed page differs from a fresh one
+
+The COMMANDS and SYNOPSIS sections come from the click command tree that typer builds
+(`typer.main.get_command`): every group and command, recursively, with usage, help, arguments
+and options with their defaults. DESCRIPTION, REPL COMMANDS, JSON OUTPUT, EXIT STATUS,
+ENVIRONMENT and SEE ALSO are fixed text below, taken from DESIGN.md §5. The output carries no date
+and nothing from the environment, so the same code always gives the same page and
+`tests/test_man.py` can tell when the committed page is stale.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from bhandar_cli import __version__
+from bhandar_cli.cli import app
+
+PAGE = Path(__file__).resolve().parent.parent / "man" / "bhandar.1"
+PROG = "bhandar"
+
+# --- roff escaping ------------------------------------------------------------------------------
+
+
+def esc(text: str) -> str:
+    """Escape text for a roff text line (or a macro argument, see `arg`).
+
+    Backslashes first (they start every escape), hyphens as `\\-` so options print as plain
+    ASCII hyphen-minus and can be copied, quotes as their glyph escapes (a leading apostrophe
+    would be read as a control line, and groff may curl a plain one), and anything outside
+    ASCII as `\\[uXXXX]` so the page does not depend on the reader's input encoding.
+    """
+    out = []
+    for ch in text:
+        if ch == "\\":
+            out.append("\\e")
+        elif ch == "-":
+            out.append("\\-")
+        elif ch == "'":
+            out.append("\\(aq")
+        elif ch == "`":
+            out.append("\\(ga")
+        elif ord(ch) > 126:
+            out.append(f"\\[u{ord(ch):04X}]")
+        else:
+            out.append(ch)
+    line = "".join(out)
+    # A line starting with "." is a request; the zero-width `\&` makes it text.
+    return "\\&" + line if line.startswith(".") else line
+
+
+def arg(text: str) -> str:
+    """A quoted macro argument (for .SS and .TP tags): double quotes become `\\(dq`."""
+    return '"' + esc(text).replace('"', "\\(dq") + '"'
+
+
+def bold(text: str) -> str:
+    return f"\\fB{esc(text)}\\fR"
+
+
+def italic(text: str) -> str:
+    return f"\\fI{esc(text)}\\fR"
+
+
+def para(text: str) -> list[str]:
+    """A filled paragraph; leading blanks would cause a break, so the text is stripped."""
+    return [".PP", esc(" ".join(text.split()))]
+
+
+def example(lines: str) -> list[str]:
+    """A no-fill block, indented, printed as written."""
+    body = [esc(line) if line else "" for line in lines.strip("\n").splitlines()]
+    return [".PP", ".RS 4", ".nf", *body, ".fi", ".RE"]
+
+
+def item(tag: str, text: str) -> list[str]:
+    """A tagged paragraph; `tag` is roff already (built with `bold`/`italic`)."""
+    return [".TP", tag, esc(" ".join(text.split()))]
+
+
+# --- the command tree ---------------------------------------------------------------------------
+
+# Rich markup that typer renders in --help (e.g. "[bold]bhandar[/bold]") but a man page must not
+# show. Only style tags: "[OPTIONS]" or "[default: 3]" are text.
+_RICH_TAG = re.compile(
+    r"\[/?(?:(?:not +)?(?:bold|dim|italic|underline|strike|reverse|blink|b|i|u|s|code|link[^\]]*|"
+    r"red|green|yellow|blue|magenta|cyan|white|black|bright_\w+)(?: +[a-z_ ]+)?)?\]"
+)
+
+
+def clean_help(text: str | None) -> list[str]:
+    """Help text as paragraphs, without rich tags or click's `\\b` no-rewrap markers."""
+    if not text:
+        return []
+    text = _RICH_TAG.sub("", text).replace("\\[", "[")
+    paragraphs = re.split(r"\n\s*\n", text.strip())
+    out = []
+    for p in paragraphs:
+        lines = [line for line in p.splitlines() if line.strip() != "\b"]
+        joined = " ".join(" ".join(lines).split())
+        if joined:
+            out.append(joined)
+    return out
+
+
+def _contexts(cmd: Any, name: str, parent: Any = None) -> Iterator[tuple[Any, Any]]:
+    """Every (command, context) in the tree, depth first, in the order the app declares them."""
+    ctx = cmd.context_class(cmd, info_name=name, parent=parent, **(cmd.context_settings or {}))
+    yield cmd, ctx
+    if hasattr(cmd, "list_commands"):
+        for sub_name in cmd.list_commands(ctx):
+            sub = cmd.get_command(ctx, sub_name)
+            if sub is not None and not getattr(sub, "hidden", False):
+                yield from _contexts(sub, sub_name, ctx)
+
+
+def command_tree() -> list[tuple[Any, Any]]:
+    return list(_contexts(typer.main.get_command(app), PROG))
+
+
+def command_paths() -> list[str]:
+    """Every command's full name ("bhandar sim ring"), for the tests."""
+    return [ctx.command_path for _, ctx in command_tree()]
+
+
+def _usage(cmd: Any, ctx: Any) -> str:
+    return " ".join(cmd.collect_usage_pieces(ctx))
+
+
+def _param_tag(param: Any, ctx: Any) -> str:
+    if param.param_type_name == "argument":
+        return italic(param.human_readable_name)
+    names = ", ".join(bold(o) for o in param.opts)
+    if param.secondary_opts:
+        names += " / " + ", ".join(bold(o) for o in param.secondary_opts)
+    if param.is_flag or getattr(param, "count", False):
+        return names
+    display = getattr(param, "display_type_rich", None)
+    metavar = display(ctx) if display is not None else param.make_metavar(ctx)
+    return f"{names} {italic(metavar)}" if metavar else names
+
+
+def _param_help(param: Any, ctx: Any) -> str:
+    # get_help_record appends "[default: ...; env var: ...; required]" exactly as --help does.
+    record = param.get_help_record(ctx) if hasattr(param, "get_help_record") else None
+    text = record[1] if record else (getattr(param, "help", None) or "")
+    return " ".join(clean_help(text))
+
+
+def command_section(cmd: Any, ctx: Any) -> list[str]:
+    paragraphs = clean_help(cmd.help) or clean_help(getattr(cmd, "short_help", None))
+    lines = [f".SS {arg(ctx.command_path)}", f"{bold(ctx.command_path)} {esc(_usage(cmd, ctx))}"]
+    for p in paragraphs:
+        lines += para(p)
+    params = [p for p in cmd.get_params(ctx) if not getattr(p, "hidden", False)]
+    help_names = set(ctx.help_option_names)
+    params = [p for p in params if not (p.param_type_name == "option" and set(p.opts) <= help_names)]
+    arguments = [p for p in params if p.param_type_name == "argument"]
+    options = [p for p in params if p.param_type_name == "option"]
+    for title, group in (("Arguments:", arguments), ("Options:", options)):
+        if group:
+            lines += [".PP", italic(title)]
+            for p in group:
+                text = _param_help(p, ctx)
+                lines += [".TP", _param_tag(p, ctx), *([esc(text)] if text else [])]
+    if hasattr(cmd, "list_commands"):
+        subs = [c for c in cmd.list_commands(ctx) if not getattr(cmd.get_command(ctx, c), "hidden", False)]
+        if subs:
+            lines += [".PP", italic("Commands:") + " " + ", ".join(bold(s) for s in subs) + "."]
+    return lines
+
+
+# --- fixed text (DESIGN.md §5) ------------------------------------------------------------------
+
+DESCRIPTION = [
+    """Bhandar is a Dynamo-style, leaderless, replicated key-value store that runs on one machine
+    so that it can be watched and broken on purpose: consistent hashing with virtual nodes,
+    preference lists across zones, quorum reads and writes (ONE, QUORUM, ALL), sloppy quorums
+    with hinted handoff, read repair, dotted version vectors with siblings, Merkle-tree
+    anti-entropy, gossip membership with a phi-accrual failure detector, and an LSM storage
+    engine per node.""",
+    """Run bhandar with no command on a terminal to open the interactive REPL on an in-process
+    cluster (see REPL COMMANDS). When standard input is not a terminal the REPL reads one command
+    per line from it and prints each result as soon as the command completes.""",
+    """Output is a table on a terminal and plain text when piped; -o json prints one JSON object
+    per command (JSON Lines) with the stable field names listed under JSON OUTPUT. Errors always
+    go to standard error, in every output mode. Every command accepts -h and --help.""",
+    """bhandar sim reproduces the four simulators of the seed text (ring, quorum, versions,
+    ministore): with the default options each prints exactly the table the original JavaScript
+    prints.""",
+]
+
+REPL_GRAMMAR = """
+put KS KEY VALUE [ctx=TOKEN|auto|none] [c=ONE|QUORUM|ALL] [via=NODE]
+get KS KEY [c=...] [via=NODE]
+delete KS KEY [ctx=TOKEN|auto|none] [c=...] [via=NODE]
+incr KS KEY [DELTA] [id=REQUEST_ID] [c=...] [via=NODE]
+keyspace create NAME [policy=siblings|lww|counter] [n=3] [quorum=sloppy|strict] | keyspace list
+status | ring | prefs KS KEY | clock KS KEY | merkle NODE NODE | hints | members [from=NODE] | metrics
+partition A B | C D E      heal      kill NODE      revive NODE      add NODE [zone=Z]
+decommission NODE          delay NODE MS           repair [NODE]    flush [NODE]   compact [NODE]
+snapshot NAME | restore NAME | upgrade | trace on|off | consistency LEVEL | output table|json
+sleep DURATION             wait converged [timeout=DURATION]        help [CMD]     quit
+"""
+
+REPL_NOTES = [
+    "One command per line; ; separates commands and # starts a comment.",
+    "VALUE is a JSON literal when it parses as one, else a bare string; shell-style quoting applies.",
+    "ctx=auto (the default) uses the context of this session's last get of that key, else none.",
+    "via= chooses the coordinator. Nodes are named A, B, C, ...",
+    """sleep 2s waits (simulated time advances in a virtual-clock run). wait converged waits until
+    no node is joining or leaving, no hint is pending for a live node and live replicas agree,
+    and fails with a clear error at its timeout (default 30s).""",
+    "For a counter keyspace get returns values: [N], one merged number.",
+    """partition groups are separated by |; unlisted nodes form one more group. kill crashes a node
+    (no clean shutdown: in-memory state is lost, durable state stays); revive restarts it.""",
+    """Batch mode flushes each command's output as soon as the command completes, so another
+    program can drive the REPL line by line through a pipe; it exits 0 unless --fail-fast stopped
+    it at a failed command (then 1).""",
+]
+
+JSON_SHAPES = """
+get     {"cmd":"get","ok":true,"keyspace":K,"key":K,"found":bool,"values":[...],"context":S,"siblings":N}
+put     {"cmd":"put","ok":true,"coordinator":NODE,"acks":N}            (delete: the same)
+incr    {"cmd":"incr","ok":true,"value":N}
+failure {"cmd":...,"ok":false,"error":"human sentence","code":"unavailable|timeout|bad_input|not_found|..."}
+status  {"cmd":"status","nodes":[{"id":"A","zone":"z1","up":true,"status":"normal","tokens":8,
+         "owns":0.21,"keys":N}]}
+prefs   {"cmd":"prefs","replicas":["A","C","E"],"zones":{"A":"z1"},"fallbacks":[...]}
+clock   {"cmd":"clock","replicas":{"A":[{"dot":["A",2],"clock":{"A":2},"value":V,"tombstone":false}]}}
+hints   {"cmd":"hints","queues":[{"holder":"E","target":"D","count":N,"oldest_s":F}]}
+merkle  {"cmd":"merkle","a":"A","b":"B","ranges":[{"range":[LO,HI],"equal":bool,"keys":[...]}]}
+members {"cmd":"members","from":"A","members":[{"id":"B","heartbeat":N,"phi":F,"up":bool,"status":S}]}
+metrics {"cmd":"metrics","ops":{"get":{"QUORUM":{"count":N,"ok":N,"p50_ms":F,"p99_ms":F}}},
+         "stale_reads":N,"read_repairs":N,"hints":{"pending":N,"oldest_s":F},...}
+"""
+
+JSON_SIM_SHAPES = """
+sim ring       {"cmd":"sim ring","ok":true,"seed":N,"keys":N,"nodes":["A","B","C","D"],"joining":"E",
+                "rows":[{"vnodes":V,"counts":{"A":N,...},"stddev":F,"max_over_mean":F,"moved":N,"moved_pct":F}],
+                "naive_moved":N,"naive_moved_pct":F,"ideal_moved_pct":F}
+sim quorum     {"cmd":"sim quorum","ok":true,"seed":N,"rounds":N,"n":3,"timeout_ms":100,
+                "down":{"replica":1,"from_round":3000,"until_round":6000},
+                "runs":[{"r":R,"w":W,"put_ok":N,"put_ok_pct":F,"get_ok":N,"get_ok_pct":F,
+                         "put_p99_ms":F,"get_p99_ms":F,"stale_reads":N}]}
+sim versions   {"cmd":"sim versions","ok":true,
+                "steps":[{"step":"put","via":"A","items":[...],"clock":{"A":1},"to":[...]},
+                {"step":"state","replicas":{"A":[CLOCK,...],...}},{"step":"note","text":S},
+                {"step":"compare","a":"v2","b":"v3","relation":"a <= b|b <= a|concurrent"},
+                {"step":"get","via":"C","siblings":N,"context":CLOCK,"merged":[...]},
+                {"step":"delivered","order":[...],"replicas":{...}},
+                {"step":"lww","timestamps":[S,S],"kept":[...],"dropped":[...]}]}
+sim ministore  {"cmd":"sim ministore","ok":true,"seed":N,"ops":N,"keys":N,"detect":N,"nodes":[...],"vnodes":8,
+                "n":3,"w":2,"r":2,"down":{"D":{"from_op":2000,"until_op":6000},...},
+                "modes":[{"mode":S,"ok":N,"tries":N,"availability_pct":F,"stale_reads":N,
+                          "hints_stored":N,"hints_delivered":N}]}
+"""
+
+EXIT_STATUS = [
+    ("0", "Success."),
+    ("1", "The operation failed: unavailable, timed out, or refused input."),
+    ("2", "Usage error: an unknown command or option, or a bad option value."),
+    ("3", "Key not found (get)."),
+]
+
+
+def fixed_sections() -> dict[str, list[str]]:
+    description = [line for p in DESCRIPTION for line in para(p)]
+    repl = example(REPL_GRAMMAR)
+    for note in REPL_NOTES:
+        repl += para(note)
+    json_out = para(
+        """With -o json every command prints one JSON object on one line. The fields below are
+        stable; more may be added. K and S are strings, N integers, F numbers, V a value (JSON, or
+        {"base64": "..."} for other bytes); context is an opaque token to pass back to put and
+        delete."""
+    )
+    json_out += example(JSON_SHAPES)
+    json_out += para(
+        """The sim commands give the same figures as their tables, unrounded (the tables round them
+        as the seed's JavaScript does); CLOCK is an object from node to counter."""
+    )
+    json_out += example(JSON_SIM_SHAPES)
+    exit_status = [line for code, text in EXIT_STATUS for line in item(bold(code), text)]
+    exit_status += para("Errors are written to standard error, whatever the output mode.")
+    environment = item(
+        bold("BHANDAR_CLUSTER"),
+        """The cluster directory used by the one-shot data commands (get, put, delete, incr) and
+        the cluster commands when --cluster is not given; the default is ./.bhandar.""",
+    )
+    see_also = para(
+        """node(1), which runs the seed's original simulators in seed/sims/; README.md and
+        DESIGN.md in the source tree; G. DeCandia et al., Dynamo: Amazon's Highly Available
+        Key-value Store, SOSP 2007."""
+    )
+    return {
+        "DESCRIPTION": description,
+        "REPL COMMANDS": repl,
+        "JSON OUTPUT": json_out,
+        "EXIT STATUS": exit_status,
+        "ENVIRONMENT": environment,
+        "SEE ALSO": see_also,
+    }
+
+
+# --- the page -----------------------------------------------------------------------------------
+
+
+def render_man() -> str:
+    tree = command_tree()
+    root_cmd, _ = tree[0]
+    summary = (clean_help(root_cmd.help) or [PROG])[0]
+    # "Bhandar: a Dynamo-style ..." -> "a Dynamo-style ..." for the NAME line's "bhandar - ...".
+    name_line = summary.split(": ", 1)[1] if summary.lower().startswith(PROG + ":") else summary
+    fixed = fixed_sections()
+    lines = [
+        '.\\" Generated by scripts/gen_man.py from the typer app; do not edit by hand.',
+        f'.TH BHANDAR 1 "" {arg(f"{PROG} {__version__}")} "Bhandar Manual"',
+        # No hyphenation: option names and field names must not be split across lines.
+        ".nh",
+        ".SH NAME",
+        f"{PROG} \\- {esc(name_line.rstrip('.'))}",
+        ".SH SYNOPSIS",
+    ]
+    leaves = [(c, ctx) for c, ctx in tree if not hasattr(c, "list_commands")]
+    lines += [f"{bold(root_cmd.name or PROG)} {esc(_usage(root_cmd, tree[0][1]))}"]
+    for cmd, ctx in leaves:
+        lines += [".br", f"{bold(ctx.command_path)} {esc(_usage(cmd, ctx))}"]
+    lines += [".SH DESCRIPTION", *fixed["DESCRIPTION"], ".SH COMMANDS"]
+    for cmd, ctx in tree:
+        lines += command_section(cmd, ctx)
+    for title in ("REPL COMMANDS", "JSON OUTPUT", "EXIT STATUS", "ENVIRONMENT", "SEE ALSO"):
+        lines += [f".SH {arg(title)}", *fixed[title]]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Generate man/bhandar.1 from the typer app.")
+    parser.add_argument("--check", action="store_true", help="exit 1 if the committed page is stale")
+    args = parser.parse_args(argv)
+    page = render_man()
+    if args.check:
+        current = PAGE.read_text(encoding="utf-8") if PAGE.exists() else ""
+        if current != page:
+            print(f"{PAGE} is stale; run: python scripts/gen_man.py", file=sys.stderr)
+            return 1
+        return 0
+    PAGE.parent.mkdir(parents=True, exist_ok=True)
+    PAGE.write_text(page, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
