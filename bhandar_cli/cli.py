@@ -11,6 +11,7 @@ import sys
 import typer
 
 from bhandar_cli import __version__
+from bhandar_cli.cmd.repl import repl
 from bhandar_cli.cmd.sim import sim_app
 
 app = typer.Typer(
@@ -21,6 +22,7 @@ app = typer.Typer(
     add_completion=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
+app.command("repl")(repl)
 app.add_typer(sim_app, name="sim")
 
 
@@ -42,8 +44,7 @@ def root(
     Run [bold]bhandar[/bold] alone to open the REPL on an in-process cluster.
     """
     if ctx.invoked_subcommand is None:
-        typer.echo("the REPL is not built yet; try `bhandar --help`", err=True)
-        raise typer.Exit(2)
+        ctx.invoke(repl)
 
 
 def main() -> None:

@@ -56,6 +56,7 @@ COUNTERS = KeyspaceDef("counters", policy="counter")
 class NodeConfig:
     """Tunables of one node. Times are seconds."""
 
+    default_n: int = 3  # replication factor of keyspaces created by first use
     request_timeout: float = 1.0
     # After answering a read, how long the coordinator keeps listening for slower replicas so it can
     # repair them (bounded by request_timeout).

@@ -74,7 +74,8 @@ class Node(WriteRole, ReadRole, HandoffRole):
         self.liveness: Liveness = liveness or PingLiveness(
             node_id, ring.nodes, now, self.config.ping_interval, self.config.down_after
         )
-        self.keyspaces: dict[str, KeyspaceDef] = {COUNTERS.name: COUNTERS}
+        counters = replace(COUNTERS, n=self.config.default_n)
+        self.keyspaces: dict[str, KeyspaceDef] = {counters.name: counters}
         for fields in store.get_meta("keyspaces") or []:
             ks = KeyspaceDef(*fields)
             self.keyspaces[ks.name] = ks
@@ -178,7 +179,7 @@ class Node(WriteRole, ReadRole, HandoffRole):
         if ks is not None:
             return ks, []
         # Using a new keyspace name creates it with the default policy, everywhere.
-        ks = KeyspaceDef(req.keyspace)
+        ks = KeyspaceDef(req.keyspace, n=self.config.default_n)
         self._learn(ks)
         return ks, self._broadcast_schema()
 
@@ -255,9 +256,7 @@ class Node(WriteRole, ReadRole, HandoffRole):
         if self.keyspaces.get(ks.name) == ks:
             return
         self.keyspaces[ks.name] = ks
-        self.store.put_meta(
-            "keyspaces", [[k.name, k.policy, k.n, k.quorum] for k in self.keyspaces.values() if k != COUNTERS]
-        )
+        self.store.put_meta("keyspaces", [[k.name, k.policy, k.n, k.quorum] for k in self.keyspaces.values()])
 
     def _broadcast_schema(self) -> list[Effect]:
         update = SchemaUpdate(tuple(self.keyspaces.values()))

@@ -1,0 +1,488 @@
+"""The one client API the REPL and the CLI use, over an in-process cluster (or, later, processes).
+
+`Client` is async and runs inside trio. `BlockingClient` wraps it for a thread other than trio's
+(the interactive prompt runs in a worker thread and calls back with `trio.from_thread.run`).
+Data operations return outcome dataclasses (`outcomes.py`); cluster views return dictionaries in
+the JSON shapes of DESIGN.md §5. Every failure is raised as `ClientError` with a stable `code`.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import uuid
+from typing import Any, Protocol
+
+import trio
+
+from bhandar_cli.core.config import KeyspaceDef, parse_level
+from bhandar_cli.core.context import decode_context, encode_context
+from bhandar_cli.core.errors import BadInput, BhandarError
+from bhandar_cli.core.messages import (
+    Failure,
+    GetRequest,
+    GetResult,
+    IncrRequest,
+    IncrResult,
+    KeyspaceRequest,
+    KeyspaceResult,
+    PutRequest,
+    PutResult,
+    Result,
+)
+from bhandar_cli.core.records import Record, Versioned
+from bhandar_cli.core.ring import Ring, key_token
+from bhandar_cli.core.versions import context_of, relation
+from bhandar_cli.outcomes import (
+    ClientError,
+    GetOutcome,
+    IncrOutcome,
+    WriteOutcome,
+    counter_parts,
+    sibling_views,
+)
+
+
+class Backend(Protocol):
+    """What the client needs from a running cluster (in-process now, processes later)."""
+
+    names: list[str]
+    zones: dict[str, str]
+    ring: Ring
+
+    def now(self) -> float: ...
+    def is_alive(self, name: str) -> bool: ...
+    def new_rid(self) -> int: ...
+    def partitions(self) -> list[list[str]]: ...
+    async def request(self, via: str, request: Any, timeout: float) -> Result: ...
+    async def node_info(self, name: str) -> dict[str, Any]: ...
+    async def node_records(
+        self, name: str, keyspace: str, key: str
+    ) -> tuple[Record | None, Record | None]: ...
+    async def node_hints(self, name: str) -> list[dict[str, Any]]: ...
+    async def node_metrics(self, name: str) -> Any: ...
+    async def kill(self, name: str) -> bool: ...
+    async def revive(self, name: str) -> bool: ...
+    async def partition(self, groups: list[list[str]]) -> list[list[str]]: ...
+    async def heal(self) -> None: ...
+    async def delay(self, name: str, ms: float) -> None: ...
+    async def convergence_problems(self) -> list[str]: ...
+
+
+class Client:
+    def __init__(self, backend: Backend, consistency: str = "QUORUM", timeout: float = 5.0) -> None:
+        self.backend = backend
+        self.consistency = parse_level(consistency)
+        self.timeout = timeout
+        self.trace = False
+        self._contexts: dict[tuple[str, str], str] = {}  # this session's last get context per key
+        self.keys_seen: dict[str, set[str]] = {}
+
+    # --- routing and errors ------------------------------------------------------------------
+
+    def node(self, name: str) -> str:
+        """Validate a node name given by a person."""
+        wanted = name.strip().upper() if len(name.strip()) == 1 else name.strip()
+        if wanted not in self.backend.names:
+            raise BadInput(f"unknown node {name!r} (nodes are {', '.join(self.backend.names)})")
+        return wanted
+
+    def _via(self, keyspace: str, key: str, via: str | None, n: int = 3) -> str:
+        if via is not None:
+            return self.node(via)
+        # Like a partition-aware client: the first live replica of the key, else any live node.
+        for name in self.backend.ring.walk(key_token(keyspace, key)):
+            if self.backend.is_alive(name):
+                return name
+        raise ClientError("unavailable", "every node is down; revive one first")
+
+    def _level(self, level: str | None) -> str:
+        return self.consistency if level is None else parse_level(level)
+
+    async def _call(self, via: str, request: Any) -> Result:
+        result = await self.backend.request(via, request, self.timeout)
+        if isinstance(result, Failure):
+            raise ClientError(result.code, result.error, result.answered, result.needed, result.trace)
+        return result
+
+    def _remember(self, keyspace: str, key: str) -> None:
+        self.keys_seen.setdefault(keyspace, set()).add(key)
+
+    def _context(self, keyspace: str, key: str, ctx: str | None) -> tuple[dict[str, int] | None, str]:
+        if ctx is None or ctx == "auto":
+            token = self._contexts.get((keyspace, key))
+            return (decode_context(token), "auto") if token else (None, "none")
+        if ctx == "none":
+            return None, "none"
+        return decode_context(ctx), "given"
+
+    # --- data --------------------------------------------------------------------------------
+
+    async def put(
+        self,
+        keyspace: str,
+        key: str,
+        value: bytes | None,
+        ctype: str,
+        ctx: str | None = None,
+        level: str | None = None,
+        via: str | None = None,
+    ) -> WriteOutcome:
+        context, used = self._context(keyspace, key, ctx)
+        lvl = self._level(level)
+        node = self._via(keyspace, key, via)
+        rid = self.backend.new_rid()
+        request = PutRequest(rid, keyspace, key, value, ctype, context, lvl, self.trace)
+        self._remember(keyspace, key)
+        result = await self._call(node, request)
+        assert isinstance(result, PutResult)
+        return WriteOutcome(
+            "put" if value is not None else "delete",
+            keyspace,
+            key,
+            result.coordinator,
+            result.acks,
+            result.needed,
+            used,
+            result.warnings,
+            result.hinted,
+            result.trace,
+        )
+
+    async def delete(
+        self,
+        keyspace: str,
+        key: str,
+        ctx: str | None = None,
+        level: str | None = None,
+        via: str | None = None,
+    ) -> WriteOutcome:
+        return await self.put(keyspace, key, None, "", ctx, level, via)
+
+    async def get(
+        self, keyspace: str, key: str, level: str | None = None, via: str | None = None
+    ) -> GetOutcome:
+        lvl = self._level(level)
+        node = self._via(keyspace, key, via)
+        self._remember(keyspace, key)
+        result = await self._call(node, GetRequest(self.backend.new_rid(), keyspace, key, lvl, self.trace))
+        assert isinstance(result, GetResult)
+        record = result.record
+        if isinstance(record, Versioned) or record is None:
+            siblings = record.siblings if record is not None else ()
+            token = encode_context(context_of(siblings))
+            if token:
+                self._contexts[(keyspace, key)] = token
+            else:
+                self._contexts.pop((keyspace, key), None)
+            found = any(not s.tombstone for s in siblings)
+            return GetOutcome(
+                keyspace,
+                key,
+                found,
+                sibling_views(record),
+                token,
+                result.coordinator,
+                result.replies,
+                result.needed,
+                trace=result.trace,
+            )
+        value, entries = counter_parts(record)
+        return GetOutcome(
+            keyspace,
+            key,
+            True,
+            [],
+            "",
+            result.coordinator,
+            result.replies,
+            result.needed,
+            value,
+            entries,
+            result.trace,
+        )
+
+    async def incr(
+        self,
+        keyspace: str,
+        key: str,
+        delta: int = 1,
+        request_id: str | None = None,
+        level: str | None = None,
+        via: str | None = None,
+    ) -> IncrOutcome:
+        lvl = self._level(level)
+        node = self._via(keyspace, key, via)
+        rid = request_id or uuid.uuid4().hex[:16]
+        self._remember(keyspace, key)
+        request = IncrRequest(self.backend.new_rid(), keyspace, key, delta, rid, lvl, self.trace)
+        result = await self._call(node, request)
+        assert isinstance(result, IncrResult)
+        return IncrOutcome(
+            keyspace, key, result.value, rid, result.coordinator, result.acks, result.needed, result.trace
+        )
+
+    async def keyspace_create(
+        self, name: str, policy: str = "siblings", n: int | None = None, quorum: str = "sloppy"
+    ) -> dict[str, Any]:
+        default_n = 3
+        info = await self._any_info()
+        if info.get("keyspaces"):
+            default_n = next((k["n"] for k in info["keyspaces"] if k["name"] == "counters"), 3)
+        definition = KeyspaceDef(name, policy, default_n if n is None else n, quorum)
+        if definition.n > len(self.backend.names):
+            raise BadInput(
+                f"n={definition.n} is more than the {len(self.backend.names)} nodes of this cluster"
+            )
+        via = next((x for x in self.backend.names if self.backend.is_alive(x)), None)
+        if via is None:
+            raise ClientError("unavailable", "every node is down; revive one first")
+        result = await self._call(via, KeyspaceRequest(self.backend.new_rid(), definition))
+        assert isinstance(result, KeyspaceResult)
+        d = result.definition
+        return {
+            "cmd": "keyspace",
+            "ok": True,
+            "name": d.name,
+            "policy": d.policy,
+            "n": d.n,
+            "quorum": d.quorum,
+            "created": result.created,
+        }
+
+    async def keyspace_list(self) -> dict[str, Any]:
+        info = await self._any_info()
+        spaces = sorted(info.get("keyspaces", []), key=lambda k: k["name"])
+        return {"cmd": "keyspace", "ok": True, "keyspaces": spaces}
+
+    async def _any_info(self) -> dict[str, Any]:
+        for name in self.backend.names:
+            if self.backend.is_alive(name):
+                return await self.backend.node_info(name)
+        return {}
+
+    # --- views -------------------------------------------------------------------------------
+
+    async def status(self) -> dict[str, Any]:
+        ring = self.backend.ring
+        tokens = ring.tokens_by_node()
+        nodes = []
+        for name in self.backend.names:
+            info = await self.backend.node_info(name)
+            up = self.backend.is_alive(name)
+            nodes.append(
+                {
+                    "id": name,
+                    "zone": self.backend.zones[name],
+                    "up": up,
+                    "status": info.get("status", "normal"),
+                    "code": ("U" if up else "D") + "N",
+                    "tokens": len(tokens.get(name, [])),
+                    "owns": round(ring.ownership.get(name, 0.0), 4),
+                    "keys": info.get("keys", 0),
+                    "hints": info.get("hints", 0),
+                    "sees_down": sorted(p for p, ok in info.get("peers", {}).items() if not ok),
+                }
+            )
+        return {"cmd": "status", "ok": True, "nodes": nodes, "partitions": self.backend.partitions()}
+
+    async def ring(self) -> dict[str, Any]:
+        ring = self.backend.ring
+        ranges = [
+            {"range": [r.lo, r.hi], "owner": r.owner, "share": round(r.size / 2**32, 5)}
+            for r in ring.ranges()
+        ]
+        return {
+            "cmd": "ring",
+            "ok": True,
+            "ownership": {n: round(v, 4) for n, v in ring.ownership.items()},
+            "ranges": ranges,
+            "zones": dict(self.backend.zones),
+        }
+
+    async def prefs(self, keyspace: str, key: str, n: int | None = None) -> dict[str, Any]:
+        ring = self.backend.ring
+        token = key_token(keyspace, key)
+        n = n or await self._replication(keyspace)
+        replicas = list(ring.preference_list(token, n))
+        fallbacks = list(ring.fallbacks(token, n))
+        zones = {x: self.backend.zones[x] for x in replicas + fallbacks}
+        up = {x: self.backend.is_alive(x) for x in replicas + fallbacks}
+        return {
+            "cmd": "prefs",
+            "ok": True,
+            "keyspace": keyspace,
+            "key": key,
+            "token": token,
+            "owner": ring.owner(token),
+            "replicas": replicas,
+            "zones": zones,
+            "fallbacks": fallbacks,
+            "up": up,
+        }
+
+    async def _replication(self, keyspace: str) -> int:
+        info = await self._any_info()
+        for ks in info.get("keyspaces", []):
+            if ks["name"] == keyspace:
+                return int(ks["n"])
+        return next((int(k["n"]) for k in info.get("keyspaces", []) if k["name"] == "counters"), 3)
+
+    async def clock(self, keyspace: str, key: str) -> dict[str, Any]:
+        prefs = await self.prefs(keyspace, key)
+        replicas: dict[str, Any] = {}
+        holders: dict[str, str] = {}
+        clocks: dict[str, dict[str, int]] = {}
+        for name in prefs["replicas"] + prefs["fallbacks"]:
+            if not self.backend.is_alive(name):
+                if name in prefs["replicas"]:
+                    replicas[name] = None  # down: cannot be asked
+                continue
+            own, hinted = await self.backend.node_records(name, keyspace, key)
+            record = own if name in prefs["replicas"] else hinted
+            if record is None and name not in prefs["replicas"]:
+                continue
+            holders[name] = "replica" if name in prefs["replicas"] else "hint"
+            versions = [v.to_json() for v in sibling_views(record)]
+            if record is not None and not isinstance(record, Versioned):
+                value, entries = counter_parts(record)
+                versions = [
+                    {"counter": value, "entries": {a: {"p": p, "n": q} for a, (p, q) in entries.items()}}
+                ]
+            replicas[name] = versions
+            if isinstance(record, Versioned):
+                clocks[name] = context_of(record.siblings)
+        names = sorted(clocks)
+        relations = [
+            {"a": a, "b": b, "relation": relation(clocks[a], clocks[b])}
+            for i, a in enumerate(names)
+            for b in names[i + 1 :]
+        ]
+        return {
+            "cmd": "clock",
+            "ok": True,
+            "keyspace": keyspace,
+            "key": key,
+            "replicas": replicas,
+            "holders": holders,
+            "relations": relations,
+        }
+
+    async def hints(self) -> dict[str, Any]:
+        queues: list[dict[str, Any]] = []
+        for name in self.backend.names:
+            if self.backend.is_alive(name):
+                queues.extend(await self.backend.node_hints(name))
+        return {"cmd": "hints", "ok": True, "queues": queues, "pending": sum(q["count"] for q in queues)}
+
+    async def metrics(self) -> dict[str, Any]:
+        from bhandar_cli.core.metrics import NodeMetrics
+
+        total = NodeMetrics()
+        per_node: dict[str, int] = {}
+        for name in self.backend.names:
+            if self.backend.is_alive(name):
+                m = await self.backend.node_metrics(name)
+                total.merge(m)
+                per_node[name] = m.coordinated + m.replica_requests
+        ops: dict[str, dict[str, Any]] = {}
+        for (op, level), stats in sorted(total.ops.items()):
+            ops.setdefault(op, {})[level] = {
+                "count": stats.count,
+                "ok": stats.ok,
+                "success": round(stats.ok / stats.count, 4) if stats.count else 1.0,
+                "p50_ms": round(stats.latency.percentile(50), 3),
+                "p99_ms": round(stats.latency.percentile(99), 3),
+                "max_ms": round(stats.latency.max_ms, 3),
+            }
+        hints = await self.hints()
+        oldest = max((q["oldest_s"] for q in hints["queues"]), default=0.0)
+        return {
+            "cmd": "metrics",
+            "ok": True,
+            "ops": ops,
+            "stale_reads": total.stale_reads,
+            "read_repairs": total.read_repairs,
+            "hints": {
+                "pending": hints["pending"],
+                "oldest_s": oldest,
+                "stored": total.hints_stored,
+                "delivered": total.hints_delivered,
+                "expired": total.hints_expired,
+                "refused": total.hints_refused,
+            },
+            "requests": per_node,
+            "forwarded": total.forwarded,
+        }
+
+    # --- faults ------------------------------------------------------------------------------
+
+    async def partition(self, groups: list[list[str]]) -> dict[str, Any]:
+        clean = [[self.node(n) for n in group] for group in groups if group]
+        seen = [n for g in clean for n in g]
+        if len(seen) != len(set(seen)):
+            raise BadInput("a node appears in two partition groups")
+        if not clean:
+            raise BadInput("partition needs groups, e.g. partition A | B C")
+        result = await self.backend.partition(clean)
+        return {"cmd": "partition", "ok": True, "groups": result}
+
+    async def heal(self) -> dict[str, Any]:
+        await self.backend.heal()
+        return {"cmd": "heal", "ok": True}
+
+    async def kill(self, name: str) -> dict[str, Any]:
+        node = self.node(name)
+        changed = await self.backend.kill(node)
+        return {"cmd": "kill", "ok": True, "node": node, "changed": changed}
+
+    async def revive(self, name: str) -> dict[str, Any]:
+        node = self.node(name)
+        changed = await self.backend.revive(node)
+        return {"cmd": "revive", "ok": True, "node": node, "changed": changed}
+
+    async def delay(self, name: str, ms: float) -> dict[str, Any]:
+        node = self.node(name)
+        if not 0 <= ms <= 60_000:
+            raise BadInput(f"delay must be between 0 and 60000 ms (got {ms:g})")
+        await self.backend.delay(node, ms)
+        return {"cmd": "delay", "ok": True, "node": node, "ms": ms}
+
+    async def sleep(self, seconds: float) -> dict[str, Any]:
+        await trio.sleep(seconds)
+        return {"cmd": "sleep", "ok": True, "seconds": seconds}
+
+    async def wait_converged(self, timeout: float = 30.0) -> dict[str, Any]:
+        start = self.backend.now()
+        problems: list[str] = []
+        with trio.move_on_after(timeout):
+            while True:
+                problems = await self.backend.convergence_problems()
+                if not problems:
+                    return {"cmd": "wait", "ok": True, "waited_s": round(self.backend.now() - start, 3)}
+                await trio.sleep(0.1)
+        shown = "; ".join(problems[:3]) + (f" (and {len(problems) - 3} more)" if len(problems) > 3 else "")
+        raise ClientError("timeout", f"not converged after {timeout:g} s: {shown}")
+
+
+class BlockingClient:
+    """The same API for a thread other than trio's: each call runs in trio via from_thread."""
+
+    def __init__(self, client: Client, trio_token: trio.lowlevel.TrioToken | None = None) -> None:
+        self._client = client
+        self._token = trio_token
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._client, name)
+        if not inspect.iscoroutinefunction(attr):
+            return attr
+
+        @functools.wraps(attr)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            return trio.from_thread.run(functools.partial(attr, *args, **kwargs), trio_token=self._token)
+
+        return call
+
+
+def error_code(exc: BaseException) -> str:
+    return exc.code if isinstance(exc, BhandarError) else "internal"

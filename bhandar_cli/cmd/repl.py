@@ -1,0 +1,49 @@
+"""`bhandar repl`: the REPL on an in-process cluster, interactive on a terminal, else batch."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+
+from bhandar_cli.cmd.output import EXIT_USAGE, OUTPUT_OPTION, OutputFormat, fail
+
+
+def repl(
+    nodes: int = typer.Option(5, "--nodes", "-n", help="Number of nodes (A, B, C, ...), 1 to 26."),
+    zones: int = typer.Option(3, "--zones", help="Zones z1, z2, ... assigned round-robin."),
+    vnodes: int = typer.Option(8, "--vnodes", help="Tokens (virtual nodes) per node."),
+    replicas: int = typer.Option(3, "--replicas", help="Replication factor N of new keyspaces."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the network's latency randomness."),
+    script: Path | None = typer.Option(None, "--script", help="Run the commands of FILE, one per line."),
+    execute: str | None = typer.Option(None, "-e", "--execute", help="Run these commands ('cmd; cmd')."),
+    output: OutputFormat = OUTPUT_OPTION,
+    fail_fast: bool = typer.Option(False, "--fail-fast", help="Stop at the first failed command (exit 1)."),
+    virtual_time: bool = typer.Option(
+        False, "--virtual-time", help="Run on a virtual clock: sleeps and timeouts take no real time."
+    ),
+) -> None:
+    """Open the REPL on an in-process cluster (batch mode when input is not a terminal)."""
+    if not 1 <= nodes <= 26:
+        fail(f"--nodes must be between 1 and 26 (got {nodes})", EXIT_USAGE)
+    if not 1 <= zones <= nodes:
+        fail(f"--zones must be between 1 and the number of nodes (got {zones})", EXIT_USAGE)
+    if not 1 <= vnodes <= 1024:
+        fail(f"--vnodes must be between 1 and 1024 (got {vnodes})", EXIT_USAGE)
+    if not 1 <= replicas <= min(nodes, 9):
+        fail(f"--replicas must be between 1 and min(nodes, 9) (got {replicas})", EXIT_USAGE)
+    if script is not None and not script.is_file():
+        fail(f"no such script file: {script}", EXIT_USAGE)
+    from bhandar_cli.repl.batch import ClusterOptions, run_batch
+
+    options = ClusterOptions(nodes, zones, vnodes, replicas, seed)
+    batch = script is not None or execute is not None or not sys.stdin.isatty()
+    if batch:
+        code = run_batch(
+            options, output.value, str(script) if script else None, execute, fail_fast, virtual_time
+        )
+        raise typer.Exit(code)
+    from bhandar_cli.repl.app import run_interactive
+
+    raise typer.Exit(run_interactive(options, output.value, virtual_time))

@@ -1,0 +1,73 @@
+"""Read-only views of one node for tools (status, clock, hints, metrics), as plain data.
+
+The in-process client calls these directly; a node process serves the same dictionaries through
+its admin RPC, so the REPL renders one shape whichever way the cluster runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from bhandar_cli.core.metrics import Histogram, NodeMetrics, OpStats
+from bhandar_cli.core.records import from_plain, to_plain
+from bhandar_cli.core.replica import Node
+
+
+def node_info(name: str, zone: str, node: Node | None, now: float, tokens: int) -> dict[str, Any]:
+    info: dict[str, Any] = {
+        "id": name,
+        "zone": zone,
+        "up": node is not None,
+        "status": "normal",
+        "tokens": tokens,
+    }
+    if node is None:
+        return info
+    info.update(
+        keys=node.store.count(),
+        hints=node.hints.pending(),
+        peers={p: node.is_up(p, now) for p in node.ring.nodes if p != name},
+        keyspaces=[asdict(ks) for ks in node.keyspaces.values()],
+    )
+    return info
+
+
+def node_records(node: Node, keyspace: str, key: str) -> dict[str, Any]:
+    own = node.local_record(keyspace, key)
+    hinted = node.hinted_record(keyspace, key)
+    return {
+        "own": None if own is None else to_plain(own),
+        "hinted": None if hinted is None else to_plain(hinted),
+    }
+
+
+def node_hints(node: Node, now: float) -> list[dict[str, Any]]:
+    return [
+        {"holder": node.id, "target": s.target, "count": s.count, "oldest_s": round(s.oldest_s, 3)}
+        for s in node.hints.summary(now)
+    ]
+
+
+def metrics_to_plain(metrics: NodeMetrics) -> dict[str, Any]:
+    plain = {k: v for k, v in vars(metrics).items() if k != "ops"}
+    plain["ops"] = [
+        [op, level, s.count, s.ok, dict(s.latency.buckets), s.latency.total_ms, s.latency.max_ms]
+        for (op, level), s in metrics.ops.items()
+    ]
+    return plain
+
+
+def metrics_from_plain(plain: dict[str, Any]) -> NodeMetrics:
+    metrics = NodeMetrics(**{k: v for k, v in plain.items() if k != "ops"})
+    for op, level, count, ok, buckets, total_ms, max_ms in plain["ops"]:
+        hist = Histogram()
+        hist.buckets.update({int(b): int(c) for b, c in buckets.items()})
+        hist.count, hist.total_ms, hist.max_ms = sum(hist.buckets.values()), total_ms, max_ms
+        metrics.ops[(op, level)] = OpStats(count, ok, hist)
+    return metrics
+
+
+def records_from_plain(plain: dict[str, Any]) -> tuple[Any, Any]:
+    own, hinted = plain["own"], plain["hinted"]
+    return (None if own is None else from_plain(own), None if hinted is None else from_plain(hinted))

@@ -1,0 +1,183 @@
+"""What client operations return: plain dataclasses with the JSON shapes of DESIGN.md §5.
+
+The faces (REPL, CLI) render these; `to_json()` gives the stable machine form (fields may be added,
+the documented ones stay).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from bhandar_cli.core.crdt import PNCounter
+from bhandar_cli.core.errors import BhandarError
+from bhandar_cli.core.records import Record, Versioned
+from bhandar_cli.core.versions import Sibling, relation
+from bhandar_cli.values import decode_value
+
+Trace = tuple[tuple[float, str], ...]
+
+
+class ClientError(BhandarError):
+    """A failed operation as the faces see it: `code` plus a sentence, and the counts if any."""
+
+    def __init__(self, code: str, message: str, answered: int = 0, needed: int = 0, trace: Trace = ()):
+        super().__init__(message)
+        self.code = code  # type: ignore[assignment]
+        self.answered = answered
+        self.needed = needed
+        self.trace = trace
+
+    def to_json(self, cmd: str) -> dict[str, Any]:
+        out: dict[str, Any] = {"cmd": cmd, "ok": False, "error": str(self), "code": self.code}
+        if self.needed:
+            out.update(answered=self.answered, needed=self.needed)
+        return out
+
+
+@dataclass(frozen=True)
+class SiblingView:
+    value: Any
+    dot: tuple[str, int]
+    clock: dict[str, int]
+    tombstone: bool
+    ts: float
+    ctype: str
+    raw: bytes | None
+
+    @classmethod
+    def of(cls, s: Sibling) -> SiblingView:
+        return cls(decode_value(s.value, s.ctype), s.dot, s.clock, s.tombstone, s.ts, s.ctype, s.value)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "dot": list(self.dot),
+            "clock": self.clock,
+            "value": self.value,
+            "tombstone": self.tombstone,
+            "ts": round(self.ts, 6),
+        }
+
+
+def sibling_views(record: Record | None) -> list[SiblingView]:
+    if isinstance(record, Versioned):
+        return [SiblingView.of(s) for s in record.siblings]
+    return []
+
+
+@dataclass(frozen=True)
+class GetOutcome:
+    keyspace: str
+    key: str
+    found: bool
+    siblings: list[SiblingView]
+    context: str
+    coordinator: str
+    replies: int
+    needed: int
+    counter: int | None = None
+    counter_entries: dict[str, tuple[int, int]] = field(default_factory=dict)
+    trace: Trace = ()
+
+    @property
+    def values(self) -> list[Any]:
+        if self.counter is not None:
+            return [self.counter]
+        return [s.value for s in self.siblings if not s.tombstone]
+
+    @property
+    def concurrent_pairs(self) -> list[tuple[SiblingView, SiblingView]]:
+        live = [s for s in self.siblings if not s.tombstone]
+        return [
+            (a, b)
+            for i, a in enumerate(live)
+            for b in live[i + 1 :]
+            if relation(a.clock, b.clock) == "concurrent"
+        ]
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "cmd": "get",
+            "ok": True,
+            "keyspace": self.keyspace,
+            "key": self.key,
+            "found": self.found,
+            "values": self.values,
+            "context": self.context,
+            "siblings": len([s for s in self.siblings if not s.tombstone]) if self.counter is None else 1,
+            "tombstones": len([s for s in self.siblings if s.tombstone]),
+            "coordinator": self.coordinator,
+            "replies": self.replies,
+            "versions": [s.to_json() for s in self.siblings],
+        }
+        if self.counter is not None:
+            out["counter"] = {a: {"p": p, "n": n} for a, (p, n) in self.counter_entries.items()}
+        if self.trace:
+            out["trace"] = [list(step) for step in self.trace]
+        return out
+
+
+def counter_parts(record: Record | None) -> tuple[int, dict[str, tuple[int, int]]]:
+    if isinstance(record, PNCounter):
+        return record.value, record.entries()
+    return 0, {}
+
+
+@dataclass(frozen=True)
+class WriteOutcome:
+    cmd: str  # put or delete
+    keyspace: str
+    key: str
+    coordinator: str
+    acks: int
+    needed: int
+    context_used: str  # "none", "auto" or "given"
+    warnings: tuple[str, ...] = ()
+    hinted: tuple[str, ...] = ()
+    trace: Trace = ()
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "cmd": self.cmd,
+            "ok": True,
+            "keyspace": self.keyspace,
+            "key": self.key,
+            "coordinator": self.coordinator,
+            "acks": self.acks,
+            "needed": self.needed,
+            "context": self.context_used,
+        }
+        if self.warnings:
+            out["warnings"] = list(self.warnings)
+        if self.hinted:
+            out["hinted"] = list(self.hinted)
+        if self.trace:
+            out["trace"] = [list(step) for step in self.trace]
+        return out
+
+
+@dataclass(frozen=True)
+class IncrOutcome:
+    keyspace: str
+    key: str
+    value: int
+    request_id: str
+    coordinator: str
+    acks: int
+    needed: int
+    trace: Trace = ()
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "cmd": "incr",
+            "ok": True,
+            "keyspace": self.keyspace,
+            "key": self.key,
+            "value": self.value,
+            "request_id": self.request_id,
+            "coordinator": self.coordinator,
+            "acks": self.acks,
+        }
+        if self.trace:
+            out["trace"] = [list(step) for step in self.trace]
+        return out

@@ -1,0 +1,72 @@
+"""How user values become stored bytes and back.
+
+In the REPL and CLI a VALUE is a JSON literal when it parses as one, else a bare string; either way
+it is stored as JSON (content type application/json). Bytes that are not JSON (`put ... -` from a
+binary stdin, or an HTTP body of another type) are stored as they are and shown in JSON output as
+{"base64": "..."}.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+from bhandar_cli.core.versions import BYTES, JSON
+
+
+def parse_value_text(text: str) -> tuple[bytes, str]:
+    """REPL/CLI value text -> (bytes, content type)."""
+    try:
+        parsed = json.loads(text)
+    except (json.JSONDecodeError, ValueError):
+        parsed = text
+    return encode_json(parsed), JSON
+
+
+def encode_json(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def parse_value_bytes(data: bytes) -> tuple[bytes, str]:
+    """Raw bytes (stdin): JSON if they are valid UTF-8 JSON, else opaque bytes kept exactly."""
+    try:
+        parsed = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, ValueError):
+        text = _as_text(data)
+        if text is None:
+            return data, BYTES
+        return encode_json(text), JSON
+    return encode_json(parsed), JSON
+
+
+def _as_text(data: bytes) -> str | None:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return text[:-1] if text.endswith("\n") else text
+
+
+def decode_value(data: bytes | None, ctype: str) -> Any:
+    """Stored bytes -> a JSON-able value (None for a tombstone)."""
+    if data is None:
+        return None
+    if ctype == JSON:
+        try:
+            return json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            pass
+    return {"base64": base64.b64encode(data).decode("ascii")}
+
+
+def raw_value(data: bytes | None, ctype: str) -> bytes:
+    """The bare value for `-o raw`: a JSON string without quotes, other JSON as JSON, bytes as is."""
+    if data is None:
+        return b""
+    if ctype == JSON:
+        value = decode_value(data, ctype)
+        if isinstance(value, str):
+            return value.encode("utf-8")
+        return data
+    return data
