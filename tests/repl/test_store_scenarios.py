@@ -1,0 +1,189 @@
+"""The store's behaviour end to end: REPL commands on an in-process trio cluster (virtual clock)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+Run = Any
+
+
+def test_cart42_story_siblings_then_merge(repl: Run) -> None:
+    out = repl(
+        [
+            "put carts cart:42 '[\"rice\"]'",
+            "get carts cart:42",
+            "partition A | B C",
+            "sleep 3s",
+            'put carts cart:42 \'["rice","oil"]\' via=A c=ONE',
+            'put carts cart:42 \'["rice","salt"]\' via=B',
+            "heal",
+            "sleep 3s",
+            "get carts cart:42 c=ALL",
+            'put carts cart:42 \'["oil","rice","salt"]\'',
+            "get carts cart:42 c=ALL",
+        ],
+        nodes=3,
+    )
+    assert [o["ok"] for o in out] == [True] * len(out)
+    first_ctx = out[1]["context"]
+    assert out[4]["coordinator"] == "A" and out[5]["coordinator"] == "B"
+    siblings = out[8]
+    assert siblings["siblings"] == 2
+    assert sorted(siblings["values"]) == [["rice", "oil"], ["rice", "salt"]]
+    assert siblings["context"] and siblings["context"] != first_ctx
+    assert out[9]["context"] == "auto"
+    merged = out[10]
+    assert merged["siblings"] == 1 and merged["values"] == [["oil", "rice", "salt"]]
+
+
+def test_two_puts_with_the_same_context_through_one_coordinator_both_survive(repl: Run) -> None:
+    out = repl(["put ks k one via=A", "put ks k two via=A", "get ks k c=ALL"], nodes=3)
+    assert sorted(out[2]["values"]) == ["one", "two"]
+    assert out[2]["siblings"] == 2
+
+
+def test_counter_partition_and_retry(repl: Run) -> None:
+    out = repl(
+        [
+            "incr counters visits 10",
+            "partition A | B C",
+            "sleep 3s",
+            "incr counters visits 1 via=A c=ONE",
+            "incr counters visits 1 via=B id=r-1",
+            "incr counters visits 1 via=B id=r-1",
+            "heal",
+            "sleep 3s",
+            "get counters visits c=ALL",
+        ],
+        nodes=3,
+    )
+    assert [o["ok"] for o in out] == [True] * len(out)
+    assert out[8]["values"] == [12]
+    assert out[8]["siblings"] == 1
+
+
+def test_delete_leaves_a_tombstone_a_stale_replica_cannot_resurrect(repl: Run) -> None:
+    out = repl(
+        [
+            "put ks k alive c=ALL",
+            "get ks k",
+            "kill C",
+            "sleep 3s",
+            "delete ks k",
+            "revive C",
+            "sleep 3s",
+            "clock ks k",
+            "get ks k c=ALL",
+            "get ks k via=C c=ONE",
+            "sleep 1s",
+            "get ks k via=C c=ONE",
+        ],
+        nodes=3,
+    )
+    assert out[4]["ok"] and out[4]["cmd"] == "delete"
+    stale = out[7]["replicas"]["C"]
+    assert [v["value"] for v in stale] == ["alive"]  # C missed the delete
+    assert out[8]["found"] is False and out[8]["values"] == []
+    assert out[8]["tombstones"] == 1
+    assert out[11]["found"] is False  # read repair gave C the tombstone
+
+
+def test_killed_home_replica_hinted_handoff(repl: Run) -> None:
+    out = repl(["prefs carts cart:7"], nodes=5)
+    home = out[0]["replicas"]
+    victim, fallback = home[1], out[0]["fallbacks"][0]
+    out = repl(
+        [
+            f"kill {victim}",
+            "sleep 3s",
+            "put carts cart:7 '[\"tea\"]'",
+            "hints",
+            f"revive {victim}",
+            "sleep 3s",
+            "hints",
+            "clock carts cart:7",
+        ],
+        nodes=5,
+    )
+    put = out[2]
+    assert put["ok"] and put["acks"] >= 2
+    assert put["hinted"] == [f"{fallback} for {victim}"]
+    (queue,) = out[3]["queues"]
+    assert (queue["holder"], queue["target"], queue["count"]) == (fallback, victim, 1)
+    assert 0 <= queue["oldest_s"] < 0.1
+    assert out[6]["queues"] == []
+    assert [v["value"] for v in out[7]["replicas"][victim]] == [["tea"]]
+
+
+def test_strict_quorum_two_of_three_down_is_unavailable(repl: Run) -> None:
+    out = repl(["keyspace create bank quorum=strict", "prefs bank acct:1"], nodes=5)
+    a, b = out[1]["replicas"][:2]
+    out = repl(
+        ["keyspace create bank quorum=strict", f"kill {a}", f"kill {b}", "sleep 3s", "put bank acct:1 100"],
+        nodes=5,
+    )
+    failure = out[4]
+    assert failure["ok"] is False and failure["code"] == "unavailable"
+    assert "1 of 3 replicas reachable, QUORUM needs 2" in failure["error"]
+
+
+def test_read_repair_fixes_a_replica_that_missed_a_write(repl: Run) -> None:
+    out = repl(
+        [
+            "partition A B | C",
+            "sleep 3s",
+            "put ks k v1 via=A",
+            "heal",
+            "sleep 3s",
+            "clock ks k",
+            "get ks k via=A",
+            "sleep 1s",
+            "clock ks k",
+            "metrics",
+        ],
+        nodes=3,
+    )
+    assert out[5]["replicas"]["C"] == []
+    assert [v["value"] for v in out[8]["replicas"]["C"]] == ["v1"]
+    assert out[9]["read_repairs"] >= 1 and out[9]["stale_reads"] >= 1
+
+
+def test_bad_input_gives_one_line_errors_and_the_session_goes_on(repl: Run) -> None:
+    out = repl(
+        [
+            "bogus",
+            "stauts",
+            'put ks k \'["unclosed"',
+            "put ks k v ctx=not-a-context",
+            "kill Z",
+            "get ks k c=TWO",
+            "delay A lots",
+            "incr ks k",
+            "put ks k fine",
+        ]
+    )
+    assert [o["ok"] for o in out] == [False] * 8 + [True]
+    assert {o["code"] for o in out[:8]} == {"bad_input"}
+    assert "did you mean status" in out[1]["error"]
+    assert all("\n" not in o["error"] for o in out[:8])
+
+
+def test_json_shapes_of_views(repl: Run) -> None:
+    lines = ["put ks k v", "sleep 1s", "get ks k", "status", "prefs ks k", "clock ks k", "hints", "metrics"]
+    put, _, get, status, prefs, clock, hints, metrics, incr = repl([*lines, "incr counters c 2"])
+    assert {"cmd", "ok", "coordinator", "acks"} <= put.keys()
+    assert {"cmd", "ok", "keyspace", "key", "found", "values", "context", "siblings"} <= get.keys()
+    node = status["nodes"][0]
+    assert {"id", "zone", "up", "status", "tokens", "owns", "keys"} <= node.keys()
+    assert (node["id"], node["zone"], node["status"], node["tokens"]) == ("A", "z1", "normal", 8)
+    assert abs(sum(n["owns"] for n in status["nodes"]) - 1.0) < 0.01
+    assert len(prefs["replicas"]) == 3 and set(prefs["zones"]) >= set(prefs["replicas"])
+    assert len({prefs["zones"][r] for r in prefs["replicas"]}) == 3  # three zones for three replicas
+    for versions in clock["replicas"].values():
+        assert {"dot", "clock", "value", "tombstone"} <= versions[0].keys()
+    assert hints["queues"] == []
+    q = metrics["ops"]["get"]["QUORUM"]
+    assert {"count", "ok", "p50_ms", "p99_ms"} <= q.keys() and q["count"] == 1
+    assert {"stale_reads", "read_repairs", "hints"} <= metrics.keys()
+    assert {"pending", "oldest_s"} <= metrics["hints"].keys()
+    assert incr == {**incr, "cmd": "incr", "ok": True, "value": 2}
