@@ -44,7 +44,9 @@ def root(
     Run [bold]bhandar[/bold] alone to open the REPL on an in-process cluster.
     """
     if ctx.invoked_subcommand is None:
-        ctx.invoke(repl)
+        # The click command (not the bare function) so that the options' defaults apply.
+        command = ctx.command.get_command(ctx, "repl")  # type: ignore[attr-defined]
+        ctx.invoke(command)
 
 
 def main() -> None:

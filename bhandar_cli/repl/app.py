@@ -1,0 +1,274 @@
+"""The interactive REPL: prompt_toolkit in a worker thread, the cluster on trio in the main thread.
+
+This is the pattern of trio's own `python -m trio`: the prompt blocks a worker thread
+(`trio.to_thread.run_sync`) and each command goes back to trio with `trio.from_thread.run`.
+`patch_stdout(raw=True)` keeps output printed while the prompt is shown (and rich's colours) from
+tearing the prompt. Ctrl-C while typing clears the line (prompt_toolkit reads it as a key); Ctrl-C
+while a command runs arrives as SIGINT in trio's thread and cancels that command only. Ctrl-D or
+`quit` stops the cluster cleanly.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import trio
+import trio.testing
+from prompt_toolkit import PromptSession
+from prompt_toolkit.application.current import get_app
+from prompt_toolkit.auto_suggest import AutoSuggestFromHistory
+from prompt_toolkit.completion import CompleteEvent, get_common_complete_suffix
+from prompt_toolkit.formatted_text import HTML
+from prompt_toolkit.history import FileHistory, History, InMemoryHistory
+from prompt_toolkit.input import Input
+from prompt_toolkit.key_binding import KeyBindings
+from prompt_toolkit.output import Output
+from prompt_toolkit.patch_stdout import patch_stdout
+from prompt_toolkit.styles import Style
+from rich.console import Console
+
+from bhandar_cli import __version__
+from bhandar_cli.core.errors import BhandarError
+from bhandar_cli.repl.batch import ClusterOptions, open_session
+from bhandar_cli.repl.completer import BhandarCompleter, BhandarLexer, CompletionContext, argument_hint
+from bhandar_cli.repl.grammar import parse
+from bhandar_cli.repl.session import Reply, Session, _as_client_error, _first_word
+from bhandar_cli.repl.views import print_reply
+
+STYLE = Style.from_dict(
+    {
+        "command": "bold ansibrightcyan",
+        "unknown": "ansired",
+        "option": "ansiyellow",
+        "node": "bold ansimagenta",
+        "value": "ansigreen",
+        "comment": "italic ansibrightblack",
+        "separator": "bold",
+        "bottom-toolbar": "noreverse bg:#222222 #cccccc",
+        "bottom-toolbar.down": "bold #ff5f5f",
+        "bottom-toolbar.hint": "#888888",
+    }
+)
+
+
+def history_path() -> Path:
+    """$XDG_STATE_HOME/bhandar/history (default ~/.local/state/bhandar/history)."""
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(base) / "bhandar" / "history"
+
+
+def open_history(path: Path | None) -> History:
+    try:
+        target = path or history_path()
+        target.parent.mkdir(parents=True, exist_ok=True)
+        return FileHistory(str(target))
+    except OSError:
+        return InMemoryHistory()  # a read-only home must not stop the REPL
+
+
+class InteractiveApp:
+    def __init__(
+        self,
+        session: Session,
+        pt_input: Input | None = None,
+        pt_output: Output | None = None,
+        history: History | None = None,
+        console: Console | None = None,
+    ) -> None:
+        self.session = session
+        self.pt_input = pt_input
+        self.pt_output = pt_output
+        self.history = history if history is not None else open_history(None)
+        self.console = console
+        self.completion = CompletionContext(nodes=list(session.client.backend.names))
+        self.toolbar_state: dict[str, Any] = {}
+        self._command_scope: trio.CancelScope | None = None
+
+    # --- trio side ---------------------------------------------------------------------------
+
+    async def run(self) -> int:
+        token = trio.lowlevel.current_trio_token()
+        await self._refresh()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._refresh_loop)
+            if threading.current_thread() is threading.main_thread():
+                nursery.start_soon(self._watch_sigint)
+            code = await trio.to_thread.run_sync(self._prompt_loop, token)
+            nursery.cancel_scope.cancel()
+        return code
+
+    async def _watch_sigint(self) -> None:
+        with trio.open_signal_receiver(signal.SIGINT) as signals:
+            async for _ in signals:
+                if self._command_scope is not None:
+                    self._command_scope.cancel()
+
+    async def _refresh_loop(self) -> None:
+        while True:
+            await trio.sleep(0.3)
+            await self._refresh()
+
+    async def _refresh(self) -> None:
+        client = self.session.client
+        backend = client.backend
+        try:
+            spaces = await client.keyspace_list()
+            hints = await client.hints()
+        except BhandarError:
+            spaces, hints = {"keyspaces": []}, {"pending": 0}
+        names = sorted({k["name"] for k in spaces["keyspaces"]} | set(client.keys_seen))
+        self.completion = CompletionContext(
+            list(backend.names), names, {ks: sorted(keys) for ks, keys in client.keys_seen.items()}
+        )
+        self.toolbar_state = {
+            "down": [n for n in backend.names if not backend.is_alive(n)],
+            "nodes": len(backend.names),
+            "partitions": backend.partitions(),
+            "consistency": client.consistency,
+            "hints": hints["pending"],
+            "trace": client.trace,
+        }
+
+    async def execute(self, text: str) -> None:
+        """Run one line; Ctrl-C (SIGINT) cancels the command in progress and only that."""
+        console = self._console()
+        with trio.CancelScope() as scope:
+            self._command_scope = scope
+            try:
+                commands = parse(text)
+            except BhandarError as exc:
+                self._print(console, Reply(_first_word(text), False, _as_client_error(exc)))
+                commands = []
+            for command in commands:
+                self._print(console, await self.session.execute(command))
+                if self.session.quit:
+                    break
+        self._command_scope = None
+        if scope.cancelled_caught:
+            console.print("[yellow]cancelled[/yellow]")
+        await self._refresh()
+
+    def _print(self, console: Console, reply: Reply) -> None:
+        print_reply(console, reply, self.session.output)
+
+    def _console(self) -> Console:
+        if self.console is not None:
+            return self.console
+        # Resolved at print time so output goes through patch_stdout's proxy.
+        width = shutil.get_terminal_size((100, 24)).columns
+        return Console(force_terminal=sys.__stdout__.isatty(), width=width)
+
+    # --- prompt thread -----------------------------------------------------------------------
+
+    def _prompt_loop(self, token: trio.lowlevel.TrioToken) -> int:
+        completer = BhandarCompleter(lambda: self.completion)
+        prompt: PromptSession[str] = PromptSession(
+            history=self.history,
+            auto_suggest=AutoSuggestFromHistory(),
+            completer=completer,
+            key_bindings=tab_bindings(completer),
+            lexer=BhandarLexer(lambda: self.completion.nodes),
+            complete_while_typing=True,
+            bottom_toolbar=self._toolbar,
+            style=STYLE,
+            refresh_interval=0.5,
+            input=self.pt_input,
+            output=self.pt_output,
+        )
+        with patch_stdout(raw=True):
+            self._console().print(self._banner())
+            while not self.session.quit:
+                try:
+                    text = prompt.prompt(HTML("<b>bhandar</b>&gt; "))
+                except KeyboardInterrupt:
+                    continue  # Ctrl-C while typing: the line is cleared, the session goes on
+                except EOFError:
+                    break
+                if text.strip():
+                    trio.from_thread.run(self.execute, text, trio_token=token)
+        return 0
+
+    def _banner(self) -> str:
+        backend = self.session.client.backend
+        names = backend.names
+        zones = len(set(backend.zones.values()))
+        return (
+            f"[bold]Bhandar {__version__}[/bold] — {len(names)} nodes ({names[0]}–{names[-1]}) "
+            f"in {zones} zones, "
+            f"consistency {self.session.client.consistency}. Type [bold]help[/bold]; Tab completes; "
+            "Ctrl-D quits."
+        )
+
+    def _toolbar(self) -> Any:
+        state = self.toolbar_state
+        down = state.get("down", [])
+        up = state.get("nodes", 0) - len(down)
+        parts = [f"nodes {up}/{state.get('nodes', 0)} up"]
+        if down:
+            parts.append(f"<down>down: {', '.join(down)}</down>")
+        groups = state.get("partitions") or []
+        if groups:
+            parts.append("partition " + " | ".join("{" + ",".join(g) + "}" for g in groups))
+        parts.append(f"consistency {state.get('consistency', '')}")
+        parts.append(f"hints {state.get('hints', 0)} pending")
+        if state.get("trace"):
+            parts.append("trace on")
+        line = " · ".join(parts)
+        try:
+            hint = argument_hint(get_app().current_buffer.text)
+        except Exception:  # no running application (rendering outside a prompt)
+            hint = ""
+        if hint:
+            line += f"\n<hint>{_escape(hint)}</hint>"
+        return HTML(
+            line.replace("<down>", "<style fg='#ff5f5f'><b>")
+            .replace("</down>", "</b></style>")
+            .replace("<hint>", "<style fg='#888888'>")
+            .replace("</hint>", "</style>")
+        )
+
+
+def tab_bindings(completer: BhandarCompleter) -> KeyBindings:
+    """Tab completes from the grammar at once, even while a completion-as-you-type is in flight.
+
+    prompt_toolkit's own Tab does nothing when it lands while the background completion has not
+    produced its list yet (typing fast, or pasting `sta<Tab>`); our completer is cheap, so run it.
+    """
+    bindings = KeyBindings()
+
+    @bindings.add("tab")
+    def _(event: Any) -> None:
+        buffer = event.current_buffer
+        state = buffer.complete_state
+        if state is not None and state.completions:
+            buffer.complete_next()
+            return
+        found = list(completer.get_completions(buffer.document, CompleteEvent(completion_requested=True)))
+        if len(found) == 1:
+            buffer.apply_completion(found[0])
+        elif found:
+            common = get_common_complete_suffix(buffer.document, found)
+            if common:
+                buffer.insert_text(common)
+            buffer.start_completion(select_first=False)
+
+    return bindings
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def run_interactive(options: ClusterOptions, output: str = "table", virtual_time: bool = False) -> int:
+    async def main() -> int:
+        async with open_session(options, output) as session:
+            return await InteractiveApp(session).run()
+
+    clock = trio.testing.MockClock(autojump_threshold=0) if virtual_time else None
+    return trio.run(main, clock=clock)
