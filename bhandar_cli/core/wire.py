@@ -1,0 +1,85 @@
+"""Messages as plain values for CBOR frames (and back), with a closed registry of types.
+
+A message becomes {"$t": type name, field: value, ...}; a record becomes {"$r": its plain form};
+lists come back as tuples (the dataclasses are frozen). Anything not in the registry, or with
+fields its type does not have, is refused with a `ValueError`, never constructed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from bhandar_cli.core import messages
+from bhandar_cli.core.config import KeyspaceDef
+from bhandar_cli.core.crdt import PNCounter
+from bhandar_cli.core.records import Versioned, from_plain, to_plain
+
+REGISTRY: dict[str, type] = {
+    cls.__name__: cls
+    for cls in (
+        KeyspaceDef,
+        messages.PutRequest,
+        messages.GetRequest,
+        messages.IncrRequest,
+        messages.KeyspaceRequest,
+        messages.PutResult,
+        messages.GetResult,
+        messages.IncrResult,
+        messages.KeyspaceResult,
+        messages.Failure,
+        messages.ClientReply,
+        messages.ReplicaWrite,
+        messages.ReplicaAck,
+        messages.ReplicaRead,
+        messages.ReplicaReadReply,
+        messages.SchemaUpdate,
+        messages.Ping,
+        messages.Pong,
+    )
+}
+
+
+def register(cls: type) -> type:
+    """Add a message type (later features register theirs)."""
+    REGISTRY[cls.__name__] = cls
+    return cls
+
+
+def to_wire(obj: Any) -> Any:
+    if isinstance(obj, Versioned | PNCounter):
+        return {"$r": to_plain(obj)}
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        name = type(obj).__name__
+        if name not in REGISTRY:
+            raise ValueError(f"{name} is not a wire message type")
+        out: dict[str, Any] = {"$t": name}
+        for f in dataclasses.fields(obj):
+            out[f.name] = to_wire(getattr(obj, f.name))
+        return out
+    if isinstance(obj, list | tuple):
+        return [to_wire(x) for x in obj]
+    if isinstance(obj, dict):
+        return {k: to_wire(v) for k, v in obj.items()}
+    if isinstance(obj, frozenset | set):
+        return [to_wire(x) for x in sorted(obj)]
+    return obj
+
+
+def from_wire(data: Any) -> Any:
+    if isinstance(data, dict):
+        if "$r" in data:
+            return from_plain(data["$r"])
+        if "$t" in data:
+            cls = REGISTRY.get(data["$t"]) if isinstance(data["$t"], str) else None
+            if cls is None:
+                raise ValueError(f"unknown message type {data['$t']!r}")
+            fields = {k: from_wire(v) for k, v in data.items() if k != "$t"}
+            try:
+                return cls(**fields)
+            except TypeError as exc:
+                raise ValueError(f"malformed {data['$t']}: {exc}") from exc
+        return {k: from_wire(v) for k, v in data.items()}
+    if isinstance(data, list):
+        return tuple(from_wire(x) for x in data)
+    return data
