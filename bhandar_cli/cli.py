@@ -11,6 +11,7 @@ import sys
 import typer
 
 from bhandar_cli import __version__
+from bhandar_cli.cmd.demo import demo
 from bhandar_cli.cmd.repl import repl
 from bhandar_cli.cmd.sim import sim_app
 
@@ -23,6 +24,7 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 app.command("repl")(repl)
+app.command("demo")(demo)
 app.add_typer(sim_app, name="sim")
 
 

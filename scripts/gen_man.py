@@ -138,7 +138,7 @@ def _usage(cmd: Any, ctx: Any) -> str:
 
 def _param_tag(param: Any, ctx: Any) -> str:
     if param.param_type_name == "argument":
-        return italic(param.human_readable_name)
+        return italic((param.metavar or param.name or "").upper())
     names = ", ".join(bold(o) for o in param.opts)
     if param.secondary_opts:
         names += " / " + ", ".join(bold(o) for o in param.secondary_opts)

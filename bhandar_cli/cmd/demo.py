@@ -1,0 +1,49 @@
+"""`bhandar demo [NAME]`: scripted classroom demos on a live in-process cluster.
+
+This module only parses and chooses; the scripts are in `bhandar_cli/repl/demos.py` and the player
+in `bhandar_cli/repl/demo_runner.py`, imported inside the command so `bhandar --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import difflib
+import sys
+
+import typer
+
+from bhandar_cli.cmd.output import EXIT_USAGE, fail
+
+
+def demo(
+    name: str | None = typer.Argument(
+        None, metavar="NAME", help="The demo to run; without it, list the demos."
+    ),
+    auto: bool = typer.Option(False, "--auto", help="Run every step without waiting for Enter."),
+    list_: bool = typer.Option(False, "--list", help="List the demos with a one-line summary and exit."),
+    virtual_time: bool = typer.Option(
+        False, "--virtual-time", help="Run on a virtual clock: sleeps and timeouts take no real time."
+    ),
+) -> None:
+    """Run a classroom demo: narration, commands and live replies, step by step.
+
+    Each step checks that the store did what the narration says, else the demo stops with exit status 1.
+
+    Enter runs the next step, q then Enter quits, Ctrl-C stops (exit status 130).
+    """
+    from rich.console import Console
+
+    from bhandar_cli.repl.demo_runner import demo_table, run_demo
+    from bhandar_cli.repl.demos import DEMOS
+
+    if list_ or name is None:
+        # Piped, rich would wrap at 80 columns: keep each demo on one line for grep and friends.
+        console = Console(width=None if sys.stdout.isatty() else 120)
+        console.print(demo_table())
+        console.print("run one with: bhandar demo NAME [--auto] [--virtual-time]", style="dim")
+        return
+    chosen = DEMOS.get(name.strip().lower())
+    if chosen is None:
+        # cutoff=0 always finds the nearest name, so the error can always suggest one.
+        (nearest,) = difflib.get_close_matches(name.lower(), list(DEMOS), n=1, cutoff=0.0)
+        fail(f"no demo named {name!r}; did you mean {nearest}? (bhandar demo --list)", EXIT_USAGE)
+    raise typer.Exit(run_demo(chosen, auto=auto, virtual_time=virtual_time))
