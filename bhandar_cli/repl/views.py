@@ -114,7 +114,14 @@ def render_write(out: WriteOutcome) -> RenderableType:
         (f"  ({ctx.get(out.context_used, out.context_used)})", "dim"),
     )
     parts: list[RenderableType] = [head]
-    parts += [Text(f"hint: {h}", style="yellow") for h in out.hinted]
+    for hinted in out.hinted:
+        fallback, _, home = hinted.partition(" for ")
+        parts.append(
+            Text(
+                f"sloppy quorum: {fallback} stands in for {home} (it keeps a hint until {home} is back)",
+                "yellow",
+            )
+        )
     parts += [Text(f"warning: {w}", style="yellow") for w in out.warnings]
     return _with_trace(Group(*parts), out.trace)
 
@@ -192,6 +199,8 @@ def render_prefs(data: dict[str, Any]) -> RenderableType:
         f"{data['keyspace']}/{data['key']}: token {data['token']}, "
         f"first token clockwise owned by {data['owner']}"
     )
+    if not data["fallbacks"]:
+        return Group(head, table, Text("no fallbacks: every node is a replica of this key", style="dim"))
     note = Text("a write whose replica is down goes to the first healthy fallback, with a hint", style="dim")
     return Group(head, table, note)
 
@@ -207,7 +216,8 @@ def render_clock(data: dict[str, Any]) -> RenderableType:
             table.add_row(label, holder, "", "", Text("(nothing)", "dim"))
         for v in versions or []:
             if "counter" in v:
-                table.add_row(label, holder, "", "", f"counter {v['counter']} {v['entries']}")
+                parts = ", ".join(f"{a} P{e['p']} N{e['n']}" for a, e in v["entries"].items())
+                table.add_row(label, holder, "", "", f"counter {v['counter']} ({parts})")
                 continue
             value = Text("(tombstone)", "dim") if v["tombstone"] else Text(show_value(v["value"]))
             table.add_row(label, holder, f"{v['dot'][0]}:{v['dot'][1]}", show_clock(v["clock"]), value)
