@@ -1,0 +1,68 @@
+"""The memtable: the newest writes, sorted in memory (`sortedcontainers.SortedDict`).
+
+It holds at most one record per key: a new write is combined with the one already there (see
+`records.resolve`), so the memtable behaves like the newest run of the LSM tree. Its size is
+approximate (key + value bytes plus a fixed per-entry overhead) and decides when to flush.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from sortedcontainers import SortedDict
+
+from bhandar_cli.storage.records import DELETE, MERGE, VALUE, Merge
+
+ENTRY_OVERHEAD = 48  # rough cost of the tuple and dict slot, so tiny values still count
+
+
+class Memtable:
+    """Sorted key → (kind, value) with an approximate byte size."""
+
+    __slots__ = ("approx_bytes", "data")
+
+    def __init__(self) -> None:
+        self.data: SortedDict = SortedDict()
+        self.approx_bytes = 0
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def apply(self, kind: int, key: bytes, value: bytes, merge: Merge | None) -> None:
+        """Record a write: VALUE or MERGE with a value, or DELETE (value ignored)."""
+        data = self.data
+        old = data.get(key)
+        if kind == DELETE:
+            entry: tuple[int, bytes | None] = (DELETE, None)
+        elif kind == MERGE and old is not None and merge is not None:
+            old_kind, old_value = old
+            # Over a deletion the merged value must still shadow everything older: VALUE.
+            entry = (VALUE, value) if old_kind == DELETE else (old_kind, merge(value, old_value))
+        else:
+            entry = (kind, value)
+        if old is None:
+            self.approx_bytes += len(key) + ENTRY_OVERHEAD
+        elif old[1] is not None:
+            self.approx_bytes -= len(old[1])
+        if entry[1] is not None:
+            self.approx_bytes += len(entry[1])
+        data[key] = entry
+
+    def get(self, key: bytes) -> tuple[int, bytes | None] | None:
+        return self.data.get(key)
+
+    def items(
+        self, start: bytes | None = None, end: bytes | None = None
+    ) -> Iterator[tuple[bytes, int, bytes | None]]:
+        """(key, kind, value) for start ≤ key < end, in key order."""
+        data = self.data
+        if start is None and end is None:  # a flush: skip irange's bounds checks
+            for key, (kind, value) in data.items():
+                yield key, kind, value
+            return
+        for key in data.irange(start, end, inclusive=(True, False)):
+            kind, value = data[key]
+            yield key, kind, value
+
+
+__all__ = ["DELETE", "MERGE", "VALUE", "Memtable"]

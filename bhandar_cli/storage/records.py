@@ -1,0 +1,69 @@
+"""Record kinds, the WAL operation payload, and the one rule that resolves a key across runs.
+
+A key may appear in the memtable and in several SSTables ("runs"). Each appearance is a record of
+one of three kinds:
+
+- `VALUE`: a value that shadows everything older (a plain put when the engine has no merge).
+- `MERGE`: a value to combine with older records through the engine's `merge(newer, older)`
+  (a put when the engine has a merge function, like RocksDB's merge operands).
+- `DELETE`: a deletion marker; it shadows everything older.
+
+`resolve` folds the records of one key from newest to oldest. The same fold is used by `get`,
+`scan` and compaction, so a compaction never changes what a read returns (given an associative
+merge; it need not be commutative because runs are only ever merged in age order).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable, Iterable
+
+DELETE = 0
+VALUE = 1
+MERGE = 2
+KIND_NAMES = {DELETE: "delete", VALUE: "value", MERGE: "merge"}
+
+Merge = Callable[[bytes, bytes], bytes]
+
+# WAL payload of one operation: kind u8, key length u32, key, value (the rest of the payload).
+_OP = struct.Struct("<BI")
+
+
+def encode_op(kind: int, key: bytes, value: bytes) -> bytes:
+    return _OP.pack(kind, len(key)) + key + value
+
+
+def decode_op(payload: bytes) -> tuple[int, bytes, bytes]:
+    """Inverse of `encode_op`; raises ValueError on a payload no version of us wrote."""
+    if len(payload) < _OP.size:
+        raise ValueError(f"operation record of {len(payload)} bytes is shorter than its header")
+    kind, klen = _OP.unpack_from(payload)
+    end = _OP.size + klen
+    if kind not in KIND_NAMES or end > len(payload):
+        raise ValueError(f"operation record has kind {kind} and key length {klen} of {len(payload)} bytes")
+    return kind, payload[_OP.size : end], payload[end:]
+
+
+def resolve(records: Iterable[tuple[int, bytes | None]], merge: Merge | None) -> tuple[int, bytes | None]:
+    """Fold one key's records, newest first, into a single (kind, value).
+
+    The result is `(DELETE, None)` when a deletion marker wins, `(VALUE, v)` when the fold hit a
+    record that shadows everything older, and `(MERGE, v)` when older runs not in `records` could
+    still contribute (a compaction that includes the oldest run may turn that into VALUE).
+    """
+    acc: bytes | None = None
+    for kind, value in records:
+        if kind == DELETE:
+            return (DELETE, None) if acc is None else (VALUE, acc)
+        assert value is not None, "a value record without a value is a bug"
+        if acc is None:
+            acc = value
+        elif merge is None:  # newest wins; only reachable for MERGE records written with a merge
+            return VALUE, acc
+        else:
+            acc = merge(acc, value)
+        if kind == VALUE:
+            return VALUE, acc
+    if acc is None:
+        raise ValueError("resolve() needs at least one record")
+    return MERGE, acc

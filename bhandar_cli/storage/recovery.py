@@ -1,0 +1,117 @@
+"""Opening a storage directory after any crash, quarantining damaged tables, restoring snapshots.
+
+`recover` reads the directory and returns what the engine needs to resume; its only writes are
+the ones recovery must make: deleting `*.tmp` files and orphans, truncating a torn WAL tail and
+moving corrupt tables to `quarantine/`. Each step is safe to repeat if the open itself crashes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bhandar_cli.storage import manifest, wal
+from bhandar_cli.storage.disk import Disk, join
+from bhandar_cli.storage.errors import CorruptManifestError, CorruptTableError
+from bhandar_cli.storage.manifest import Manifest, file_name, file_number
+from bhandar_cli.storage.memtable import Memtable
+from bhandar_cli.storage.records import Merge, decode_op
+from bhandar_cli.storage.reports import Quarantined
+from bhandar_cli.storage.sstable import BlockCache, Table
+from bhandar_cli.storage.wal import WALReport
+
+QUARANTINE = "quarantine"
+
+
+@dataclass(frozen=True)
+class Recovered:
+    manifest: Manifest
+    had_manifest: bool
+    next_file: int  # above every number in the MANIFEST and in the directory
+    names: list[str]  # live tables, oldest first (the MANIFEST's minus quarantined ones)
+    tables: list[Table]
+    memtable: Memtable  # the replayed WAL records
+    logs: list[int]  # live WAL numbers, in order
+    wal_reports: list[WALReport]
+    orphans: list[str]
+    quarantined: list[Quarantined]
+
+
+def recover(disk: Disk, directory: str, cache: BlockCache, *, verify: bool, merge: Merge | None) -> Recovered:
+    disk.makedirs(directory)
+    names = disk.listdir(directory)
+    for name in names:
+        if name.endswith(".tmp"):  # an interrupted atomic write: its target is intact
+            disk.remove(join(directory, name))
+    files = {n: num for n in names if (num := file_number(n)) is not None}
+    m = manifest.load(disk, directory)
+    had_manifest = m is not None
+    if m is None:
+        if any(ext == "sst" for _, ext in files.values()):
+            raise CorruptManifestError(directory, "MANIFEST is missing but SSTables exist; refusing to guess")
+        m = Manifest()
+    next_file = max([m.next_file, *(num + 1 for num, _ in files.values())])
+
+    live: list[str] = []
+    tables: list[Table] = []
+    quarantined: list[Quarantined] = []
+    for name in m.tables:
+        path = join(directory, name)
+        if not disk.exists(path):
+            quarantined.append(Quarantined(name, "listed in MANIFEST but missing", None))
+            continue
+        try:
+            tables.append(Table(disk, path, cache, verify=verify))
+        except CorruptTableError as e:
+            quarantined.append(move_to_quarantine(disk, directory, name, e.what))
+            continue
+        live.append(name)
+
+    orphans = []
+    listed = set(m.tables)
+    for name, (num, ext) in sorted(files.items()):
+        # Tables of an interrupted flush or compaction, and logs already flushed into tables.
+        if (ext == "sst" and name not in listed) or (ext == "log" and num < m.log_number):
+            disk.remove(join(directory, name))
+            orphans.append(name)
+
+    memtable = Memtable()
+    logs = sorted(num for num, ext in files.values() if ext == "log" and num >= m.log_number)
+    reports = [_replay(disk, directory, file_name(num, "log"), memtable, merge) for num in logs]
+    return Recovered(m, had_manifest, next_file, live, tables, memtable, logs, reports, orphans, quarantined)
+
+
+def _replay(disk: Disk, directory: str, name: str, memtable: Memtable, merge: Merge | None) -> WALReport:
+    payloads, report = wal.replay(disk, join(directory, name), name)
+    for i, payload in enumerate(payloads):
+        try:
+            kind, key, value = decode_op(payload)
+        except ValueError as e:
+            raise CorruptManifestError(
+                directory, f"WAL {name} record {i} passes its checksum but is unreadable: {e} (a bug)"
+            ) from None
+        memtable.apply(kind, key, value, merge)
+    return report
+
+
+def move_to_quarantine(disk: Disk, directory: str, name: str, reason: str) -> Quarantined:
+    """Move a damaged table aside (kept for inspection, never read again)."""
+    qdir = join(directory, QUARANTINE)
+    disk.makedirs(qdir)
+    dest, n = join(qdir, name), 1
+    while disk.exists(dest):
+        dest, n = join(qdir, f"{name}.{n}"), n + 1
+    disk.rename(join(directory, name), dest)
+    return Quarantined(name, reason, dest)
+
+
+def restore_snapshot(disk: Disk, snapshot: str, directory: str) -> None:
+    """Make `directory` (new or empty) a copy of a snapshot by hard links; then open it."""
+    m = manifest.load(disk, snapshot)
+    if m is None:
+        raise CorruptManifestError(snapshot, "not a snapshot: no MANIFEST (a snapshot cut short?)")
+    if disk.listdir(directory):
+        raise ValueError(f"restore target {directory} is not empty")
+    disk.makedirs(directory)
+    for name in m.tables:
+        disk.link(join(snapshot, name), join(directory, name))
+    manifest.store(disk, directory, m)
