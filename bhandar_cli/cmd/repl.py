@@ -16,6 +16,9 @@ def repl(
     vnodes: int = typer.Option(8, "--vnodes", help="Tokens (virtual nodes) per node."),
     replicas: int = typer.Option(3, "--replicas", help="Replication factor N of new keyspaces."),
     seed: int = typer.Option(0, "--seed", help="Seed of the network's latency randomness."),
+    data_dir: Path | None = typer.Option(
+        None, "--data-dir", help="Keep the nodes' data in DIR between runs (default: a temporary directory)."
+    ),
     script: Path | None = typer.Option(None, "--script", help="Run the commands of FILE, one per line."),
     execute: str | None = typer.Option(None, "-e", "--execute", help="Run these commands ('cmd; cmd')."),
     output: OutputFormat = OUTPUT_OPTION,
@@ -37,7 +40,7 @@ def repl(
         fail(f"no such script file: {script}", EXIT_USAGE)
     from bhandar_cli.repl.batch import ClusterOptions, run_batch
 
-    options = ClusterOptions(nodes, zones, vnodes, replicas, seed)
+    options = ClusterOptions(nodes, zones, vnodes, replicas, seed, str(data_dir) if data_dir else None)
     batch = script is not None or execute is not None or not sys.stdin.isatty()
     if batch:
         code = run_batch(

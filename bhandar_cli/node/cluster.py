@@ -124,6 +124,9 @@ class InProcessCluster:
         if runtime.alive:
             return False
         assert self._nursery is not None, "the cluster is not running"
+        reopen = getattr(runtime.store, "reopen", None)
+        if reopen is not None:
+            reopen()  # a restarted node reads its data back from disk (WAL replay)
         await self._nursery.start(runtime.run)
         return True
 

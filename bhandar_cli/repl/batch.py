@@ -8,11 +8,14 @@ standard error only. The exit status is 0 unless --fail-fast stopped at a failed
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
+import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import TextIO
+from typing import Any, TextIO
 
 import trio
 import trio.testing
@@ -20,8 +23,10 @@ from rich.console import Console
 
 from bhandar_cli.client import Client
 from bhandar_cli.core.config import NodeConfig
+from bhandar_cli.core.store import Store
 from bhandar_cli.node.backend import InProcessBackend
 from bhandar_cli.node.cluster import InProcessCluster
+from bhandar_cli.node.storage import open_node_store
 from bhandar_cli.outcomes import ClientError
 from bhandar_cli.repl.session import Reply, Session
 from bhandar_cli.repl.views import print_reply, render_error
@@ -34,19 +39,35 @@ class ClusterOptions:
     vnodes: int = 8
     replicas: int = 3
     seed: int = 0
+    data_dir: str | None = None  # None: a temporary directory removed at exit
+    memory: bool = False  # keep data in memory only (no disk at all)
 
 
 @asynccontextmanager
 async def open_session(options: ClusterOptions, output: str = "table") -> AsyncIterator[Session]:
     """Start an in-process cluster and yield a session on it; stop the cluster on exit."""
     config = NodeConfig(default_n=options.replicas)
-    cluster = InProcessCluster(options.nodes, options.zones, options.vnodes, options.seed, config)
-    async with trio.open_nursery() as nursery:
-        await nursery.start(cluster.run)
-        try:
-            yield Session(Client(InProcessBackend(cluster)), output)
-        finally:
-            nursery.cancel_scope.cancel()
+    with contextlib.ExitStack() as stack:
+        factory = None
+        if not options.memory:
+            base = options.data_dir or stack.enter_context(tempfile.TemporaryDirectory(prefix="bhandar-"))
+            stores: list[Any] = []
+
+            def factory(name: str) -> Store:
+                store = open_node_store(os.path.join(base, name))
+                stores.append(store)
+                return store
+
+            stack.callback(lambda: [s.close() for s in stores])
+        cluster = InProcessCluster(
+            options.nodes, options.zones, options.vnodes, options.seed, config, store_factory=factory
+        )
+        async with trio.open_nursery() as nursery:
+            await nursery.start(cluster.run)
+            try:
+                yield Session(Client(InProcessBackend(cluster)), output)
+            finally:
+                nursery.cancel_scope.cancel()
 
 
 def make_consoles(stdout: TextIO | None = None, stderr: TextIO | None = None) -> tuple[Console, Console]:

@@ -1,0 +1,158 @@
+"""The node's `Store` on the LSM engine: records, hints and metadata as keys and values.
+
+Key layout (one engine per node, ordered so that a keyspace or the hints scan as one range):
+  b"d" + len(keyspace) (2 bytes) + keyspace + key   -> [policy, record]   data
+  b"h" + CBOR([target, keyspace, key])              -> [created, record] hints
+  b"m" + name                                       -> CBOR value        metadata
+
+The engine folds a key's versions with `merge_values`, which applies the versioning core's own
+merge (siblings, lww or counter, from the policy stored beside the record), so compaction and
+reads can never drop a sibling. Reaping a tombstone is a hard delete.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import cbor2
+
+from bhandar_cli.core.config import POLICIES
+from bhandar_cli.core.records import Record, from_plain, merge_records, to_plain
+from bhandar_cli.core.store import HintKey
+from bhandar_cli.storage.disk import Disk
+from bhandar_cli.storage.engine import EngineOptions, LSMEngine
+from bhandar_cli.storage.reports import EngineStats
+
+DATA, HINT, META = b"d", b"h", b"m"
+
+
+def data_key(keyspace: str, key: str) -> bytes:
+    ks = keyspace.encode("utf-8")
+    return DATA + len(ks).to_bytes(2, "big") + ks + key.encode("utf-8", "surrogatepass")
+
+
+def _prefix_end(prefix: bytes) -> bytes:
+    """The smallest key after every key that starts with `prefix`."""
+    stripped = prefix.rstrip(b"\xff")
+    return stripped[:-1] + bytes([stripped[-1] + 1]) if stripped else b"\xff" * (len(prefix) + 1)
+
+
+def merge_values(newer: bytes, older: bytes) -> bytes:
+    """The engine's merge operator: the versioning core's merge of two stored data values."""
+    if newer == older:
+        return newer
+    policy, new_plain = cbor2.loads(newer)
+    _, old_plain = cbor2.loads(older)
+    merged = merge_records(policy, from_plain(new_plain), from_plain(old_plain))
+    assert merged is not None
+    return cbor2.dumps([policy, to_plain(merged)])
+
+
+class RecordStore:
+    """`core.store.Store` over an `LSMEngine`. Not thread-safe (one node, one task)."""
+
+    def __init__(self, disk: Disk, directory: str, options: EngineOptions | None = None) -> None:
+        self._open_args = (disk, directory, options)
+        self.engine = LSMEngine(disk, directory, options, merge=_merge_any)
+        self._policies: dict[str, str] = {}
+        spaces = self.get_meta("keyspaces") or []
+        self._policies = {str(k[0]): str(k[1]) for k in spaces}
+
+    def reopen(self) -> None:
+        """Close and open again from disk, as a restarted process would (recovery runs)."""
+        self.engine.close()
+        disk, directory, options = self._open_args
+        self.engine = LSMEngine(disk, directory, options, merge=_merge_any)
+
+    # --- data --------------------------------------------------------------------------------
+
+    def get(self, keyspace: str, key: str) -> Record | None:
+        raw = self.engine.get(data_key(keyspace, key))
+        return None if raw is None else from_plain(cbor2.loads(raw)[1])
+
+    def put(self, keyspace: str, key: str, record: Record) -> None:
+        policy = self._policies.get(keyspace, "counter" if not hasattr(record, "siblings") else "siblings")
+        self.engine.put(data_key(keyspace, key), cbor2.dumps([policy, to_plain(record)]))
+
+    def remove(self, keyspace: str, key: str) -> None:
+        self.engine.delete(data_key(keyspace, key))
+
+    def items(self, keyspace: str) -> Iterator[tuple[str, Record]]:
+        prefix = data_key(keyspace, "")
+        for raw_key, raw in self.engine.scan(prefix, _prefix_end(prefix)):
+            yield raw_key[len(prefix) :].decode("utf-8", "surrogatepass"), from_plain(cbor2.loads(raw)[1])
+
+    def keyspaces(self) -> list[str]:
+        found: list[str] = []
+        start = DATA
+        while True:
+            entry = next(iter(self.engine.scan(start, _prefix_end(DATA))), None)
+            if entry is None:
+                return found
+            size = int.from_bytes(entry[0][1:3], "big")
+            name = entry[0][3 : 3 + size]
+            found.append(name.decode("utf-8"))
+            start = _prefix_end(entry[0][: 3 + size])
+
+    def count(self) -> int:
+        return sum(1 for _ in self.engine.scan(DATA, _prefix_end(DATA)))
+
+    # --- metadata ----------------------------------------------------------------------------
+
+    def get_meta(self, name: str) -> Any:
+        raw = self.engine.get(META + name.encode("utf-8"))
+        return None if raw is None else cbor2.loads(raw)
+
+    def put_meta(self, name: str, value: Any) -> None:
+        if name == "keyspaces":
+            self._policies = {str(k[0]): str(k[1]) for k in value}
+        self.engine.put(META + name.encode("utf-8"), cbor2.dumps(value))
+
+    # --- hints -------------------------------------------------------------------------------
+
+    def hints(self) -> Iterator[tuple[HintKey, Record, float]]:
+        for raw_key, raw in self.engine.scan(HINT, _prefix_end(HINT)):
+            target, keyspace, key = cbor2.loads(raw_key[1:])
+            created, plain = cbor2.loads(raw)
+            yield (target, keyspace, key), from_plain(plain), float(created)
+
+    def put_hint(self, hint: HintKey, record: Record, created: float) -> None:
+        # Hints are replaced whole (the queue merges before storing), so they carry no policy.
+        self.engine.put(HINT + cbor2.dumps(list(hint)), cbor2.dumps([created, to_plain(record)]))
+
+    def remove_hint(self, hint: HintKey) -> None:
+        self.engine.delete(HINT + cbor2.dumps(list(hint)))
+
+    # --- durability and housekeeping ---------------------------------------------------------
+
+    def sync(self) -> None:
+        self.engine.sync()
+
+    def flush(self) -> str | None:
+        return self.engine.flush()
+
+    def compact(self) -> int:
+        return len(self.engine.compact(full=True))
+
+    def snapshot(self, directory: str) -> list[str]:
+        return self.engine.snapshot(directory)
+
+    def stats(self) -> EngineStats:
+        return self.engine.stats()
+
+    def close(self) -> None:
+        self.engine.close()
+
+
+def _merge_any(newer: bytes, older: bytes) -> bytes:
+    """Data values merge by the versioning rules; hints and metadata are replaced whole."""
+    if newer == older:
+        return newer
+    try:
+        head = cbor2.loads(newer)
+    except Exception:
+        return newer
+    if isinstance(head, list) and len(head) == 2 and head[0] in POLICIES:
+        return merge_values(newer, older)
+    return newer
