@@ -145,3 +145,32 @@ def ministore(
         emit_json(ministore_json(result))
     else:
         _print(render_ministore(result))
+
+
+@sim_app.command("bloom")
+def bloom(
+    bits: str = typer.Option("10", "--bits", metavar="INT", help="Bits per key."),
+    hashes: str = typer.Option("7", "--hashes", metavar="INT", help="Hash functions per key."),
+    keys: str = typer.Option("100000", "--keys", metavar="INT", help="Keys inserted (and as many probed)."),
+    seed: str = typer.Option("0", "--seed", metavar="INT", help="Seed of the random keys."),
+    output: OutputFormat = OUTPUT_OPTION,
+) -> None:
+    """The SSTables' Bloom filter: measured vs theoretical false-positive rate, (1 - e^(-k/b))^k."""
+    bits_n = _parse_int("--bits", bits, 1, 64)
+    hashes_n = _parse_int("--hashes", hashes, 1, 32)
+    keys_n = _parse_int("--keys", keys, 1, COUNT_MAX)
+    seed_n = _parse_int("--seed", seed, 0, SEED_MAX)
+    from bhandar_cli.storage.bloom import measure_false_positive_rate
+
+    r = measure_false_positive_rate(bits_n, hashes_n, keys_n, seed_n)
+    if output is OutputFormat.json:
+        emit_json({"cmd": "sim bloom", "ok": True, **r})
+        return
+    measured, theory = float(r["measured"]), float(r["theoretical"])
+    off = (measured - theory) / theory * 100 if theory else 0.0
+    _print(
+        f"Bloom filter: {bits_n} bits per key, {hashes_n} hashes, {keys_n} keys, {keys_n} absent probes\n"
+        f"measured false positives    {100 * measured:.3f}%\n"
+        f"theoretical (1-e^(-k/b))^k  {100 * theory:.3f}%\n"
+        f"difference                  {off:+.1f}% of theoretical\n"
+    )

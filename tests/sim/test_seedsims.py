@@ -340,3 +340,19 @@ LIVE = [
 @pytest.mark.parametrize(("script", "args"), LIVE)
 def test_live_node_agrees_on_more_parameters(script: str, args: list[str]) -> None:
     assert sim(*args) == _node(script, *args[1:])
+
+
+def test_sim_bloom_measures_within_ten_percent_of_theory() -> None:
+    import json
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-m", "bhandar_cli", "sim", "bloom", "-o", "json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    r = json.loads(out.stdout)
+    assert abs(r["theoretical"] - 0.0082) < 0.0001
+    assert abs(r["measured"] - r["theoretical"]) / r["theoretical"] < 0.10
