@@ -1,0 +1,179 @@
+"""Read-only cluster views of the client: status, ring, prefs, clock, hints, metrics.
+
+Each returns a dictionary in the JSON shape of DESIGN.md §5 (extra fields allowed); the REPL renders
+them with rich, `-o json` prints them as they are.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from bhandar_cli.core.records import Versioned
+from bhandar_cli.core.ring import key_token
+from bhandar_cli.core.versions import context_of, relation
+from bhandar_cli.outcomes import counter_parts, sibling_views
+
+if TYPE_CHECKING:
+    from bhandar_cli.client import Backend
+
+
+class ClusterViews:
+    backend: Backend
+
+    async def _any_info(self) -> dict[str, Any]:
+        for name in self.backend.names:
+            if self.backend.is_alive(name):
+                return await self.backend.node_info(name)
+        return {}
+
+    async def status(self) -> dict[str, Any]:
+        ring = self.backend.ring
+        tokens = ring.tokens_by_node()
+        nodes = []
+        for name in self.backend.names:
+            info = await self.backend.node_info(name)
+            up = self.backend.is_alive(name)
+            nodes.append(
+                {
+                    "id": name,
+                    "zone": self.backend.zones[name],
+                    "up": up,
+                    "status": info.get("status", "normal"),
+                    "code": ("U" if up else "D") + "N",
+                    "tokens": len(tokens.get(name, [])),
+                    "owns": round(ring.ownership.get(name, 0.0), 4),
+                    "keys": info.get("keys", 0),
+                    "hints": info.get("hints", 0),
+                    "sees_down": sorted(p for p, ok in info.get("peers", {}).items() if not ok),
+                }
+            )
+        return {"cmd": "status", "ok": True, "nodes": nodes, "partitions": self.backend.partitions()}
+
+    async def ring(self) -> dict[str, Any]:
+        ring = self.backend.ring
+        ranges = [
+            {"range": [r.lo, r.hi], "owner": r.owner, "share": round(r.size / 2**32, 5)}
+            for r in ring.ranges()
+        ]
+        return {
+            "cmd": "ring",
+            "ok": True,
+            "ownership": {n: round(v, 4) for n, v in ring.ownership.items()},
+            "ranges": ranges,
+            "zones": dict(self.backend.zones),
+        }
+
+    async def prefs(self, keyspace: str, key: str, n: int | None = None) -> dict[str, Any]:
+        ring = self.backend.ring
+        token = key_token(keyspace, key)
+        n = n or await self._replication(keyspace)
+        replicas = list(ring.preference_list(token, n))
+        fallbacks = list(ring.fallbacks(token, n))
+        zones = {x: self.backend.zones[x] for x in replicas + fallbacks}
+        up = {x: self.backend.is_alive(x) for x in replicas + fallbacks}
+        return {
+            "cmd": "prefs",
+            "ok": True,
+            "keyspace": keyspace,
+            "key": key,
+            "token": token,
+            "owner": ring.owner(token),
+            "replicas": replicas,
+            "zones": zones,
+            "fallbacks": fallbacks,
+            "up": up,
+        }
+
+    async def _replication(self, keyspace: str) -> int:
+        info = await self._any_info()
+        for ks in info.get("keyspaces", []):
+            if ks["name"] == keyspace:
+                return int(ks["n"])
+        return next((int(k["n"]) for k in info.get("keyspaces", []) if k["name"] == "counters"), 3)
+
+    async def clock(self, keyspace: str, key: str) -> dict[str, Any]:
+        prefs = await self.prefs(keyspace, key)
+        replicas: dict[str, Any] = {}
+        holders: dict[str, str] = {}
+        clocks: dict[str, dict[str, int]] = {}
+        for name in prefs["replicas"] + prefs["fallbacks"]:
+            if not self.backend.is_alive(name):
+                if name in prefs["replicas"]:
+                    replicas[name] = None  # down: cannot be asked
+                continue
+            own, hinted = await self.backend.node_records(name, keyspace, key)
+            record = own if name in prefs["replicas"] else hinted
+            if record is None and name not in prefs["replicas"]:
+                continue
+            holders[name] = "replica" if name in prefs["replicas"] else "hint"
+            versions = [v.to_json() for v in sibling_views(record)]
+            if record is not None and not isinstance(record, Versioned):
+                value, entries = counter_parts(record)
+                versions = [
+                    {"counter": value, "entries": {a: {"p": p, "n": q} for a, (p, q) in entries.items()}}
+                ]
+            replicas[name] = versions
+            if isinstance(record, Versioned):
+                clocks[name] = context_of(record.siblings)
+        names = sorted(clocks)
+        relations = [
+            {"a": a, "b": b, "relation": relation(clocks[a], clocks[b])}
+            for i, a in enumerate(names)
+            for b in names[i + 1 :]
+        ]
+        return {
+            "cmd": "clock",
+            "ok": True,
+            "keyspace": keyspace,
+            "key": key,
+            "replicas": replicas,
+            "holders": holders,
+            "relations": relations,
+        }
+
+    async def hints(self) -> dict[str, Any]:
+        queues: list[dict[str, Any]] = []
+        for name in self.backend.names:
+            if self.backend.is_alive(name):
+                queues.extend(await self.backend.node_hints(name))
+        return {"cmd": "hints", "ok": True, "queues": queues, "pending": sum(q["count"] for q in queues)}
+
+    async def metrics(self) -> dict[str, Any]:
+        from bhandar_cli.core.metrics import NodeMetrics
+
+        total = NodeMetrics()
+        per_node: dict[str, int] = {}
+        for name in self.backend.names:
+            if self.backend.is_alive(name):
+                m = await self.backend.node_metrics(name)
+                total.merge(m)
+                per_node[name] = m.coordinated + m.replica_requests
+        ops: dict[str, dict[str, Any]] = {}
+        for (op, level), stats in sorted(total.ops.items()):
+            ops.setdefault(op, {})[level] = {
+                "count": stats.count,
+                "ok": stats.ok,
+                "success": round(stats.ok / stats.count, 4) if stats.count else 1.0,
+                "p50_ms": round(stats.latency.percentile(50), 3),
+                "p99_ms": round(stats.latency.percentile(99), 3),
+                "max_ms": round(stats.latency.max_ms, 3),
+            }
+        hints = await self.hints()
+        oldest = max((q["oldest_s"] for q in hints["queues"]), default=0.0)
+        return {
+            "cmd": "metrics",
+            "ok": True,
+            "ops": ops,
+            "stale_reads": total.stale_reads,
+            "read_repairs": total.read_repairs,
+            "hints": {
+                "pending": hints["pending"],
+                "oldest_s": oldest,
+                "stored": total.hints_stored,
+                "delivered": total.hints_delivered,
+                "expired": total.hints_expired,
+                "refused": total.hints_refused,
+            },
+            "requests": per_node,
+            "forwarded": total.forwarded,
+        }
