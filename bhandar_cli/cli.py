@@ -11,6 +11,7 @@ import sys
 import typer
 
 from bhandar_cli import __version__
+from bhandar_cli.cmd.chaos import chaos
 from bhandar_cli.cmd.demo import demo
 from bhandar_cli.cmd.repl import repl
 from bhandar_cli.cmd.sim import sim_app
@@ -25,6 +26,7 @@ app = typer.Typer(
 )
 app.command("repl")(repl)
 app.command("demo")(demo)
+app.command("chaos")(chaos)
 app.add_typer(sim_app, name="sim")
 
 

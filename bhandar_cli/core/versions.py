@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from operator import attrgetter
 
 Dot = tuple[str, int]
 VersionVector = Mapping[str, int]
@@ -63,17 +64,23 @@ def merge_siblings(a: Iterable[Sibling], b: Iterable[Sibling]) -> tuple[Sibling,
     """Union by dot, then drop every sibling whose dot another sibling's context covers."""
     by_dot: dict[Dot, Sibling] = {s.dot: s for s in a}
     for s in b:
-        by_dot.setdefault(s.dot, s)
+        if s.dot not in by_dot:
+            by_dot[s.dot] = s
     if len(by_dot) == 1:
         return tuple(by_dot.values())
-    contexts = [s.context for s in by_dot.values() if s.context]
-    kept = [s for dot, s in by_dot.items() if not any(ctx.get(dot[0], 0) >= dot[1] for ctx in contexts)]
+    # Some context covers (actor, n) exactly when the join of all contexts does: one pass to build
+    # the join, then one lookup per sibling (this is the hottest loop of the store).
+    top: dict[str, int] = {}
+    for s in by_dot.values():
+        for actor, counter in s.context.items():
+            if top.get(actor, 0) < counter:
+                top[actor] = counter
+    kept = [s for dot, s in by_dot.items() if top.get(dot[0], 0) < dot[1]]
     kept.sort(key=_dot_order)
     return tuple(kept)
 
 
-def _dot_order(s: Sibling) -> Dot:
-    return s.dot
+_dot_order = attrgetter("dot")
 
 
 def lww_merge(a: Iterable[Sibling], b: Iterable[Sibling]) -> tuple[Sibling, ...]:

@@ -103,7 +103,8 @@ class WriteRole(NodeBase):
             if target != self.id:
                 hint_for = plan.hint_for.get(target)
                 out.append(Send(target, ReplicaWrite(op_id, ks, key, record, hint_for), durable=True))
-                op.note(now, f"sent to {target}" + (f" (hint for {hint_for})" if hint_for else ""))
+                if op.trace is not None:
+                    op.note(now, f"sent to {target}" + (f" (hint for {hint_for})" if hint_for else ""))
         if "ack_before_quorum" in self.config.bugs:
             op.needed = 1  # planted bug: acknowledge on the coordinator's copy alone
         out.extend(self._check_write(now, op_id, op))
@@ -144,7 +145,8 @@ class WriteRole(NodeBase):
             return self._on_handoff_ack(msg, op)
         if msg.ok:
             op.acks.add(src)
-            op.note(now, f"ack from {src}")
+            if op.trace is not None:
+                op.note(now, f"ack from {src}")
         else:
             op.failed[src] = msg.error
             op.note(now, f"{src} refused: {msg.error}")

@@ -14,6 +14,7 @@ from typing import Any
 
 from bhandar_cli.core.config import NodeConfig
 from bhandar_cli.core.messages import ClientRequest, Failure, Note, Respond, Result, Send
+from bhandar_cli.core.metrics import NodeMetrics
 from bhandar_cli.core.replica import Node
 from bhandar_cli.core.ring import Ring
 from bhandar_cli.core.store import MemoryStore, Store
@@ -41,6 +42,9 @@ class SimHost:
     tick_token: int = 0
     tick_at: float = math.inf
     restarts: int = 0
+    # Counters of the node's earlier lives: a crash loses the node's memory, but a person watching
+    # (and the chaos summary) still wants to know how many hints it stored before it died.
+    past_metrics: NodeMetrics = field(default_factory=NodeMetrics)
 
 
 @dataclass
@@ -90,13 +94,15 @@ class SimCluster:
 
     def _run(self, host: SimHost, effects: list[Any]) -> None:
         synced = False
+        send = self.net.send
         for effect in effects:
-            if effect.__class__ is Send:
+            cls = effect.__class__
+            if cls is Send:
                 if effect.durable and not synced:
                     host.store.sync()
                     synced = True
-                self.net.send(host.id, effect.dst, effect.msg)
-            elif effect.__class__ is Respond:
+                send(host.id, effect.dst, effect.msg)
+            elif cls is Respond:
                 if effect.durable and not synced:
                     host.store.sync()
                     synced = True
@@ -105,7 +111,14 @@ class SimCluster:
                     self.loop.call_later(self.latency.sample(self._client_rng), waiter, effect.result)
             elif isinstance(effect, Note):
                 self.notes.append((self.loop.now, host.id, effect))
-        self._schedule_tick(host)
+        # _schedule_tick, inlined (it runs after every event a node handles).
+        node = host.node
+        if node is not None:
+            deadline = node.next_deadline()
+            if deadline < host.tick_at:
+                host.tick_at = deadline
+                host.tick_token += 1
+                self.loop.push(deadline, self._tick, (host, host.tick_token))
 
     def _schedule_tick(self, host: SimHost) -> None:
         node = host.node
@@ -136,10 +149,15 @@ class SimCluster:
         self._next_rid += 1
         return rid
 
-    def submit(self, via: str, request: ClientRequest, on_result: Callable[[Result], None]) -> None:
-        """Send a client request to node `via`; `on_result` runs when (if) the answer arrives."""
+    def submit(
+        self, via: str, request: ClientRequest, on_result: Callable[[Result], None], delay: float = 0.0
+    ) -> None:
+        """Send a client request to node `via` after `delay` seconds; `on_result` runs when (if) the
+        answer arrives."""
         self._waiters[request.rid] = on_result
-        self.loop.call_later(self.latency.sample(self._client_rng), self._client_arrives, via, request)
+        self.loop.call_later(
+            delay + self.latency.sample(self._client_rng), self._client_arrives, via, request
+        )
 
     def _client_arrives(self, via: str, request: ClientRequest) -> None:
         host = self.hosts[via]
@@ -164,6 +182,8 @@ class SimCluster:
 
     def kill(self, name: str) -> None:
         host = self.hosts[name]
+        if host.node is not None:
+            host.past_metrics.merge(host.node.metrics)
         host.node = None
         host.tick_token += 1
         host.tick_at = math.inf
@@ -179,3 +199,18 @@ class SimCluster:
 
     def run_for(self, seconds: float) -> None:
         self.loop.run_until(self.loop.now + seconds)
+
+    # --- views for tools and checkers ----------------------------------------------------------
+
+    def metrics(self) -> NodeMetrics:
+        """Every node's counters merged, including those of lives that ended in a crash."""
+        total = NodeMetrics()
+        for host in self.hosts.values():
+            total.merge(host.past_metrics)
+            if host.node is not None:
+                total.merge(host.node.metrics)
+        return total
+
+    def hints_pending(self) -> int:
+        """Hints held anywhere (read from the durable stores, so dead holders count too)."""
+        return sum(1 for host in self.hosts.values() for _ in host.store.hints())

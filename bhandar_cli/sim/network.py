@@ -63,11 +63,16 @@ class SimNetwork:
             self._schedule(src, dst, msg)
 
     def _schedule(self, src: str, dst: str, msg: Any) -> None:
-        delay = self.latency.sample(self.rng)
+        # LatencyModel.sample and EventLoop.call_later, inlined: this runs for every message.
+        rng, lat, loop = self.rng, self.latency, self.loop
+        ms = lat.base_ms - lat.mean_ms * math.log(1.0 - rng.random())
+        if rng.random() < lat.spike_rate:
+            ms += lat.spike_min_ms + (lat.spike_max_ms - lat.spike_min_ms) * rng.random()
+        delay = ms / 1000.0
         extra = self.extra_delay
         if extra:
             delay += extra.get(src, 0.0) + extra.get(dst, 0.0)
-        self.loop.call_later(delay, self._arrive, src, dst, msg)
+        loop.push(loop.now + delay, self._arrive, (src, dst, msg))
 
     def _arrive(self, src: str, dst: str, msg: Any) -> None:
         # A partition that started while the message was in flight drops it too.

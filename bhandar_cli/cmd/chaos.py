@@ -1,0 +1,208 @@
+"""`bhandar chaos`: a seeded workload under faults against the simulated store, then the checker.
+
+This module only parses and validates options, shows progress and prints; the run itself is in
+`bhandar_cli/sim/chaos.py` (imported inside the command so `bhandar --help` stays fast).
+Register it with `app.command("chaos")(chaos)`.
+
+Output: a summary whose every line depends only on the seed and options, then one line of real-time
+figures (the only line that differs between two runs of the same seed). With `-o json`, one object.
+On any violation the violations and a `reproduce with: bhandar chaos ...` line go to standard error
+and the exit code is 1. Numeric options are parsed here rather than typed as `int` so that every bad
+value gives the same one-line error and exit code 2 (click would print a usage box).
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import sys
+from typing import Any
+
+import typer
+
+from bhandar_cli.cmd.output import EXIT_FAILED, EXIT_USAGE, OUTPUT_OPTION, OutputFormat, emit_json, fail
+
+SEED_MAX = 2**63 - 1
+OPS_MAX = 10_000_000
+SCENARIOS = ("ministore",)
+LEVELS = ("ONE", "QUORUM", "ALL")
+SHOWN_VIOLATIONS = 20
+_INT = re.compile(r"[0-9]+")
+
+
+def _int(option: str, text: str | None, lo: int, hi: int) -> int | None:
+    if text is None:
+        return None
+    value = text.strip()
+    if not _INT.fullmatch(value) or not lo <= int(value) <= hi:
+        fail(f"{option} must be an integer from {lo} to {hi}, got {text!r}", EXIT_USAGE)
+    return int(value)
+
+
+def _faults(text: str | None) -> tuple[str, ...] | None:
+    from bhandar_cli.sim.faults import FAULT_KINDS
+
+    if text is None:
+        return None
+    value = text.strip().lower()
+    if value == "all":
+        return FAULT_KINDS
+    if value in ("none", ""):
+        return ()
+    kinds = [k.strip() for k in value.split(",") if k.strip()]
+    unknown = [k for k in kinds if k not in FAULT_KINDS]
+    if unknown:
+        choices = ", ".join(FAULT_KINDS)
+        fail(f"unknown fault {unknown[0]!r} in --faults (use all, none or a list of: {choices})", EXIT_USAGE)
+    return tuple(k for k in FAULT_KINDS if k in kinds)  # a canonical order, so reproduce lines agree
+
+
+def chaos(
+    seed: str = typer.Option(
+        None, "--seed", metavar="INT", help="Seed of the run; a random one (printed) when not given."
+    ),
+    ops: str = typer.Option(
+        None,
+        "--ops",
+        metavar="INT",
+        help="Client operations, retries included [default: 2000; 8000 for ministore].",
+    ),
+    nodes: str = typer.Option(
+        None, "--nodes", metavar="INT", help="Nodes in the cluster [default: drawn, 3-7]."
+    ),
+    replicas: str = typer.Option(
+        None,
+        "--replicas",
+        "-n",
+        metavar="INT",
+        help="Replication factor N [default: drawn, at most --nodes].",
+    ),
+    faults: str = typer.Option(
+        None,
+        "--faults",
+        metavar="LIST",
+        help="Faults to inject: all, none, or some of kill,restart,partition,clog,delay,loss,duplicate "
+        "[default: a subset drawn from the seed].",
+    ),
+    consistency: str = typer.Option(
+        None,
+        "--consistency",
+        "-c",
+        metavar="LEVEL",
+        help="ONE, QUORUM or ALL for every request [default: drawn].",
+    ),
+    keys: str = typer.Option(None, "--keys", metavar="INT", help="Keys per keyspace [default: drawn]."),
+    clients: str = typer.Option(
+        None, "--clients", metavar="INT", help="Concurrent clients [default: drawn]."
+    ),
+    scenario: str = typer.Option(
+        None,
+        "--scenario",
+        metavar="NAME",
+        help="Run a fixed experiment instead: ministore (the seed's part 4).",
+    ),
+    bug: list[str] = typer.Option([], "--bug", hidden=True, help="Test only: plant a store bug."),
+    output: OutputFormat = OUTPUT_OPTION,
+) -> None:
+    """Run a seeded workload under faults on a simulated cluster and check that nothing acknowledged
+    was lost, counters add up and replicas converge. The same seed replays the same run."""
+    if scenario is not None:
+        _scenario(scenario, seed, ops, output, nodes, replicas, faults, consistency, keys, clients, bug)
+        return
+    from bhandar_cli.sim.chaos import ChaosOptions
+
+    seed_n = _int("--seed", seed, 0, SEED_MAX)
+    ops_n = _int("--ops", ops, 1, OPS_MAX)
+    nodes_n = _int("--nodes", nodes, 2, 26)
+    replicas_n = _int("--replicas", replicas, 1, 9)
+    keys_n = _int("--keys", keys, 1, 1_000_000)
+    clients_n = _int("--clients", clients, 1, 10_000)
+    if replicas_n is not None and nodes_n is not None and replicas_n > nodes_n:
+        fail(f"--replicas {replicas_n} needs at least {replicas_n} nodes (--nodes is {nodes_n})", EXIT_USAGE)
+    level = None
+    if consistency is not None:
+        level = consistency.strip().upper()
+        if level not in LEVELS:
+            fail(f"--consistency must be ONE, QUORUM or ALL, got {consistency!r}", EXIT_USAGE)
+    known_bugs = ("ack_before_quorum",)
+    for name in bug:
+        if name not in known_bugs:
+            fail(f"unknown --bug {name!r} (known: {', '.join(known_bugs)})", EXIT_USAGE)
+    options = ChaosOptions(
+        seed=secrets.randbelow(2**32) if seed_n is None else seed_n,
+        ops=2000 if ops_n is None else ops_n,
+        nodes=nodes_n,
+        replicas=replicas_n,
+        faults=_faults(faults),
+        consistency=level,
+        keys=keys_n,
+        clients=clients_n,
+        bugs=tuple(bug),
+    )
+    report = _run_with_progress(options, output)
+    _print_report(report, output)
+
+
+def _run_with_progress(options: Any, output: OutputFormat) -> Any:
+    from bhandar_cli.sim.chaos import run_chaos
+
+    if output is not OutputFormat.table or not sys.stdout.isatty():
+        return run_chaos(options)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(
+        TextColumn(f"chaos seed {options.seed}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        transient=True,
+    ) as progress:
+        task = progress.add_task("ops", total=options.ops)
+        return run_chaos(options, lambda done: progress.update(task, completed=done))
+
+
+def _print_report(report: Any, output: OutputFormat) -> None:
+    from bhandar_cli.sim.chaos import render_summary, render_timing, report_json, reproduce_command
+
+    if output is OutputFormat.json:
+        emit_json(report_json(report))
+    else:
+        sys.stdout.write(render_summary(report) + render_timing(report))
+        sys.stdout.flush()
+    if report.ok:
+        return
+    violations = report.check.violations
+    for violation in violations[:SHOWN_VIOLATIONS]:
+        sys.stderr.write(f"violation: {violation}\n")
+    if len(violations) > SHOWN_VIOLATIONS:
+        sys.stderr.write(f"... and {len(violations) - SHOWN_VIOLATIONS} more\n")
+    sys.stderr.write(f"reproduce with: {reproduce_command(report.options)}\n")
+    sys.stderr.flush()
+    raise typer.Exit(EXIT_FAILED)
+
+
+def _scenario(name: str, seed: str | None, ops: str | None, output: OutputFormat, *others: Any) -> None:
+    if name.strip().lower() not in SCENARIOS:
+        fail(f"unknown --scenario {name!r} (known: {', '.join(SCENARIOS)})", EXIT_USAGE)
+    names = ("--nodes", "--replicas", "--faults", "--consistency", "--keys", "--clients", "--bug")
+    for option, value in zip(names, others, strict=True):
+        if value:
+            fail(f"{option} does not apply to --scenario ministore (its setup is fixed)", EXIT_USAGE)
+    from bhandar_cli.sim.ministore_scenario import (
+        DEFAULT_REQUESTS,
+        DEFAULT_SEED,
+        ministore_scenario_json,
+        render_ministore_scenario,
+        run_ministore_scenario,
+    )
+
+    seed_n = _int("--seed", seed, 0, SEED_MAX)
+    ops_n = _int("--ops", ops, 1, OPS_MAX)
+    result = run_ministore_scenario(
+        DEFAULT_SEED if seed_n is None else seed_n, DEFAULT_REQUESTS if ops_n is None else ops_n
+    )
+    if output is OutputFormat.json:
+        emit_json(ministore_scenario_json(result))
+    else:
+        sys.stdout.write(render_ministore_scenario(result))
+        sys.stdout.flush()

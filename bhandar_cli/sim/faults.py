@@ -1,0 +1,205 @@
+"""Fault injection for chaos runs: crashes, restarts, partitions, clogged links, slow nodes, loss.
+
+This module owns *which* faults happen *when*; the mechanics live in the simulated network and
+cluster. Faults start at exponentially distributed intervals, each lasts a random while and then
+undoes itself, and several may overlap (a partition during a crash during message loss). Overlaps
+are tracked per link and per setting, so the end of one fault never cancels another that is still
+running. Everything random comes from the injector's own `random.Random`, a child of the run seed.
+
+Kinds:
+- `kill`: crash a node (memory state lost, store kept) for seconds, then restart it.
+- `restart`: crash a node and restart it almost at once (in-flight work and liveness are lost).
+- `partition`: split the nodes in two (symmetric), or block a few links one way only; the links
+  come back one by one in random order.
+- `clog`: hold every message on a few links, then release the links one by one in random order
+  (held messages are then delivered, late and reordered).
+- `delay`: make a node slow (extra latency on everything it sends and receives).
+- `loss`: drop a share of all messages.
+- `duplicate`: deliver a share of all messages twice.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from random import Random
+
+from bhandar_cli.sim.cluster import SimCluster
+
+FAULT_KINDS: tuple[str, ...] = ("kill", "restart", "partition", "clog", "delay", "loss", "duplicate")
+
+
+@dataclass(frozen=True, slots=True)
+class FaultParams:
+    kinds: tuple[str, ...]
+    interval: float  # mean seconds between the starts of two faults
+    duration: float  # mean seconds a fault lasts
+    max_down: int  # most nodes crashed at once
+    max_delay: float  # seconds of extra latency a slow node gets, at most
+    max_loss: float  # share of messages dropped (or duplicated), at most
+
+
+class FaultInjector:
+    """Schedules faults on the cluster's event loop until `stop()`, which heals everything."""
+
+    def __init__(self, cluster: SimCluster, params: FaultParams, rng: Random) -> None:
+        self.cluster = cluster
+        self.params = params
+        self.rng = rng
+        self.names = list(cluster.hosts)
+        self.injected: Counter[str] = Counter()
+        self.active = True
+        self._blocks: Counter[tuple[str, str]] = Counter()
+        self._clogs: Counter[tuple[str, str]] = Counter()
+        self._delays: dict[str, list[float]] = {}
+        self._loss: list[float] = []
+        self._dup: list[float] = []
+        self._down: set[str] = set()
+
+    def start(self) -> None:
+        if self.params.kinds:
+            self._later(self._exp(self.params.interval), self._next_fault)
+
+    def stop(self) -> None:
+        """No more faults; heal the network, restore settings and restart every crashed node."""
+        self.active = False
+        net = self.cluster.net
+        self._blocks.clear()
+        net.blocked.clear()
+        for link in sorted(self._clogs):
+            net.unclog(*link)
+        self._clogs.clear()
+        self._delays.clear()
+        net.extra_delay.clear()
+        self._loss.clear()
+        self._dup.clear()
+        net.loss = net.duplicate = 0.0
+        for name in self.names:
+            self.cluster.revive(name)
+        self._down.clear()
+
+    # --- scheduling --------------------------------------------------------------------------
+
+    def _exp(self, mean: float) -> float:
+        return -mean * math.log(1.0 - self.rng.random())
+
+    def _later(self, delay: float, fn: Callable[..., None], *args: object) -> None:
+        self.cluster.loop.call_later(delay, self._guarded, fn, args)
+
+    def _guarded(self, fn: Callable[..., None], args: tuple[object, ...]) -> None:
+        if self.active:
+            fn(*args)
+
+    def _next_fault(self) -> None:
+        kind = self.rng.choice(self.params.kinds)
+        getattr(self, f"_start_{kind}")()
+        self._later(self._exp(self.params.interval), self._next_fault)
+
+    # --- the faults --------------------------------------------------------------------------
+
+    def _crash(self, downtime: float, kind: str) -> None:
+        alive = [n for n in self.names if n not in self._down]
+        if len(self._down) >= self.params.max_down or not alive:
+            return
+        victim = self.rng.choice(alive)
+        self._down.add(victim)
+        self.injected[kind] += 1
+        self.cluster.kill(victim)
+        self._later(downtime, self._revive, victim)
+
+    def _revive(self, name: str) -> None:
+        self._down.discard(name)
+        self.cluster.revive(name)
+
+    def _start_kill(self) -> None:
+        self._crash(self._exp(self.params.duration), "kill")
+
+    def _start_restart(self) -> None:
+        self._crash(self.rng.random() * 0.05, "restart")
+
+    def _start_partition(self) -> None:
+        names = self.names
+        rng = self.rng
+        if rng.random() < 0.6:
+            side = set(rng.sample(names, rng.randint(1, len(names) - 1)))
+            links = [(a, b) for a in names for b in names if a != b and (a in side) != (b in side)]
+        else:  # one-way: a few links lose one direction only
+            pairs = [(a, b) for a in names for b in names if a != b]
+            links = rng.sample(pairs, rng.randint(1, max(1, len(pairs) // 3)))
+        self.injected["partition"] += 1
+        for link in links:
+            self._blocks[link] += 1
+            self.cluster.net.blocked.add(link)
+        self._restore_in_random_order(links, self._unblock)
+
+    def _unblock(self, link: tuple[str, str]) -> None:
+        self._blocks[link] -= 1
+        if self._blocks[link] <= 0:
+            del self._blocks[link]
+            self.cluster.net.blocked.discard(link)
+
+    def _start_clog(self) -> None:
+        pairs = [(a, b) for a in self.names for b in self.names if a != b]
+        links = self.rng.sample(pairs, self.rng.randint(1, max(1, len(pairs) // 4)))
+        self.injected["clog"] += 1
+        for link in links:
+            self._clogs[link] += 1
+            self.cluster.net.clog(*link)
+        self._restore_in_random_order(links, self._unclog)
+
+    def _unclog(self, link: tuple[str, str]) -> None:
+        self._clogs[link] -= 1
+        if self._clogs[link] <= 0:
+            del self._clogs[link]
+            self.cluster.net.unclog(*link)
+
+    def _restore_in_random_order(
+        self, links: list[tuple[str, str]], restore: Callable[[tuple[str, str]], None]
+    ) -> None:
+        """Each link comes back at its own random time after the fault's duration."""
+        duration = self._exp(self.params.duration)
+        for link in links:
+            self._later(duration * (0.5 + self.rng.random()), restore, link)
+
+    def _start_delay(self) -> None:
+        node = self.rng.choice(self.names)
+        extra = self.params.max_delay * self.rng.random() ** 2
+        self.injected["delay"] += 1
+        self._delays.setdefault(node, []).append(extra)
+        self._apply_delay(node)
+        self._later(self._exp(self.params.duration), self._end_delay, node, extra)
+
+    def _end_delay(self, node: str, extra: float) -> None:
+        self._delays[node].remove(extra)
+        self._apply_delay(node)
+
+    def _apply_delay(self, node: str) -> None:
+        delays = self._delays.get(node)
+        if delays:
+            self.cluster.net.extra_delay[node] = max(delays)
+        else:
+            self._delays.pop(node, None)
+            self.cluster.net.extra_delay.pop(node, None)
+
+    def _start_loss(self) -> None:
+        self._rate_fault("loss", self._loss)
+
+    def _start_duplicate(self) -> None:
+        self._rate_fault("duplicate", self._dup)
+
+    def _rate_fault(self, kind: str, active: list[float]) -> None:
+        rate = self.params.max_loss * (0.2 + 0.8 * self.rng.random())
+        self.injected[kind] += 1
+        active.append(rate)
+        self._apply_rates()
+        self._later(self._exp(self.params.duration), self._end_rate, active, rate)
+
+    def _end_rate(self, active: list[float], rate: float) -> None:
+        active.remove(rate)
+        self._apply_rates()
+
+    def _apply_rates(self) -> None:
+        self.cluster.net.loss = max(self._loss, default=0.0)
+        self.cluster.net.duplicate = max(self._dup, default=0.0)

@@ -1,0 +1,173 @@
+"""The chaos checker on small hand-written histories: each property caught, and its exceptions."""
+
+from __future__ import annotations
+
+from bhandar_cli.core.config import KeyspaceDef
+from bhandar_cli.core.crdt import EMPTY_COUNTER
+from bhandar_cli.core.messages import Failure, GetResult, IncrResult, PutResult
+from bhandar_cli.core.records import Record, Versioned
+from bhandar_cli.core.versions import Sibling
+from bhandar_cli.sim.checker import History, check, count_stale_reads
+
+SLOPPY = KeyspaceDef("sibs")
+STRICT = KeyspaceDef("strict", quorum="strict")
+TALLY = KeyspaceDef("tally", policy="counter")
+KEYSPACES = {ks.name: ks for ks in (SLOPPY, STRICT, TALLY)}
+OK = PutResult("A", 2, 2)
+
+
+def rec(*siblings: Sibling) -> Versioned:
+    return Versioned(tuple(sorted(siblings, key=lambda s: s.dot)))
+
+
+def sib(actor: str, n: int, value: str | None, **context: int) -> Sibling:
+    return Sibling((actor, n), context, None if value is None else value.encode())
+
+
+def put(h: History, t: float, value: str, ctx: dict[str, int] | None = None, ks: str = "sibs", **kw: object):
+    op = h.invoke(t, 0, "put", ks, "k", str(kw.get("level", "QUORUM")), value.encode(), ctx)
+    h.complete(op, t + 0.01, kw.get("result", OK))  # type: ignore[arg-type]
+    return op
+
+
+def read(h: History, t: float, record: Record | None, ks: str = "sibs", level: str = "QUORUM"):
+    op = h.invoke(t, 0, "get", ks, "k", level)
+    h.complete(op, t + 0.01, GetResult("A", record, 2, 2))
+    return op
+
+
+def kinds(h: History, final: Record | None, ks: str = "sibs", replicas=None, **kw: object) -> list[str]:
+    result = check(h, KEYSPACES, {(ks, "k"): final}, replicas or {}, **kw)  # type: ignore[arg-type]
+    return [v.kind for v in result.violations]
+
+
+def test_an_acknowledged_put_nobody_read_and_gone_is_lost() -> None:
+    h = History()
+    put(h, 1.0, "x")
+    assert kinds(h, None) == ["lost_write"]
+    assert kinds(h, rec(sib("A", 1, "x"))) == []
+
+
+def test_a_put_superseded_by_a_write_whose_context_covered_it_is_not_lost() -> None:
+    h = History()
+    put(h, 1.0, "x")
+    read(h, 2.0, rec(sib("A", 1, "x")))
+    put(h, 3.0, "y", {"A": 1})
+    assert kinds(h, rec(sib("A", 2, "y", A=1))) == []
+    h2 = History()
+    put(h2, 1.0, "x")
+    read(h2, 2.0, rec(sib("A", 1, "x")))
+    put(h2, 3.0, "y", {"B": 1})  # a context that does not cover A:1
+    assert kinds(h2, rec(sib("A", 2, "y", B=1))) == ["lost_write"]
+
+
+def test_a_write_refused_before_storing_cannot_supersede() -> None:
+    h = History()
+    put(h, 1.0, "x")
+    read(h, 2.0, rec(sib("A", 1, "x")))
+    put(h, 3.0, "y", {"A": 1}, result=Failure("unavailable", "no"))
+    assert kinds(h, None) == ["lost_write"]
+
+
+def test_a_deleted_value_that_comes_back_is_a_resurrection() -> None:
+    h = History()
+    put(h, 1.0, "x")
+    read(h, 2.0, rec(sib("A", 1, "x")))
+    delete = h.invoke(3.0, 0, "delete", "sibs", "k", "QUORUM", None, {"A": 1})
+    h.complete(delete, 3.1, OK)
+    assert kinds(h, rec(sib("A", 2, None, A=1))) == []
+    assert kinds(h, rec(sib("A", 1, "x"), sib("A", 2, None, A=1))) == ["resurrected"]
+
+
+def test_resurrection_is_not_judged_where_contexts_were_pruned() -> None:
+    h = History()
+    put(h, 1.0, "x")
+    big = {f"N{i}": 1 for i in range(11)} | {"A": 1}
+    delete = h.invoke(3.0, 0, "delete", "sibs", "k", "QUORUM", None, big)
+    h.complete(delete, 3.1, OK)
+    final = rec(sib("A", 1, "x"))
+    result = check(h, KEYSPACES, {("sibs", "k"): final}, {}, vv_limit=10)
+    assert result.violations == () and result.pruned_keys == 1
+
+
+def test_stale_reads_are_counted_and_break_strict_quorums_only() -> None:
+    for ks, expected in (("sibs", []), ("strict", ["stale_read_strict"])):
+        h = History()
+        put(h, 1.0, "x", ks=ks)
+        read(h, 2.0, None, ks=ks)  # QUORUM read after a QUORUM ack: must intersect when strict
+        assert kinds(h, rec(sib("A", 1, "x")), ks=ks) == expected
+        assert count_stale_reads(h, KEYSPACES) == 1
+
+
+def test_a_read_concurrent_with_the_ack_or_weak_levels_is_not_stale_strictly() -> None:
+    h = History()
+    put(h, 1.0, "x", ks="strict")  # acknowledged at 1.01
+    read(h, 1.005, None, ks="strict")  # invoked before the client had the ack
+    put(h, 2.0, "y", ks="strict", level="ONE")
+    read(h, 3.0, rec(sib("A", 1, "x")), ks="strict", level="ONE")  # R + W = 2 <= N
+    final = rec(sib("A", 1, "x"), sib("A", 2, "y"))
+    assert kinds(h, final, ks="strict") == []
+    assert count_stale_reads(h, KEYSPACES) == 1
+
+
+def test_counters_must_lie_between_acked_and_attempted() -> None:
+    h = History()
+    for rid, delta, ok in (("r1", 5, True), ("r1", 5, True), ("r2", 3, False), ("r3", -2, False)):
+        op = h.invoke(1.0, 0, "incr", "tally", "k", "QUORUM", request_id=rid, delta=delta)
+        h.complete(op, 1.1, IncrResult("A", 0, 2, 2) if ok else Failure("timeout", "slow"))
+    counter = EMPTY_COUNTER
+    for value, expected in ((5, []), (8, []), (3, []), (2, ["counter"]), (9, ["counter"]), (10, ["counter"])):
+        c = counter.increment("A", value, "x") if value >= 0 else counter
+        result = check(h, KEYSPACES, {("tally", "k"): c}, {})
+        assert [v.kind for v in result.violations] == expected, value
+        assert result.increments == 3 and result.retries == 1
+
+
+def test_replicas_that_disagree_after_the_heal_are_reported() -> None:
+    h = History()
+    put(h, 1.0, "x")
+    final = rec(sib("A", 1, "x"))
+    assert kinds(h, final, replicas={("sibs", "k"): {"A": final, "B": final}}) == []
+    assert kinds(h, final, replicas={("sibs", "k"): {"A": final, "B": None}}) == ["not_converged"]
+    assert kinds(h, final, hints_left=2) == ["hints_left"]
+
+
+def test_one_dot_naming_two_writes_is_reported() -> None:
+    h = History()
+    put(h, 1.0, "x")
+    put(h, 1.5, "y")
+    read(h, 2.0, rec(sib("A", 1, "x")))
+    read(h, 3.0, rec(sib("A", 1, "y")))
+    assert "dot_reused" in kinds(h, rec(sib("A", 1, "y")))
+
+
+def test_one_put_stored_twice_with_its_context_is_counted_not_a_violation() -> None:
+    h = History()
+    put(h, 1.0, "x")
+    twice = rec(sib("A", 1, "x"), sib("A", 2, "x"))
+    read(h, 2.0, twice)
+    result = check(h, KEYSPACES, {("sibs", "k"): twice}, {})
+    assert result.violations == () and result.stored_twice == 1
+    h2 = History()
+    put(h2, 1.0, "x")
+    read(h2, 2.0, rec(sib("A", 1, "x"), sib("A", 2, "x", B=1)))  # different contexts: two writes
+    assert "dot_reused" in kinds(h2, rec(sib("A", 1, "x")))
+
+
+def test_a_value_from_another_key_is_a_phantom() -> None:
+    h = History()
+    other = h.invoke(1.0, 0, "put", "sibs", "other", "QUORUM", b"z", None)
+    h.complete(other, 1.1, OK)
+    read(h, 2.0, rec(sib("A", 1, "z")))
+    final = {("sibs", "k"): None, ("sibs", "other"): rec(sib("A", 1, "z"))}
+    result = check(h, KEYSPACES, final, {})
+    assert [v.kind for v in result.violations] == ["phantom"]
+
+
+def test_a_late_answer_does_not_change_an_operation_the_client_gave_up_on() -> None:
+    h = History()
+    op = h.invoke(1.0, 0, "put", "sibs", "k", "QUORUM", b"x", None)
+    h.fail(op, 3.0, "timeout", "client_timeout")
+    h.complete(op, 3.5, OK)
+    assert (op.outcome, op.completed) == ("timeout", 3.0)
+    assert kinds(h, None) == []  # never acknowledged, so never owed
