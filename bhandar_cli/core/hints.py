@@ -80,6 +80,10 @@ class HintQueue:
         self._store.remove_hint((target, keyspace, key))
         return True
 
+    def keys(self) -> list[HintKey]:
+        """Every (target, keyspace, key) held."""
+        return [(t, ks, key) for t, queue in self._queues.items() for ks, key in queue]
+
     def targets(self) -> list[str]:
         return sorted(self._queues)
 

@@ -63,7 +63,24 @@ class KeyspaceRequest:
     hops: int = 0
 
 
-ClientRequest = PutRequest | GetRequest | IncrRequest | KeyspaceRequest
+@dataclass(frozen=True, slots=True)
+class RepairRequest:
+    """Run anti-entropy now: compare every range this node replicates with its other replicas."""
+
+    rid: int
+    keyspace: str | None = None
+    hops: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class DecommissionRequest:
+    """Stream this node's ranges to their future replicas, then leave the ring."""
+
+    rid: int
+    hops: int = 0
+
+
+ClientRequest = PutRequest | GetRequest | IncrRequest | KeyspaceRequest | RepairRequest | DecommissionRequest
 
 # --- results -------------------------------------------------------------------------------
 
@@ -114,7 +131,23 @@ class Failure:
     trace: TraceSteps = ()
 
 
-Result = PutResult | GetResult | IncrResult | KeyspaceResult | Failure
+@dataclass(frozen=True, slots=True)
+class RepairResult:
+    node: str
+    ranges: int  # (range, peer) comparisons made
+    differing: int  # of which found differences
+    keys: int  # keys exchanged (exactly the keys that differed)
+    failed: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class MoveResult:
+    node: str
+    kind: str  # leave
+    keys: int  # records streamed
+
+
+Result = PutResult | GetResult | IncrResult | KeyspaceResult | RepairResult | MoveResult | Failure
 
 
 @dataclass(frozen=True, slots=True)

@@ -78,6 +78,9 @@ class NodeMetrics:
     coordinated: int = 0
     replica_requests: int = 0
     forwarded: int = 0
+    repair_sessions: int = 0
+    keys_repaired: int = 0
+    tombstones_reaped: int = 0
 
     def observe(self, op: str, level: str, ok: bool, ms: float) -> None:
         stats = self.ops.get((op, level))
@@ -101,5 +104,8 @@ class NodeMetrics:
             "coordinated",
             "replica_requests",
             "forwarded",
+            "repair_sessions",
+            "keys_repaired",
+            "tombstones_reaped",
         ):
             setattr(self, name, getattr(self, name) + getattr(other, name))

@@ -6,6 +6,7 @@ import heapq
 from dataclasses import replace
 
 from bhandar_cli.core.config import KeyspaceDef, NodeConfig
+from bhandar_cli.core.gossip import GossipLiveness
 from bhandar_cli.core.hints import HintQueue
 from bhandar_cli.core.liveness import Liveness
 from bhandar_cli.core.messages import (
@@ -29,6 +30,7 @@ class NodeBase:
 
     id: str
     ring: Ring
+    gossip: GossipLiveness | None
     store: Store
     config: NodeConfig
     liveness: Liveness
@@ -42,6 +44,12 @@ class NodeBase:
 
     def _on_handoff_ack(self, msg: ReplicaAck, op: Op) -> list[Effect]:
         raise NotImplementedError  # provided by HandoffRole
+
+    def _learn(self, ks: KeyspaceDef) -> None:
+        raise NotImplementedError  # provided by Node
+
+    def is_up(self, peer: str, now: float) -> bool:
+        return self.liveness.is_up(peer, now)
 
     def _policy(self, keyspace: str) -> str:
         ks = self.keyspaces.get(keyspace)

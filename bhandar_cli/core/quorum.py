@@ -20,19 +20,28 @@ class Plan:
     targets: tuple[str, ...]  # nodes to contact: up home replicas, then fallbacks
     hint_for: dict[str, str]  # fallback -> the down home replica it stands in for
     down: tuple[str, ...]  # home replicas believed down
+    pending: tuple[str, ...] = ()  # future replicas during a join or decommission (writes only)
 
 
-def plan_replicas(ring: Ring, token: int, n: int, mode: str, is_up: Callable[[str], bool]) -> Plan:
+def plan_replicas(
+    ring: Ring, token: int, n: int, mode: str, is_up: Callable[[str], bool], future: Ring | None = None
+) -> Plan:
     home = ring.preference_list(token, n)
     up_home = tuple(h for h in home if is_up(h))
-    if len(up_home) == len(home):
-        return Plan(home, home, {}, ())
     down = tuple(h for h in home if h not in up_home)
-    if mode == "strict":
-        return Plan(home, up_home, {}, down)
-    fallbacks = [f for f in ring.fallbacks(token, n) if is_up(f)]
-    hint_for = dict(zip(fallbacks, down, strict=False))
-    return Plan(home, up_home + tuple(hint_for), hint_for, down)
+    if not down or mode == "strict":
+        plan = Plan(home, up_home, {}, down)
+    else:
+        fallbacks = [f for f in ring.fallbacks(token, n) if is_up(f)]
+        hint_for = dict(zip(fallbacks, down, strict=False))
+        plan = Plan(home, up_home + tuple(hint_for), hint_for, down)
+    if future is None:
+        return plan
+    # During a range movement the future replicas get every write too, and (as in Cassandra) each
+    # one that is up adds to the acknowledgements needed, so the write is still on W replicas of
+    # whichever ring wins.
+    pending = tuple(p for p in future.preference_list(token, n) if p not in plan.targets and is_up(p))
+    return Plan(plan.home, plan.targets, plan.hint_for, plan.down, pending) if pending else plan
 
 
 @dataclass(slots=True)

@@ -21,21 +21,31 @@ from dataclasses import replace
 from random import Random
 from typing import Any
 
+from bhandar_cli.core import antientropy as ae
+from bhandar_cli.core import streaming as st
+from bhandar_cli.core.antientropy import RepairBatch, RepairRole
 from bhandar_cli.core.config import COUNTERS, LEVELS, KeyspaceDef, NodeConfig, required
-from bhandar_cli.core.errors import BadInput, BhandarError, TooLarge
+from bhandar_cli.core.errors import BadInput, BhandarError, Refused, TooLarge
+from bhandar_cli.core.gossip import GossipLiveness
 from bhandar_cli.core.handoff import HandoffRole
 from bhandar_cli.core.hints import HintQueue
 from bhandar_cli.core.liveness import Liveness, PingLiveness
+from bhandar_cli.core.membership import MemberState
 from bhandar_cli.core.messages import (
     ClientReply,
     ClientRequest,
+    DecommissionRequest,
     Effect,
     Failure,
     GetRequest,
     IncrRequest,
     KeyspaceRequest,
     KeyspaceResult,
+    MoveResult,
+    Note,
     PutRequest,
+    RepairRequest,
+    RepairResult,
     ReplicaAck,
     ReplicaRead,
     ReplicaReadReply,
@@ -44,17 +54,19 @@ from bhandar_cli.core.messages import (
     Send,
 )
 from bhandar_cli.core.metrics import NodeMetrics
+from bhandar_cli.core.phi import PhiConfig
 from bhandar_cli.core.quorum import Op, Plan, plan_replicas
 from bhandar_cli.core.reads import ReadRole
 from bhandar_cli.core.records import Record
 from bhandar_cli.core.ring import Ring, key_token
 from bhandar_cli.core.store import Store
+from bhandar_cli.core.streaming import Movement, StreamRole
 from bhandar_cli.core.writes import WriteRole
 
 MAX_HOPS = 2
 
 
-class Node(WriteRole, ReadRole, HandoffRole):
+class Node(WriteRole, ReadRole, HandoffRole, RepairRole, StreamRole):
     """A replica and coordinator. All state that is not in `store` is lost when the node crashes."""
 
     def __init__(
@@ -66,13 +78,28 @@ class Node(WriteRole, ReadRole, HandoffRole):
         now: float,
         config: NodeConfig | None = None,
         liveness: Liveness | None = None,
+        *,
+        status: str = "normal",
+        seeds: list[str] | None = None,
+        zone: str | None = None,
+        tokens: tuple[int, ...] | None = None,
+        address: str = "",
+        http: str = "",
     ) -> None:
+        """`ring` is the cluster as the driver knows it at boot; with gossip (the default) the
+        node then keeps its own view. A joining node is started with `status="joining"` and its
+        tokens; it bootstraps, then announces itself normal."""
         self.id = node_id
-        self.ring = ring
         self.store = store
         self.rng = rng
         self.config = config or NodeConfig()
         self.started = now
+        self._static_ring = ring
+        self.gossip: GossipLiveness | None = None
+        if liveness is None and self.config.liveness == "gossip":
+            liveness = self.gossip = self._start_gossip(ring, now, status, seeds, zone, tokens, address, http)
+        elif isinstance(liveness, GossipLiveness):
+            self.gossip = liveness
         self.liveness: Liveness = liveness or PingLiveness(
             node_id, ring.nodes, now, self.config.ping_interval, self.config.down_after
         )
@@ -96,6 +123,92 @@ class Node(WriteRole, ReadRole, HandoffRole):
         # otherwise be coordinated twice and stored as two siblings with the same value.
         self._recent_forwards: dict[tuple[str, int], float] = {}
         self._tokens: dict[tuple[str, str], int] = {}  # ring positions of recently used keys
+        # Anti-entropy and range movement (see antientropy.py and streaming.py).
+        self.repairs: dict[int, ae.RepairSession] = {}
+        self.repair_batches: dict[int, RepairBatch] = {}
+        self.last_repair: dict[ae.RangeKey, float] = {}
+        self.confirmed: dict[tuple[str, str], tuple[bytes, set[str]]] = {}
+        self._repair_queue: list[tuple[KeyspaceDef, int, int, str]] = []
+        self._next_repair = now + self.config.repair_interval * (0.5 + rng.random())
+        self.outgoing: dict[tuple[str, int], st.OutStream] = {}
+        self.received_streams = 0
+        self._next_housekeeping = now
+        self._saved_members = -1
+        mine = self.gossip.membership.mine if self.gossip is not None else None
+        self.movement: Movement | None = None
+        if mine is not None and mine.status in ("joining", "leaving"):
+            kind = "join" if mine.status == "joining" else "leave"
+            self.movement = Movement(kind, now + self.config.join_delay)
+
+    def _start_gossip(
+        self,
+        ring: Ring,
+        now: float,
+        status: str,
+        seeds: list[str] | None,
+        zone: str | None,
+        tokens: tuple[int, ...] | None,
+        address: str,
+        http: str,
+    ) -> GossipLiveness:
+        store, cfg = self.store, self.config
+        # A restart must look newer than anything gossip still carries about this node.
+        generation = int(store.get_meta("generation") or 0) + 1
+        store.put_meta("generation", generation)
+        by_node = ring.tokens_by_node()
+        known = [MemberState(n, ring.zones.get(n, n), tuple(by_node[n])) for n in ring.nodes if n != self.id]
+        for fields in store.get_meta("members") or []:
+            if fields[0] != self.id:
+                known.append(
+                    MemberState(fields[0], fields[1], tuple(fields[2]), fields[3], fields[4], fields[5])
+                )
+        mine_tokens = tokens if tokens is not None else tuple(by_node.get(self.id, ()))
+        me = MemberState(
+            self.id,
+            zone or ring.zones.get(self.id, "z1"),
+            tuple(mine_tokens),
+            str(store.get_meta("status") or status),
+            generation,
+            0,
+            address,
+            http,
+        )
+        phi = PhiConfig(
+            threshold=cfg.phi_threshold,
+            acceptable_heartbeat_pause=cfg.phi_pause,
+            first_heartbeat_estimate=cfg.gossip_interval,
+        )
+        gossip = GossipLiveness(
+            me,
+            _newest(known),
+            seeds if seeds is not None else list(ring.nodes),
+            now,
+            Random(self.rng.getrandbits(64)),
+            cfg.gossip_interval,
+            cfg.gossip_fanout,
+            phi,
+        )
+        store.put_meta("status", me.status)
+        return gossip
+
+    @property
+    def ring(self) -> Ring:
+        """The current ring: gossip's view (normal and leaving members), or the static one."""
+        if self.gossip is not None:
+            return self.gossip.membership.ring("current")
+        return self._static_ring
+
+    @ring.setter
+    def ring(self, ring: Ring) -> None:
+        """Tell the node about members it has not heard of (drivers without gossip seeds)."""
+        self._static_ring = ring
+        if self.gossip is not None:
+            by_node = ring.tokens_by_node()
+            for node in ring.nodes:
+                if node not in self.gossip.membership.members:
+                    self.gossip.membership.merge(
+                        MemberState(node, ring.zones.get(node, node), tuple(by_node[node]))
+                    )
 
     # --- inputs -------------------------------------------------------------------------------
 
@@ -125,6 +238,15 @@ class Node(WriteRole, ReadRole, HandoffRole):
     def _on_client_reply(self, now: float, src: str, msg: ClientReply) -> list[Effect]:
         return self._on_forward_reply(now, msg)
 
+    def _on_repair_probe(self, now: float, src: str, msg: ae.RepairProbe) -> list[Effect]:
+        return self._on_probe(src, msg)
+
+    def _on_repair_fetch(self, now: float, src: str, msg: ae.RepairFetch) -> list[Effect]:
+        return self._on_fetch(src, msg)
+
+    def _on_repair_push(self, now: float, src: str, msg: ae.RepairPush) -> list[Effect]:
+        return self._on_push(src, msg)
+
     def _on_schema(self, now: float, src: str, msg: SchemaUpdate) -> list[Effect]:
         for ks in msg.keyspaces:
             self._learn(ks)
@@ -143,12 +265,34 @@ class Node(WriteRole, ReadRole, HandoffRole):
             self.metrics.hints_expired += self.hints.expire(now)
             if self.config.hinted_handoff:
                 out.extend(self._deliver_hints(now))
+        if now >= self._next_housekeeping:
+            self._next_housekeeping = now + 0.25
+            out.extend(self.expire_repairs(now))
+            out.extend(self.movement_tick(now))
+            self._save_members()
+        out.extend(self.background_repair(now))
         return out
+
+    def _save_members(self) -> None:
+        """Persist the membership table when ownership changed, so a restart knows the cluster."""
+        gossip = self.gossip
+        if gossip is None or gossip.membership.version == self._saved_members:
+            return
+        self._saved_members = gossip.membership.version
+        self.store.put_meta(
+            "members",
+            [[m.id, m.zone, list(m.tokens), m.status, m.generation, m.heartbeat] for m in gossip.digest()],
+        )
+        self.store.put_meta("status", gossip.membership.mine.status)
 
     def next_deadline(self) -> float:
         deadline = self.liveness.next_deadline()
         if self._next_hint_round < deadline:
             deadline = self._next_hint_round
+        if self._next_housekeeping < deadline:
+            deadline = self._next_housekeeping
+        if self.config.repair_interval > 0 and self._next_repair < deadline:
+            deadline = self._next_repair
         timers = self._timers
         # Most requests finish long before their deadline; drop their timers here so the driver
         # does not wake the node for nothing (one wasted tick per request, otherwise).
@@ -166,9 +310,6 @@ class Node(WriteRole, ReadRole, HandoffRole):
     def hinted_record(self, keyspace: str, key: str) -> Record | None:
         return self.hints.record_for(keyspace, key)
 
-    def is_up(self, peer: str, now: float) -> bool:
-        return self.liveness.is_up(peer, now)
-
     # --- client requests ---------------------------------------------------------------------
 
     def _client(self, now: float, req: ClientRequest, origin: str | None) -> list[Effect]:
@@ -177,13 +318,17 @@ class Node(WriteRole, ReadRole, HandoffRole):
         try:
             if isinstance(req, KeyspaceRequest):
                 return self._create_keyspace(req, origin)
+            if isinstance(req, RepairRequest):
+                return self._repair_now(now, req, origin)
+            if isinstance(req, DecommissionRequest):
+                return self._decommission(now, req, origin)
             ks, out = self._keyspace_for(req)
             self._validate(req, ks)
             plan = self._plan(ks, req.key, now)
             if isinstance(req, GetRequest):
                 return out + self._coordinate_get(now, req, origin, ks, plan)
-            needed = required(req.consistency, ks.n)
-            if len(plan.targets) < needed:
+            needed = required(req.consistency, ks.n) + len(plan.pending)
+            if len(plan.targets) + len(plan.pending) < needed:
                 return [*out, self._answer(req.rid, origin, self._unavailable(ks, plan, req.consistency))]
             # A fallback coordinates only when no home replica is up: each write it coordinates
             # mints a new actor, and contexts bloated with them get pruned, which can bring
@@ -196,6 +341,55 @@ class Node(WriteRole, ReadRole, HandoffRole):
             return out + self._coordinate_put(now, req, origin, ks, plan, needed)
         except BhandarError as exc:
             return [self._answer(req.rid, origin, Failure(exc.code, str(exc), coordinator=self.id))]
+
+    def _repair_now(self, now: float, req: RepairRequest, origin: str | None) -> list[Effect]:
+        batch_id = self._next_op
+        self._next_op += 1
+        batch = RepairBatch(req.rid, origin)
+        self.repair_batches[batch_id] = batch
+        out: list[Effect] = []
+        for ks, lo, hi, peers in self.replicated_ranges():
+            if req.keyspace is not None and ks.name != req.keyspace:
+                continue
+            for peer in peers:
+                if self.is_up(peer, now):
+                    session = self._next_op
+                    out.extend(self.start_repair(now, ks, lo, hi, peer, batch_id))
+                    batch.pending.add(session)
+                else:
+                    batch.failed.append(f"{peer} is down ({ks.name} range ({lo}, {hi}])")
+        if not batch.pending:
+            out.extend(self._finish_batch(batch_id, batch))
+        return out
+
+    def _finish_batch(self, batch_id: int, batch: RepairBatch) -> list[Effect]:
+        self.repair_batches.pop(batch_id, None)
+        result = RepairResult(self.id, batch.ranges, batch.differing, batch.keys, tuple(batch.failed))
+        return [self._answer(batch.rid, batch.origin, result, durable=True)]
+
+    def _decommission(self, now: float, req: DecommissionRequest, origin: str | None) -> list[Effect]:
+        gossip = self.gossip
+        if gossip is None:
+            raise BadInput("decommission needs gossip membership (liveness=gossip)")
+        status = gossip.membership.mine.status
+        if status != "normal":
+            raise BadInput(f"{self.id} is {status}; only a normal node can be decommissioned")
+        remaining = [m for m in gossip.membership.peers() if gossip.membership.status_of(m) == "normal"]
+        widest = max(ks.n for ks in self.keyspaces.values())
+        if len(remaining) < widest:
+            raise Refused(
+                f"decommissioning {self.id} would leave {len(remaining)} nodes for a keyspace with n={widest}"
+            )
+        gossip.set_status("leaving")
+        self.store.put_meta("status", "leaving")
+        self.movement = Movement("leave", now + self.config.join_delay, req.rid, origin)
+        return [Note(f"{self.id} is leaving: its ranges will stream to their new replicas")]
+
+    def _movement_answer(self, mv: Movement, keys: int) -> list[Effect]:
+        self.store.put_meta("status", "left")
+        if not mv.rid:
+            return []
+        return [self._answer(mv.rid, mv.origin, MoveResult(self.id, "leave", keys), durable=True)]
 
     def _seen_forward(self, now: float, origin: str, rid: int) -> bool:
         recent = self._recent_forwards
@@ -242,7 +436,11 @@ class Node(WriteRole, ReadRole, HandoffRole):
             if len(self._tokens) >= 1 << 16:
                 self._tokens.clear()  # a bound on memory; hashing again is cheap
             token = self._tokens[(ks.name, key)] = key_token(ks.name, key)
-        return plan_replicas(self.ring, token, ks.n, ks.quorum, lambda n: liveness.is_up(n, now))
+        gossip = self.gossip
+        future = (
+            gossip.membership.ring("future") if gossip is not None and gossip.membership.moving() else None
+        )
+        return plan_replicas(self.ring, token, ks.n, ks.quorum, lambda n: liveness.is_up(n, now), future)
 
     def _unavailable(self, ks: KeyspaceDef, plan: Plan, level: str) -> Failure:
         needed = required(level, ks.n)
@@ -300,7 +498,8 @@ class Node(WriteRole, ReadRole, HandoffRole):
 
     def _broadcast_schema(self) -> list[Effect]:
         update = SchemaUpdate(tuple(self.keyspaces.values()))
-        return [Send(peer, update) for peer in self.ring.nodes if peer != self.id]
+        peers = self.gossip.membership.peers() if self.gossip is not None else self.ring.nodes
+        return [Send(peer, update) for peer in peers if peer != self.id]
 
     def _expire(self, now: float, op_id: int, op: Op) -> list[Effect]:
         self.ops.pop(op_id, None)
@@ -341,4 +540,24 @@ _HANDLERS: dict[type, Callable[[Node, float, str, Any], list[Effect]]] = {
     KeyspaceRequest: Node._on_client_message,
     ClientReply: Node._on_client_reply,
     SchemaUpdate: Node._on_schema,
+    RepairRequest: Node._on_client_message,
+    DecommissionRequest: Node._on_client_message,
+    ae.RepairProbe: Node._on_repair_probe,
+    ae.RepairProbeReply: Node._on_probe_reply,
+    ae.RepairFetch: Node._on_repair_fetch,
+    ae.RepairFetchReply: Node._on_fetch_reply,
+    ae.RepairPush: Node._on_repair_push,
+    ae.RepairDone: Node._on_repair_done,
+    st.StreamRequest: Node._on_stream_request,
+    st.StreamBatch: Node._on_stream_batch,
+    st.StreamAck: Node._on_stream_ack,
 }
+
+
+def _newest(states: list[MemberState]) -> list[MemberState]:
+    """One state per member: the newest (by generation, then heartbeat)."""
+    best: dict[str, MemberState] = {}
+    for state in states:
+        if state.id not in best or state.version > best[state.id].version:
+            best[state.id] = state
+    return list(best.values())

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from bhandar_cli.core import messages
+from bhandar_cli.core import antientropy, gossip, membership, messages, streaming
 from bhandar_cli.core.config import KeyspaceDef
 from bhandar_cli.core.crdt import PNCounter
 from bhandar_cli.core.records import Versioned, from_plain, to_plain
@@ -36,6 +36,22 @@ REGISTRY: dict[str, type] = {
         messages.SchemaUpdate,
         messages.Ping,
         messages.Pong,
+        messages.RepairRequest,
+        messages.DecommissionRequest,
+        messages.RepairResult,
+        messages.MoveResult,
+        membership.MemberState,
+        gossip.GossipSyn,
+        gossip.GossipAck,
+        antientropy.RepairProbe,
+        antientropy.RepairProbeReply,
+        antientropy.RepairFetch,
+        antientropy.RepairFetchReply,
+        antientropy.RepairPush,
+        antientropy.RepairDone,
+        streaming.StreamRequest,
+        streaming.StreamBatch,
+        streaming.StreamAck,
     )
 }
 

@@ -94,12 +94,12 @@ class WriteRole(NodeBase):
         if not self._store_local(now, ks.name, key, record, plan.hint_for.get(self.id)):
             failure = Failure("refused", f"{self.id} cannot take another hint for {plan.hint_for[self.id]}")
             return [self._answer(op.rid, op.origin, failure)]
-        op.targets = plan.targets
+        op.targets = plan.targets + plan.pending
         op.acks.add(self.id)
         op.hinted = tuple(f"{f} for {h}" for f, h in plan.hint_for.items())
         op_id = self._new_op(op)
         out: list[Effect] = []
-        for target in plan.targets:
+        for target in op.targets:
             if target != self.id:
                 hint_for = plan.hint_for.get(target)
                 out.append(Send(target, ReplicaWrite(op_id, ks, key, record, hint_for), durable=True))

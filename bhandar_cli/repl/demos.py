@@ -280,7 +280,7 @@ SIBLINGS = Demo(
             "Now we cut the network: A on one side, B and C on the other. "
             "We wait three seconds so that each node's failure detector notices. "
             "In the status table, look at the column 'sees down'.",
-            ["partition A | B C", "sleep 3s", "status"],
+            ["partition A | B C", "sleep 4s", "status"],
             (Expect("A sees B and C down", _a_sees_b_and_c_down),),
         ),
         Step(
@@ -303,7 +303,7 @@ SIBLINGS = Demo(
         ),
         Step(
             "The partition heals. We wait three seconds until the nodes see each other again.",
-            ["heal", "sleep 3s"],
+            ["heal", "sleep 4s"],
         ),
         Step(
             "Now we read through C with c=ALL. Which cart is right? The store does not guess. "
@@ -370,7 +370,7 @@ QUORUM = Demo(
                 f"Now we kill {ctx.replicas()[1]}, the second replica of cart:7, "
                 "and wait three seconds for the others to notice. The preference list shows it down."
             ),
-            lambda ctx: [f"kill {ctx.replicas()[1]}", "sleep 3s", "prefs carts cart:7"],
+            lambda ctx: [f"kill {ctx.replicas()[1]}", "sleep 4s", "prefs carts cart:7"],
             (Expect("the second replica is down", prefs_shows_down(1)),),
         ),
         Step(
@@ -406,7 +406,7 @@ QUORUM = Demo(
             ),
             lambda ctx: [
                 f"revive {ctx.replicas()[1]}",
-                "sleep 3s",
+                "sleep 4s",
                 f"get carts cart:7 c=ONE via={ctx.replicas()[1]}",
             ],
             (Expect("the ONE read is stale: it returns only tea", get_values([TEA])),),
@@ -498,7 +498,7 @@ HANDOFF = Demo(
                 f"We kill {ctx.replicas()[2]}, the third home replica, and wait three seconds "
                 "so the failure detector marks it down."
             ),
-            lambda ctx: [f"kill {ctx.replicas()[2]}", "sleep 3s", "prefs carts cart:7"],
+            lambda ctx: [f"kill {ctx.replicas()[2]}", "sleep 4s", "prefs carts cart:7"],
             (Expect("the third home replica is down", prefs_shows_down(2)),),
         ),
         Step(
@@ -528,7 +528,7 @@ HANDOFF = Demo(
             ),
             lambda ctx: [
                 f"kill {ctx.replicas()[1]}",
-                "sleep 3s",
+                "sleep 4s",
                 'put carts cart:7 \'["tea","milk"]\'',
                 "sleep 1s",
                 "hints",
@@ -541,7 +541,7 @@ HANDOFF = Demo(
         Step(
             "We revive both nodes and wait. When a holder sees the owner is back, it delivers "
             "its hints and drops them: this is hinted handoff. The hint queues are empty again.",
-            lambda ctx: [f"revive {ctx.replicas()[1]}", f"revive {ctx.replicas()[2]}", "sleep 3s", "hints"],
+            lambda ctx: [f"revive {ctx.replicas()[1]}", f"revive {ctx.replicas()[2]}", "sleep 4s", "hints"],
             (Expect("no hints are pending", _no_hints),),
         ),
         Step(
@@ -603,7 +603,7 @@ LWW = Demo(
         ),
         Step(
             "We cut the network: A on one side, B and C on the other, and wait for the failure detector.",
-            ["partition A | B C", "sleep 3s"],
+            ["partition A | B C", "sleep 4s"],
         ),
         Step(
             "Two clerks change the price at the same time, one on each side: "
@@ -617,7 +617,7 @@ LWW = Demo(
         ),
         Step(
             "The partition heals. We read prices at c=ALL.",
-            ["heal", "sleep 3s", "get prices rice c=ALL"],
+            ["heal", "sleep 4s", "get prices rice c=ALL"],
             (Expect("the lww keyspace returns a single price", _one_survivor),),
             then=_lww_verdict,
         ),
@@ -658,7 +658,7 @@ COUNTER = Demo(
         ),
         Step(
             "We cut the network: A alone, B and C together.",
-            ["partition A | B C", "sleep 3s"],
+            ["partition A | B C", "sleep 4s"],
         ),
         Step(
             "One visit is counted through A, at c=ONE. On the other side, an order of 2 visits is "
@@ -679,7 +679,7 @@ COUNTER = Demo(
         Step(
             "We heal and read at c=ALL. Merging takes the largest P and N of each replica's entry, "
             "so nothing is counted twice and nothing is lost: 10 + 1 + 2 - 1 = 12.",
-            ["heal", "sleep 3s", "get counters visits c=ALL"],
+            ["heal", "sleep 4s", "get counters visits c=ALL"],
             (Expect("the counter reads 12", get_values([12])),),
         ),
     ),
@@ -713,7 +713,7 @@ READREPAIR = Demo(
             ),
             lambda ctx: [
                 f"partition {ctx.replicas()[2]}",
-                "sleep 3s",
+                "sleep 4s",
                 f"put carts cart:9 '[\"dal\"]' via={ctx.replicas()[0]}",
             ],
             (Expect("the put succeeds with 2 acks", ok_with("put", acks=2)),),
@@ -723,7 +723,7 @@ READREPAIR = Demo(
                 f"We heal the partition. The clock command shows that {ctx.replicas()[2]} "
                 "holds nothing: it missed the write."
             ),
-            ["heal", "sleep 3s", "clock carts cart:9"],
+            ["heal", "sleep 4s", "clock carts cart:9"],
             (Expect("the third replica holds nothing", _isolated_holds_nothing),),
         ),
         Step(
@@ -773,7 +773,7 @@ TOMBSTONE = Demo(
                 "A delete is a write too: it writes a tombstone, a sibling with no value, "
                 "and the context says which versions it deletes."
             ),
-            lambda ctx: [f"kill {ctx.replicas()[2]}", "sleep 3s", "delete carts cart:5"],
+            lambda ctx: [f"kill {ctx.replicas()[2]}", "sleep 4s", "delete carts cart:5"],
             (Expect("the delete succeeds", ok_with("delete", acks=2)),),
         ),
         Step(
@@ -781,7 +781,7 @@ TOMBSTONE = Demo(
                 f"We revive {ctx.replicas()[2]}. It still holds ghee: it missed the delete. "
                 "If the store had simply forgotten the key, this old copy could bring ghee back."
             ),
-            lambda ctx: [f"revive {ctx.replicas()[2]}", "sleep 3s", "clock carts cart:5"],
+            lambda ctx: [f"revive {ctx.replicas()[2]}", "sleep 4s", "clock carts cart:5"],
             (Expect("the revived replica still holds ghee", _home_holds(2, [["ghee"]])),),
         ),
         Step(

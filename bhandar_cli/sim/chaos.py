@@ -71,8 +71,8 @@ class ChaosParams:
     clients: int
     keys: int
     request_timeout: float
-    ping_interval: float
-    down_after: float
+    gossip_interval: float
+    phi_pause: float
     hint_interval: float
     think: float
     faults: FaultParams
@@ -95,8 +95,8 @@ def draw_params(options: ChaosOptions) -> ChaosParams:
     clients = draw.randint(4, 24)
     keys = draw.choice((3, 10, 30, 100))
     request_timeout = draw.uniform(0.3, 1.5)
-    ping_interval = draw.uniform(0.1, 0.5)
-    down_after = ping_interval * draw.uniform(2.0, 5.0)
+    gossip_interval = draw.uniform(0.1, 0.5)
+    phi_pause = draw.uniform(0.3, 1.0)
     hint_interval = draw.uniform(0.1, 1.0)
     think = draw.uniform(0.001, 0.02)
     kinds = tuple(k for k in FAULT_KINDS if draw.random() < 0.6) or (draw.choice(FAULT_KINDS),)
@@ -119,8 +119,8 @@ def draw_params(options: ChaosOptions) -> ChaosParams:
         clients=options.clients if options.clients is not None else clients,
         keys=options.keys if options.keys is not None else keys,
         request_timeout=request_timeout,
-        ping_interval=ping_interval,
-        down_after=down_after,
+        gossip_interval=gossip_interval,
+        phi_pause=phi_pause,
         hint_interval=hint_interval,
         think=think,
         faults=FaultParams(
@@ -185,8 +185,8 @@ def _run_chaos(options: ChaosOptions, on_progress: Callable[[int], None] | None)
     params = draw_params(options)
     config = NodeConfig(
         request_timeout=params.request_timeout,
-        ping_interval=params.ping_interval,
-        down_after=params.down_after,
+        gossip_interval=params.gossip_interval,
+        phi_pause=params.phi_pause,
         hint_delivery_interval=params.hint_interval,
         bugs=frozenset(params.bugs),
     )
@@ -255,7 +255,7 @@ def _heal_and_collect(
 ) -> tuple[dict[tuple[str, str], Record | None], dict[tuple[str, str], dict[str, Record | None]], int, int]:
     """After the faults: drain hints, read every key at ALL (read repair), collect the replicas."""
     deadline = cluster.now + HEAL_TIMEOUT
-    cluster.run_for(max(cluster.config.down_after, cluster.config.ping_interval) * 2)
+    cluster.run_for(cluster.config.detection_bound())
     while cluster.hints_pending() and cluster.now < deadline:
         cluster.run_for(cluster.config.hint_delivery_interval)
     keys = sorted({(op.keyspace, op.key) for op in history.ops})
@@ -338,8 +338,8 @@ def render_summary(report: ChaosReport) -> str:
         f"chaos seed {p.seed}: {c.ops} operations by {p.clients} clients on {p.keys} keys per keyspace",
         f"  cluster        {p.nodes} nodes in {p.zones} zones, {p.vnodes} vnodes, N={p.replicas}, "
         f"levels {','.join(p.levels)}",
-        f"  timeouts       request {p.request_timeout:.3f} s, ping {p.ping_interval:.3f} s, "
-        f"down after {p.down_after:.3f} s, hints every {p.hint_interval:.3f} s",
+        f"  timeouts       request {p.request_timeout:.3f} s, gossip every {p.gossip_interval:.3f} s, "
+        f"phi pause {p.phi_pause:.3f} s, hints every {p.hint_interval:.3f} s",
         f"  faults         {','.join(p.faults.kinds) or 'none'}: every {p.faults.interval:.2f} s, "
         f"lasting {p.faults.duration:.2f} s, at most {p.faults.max_down} down, "
         f"delay up to {p.faults.max_delay * 1000:.0f} ms, loss up to {p.faults.max_loss:.0%}",

@@ -65,8 +65,8 @@ def home(c: SimCluster, key: str, keyspace: str = KS, n: int = 3) -> tuple[str, 
 
 
 def detect(c: SimCluster) -> None:
-    """Let the ping detector notice kills and partitions."""
-    c.run_for(c.config.down_after + 2 * c.config.ping_interval)
+    """Let the failure detector notice kills, revivals and partitions (its stated bound)."""
+    c.run_for(c.config.detection_bound())
 
 
 def test_cart_story_siblings_then_merge() -> None:

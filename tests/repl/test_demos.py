@@ -1,7 +1,7 @@
 """`bhandar demo`: every classroom demo runs to the end on a live cluster with its expectations met,
 and a demo that stops teaching its lesson (a changed script or a broken store) fails loudly.
 
-Everything runs on trio's MockClock (--virtual-time): the demos' `sleep 3s` take no real time.
+Everything runs on trio's MockClock (--virtual-time): the demos' `sleep 4s` take no real time.
 """
 
 from __future__ import annotations

@@ -13,11 +13,11 @@ def test_cart42_story_siblings_then_merge(repl: Run) -> None:
             "put carts cart:42 '[\"rice\"]'",
             "get carts cart:42",
             "partition A | B C",
-            "sleep 3s",
+            "sleep 4s",
             'put carts cart:42 \'["rice","oil"]\' via=A c=ONE',
             'put carts cart:42 \'["rice","salt"]\' via=B',
             "heal",
-            "sleep 3s",
+            "sleep 4s",
             "get carts cart:42 c=ALL",
             'put carts cart:42 \'["oil","rice","salt"]\'',
             "get carts cart:42 c=ALL",
@@ -47,12 +47,12 @@ def test_counter_partition_and_retry(repl: Run) -> None:
         [
             "incr counters visits 10",
             "partition A | B C",
-            "sleep 3s",
+            "sleep 4s",
             "incr counters visits 1 via=A c=ONE",
             "incr counters visits 1 via=B id=r-1",
             "incr counters visits 1 via=B id=r-1",
             "heal",
-            "sleep 3s",
+            "sleep 4s",
             "get counters visits c=ALL",
         ],
         nodes=3,
@@ -68,10 +68,10 @@ def test_delete_leaves_a_tombstone_a_stale_replica_cannot_resurrect(repl: Run) -
             "put ks k alive c=ALL",
             "get ks k",
             "kill C",
-            "sleep 3s",
+            "sleep 4s",
             "delete ks k",
             "revive C",
-            "sleep 3s",
+            "sleep 4s",
             "clock ks k",
             "get ks k c=ALL",
             "get ks k via=C c=ONE",
@@ -95,11 +95,11 @@ def test_killed_home_replica_hinted_handoff(repl: Run) -> None:
     out = repl(
         [
             f"kill {victim}",
-            "sleep 3s",
+            "sleep 4s",
             "put carts cart:7 '[\"tea\"]'",
             "hints",
             f"revive {victim}",
-            "sleep 3s",
+            "sleep 4s",
             "hints",
             "clock carts cart:7",
         ],
@@ -119,7 +119,7 @@ def test_strict_quorum_two_of_three_down_is_unavailable(repl: Run) -> None:
     out = repl(["keyspace create bank quorum=strict", "prefs bank acct:1"], nodes=5)
     a, b = out[1]["replicas"][:2]
     out = repl(
-        ["keyspace create bank quorum=strict", f"kill {a}", f"kill {b}", "sleep 3s", "put bank acct:1 100"],
+        ["keyspace create bank quorum=strict", f"kill {a}", f"kill {b}", "sleep 4s", "put bank acct:1 100"],
         nodes=5,
     )
     failure = out[4]
@@ -131,10 +131,10 @@ def test_read_repair_fixes_a_replica_that_missed_a_write(repl: Run) -> None:
     out = repl(
         [
             "partition A B | C",
-            "sleep 3s",
+            "sleep 4s",
             "put ks k v1 via=A",
             "heal",
-            "sleep 3s",
+            "sleep 4s",
             "clock ks k",
             "get ks k via=A",
             "sleep 1s",

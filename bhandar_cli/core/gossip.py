@@ -1,0 +1,160 @@
+"""Gossip membership with phi-accrual failure detection (Cassandra's design, on a small scale).
+
+Every interval a node bumps its own heartbeat and sends its whole membership table to a few random
+live peers (plus, sometimes, one that looks down, and a seed), who merge it and answer with theirs
+(push-pull). Seeing a peer's heartbeat go up feeds that peer's phi detector; a peer whose phi
+passes the threshold is down *for routing only*: ownership never changes because of it.
+
+It implements the `Liveness` interface, so the rest of the node does not know gossip from pings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from random import Random
+
+from bhandar_cli.core.membership import Membership, MemberState
+from bhandar_cli.core.messages import Effect, Note, Send
+from bhandar_cli.core.phi import PhiConfig, PhiDetectors
+
+
+@dataclass(frozen=True, slots=True)
+class GossipSyn:
+    members: tuple[MemberState, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class GossipAck:
+    members: tuple[MemberState, ...]
+
+
+class GossipLiveness:
+    """Membership plus who is up, kept by gossip."""
+
+    def __init__(
+        self,
+        me: MemberState,
+        known: Iterable[MemberState],
+        seeds: Iterable[str],
+        now: float,
+        rng: Random,
+        interval: float = 0.5,
+        fanout: int = 2,
+        phi: PhiConfig | None = None,
+    ) -> None:
+        self.me = me.id
+        self.membership = Membership(me, known)
+        self.rng = rng
+        self.interval = interval
+        self.fanout = fanout
+        self.phi = PhiDetectors(phi or PhiConfig(first_heartbeat_estimate=interval))
+        self.seeds = [s for s in seeds if s != me.id]
+        self._next = now
+        self._was_up: dict[str, bool] = {}
+        for peer in self.membership.peers():
+            self.phi.heartbeat(peer, now)  # start every clock: silence from now on counts
+
+    # --- Liveness interface --------------------------------------------------------------------
+
+    def is_up(self, peer: str, now: float) -> bool:
+        if peer == self.me:
+            return True
+        state = self.membership.members.get(peer)
+        if state is None or state.status == "left":
+            return False
+        return self.phi.is_up(peer, now)
+
+    def heard_from(self, peer: str, now: float) -> None:
+        """Only gossip heartbeats count (a message may be old news delivered late)."""
+
+    def add_peer(self, peer: str, now: float) -> None:
+        if peer not in self.phi:
+            self.phi.heartbeat(peer, now)
+
+    def next_deadline(self) -> float:
+        return self._next
+
+    def handle(self, now: float, src: str, msg: object) -> list[Effect] | None:
+        if isinstance(msg, GossipSyn):
+            out = self._merge(now, msg.members)
+            out.append(Send(src, GossipAck(self.digest())))
+            return out
+        if isinstance(msg, GossipAck):
+            return self._merge(now, msg.members)
+        return None
+
+    def tick(self, now: float) -> list[Effect]:
+        if now < self._next:
+            return []
+        self._next = now + self.interval
+        self.membership.update_mine()
+        digest = GossipSyn(self.digest())
+        out: list[Effect] = [Send(peer, digest) for peer in self._targets(now)]
+        out.extend(self._transitions(now))
+        return out
+
+    # --- gossip ----------------------------------------------------------------------------------
+
+    def digest(self) -> tuple[MemberState, ...]:
+        return tuple(self.membership.members.values())
+
+    def set_status(self, status: str) -> MemberState:
+        """Announce a new status of this node (joining -> normal, normal -> leaving -> left)."""
+        return self.membership.update_mine(status=status)
+
+    def _targets(self, now: float) -> list[str]:
+        peers = self.membership.peers()
+        live = [p for p in peers if self.is_up(p, now)]
+        down = [p for p in peers if p not in live]
+        chosen = self.rng.sample(live, min(self.fanout, len(live)))
+        # Sometimes talk to a peer that looks down: that is how a returning node is noticed.
+        if down and self.rng.random() < len(down) / (len(live) + 1):
+            chosen.append(self.rng.choice(down))
+        # And to a seed now and then, so separate groups of nodes find each other.
+        seeds = [s for s in self.seeds if s not in chosen]
+        if seeds and (not chosen or self.rng.random() < 0.2):
+            chosen.append(self.rng.choice(seeds))
+        return chosen
+
+    def _merge(self, now: float, members: Iterable[MemberState]) -> list[Effect]:
+        for state in members:
+            taken, old = self.membership.merge(state)
+            if not taken:
+                continue
+            if old is None or old.generation != state.generation:
+                self.phi.reset(state.id, now)  # a new node, or a restart: a fresh history
+            else:
+                self.phi.heartbeat(state.id, now)
+        return self._transitions(now)
+
+    def _transitions(self, now: float) -> list[Effect]:
+        """Notes for a person watching: a peer went down or came back, in this node's eyes."""
+        out: list[Effect] = []
+        for peer in self.membership.peers():
+            up = self.is_up(peer, now)
+            before = self._was_up.get(peer)
+            if before is not None and before != up:
+                word = "up" if up else "down"
+                out.append(Note(f"{self.me} sees {peer} {word}", {"node": self.me, "peer": peer, "up": up}))
+            self._was_up[peer] = up
+        return out
+
+    def view(self, now: float) -> list[dict[str, object]]:
+        """This node's membership view (the `members` command)."""
+        rows: list[dict[str, object]] = []
+        for mid, state in sorted(self.membership.members.items()):
+            rows.append(
+                {
+                    "id": mid,
+                    "zone": state.zone,
+                    "generation": state.generation,
+                    "heartbeat": state.heartbeat,
+                    "status": state.status,
+                    "up": self.is_up(mid, now),
+                    "phi": 0.0 if mid == self.me else round(min(self.phi.phi(mid, now), 1e6), 3),
+                    "tokens": len(state.tokens),
+                    "address": state.address,
+                }
+            )
+        return rows

@@ -1,0 +1,97 @@
+"""Cluster membership as one node sees it: who exists, where, in which zone, with which tokens.
+
+Each member's state is versioned by (generation, heartbeat): a restart bumps the generation, and
+the member itself bumps its heartbeat every gossip round and whenever its status changes, so the
+newer state always wins a merge. The rings follow from the table: the *current* ring holds normal
+and leaving members (they own data now); the *future* ring holds normal and joining members (who
+will own it once the movement finishes). Where they differ, writes go to both (pending ranges).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+
+from bhandar_cli.core.ring import Ring
+
+STATUSES = ("joining", "normal", "leaving", "left")
+CODES = {"joining": "J", "normal": "N", "leaving": "L", "left": "X"}
+
+
+@dataclass(frozen=True, slots=True)
+class MemberState:
+    id: str
+    zone: str
+    tokens: tuple[int, ...]
+    status: str = "normal"
+    generation: int = 0
+    heartbeat: int = 0
+    address: str = ""  # host:port of the node's peer port ("" in process-less clusters)
+    http: str = ""  # host:port of its HTTP API
+
+    @property
+    def version(self) -> tuple[int, int]:
+        return (self.generation, self.heartbeat)
+
+    def bump(self, **changes: object) -> MemberState:
+        return replace(self, heartbeat=self.heartbeat + 1, **changes)  # type: ignore[arg-type]
+
+
+class Membership:
+    """A node's membership table and the rings derived from it (cached per version)."""
+
+    def __init__(self, me: MemberState, known: Iterable[MemberState] = ()) -> None:
+        self.me = me.id
+        self.members: dict[str, MemberState] = {m.id: m for m in known}
+        self.members[me.id] = me
+        self.version = 0  # bumped whenever ownership (status or tokens) changes
+        self._rings: dict[str, Ring] = {}
+
+    @property
+    def mine(self) -> MemberState:
+        return self.members[self.me]
+
+    def update_mine(self, **changes: object) -> MemberState:
+        new = self.mine.bump(**changes)
+        self._set(new)
+        return new
+
+    def merge(self, incoming: MemberState) -> tuple[bool, MemberState | None]:
+        """Take `incoming` if newer. Returns (taken, previous state)."""
+        if incoming.id == self.me:
+            # Never accept others' idea of ourselves, but learn if we are behind after a restart.
+            return False, None
+        old = self.members.get(incoming.id)
+        if old is not None and incoming.version <= old.version:
+            return False, old
+        self._set(incoming)
+        return True, old
+
+    def _set(self, state: MemberState) -> None:
+        old = self.members.get(state.id)
+        self.members[state.id] = state
+        if old is None or old.status != state.status or old.tokens != state.tokens or old.zone != state.zone:
+            self.version += 1
+            self._rings.clear()
+
+    def ring(self, which: str = "current") -> Ring:
+        """'current': normal + leaving members; 'future': normal + joining."""
+        cached = self._rings.get(which)
+        if cached is None:
+            owners = ("normal", "leaving") if which == "current" else ("normal", "joining")
+            chosen = [m for m in self.members.values() if m.status in owners and m.tokens]
+            chosen.sort(key=lambda m: m.id)
+            cached = Ring({m.id: m.tokens for m in chosen}, {m.id: m.zone for m in chosen})
+            self._rings[which] = cached
+        return cached
+
+    def moving(self) -> bool:
+        """Is any member joining or leaving (so pending ranges exist)?"""
+        return any(m.status in ("joining", "leaving") for m in self.members.values())
+
+    def peers(self) -> list[str]:
+        return sorted(m for m, s in self.members.items() if m != self.me and s.status != "left")
+
+    def status_of(self, node: str) -> str:
+        state = self.members.get(node)
+        return state.status if state is not None else "unknown"

@@ -1,0 +1,264 @@
+"""Range movement: bootstrap of a joining node and decommission of a leaving one.
+
+Join: the new node announces itself `joining` with its tokens. Coordinators then also send writes
+for its future ranges to it (pending ranges). After a short delay (so that everyone has heard, and
+new writes already reach it) it asks every normal node to stream the records it will replicate;
+each source walks its store against the *future* ring and sends them in acknowledged batches.
+When every source is done the node announces `normal` and starts owning its ranges.
+
+Decommission: the node announces `leaving`; coordinators send writes for its ranges to the future
+replicas too. After the same delay it streams every record it holds (its hinted records as well)
+to the replicas the future ring gives each key, waits for every batch to be acknowledged, then
+announces `left`. Streaming to every future replica, not only the new one, costs a little more
+traffic and means no acknowledged write depends on a replica that happened to miss it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from bhandar_cli.core.config import KeyspaceDef
+from bhandar_cli.core.membership import MemberState
+from bhandar_cli.core.messages import Effect, Note, Send
+from bhandar_cli.core.node_base import NodeBase
+from bhandar_cli.core.records import Record, merge_records
+from bhandar_cli.core.ring import key_token
+
+Item = tuple[KeyspaceDef, str, Record]
+
+
+@dataclass(frozen=True, slots=True)
+class StreamRequest:
+    """A joining node asks a source for everything it will replicate."""
+
+    session: int
+    joiner: MemberState
+
+
+@dataclass(frozen=True, slots=True)
+class StreamBatch:
+    session: int
+    seq: int
+    items: tuple[Item, ...]
+    done: bool
+    total: int
+
+
+@dataclass(frozen=True, slots=True)
+class StreamAck:
+    session: int
+    seq: int
+
+
+@dataclass
+class OutStream:
+    """Records this node is sending to one peer."""
+
+    peer: str
+    session: int
+    items: list[Item]
+    sent: int = 0
+    seq: int = 0
+    acked: bool = True
+    done: bool = False
+    last_ack: float = 0.0
+
+
+@dataclass
+class InStream:
+    source: str
+    received: int = 0
+    total: int = 0
+    done: bool = False
+    last_heard: float = 0.0
+
+
+@dataclass
+class Movement:
+    """This node's own join or decommission in progress."""
+
+    kind: str  # join or leave
+    start_at: float
+    rid: int = 0  # the client request to answer when done (decommission)
+    origin: str | None = None
+    started: bool = False
+    inbound: dict[str, InStream] = field(default_factory=dict)
+    finished_at: float | None = None
+
+
+class StreamRole(NodeBase):
+    movement: Movement | None
+    outgoing: dict[tuple[str, int], OutStream]
+    received_streams: int
+
+    # --- this node's own movement --------------------------------------------------------------
+
+    def movement_tick(self, now: float) -> list[Effect]:
+        out: list[Effect] = []
+        mv = self.movement
+        if mv is not None and not mv.started and now >= mv.start_at:
+            mv.started = True
+            out.extend(self._begin_join(now) if mv.kind == "join" else self._begin_leave(now))
+        if mv is not None and mv.started and mv.finished_at is None:
+            out.extend(self._check_movement(now))
+        out.extend(self._resend_stalled(now))
+        return out
+
+    def _begin_join(self, now: float) -> list[Effect]:
+        assert self.movement is not None
+        membership = self.gossip.membership
+        sources = [
+            p for p in membership.peers() if membership.status_of(p) == "normal" and self.is_up(p, now)
+        ]
+        me = membership.mine
+        out: list[Effect] = [Note(f"{self.id} bootstraps from {', '.join(sources) or 'nobody'}")]
+        for src in sources:
+            self.movement.inbound[src] = InStream(src, last_heard=now)
+            out.append(Send(src, StreamRequest(self._next_op, me)))
+        self._next_op += 1
+        return out
+
+    def _begin_leave(self, now: float) -> list[Effect]:
+        future = self.gossip.membership.ring("future")
+        per_target: dict[str, list[Item]] = {}
+        for ks in self.keyspaces.values():
+            for key, record in self.store.items(ks.name):
+                for target in future.preference_list(key_token(ks.name, key), ks.n):
+                    per_target.setdefault(target, []).append((ks, key, record))
+        for target, keyspace, key in list(self.hints.keys()):
+            record = self.hints.record_for(keyspace, key)
+            ks = self.keyspaces.get(keyspace)
+            if record is not None and ks is not None:
+                for node in future.preference_list(key_token(keyspace, key), ks.n):
+                    per_target.setdefault(node, []).append((ks, key, record))
+            del target
+        out: list[Effect] = []
+        for target, items in sorted(per_target.items()):
+            session = self._next_op
+            self._next_op += 1
+            stream = OutStream(target, session, items, last_ack=now)
+            self.outgoing[(target, session)] = stream
+            out.extend(self._send_next(now, stream))
+        return out
+
+    def _check_movement(self, now: float) -> list[Effect]:
+        mv = self.movement
+        assert mv is not None
+        if mv.kind == "join":
+            for stream in mv.inbound.values():
+                silent = now - stream.last_heard > self.config.request_timeout * 10
+                if not stream.done and (silent or not self.is_up(stream.source, now)):
+                    stream.done = True  # a dead source: anti-entropy fills the gap later
+            if all(s.done for s in mv.inbound.values()):
+                mv.finished_at = now
+                self.gossip.set_status("normal")
+                keys = sum(s.received for s in mv.inbound.values())
+                return [
+                    Note(f"{self.id} joined: {keys} records streamed in", {"node": self.id, "keys": keys})
+                ]
+            return []
+        mine = [s for s in self.outgoing.values() if s.session and not s.done]
+        if mine:
+            return []
+        mv.finished_at = now
+        self.gossip.set_status("left")
+        sent = sum(len(s.items) for s in self.outgoing.values())
+        return [
+            Note(f"{self.id} left: {sent} records streamed out", {"node": self.id, "keys": sent}),
+            *self._movement_answer(mv, sent),
+        ]
+
+    def _movement_answer(self, mv: Movement, keys: int) -> list[Effect]:
+        raise NotImplementedError  # the node answers the client (replica.py)
+
+    # --- sending -------------------------------------------------------------------------------
+
+    def _on_stream_request(self, now: float, src: str, msg: StreamRequest) -> list[Effect]:
+        membership = self.gossip.membership
+        membership.merge(msg.joiner)  # even if gossip has not told us yet
+        future = membership.ring("future")
+        items = [
+            (ks, key, record)
+            for ks in self.keyspaces.values()
+            for key, record in self.store.items(ks.name)
+            if src in future.preference_list(key_token(ks.name, key), ks.n)
+        ]
+        stream = OutStream(src, msg.session, items, last_ack=now)
+        self.outgoing[(src, msg.session)] = stream
+        return self._send_next(now, stream)
+
+    def _send_next(self, now: float, stream: OutStream) -> list[Effect]:
+        size = self.config.stream_batch
+        chunk = tuple(stream.items[stream.sent : stream.sent + size])
+        stream.seq += 1
+        stream.acked = False
+        stream.last_ack = now
+        last = stream.sent + len(chunk) >= len(stream.items)
+        batch = StreamBatch(stream.session, stream.seq, chunk, last, len(stream.items))
+        return [Send(stream.peer, batch)]
+
+    def _on_stream_ack(self, now: float, src: str, msg: StreamAck) -> list[Effect]:
+        stream = self.outgoing.get((src, msg.session))
+        if stream is None or msg.seq != stream.seq or stream.acked:
+            return []
+        stream.acked = True
+        stream.sent = min(len(stream.items), stream.sent + self.config.stream_batch)
+        if stream.sent >= len(stream.items):
+            stream.done = True
+            return []
+        return self._send_next(now, stream)
+
+    def _resend_stalled(self, now: float) -> list[Effect]:
+        out: list[Effect] = []
+        for stream in self.outgoing.values():
+            if (
+                not stream.done
+                and not stream.acked
+                and now - stream.last_ack > self.config.request_timeout * 2
+            ):
+                if self.is_up(stream.peer, now):
+                    stream.seq -= 1  # the same batch again
+                    out.extend(self._send_next(now, stream))
+                elif self.movement is not None and self.movement.kind == "leave":
+                    stream.last_ack = now  # keep trying while the peer is down
+        return out
+
+    # --- receiving -----------------------------------------------------------------------------
+
+    def _on_stream_batch(self, now: float, src: str, msg: StreamBatch) -> list[Effect]:
+        for ks, key, record in msg.items:
+            self._learn(ks)
+            merged = merge_records(ks.policy, self.store.get(ks.name, key), record)
+            if merged is not None:
+                self.store.put(ks.name, key, merged)
+        self.received_streams += len(msg.items)
+        mv = self.movement
+        if mv is not None and mv.kind == "join" and src in mv.inbound:
+            stream = mv.inbound[src]
+            stream.received += len(msg.items)
+            stream.total = msg.total
+            stream.last_heard = now
+            stream.done = stream.done or msg.done
+        return [Send(src, StreamAck(msg.session, msg.seq), durable=True)]
+
+    def stream_view(self) -> dict[str, object]:
+        """Progress of range movements, for status views."""
+        mv = self.movement
+        inbound = (
+            []
+            if mv is None
+            else [
+                {"from": s.source, "received": s.received, "total": s.total, "done": s.done}
+                for s in mv.inbound.values()
+            ]
+        )
+        outbound = [
+            {"to": s.peer, "sent": s.sent, "total": len(s.items), "done": s.done}
+            for s in self.outgoing.values()
+        ]
+        return {
+            "movement": None if mv is None else mv.kind,
+            "finished": mv is not None and mv.finished_at is not None,
+            "inbound": inbound,
+            "outbound": outbound,
+        }
