@@ -111,6 +111,7 @@ class RepairRole(NodeBase):
     repair_batches: dict[int, RepairBatch]
     last_repair: dict[RangeKey, float]
     confirmed: dict[tuple[str, str], tuple[bytes, set[str]]]  # tombstone -> (digest, peers holding it)
+    reaped: dict[tuple[str, str], float]  # tombstones removed here -> their newest timestamp
     _repair_queue: list[tuple[KeyspaceDef, int, int, str]]
     _next_repair: float
 
@@ -187,7 +188,7 @@ class RepairRole(NodeBase):
         for key, theirs in msg.records:
             mine = self.store.get(ks.name, key)
             merged = merge_records(ks.policy, mine, theirs)
-            if merged is None:
+            if merged is None or (mine is None and self._already_reaped(ks.name, key, merged)):
                 continue
             if merged != mine:
                 self.store.put(ks.name, key, merged)
@@ -271,7 +272,10 @@ class RepairRole(NodeBase):
     def _on_push(self, src: str, msg: RepairPush) -> list[Effect]:
         self._learn(msg.keyspace)
         for key, record in msg.records:
-            merged = merge_records(msg.keyspace.policy, self.store.get(msg.keyspace.name, key), record)
+            mine = self.store.get(msg.keyspace.name, key)
+            if mine is None and self._already_reaped(msg.keyspace.name, key, record):
+                continue  # we reaped this tombstone already: do not let repair bring it back
+            merged = merge_records(msg.keyspace.policy, mine, record)
             if merged is not None:
                 self.store.put(msg.keyspace.name, key, merged)
         return [Send(src, RepairDone(msg.session), durable=True)]
@@ -297,7 +301,14 @@ class RepairRole(NodeBase):
             if now - written > self.config.tombstone_grace and all(p in peers for p in others):
                 self.store.remove(ks.name, key)
                 del self.confirmed[(ks.name, key)]
+                self.reaped[(ks.name, key)] = written
                 self.metrics.tombstones_reaped += 1
+
+    def _already_reaped(self, keyspace: str, key: str, record: Record) -> bool:
+        """Is `record` a tombstone no newer than one this node reaped? (Replicas reap one by one;
+        without this, the last to reap would push its copy back to those that already had.)"""
+        when = self.reaped.get((keyspace, key))
+        return when is not None and _is_tombstone(record) and max(s.ts for s in record.siblings) <= when
 
     def repair_ages(self, now: float) -> dict[str, float | None]:
         """Seconds since each replicated range was last repaired (None: never)."""

@@ -91,6 +91,7 @@ class NodeConfig:
     sibling_warn: int = 25
     sibling_max: int = 100
     max_vv_entries: int = 10
+
     def detection_bound(self) -> float:
         """Seconds within which every live node has noticed a dead peer (a stated, tested bound)."""
         if self.liveness == "gossip":

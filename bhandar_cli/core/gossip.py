@@ -10,9 +10,10 @@ It implements the `Liveness` interface, so the rest of the node does not know go
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from random import Random
+from typing import Any
 
 from bhandar_cli.core.membership import Membership, MemberState
 from bhandar_cli.core.messages import Effect, Note, Send
@@ -22,11 +23,13 @@ from bhandar_cli.core.phi import PhiConfig, PhiDetectors
 @dataclass(frozen=True, slots=True)
 class GossipSyn:
     members: tuple[MemberState, ...]
+    schema: tuple[Any, ...] = ()  # keyspace definitions travel with membership
 
 
 @dataclass(frozen=True, slots=True)
 class GossipAck:
     members: tuple[MemberState, ...]
+    schema: tuple[Any, ...] = ()
 
 
 class GossipLiveness:
@@ -42,6 +45,8 @@ class GossipLiveness:
         interval: float = 0.5,
         fanout: int = 2,
         phi: PhiConfig | None = None,
+        schema: Callable[[], tuple[Any, ...]] = tuple,
+        on_schema: Callable[[tuple[Any, ...]], None] = lambda _schema: None,
     ) -> None:
         self.me = me.id
         self.membership = Membership(me, known)
@@ -50,6 +55,10 @@ class GossipLiveness:
         self.fanout = fanout
         self.phi = PhiDetectors(phi or PhiConfig(first_heartbeat_estimate=interval))
         self.seeds = [s for s in seeds if s != me.id]
+        # The node's keyspace definitions ride along, so a node that missed a schema broadcast
+        # (partitioned, or joining later) still learns every keyspace.
+        self.schema = schema
+        self.on_schema = on_schema
         self._next = now
         self._was_up: dict[str, bool] = {}
         for peer in self.membership.peers():
@@ -77,10 +86,12 @@ class GossipLiveness:
 
     def handle(self, now: float, src: str, msg: object) -> list[Effect] | None:
         if isinstance(msg, GossipSyn):
+            self.on_schema(msg.schema)
             out = self._merge(now, msg.members)
-            out.append(Send(src, GossipAck(self.digest())))
+            out.append(Send(src, GossipAck(self.digest(), self.schema())))
             return out
         if isinstance(msg, GossipAck):
+            self.on_schema(msg.schema)
             return self._merge(now, msg.members)
         return None
 
@@ -89,7 +100,7 @@ class GossipLiveness:
             return []
         self._next = now + self.interval
         self.membership.update_mine()
-        digest = GossipSyn(self.digest())
+        digest = GossipSyn(self.digest(), self.schema())
         out: list[Effect] = [Send(peer, digest) for peer in self._targets(now)]
         out.extend(self._transitions(now))
         return out

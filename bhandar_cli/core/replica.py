@@ -128,6 +128,7 @@ class Node(WriteRole, ReadRole, HandoffRole, RepairRole, StreamRole):
         self.repair_batches: dict[int, RepairBatch] = {}
         self.last_repair: dict[ae.RangeKey, float] = {}
         self.confirmed: dict[tuple[str, str], tuple[bytes, set[str]]] = {}
+        self.reaped: dict[tuple[str, str], float] = {}
         self._repair_queue: list[tuple[KeyspaceDef, int, int, str]] = []
         self._next_repair = now + self.config.repair_interval * (0.5 + rng.random())
         self.outgoing: dict[tuple[str, int], st.OutStream] = {}
@@ -187,6 +188,8 @@ class Node(WriteRole, ReadRole, HandoffRole, RepairRole, StreamRole):
             cfg.gossip_interval,
             cfg.gossip_fanout,
             phi,
+            schema=lambda: tuple(self.keyspaces.values()),
+            on_schema=self._learn_all,
         )
         store.put_meta("status", me.status)
         return gossip
@@ -248,9 +251,12 @@ class Node(WriteRole, ReadRole, HandoffRole, RepairRole, StreamRole):
         return self._on_push(src, msg)
 
     def _on_schema(self, now: float, src: str, msg: SchemaUpdate) -> list[Effect]:
-        for ks in msg.keyspaces:
-            self._learn(ks)
+        self._learn_all(msg.keyspaces)
         return []
+
+    def _learn_all(self, keyspaces: tuple[KeyspaceDef, ...]) -> None:
+        for ks in keyspaces:
+            self._learn(ks)
 
     def tick(self, now: float) -> list[Effect]:
         out = self.liveness.tick(now)
@@ -348,6 +354,7 @@ class Node(WriteRole, ReadRole, HandoffRole, RepairRole, StreamRole):
         batch = RepairBatch(req.rid, origin)
         self.repair_batches[batch_id] = batch
         out: list[Effect] = []
+        skipped: dict[str, int] = {}
         for ks, lo, hi, peers in self.replicated_ranges():
             if req.keyspace is not None and ks.name != req.keyspace:
                 continue
@@ -357,7 +364,10 @@ class Node(WriteRole, ReadRole, HandoffRole, RepairRole, StreamRole):
                     out.extend(self.start_repair(now, ks, lo, hi, peer, batch_id))
                     batch.pending.add(session)
                 else:
-                    batch.failed.append(f"{peer} is down ({ks.name} range ({lo}, {hi}])")
+                    skipped[peer] = skipped.get(peer, 0) + 1
+        batch.failed.extend(
+            f"{peer} is down: {n} range comparisons skipped" for peer, n in sorted(skipped.items())
+        )
         if not batch.pending:
             out.extend(self._finish_batch(batch_id, batch))
         return out

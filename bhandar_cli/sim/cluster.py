@@ -16,7 +16,7 @@ from bhandar_cli.core.config import NodeConfig
 from bhandar_cli.core.messages import ClientRequest, Failure, Note, Respond, Result, Send
 from bhandar_cli.core.metrics import NodeMetrics
 from bhandar_cli.core.replica import Node
-from bhandar_cli.core.ring import Ring
+from bhandar_cli.core.ring import Ring, node_tokens
 from bhandar_cli.core.store import MemoryStore, Store
 from bhandar_cli.sim.loop import EventLoop
 from bhandar_cli.sim.network import LatencyModel, SimNetwork
@@ -42,6 +42,8 @@ class SimHost:
     tick_token: int = 0
     tick_at: float = math.inf
     restarts: int = 0
+    joining: bool = False  # added by `add_node`: boots as a joining member with its own tokens
+    zone: str | None = None
     # Counters of the node's earlier lives: a crash loses the node's memory, but a person watching
     # (and the chaos summary) still wants to know how many hints it stored before it died.
     past_metrics: NodeMetrics = field(default_factory=NodeMetrics)
@@ -88,7 +90,13 @@ class SimCluster:
 
     def _boot(self, host: SimHost) -> None:
         rng = Random(self.rng.getrandbits(64))
-        host.node = Node(host.id, self.ring, host.store, rng, self.loop.now, self.config)
+        extra: dict[str, Any] = {}
+        if host.joining:
+            live = [n for n, h in self.hosts.items() if h.node is not None and n != host.id]
+            tokens = tuple(node_tokens(host.id, self.vnodes))
+            extra = {"status": "joining", "seeds": live, "zone": host.zone, "tokens": tokens}
+        host.node = Node(host.id, self.ring, host.store, rng, self.loop.now, self.config, **extra)
+        host.store.sync()  # the node's new generation must survive its next crash
         host.tick_at = math.inf
         self._schedule_tick(host)
 
@@ -193,6 +201,23 @@ class SimCluster:
         if host.node is None:
             host.restarts += 1
             self._boot(host)
+
+    def add_node(self, name: str, zone: str | None = None) -> None:
+        """Start a new node that bootstraps into the ring (it announces itself joining)."""
+        if name in self.hosts:
+            raise ValueError(f"node {name} already exists")
+        zones = sorted(set(self.ring.zones.values()))
+        chosen = zone or zones[len(self.hosts) % len(zones)]
+        host = SimHost(name, self.store_factory(name), joining=True, zone=chosen)
+        self.hosts[name] = host
+        self._boot(host)
+
+    def status_of(self, name: str, seen_by: str | None = None) -> str:
+        """A member's status as `seen_by` (default: the member itself) knows it."""
+        host = self.hosts[seen_by or name]
+        if host.node is None or host.node.gossip is None:
+            return "unknown"
+        return host.node.gossip.membership.status_of(name)
 
     def is_alive(self, name: str) -> bool:
         return self.hosts[name].node is not None
