@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 import trio
 
+from bhandar_cli.client_ops import ClusterOps
 from bhandar_cli.client_views import ClusterViews
 from bhandar_cli.core.config import KeyspaceDef, parse_level
 from bhandar_cli.core.context import decode_context, encode_context
@@ -70,7 +71,7 @@ class Backend(Protocol):
     async def convergence_problems(self) -> list[str]: ...
 
 
-class Client(ClusterViews):
+class Client(ClusterViews, ClusterOps):
     def __init__(self, backend: Backend, consistency: str = "QUORUM", timeout: float = 5.0) -> None:
         self.backend = backend
         self.consistency = parse_level(consistency)
@@ -255,55 +256,6 @@ class Client(ClusterViews):
         info = await self._any_info()
         spaces = sorted(info.get("keyspaces", []), key=lambda k: k["name"])
         return {"cmd": "keyspace", "ok": True, "keyspaces": spaces}
-
-    # --- faults ------------------------------------------------------------------------------
-
-    async def partition(self, groups: list[list[str]]) -> dict[str, Any]:
-        clean = [[self.node(n) for n in group] for group in groups if group]
-        seen = [n for g in clean for n in g]
-        if len(seen) != len(set(seen)):
-            raise BadInput("a node appears in two partition groups")
-        if not clean:
-            raise BadInput("partition needs groups, e.g. partition A | B C")
-        result = await self.backend.partition(clean)
-        return {"cmd": "partition", "ok": True, "groups": result}
-
-    async def heal(self) -> dict[str, Any]:
-        await self.backend.heal()
-        return {"cmd": "heal", "ok": True}
-
-    async def kill(self, name: str) -> dict[str, Any]:
-        node = self.node(name)
-        changed = await self.backend.kill(node)
-        return {"cmd": "kill", "ok": True, "node": node, "changed": changed}
-
-    async def revive(self, name: str) -> dict[str, Any]:
-        node = self.node(name)
-        changed = await self.backend.revive(node)
-        return {"cmd": "revive", "ok": True, "node": node, "changed": changed}
-
-    async def delay(self, name: str, ms: float) -> dict[str, Any]:
-        node = self.node(name)
-        if not 0 <= ms <= 60_000:
-            raise BadInput(f"delay must be between 0 and 60000 ms (got {ms:g})")
-        await self.backend.delay(node, ms)
-        return {"cmd": "delay", "ok": True, "node": node, "ms": ms}
-
-    async def sleep(self, seconds: float) -> dict[str, Any]:
-        await trio.sleep(seconds)
-        return {"cmd": "sleep", "ok": True, "seconds": seconds}
-
-    async def wait_converged(self, timeout: float = 30.0) -> dict[str, Any]:
-        start = self.backend.now()
-        problems: list[str] = []
-        with trio.move_on_after(timeout):
-            while True:
-                problems = await self.backend.convergence_problems()
-                if not problems:
-                    return {"cmd": "wait", "ok": True, "waited_s": round(self.backend.now() - start, 3)}
-                await trio.sleep(0.1)
-        shown = "; ".join(problems[:3]) + (f" (and {len(problems) - 3} more)" if len(problems) > 3 else "")
-        raise ClientError("timeout", f"not converged after {timeout:g} s: {shown}")
 
 
 class BlockingClient:

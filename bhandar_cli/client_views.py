@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from bhandar_cli.core.membership import CODES
 from bhandar_cli.core.records import Versioned
 from bhandar_cli.core.ring import key_token
 from bhandar_cli.core.versions import context_of, relation
@@ -39,12 +40,14 @@ class ClusterViews:
                     "zone": self.backend.zones[name],
                     "up": up,
                     "status": info.get("status", "normal"),
-                    "code": ("U" if up else "D") + "N",
+                    "code": ("U" if up else "D") + CODES.get(info.get("status", "normal"), "?"),
                     "tokens": len(tokens.get(name, [])),
                     "owns": round(ring.ownership.get(name, 0.0), 4),
                     "keys": info.get("keys", 0),
                     "hints": info.get("hints", 0),
                     "sees_down": sorted(p for p, ok in info.get("peers", {}).items() if not ok),
+                    "streams": info.get("streams", {}),
+                    "storage": info.get("storage", {}),
                 }
             )
         return {"cmd": "status", "ok": True, "nodes": nodes, "partitions": self.backend.partitions()}

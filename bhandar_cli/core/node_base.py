@@ -29,6 +29,7 @@ class NodeBase:
     """State and plumbing shared by the node's roles (the attributes are set by `Node.__init__`)."""
 
     id: str
+    home_actor: str  # the dot actor as a home replica: the node id, or a new one after a restore
     ring: Ring
     gossip: GossipLiveness | None
     store: Store

@@ -91,6 +91,9 @@ class Node(WriteRole, ReadRole, HandoffRole, RepairRole, StreamRole):
         tokens; it bootstraps, then announces itself normal."""
         self.id = node_id
         self.store = store
+        # After a restore from a snapshot the node's own counters went back in time; writing as
+        # a new actor keeps it from reusing dots (and counter entries) it handed out since.
+        self.home_actor = str(store.get_meta("actor") or node_id)
         self.rng = rng
         self.config = config or NodeConfig()
         self.started = now

@@ -83,7 +83,7 @@ class WriteRole(NodeBase):
         reuse a dot or claim to have seen dots it no longer holds.
         """
         if self.id in plan.home:
-            return self.id
+            return self.home_actor
         epoch = int(self.store.get_meta("epoch") or 0) + 1
         self.store.put_meta("epoch", epoch)
         return f"{self.id}~{epoch}"

@@ -24,13 +24,47 @@ def node_info(name: str, zone: str, node: Node | None, now: float, tokens: int) 
     }
     if node is None:
         return info
+    gossip = node.gossip
+    peers = gossip.membership.peers() if gossip is not None else [p for p in node.ring.nodes if p != name]
     info.update(
         keys=node.store.count(),
         hints=node.hints.pending(),
-        peers={p: node.is_up(p, now) for p in node.ring.nodes if p != name},
+        peers={p: node.is_up(p, now) for p in peers},
         keyspaces=[asdict(ks) for ks in node.keyspaces.values()],
+        streams=node.stream_view(),
+        storage=node_storage(node),
     )
+    if gossip is not None:
+        info["status"] = gossip.membership.mine.status
+        info["tokens"] = len(gossip.membership.mine.tokens)
     return info
+
+
+def node_storage(node: Node) -> dict[str, Any]:
+    """Disk figures of an LSM-backed node ({} for the in-memory store)."""
+    stats = getattr(node.store, "stats", None)
+    if stats is None:
+        return {}
+    s = stats()
+    return {
+        "disk_bytes": s.disk_bytes,
+        "sstables": s.sstables,
+        "compaction_backlog": s.compaction_backlog,
+        "wal_bytes": s.wal_bytes,
+        "memtable_bytes": s.memtable_bytes,
+    }
+
+
+def node_members(node: Node, now: float) -> list[dict[str, Any]]:
+    if node.gossip is None:
+        return [{"id": p, "up": node.is_up(p, now), "status": "normal"} for p in node.ring.nodes]
+    return node.gossip.view(now)
+
+
+def node_tree_entries(node: Node, keyspace: str, lo: int, hi: int) -> list[list[Any]]:
+    """(token, key, digest) of one range, for a Merkle comparison drawn by the client."""
+    tree, _ = node.build_tree(keyspace, lo, hi, 0)
+    return [[t, k, d] for t, k, d in tree.entries()]
 
 
 def node_records(node: Node, keyspace: str, key: str) -> dict[str, Any]:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import time
 from typing import Any
 
 import trio
@@ -9,17 +12,27 @@ import trio
 from bhandar_cli.core.messages import Result
 from bhandar_cli.core.metrics import NodeMetrics
 from bhandar_cli.core.records import Record
+from bhandar_cli.core.replica import Node
 from bhandar_cli.core.ring import Ring, key_token
 from bhandar_cli.node import admin
 from bhandar_cli.node.cluster import InProcessCluster
 
 
 class InProcessBackend:
-    def __init__(self, cluster: InProcessCluster) -> None:
+    def __init__(self, cluster: InProcessCluster, data_dir: str | None = None) -> None:
         self.cluster = cluster
         self.names: list[str] = cluster.names
         self.zones: dict[str, str] = cluster.zones
-        self.ring: Ring = cluster.ring
+        self.data_dir = data_dir
+
+    @property
+    def ring(self) -> Ring:
+        """The current ring as a live node's gossip sees it (the boot ring if none is up)."""
+        for name in self.names:
+            node = self.cluster.runtime(name).node
+            if node is not None and (node.gossip is None or node.gossip.membership.mine.status == "normal"):
+                return node.ring
+        return self.cluster.ring
 
     def now(self) -> float:
         return trio.current_time()
@@ -36,30 +49,49 @@ class InProcessBackend:
     async def request(self, via: str, request: Any, timeout: float) -> Result:
         return await self.cluster.request(via, request, timeout)
 
+    def _node(self, name: str) -> Node | None:
+        return self.cluster.runtime(name).node
+
     async def node_info(self, name: str) -> dict[str, Any]:
         runtime = self.cluster.runtime(name)
         tokens = len(self.ring.tokens_by_node().get(name, []))
         return admin.node_info(name, runtime.zone, runtime.node, trio.current_time(), tokens)
 
     async def node_records(self, name: str, keyspace: str, key: str) -> tuple[Record | None, Record | None]:
-        node = self.cluster.runtime(name).node
+        node = self._node(name)
         if node is None:
             return None, None
         return node.local_record(keyspace, key), node.hinted_record(keyspace, key)
 
     async def node_hints(self, name: str) -> list[dict[str, Any]]:
-        node = self.cluster.runtime(name).node
+        node = self._node(name)
         return [] if node is None else admin.node_hints(node, trio.current_time())
 
     async def node_metrics(self, name: str) -> NodeMetrics:
-        node = self.cluster.runtime(name).node
+        node = self._node(name)
         return NodeMetrics() if node is None else node.metrics
+
+    async def node_members(self, name: str) -> list[dict[str, Any]]:
+        node = self._node(name)
+        return [] if node is None else admin.node_members(node, trio.current_time())
+
+    async def node_tree(self, name: str, keyspace: str, lo: int, hi: int) -> list[list[Any]]:
+        node = self._node(name)
+        return [] if node is None else admin.node_tree_entries(node, keyspace, lo, hi)
 
     async def kill(self, name: str) -> bool:
         return self.cluster.kill(name)
 
     async def revive(self, name: str) -> bool:
         return await self.cluster.revive(name)
+
+    async def add_node(self, name: str, zone: str | None) -> str:
+        runtime = await self.cluster.add_node(name, zone)
+        return runtime.zone
+
+    async def retire(self, name: str) -> None:
+        """Stop a node that has left the ring and forget it (its data directory stays)."""
+        self.cluster.retire(name)
 
     async def partition(self, groups: list[list[str]]) -> list[list[str]]:
         return self.cluster.partition(groups)
@@ -70,10 +102,90 @@ class InProcessBackend:
     async def delay(self, name: str, ms: float) -> None:
         self.cluster.delay(name, ms)
 
+    # --- storage ---------------------------------------------------------------------------------
+
+    def _store(self, name: str) -> Any:
+        store = self.cluster.runtime(name).store
+        if not hasattr(store, "flush"):
+            from bhandar_cli.core.errors import BadInput
+
+            raise BadInput("this cluster keeps its data in memory: there is no storage engine to work on")
+        return store
+
+    async def flush(self, name: str) -> dict[str, Any]:
+        started = time.perf_counter()
+        table = self._store(name).flush()
+        return {"node": name, "sstable": table, "ms": round((time.perf_counter() - started) * 1000, 3)}
+
+    async def compact(self, name: str) -> dict[str, Any]:
+        started = time.perf_counter()
+        runs = self._store(name).compact()
+        return {"node": name, "compactions": runs, "ms": round((time.perf_counter() - started) * 1000, 3)}
+
+    def _snapshot_dir(self, snapshot: str) -> str:
+        if self.data_dir is None:
+            from bhandar_cli.core.errors import BadInput
+
+            raise BadInput("snapshots need a data directory (bhandar repl --data-dir DIR)")
+        return os.path.join(self.data_dir, "snapshots", snapshot)
+
+    async def snapshot(self, snapshot: str) -> dict[str, Any]:
+        base = self._snapshot_dir(snapshot)
+        if os.path.exists(base):
+            from bhandar_cli.core.errors import BadInput
+
+            raise BadInput(f"snapshot {snapshot} already exists")
+        started = time.perf_counter()
+        files = 0
+        for name in self.names:
+            if self.cluster.runtime(name).alive:
+                files += len(self._store(name).snapshot(os.path.join(base, name)))
+        return {"name": snapshot, "files": files, "ms": round((time.perf_counter() - started) * 1000, 3)}
+
+    async def restore(self, snapshot: str) -> dict[str, Any]:
+        """Stop every node, put the snapshot's tables in place, start them again as new actors."""
+        from bhandar_cli.node.disk import RealDisk
+        from bhandar_cli.node.storage import open_node_store
+        from bhandar_cli.storage.recovery import restore_snapshot
+
+        base = self._snapshot_dir(snapshot)
+        if not os.path.isdir(base):
+            from bhandar_cli.core.errors import BadInput
+
+            raise BadInput(f"no snapshot named {snapshot}")
+        assert self.data_dir is not None
+        started = time.perf_counter()
+        restored = []
+        for name in list(self.names):
+            source = os.path.join(base, name)
+            if not os.path.isdir(source):
+                continue
+            runtime = self.cluster.runtime(name)
+            self.cluster.kill(name)
+            old = runtime.store
+            restores = int(old.get_meta("restores") or 0) + 1
+            old.close()
+            target = os.path.join(self.data_dir, name)
+            shutil.rmtree(target)
+            os.makedirs(target)
+            restore_snapshot(RealDisk(), source, target)
+            fresh = open_node_store(target)
+            fresh.put_meta("restores", restores)
+            fresh.put_meta("actor", f"{name}~r{restores}")
+            fresh.sync()
+            runtime.store = fresh
+            await self.cluster.revive(name, reopen=False)
+            restored.append(name)
+        return {"name": snapshot, "nodes": restored, "ms": round((time.perf_counter() - started) * 1000, 3)}
+
     async def convergence_problems(self) -> list[str]:
         """Why the cluster is not yet converged (empty when it is)."""
         problems: list[str] = []
         live = {n: rt.node for n, rt in self.cluster.runtimes.items() if rt.node is not None}
+        for name, node in live.items():
+            if node.gossip is not None and node.gossip.membership.moving():
+                problems.append(f"{name} sees a node joining or leaving")
+                break
         for name, node in live.items():
             for summary in node.hints.summary(trio.current_time()):
                 if summary.target in live:
@@ -82,9 +194,11 @@ class InProcessBackend:
         for node in live.values():
             for keyspace in node.store.keyspaces():
                 keys.update((keyspace, k) for k, _ in node.store.items(keyspace))
+        ring = self.ring
+        some = next(iter(live.values()), None)
         for keyspace, key in sorted(keys):
-            n = next(iter(live.values())).keyspaces.get(keyspace)
-            replicas = self.ring.preference_list(key_token(keyspace, key), n.n if n else 3)
+            ks = some.keyspaces.get(keyspace) if some is not None else None
+            replicas = ring.preference_list(key_token(keyspace, key), ks.n if ks else 3)
             copies = [live[r].store.get(keyspace, key) for r in replicas if r in live]
             if any(c != copies[0] for c in copies[1:]):
                 problems.append(f"replicas of {keyspace}/{key} differ")

@@ -14,7 +14,7 @@ import trio
 
 from bhandar_cli.core.config import NodeConfig
 from bhandar_cli.core.messages import ClientRequest, Failure, Note, Result
-from bhandar_cli.core.ring import Ring
+from bhandar_cli.core.ring import Ring, node_tokens
 from bhandar_cli.core.store import MemoryStore, Store
 from bhandar_cli.node.memnet import MemoryNetwork
 from bhandar_cli.node.runtime import NodeRuntime
@@ -44,6 +44,8 @@ class InProcessCluster:
         self.network = MemoryNetwork(Random(rng.getrandbits(64)), latency)
         self.network.attach(self._deliver)
         make_store = store_factory or (lambda _name: MemoryStore())
+        self._make_store = make_store
+        self._rng = rng
         self.notes: list[tuple[float, str, Note]] = []
         self.runtimes: dict[str, NodeRuntime] = {
             name: NodeRuntime(
@@ -119,16 +121,54 @@ class InProcessCluster:
         runtime.kill()
         return True
 
-    async def revive(self, name: str) -> bool:
+    async def revive(self, name: str, reopen: bool = True) -> bool:
         runtime = self.runtime(name)
         if runtime.alive:
             return False
         assert self._nursery is not None, "the cluster is not running"
-        reopen = getattr(runtime.store, "reopen", None)
-        if reopen is not None:
-            reopen()  # a restarted node reads its data back from disk (WAL replay)
+        reopen_store = getattr(runtime.store, "reopen", None) if reopen else None
+        if reopen_store is not None:
+            reopen_store()  # a restarted node reads its data back from disk (WAL replay)
         await self._nursery.start(runtime.run)
         return True
+
+    async def add_node(self, name: str, zone: str | None = None, store: Store | None = None) -> NodeRuntime:
+        """Start a new node that bootstraps into the ring (status joining, then normal)."""
+        if name in self.runtimes:
+            raise ValueError(f"node {name} already exists")
+        assert self._nursery is not None, "the cluster is not running"
+        zones = sorted(set(self.zones.values()))
+        chosen = zone or zones[len(self.names) % len(zones)]
+        runtime = NodeRuntime(
+            name,
+            chosen,
+            self.ring,
+            store if store is not None else self._make_store(name),
+            self.config,
+            self._rng.getrandbits(64),
+            self.network.send,
+            self._note,
+        )
+        live = [n for n, rt in self.runtimes.items() if rt.alive]
+        runtime.boot = {
+            "status": "joining",
+            "seeds": live,
+            "zone": chosen,
+            "tokens": tuple(node_tokens(name, self.vnodes)),
+        }
+        self.runtimes[name] = runtime
+        self.names.append(name)
+        self.zones[name] = chosen
+        await self._nursery.start(runtime.run)
+        return runtime
+
+    def retire(self, name: str) -> None:
+        runtime = self.runtime(name)
+        if runtime.alive:
+            runtime.kill()
+        del self.runtimes[name]
+        self.names.remove(name)
+        self.zones.pop(name, None)
 
     def partition(self, groups: list[list[str]]) -> list[list[str]]:
         for group in groups:

@@ -52,6 +52,7 @@ class NodeRuntime:
         self._scope: trio.CancelScope | None = None
         self._inbox_send, self._inbox_recv = trio.open_memory_channel[tuple[str | None, Any]](INBOX_SIZE)
         self._responders: dict[int, Responder] = {}
+        self.boot: dict[str, Any] = {}  # extra Node arguments (a joining node's status, tokens, seeds)
 
     @property
     def alive(self) -> bool:
@@ -68,7 +69,9 @@ class NodeRuntime:
             Random(self._rng.getrandbits(64)),
             trio.current_time(),
             self.config,
+            **self.boot,
         )
+        self.store.sync()  # the new generation must survive the next crash
         self.node = node
         with trio.CancelScope() as scope:
             self._scope = scope

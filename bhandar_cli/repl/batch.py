@@ -49,6 +49,7 @@ async def open_session(options: ClusterOptions, output: str = "table") -> AsyncI
     config = NodeConfig(default_n=options.replicas)
     with contextlib.ExitStack() as stack:
         factory = None
+        base: str | None = None
         if not options.memory:
             base = options.data_dir or stack.enter_context(tempfile.TemporaryDirectory(prefix="bhandar-"))
             stores: list[Any] = []
@@ -65,7 +66,7 @@ async def open_session(options: ClusterOptions, output: str = "table") -> AsyncI
         async with trio.open_nursery() as nursery:
             await nursery.start(cluster.run)
             try:
-                yield Session(Client(InProcessBackend(cluster)), output)
+                yield Session(Client(InProcessBackend(cluster, base)), output)
             finally:
                 nursery.cancel_scope.cancel()
 

@@ -28,15 +28,6 @@ from bhandar_cli.repl.grammar import (
 from bhandar_cli.values import parse_value_text
 
 LATER = {
-    "merkle": "Merkle anti-entropy",
-    "members": "gossip membership",
-    "add": "node join",
-    "decommission": "decommission",
-    "repair": "anti-entropy repair",
-    "flush": "the LSM storage engine",
-    "compact": "the LSM storage engine",
-    "snapshot": "the LSM storage engine",
-    "restore": "the LSM storage engine",
     "upgrade": "rolling upgrades",
 }
 
@@ -113,6 +104,16 @@ class Session:
             return await getattr(c, name)()
         if name in ("prefs", "clock"):
             return await getattr(c, name)(cmd.arg(0), cmd.arg(1))
+        if name == "members":
+            return await c.members(opts.get("from"))
+        if name == "merkle":
+            return await c.merkle(cmd.arg(0), cmd.arg(1))
+        if name in ("repair", "flush", "compact"):
+            return await getattr(c, name)(cmd.arg(0) if cmd.args else None)
+        if name in ("snapshot", "restore", "decommission"):
+            return await getattr(c, name)(cmd.arg(0))
+        if name == "add":
+            return await c.add(cmd.arg(0), opts.get("zone"))
         if name == "partition":
             return await c.partition(partition_groups(cmd.args))
         if name == "heal":

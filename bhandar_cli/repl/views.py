@@ -13,13 +13,9 @@ from rich.text import Text
 
 from bhandar_cli.core.versions import show_clock
 from bhandar_cli.outcomes import ClientError, GetOutcome, IncrOutcome, WriteOutcome
+from bhandar_cli.repl import views_ops
+from bhandar_cli.repl.palette import node_style
 from bhandar_cli.repl.session import Reply
-
-NODE_STYLES = ["cyan", "magenta", "green", "yellow", "blue", "red", "bright_cyan", "bright_magenta"]
-
-
-def node_style(name: str) -> str:
-    return NODE_STYLES[(ord(name[0]) - ord("A")) % len(NODE_STYLES)] if name else "white"
 
 
 def show_value(value: Any) -> str:
@@ -128,8 +124,17 @@ def render_write(out: WriteOutcome) -> RenderableType:
 
 def render_status(data: dict[str, Any]) -> RenderableType:
     table = Table("", "node", "zone", "tokens", "owns", "keys", "hints", "sees down", box=box.SIMPLE_HEAD)
+    left = [n["id"] for n in data["nodes"] if n.get("status") == "left"]
+    moving: list[str] = []
     for n in data["nodes"]:
-        code = Text(n["code"], style="green" if n["up"] else "bold red")
+        if n.get("status") == "left":
+            continue
+        streams = n.get("streams") or {}
+        for s in streams.get("inbound", []) if n.get("status") == "joining" else []:
+            moving.append(f"{n['id']} <- {s['from']}: {s['received']}/{s['total'] or '?'} records")
+        for s in streams.get("outbound", []) if n.get("status") == "leaving" else []:
+            moving.append(f"{n['id']} -> {s['to']}: {s['sent']}/{s['total']} records")
+        code = Text(n["code"], style="green" if n["code"] == "UN" else "yellow" if n["up"] else "bold red")
         table.add_row(
             code,
             Text(n["id"], style=node_style(n["id"])),
@@ -141,6 +146,9 @@ def render_status(data: dict[str, Any]) -> RenderableType:
             ", ".join(n.get("sees_down", [])) if n["up"] else "-",
         )
     parts: list[RenderableType] = [table]
+    parts += [Text(f"streaming {line}", "yellow") for line in moving]
+    if left:
+        parts.append(Text(f"left the ring: {', '.join(left)}", "dim"))
     if data.get("partitions"):
         groups = " | ".join("{" + ", ".join(g) + "}" for g in data["partitions"])
         parts.append(Text(f"partitioned: {groups}", style="yellow"))
@@ -312,6 +320,7 @@ RENDERERS: dict[str, Any] = {
     "output": _line("output {output}"),
     "quit": lambda d: Text("bye"),
     "keyspace": lambda d: render_keyspaces(d),
+    **views_ops.RENDERERS,
 }
 
 

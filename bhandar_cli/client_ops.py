@@ -1,0 +1,257 @@
+"""Cluster operations of the client: faults, membership changes, repair, storage housekeeping.
+
+Each returns a dictionary in the JSON shape of DESIGN.md §5 (with more fields where useful) or
+raises `ClientError`/`BadInput` with a sentence saying what went wrong and whose fault it is.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from bhandar_cli.core.errors import BadInput
+from bhandar_cli.core.merkle import MerkleTree, diff, render_lines
+from bhandar_cli.core.messages import DecommissionRequest, Failure, MoveResult, RepairRequest, RepairResult
+from bhandar_cli.outcomes import ClientError
+
+if TYPE_CHECKING:
+    from bhandar_cli.client import Backend
+
+NODE_NAME = re.compile(r"^[A-Z][A-Za-z0-9_-]{0,15}$")
+MOVE_TIMEOUT = 120.0
+
+
+class ClusterOps:
+    backend: Backend
+    timeout: float
+
+    def node(self, name: str) -> str:
+        raise NotImplementedError  # Client
+
+    async def _any_info(self) -> dict[str, Any]:
+        raise NotImplementedError  # ClusterViews
+
+    async def partition(self, groups: list[list[str]]) -> dict[str, Any]:
+        clean = [[self.node(n) for n in group] for group in groups if group]
+        seen = [n for g in clean for n in g]
+        if len(seen) != len(set(seen)):
+            raise BadInput("a node appears in two partition groups")
+        if not clean:
+            raise BadInput("partition needs groups, e.g. partition A | B C")
+        result = await self.backend.partition(clean)
+        return {"cmd": "partition", "ok": True, "groups": result}
+
+    async def heal(self) -> dict[str, Any]:
+        await self.backend.heal()
+        return {"cmd": "heal", "ok": True}
+
+    async def kill(self, name: str) -> dict[str, Any]:
+        node = self.node(name)
+        changed = await self.backend.kill(node)
+        return {"cmd": "kill", "ok": True, "node": node, "changed": changed}
+
+    async def revive(self, name: str) -> dict[str, Any]:
+        node = self.node(name)
+        changed = await self.backend.revive(node)
+        return {"cmd": "revive", "ok": True, "node": node, "changed": changed}
+
+    async def delay(self, name: str, ms: float) -> dict[str, Any]:
+        node = self.node(name)
+        if not 0 <= ms <= 60_000:
+            raise BadInput(f"delay must be between 0 and 60000 ms (got {ms:g})")
+        await self.backend.delay(node, ms)
+        return {"cmd": "delay", "ok": True, "node": node, "ms": ms}
+
+    async def sleep(self, seconds: float) -> dict[str, Any]:
+        await trio.sleep(seconds)
+        return {"cmd": "sleep", "ok": True, "seconds": seconds}
+
+    async def wait_converged(self, timeout: float = 30.0) -> dict[str, Any]:
+        start = self.backend.now()
+        problems: list[str] = []
+        with trio.move_on_after(timeout):
+            while True:
+                problems = await self.backend.convergence_problems()
+                if not problems:
+                    return {"cmd": "wait", "ok": True, "waited_s": round(self.backend.now() - start, 3)}
+                await trio.sleep(0.1)
+        shown = "; ".join(problems[:3]) + (f" (and {len(problems) - 3} more)" if len(problems) > 3 else "")
+        raise ClientError("timeout", f"not converged after {timeout:g} s: {shown}")
+
+    # --- membership ----------------------------------------------------------------------------
+
+    async def members(self, seen_from: str | None = None) -> dict[str, Any]:
+        """One node's gossip view; `disagree` lists members whose up/down differs between views."""
+        live = [n for n in self.backend.names if self.backend.is_alive(n)]
+        if not live:
+            raise ClientError("unavailable", "every node is down; revive one first")
+        source = self.node(seen_from) if seen_from else live[0]
+        if not self.backend.is_alive(source):
+            raise ClientError("unavailable", f"node {source} is down: it has no view to show")
+        members = await self.backend.node_members(source)
+        views = {n: {m["id"]: m["up"] for m in await self.backend.node_members(n)} for n in live}
+        disagree = sorted(
+            {
+                m
+                for view in views.values()
+                for m in view
+                if len({v.get(m) for v in views.values() if m in v}) > 1
+            }
+        )
+        return {"cmd": "members", "ok": True, "from": source, "members": members, "disagree": disagree}
+
+    async def add(self, name: str, zone: str | None = None) -> dict[str, Any]:
+        if not NODE_NAME.match(name):
+            raise BadInput(f"bad node name {name!r} (a capital letter, then letters, digits, _ or -)")
+        if name in self.backend.names:
+            raise BadInput(f"node {name} already exists")
+        if zone is not None and not re.match(r"^[A-Za-z0-9_-]{1,16}$", zone):
+            raise BadInput(f"bad zone name {zone!r}")
+        started = self.backend.now()
+        chosen = await self.backend.add_node(name, zone)
+        if not await self._everyone_sees(name, "normal"):
+            raise ClientError("timeout", f"{name} did not finish bootstrapping in {MOVE_TIMEOUT:g} s")
+        info = await self.backend.node_info(name)
+        received = sum(s["received"] for s in info.get("streams", {}).get("inbound", []))
+        return {
+            "cmd": "add",
+            "ok": True,
+            "node": name,
+            "zone": chosen,
+            "keys_streamed": received,
+            "seconds": round(self.backend.now() - started, 3),
+        }
+
+    async def decommission(self, name: str) -> dict[str, Any]:
+        node = self.node(name)
+        started = self.backend.now()
+        result = await self.backend.request(node, DecommissionRequest(self.backend.new_rid()), MOVE_TIMEOUT)
+        if isinstance(result, Failure):
+            raise ClientError(result.code, result.error)
+        assert isinstance(result, MoveResult)
+        await self._everyone_sees(node, "left")
+        retire = getattr(self.backend, "retire", None)
+        if retire is not None:
+            await retire(node)  # a node that left has nothing more to do: stop it
+        return {
+            "cmd": "decommission",
+            "ok": True,
+            "node": node,
+            "keys_streamed": result.keys,
+            "seconds": round(self.backend.now() - started, 3),
+        }
+
+    async def _everyone_sees(self, node: str, status: str) -> bool:
+        """Wait (bounded) until every live node's gossip view gives `node` this status."""
+        with trio.move_on_after(MOVE_TIMEOUT):
+            while True:
+                views = []
+                for name in self.backend.names:
+                    if self.backend.is_alive(name) and name != node:
+                        views.append({m["id"]: m["status"] for m in await self.backend.node_members(name)})
+                if all(v.get(node) == status for v in views):
+                    return True
+                await trio.sleep(0.1)
+        return False
+
+    # --- anti-entropy ------------------------------------------------------------------------
+
+    async def repair(self, name: str | None = None) -> dict[str, Any]:
+        nodes = [self.node(name)] if name else [n for n in self.backend.names if self.backend.is_alive(n)]
+        started = self.backend.now()
+        rows: list[dict[str, Any]] = []
+        for node in nodes:
+            result = await self.backend.request(node, RepairRequest(self.backend.new_rid()), MOVE_TIMEOUT)
+            if isinstance(result, Failure):
+                raise ClientError(result.code, f"repair on {node}: {result.error}")
+            assert isinstance(result, RepairResult)
+            rows.append(
+                {
+                    "node": node,
+                    "compared": result.ranges,
+                    "differing": result.differing,
+                    "keys": result.keys,
+                    "failed": list(result.failed),
+                }
+            )
+        return {
+            "cmd": "repair",
+            "ok": True,
+            "nodes": rows,
+            "keys": sum(r["keys"] for r in rows),
+            "seconds": round(self.backend.now() - started, 3),
+        }
+
+    async def merkle(self, a: str, b: str, depth: int = 4) -> dict[str, Any]:
+        """Compare two replicas range by range, as anti-entropy would (without repairing)."""
+        first, second = self.node(a), self.node(b)
+        if first == second:
+            raise BadInput("merkle compares two different nodes")
+        for node in (first, second):
+            if not self.backend.is_alive(node):
+                raise ClientError("unavailable", f"node {node} is down")
+        info = await self._any_info()
+        ring = self.backend.ring
+        ranges: list[dict[str, Any]] = []
+        for ks in sorted(info.get("keyspaces", []), key=lambda k: k["name"]):
+            for rng in ring.ranges():
+                prefs = ring.preference_list(rng.hi, ks["n"])
+                if first not in prefs or second not in prefs:
+                    continue
+                trees = []
+                for node in (first, second):
+                    entries = await self.backend.node_tree(node, ks["name"], rng.lo, rng.hi)
+                    trees.append(MerkleTree.build(rng.lo, rng.hi, depth, [tuple(e) for e in entries]))
+                result = diff(trees[0], trees[1])
+                row: dict[str, Any] = {
+                    "keyspace": ks["name"],
+                    "range": [rng.lo, rng.hi],
+                    "equal": result.equal,
+                    "keys": list(result.keys),
+                }
+                if not result.equal:
+                    row["tree"] = render_lines(result)
+                    row["hashes_compared"] = result.hashes_compared
+                ranges.append(row)
+        return {
+            "cmd": "merkle",
+            "ok": True,
+            "a": first,
+            "b": second,
+            "ranges": ranges,
+            "differing": sum(1 for r in ranges if not r["equal"]),
+        }
+
+    # --- storage -----------------------------------------------------------------------------
+
+    async def flush(self, name: str | None = None) -> dict[str, Any]:
+        nodes = [self.node(name)] if name else [n for n in self.backend.names if self.backend.is_alive(n)]
+        return {"cmd": "flush", "ok": True, "nodes": [await self.backend.flush(n) for n in nodes]}
+
+    async def compact(self, name: str | None = None) -> dict[str, Any]:
+        nodes = [self.node(name)] if name else [n for n in self.backend.names if self.backend.is_alive(n)]
+        return {"cmd": "compact", "ok": True, "nodes": [await self.backend.compact(n) for n in nodes]}
+
+    async def snapshot(self, name: str) -> dict[str, Any]:
+        _check_snapshot_name(name)
+        return {"cmd": "snapshot", "ok": True, **await self.backend.snapshot(name)}
+
+    async def restore(self, name: str) -> dict[str, Any]:
+        _check_snapshot_name(name)
+        restored = await self.backend.restore(name)
+        # A restored node holds older data: repair brings it up to date from its peers.
+        repaired = await self.repair()
+        return {
+            "cmd": "restore",
+            "ok": True,
+            **restored,
+            "repaired_keys": repaired["keys"],
+            "repair_seconds": repaired["seconds"],
+        }
+
+
+def _check_snapshot_name(name: str) -> None:
+    if not re.match(r"^[A-Za-z0-9_.-]{1,64}$", name) or name.startswith("."):
+        raise BadInput(f"bad snapshot name {name!r} (letters, digits, _ . - up to 64)")

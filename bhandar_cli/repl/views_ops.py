@@ -1,0 +1,125 @@
+"""Rich views of membership, anti-entropy and storage replies (members, add, decommission,
+repair, merkle, flush, compact, snapshot, restore). Rendering only."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich import box
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from bhandar_cli.repl.palette import node_style
+
+
+def render_members(data: dict[str, Any]) -> RenderableType:
+    table = Table(
+        "node", "zone", "status", "up", "phi", "heartbeat", "generation", "tokens", box=box.SIMPLE_HEAD
+    )
+    for m in data["members"]:
+        up = Text("up", "green") if m.get("up") else Text("down", "bold red")
+        table.add_row(
+            Text(m["id"], node_style(m["id"])),
+            m.get("zone", ""),
+            m.get("status", ""),
+            up,
+            f"{m.get('phi', 0.0):.2f}",
+            str(m.get("heartbeat", "")),
+            str(m.get("generation", "")),
+            str(m.get("tokens", "")),
+        )
+    parts: list[RenderableType] = [
+        Text(f"membership as {data['from']} sees it (gossip + phi accrual)"),
+        table,
+    ]
+    if data.get("disagree"):
+        parts.append(
+            Text(f"views differ about: {', '.join(data['disagree'])} (gossip has not spread yet)", "yellow")
+        )
+    return Group(*parts)
+
+
+def render_add(data: dict[str, Any]) -> RenderableType:
+    return Text.assemble(
+        ("joined ", "green"),
+        (data["node"], node_style(data["node"])),
+        f" in zone {data['zone']}: bootstrapped {data['keys_streamed']} records in {data['seconds']:.2f} s",
+    )
+
+
+def render_decommission(data: dict[str, Any]) -> RenderableType:
+    return Text.assemble(
+        ("decommissioned ", "yellow"),
+        (data["node"], node_style(data["node"])),
+        f": streamed {data['keys_streamed']} records to their new replicas in {data['seconds']:.2f} s",
+    )
+
+
+def render_repair(data: dict[str, Any]) -> RenderableType:
+    table = Table("node", "compared", "differing", "keys exchanged", "problems", box=box.SIMPLE_HEAD)
+    for row in data["nodes"]:
+        table.add_row(
+            Text(row["node"], node_style(row["node"])),
+            str(row["compared"]),
+            str(row["differing"]),
+            str(row["keys"]),
+            Text("; ".join(row["failed"]), "yellow"),
+        )
+    return Group(
+        table, Text(f"{data['keys']} keys exchanged in {data['seconds']:.2f} s (Merkle trees per range)")
+    )
+
+
+def render_merkle(data: dict[str, Any]) -> RenderableType:
+    ranges = data["ranges"]
+    head = Text(
+        f"{data['a']} vs {data['b']}: {len(ranges)} shared ranges, {data['differing']} differ",
+        "yellow" if data["differing"] else "green",
+    )
+    parts: list[RenderableType] = [head]
+    for r in ranges:
+        if r["equal"]:
+            continue
+        parts.append(
+            Text(f"{r['keyspace']} ({r['range'][0]}, {r['range'][1]}]: keys {', '.join(r['keys'])}", "bold")
+        )
+        for line in r["tree"]:
+            parts.append(Text("  " + line, "red" if "≠" in line else "dim"))
+    if not data["differing"]:
+        parts.append(Text("every shared range has the same root hash: nothing to exchange", "dim"))
+    return Group(*parts)
+
+
+def render_nodes_timed(verb: str) -> Any:
+    def render(data: dict[str, Any]) -> RenderableType:
+        rows = [f"{n['node']} {n['ms']:.1f} ms" for n in data["nodes"]]
+        return Text(f"{verb}: " + ", ".join(rows))
+
+    return render
+
+
+def render_snapshot(data: dict[str, Any]) -> RenderableType:
+    return Text(f"snapshot {data['name']}: {data['files']} files hard-linked in {data['ms']:.1f} ms")
+
+
+def render_restore(data: dict[str, Any]) -> RenderableType:
+    done = Text(
+        f"restored {data['name']} on {', '.join(data['nodes'])} in {data['ms']:.1f} ms, then repaired "
+        f"{data['repaired_keys']} keys in {data['repair_seconds']:.2f} s"
+    )
+    note = Text("writes acknowledged after the snapshot are gone: that is what a restore does", "yellow")
+    return Group(done, note)
+
+
+RENDERERS: dict[str, Any] = {
+    "members": render_members,
+    "add": render_add,
+    "decommission": render_decommission,
+    "repair": render_repair,
+    "merkle": render_merkle,
+    "flush": render_nodes_timed("flushed"),
+    "compact": render_nodes_timed("compacted"),
+    "snapshot": render_snapshot,
+    "restore": render_restore,
+}
