@@ -19,6 +19,7 @@ from bhandar_cli.client_ops import ClusterOps
 from bhandar_cli.client_views import ClusterViews
 from bhandar_cli.core.config import KeyspaceDef, parse_level
 from bhandar_cli.core.context import decode_context, encode_context
+from bhandar_cli.core.crdt import PNCounter
 from bhandar_cli.core.errors import BadInput, BhandarError
 from bhandar_cli.core.messages import (
     Failure,
@@ -39,6 +40,7 @@ from bhandar_cli.outcomes import (
     ClientError,
     GetOutcome,
     IncrOutcome,
+    SiblingView,
     WriteOutcome,
     counter_parts,
     sibling_views,
@@ -188,6 +190,7 @@ class Client(ClusterViews, ClusterOps):
                 result.replies,
                 result.needed,
                 trace=result.trace,
+                dropped=[SiblingView.of(s) for s in result.dropped],
             )
         value, entries = counter_parts(record)
         return GetOutcome(
@@ -202,6 +205,7 @@ class Client(ClusterViews, ClusterOps):
             value,
             entries,
             result.trace,
+            duplicates=_duplicates(record),
         )
 
     async def incr(
@@ -256,6 +260,13 @@ class Client(ClusterViews, ClusterOps):
         info = await self._any_info()
         spaces = sorted(info.get("keyspaces", []), key=lambda k: k["name"])
         return {"cmd": "keyspace", "ok": True, "keyspaces": spaces}
+
+
+def _duplicates(record: Record | None) -> int:
+    """How much a counter's P/N table over-counts (retried ids applied by two replicas)."""
+    if not isinstance(record, PNCounter):
+        return 0
+    return sum(p - n for p, n in record.entries().values()) - record.value
 
 
 class BlockingClient:

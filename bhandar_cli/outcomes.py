@@ -78,6 +78,8 @@ class GetOutcome:
     counter: int | None = None
     counter_entries: dict[str, tuple[int, int]] = field(default_factory=dict)
     trace: Trace = ()
+    dropped: list[SiblingView] = field(default_factory=list)  # lww: concurrent versions thrown away
+    duplicates: int = 0  # counters: increments applied twice (retries) that the value counts once
 
     @property
     def values(self) -> list[Any]:
@@ -112,6 +114,9 @@ class GetOutcome:
         }
         if self.counter is not None:
             out["counter"] = {a: {"p": p, "n": n} for a, (p, n) in self.counter_entries.items()}
+            out["duplicates"] = self.duplicates
+        if self.dropped:
+            out["dropped"] = [s.to_json() for s in self.dropped]
         if self.trace:
             out["trace"] = [list(step) for step in self.trace]
         return out

@@ -11,6 +11,7 @@ from typing import Any
 
 from bhandar_cli.core.config import KeyspaceDef
 from bhandar_cli.core.records import Record
+from bhandar_cli.core.versions import Sibling
 
 TraceSteps = tuple[tuple[float, str], ...]  # (milliseconds since the request arrived, what happened)
 
@@ -102,6 +103,8 @@ class GetResult:
     replies: int
     needed: int
     trace: TraceSteps = ()
+    # lww keyspaces: versions the replicas held that last-writer-wins discarded in this merge
+    dropped: tuple[Sibling, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

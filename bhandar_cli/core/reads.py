@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from bhandar_cli.core.config import KeyspaceDef, required
 from bhandar_cli.core.crdt import PNCounter
 from bhandar_cli.core.messages import (
@@ -15,7 +17,8 @@ from bhandar_cli.core.messages import (
 )
 from bhandar_cli.core.node_base import NodeBase
 from bhandar_cli.core.quorum import Op, Plan
-from bhandar_cli.core.records import Record, merge_records
+from bhandar_cli.core.records import Record, Versioned, merge_records
+from bhandar_cli.core.versions import Sibling, covers
 
 
 class ReadRole(NodeBase):
@@ -60,7 +63,8 @@ class ReadRole(NodeBase):
         if not op.answered and len(op.replies) >= op.needed:
             op.answered = True
             merged = self._merge_replies(op)
-            result = GetResult(self.id, merged, len(op.replies), op.needed, ())
+            dropped = _lww_dropped(op.replies.values(), merged) if self._policy(op.keyspace) == "lww" else ()
+            result = GetResult(self.id, merged, len(op.replies), op.needed, (), dropped)
             out.append(self._finish(now, op, result))
         if len(op.replies) >= len(op.targets):
             self.ops.pop(op_id, None)
@@ -114,3 +118,18 @@ def _describe(record: Record | None) -> str:
         f"{s.dot[0]}:{s.dot[1]}" + (" (tombstone)" if s.value is None else "") for s in record.siblings
     )
     return f"{len(record.siblings)} sibling(s) [{dots}]"
+
+
+def _lww_dropped(replies: Iterable[Record | None], merged: Record | None) -> tuple[Sibling, ...]:
+    """Versions some replica held that last-writer-wins threw away without the winner having seen
+    them (its context does not cover them): a concurrent write silently lost."""
+    if not isinstance(merged, Versioned) or not merged.siblings:
+        return ()
+    winner = merged.siblings[0]
+    seen: dict[tuple[str, int], Sibling] = {}
+    for record in replies:
+        if isinstance(record, Versioned):
+            for s in record.siblings:
+                if s.dot != winner.dot and not covers(winner.context, s.dot):
+                    seen[s.dot] = s
+    return tuple(seen[d] for d in sorted(seen))

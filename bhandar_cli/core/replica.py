@@ -533,7 +533,8 @@ class Node(WriteRole, ReadRole, HandoffRole, RepairRole, StreamRole):
         failure = Failure(
             "timeout",
             f"timed out after {ms:.0f} ms: {got} of {len(op.targets)} replicas answered, "
-            f"{op.level} needs {op.needed}",
+            f"{op.level} needs {op.needed}"
+            + ("" if op.kind == "get" else "; the write is not undone: the replicas that took it keep it"),
             answered=got,
             needed=op.needed,
             coordinator=self.id,

@@ -19,7 +19,7 @@ from bhandar_cli.core.messages import (
 from bhandar_cli.core.node_base import NodeBase
 from bhandar_cli.core.quorum import Op, Plan
 from bhandar_cli.core.records import Record, Versioned, merge_records
-from bhandar_cli.core.versions import Sibling, live_values, lww_merge, merge_siblings, next_dot, prune
+from bhandar_cli.core.versions import Sibling, covers, live_values, lww_merge, merge_siblings, next_dot, prune
 
 
 class WriteRole(NodeBase):
@@ -51,6 +51,13 @@ class WriteRole(NodeBase):
             warnings = (
                 f"{req.key} has {live} siblings; merge them (the limit is {self.config.sibling_max})",
             )
+        if ks.policy == "lww":
+            lost = [s for s in siblings if s.dot != merged[0].dot and not covers(context, s.dot)]
+            if lost:
+                warnings += (
+                    f"last-writer-wins replaced {len(lost)} version(s) this write had not seen "
+                    f"({', '.join(f'{s.dot[0]}:{s.dot[1]}' for s in lost)}): they are gone",
+                )
         kind = "delete" if req.value is None else "put"
         op = Op(kind, req.rid, origin, now, now + self.config.request_timeout, needed, req.consistency)
         op.keyspace, op.key, op.warnings = ks.name, req.key, warnings

@@ -61,7 +61,16 @@ def render_get(out: GetOutcome) -> RenderableType:
         for actor, (p, n) in out.counter_entries.items():
             table.add_row(actor, str(p), str(n))
         head = Text.assemble((f"{out.key} = {out.counter}", "bold"), meta)
-        return _with_trace(Group(head, table), out.trace)
+        lines: list[RenderableType] = [head, table]
+        if out.duplicates:
+            lines.append(
+                Text(
+                    f"the table sums to {out.counter + out.duplicates}: {out.duplicates} was applied twice "
+                    "by a retried request id on two replicas, and the value counts it once",
+                    "yellow",
+                )
+            )
+        return _with_trace(Group(*lines), out.trace)
     parts: list[RenderableType] = []
     if not out.found:
         tomb = sum(s.tombstone for s in out.siblings)
@@ -74,6 +83,14 @@ def render_get(out: GetOutcome) -> RenderableType:
             table.add_row(str(i), value, f"{s.dot[0]}:{s.dot[1]}", show_clock(s.clock))
         parts += [table, meta]
         parts.extend(explain_siblings(out))
+        for lost in out.dropped:
+            parts.append(
+                Text(
+                    f"last-writer-wins dropped {show_value(lost.value)} ({lost.dot[0]}:{lost.dot[1]}, "
+                    f"written at {lost.ts:.3f}): a concurrent write, silently lost",
+                    "bold yellow",
+                )
+            )
     if out.context:
         parts.append(Text.assemble(("context ", "dim"), out.context))
     return _with_trace(Group(*parts), out.trace)
