@@ -27,9 +27,7 @@ from bhandar_cli.repl.grammar import (
 )
 from bhandar_cli.values import parse_value_text
 
-LATER = {
-    "upgrade": "rolling upgrades",
-}
+LATER: dict[str, str] = {}
 
 
 @dataclass
@@ -104,6 +102,9 @@ class Session:
             return await getattr(c, name)()
         if name in ("prefs", "clock"):
             return await getattr(c, name)(cmd.arg(0), cmd.arg(1))
+        if name == "upgrade":
+            self._no_args(cmd)
+            return await c.upgrade()
         if name == "members":
             return await c.members(opts.get("from"))
         if name == "merkle":

@@ -112,7 +112,15 @@ def render_restore(data: dict[str, Any]) -> RenderableType:
     return Group(done, note)
 
 
+def render_upgrade(data: dict[str, Any]) -> RenderableType:
+    rows = [
+        f"{r['node']} {r['seconds']:.1f}s" + ("" if r["settled"] else " (not settled)") for r in data["nodes"]
+    ]
+    return Text(f"rolling restart, one node at a time: {', '.join(rows)}; {data['seconds']:.1f} s in all")
+
+
 RENDERERS: dict[str, Any] = {
+    "upgrade": render_upgrade,
     "members": render_members,
     "add": render_add,
     "decommission": render_decommission,
