@@ -85,3 +85,11 @@ def test_flush_compact_snapshot_restore(repl: Run, tmp_path: Path) -> None:
     assert out[8]["values"] == [1]
     again = repl(["put ks c 3", "get ks c"], data_dir=str(tmp_path))
     assert again[1]["values"] == [3]
+
+
+def test_upgrade_restarts_one_node_at_a_time_and_loses_nothing(repl: Run) -> None:
+    out = repl([*[f"put ks k{i} {i}" for i in range(10)], "upgrade", *[f"get ks k{i} c=ALL" for i in range(10)]])
+    upgrade = out[10]
+    assert [r["node"] for r in upgrade["nodes"]] == ["A", "B", "C", "D", "E"]
+    assert all(r["settled"] for r in upgrade["nodes"])
+    assert [o["values"] for o in out[11:]] == [[i] for i in range(10)]
