@@ -11,8 +11,12 @@ import sys
 import typer
 
 from bhandar_cli import __version__
+from bhandar_cli.cmd.bench import bench
 from bhandar_cli.cmd.chaos import chaos
+from bhandar_cli.cmd.cluster import cluster_app
+from bhandar_cli.cmd.data import delete, get, incr, put
 from bhandar_cli.cmd.demo import demo
+from bhandar_cli.cmd.node import node_app
 from bhandar_cli.cmd.repl import repl
 from bhandar_cli.cmd.sim import sim_app
 
@@ -27,6 +31,13 @@ app = typer.Typer(
 app.command("repl")(repl)
 app.command("demo")(demo)
 app.command("chaos")(chaos)
+app.command("get")(get)
+app.command("put")(put)
+app.command("delete")(delete)
+app.command("incr")(incr)
+app.command("bench")(bench)
+app.add_typer(cluster_app, name="cluster")
+app.add_typer(node_app, name="node")
 app.add_typer(sim_app, name="sim")
 
 

@@ -24,12 +24,12 @@ LINES = [
     "get carts cart:42",
     "partition A | B C",
     "sleep 4s",
-    "put carts cart:42 '[\"rice\",\"oil\"]' via=A c=ONE",
-    "put carts cart:42 '[\"rice\",\"salt\"]' via=B",
+    'put carts cart:42 \'["rice","oil"]\' via=A c=ONE',
+    'put carts cart:42 \'["rice","salt"]\' via=B',
     "heal",
     "sleep 4s",
     "get carts cart:42 c=ALL",
-    "put carts cart:42 '[\"oil\",\"rice\",\"salt\"]'",
+    'put carts cart:42 \'["oil","rice","salt"]\'',
     "clock carts cart:42",
 ]
 

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import typer
 
-from bhandar_cli.cmd.output import EXIT_USAGE, OUTPUT_OPTION, OutputFormat, fail
+from bhandar_cli.cmd.output import EXIT_FAILED, EXIT_USAGE, OUTPUT_OPTION, OutputFormat, fail
+from bhandar_cli.core.errors import BhandarError
 
 
 def repl(
@@ -18,6 +20,9 @@ def repl(
     seed: int = typer.Option(0, "--seed", help="Seed of the network's latency randomness."),
     data_dir: Path | None = typer.Option(
         None, "--data-dir", help="Keep the nodes' data in DIR between runs (default: a temporary directory)."
+    ),
+    connect: Path | None = typer.Option(
+        None, "--connect", metavar="DIR", help="Open the REPL on the running process cluster of DIR."
     ),
     script: Path | None = typer.Option(None, "--script", help="Run the commands of FILE, one per line."),
     execute: str | None = typer.Option(None, "-e", "--execute", help="Run these commands ('cmd; cmd')."),
@@ -38,15 +43,30 @@ def repl(
         fail(f"--replicas must be between 1 and min(nodes, 9) (got {replicas})", EXIT_USAGE)
     if script is not None and not script.is_file():
         fail(f"no such script file: {script}", EXIT_USAGE)
-    from bhandar_cli.repl.batch import ClusterOptions, run_batch
+    from bhandar_cli.node.clusterfile import ClusterFileError
+    from bhandar_cli.repl.batch import ClusterOptions, open_session, run_batch
 
-    options = ClusterOptions(nodes, zones, vnodes, replicas, seed, str(data_dir) if data_dir else None)
+    if connect is not None:
+        if virtual_time:
+            fail("--virtual-time applies to in-process clusters, not to --connect", EXIT_USAGE)
+        from bhandar_cli.cmd.cluster import open_tcp_session
+
+        def opener() -> Any:
+            return open_tcp_session(connect, output.value)
+    else:
+        options = ClusterOptions(nodes, zones, vnodes, replicas, seed, str(data_dir) if data_dir else None)
+
+        def opener() -> Any:
+            return open_session(options, output.value)
+
     batch = script is not None or execute is not None or not sys.stdin.isatty()
-    if batch:
-        code = run_batch(
-            options, output.value, str(script) if script else None, execute, fail_fast, virtual_time
-        )
-        raise typer.Exit(code)
-    from bhandar_cli.repl.app import run_interactive
+    try:
+        if batch:
+            code = run_batch(opener, str(script) if script else None, execute, fail_fast, virtual_time)
+        else:
+            from bhandar_cli.repl.app import run_interactive
 
-    raise typer.Exit(run_interactive(options, output.value, virtual_time))
+            code = run_interactive(opener, virtual_time)
+    except (BhandarError, ClusterFileError) as exc:  # e.g. no cluster to connect to
+        fail(str(exc), EXIT_FAILED)
+    raise typer.Exit(code)

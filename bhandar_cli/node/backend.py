@@ -155,13 +155,13 @@ class InProcessBackend:
             raise BadInput(f"no snapshot named {snapshot}")
         assert self.data_dir is not None
         started = time.perf_counter()
-        restored = []
-        for name in list(self.names):
-            source = os.path.join(base, name)
-            if not os.path.isdir(source):
-                continue
-            runtime = self.cluster.runtime(name)
+        names = [n for n in self.names if os.path.isdir(os.path.join(base, n))]
+        for name in names:  # every node down first: no live node may stream newer data back
             self.cluster.kill(name)
+        restored = []
+        for name in names:
+            source = os.path.join(base, name)
+            runtime = self.cluster.runtime(name)
             old = runtime.store
             restores = int(old.get_meta("restores") or 0) + 1
             old.close()
@@ -174,8 +174,9 @@ class InProcessBackend:
             fresh.put_meta("actor", f"{name}~r{restores}")
             fresh.sync()
             runtime.store = fresh
-            await self.cluster.revive(name, reopen=False)
             restored.append(name)
+        for name in restored:
+            await self.cluster.revive(name, reopen=False)
         return {"name": snapshot, "nodes": restored, "ms": round((time.perf_counter() - started) * 1000, 3)}
 
     async def convergence_problems(self) -> list[str]:

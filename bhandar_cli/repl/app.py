@@ -35,7 +35,7 @@ from rich.console import Console
 
 from bhandar_cli import __version__
 from bhandar_cli.core.errors import BhandarError
-from bhandar_cli.repl.batch import ClusterOptions, open_session
+from bhandar_cli.repl.batch import SessionOpener
 from bhandar_cli.repl.completer import BhandarCompleter, BhandarLexer, CompletionContext, argument_hint
 from bhandar_cli.repl.grammar import parse
 from bhandar_cli.repl.session import Reply, Session, _as_client_error, _first_word
@@ -265,9 +265,9 @@ def _escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def run_interactive(options: ClusterOptions, output: str = "table", virtual_time: bool = False) -> int:
+def run_interactive(opener: SessionOpener, virtual_time: bool = False) -> int:
     async def main() -> int:
-        async with open_session(options, output) as session:
+        async with opener() as session:
             return await InteractiveApp(session).run()
 
     clock = trio.testing.MockClock(autojump_threshold=0) if virtual_time else None

@@ -13,7 +13,7 @@ import os
 import sys
 import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -125,9 +125,11 @@ def line_source(script: str | None, commands: str | None, stdin: TextIO) -> Call
     return lambda: next(lines, None)
 
 
+SessionOpener = Callable[[], AbstractAsyncContextManager[Session]]
+
+
 def run_batch(
-    options: ClusterOptions,
-    output: str,
+    opener: SessionOpener,
     script: str | None,
     commands: str | None,
     fail_fast: bool,
@@ -138,7 +140,7 @@ def run_batch(
     out, err = make_consoles()
 
     async def main() -> int:
-        async with open_session(options, output) as session:
+        async with opener() as session:
             # With a real clock the cluster keeps running (pings, hints) while we wait for input.
             return await run_lines(
                 session, source, out, err, fail_fast, in_thread=reads_stdin and not virtual_time

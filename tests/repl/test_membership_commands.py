@@ -88,7 +88,9 @@ def test_flush_compact_snapshot_restore(repl: Run, tmp_path: Path) -> None:
 
 
 def test_upgrade_restarts_one_node_at_a_time_and_loses_nothing(repl: Run) -> None:
-    out = repl([*[f"put ks k{i} {i}" for i in range(10)], "upgrade", *[f"get ks k{i} c=ALL" for i in range(10)]])
+    out = repl(
+        [*[f"put ks k{i} {i}" for i in range(10)], "upgrade", *[f"get ks k{i} c=ALL" for i in range(10)]]
+    )
     upgrade = out[10]
     assert [r["node"] for r in upgrade["nodes"]] == ["A", "B", "C", "D", "E"]
     assert all(r["settled"] for r in upgrade["nodes"])

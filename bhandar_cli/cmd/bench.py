@@ -1,0 +1,244 @@
+"""`bhandar bench`: throughput and latency of get/put through client.py, and the baseline beside it.
+
+The store is measured through the one client API, on a process cluster (`--cluster DIR`) or on an
+in-process cluster started here (`--nodes N`). In the same run an echo server process answers the
+same frames at the same concurrency (node/echo.py), so the ratio between the two means something
+on a noisy machine. Puts go to fresh keys (a blind write to a used key would add a sibling each
+time); gets read keys already written.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+from typing import Any
+
+import typer
+
+from bhandar_cli.cmd.output import EXIT_USAGE, OUTPUT_OPTION, OutputFormat, emit_json, fail
+
+KEYSPACE = "bench"
+PRELOAD = 100
+VALUE = "v" * 100
+
+
+def parse_mix(text: str) -> tuple[int, int]:
+    """'get:put' (1:1), 'get', 'put' or a ratio such as '3:1' -> (get weight, put weight)."""
+    named = {"get:put": (1, 1), "get": (1, 0), "put": (0, 1)}
+    if text in named:
+        return named[text]
+    parts = text.split(":")
+    if len(parts) != 2 or not all(p.isdigit() for p in parts) or not any(int(p) for p in parts):
+        fail(f"--mix takes GET:PUT weights such as 1:1 or 9:1 (or get, put), got {text!r}", EXIT_USAGE)
+    return int(parts[0]), int(parts[1])
+
+
+def bench(
+    cluster: str | None = typer.Option(
+        None, "--cluster", metavar="DIR", help="Bench a running process cluster."
+    ),
+    nodes: int | None = typer.Option(None, "--nodes", help="Bench an in-process cluster of N nodes instead."),
+    ops: int = typer.Option(10_000, "--ops", help="Operations to run."),
+    concurrency: int = typer.Option(16, "--concurrency", help="Concurrent clients."),
+    consistency: str = typer.Option("QUORUM", "--consistency", "-c", help="ONE, QUORUM or ALL."),
+    mix: str = typer.Option(
+        "get:put", "--mix", metavar="GET:PUT", help="Weights of gets and puts, e.g. 9:1."
+    ),
+    latency: str = typer.Option("none", "--latency", help="In-process network latency: none or seed."),
+    output: OutputFormat = OUTPUT_OPTION,
+) -> None:
+    """Measure ops/s and p50/p99/max per operation, with a bare CBOR echo baseline and the ratio."""
+    from bhandar_cli.core.config import parse_level
+    from bhandar_cli.core.errors import BadInput
+
+    if cluster is not None and nodes is not None:
+        fail("give --cluster DIR or --nodes N, not both", EXIT_USAGE)
+    if not 1 <= ops <= 10_000_000 or not 1 <= concurrency <= 1024:
+        fail("--ops must be 1..10000000 and --concurrency 1..1024", EXIT_USAGE)
+    if nodes is not None and not 1 <= nodes <= 26:
+        fail(f"--nodes must be between 1 and 26 (got {nodes})", EXIT_USAGE)
+    if latency not in ("none", "seed"):
+        fail(f"--latency must be none or seed (got {latency!r})", EXIT_USAGE)
+    try:
+        level = parse_level(consistency)
+    except BadInput as exc:
+        fail(str(exc), EXIT_USAGE)
+    weights = parse_mix(mix)
+    from bhandar_cli.cmd.cluster import run_async
+
+    async def body() -> dict[str, Any]:
+        return await run_bench(cluster, nodes, ops, concurrency, level, weights, latency)
+
+    report = run_async("bench", output, body)
+    if output is OutputFormat.json:
+        emit_json(report)
+    else:
+        render(report)
+
+
+async def run_bench(
+    cluster: str | None,
+    nodes: int | None,
+    ops: int,
+    concurrency: int,
+    level: str,
+    weights: tuple[int, int],
+    latency: str = "none",
+) -> dict[str, Any]:
+    from bhandar_cli.core.messages import PutRequest
+    from bhandar_cli.node.echo import echo_baseline
+    from bhandar_cli.values import parse_value_text
+
+    value, ctype = parse_value_text(VALUE)
+    with _progress(2 * ops) as advance:
+        if nodes is None:
+            from bhandar_cli.cmd.cluster import open_tcp_client
+
+            async with open_tcp_client(cluster, level) as client:
+                target = {
+                    "target": "processes",
+                    "nodes": len(client.backend.names),
+                    "dir": client.backend.cluster.dir,
+                }
+                store = await _store_load(client, ops, concurrency, weights, value, ctype, advance)
+        else:
+            target = {"target": "in-process", "nodes": nodes, "latency": latency}
+            store = await _in_process(nodes, latency, level, ops, concurrency, weights, value, ctype, advance)
+        sample = PutRequest(1, KEYSPACE, "w0-0", value, ctype, None, level)
+        baseline = (await echo_baseline(ops, concurrency, sample, advance)).summary()
+    report: dict[str, Any] = {"cmd": "bench", "ok": store["errors"] == 0, **target}
+    report.update(consistency=level, concurrency=concurrency, mix={"get": weights[0], "put": weights[1]})
+    report.update({k: store[k] for k in ("ops_per_s", "p50_ms", "p99_ms", "max_ms", "errors", "seconds")})
+    report.update(ops=store["count"], per_op=store["per_op"], first_error=store.get("first_error", ""))
+    report.update(
+        baseline_ops_per_s=baseline["ops_per_s"],
+        baseline_p50_ms=baseline["p50_ms"],
+        baseline_p99_ms=baseline["p99_ms"],
+        ratio=round(store["ops_per_s"] / baseline["ops_per_s"], 3) if baseline["ops_per_s"] else 0.0,
+    )
+    return report
+
+
+async def _in_process(
+    nodes: int, latency: str, level: str, ops: int, concurrency: int, weights: tuple[int, int], *rest: Any
+) -> dict[str, Any]:
+    import trio
+
+    from bhandar_cli.client import Client
+    from bhandar_cli.node.backend import InProcessBackend
+    from bhandar_cli.node.cluster import InProcessCluster
+    from bhandar_cli.sim.network import LatencyModel
+
+    model = LatencyModel(base_ms=0, mean_ms=0, spike_rate=0) if latency == "none" else LatencyModel()
+    cluster = InProcessCluster(nodes, min(3, nodes), latency=model)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(cluster.run)
+        client = Client(InProcessBackend(cluster), level)
+        result = await _store_load(client, ops, concurrency, weights, *rest)
+        nursery.cancel_scope.cancel()
+    return result
+
+
+async def _store_load(
+    client: Any, ops: int, concurrency: int, weights: tuple[int, int], value: bytes, ctype: str, advance: Any
+) -> dict[str, Any]:
+    from bhandar_cli.node.echo import run_load
+
+    rng = random.Random(7)
+    written = [f"p{i}" for i in range(min(PRELOAD, ops))]
+
+    async def preload(worker: int, i: int) -> str:
+        await client.put(KEYSPACE, written[i], value, ctype, "none")
+        return "put"
+
+    await run_load(len(written), concurrency, preload)  # also warms up connections
+
+    async def one(worker: int, i: int) -> str:
+        if rng.random() * (weights[0] + weights[1]) < weights[0]:
+            key, op = rng.choice(written), "get"
+            await _tagged(op, client.get(KEYSPACE, key))
+        else:
+            key, op = f"w{worker}-{i}", "put"
+            await _tagged(op, client.put(KEYSPACE, key, value, ctype, "none"))
+            written.append(key)
+        return op
+
+    result = await run_load(ops, concurrency, one, advance)
+    summary = result.summary()
+    summary["first_error"] = result.first_error
+    return summary
+
+
+async def _tagged(op: str, call: Any) -> Any:
+    try:
+        return await call
+    except Exception as exc:
+        exc.op = op  # type: ignore[attr-defined]  # run_load counts the error under this op
+        raise
+
+
+class _progress:
+    """A rich progress bar on a terminal (standard error); nothing when not a terminal."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.bar: Any = None
+
+    def __enter__(self) -> Any:
+        if not sys.stderr.isatty():
+            return None
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+        self.bar = Progress(
+            "bench", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=Console(stderr=True)
+        )
+        self.bar.start()
+        task = self.bar.add_task("ops", total=self.total)
+        return lambda n: self.bar.advance(task, n)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def render(report: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 120)
+    where = f"{report['nodes']} {'processes' if report['target'] == 'processes' else 'in-process nodes'}"
+    console.print(
+        f"bench: {where}, {report['consistency']}, {report['concurrency']} concurrent clients, "
+        f"{report['ops']} ops in {report['seconds']:.2f} s"
+    )
+    table = Table("op", "ops", "errors", "ops/s", "p50 ms", "p99 ms", "max ms", box=None)
+    rows = [*report["per_op"].items(), ("all", report)]
+    for name, s in rows:
+        table.add_row(
+            name,
+            str(s.get("count", s.get("ops"))),
+            str(s["errors"]),
+            f"{s['ops_per_s']:.0f}",
+            f"{s['p50_ms']:.2f}",
+            f"{s['p99_ms']:.2f}",
+            f"{s['max_ms']:.2f}",
+        )
+    table.add_row(
+        "echo",
+        "",
+        "",
+        f"{report['baseline_ops_per_s']:.0f}",
+        f"{report['baseline_p50_ms']:.2f}",
+        f"{report['baseline_p99_ms']:.2f}",
+        "",
+    )
+    console.print(table)
+    console.print(
+        f"ratio to the bare trio CBOR echo baseline (127.0.0.1, same frames, same concurrency): "
+        f"[bold]{report['ratio']:.2f}[/bold]"
+    )
+    if report["errors"]:
+        console.print(
+            f"[yellow]{report['errors']} operations failed; first: {report['first_error']}[/yellow]"
+        )

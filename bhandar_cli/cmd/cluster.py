@@ -1,0 +1,275 @@
+"""`bhandar cluster up|down|status|kill|start|partition|heal|delay`: real node processes on 127.0.0.1.
+
+Parsing and rendering only: processes are started and stopped by node/supervisor.py, and everything
+else goes through client.py over the TCP backend (node/tcpbackend.py). Also home of the two
+openers the other faces use on a process cluster: `open_tcp_client` and `open_tcp_session`.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from bhandar_cli.cmd.output import EXIT_FAILED, EXIT_USAGE, OUTPUT_OPTION, OutputFormat, emit_json, fail
+
+cluster_app = typer.Typer(
+    help="Run a cluster of real node processes on 127.0.0.1 and break it on purpose.",
+    no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+CLUSTER_HELP = "Cluster directory (default ./.bhandar or $BHANDAR_CLUSTER)."
+DIR_OPTION = typer.Option(None, "--cluster", "--dir", metavar="DIR", help=CLUSTER_HELP)
+
+
+@asynccontextmanager
+async def open_tcp_client(directory: str | Path | None, consistency: str = "QUORUM") -> AsyncIterator[Any]:
+    """A `Client` on the running process cluster of `directory` (ClusterFileError if none)."""
+    from bhandar_cli.client import Client
+    from bhandar_cli.node.clusterfile import resolve_dir
+    from bhandar_cli.node.tcpbackend import open_tcp_backend
+
+    async with open_tcp_backend(resolve_dir(str(directory) if directory else None)) as backend:
+        yield Client(backend, consistency)
+
+
+@asynccontextmanager
+async def open_tcp_session(directory: str | Path | None, output: str = "table") -> AsyncIterator[Any]:
+    """A REPL `Session` on the running process cluster of `directory` (for `repl --connect DIR`)."""
+    from bhandar_cli.repl.session import Session
+
+    async with open_tcp_client(directory) as client:
+        yield Session(client, output)
+
+
+def run_async(cmd: str, output: OutputFormat | str, body: Callable[[], Awaitable[Any]]) -> Any:
+    """Run `body` on trio; known failures become one line on stderr (and JSON) and exit 1."""
+    import trio
+
+    from bhandar_cli.core.errors import BhandarError
+    from bhandar_cli.node.clusterfile import ClusterFileError
+    from bhandar_cli.node.supervisor import StartError
+
+    try:
+        return trio.run(body)
+    except (ClusterFileError, StartError) as exc:
+        fail_json(
+            cmd, output, str(exc), "no_cluster" if isinstance(exc, ClusterFileError) else "start_failed"
+        )
+    except BhandarError as exc:
+        fail_json(cmd, output, str(exc), exc.code)
+    except KeyboardInterrupt:
+        fail("interrupted", EXIT_FAILED)
+
+
+def fail_json(
+    cmd: str, output: OutputFormat | str, message: str, code: str, exit_code: int = EXIT_FAILED
+) -> None:
+    if str(output) == "json":
+        emit_json({"cmd": cmd, "ok": False, "error": message, "code": code})
+    fail(message, exit_code)
+
+
+def _print(renderable: Any) -> None:
+    from rich.console import Console
+
+    Console(soft_wrap=True, width=None if sys.stdout.isatty() else 120).print(renderable)
+
+
+@cluster_app.command("up")
+def up(
+    nodes: int = typer.Option(5, "--nodes", "-n", help="Number of nodes (A, B, C, ...), 1 to 26."),
+    zones: int = typer.Option(3, "--zones", help="Zones z1, z2, ... assigned round-robin."),
+    directory: str | None = DIR_OPTION,
+    base_port: int = typer.Option(
+        0, "--base-port", help="Node i uses ports P+2i and P+2i+1 (0: free ports)."
+    ),
+    vnodes: int = typer.Option(8, "--vnodes", help="Tokens (virtual nodes) per node."),
+    replicas: int = typer.Option(3, "--replicas", help="Replication factor N of new keyspaces."),
+    fsync: str = typer.Option("batch", "--fsync", help="Nodes' WAL fsync policy: always, batch or none."),
+    timeout: float = typer.Option(30.0, "--timeout", help="Seconds to wait for the cluster to be ready."),
+    node_args: list[str] = typer.Option([], "--node-arg", hidden=True, help="Extra `node run` option."),
+    output: OutputFormat = OUTPUT_OPTION,
+) -> None:
+    """Start node processes (detached, logs in the cluster directory) and wait until they all answer."""
+    if not 1 <= nodes <= 26:
+        fail(f"--nodes must be between 1 and 26 (got {nodes})", EXIT_USAGE)
+    if not 1 <= zones <= nodes:
+        fail(f"--zones must be between 1 and the number of nodes (got {zones})", EXIT_USAGE)
+    if base_port and not 1024 <= base_port <= 65535 - 2 * nodes:
+        fail(f"--base-port must be 0 or leave room for {2 * nodes} ports below 65536", EXIT_USAGE)
+    if not 1 <= vnodes <= 1024 or not 1 <= replicas <= min(nodes, 9):
+        fail("--vnodes must be 1..1024 and --replicas 1..min(nodes, 9)", EXIT_USAGE)
+    if fsync not in ("always", "batch", "none"):
+        fail(f"--fsync must be always, batch or none (got {fsync!r})", EXIT_USAGE)
+    extra = [*node_args, "--fsync", fsync]
+    from bhandar_cli.node import supervisor
+    from bhandar_cli.node.clusterfile import resolve_dir
+
+    where = resolve_dir(directory)
+
+    async def body() -> Any:
+        import trio
+
+        started = trio.current_time()
+        cluster = await supervisor.up(where, nodes, zones, base_port, vnodes, replicas, extra, timeout)
+        return cluster, trio.current_time() - started
+
+    cluster, took = run_async("cluster up", output, body)
+    rows = [
+        {"id": n.id, "zone": n.zone, "host": n.host, "port": n.port, "http_port": n.http_port, "pid": n.pid}
+        | {"data_dir": n.data_dir, "log": n.log}
+        for n in cluster.nodes
+    ]
+    if output is OutputFormat.json:
+        emit_json(
+            {"cmd": "cluster up", "ok": True, "dir": cluster.dir, "ready_s": round(took, 3), "nodes": rows}
+        )
+        return
+    from rich.table import Table
+
+    table = Table("node", "zone", "address", "http", "pid", box=None, title_justify="left")
+    for r in rows:
+        table.add_row(r["id"], r["zone"], f"{r['host']}:{r['port']}", str(r["http_port"]), str(r["pid"]))
+    _print(table)
+    _print(
+        f"[green]ready[/green]: {len(rows)} nodes in {took:.1f} s; cluster file {cluster.dir}/cluster.json"
+    )
+
+
+@cluster_app.command("status")
+def status(directory: str | None = DIR_OPTION, output: OutputFormat = OUTPUT_OPTION) -> None:
+    """Nodes, zones, addresses, pids, ownership and who sees whom down (like nodetool status)."""
+
+    async def body() -> Any:
+        async with open_tcp_client(directory) as client:
+            data = await client.status()
+            cluster = client.backend.cluster
+            for node in data["nodes"]:
+                entry = cluster.node(node["id"])
+                node.update(host=entry.host, port=entry.port, http_port=entry.http_port, log=entry.log)
+                node["pid"] = entry.pid if node["up"] else None
+            data.update(dir=cluster.dir, delays=dict(cluster.delays))
+            return data
+
+    data = run_async("status", output, body)
+    if output is OutputFormat.json:
+        emit_json(data)
+        return
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(
+        "", "node", "zone", "address", "http", "pid", "keys", "owns", "tokens", "sees down", box=None
+    )
+    for n in data["nodes"]:
+        up = n["up"]
+        table.add_row(
+            Text(n["code"], style="green" if up else "bold red"),
+            n["id"],
+            n["zone"],
+            f"{n['host']}:{n['port']}",
+            str(n["http_port"]),
+            str(n["pid"] or "-"),
+            str(n.get("keys", "")) if up else "-",
+            f"{100 * n['owns']:.1f}%",
+            str(n["tokens"]),
+            ", ".join(n.get("sees_down", [])) if up else "-",
+        )
+    _print(table)
+    if data["partitions"]:
+        _print(Text("partitioned: " + " | ".join(" ".join(g) for g in data["partitions"]), style="yellow"))
+    for node, ms in data["delays"].items():
+        _print(Text(f"delayed: {node} +{ms:g} ms", style="yellow"))
+
+
+@cluster_app.command("down")
+def down(directory: str | None = DIR_OPTION, output: OutputFormat = OUTPUT_OPTION) -> None:
+    """Stop every node cleanly (admin shutdown, then SIGTERM, then SIGKILL as a last resort)."""
+    from bhandar_cli.node import clusterfile, supervisor
+
+    async def body() -> Any:
+        return await supervisor.down(clusterfile.load(clusterfile.resolve_dir(directory)))
+
+    outcome = run_async("cluster down", output, body)
+    if output is OutputFormat.json:
+        emit_json({"cmd": "cluster down", "ok": True, "nodes": outcome})
+        return
+    _print("\n".join(f"{node}: {what}" for node, what in outcome.items()))
+
+
+def _fault(
+    cmd: str, output: OutputFormat, directory: str | None, action: Callable[[Any], Awaitable[Any]]
+) -> None:
+    async def body() -> Any:
+        async with open_tcp_client(directory) as client:
+            return await action(client)
+
+    data = run_async(cmd, output, body)
+    if output is OutputFormat.json:
+        emit_json(data)
+        return
+    detail = {
+        "kill": lambda d: f"killed {d['node']}" if d["changed"] else f"{d['node']} was not running",
+        "start": lambda d: f"started {d['node']}" if d["changed"] else f"{d['node']} is already running",
+        "partition": lambda d: "partitioned: " + " | ".join(" ".join(g) for g in d["groups"]),
+        "heal": lambda d: "healed: every node reaches every other",
+        "delay": lambda d: f"{d['node']}: +{d['ms']:g} ms on every message to or from it",
+    }[cmd]
+    _print(detail(data))
+
+
+@cluster_app.command("kill")
+def kill(node: str = typer.Argument(..., help="Node to crash (SIGKILL)."), directory: str | None = DIR_OPTION,
+         output: OutputFormat = OUTPUT_OPTION) -> None:  # fmt: skip
+    """Crash a node: SIGKILL, no clean shutdown (what is not durable is lost)."""
+    _fault("kill", output, directory, lambda c: c.kill(node))
+
+
+@cluster_app.command("start")
+def start(node: str = typer.Argument(..., help="Node to (re)start."), directory: str | None = DIR_OPTION,
+          output: OutputFormat = OUTPUT_OPTION) -> None:  # fmt: skip
+    """Restart a node with its data directory and ports; waits until it knows the cluster."""
+
+    async def revive(client: Any) -> Any:
+        data = await client.revive(node)
+        data["cmd"] = "start"
+        return data
+
+    _fault("start", output, directory, revive)
+
+
+@cluster_app.command("partition")
+def partition(
+    groups: list[str] = typer.Argument(..., help="Groups separated by '|' (quote it): 'A B | C D E'."),
+    directory: str | None = DIR_OPTION,
+    output: OutputFormat = OUTPUT_OPTION,
+) -> None:
+    """Cut the network between groups of nodes; unlisted nodes form one more group."""
+    parsed = [g.replace(",", " ").split() for g in " ".join(groups).split("|")]
+    parsed = [g for g in parsed if g]
+    if not parsed:
+        fail("partition needs groups, e.g. bhandar cluster partition 'A B | C D E'", EXIT_USAGE)
+    _fault("partition", output, directory, lambda c: c.partition(parsed))
+
+
+@cluster_app.command("heal")
+def heal(directory: str | None = DIR_OPTION, output: OutputFormat = OUTPUT_OPTION) -> None:
+    """Remove every partition."""
+    _fault("heal", output, directory, lambda c: c.heal())
+
+
+@cluster_app.command("delay")
+def delay(
+    node: str = typer.Argument(..., help="Node whose messages are slowed."),
+    ms: float = typer.Argument(..., help="Extra milliseconds per message to or from it (0 removes it)."),
+    directory: str | None = DIR_OPTION,
+    output: OutputFormat = OUTPUT_OPTION,
+) -> None:
+    """Slow every message to or from a node."""
+    _fault("delay", output, directory, lambda c: c.delay(node, ms))

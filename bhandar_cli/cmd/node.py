@@ -1,0 +1,90 @@
+"""`bhandar node run`: one node process in the foreground (what `cluster up` starts, detached).
+
+Also runnable as `python -m bhandar_cli.cmd.node run ...`, which is how the supervisor starts
+nodes: it does not depend on a `bhandar` script being on PATH.
+"""
+
+from __future__ import annotations
+
+import re
+
+import typer
+
+from bhandar_cli.cmd.output import EXIT_USAGE, fail
+
+node_app = typer.Typer(
+    help="Run one node of a process cluster (cluster up starts these for you).",
+    no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,32}$")
+
+
+@node_app.callback()
+def _node() -> None:
+    """Run one node of a process cluster."""
+
+
+def parse_seeds(text: str) -> tuple[tuple[str, int], ...]:
+    seeds: list[tuple[str, int]] = []
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        host, sep, port = part.rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            fail(f"--seeds takes HOST:PORT,HOST:PORT,... (got {part!r})", EXIT_USAGE)
+        seeds.append((host, int(port)))
+    return tuple(seeds)
+
+
+@node_app.command("run")
+def run(
+    node_id: str = typer.Option(..., "--id", help="This node's name (A, B, ...)."),
+    port: int = typer.Option(0, "--port", help="Peer and RPC port (0: any free port)."),
+    data_dir: str = typer.Option(..., "--data-dir", help="Where the node keeps its data."),
+    seeds: str = typer.Option("", "--seeds", help="HOST:PORT,... of nodes to join through."),
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on."),
+    http_port: int = typer.Option(0, "--http-port", help="HTTP API port (0: any free port, -1: none)."),
+    zone: str = typer.Option("z1", "--zone", help="Availability zone of this node."),
+    vnodes: int = typer.Option(8, "--vnodes", help="Tokens per node (the same on every node)."),
+    replicas: int = typer.Option(3, "--replicas", help="Replication factor of new keyspaces."),
+    fsync: str = typer.Option("batch", "--fsync", help="WAL fsync policy: always, batch or none."),
+    frame_timeout: float = typer.Option(
+        5.0, "--frame-timeout", hidden=True, help="Seconds a client may leave a frame half-sent."
+    ),
+) -> None:
+    """Run one node until it is told to stop (RPC shutdown, SIGTERM or Ctrl-C)."""
+    if not _NAME.match(node_id):
+        fail(f"--id must be 1-32 letters, digits, '_', '-' or '.' (got {node_id!r})", EXIT_USAGE)
+    if not 0 <= port < 65536 or not -1 <= http_port < 65536:
+        fail("ports must be between 0 and 65535", EXIT_USAGE)
+    if fsync not in ("always", "batch", "none"):
+        fail(f"--fsync must be always, batch or none (got {fsync!r})", EXIT_USAGE)
+    if not 1 <= vnodes <= 1024 or not 1 <= replicas <= 9:
+        fail("--vnodes must be 1..1024 and --replicas 1..9", EXIT_USAGE)
+    if not 0.05 <= frame_timeout <= 3600:
+        fail("--frame-timeout must be between 0.05 and 3600 seconds", EXIT_USAGE)
+    from bhandar_cli.node.process import NodeOptions, run_node
+
+    options = NodeOptions(
+        node_id,
+        data_dir,
+        host,
+        port,
+        http_port,
+        zone,
+        parse_seeds(seeds),
+        vnodes,
+        replicas,
+        fsync,
+        frame_timeout,
+    )
+    try:
+        run_node(options)
+    except OSError as exc:
+        fail(f"node {node_id} could not start: {exc}")
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    node_app(prog_name="bhandar node")

@@ -1,0 +1,294 @@
+"""The HTTP API of one node (DESIGN.md §5): a small ASGI app served by hypercorn's trio worker.
+
+It is part of the node: requests go to this node's own coordinator (`NodeProcess.call`), never
+through client.py. Hypercorn does all the HTTP; this module only routes, converts JSON to
+requests and results to JSON, and maps failures to status codes: bad input 400, too large 413,
+not found 404, refused (too many siblings) 409, unavailable 503, timeout 504. `/metrics` is the
+Prometheus text format from a custom collector that reads the node's counters when scraped.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from collections.abc import Awaitable, Callable, Iterator
+from functools import partial
+from typing import Any, Protocol
+from urllib.parse import parse_qs, unquote
+
+import trio
+from hypercorn.config import Config
+from hypercorn.trio import serve
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+
+from bhandar_cli.core.config import NodeConfig, parse_level
+from bhandar_cli.core.context import decode_context, encode_context
+from bhandar_cli.core.crdt import PNCounter
+from bhandar_cli.core.errors import BadInput, BhandarError
+from bhandar_cli.core.messages import (
+    ClientRequest,
+    Failure,
+    GetRequest,
+    GetResult,
+    IncrRequest,
+    IncrResult,
+    PutRequest,
+    Result,
+)
+from bhandar_cli.core.metrics import NodeMetrics
+from bhandar_cli.core.records import Versioned
+from bhandar_cli.core.versions import JSON, context_of
+from bhandar_cli.values import decode_value, encode_json
+
+STATUS = {
+    "bad_input": 400,
+    "not_found": 404,
+    "refused": 409,
+    "too_large": 413,
+    "internal": 500,
+    "unavailable": 503,
+    "timeout": 504,
+}
+TIMEOUT = 10.0
+
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+class Gateway(Protocol):
+    """What the HTTP face needs from its node (NodeProcess)."""
+
+    id: str
+    config: NodeConfig
+
+    def info(self) -> dict[str, Any]: ...
+    def current_metrics(self) -> NodeMetrics | None: ...
+    async def call(self, request: ClientRequest, timeout: float = ...) -> Result: ...
+
+
+class HttpError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class Api:
+    def __init__(self, node: Gateway) -> None:
+        self.node = node
+        # JSON text of a value can be much longer than its bytes (escapes): allow some room, and
+        # let the core apply the exact value limit (413 with the numbers).
+        self.max_body = 2 * node.config.max_value_bytes + 65536
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.registry.register(NodeCollector(node))
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            while True:
+                message = await receive()
+                if message["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+                elif message["type"] == "lifespan.shutdown":
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+        if scope["type"] != "http":
+            return
+        try:
+            status, body, ctype, headers = await self.route(scope, receive)
+        except _Failed as exc:  # a failed request: the failure's own fields (counts, code)
+            status, body, ctype, headers = exc.status, _json(exc.body), "application/json", []
+        except HttpError as exc:
+            status, body, ctype, headers = exc.status, _json({"error": str(exc)}), "application/json", []
+        except BhandarError as exc:
+            status, ctype, headers = STATUS.get(exc.code, 400), "application/json", []
+            body = _json({"error": str(exc), "code": exc.code})
+        head = [(b"content-type", ctype.encode()), (b"content-length", str(len(body)).encode()), *headers]
+        await send({"type": "http.response.start", "status": status, "headers": head})
+        await send({"type": "http.response.body", "body": body})
+
+    async def route(
+        self, scope: Scope, receive: Receive
+    ) -> tuple[int, bytes, str, list[tuple[bytes, bytes]]]:
+        raw = scope.get("raw_path") or scope["path"].encode()
+        # Split the raw path, then unquote each part, so a key may hold an encoded '/' (%2F).
+        parts = [unquote(p.decode("latin-1")) for p in raw.split(b"?")[0].strip(b"/").split(b"/")]
+        method = scope["method"]
+        query = {k: v[-1] for k, v in parse_qs(scope.get("query_string", b"").decode("latin-1")).items()}
+        if parts == ["metrics"] and method == "GET":
+            return 200, generate_latest(self.registry), CONTENT_TYPE_LATEST, []
+        if parts == ["v1", "status"] and method == "GET":
+            return 200, _json(self.node.info()), "application/json", []
+        if len(parts) in (4, 5) and parts[:2] == ["v1", "kv"] and all(parts[2:4]):
+            ks, key = parts[2], parts[3]
+            level = parse_level(query.get("consistency", "QUORUM"))
+            if len(parts) == 5 and parts[4] == "increment":
+                _allow(method, "POST")
+                return await self.increment(ks, key, level, await self.body(scope, receive))
+            if len(parts) == 4:
+                _allow(method, "GET", "PUT", "DELETE")
+                if method == "GET":
+                    return await self.get(ks, key, level)
+                if method == "PUT":
+                    return await self.put(ks, key, level, await self.body(scope, receive))
+                return await self.delete(ks, key, level, query.get("context"))
+        raise HttpError(
+            404, f"no such endpoint: {method} {scope['path']} (see GET /v1/status, /v1/kv/KS/KEY)"
+        )
+
+    async def body(self, scope: Scope, receive: Receive) -> dict[str, Any]:
+        for name, value in scope.get("headers", []):
+            if name == b"content-length" and value.isdigit() and int(value) > self.max_body:
+                raise HttpError(
+                    413, f"request body of {int(value)} bytes is over the limit of {self.max_body}"
+                )
+        chunks, size = [], 0
+        while True:
+            message = await receive()
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body:
+                raise HttpError(413, f"request body over the limit of {self.max_body} bytes")
+            chunks.append(chunk)
+            if not message.get("more_body"):
+                break
+        try:
+            parsed = json.loads(b"".join(chunks) or b"{}")
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise HttpError(400, f"the body must be a JSON object: {exc}") from None
+        if not isinstance(parsed, dict):
+            raise HttpError(400, "the body must be a JSON object")
+        return parsed
+
+    async def call(self, request: ClientRequest) -> Result:
+        result = await self.node.call(request, TIMEOUT)
+        if isinstance(result, Failure):
+            out: dict[str, Any] = {"error": result.error, "code": result.code}
+            if result.needed:
+                out.update(answered=result.answered, needed=result.needed)
+            raise _Failed(STATUS.get(result.code, 500), out)
+        return result
+
+    async def get(self, ks: str, key: str, level: str) -> tuple[int, bytes, str, list[tuple[bytes, bytes]]]:
+        result = await self.call(GetRequest(0, ks, key, level))
+        assert isinstance(result, GetResult)
+        headers = [(b"x-bhandar-coordinator", result.coordinator.encode())]
+        record = result.record
+        if isinstance(record, PNCounter):
+            return 200, _json({"values": [record.value], "context": ""}), "application/json", headers
+        siblings = record.siblings if isinstance(record, Versioned) else ()
+        context = encode_context(context_of(siblings))
+        values = [decode_value(s.value, s.ctype) for s in siblings if not s.tombstone]
+        if not values:
+            body = {"error": f"{ks}/{key} not found", "code": "not_found", "values": [], "context": context}
+            return 404, _json(body), "application/json", headers
+        return 200, _json({"values": values, "context": context}), "application/json", headers
+
+    async def put(self, ks: str, key: str, level: str, body: dict[str, Any]) -> Any:
+        if "value" not in body:
+            raise BadInput('the body needs a "value" (any JSON), e.g. {"value": "hello"}')
+        context = _context(body.get("context"))
+        result = await self.call(PutRequest(0, ks, key, encode_json(body["value"]), JSON, context, level))
+        return 204, b"", "application/json", [(b"x-bhandar-coordinator", result.coordinator.encode())]
+
+    async def delete(self, ks: str, key: str, level: str, context: str | None) -> Any:
+        result = await self.call(PutRequest(0, ks, key, None, "", _context(context), level))
+        return 204, b"", "application/json", [(b"x-bhandar-coordinator", result.coordinator.encode())]
+
+    async def increment(self, ks: str, key: str, level: str, body: dict[str, Any]) -> Any:
+        delta = body.get("delta", 1)
+        if not isinstance(delta, int) or isinstance(delta, bool) or abs(delta) >= 2**53:
+            raise BadInput('"delta" must be an integer')
+        request_id = body.get("request_id") or uuid.uuid4().hex[:16]
+        if not isinstance(request_id, str) or len(request_id) > 128:
+            raise BadInput('"request_id" must be a string of at most 128 characters')
+        result = await self.call(IncrRequest(0, ks, key, delta, request_id, level))
+        assert isinstance(result, IncrResult)
+        return 200, _json({"value": result.value, "request_id": request_id}), "application/json", []
+
+
+class _Failed(HttpError):
+    def __init__(self, status: int, body: dict[str, Any]) -> None:
+        super().__init__(status, body["error"])
+        self.body = body
+
+
+def _allow(method: str, *allowed: str) -> None:
+    if method not in allowed:
+        raise HttpError(405, f"{method} is not allowed here (use {', '.join(allowed)})")
+
+
+def _context(token: Any) -> dict[str, int] | None:
+    if token is None or token == "":
+        return None  # a blind write
+    if not isinstance(token, str):
+        raise BadInput('"context" must be the string a GET returned')
+    return decode_context(token)
+
+
+def _json(obj: Any) -> bytes:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+class NodeCollector:
+    """Prometheus metrics read from the node at scrape time (nothing is kept twice)."""
+
+    def __init__(self, node: Gateway) -> None:
+        self.node = node
+
+    def collect(self) -> Iterator[Metric]:
+        metrics = self.node.current_metrics() or NodeMetrics()
+        info = self.node.info()
+        labels = ["op", "consistency"]
+        requests = CounterMetricFamily(
+            "bhandar_requests", "Client requests coordinated here.", labels=[*labels, "outcome"]
+        )
+        latency = GaugeMetricFamily(
+            "bhandar_request_latency_seconds", "Latency of successful requests.", labels=[*labels, "quantile"]
+        )
+        for (op, level), stats in sorted(metrics.ops.items()):
+            requests.add_metric([op, level, "ok"], stats.ok)
+            requests.add_metric([op, level, "failed"], stats.count - stats.ok)
+            for q in (0.5, 0.99):
+                latency.add_metric([op, level, str(q)], stats.latency.percentile(q * 100) / 1000.0)
+        yield requests
+        yield latency
+        for name, text in (
+            ("read_repairs", "Replicas repaired after reads."),
+            ("stale_reads", "Reads that found a stale replica (the stale-read SLI)."),
+            ("hints_stored", "Hints stored for down replicas."),
+            ("hints_delivered", "Hints handed off to their owners."),
+            ("hints_expired", "Hints dropped for age."),
+            ("hints_refused", "Hints refused because a queue was full."),
+            ("forwarded", "Requests forwarded to a replica."),
+            ("replica_requests", "Reads and writes served as a replica."),
+        ):
+            yield CounterMetricFamily(f"bhandar_{name}", text, value=getattr(metrics, name))
+        transport = CounterMetricFamily("bhandar_messages", "Peer messages.", labels=["event"])
+        for event in ("sent", "received", "dropped"):
+            transport.add_metric([event], info.get("transport", {}).get(event, 0))
+        yield transport
+        yield GaugeMetricFamily(
+            "bhandar_hints_pending", "Hints waiting for delivery.", value=info.get("hints", 0)
+        )
+        yield GaugeMetricFamily("bhandar_keys", "Keys stored on this node.", value=info.get("keys", 0))
+        yield GaugeMetricFamily(
+            "bhandar_members", "Members this node knows.", value=len(info.get("members", []))
+        )
+        peers = info.get("peers", {})
+        yield GaugeMetricFamily("bhandar_peers_up", "Peers this node believes up.", value=sum(peers.values()))
+
+
+async def serve_http(
+    node: Gateway, host: str, port: int, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED
+) -> None:
+    """Serve the API on host:port until cancelled; reports the bound port when ready."""
+    config = Config()
+    config.bind = [f"{host}:{port}"]
+    config.accesslog = None
+    config.errorlog = logging.getLogger("bhandar.http")
+    app = Api(node)
+    async with trio.open_nursery() as nursery:
+        binds = await nursery.start(partial(serve, app, config, mode="asgi"))  # type: ignore[arg-type]
+        task_status.started(int(binds[0].rsplit(":", 1)[1]))

@@ -1,0 +1,353 @@
+"""Node processes on this machine: start them detached, wait until they answer, stop or kill them.
+
+Nodes run as `python -m bhandar_cli.cmd.node run ...` in a session of their own (so a terminal's
+Ctrl-C or the end of `cluster up` does not reach them), with stdout and stderr in a log file per
+node in the cluster directory. Every wait here is bounded by a deadline and polls a condition; a
+node that dies while we wait is reported with the end of its log. Faults that the operator injects
+through the nodes' admin RPC (partition, heal, delay) are also kept in the cluster file, so a
+restarted node is given them again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Iterable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from bhandar_cli.node import clusterfile
+from bhandar_cli.node.clusterfile import ClusterFile, ClusterFileError, NodeEntry
+from bhandar_cli.node.transport import RpcError, rpc_once
+from bhandar_cli.sim.cluster import node_names, zone_map
+
+START_TIMEOUT = 30.0
+STOP_TIMEOUT = 5.0
+POLL = 0.05
+
+# Processes this process started, so that `poll()` reaps them: a killed child stays a zombie
+# (and looks alive to `kill(pid, 0)`) until its parent waits for it.
+_children: dict[int, subprocess.Popen[bytes]] = {}
+
+
+class StartError(Exception):
+    """Nodes did not come up (their logs say why)."""
+
+
+def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
+    """`count` distinct ports free right now (held open together so none is handed out twice)."""
+    socks = []
+    try:
+        for _ in range(count):
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.bind((host, 0))
+            socks.append(sock)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for sock in socks:
+            sock.close()
+
+
+def pid_alive(pid: int) -> bool:
+    """Is `pid` a running node process of ours (not gone, not a zombie, not a reused pid)?"""
+    if pid <= 0:
+        return False
+    child = _children.get(pid)
+    if child is not None:
+        return child.poll() is None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return False  # someone else's process has that pid now
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        if stat.rsplit(")", 1)[1].split()[0] in ("Z", "X"):
+            return False
+        if b"bhandar_cli" not in Path(f"/proc/{pid}/cmdline").read_bytes():
+            return False  # the pid was reused by an unrelated process
+    except (OSError, IndexError):
+        pass  # no /proc here: trust kill(pid, 0)
+    return True
+
+
+def log_tail(entry: NodeEntry, lines: int = 5) -> str:
+    try:
+        text = Path(entry.log).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return "(no log)"
+    tail = [line for line in text.splitlines() if line.strip()][-lines:]
+    return " | ".join(tail) if tail else "(empty log)"
+
+
+def node_command(cluster: ClusterFile, entry: NodeEntry) -> list[str]:
+    seeds = [cluster.node(s) for s in cluster.seeds if s != entry.id] or [
+        n for n in cluster.nodes if n.id != entry.id
+    ][:1]
+    return [
+        sys.executable,
+        "-P",  # never import from the current directory (a stray attr.py there broke every node)
+        "-m",
+        "bhandar_cli.cmd.node",
+        "run",
+        *("--id", entry.id, "--host", entry.host, "--port", str(entry.port)),
+        *("--http-port", str(entry.http_port), "--data-dir", entry.data_dir, "--zone", entry.zone),
+        *("--seeds", ",".join(s.address for s in seeds)),
+        *("--vnodes", str(cluster.vnodes), "--replicas", str(cluster.replicas)),
+        *cluster.extra_args,
+    ]
+
+
+def spawn(cluster: ClusterFile, entry: NodeEntry) -> NodeEntry:
+    """Start one node detached; returns its entry with the new pid."""
+    Path(entry.data_dir).mkdir(parents=True, exist_ok=True)
+    with open(entry.log, "ab") as log:
+        log.write(f"--- starting node {entry.id}\n".encode())
+        log.flush()
+        proc = subprocess.Popen(
+            node_command(cluster, entry),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            close_fds=True,
+        )
+    _children[proc.pid] = proc
+    return replace(entry, pid=proc.pid)
+
+
+def plan(directory: Path, nodes: int, zones: int, base_port: int, vnodes: int, replicas: int) -> ClusterFile:
+    names = node_names(nodes)
+    zone_of = zone_map(names, zones)
+    # Base port P: node i listens on P+2i and serves HTTP on P+2i+1.
+    ports = free_ports(2 * nodes) if base_port == 0 else list(range(base_port, base_port + 2 * nodes))
+    entries = tuple(
+        NodeEntry(
+            name,
+            zone_of[name],
+            "127.0.0.1",
+            ports[2 * i],
+            ports[2 * i + 1],
+            str(directory / "data" / name),
+            str(directory / f"{name}.log"),
+        )
+        for i, name in enumerate(names)
+    )
+    return ClusterFile(str(directory), entries, vnodes, replicas, tuple(names[:3]))
+
+
+async def up(
+    directory: str | Path,
+    nodes: int = 5,
+    zones: int = 3,
+    base_port: int = 0,
+    vnodes: int = 8,
+    replicas: int = 3,
+    extra_args: Iterable[str] = (),
+    timeout: float = START_TIMEOUT,
+) -> ClusterFile:
+    """Start a cluster in `directory` and wait until every node knows every other."""
+    directory = Path(directory).resolve()
+    try:
+        old = clusterfile.load(directory)
+    except ClusterFileError:
+        old = None
+    if old is not None and any(pid_alive(n.pid) for n in old.nodes):
+        raise ClusterFileError(
+            f"a cluster is already running in {directory}: "
+            f"stop it first (bhandar cluster down --dir {directory})"
+        )
+    directory.mkdir(parents=True, exist_ok=True)
+    cluster = replace(
+        plan(directory, nodes, zones, base_port, vnodes, replicas), extra_args=tuple(extra_args)
+    )
+    for entry in cluster.nodes:
+        cluster = cluster.with_node(spawn(cluster, entry))
+        clusterfile.save(cluster)  # after each start, so `down` finds whatever did start
+    try:
+        await wait_ready(cluster, timeout=timeout)
+    except BaseException:
+        for entry in cluster.nodes:
+            kill_process(entry.pid)
+        raise
+    return cluster
+
+
+async def wait_ready(
+    cluster: ClusterFile, names: Iterable[str] | None = None, timeout: float = START_TIMEOUT
+) -> None:
+    """Until each node (of `names`) answers and reports every member of the cluster."""
+    wanted = set(cluster.names)
+    waiting = {n: cluster.node(n) for n in (names or cluster.names)}
+    seen: dict[str, str] = {}
+
+    failed: list[str] = []
+
+    async def one(entry: NodeEntry, scope: trio.CancelScope) -> None:
+        while True:
+            if not pid_alive(entry.pid):
+                failed.append(f"node {entry.id} exited while starting: {log_tail(entry)} (log {entry.log})")
+                scope.cancel()  # no use waiting for the others
+                return
+            try:
+                info = await rpc_once(entry.host, entry.port, "info", 1.0, entry.id)
+                members = set(info.get("members", ()))
+                seen[entry.id] = "knows " + ", ".join(sorted(members))
+                if members >= wanted:
+                    return
+            except (RpcError, trio.TooSlowError) as exc:
+                seen[entry.id] = str(exc)
+            await trio.sleep(POLL)
+
+    with trio.move_on_after(timeout) as scope:
+        async with trio.open_nursery() as nursery:
+            for entry in waiting.values():
+                nursery.start_soon(one, entry, nursery.cancel_scope)
+    if failed:
+        raise StartError(failed[0])
+    if scope.cancelled_caught:
+        states = "; ".join(f"{n}: {seen.get(n, 'no answer')}" for n in waiting)
+        raise StartError(f"the cluster was not ready after {timeout:g} s ({states})")
+
+
+def _signal(pid: int, sig: int) -> None:
+    try:
+        # Each node leads its own session and process group: signal the group.
+        if os.getpgid(pid) == pid:
+            os.killpg(pid, sig)
+        else:
+            os.kill(pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def kill_process(pid: int) -> bool:
+    """SIGKILL a node process (a crash). False if it was not running."""
+    if not pid_alive(pid):
+        return False
+    _signal(pid, signal.SIGKILL)
+    child = _children.get(pid)
+    if child is not None:
+        child.wait(timeout=STOP_TIMEOUT)
+    return True
+
+
+async def wait_exit(pid: int, timeout: float) -> bool:
+    with trio.move_on_after(timeout):
+        while pid_alive(pid):
+            await trio.sleep(POLL)
+        return True
+    return False
+
+
+async def stop(entry: NodeEntry, timeout: float = STOP_TIMEOUT) -> str:
+    """Stop one node cleanly if it lets us: RPC shutdown, then SIGTERM, then SIGKILL."""
+    if not pid_alive(entry.pid):
+        return "not running"
+    with contextlib.suppress(RpcError, trio.TooSlowError):
+        await rpc_once(entry.host, entry.port, "shutdown", 1.0, entry.id)
+    if await wait_exit(entry.pid, timeout):
+        return "stopped"
+    _signal(entry.pid, signal.SIGTERM)
+    if await wait_exit(entry.pid, 2.0):
+        return "terminated"
+    kill_process(entry.pid)
+    return "killed"
+
+
+async def down(cluster: ClusterFile) -> dict[str, str]:
+    outcome: dict[str, str] = {}
+
+    async def one(entry: NodeEntry) -> None:
+        outcome[entry.id] = await stop(entry)
+
+    async with trio.open_nursery() as nursery:
+        for entry in cluster.nodes:
+            nursery.start_soon(one, entry)
+    clusterfile.save(
+        replace(cluster, nodes=tuple(replace(n, pid=0) for n in cluster.nodes), partitions=(), delays={})
+    )
+    return {n: outcome[n] for n in cluster.names}
+
+
+async def start(cluster: ClusterFile, name: str, timeout: float = START_TIMEOUT) -> tuple[ClusterFile, bool]:
+    """(Re)start one node with its data and ports; (new cluster file, whether it was started)."""
+    entry = cluster.node(name)
+    if pid_alive(entry.pid):
+        return cluster, False
+    cluster = cluster.with_node(spawn(cluster, entry))
+    clusterfile.save(cluster)
+    await wait_ready(cluster, [entry.id], timeout)
+    # Give it back the faults in force: the rest of the cluster still applies them.
+    entry = cluster.node(name)
+    if cluster.partitions:
+        await rpc_once(entry.host, entry.port, "partition", 2.0, entry.id, **partition_args(cluster))
+    if cluster.delays:
+        await rpc_once(entry.host, entry.port, "delay", 2.0, entry.id, delays=cluster.delays)
+    return cluster, True
+
+
+async def start_many(
+    cluster: ClusterFile, names: Iterable[str], timeout: float = START_TIMEOUT
+) -> ClusterFile:
+    """Start several stopped nodes together (they may need each other to be ready)."""
+    names = [n for n in names if not pid_alive(cluster.node(n).pid)]
+    for name in names:
+        cluster = cluster.with_node(spawn(cluster, cluster.node(name)))
+        clusterfile.save(cluster)
+    await wait_ready(cluster, names, timeout)
+    return cluster
+
+
+def partition_args(cluster: ClusterFile) -> dict[str, Any]:
+    return {"groups": [list(g) for g in cluster.partitions], "nodes": cluster.names}
+
+
+async def broadcast(cluster: ClusterFile, op: str, **args: Any) -> dict[str, str]:
+    """Send an admin RPC to every running node; node -> 'ok' or why not."""
+    outcome: dict[str, str] = {}
+
+    async def one(entry: NodeEntry) -> None:
+        if not pid_alive(entry.pid):
+            outcome[entry.id] = "down"
+            return
+        try:
+            await rpc_once(entry.host, entry.port, op, 2.0, entry.id, **args)
+            outcome[entry.id] = "ok"
+        except (RpcError, trio.TooSlowError) as exc:
+            outcome[entry.id] = str(exc) or "no answer"
+
+    async with trio.open_nursery() as nursery:
+        for entry in cluster.nodes:
+            nursery.start_soon(one, entry)
+    return outcome
+
+
+async def set_faults(
+    cluster: ClusterFile, partitions: list[list[str]] | None = None, delays: dict[str, float] | None = None
+) -> tuple[ClusterFile, dict[str, str]]:
+    """Apply partition groups and/or delays on every node and record them in the cluster file."""
+    outcome: dict[str, str] = {}
+    if partitions is not None:
+        listed = [n for g in partitions for n in g]
+        rest = [n for n in cluster.names if n not in listed]
+        groups = [*partitions, rest] if partitions and rest else partitions  # unlisted: one more group
+        cluster = replace(cluster, partitions=tuple(tuple(g) for g in groups))
+        outcome = await (
+            broadcast(cluster, "partition", **partition_args(cluster))
+            if partitions
+            else broadcast(cluster, "heal")
+        )
+    if delays is not None:
+        cluster = replace(cluster, delays={n: ms for n, ms in delays.items() if ms > 0})
+        outcome = await broadcast(cluster, "delay", delays=cluster.delays)
+    clusterfile.save(cluster)
+    return cluster, outcome

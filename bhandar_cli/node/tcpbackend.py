@@ -1,0 +1,318 @@
+"""The client `Backend` (client.py) over TCP to a cluster of node processes, found by its cluster file.
+
+Requests and admin views go through one pipelined RPC connection per node, opened on first use and
+reopened after a failure. `kill` is a SIGKILL of the node's process group, `revive` restarts it
+with the same data directory and ports; partition, heal and delay are admin RPCs to every node,
+recorded in the cluster file. Liveness is whether the node's process runs, re-read from the
+cluster file when another command (another terminal's `cluster start`) has changed it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from bhandar_cli.core.errors import BadInput, Unavailable
+from bhandar_cli.core.messages import Failure, Result
+from bhandar_cli.core.metrics import NodeMetrics
+from bhandar_cli.core.records import Record
+from bhandar_cli.core.ring import Ring, key_token
+from bhandar_cli.core.wire import from_wire, to_wire
+from bhandar_cli.node import admin, clusterfile, supervisor
+from bhandar_cli.node.clusterfile import ClusterFile, ClusterFileError
+from bhandar_cli.node.transport import RpcClient, RpcError
+
+ALIVE_CACHE = 0.2  # seconds a liveness answer is reused (the client asks per request)
+ADMIN_TIMEOUT = 3.0
+_CODES = {"timeout": "timeout", "unreachable": "unavailable", "remote": "internal"}
+
+
+def load_running(directory: str | Path) -> ClusterFile:
+    """The cluster file of `directory`, if at least one of its nodes runs (else ClusterFileError)."""
+    cluster = clusterfile.load(directory)
+    if not any(supervisor.pid_alive(n.pid) for n in cluster.nodes):
+        raise ClusterFileError(
+            f"stale cluster file {clusterfile.path_of(directory)}: none of its nodes is running "
+            f"(start them with `bhandar cluster up --dir {directory}`)"
+        )
+    return cluster
+
+
+class TcpBackend:
+    def __init__(self, cluster: ClusterFile, nursery: trio.Nursery) -> None:
+        self.cluster = cluster
+        self.names: list[str] = cluster.names
+        self.zones: dict[str, str] = cluster.zones
+        self.ring: Ring = Ring.build(self.names, cluster.vnodes, self.zones)
+        self._nursery = nursery
+        self._conns: dict[str, RpcClient] = {}
+        self._locks = {name: trio.Lock() for name in self.names}
+        self._alive: dict[str, tuple[float, bool]] = {}
+        self._mtime = self._file_mtime()
+        self._next_rid = 0
+        self._starting: set[str] = set()
+
+    # --- liveness and bookkeeping --------------------------------------------------------------
+
+    def now(self) -> float:
+        return trio.current_time()
+
+    def new_rid(self) -> int:
+        self._next_rid += 1
+        return self._next_rid
+
+    def partitions(self) -> list[list[str]]:
+        return [list(g) for g in self.cluster.partitions]
+
+    def _file_mtime(self) -> float:
+        try:
+            return os.stat(clusterfile.path_of(self.cluster.dir)).st_mtime
+        except OSError:
+            return 0.0
+
+    def _reload_if_changed(self) -> None:
+        mtime = self._file_mtime()
+        if mtime != self._mtime:
+            self._mtime = mtime
+            try:
+                fresh = clusterfile.load(self.cluster.dir)
+            except ClusterFileError:
+                return  # keep what we know; the next command will say what is wrong
+            if fresh.names == self.names:
+                self.cluster = fresh
+                self._alive.clear()
+
+    def is_alive(self, name: str) -> bool:
+        if name in self._starting:
+            return False  # its process exists but it does not serve yet
+        now = trio.current_time()
+        cached = self._alive.get(name)
+        if cached is not None and now - cached[0] < ALIVE_CACHE:
+            return cached[1]
+        self._reload_if_changed()
+        alive = supervisor.pid_alive(self.cluster.node(name).pid)
+        self._alive[name] = (now, alive)
+        return alive
+
+    # --- RPC -----------------------------------------------------------------------------------
+
+    async def _conn(self, name: str) -> RpcClient:
+        conn = self._conns.get(name)
+        if conn is not None and not conn.closed:
+            return conn
+        async with self._locks[name]:
+            conn = self._conns.get(name)
+            if conn is None or conn.closed:
+                entry = self.cluster.node(name)
+                conn = RpcClient(entry.host, entry.port, name)
+                await conn.connect()
+                self._nursery.start_soon(conn.serve)
+                self._conns[name] = conn
+            return conn
+
+    async def rpc(self, name: str, op: str, timeout: float = ADMIN_TIMEOUT, **args: Any) -> Any:
+        conn = await self._conn(name)
+        return await conn.call(op, timeout, **args)
+
+    async def request(self, via: str, request: Any, timeout: float) -> Result:
+        try:
+            body = await self.rpc(via, "request", timeout, msg=to_wire(request))
+            result = from_wire(body)
+        except RpcError as exc:
+            if exc.kind == "unreachable":
+                # Route around it for a moment (a node restarted elsewhere may not listen yet).
+                self._alive[via] = (trio.current_time(), False)
+            return Failure(_CODES[exc.kind], str(exc))
+        except ValueError as exc:
+            return Failure("internal", f"node {via} sent an answer this client cannot read: {exc}")
+        return result  # type: ignore[no-any-return]
+
+    async def _admin(self, name: str, op: str, **args: Any) -> Any:
+        """An admin view; None when the node is down or does not answer (views show it down)."""
+        if not self.is_alive(name):
+            return None
+        try:
+            return await self.rpc(name, op, **args)
+        except RpcError:
+            return None
+
+    async def node_info(self, name: str) -> dict[str, Any]:
+        info = await self._admin(name, "info")
+        if info is None:
+            tokens = len(self.ring.tokens_by_node().get(name, []))
+            return admin.node_info(name, self.zones[name], None, 0.0, tokens)
+        return info  # type: ignore[no-any-return]
+
+    async def node_records(self, name: str, keyspace: str, key: str) -> tuple[Record | None, Record | None]:
+        plain = await self._admin(name, "records", keyspace=keyspace, key=key)
+        return (None, None) if plain is None else admin.records_from_plain(plain)
+
+    async def node_hints(self, name: str) -> list[dict[str, Any]]:
+        return await self._admin(name, "hints") or []
+
+    async def node_metrics(self, name: str) -> NodeMetrics:
+        plain = await self._admin(name, "metrics")
+        return NodeMetrics() if plain is None else admin.metrics_from_plain(plain)
+
+    async def node_members(self, name: str) -> list[dict[str, Any]]:
+        return await self._admin(name, "members") or []
+
+    async def node_tree(self, name: str, keyspace: str, lo: int, hi: int) -> list[list[Any]]:
+        return await self._admin(name, "tree", keyspace=keyspace, lo=lo, hi=hi) or []
+
+    # --- storage -------------------------------------------------------------------------------
+
+    async def _timed(self, name: str, op: str, **args: Any) -> tuple[Any, float]:
+        started = time.perf_counter()
+        try:
+            result = await self.rpc(name, op, **args)
+        except RpcError as exc:
+            raise Unavailable(f"{op} on {name}: {exc}") from exc
+        return result, round((time.perf_counter() - started) * 1000, 3)
+
+    async def flush(self, name: str) -> dict[str, Any]:
+        table, ms = await self._timed(name, "flush")
+        return {"node": name, "sstable": table, "ms": ms}
+
+    async def compact(self, name: str) -> dict[str, Any]:
+        runs, ms = await self._timed(name, "compact")
+        return {"node": name, "compactions": runs, "ms": ms}
+
+    def _snapshot_dir(self, snapshot: str) -> Path:
+        return Path(self.cluster.dir) / "snapshots" / snapshot
+
+    async def snapshot(self, snapshot: str) -> dict[str, Any]:
+        base = self._snapshot_dir(snapshot)
+        if base.exists():
+            raise BadInput(f"snapshot {snapshot} already exists")
+        started = time.perf_counter()
+        files = 0
+        for name in self.names:
+            if self.is_alive(name):
+                count, _ = await self._timed(name, "snapshot", dir=str(base / name))
+                files += int(count)
+        return {"name": snapshot, "files": files, "ms": round((time.perf_counter() - started) * 1000, 3)}
+
+    async def restore(self, snapshot: str) -> dict[str, Any]:
+        """Stop each node, put the snapshot's tables in its data directory, start it again."""
+        from bhandar_cli.node.disk import RealDisk
+        from bhandar_cli.node.storage import open_node_store
+        from bhandar_cli.storage.recovery import restore_snapshot
+
+        base = self._snapshot_dir(snapshot)
+        if not base.is_dir():
+            raise BadInput(f"no snapshot named {snapshot}")
+        started = time.perf_counter()
+        entries = [e for e in self.cluster.nodes if (base / e.id).is_dir()]
+        for entry in entries:  # every node down first: no live node may stream newer data back
+            await self.kill(entry.id)
+        restored = []
+        for entry in entries:
+            source = base / entry.id
+            old = open_node_store(entry.data_dir)
+            restores = int(old.get_meta("restores") or 0) + 1
+            old.close()
+            shutil.rmtree(entry.data_dir)
+            os.makedirs(entry.data_dir)
+            restore_snapshot(RealDisk(), str(source), entry.data_dir)
+            fresh = open_node_store(entry.data_dir)
+            fresh.put_meta("restores", restores)
+            fresh.put_meta("actor", f"{entry.id}~r{restores}")  # see Node.home_actor
+            fresh.close()
+            restored.append(entry.id)
+        self.cluster = await supervisor.start_many(self.cluster, restored)
+        self._mtime = self._file_mtime()
+        for name in restored:
+            self._forget(name)
+        return {"name": snapshot, "nodes": restored, "ms": round((time.perf_counter() - started) * 1000, 3)}
+
+    async def add_node(self, name: str, zone: str | None) -> str:
+        raise BadInput("add works on in-process clusters; a process cluster is sized by `cluster up --nodes`")
+
+    # --- faults --------------------------------------------------------------------------------
+
+    async def kill(self, name: str) -> bool:
+        self._reload_if_changed()
+        killed = supervisor.kill_process(self.cluster.node(name).pid)
+        self._forget(name)
+        return killed
+
+    async def revive(self, name: str) -> bool:
+        self._reload_if_changed()
+        self._starting.add(name)
+        try:
+            self.cluster, started = await supervisor.start(self.cluster, name)
+        finally:
+            self._starting.discard(name)
+            self._mtime = self._file_mtime()
+            self._forget(name)
+        return started
+
+    def _forget(self, name: str) -> None:
+        self._alive.pop(name, None)
+        conn = self._conns.pop(name, None)
+        if conn is not None:
+            conn._close("the node was restarted or killed")
+
+    async def partition(self, groups: list[list[str]]) -> list[list[str]]:
+        self._reload_if_changed()
+        self.cluster, _ = await supervisor.set_faults(self.cluster, partitions=groups)
+        self._mtime = self._file_mtime()
+        return self.partitions()
+
+    async def heal(self) -> None:
+        self._reload_if_changed()
+        self.cluster, _ = await supervisor.set_faults(self.cluster, partitions=[])
+        self._mtime = self._file_mtime()
+
+    async def delay(self, name: str, ms: float) -> None:
+        self._reload_if_changed()
+        delays = {**self.cluster.delays, name: ms}
+        self.cluster, _ = await supervisor.set_faults(self.cluster, delays=delays)
+        self._mtime = self._file_mtime()
+
+    async def convergence_problems(self) -> list[str]:
+        """Why the cluster is not yet converged: hints held for live nodes, replicas that differ."""
+        problems: list[str] = []
+        live = [n for n in self.names if self.is_alive(n)]
+        digests: dict[str, dict[tuple[str, str], bytes]] = {}
+        replication: dict[str, int] = {}
+        for name in live:
+            for queue in await self.node_hints(name):
+                if queue["target"] in live:
+                    problems.append(f"{name} holds {queue['count']} hint(s) for {queue['target']}")
+            rows = await self._admin(name, "digest")
+            digests[name] = {(ks, key): d for ks, key, d in rows or ()}
+            info = await self._admin(name, "info") or {}
+            replication.update({k["name"]: int(k["n"]) for k in info.get("keyspaces", [])})
+        keys = sorted({k for held in digests.values() for k in held})
+        for keyspace, key in keys:
+            n = replication.get(keyspace, self.cluster.replicas)
+            replicas = self.ring.preference_list(key_token(keyspace, key), n)
+            copies = [digests[r].get((keyspace, key)) for r in replicas if r in digests]
+            if any(c != copies[0] for c in copies[1:]):
+                problems.append(f"replicas of {keyspace}/{key} differ")
+        return problems
+
+
+@asynccontextmanager
+async def open_tcp_backend(directory: str | Path) -> AsyncIterator[TcpBackend]:
+    """A backend on the running cluster of `directory` (ClusterFileError if there is none)."""
+    cluster = load_running(directory)
+    error: list[Exception] = []
+    async with trio.open_nursery() as nursery:
+        try:
+            yield TcpBackend(cluster, nursery)
+        except Exception as exc:  # raised bare below, not wrapped in the nursery's group
+            error.append(exc)
+        finally:
+            nursery.cancel_scope.cancel()
+    if error:
+        raise error[0]

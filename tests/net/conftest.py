@@ -1,0 +1,103 @@
+"""Process clusters on 127.0.0.1 for the tests, and the `bhandar` command line as a subprocess.
+
+Every process a test starts is stopped by a finalizer, also when the test fails: each node leads
+its own process group and the group is SIGKILLed. Waits poll a condition under a deadline.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from bhandar_cli.node import clusterfile, supervisor
+from bhandar_cli.node.clusterfile import ClusterFile
+from bhandar_cli.node.transport import rpc_once
+
+REPO = Path(__file__).resolve().parents[2]
+# Short frame timeout so the rogue-client test does not wait 5 s for a half frame.
+NODE_ARGS = ("--frame-timeout", "1", "--fsync", "batch")
+
+
+def start_cluster(directory: Path, nodes: int = 5) -> ClusterFile:
+    return trio.run(lambda: supervisor.up(directory, nodes, 3, 0, 8, 3, NODE_ARGS, 30.0))
+
+
+def kill_all(directory: Path) -> None:
+    """SIGKILL every node process group the cluster file names (and reap our children)."""
+    try:
+        cluster = clusterfile.load(directory)
+    except clusterfile.ClusterFileError:
+        return
+    for entry in cluster.nodes:
+        if supervisor.pid_alive(entry.pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(entry.pid, signal.SIGKILL)
+    for pid, child in list(supervisor._children.items()):
+        if child.poll() is None and pid in {n.pid for n in cluster.nodes}:
+            child.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def shared_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterFile]:
+    """A 5-node cluster for tests that do not break it (data may accumulate)."""
+    directory = tmp_path_factory.mktemp("shared") / "cluster"
+    try:
+        yield start_cluster(directory)
+    finally:
+        kill_all(directory)
+
+
+@pytest.fixture
+def fresh_cluster(tmp_path: Path) -> Iterator[ClusterFile]:
+    """A 5-node cluster of the test's own, for tests that kill, restart or partition nodes."""
+    directory = tmp_path / "cluster"
+    try:
+        yield start_cluster(directory)
+    finally:
+        kill_all(directory)
+
+
+def run_cli(
+    *args: str, stdin: bytes | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    """`bhandar ARGS` as a subprocess (the installed package, never the current directory)."""
+    full_env = {k: v for k, v in os.environ.items() if k != "BHANDAR_CLUSTER"}
+    full_env.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-P", "-m", "bhandar_cli", *args],
+        input=stdin,
+        capture_output=True,
+        cwd=REPO,
+        env=full_env,
+        timeout=60,
+    )
+
+
+@pytest.fixture
+def bhandar() -> Callable[..., subprocess.CompletedProcess[bytes]]:
+    return run_cli
+
+
+def rpc(cluster: ClusterFile, node: str, op: str, **args: Any) -> Any:
+    entry = cluster.node(node)
+    return trio.run(lambda: rpc_once(entry.host, entry.port, op, 3.0, node, **args))
+
+
+def wait_for(condition: Callable[[], bool], timeout: float = 10.0, what: str = "condition") -> None:
+    """Poll `condition` until it holds; fail the test at the deadline."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")

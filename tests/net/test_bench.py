@@ -1,0 +1,57 @@
+"""`bhandar bench`: the report's fields on both kinds of cluster, with the echo baseline beside it.
+
+Only the shape and sanity of the figures are checked: benchmarks are commands, not timed tests.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bhandar_cli.cmd.bench import parse_mix
+from bhandar_cli.node.clusterfile import ClusterFile
+
+from .conftest import run_cli
+
+FIELDS = ("ops_per_s", "p50_ms", "p99_ms", "max_ms", "baseline_ops_per_s", "ratio")
+
+
+def check_report(report: dict[str, object], ops: int) -> None:
+    assert report["cmd"] == "bench" and report["ok"] is True and report["errors"] == 0
+    assert report["ops"] == ops
+    for name in FIELDS:
+        assert isinstance(report[name], float) and report[name] > 0, name  # type: ignore[operator]
+    assert report["p50_ms"] <= report["p99_ms"] <= report["max_ms"]  # type: ignore[operator]
+
+
+def test_bench_in_process_cluster() -> None:
+    proc = run_cli("bench", "--nodes", "3", "--ops", "300", "--concurrency", "4", "-o", "json")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    check_report(report, 300)
+    assert report["target"] == "in-process" and set(report["per_op"]) == {"get", "put"}
+
+
+def test_bench_process_cluster_and_table(shared_cluster: ClusterFile) -> None:
+    args = ("bench", "--cluster", shared_cluster.dir, "--ops", "400", "--mix", "3:1")
+    report = json.loads(run_cli(*args, "-o", "json").stdout)
+    check_report(report, 400)
+    assert report["target"] == "processes" and report["nodes"] == 5 and report["consistency"] == "QUORUM"
+    assert report["per_op"]["get"]["count"] > report["per_op"]["put"]["count"]
+    table = run_cli(*args[:-2], "--mix", "put", "-c", "ONE")
+    assert table.returncode == 0, table.stderr
+    assert b"echo" in table.stdout and b"ratio" in table.stdout and b"put" in table.stdout
+
+
+@pytest.mark.parametrize(
+    "args", [("--mix", "x"), ("--nodes", "0"), ("-c", "TWO"), ("--nodes", "3", "--cluster", ".")]
+)
+def test_bench_usage_errors(args: tuple[str, ...]) -> None:
+    assert run_cli("bench", *args).returncode == 2
+
+
+def test_parse_mix() -> None:
+    assert parse_mix("get:put") == (1, 1)
+    assert parse_mix("9:1") == (9, 1)
+    assert parse_mix("get") == (1, 0)

@@ -1,0 +1,119 @@
+"""`bhandar cluster ...` end to end, and the REPL on a process cluster (`repl --connect`)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from bhandar_cli.cmd.cluster import open_tcp_session
+from bhandar_cli.node import clusterfile, supervisor
+from bhandar_cli.node.clusterfile import ClusterFile
+
+from .conftest import NODE_ARGS, kill_all, rpc, run_cli, wait_for
+
+
+def js(*args: str) -> dict[str, Any]:
+    proc = run_cli(*args, "-o", "json")
+    assert proc.returncode == 0, proc.stderr.decode()
+    return json.loads(proc.stdout)  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def cli_dir(tmp_path: Path) -> Iterator[str]:
+    directory = tmp_path / "c"
+    try:
+        yield str(directory)
+    finally:
+        kill_all(directory)
+
+
+def test_cluster_lifecycle_through_the_cli(cli_dir: str) -> None:
+    node_args = [a for arg in NODE_ARGS for a in ("--node-arg", arg)]
+    up = js("cluster", "up", "--nodes", "3", "--zones", "3", "--dir", cli_dir, *node_args)
+    assert [n["id"] for n in up["nodes"]] == ["A", "B", "C"]
+    assert all(supervisor.pid_alive(n["pid"]) for n in up["nodes"])
+    again = run_cli("cluster", "up", "--dir", cli_dir)
+    assert again.returncode == 1 and b"already running" in again.stderr
+
+    pid_b = up["nodes"][1]["pid"]
+    assert js("cluster", "kill", "B", "--dir", cli_dir)["changed"] is True
+    wait_for(lambda: not supervisor.pid_alive(pid_b), 5, "B to die")
+    status = js("cluster", "status", "--dir", cli_dir)
+    assert [n["up"] for n in status["nodes"]] == [True, False, True]
+    assert js("put", "kv", "k", "1", "--cluster", cli_dir)["ok"]  # A and C still make a quorum
+
+    started = js("cluster", "start", "B", "--dir", cli_dir)
+    assert started["changed"] is True and started["cmd"] == "start"
+    entry = clusterfile.load(cli_dir).node("B")
+    assert entry.pid != pid_b and entry.port == up["nodes"][1]["port"]  # same ports, new process
+
+    groups = js("cluster", "partition", "A", "|", "B", "--dir", cli_dir)["groups"]
+    assert groups == [["A"], ["B"], ["C"]]
+    cluster = clusterfile.load(cli_dir)
+    assert sorted(rpc(cluster, "A", "info")["partitions"][0]) == ["A"]
+    assert js("cluster", "status", "--dir", cli_dir)["partitions"] == groups
+    js("cluster", "heal", "--dir", cli_dir)
+    assert rpc(cluster, "B", "info")["partitions"] == []
+    assert js("cluster", "delay", "C", "25", "--dir", cli_dir)["ms"] == 25
+    assert rpc(cluster, "A", "info")["delays"] == {"C": 25.0}
+    assert run_cli("cluster", "delay", "Q", "5", "--dir", cli_dir).returncode == 1
+
+    down = js("cluster", "down", "--dir", cli_dir)
+    assert down["nodes"] == {"A": "stopped", "B": "stopped", "C": "stopped"}
+    assert all(n.pid == 0 for n in clusterfile.load(cli_dir).nodes)
+    after = run_cli("cluster", "status", "--dir", cli_dir)
+    assert after.returncode == 1 and b"stale" in after.stderr
+    # The same directory comes up again with the data the nodes kept.
+    js("cluster", "up", "--nodes", "3", "--zones", "3", "--dir", cli_dir, *node_args)
+    got = js("get", "kv", "k", "--cluster", cli_dir, "-c", "ALL")
+    assert got["values"] == [1]
+
+
+def test_usage_errors_exit_2(cli_dir: str) -> None:
+    assert run_cli("cluster", "up", "--nodes", "0", "--dir", cli_dir).returncode == 2
+    assert run_cli("cluster", "up", "--zones", "9", "--nodes", "3", "--dir", cli_dir).returncode == 2
+    assert run_cli("cluster", "partition", "|", "--dir", cli_dir).returncode == 2
+
+
+def test_repl_session_on_a_process_cluster(fresh_cluster: ClusterFile) -> None:
+    async def main() -> list[dict[str, Any]]:
+        replies: list[dict[str, Any]] = []
+        async with open_tcp_session(fresh_cluster.dir, "json") as session:
+            for line in [
+                "keyspace create votes policy=counter",
+                "put kv a 1; get kv a",
+                "incr votes x 5; get votes x",
+                "status",
+                "clock kv a",
+                "prefs kv a",
+                "metrics",
+                "kill E",
+                "status",
+                "revive E",
+                "partition A | B",
+                "heal",
+                "delay B 1",
+                "delay B 0",
+                "get kv a c=ALL",
+                "wait converged timeout=20s",
+            ]:
+                replies.extend(r.to_json() for r in await session.run_line(line))
+        return replies
+
+    replies = trio.run(main)
+    by_cmd: dict[str, list[dict[str, Any]]] = {}
+    for reply in replies:
+        assert reply.get("ok") is not False, reply
+        by_cmd.setdefault(reply["cmd"], []).append(reply)
+    assert by_cmd["get"][0]["values"] == [1] and by_cmd["get"][1]["values"] == [5]
+    assert [n["up"] for n in by_cmd["status"][1]["nodes"]] == [True, True, True, True, False]
+    assert by_cmd["revive"][0]["changed"] is True
+    assert by_cmd["partition"][0]["groups"] == [["A"], ["B"], ["C", "D", "E"]]
+    assert by_cmd["metrics"][0]["ops"]["put"]["QUORUM"]["ok"] >= 1
+    assert set(by_cmd["clock"][0]["replicas"]) >= set(by_cmd["prefs"][0]["replicas"])
+    assert by_cmd["wait"][0]["ok"] is True

@@ -1,0 +1,116 @@
+"""Pieces without a cluster: membership merging, the cluster file, request checks, pid checks."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bhandar_cli.core.messages import GetRequest, Ping, PutRequest
+from bhandar_cli.node import clusterfile
+from bhandar_cli.node.clusterfile import ClusterFile, ClusterFileError, NodeEntry
+from bhandar_cli.node.discovery import Discovery, Member, MemberList, member_from_plain
+from bhandar_cli.node.process import check_request
+from bhandar_cli.node.supervisor import free_ports, pid_alive, plan
+
+
+def make_discovery() -> tuple[Discovery, list[dict[str, Member]], list[tuple[str, str, Any]]]:
+    changes: list[dict[str, Member]] = []
+    sent: list[tuple[str, str, Any]] = []
+    me = Member("A", "127.0.0.1", 1000, 1001, "z1", 5)
+    disc = Discovery(
+        me, [("127.0.0.1", 1000), ("127.0.0.1", 2000)], lambda *m: sent.append(m), changes.append
+    )
+    return disc, changes, sent
+
+
+def test_discovery_merges_newer_incarnations_and_announces() -> None:
+    disc, changes, sent = make_discovery()
+    assert disc.seeds == [("127.0.0.1", 2000)]  # never its own address
+    b1 = Member("B", "127.0.0.1", 2000, 2001, "z2", 1)
+    assert disc.merge([b1, Member("A", "elsewhere", 9, 9, "z9", 99)])
+    assert disc.members["A"].host == "127.0.0.1"  # nobody knows better where this node is
+    assert not disc.merge([b1])  # nothing new: no change reported
+    b2 = Member("B", "127.0.0.1", 2100, 2101, "z2", 2)  # B restarted
+    assert disc.handle("B", MemberList((b2, Member("C", "h", 3, 4, "z3", 1))))
+    assert disc.members["B"].port == 2100 and set(disc.members) == {"A", "B", "C"}
+    assert len(changes) == 2 and set(changes[-1]) == {"A", "B", "C"}
+    assert not disc.handle("B", Ping(1))  # not membership: left to the node
+    disc.announce()
+    assert sorted(dst for _, dst, _ in sent) == ["B", "C"]
+    answer = disc.join_request({"id": "D", "host": "h", "port": 5, "http_port": 6, "zone": "z1"})
+    assert {m["id"] for m in answer} == {"A", "B", "C", "D"}
+
+
+@pytest.mark.parametrize(
+    "plain",
+    [
+        [],
+        {"id": "D"},
+        {"id": "", "host": "h", "port": 1, "http_port": 2, "zone": "z"},
+        {"id": "D", "host": "h", "port": "x", "http_port": 2, "zone": "z"},
+    ],
+)
+def test_malformed_members_are_refused(plain: Any) -> None:
+    with pytest.raises(ValueError):
+        member_from_plain(plain)
+
+
+def test_cluster_file_round_trip_and_errors(tmp_path: Path) -> None:
+    cluster = plan(tmp_path, 4, 2, 0, 8, 3)
+    assert [n.zone for n in cluster.nodes] == ["z1", "z2", "z1", "z2"]
+    ports = [p for n in cluster.nodes for p in (n.port, n.http_port)]
+    assert len(set(ports)) == 8
+    clusterfile.save(cluster)
+    assert clusterfile.load(tmp_path) == cluster
+    assert cluster.node("b").id == "B"
+    with pytest.raises(ClusterFileError, match="unknown node"):
+        cluster.node("Q")
+    with pytest.raises(ClusterFileError, match="cluster up"):
+        clusterfile.load(tmp_path / "nowhere")
+    (tmp_path / "cluster.json").write_text('{"format": 99, "nodes": []}')
+    with pytest.raises(ClusterFileError, match="malformed"):
+        clusterfile.load(tmp_path)
+    planned = plan(tmp_path, 2, 1, 20000, 8, 1)
+    assert [(n.port, n.http_port) for n in planned.nodes] == [(20000, 20001), (20002, 20003)]
+
+
+def test_resolve_dir_prefers_option_then_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BHANDAR_CLUSTER", "/from/env")
+    assert clusterfile.resolve_dir("given") == Path("given")
+    assert clusterfile.resolve_dir(None) == Path("/from/env")
+    monkeypatch.delenv("BHANDAR_CLUSTER")
+    assert clusterfile.resolve_dir(None) == Path(".bhandar")
+
+
+def test_check_request_refuses_wrong_types() -> None:
+    assert check_request(GetRequest(1, "kv", "k"))
+    for bad in (
+        GetRequest(1, "kv", 5),  # type: ignore[arg-type]
+        GetRequest(True, "kv", "k"),  # a bool is not a request id
+        PutRequest(1, "kv", "k", "text", "x", None),  # type: ignore[arg-type]
+        PutRequest(1, "kv", "k", b"v", "x", {"A": "1"}),  # type: ignore[dict-item]
+        Ping(1),
+    ):
+        with pytest.raises(ValueError):
+            check_request(bad)
+
+
+def test_pid_checks_and_free_ports() -> None:
+    assert not pid_alive(0)
+    other = subprocess.Popen(["sleep", "30"])
+    try:
+        assert not pid_alive(other.pid)  # alive, but not a node of ours
+    finally:
+        other.kill()
+        other.wait()
+    ports = free_ports(20)
+    assert len(set(ports)) == 20
+
+
+def test_node_entry_address() -> None:
+    entry = NodeEntry("A", "z1", "127.0.0.1", 5, 6, "d", "l")
+    assert entry.address == "127.0.0.1:5"
+    assert ClusterFile("x", (entry,)).names == ["A"]

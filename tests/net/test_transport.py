@@ -1,0 +1,207 @@
+"""The TCP transport in one process: delivery, partitions, delays, a peer down, reconnection."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import trio
+
+from bhandar_cli.core.config import KeyspaceDef
+from bhandar_cli.core.messages import (
+    ClientReply,
+    Failure,
+    GetRequest,
+    GetResult,
+    IncrRequest,
+    Ping,
+    PutRequest,
+    PutResult,
+    ReplicaAck,
+    ReplicaRead,
+    ReplicaReadReply,
+    ReplicaWrite,
+    SchemaUpdate,
+)
+from bhandar_cli.core.records import Versioned
+from bhandar_cli.core.versions import Sibling
+from bhandar_cli.core.wire import from_wire, to_wire
+from bhandar_cli.node.codec import FrameDecoder, encode_frame
+from bhandar_cli.node.discovery import Member, MemberList
+from bhandar_cli.node.supervisor import free_ports
+from bhandar_cli.node.transport import PEER_QUEUE, FrameConn, RpcError, TcpTransport, open_rpc, wire_frame
+
+RECORD = Versioned((Sibling(("A", 3), {"A": 3, "B~2": 1}, b'"x"', "application/json", 1.5),))
+KS = KeyspaceDef("kv", "lww", 3, "strict")
+SAMPLES: list[Any] = [
+    PutRequest(1, "kv", "k", b"\x00\xff", "application/octet-stream", {"A": 2}, "ALL", True, 1),
+    PutRequest(2, "kv", "k", None, "", None),
+    GetRequest(3, "kv", "k"),
+    IncrRequest(4, "counters", "c", -5, "req-1"),
+    ReplicaWrite(5, KS, "k", RECORD, "D", "handoff"),
+    ReplicaAck(6, False, "full"),
+    ReplicaRead(7, KS, "k"),
+    ReplicaReadReply(8, RECORD),
+    ReplicaReadReply(9, None),
+    SchemaUpdate((KS, KeyspaceDef("counters", "counter"))),
+    ClientReply(10, PutResult("A", 2, 2, ("w",), ("E for D",), ((0.5, "step"),))),
+    ClientReply(11, Failure("timeout", "slow", 1, 2, "A")),
+    GetResult("B", RECORD, 2, 2),
+    MemberList((Member("A", "127.0.0.1", 1, 2, "z1", 7),)),
+]
+
+
+@pytest.mark.parametrize("msg", SAMPLES, ids=lambda m: type(m).__name__)
+def test_wire_frame_is_exactly_the_codec_frame(msg: Any) -> None:
+    body = to_wire(msg)
+    assert wire_frame(body) == encode_frame(body)
+    decoder = FrameDecoder()
+    decoder.receive_data(wire_frame(body))
+    assert from_wire(decoder.next_frame()) == msg
+
+
+class Peer:
+    """A transport with an inbox, serving on a port of its own."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.inbox: list[tuple[str, Any, float]] = []
+        self.arrived = trio.Event()
+        self.transport = TcpTransport(name, self._on_message, self._no_clients)
+        self.port = 0
+
+    def _on_message(self, src: str, msg: Any) -> None:
+        self.inbox.append((src, msg, trio.current_time()))
+        self.arrived.set()
+
+    async def _no_clients(self, conn: FrameConn) -> None:
+        return None
+
+    async def next(self, timeout: float = 5.0) -> tuple[str, Any, float]:
+        with trio.fail_after(timeout):
+            while not self.inbox:
+                self.arrived = trio.Event()
+                await self.arrived.wait()
+        return self.inbox.pop(0)
+
+
+async def pair(nursery: trio.Nursery, port_b: int = 0) -> tuple[Peer, Peer, trio.CancelScope]:
+    a, b = Peer("A"), Peer("B")
+    a.port = await nursery.start(a.transport.serve, "127.0.0.1", 0)
+    scope_b = trio.CancelScope()
+
+    async def serve_b(task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        with scope_b:
+            await b.transport.serve("127.0.0.1", port_b, task_status=task_status)
+
+    b.port = await nursery.start(serve_b)
+    a.transport.set_address("B", "127.0.0.1", b.port)
+    b.transport.set_address("A", "127.0.0.1", a.port)
+    return a, b, scope_b
+
+
+def test_messages_flow_both_ways_in_order() -> None:
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            a, b, _ = await pair(nursery)
+            for i in range(50):
+                a.transport.send("A", "B", Ping(i))
+            got = [await b.next() for _ in range(50)]
+            assert [(src, msg.seq) for src, msg, _ in got] == [("A", i) for i in range(50)]
+            b.transport.send("B", "A", ReplicaAck(9))
+            assert (await a.next())[:2] == ("B", ReplicaAck(9))
+            assert a.transport.connected() == ["B"]
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)
+
+
+def test_partition_drops_on_both_sides_and_heal_restores() -> None:
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            a, b, _ = await pair(nursery)
+            a.transport.send("A", "B", Ping(0))
+            await b.next()
+            a.transport.blocked = {"B"}  # A's side: dropped when sent
+            a.transport.send("A", "B", Ping(1))
+            b.transport.blocked = {"A"}  # B's side: dropped when received
+            a.transport.blocked = set()
+            a.transport.send("A", "B", Ping(2))
+            with trio.move_on_after(0.3):
+                await b.next()
+                raise AssertionError("a message crossed the partition")
+            assert a.transport.stats["dropped"] >= 1 and b.transport.stats["dropped"] >= 1
+            b.transport.blocked = set()
+            a.transport.send("A", "B", Ping(3))
+            assert (await b.next())[1] == Ping(3)
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)
+
+
+def test_delay_holds_messages_back() -> None:
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            a, b, _ = await pair(nursery)
+            a.transport.delays = {"B": 0.2}
+            sent = trio.current_time()
+            a.transport.send("A", "B", Ping(1))
+            _, _, arrived = await b.next()
+            assert arrived - sent >= 0.2
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)
+
+
+def test_a_peer_down_never_blocks_the_sender_and_queues_are_bounded() -> None:
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            a = Peer("A")
+            await nursery.start(a.transport.serve, "127.0.0.1", 0)
+            (dead_port,) = free_ports(1)  # nothing listens there
+            a.transport.set_address("B", "127.0.0.1", dead_port)
+            started = trio.current_time()
+            for i in range(PEER_QUEUE * 3):
+                a.transport.send("A", "B", Ping(i))  # synchronous: it cannot block
+            assert trio.current_time() - started < 1.0
+            assert a.transport.stats["dropped"] >= PEER_QUEUE * 2 - 1
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)
+
+
+def test_reconnects_after_the_peer_restarts() -> None:
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            a, b, scope_b = await pair(nursery)
+            a.transport.send("A", "B", Ping(1))
+            await b.next()
+            scope_b.cancel()  # B goes away with its listener and connections
+            port = b.port
+            await trio.sleep(0.05)
+            b2 = Peer("B")
+            await nursery.start(b2.transport.serve, "127.0.0.1", port)
+            with trio.fail_after(10):
+                seq = 2
+                while not b2.inbox:  # the first sends may die with the old connection
+                    a.transport.send("A", "B", Ping(seq))
+                    seq += 1
+                    await trio.sleep(0.05)
+            assert b2.inbox[0][0] == "A"
+            assert a.transport.stats["connects"] >= 2
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)
+
+
+def test_rpc_to_nowhere_is_an_unreachable_error() -> None:
+    (port,) = free_ports(1)
+
+    async def main() -> None:
+        with pytest.raises(RpcError) as info:
+            async with open_rpc("127.0.0.1", port, "Z"):
+                pass
+        assert info.value.kind == "unreachable"
+        assert "Z" in str(info.value)
+
+    trio.run(main)
