@@ -116,6 +116,7 @@ class NodeProcess:
         self.runtime = NodeRuntime(
             options.id, options.zone, ring, self.store, self.config, seed, self.transport.send, self._note
         )
+        self.runtime.sync_in_thread = True
         self.discovery: Discovery | None = None
         self.port = options.port
         self.http_port = options.http_port

@@ -53,6 +53,8 @@ class NodeRuntime:
         self._inbox_send, self._inbox_recv = trio.open_memory_channel[tuple[str | None, Any]](INBOX_SIZE)
         self._responders: dict[int, Responder] = {}
         self.boot: dict[str, Any] = {}  # extra Node arguments (a joining node's status, tokens, seeds)
+        # Off in-process: a virtual clock would jump while a thread runs, and fsyncs are short.
+        self.sync_in_thread = False
 
     @property
     def alive(self) -> bool:
@@ -98,12 +100,23 @@ class NodeRuntime:
                     effects.extend(node.handle(now, src, msg))
             if now >= node.next_deadline():
                 effects.extend(node.tick(now))
-            if effects:
+            if not effects:
+                continue
+            durable = [e for e in effects if getattr(e, "durable", False)]
+            if not durable:
                 self._dispatch(effects)
+                continue
+            # Group commit: one sync makes every write of this batch durable, then the acks go.
+            # In a node process the fsync runs in a worker thread so the node's other tasks (its
+            # transport, its HTTP gateway) keep going; answers that need no sync go out first.
+            self._dispatch([e for e in effects if not getattr(e, "durable", False)])
+            if self.sync_in_thread:
+                await trio.to_thread.run_sync(self.store.sync)
+            else:
+                self.store.sync()
+            self._dispatch(durable)
 
     def _dispatch(self, effects: list[Any]) -> None:
-        if any(getattr(e, "durable", False) for e in effects):
-            self.store.sync()
         for effect in effects:
             if isinstance(effect, Send):
                 self.send(self.name, effect.dst, effect.msg)
