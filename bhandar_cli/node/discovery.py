@@ -20,7 +20,7 @@ from typing import Any
 import trio
 
 from bhandar_cli.core.wire import register
-from bhandar_cli.node.transport import RpcError, rpc_once
+from bhandar_cli.node.rpc import RpcError, rpc_once
 
 log = logging.getLogger("bhandar.discovery")
 

@@ -22,7 +22,8 @@ import trio
 
 from bhandar_cli.core.wire import from_wire, to_wire
 from bhandar_cli.node.codec import ProtocolError
-from bhandar_cli.node.transport import FrameConn, Outbox, open_rpc, wire_frame
+from bhandar_cli.node.frames import FrameConn, Outbox, wire_frame
+from bhandar_cli.node.rpc import open_rpc
 
 START_TIMEOUT = 10.0
 

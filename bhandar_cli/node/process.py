@@ -42,9 +42,10 @@ from bhandar_cli.core.wire import from_wire, to_wire
 from bhandar_cli.node import admin
 from bhandar_cli.node.codec import ProtocolError, encode_frame
 from bhandar_cli.node.discovery import Discovery, Member
+from bhandar_cli.node.frames import FRAME_TIMEOUT, FrameConn, Outbox, wire_frame
 from bhandar_cli.node.runtime import NodeRuntime
 from bhandar_cli.node.storage import open_node_store
-from bhandar_cli.node.transport import FRAME_TIMEOUT, FrameConn, Outbox, TcpTransport, wire_frame
+from bhandar_cli.node.transport import TcpTransport
 
 log = logging.getLogger("bhandar.node")
 

@@ -27,7 +27,7 @@ from bhandar_cli.core.ring import Ring, key_token
 from bhandar_cli.core.wire import from_wire, to_wire
 from bhandar_cli.node import admin, clusterfile, supervisor
 from bhandar_cli.node.clusterfile import ClusterFile, ClusterFileError
-from bhandar_cli.node.transport import RpcClient, RpcError
+from bhandar_cli.node.rpc import RpcClient, RpcError
 
 ALIVE_CACHE = 0.2  # seconds a liveness answer is reused (the client asks per request)
 ADMIN_TIMEOUT = 3.0

@@ -21,7 +21,7 @@ import trio
 
 from bhandar_cli.node import clusterfile, supervisor
 from bhandar_cli.node.clusterfile import ClusterFile
-from bhandar_cli.node.transport import rpc_once
+from bhandar_cli.node.rpc import rpc_once
 
 REPO = Path(__file__).resolve().parents[2]
 # Short frame timeout so the rogue-client test does not wait 5 s for a half frame.

@@ -1,0 +1,180 @@
+"""RPC over frames: a pipelined client (many calls in flight, answers matched by id), one-shot
+calls for probes, and a helper that runs background services around a block."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import trio
+
+from bhandar_cli.node.codec import (
+    ProtocolError,
+    encode_frame,
+)
+from bhandar_cli.node.frames import (
+    CONNECT_TIMEOUT,
+    FRAME_TIMEOUT,
+    STREAM_ERRORS,
+    FrameConn,
+    Outbox,
+    wire_frame,
+)
+
+log = logging.getLogger("bhandar.rpc")
+
+
+class RpcError(Exception):
+    """An RPC that got no answer (`kind` unreachable or timeout) or an error answer (remote)."""
+
+    def __init__(self, message: str, kind: str = "remote") -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+class _Slot:
+    __slots__ = ("body", "event")
+
+    def __init__(self) -> None:
+        self.event = trio.Event()
+        self.body: Any = None
+
+
+class RpcClient:
+    """One client connection to a node; `call` may be used by many tasks at once."""
+
+    def __init__(self, host: str, port: int, label: str = "", frame_timeout: float = FRAME_TIMEOUT) -> None:
+        self.host, self.port = host, port
+        self.label = label or f"{host}:{port}"
+        self.frame_timeout = frame_timeout
+        self.closed = False
+        self._pending: dict[int, _Slot] = {}
+        self._next_id = 0
+        self._outbox: Outbox | None = None
+        self._stream: trio.SocketStream | None = None
+        self._lost = "not connected"
+
+    async def connect(self) -> None:
+        """Open the connection; raises RpcError (unreachable) if the node does not take it.
+
+        Kept apart from `serve` so the error reaches the caller as itself, not wrapped in the
+        exception group of whatever nursery will host `serve`.
+        """
+        try:
+            with trio.fail_after(CONNECT_TIMEOUT):
+                self._stream = await trio.open_tcp_stream(self.host, self.port)
+        except (OSError, trio.TooSlowError) as exc:
+            self.closed = True
+            why = "no answer" if isinstance(exc, trio.TooSlowError) else _why(exc)
+            raise RpcError(
+                f"node {self.label} is not answering at {self.host}:{self.port} ({why})", "unreachable"
+            ) from None
+        self._outbox = Outbox(self._stream)
+        self._outbox.put(encode_frame({"hello": "client"}))
+
+    async def serve(self) -> None:
+        """Write calls and read answers until the connection ends (never raises)."""
+        assert self._stream is not None, "connect() first"
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._write, nursery.cancel_scope)
+                await self._read(FrameConn(self._stream, self.frame_timeout))
+                nursery.cancel_scope.cancel()
+        finally:
+            self._close("the connection closed")
+            await trio.aclose_forcefully(self._stream)
+
+    async def _write(self, scope: trio.CancelScope) -> None:
+        assert self._outbox is not None
+        try:
+            await self._outbox.run()
+        except (*STREAM_ERRORS, trio.TooSlowError) as exc:
+            self._lost = f"sending failed: {exc}"
+        scope.cancel()
+
+    async def _read(self, conn: FrameConn) -> None:
+        try:
+            while (body := await conn.receive()) is not None:
+                if isinstance(body, dict):
+                    slot = self._pending.pop(body.get("id"), None)  # type: ignore[arg-type]
+                    if slot is not None:
+                        slot.body = body
+                        slot.event.set()
+            self._lost = "the node closed the connection"
+        except ProtocolError as exc:
+            self._lost = f"the node sent bad frames ({exc})"
+
+    def _close(self, why: str) -> None:
+        self.closed = True
+        if self._outbox is not None:
+            self._outbox.close()
+        pending, self._pending = self._pending, {}
+        for slot in pending.values():
+            slot.event.set()  # body stays None: lost
+
+    async def call(self, op: str, timeout: float = 5.0, **args: Any) -> Any:
+        """Send one request; its answer's body. Raises RpcError."""
+        if self.closed or self._outbox is None:
+            raise RpcError(f"connection to node {self.label} lost ({self._lost})", "unreachable")
+        self._next_id += 1
+        rid = self._next_id
+        slot = self._pending[rid] = _Slot()
+        if not self._outbox.put(wire_frame({"id": rid, "op": op, **args})):
+            self._pending.pop(rid, None)
+            raise RpcError(f"too many requests in flight to node {self.label}", "timeout")
+        with trio.move_on_after(timeout):
+            await slot.event.wait()
+        self._pending.pop(rid, None)
+        body = slot.body
+        if body is None:
+            if slot.event.is_set():
+                raise RpcError(f"connection to node {self.label} lost ({self._lost})", "unreachable")
+            raise RpcError(f"node {self.label} did not answer {op!r} within {timeout:g} s", "timeout")
+        if not body.get("ok"):
+            raise RpcError(f"node {self.label}: {body.get('error', 'failed')}")
+        return body.get("body")
+
+
+@asynccontextmanager
+async def open_rpc(host: str, port: int, label: str = "") -> AsyncIterator[RpcClient]:
+    """An RpcClient for the duration of the block; errors in the block come out as themselves."""
+    client = RpcClient(host, port, label)
+    await client.connect()
+    async with hosting(client.serve) as error:
+        try:
+            yield client
+        except Exception as exc:
+            error.append(exc)
+
+
+@asynccontextmanager
+async def hosting(*services: Callable[[], Awaitable[None]]) -> AsyncIterator[list[BaseException]]:
+    """Run background services around a block, then cancel them.
+
+    With strict exception groups a failure in the block would come out of the nursery wrapped in
+    an ExceptionGroup; the block puts its error in the yielded list instead and it is raised bare
+    once the services are stopped.
+    """
+    error: list[BaseException] = []
+    async with trio.open_nursery() as nursery:
+        for service in services:
+            nursery.start_soon(service)
+        try:
+            yield error
+        finally:
+            nursery.cancel_scope.cancel()
+    if error:
+        raise error[0]
+
+
+def _why(exc: OSError) -> str:
+    return exc.strerror or str(exc)
+
+
+async def rpc_once(host: str, port: int, op: str, timeout: float = 2.0, label: str = "", **args: Any) -> Any:
+    """Connect, make one call, disconnect (for probes and one-off admin commands)."""
+    with trio.fail_after(timeout + CONNECT_TIMEOUT + 1.0):
+        async with open_rpc(host, port, label) as client:
+            return await client.call(op, timeout, **args)
