@@ -1,0 +1,217 @@
+"""The kit the classroom demos are written with: steps, expectations, the context a step reads,
+and the small checks the demos share (`demos.py` has the registry; the scripts are in
+`demos_versions.py` and `demos_failures.py`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from bhandar_cli.repl.batch import ClusterOptions
+
+Json = dict[str, Any]
+
+
+class DemoError(Exception):
+    """A step could not be computed or checked from what the cluster answered."""
+
+
+@dataclass
+class DemoContext:
+    """Every command run so far in this demo, with its reply as JSON; the current step's are last."""
+
+    history: list[tuple[str, Json]] = field(default_factory=list)
+    step_start: int = 0
+
+    @property
+    def step(self) -> list[Json]:
+        """The replies of the current step, in order."""
+        return [reply for _, reply in self.history[self.step_start :]]
+
+    def reply(self, cmd: str, index: int = -1) -> Json:
+        """The current step's replies to `cmd` (a command name such as "get"), by position."""
+        found = [r for r in self.step if r.get("cmd") == cmd]
+        try:
+            return found[index]
+        except IndexError:
+            raise DemoError(f"this step has no {cmd} reply number {index}") from None
+
+    def last(self, cmd: str) -> Json:
+        """The most recent reply to `cmd` anywhere in the demo so far."""
+        for _, reply in reversed(self.history):
+            if reply.get("cmd") == cmd:
+                return reply
+        raise DemoError(f"no {cmd} reply yet")
+
+    def last_two(self, cmd: str) -> tuple[Json, Json]:
+        """The two most recent replies to `cmd`, older first."""
+        found = [reply for _, reply in self.history if reply.get("cmd") == cmd]
+        if len(found) < 2:
+            raise DemoError(f"fewer than two {cmd} replies yet")
+        return found[-2], found[-1]
+
+    def replicas(self) -> list[str]:
+        """The home replicas of the last `prefs` reply (the preference list)."""
+        prefs = self.last("prefs")
+        if not prefs.get("ok", True) or "replicas" not in prefs:
+            raise DemoError(f"prefs failed: {prefs.get('error', prefs)}")
+        return list(prefs["replicas"])
+
+    def fallbacks(self) -> list[str]:
+        self.replicas()  # the same check that prefs answered
+        return list(self.last("prefs")["fallbacks"])
+
+
+Text = str | Callable[[DemoContext], str]
+Lines = Sequence[str] | Callable[[DemoContext], Sequence[str]]
+Check = Callable[[DemoContext], str | None]  # None when met, else what happened instead
+
+
+@dataclass(frozen=True)
+class Expect:
+    """What to look for, said as a sentence, and the check that it really happened."""
+
+    what: str
+    check: Check
+
+
+@dataclass(frozen=True)
+class Step:
+    say: Text  # narration before the commands: what we do and what to look for
+    run: Lines
+    expect: tuple[Expect, ...] = ()
+    then: Text | None = None  # said after the replies, once every expectation held
+    # The lesson of some steps is the error itself (ALL with a replica down); in every other step
+    # a failed command means the demo is broken, and the runner says so.
+    failures_expected: bool = False
+
+
+@dataclass(frozen=True)
+class Demo:
+    name: str
+    title: str
+    summary: str
+    source: str  # where the course text teaches it
+    options: ClusterOptions
+    steps: tuple[Step, ...]
+
+
+def text(value: Text, ctx: DemoContext) -> str:
+    return value(ctx) if callable(value) else value
+
+
+def lines(value: Lines, ctx: DemoContext) -> list[str]:
+    return list(value(ctx) if callable(value) else value)
+
+
+# --- small checks, shared by the demos ------------------------------------------------------------
+
+
+def show(value: Any) -> str:
+    import json
+
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _same_values(got: list[Any], want: list[Any]) -> bool:
+    return sorted(map(show, got)) == sorted(map(show, want))
+
+
+def get_values(want: list[Any], index: int = -1) -> Check:
+    """The step's get (by position) found exactly these values, as siblings, in any order."""
+
+    def check(ctx: DemoContext) -> str | None:
+        get = ctx.reply("get", index)
+        if not get.get("ok"):
+            return f"the get failed: {get.get('error')}"
+        if not _same_values(get["values"], want):
+            return f"the get returned {show(get['values'])}"
+        return None
+
+    return check
+
+
+def ok_with(cmd: str, index: int = -1, **fields: Any) -> Check:
+    """The step's `cmd` reply succeeded and has these field values."""
+
+    def check(ctx: DemoContext) -> str | None:
+        reply = ctx.reply(cmd, index)
+        if not reply.get("ok"):
+            return f"{cmd} failed: {reply.get('error')}"
+        wrong = {k: reply.get(k) for k, v in fields.items() if reply.get(k) != v}
+        return f"{cmd} answered {wrong}" if wrong else None
+
+    return check
+
+
+def failed_saying(cmd: str, *phrases: str, index: int = -1) -> Check:
+    """The step's `cmd` reply failed, and its sentence contains every phrase."""
+
+    def check(ctx: DemoContext) -> str | None:
+        reply = ctx.reply(cmd, index)
+        if reply.get("ok"):
+            return f"{cmd} succeeded"
+        missing = [p for p in phrases if p not in reply.get("error", "")]
+        return f"{cmd} failed with {reply.get('error')!r}" if missing else None
+
+    return check
+
+
+def replica_holds(node: Callable[[DemoContext], str], want: list[Any]) -> Check:
+    """The step's `clock` reply shows exactly these live values on that node."""
+
+    def check(ctx: DemoContext) -> str | None:
+        clock = ctx.reply("clock")
+        name = node(ctx)
+        versions = clock.get("replicas", {}).get(name)
+        if versions is None:
+            return f"{name} is down or not a replica of the key"
+        values = [v["value"] for v in versions if not v.get("tombstone")]
+        return None if _same_values(values, want) else f"{name} holds {show(values)}"
+
+    return check
+
+
+def all_replicas_equal(ctx: DemoContext) -> str | None:
+    clock = ctx.reply("clock")
+    odd = [f"{r['a']} {r['relation']} {r['b']}" for r in clock["relations"] if r["relation"] != "equal"]
+    if None in clock["replicas"].values():
+        return "a replica is down"
+    return f"not every replica agrees: {', '.join(odd)}" if odd else None
+
+
+def nth_replica(i: int) -> Callable[[DemoContext], str]:
+    return lambda ctx: ctx.replicas()[i]
+
+
+def prefs_shows_down(i: int) -> Check:
+    """The step's `prefs` reply shows the key's i-th home replica down."""
+
+    def check(ctx: DemoContext) -> str | None:
+        name = ctx.replicas()[i]
+        return None if ctx.reply("prefs")["up"].get(name) is False else f"prefs shows {name} up"
+
+    return check
+
+
+def prefs_sizes(replicas: int, fallbacks: int) -> Check:
+    def check(ctx: DemoContext) -> str | None:
+        got = (len(ctx.replicas()), len(ctx.fallbacks()))
+        return None if got == (replicas, fallbacks) else f"prefs lists {got[0]} replicas, {got[1]} fallbacks"
+
+    return check
+
+
+def metric_at_least(name: str, least: int = 1) -> Check:
+    """The step's `metrics` reply counts at least `least` of `name` (stale_reads, read_repairs)."""
+
+    def check(ctx: DemoContext) -> str | None:
+        got = ctx.reply("metrics")[name]
+        return None if got >= least else f"the metrics show {name} = {got}"
+
+    return check
+
+
+def home_holds(i: int, want: list[Any]) -> Check:
+    return replica_holds(nth_replica(i), want)
