@@ -131,15 +131,8 @@ def put(
     """Write a value (with the context of a previous get to replace what it read)."""
     from bhandar_cli.values import parse_value_bytes, parse_value_text
 
-    level = _level(consistency)
     data, ctype = parse_value_bytes(sys.stdin.buffer.read()) if value == "-" else parse_value_text(value)
-
-    async def action(client: Any) -> Any:
-        if context == "auto":
-            await client.get(keyspace, key, level, via)
-        return await client.put(keyspace, key, data, ctype, context, level, via)
-
-    _finish_write("put", output, _run("put", output, cluster, action))
+    _write("put", keyspace, key, data, ctype, context, consistency, via, cluster, output)
 
 
 def delete(
@@ -152,14 +145,30 @@ def delete(
     output: DataOutput = OUTPUT,
 ) -> None:
     """Delete a key (a tombstone; with the context of a get it replaces what that get saw)."""
+    _write("delete", keyspace, key, None, "", context, consistency, via, cluster, output)
+
+
+def _write(
+    cmd: str,
+    keyspace: str,
+    key: str,
+    data: bytes | None,
+    ctype: str,
+    context: str,
+    consistency: str | None,
+    via: str | None,
+    cluster: str | None,
+    output: DataOutput,
+) -> None:
+    """put and delete (a delete is a put of a tombstone): `--context auto` reads the key first."""
     level = _level(consistency)
 
     async def action(client: Any) -> Any:
         if context == "auto":
             await client.get(keyspace, key, level, via)
-        return await client.delete(keyspace, key, context, level, via)
+        return await client.put(keyspace, key, data, ctype, context, level, via)
 
-    _finish_write("delete", output, _run("delete", output, cluster, action))
+    _finish_write(cmd, output, _run(cmd, output, cluster, action))
 
 
 def _finish_write(cmd: str, output: DataOutput, outcome: Any) -> None:
