@@ -31,12 +31,7 @@ RangeKey = tuple[str, int, int]  # (keyspace, lo, hi)
 class RepairProbe:
     session: int
     keyspace: KeyspaceDef
-    lo: int
-    hi: int
-    depth: int
-    level: int
-    indexes: tuple[int, ...]
-    hashes: tuple[bytes, ...]
+    probe: HashProbe
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,7 +153,7 @@ class RepairRole(NodeBase):
         )
         self.metrics.repair_sessions += 1
         probe = diff.start()
-        return [Send(peer, _probe_message(session_id, ks, probe))]
+        return [Send(peer, RepairProbe(session_id, ks, probe))]
 
     def _on_probe_reply(self, now: float, src: str, msg: RepairProbeReply) -> list[Effect]:
         session = self.repairs.get(msg.session)
@@ -170,7 +165,7 @@ class RepairRole(NodeBase):
         except ValueError as exc:
             return self._end_session(now, session, f"bad reply from {src}: {exc}")
         if probe is not None:
-            return [Send(src, _probe_message(session.id, session.keyspace, probe))]
+            return [Send(src, RepairProbe(session.id, session.keyspace, probe))]
         result = session.diff.result()
         session.keys = result.keys
         if not session.keys:
@@ -256,8 +251,8 @@ class RepairRole(NodeBase):
 
     def _on_probe(self, src: str, msg: RepairProbe) -> list[Effect]:
         self._learn(msg.keyspace)
-        tree, _ = self.build_tree(msg.keyspace.name, msg.lo, msg.hi, msg.depth)
-        probe = HashProbe(msg.lo, msg.hi, msg.depth, msg.level, msg.indexes, msg.hashes)
+        probe = msg.probe
+        tree, _ = self.build_tree(msg.keyspace.name, probe.lo, probe.hi, probe.depth)
         try:
             reply = tree.answer(probe)
         except ValueError:
@@ -325,7 +320,3 @@ def _is_tombstone(record: Record) -> bool:
         and bool(record.siblings)
         and all(s.value is None for s in record.siblings)
     )
-
-
-def _probe_message(session: int, ks: KeyspaceDef, probe: HashProbe) -> RepairProbe:
-    return RepairProbe(session, ks, probe.lo, probe.hi, probe.depth, probe.level, probe.indexes, probe.hashes)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from bhandar_cli.core import antientropy, gossip, membership, messages, streaming
+from bhandar_cli.core import antientropy, gossip, membership, merkle, messages, streaming
 from bhandar_cli.core.config import KeyspaceDef
 from bhandar_cli.core.crdt import PNCounter
 from bhandar_cli.core.records import Versioned, from_plain, to_plain
@@ -43,6 +43,7 @@ REGISTRY: dict[str, type] = {
         membership.MemberState,
         gossip.GossipSyn,
         gossip.GossipAck,
+        merkle.HashProbe,
         antientropy.RepairProbe,
         antientropy.RepairProbeReply,
         antientropy.RepairFetch,
