@@ -225,15 +225,21 @@ def _fault(
 
 
 @cluster_app.command("kill")
-def kill(node: str = typer.Argument(..., help="Node to crash (SIGKILL)."), directory: str | None = DIR_OPTION,
-         output: OutputFormat = OUTPUT_OPTION) -> None:  # fmt: skip
+def kill(
+    node: str = typer.Argument(..., metavar="NODE", help="Node to crash (SIGKILL)."),
+    directory: str | None = DIR_OPTION,
+    output: OutputFormat = OUTPUT_OPTION,
+) -> None:
     """Crash a node: SIGKILL, no clean shutdown (what is not durable is lost)."""
     _fault("kill", output, directory, lambda c: c.kill(node))
 
 
 @cluster_app.command("start")
-def start(node: str = typer.Argument(..., help="Node to (re)start."), directory: str | None = DIR_OPTION,
-          output: OutputFormat = OUTPUT_OPTION) -> None:  # fmt: skip
+def start(
+    node: str = typer.Argument(..., metavar="NODE", help="Node to (re)start."),
+    directory: str | None = DIR_OPTION,
+    output: OutputFormat = OUTPUT_OPTION,
+) -> None:
     """Restart a node with its data directory and ports; waits until it knows the cluster."""
 
     async def revive(client: Any) -> Any:
@@ -246,7 +252,9 @@ def start(node: str = typer.Argument(..., help="Node to (re)start."), directory:
 
 @cluster_app.command("partition")
 def partition(
-    groups: list[str] = typer.Argument(..., help="Groups separated by '|' (quote it): 'A B | C D E'."),
+    groups: list[str] = typer.Argument(
+        ..., metavar="GROUPS", help="Groups separated by '|' (quote it): 'A B | C D E'."
+    ),
     directory: str | None = DIR_OPTION,
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
@@ -266,8 +274,10 @@ def heal(directory: str | None = DIR_OPTION, output: OutputFormat = OUTPUT_OPTIO
 
 @cluster_app.command("delay")
 def delay(
-    node: str = typer.Argument(..., help="Node whose messages are slowed."),
-    ms: float = typer.Argument(..., help="Extra milliseconds per message to or from it (0 removes it)."),
+    node: str = typer.Argument(..., metavar="NODE", help="Node whose messages are slowed."),
+    ms: float = typer.Argument(
+        ..., metavar="MS", help="Extra milliseconds per message to or from it (0 removes it)."
+    ),
     directory: str | None = DIR_OPTION,
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:

@@ -90,8 +90,8 @@ def _write_raw(values: list[bytes], exact: bool) -> None:
 
 
 def get(
-    keyspace: str = typer.Argument(..., help="Keyspace."),
-    key: str = typer.Argument(..., help="Key."),
+    keyspace: str = typer.Argument(..., metavar="KS", help="Keyspace."),
+    key: str = typer.Argument(..., metavar="KEY", help="Key."),
     consistency: str | None = LEVEL,
     via: str | None = VIA,
     cluster: str | None = CLUSTER,
@@ -119,9 +119,11 @@ def get(
 
 
 def put(
-    keyspace: str = typer.Argument(..., help="Keyspace."),
-    key: str = typer.Argument(..., help="Key."),
-    value: str = typer.Argument(..., help="A JSON literal or a bare string; - reads standard input."),
+    keyspace: str = typer.Argument(..., metavar="KS", help="Keyspace."),
+    key: str = typer.Argument(..., metavar="KEY", help="Key."),
+    value: str = typer.Argument(
+        ..., metavar="VALUE", help="A JSON literal or a bare string; - reads standard input."
+    ),
     context: str = CONTEXT,
     consistency: str | None = LEVEL,
     via: str | None = VIA,
@@ -136,8 +138,8 @@ def put(
 
 
 def delete(
-    keyspace: str = typer.Argument(..., help="Keyspace."),
-    key: str = typer.Argument(..., help="Key."),
+    keyspace: str = typer.Argument(..., metavar="KS", help="Keyspace."),
+    key: str = typer.Argument(..., metavar="KEY", help="Key."),
     context: str = CONTEXT,
     consistency: str | None = LEVEL,
     via: str | None = VIA,
@@ -181,9 +183,11 @@ def _finish_write(cmd: str, output: DataOutput, outcome: Any) -> None:
 
 
 def incr(
-    keyspace: str = typer.Argument(..., help="A counter keyspace (counters exists from the start)."),
-    key: str = typer.Argument(..., help="Key."),
-    delta: int = typer.Argument(1, help="Amount to add (negative subtracts)."),
+    keyspace: str = typer.Argument(
+        ..., metavar="KS", help="A counter keyspace (counters exists from the start)."
+    ),
+    key: str = typer.Argument(..., metavar="KEY", help="Key."),
+    delta: int = typer.Argument(1, metavar="DELTA", help="Amount to add (negative subtracts)."),
     request_id: str | None = typer.Option(None, "--id", help="Request id: a retry with it counts once."),
     consistency: str | None = LEVEL,
     via: str | None = VIA,
