@@ -98,11 +98,13 @@ class ClusterViews:
         prefs = await self.prefs(keyspace, key)
         replicas: dict[str, Any] = {}
         holders: dict[str, str] = {}
+        down: list[str] = []
         clocks: dict[str, dict[str, int]] = {}
         for name in prefs["replicas"] + prefs["fallbacks"]:
             if not self.backend.is_alive(name):
                 if name in prefs["replicas"]:
-                    replicas[name] = None  # down: cannot be asked
+                    replicas[name] = []  # down: cannot be asked (listed in "down")
+                    down.append(name)
                 continue
             own, hinted = await self.backend.node_records(name, keyspace, key)
             record = own if name in prefs["replicas"] else hinted
@@ -131,6 +133,7 @@ class ClusterViews:
             "key": key,
             "replicas": replicas,
             "holders": holders,
+            "down": down,
             "relations": relations,
         }
 

@@ -235,7 +235,7 @@ def render_clock(data: dict[str, Any]) -> RenderableType:
     for node, versions in data["replicas"].items():
         label = Text(node, node_style(node))
         holder = data["holders"].get(node, "replica")
-        if versions is None:
+        if node in data.get("down", ()):
             table.add_row(label, Text("down", "bold red"), "", "", "")
         elif not versions:
             table.add_row(label, holder, "", "", Text("(nothing)", "dim"))
