@@ -11,7 +11,7 @@ import sys
 import typer
 
 from bhandar_cli import __version__
-from bhandar_cli.cmd.bench import bench
+from bhandar_cli.cmd.bench import bench_app
 from bhandar_cli.cmd.chaos import chaos
 from bhandar_cli.cmd.cluster import cluster_app
 from bhandar_cli.cmd.data import delete, get, incr, put
@@ -35,7 +35,7 @@ app.command("get")(get)
 app.command("put")(put)
 app.command("delete")(delete)
 app.command("incr")(incr)
-app.command("bench")(bench)
+app.add_typer(bench_app, name="bench")
 app.add_typer(cluster_app, name="cluster")
 app.add_typer(node_app, name="node")
 app.add_typer(sim_app, name="sim")

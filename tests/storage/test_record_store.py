@@ -118,3 +118,13 @@ def test_data_dir_survives_sigkill_of_the_whole_process(tmp_path: Path) -> None:
     out = subprocess.run([*cmd, "-e", lines], capture_output=True, text=True, timeout=60, check=True)
     replies = [json.loads(line) for line in out.stdout.splitlines()]
     assert [r["values"] for r in replies] == [[f"value{k[3:]}"] for k in acked]
+
+
+def test_bench_storage_command_reports_both_sides_and_ratios(tmp_path: Path) -> None:
+    cmd = [sys.executable, "-P", "-m", "bhandar_cli", "bench", "storage", "--ops", "2000", "-o", "json"]
+    out = subprocess.run([*cmd, "--dir", str(tmp_path / "b")], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    r = json.loads(out.stdout)
+    assert r["engine"]["puts_per_s"] > 0 and r["sqlite"]["puts_per_s"] > 0
+    assert abs(r["put_ratio"] - r["engine"]["puts_per_s"] / r["sqlite"]["puts_per_s"]) < 1e-9
+    assert r["get_ratio"] > 0
