@@ -149,11 +149,15 @@ class ClusterViews:
 
         total = NodeMetrics()
         per_node: dict[str, int] = {}
+        storage: dict[str, Any] = {}
         for name in self.backend.names:
             if self.backend.is_alive(name):
                 m = await self.backend.node_metrics(name)
                 total.merge(m)
                 per_node[name] = m.coordinated + m.replica_requests
+                disk = (await self.backend.node_info(name)).get("storage")
+                if disk:
+                    storage[name] = disk
         ops: dict[str, dict[str, Any]] = {}
         for (op, level), stats in sorted(total.ops.items()):
             ops.setdefault(op, {})[level] = {
@@ -182,4 +186,10 @@ class ClusterViews:
             },
             "requests": per_node,
             "forwarded": total.forwarded,
+            "anti_entropy": {
+                "sessions": total.repair_sessions,
+                "keys_repaired": total.keys_repaired,
+                "tombstones_reaped": total.tombstones_reaped,
+            },
+            "storage": storage,
         }

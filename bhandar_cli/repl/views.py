@@ -291,7 +291,38 @@ def render_metrics(data: dict[str, Any]) -> RenderableType:
         f"hints pending {h['pending']} "
         f"(oldest {h['oldest_s']:.1f}s, stored {h['stored']}, delivered {h['delivered']})"
     )
-    return Group(table, summary)
+    parts: list[RenderableType] = [table, summary]
+    ae = data.get("anti_entropy")
+    if ae:
+        parts.append(
+            Text(
+                f"anti-entropy sessions {ae['sessions']}  keys repaired {ae['keys_repaired']}  "
+                f"tombstones reaped {ae['tombstones_reaped']}"
+            )
+        )
+    if data.get("storage"):
+        disk = Table(
+            "node", "disk", "sstables", "backlog", "wal", "memtable", box=box.SIMPLE_HEAD, show_edge=False
+        )
+        for node, s in data["storage"].items():
+            disk.add_row(
+                Text(node, node_style(node)),
+                _bytes(s["disk_bytes"]),
+                str(s["sstables"]),
+                str(s["compaction_backlog"]),
+                _bytes(s["wal_bytes"]),
+                _bytes(s["memtable_bytes"]),
+            )
+        parts.append(disk)
+    return Group(*parts)
+
+
+def _bytes(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return str(n)
 
 
 def render_help(data: dict[str, Any]) -> RenderableType:
