@@ -16,9 +16,12 @@ from __future__ import annotations
 
 from bhandar_cli.repl.demo_kit import Demo, DemoContext, DemoError, Expect, Step, get_values, lines, text
 from bhandar_cli.repl.demos_failures import HANDOFF, QUORUM, READREPAIR
+from bhandar_cli.repl.demos_membership import JOIN
 from bhandar_cli.repl.demos_versions import COUNTER, LWW, SIBLINGS, TOMBSTONE
 
-DEMOS: dict[str, Demo] = {d.name: d for d in (SIBLINGS, QUORUM, HANDOFF, LWW, COUNTER, READREPAIR, TOMBSTONE)}
+DEMOS: dict[str, Demo] = {
+    d.name: d for d in (SIBLINGS, QUORUM, HANDOFF, LWW, COUNTER, READREPAIR, TOMBSTONE, JOIN)
+}
 
 __all__ = [
     "DEMOS",

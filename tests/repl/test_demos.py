@@ -9,6 +9,8 @@ from __future__ import annotations
 import dataclasses
 import io
 import re
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -229,3 +231,17 @@ def test_cli_failing_demo_exits_1(monkeypatch: pytest.MonkeyPatch) -> None:
     result = CliRunner().invoke(cli(), ["demo", "siblings", "--auto", "--virtual-time"])
     assert result.exit_code == EXIT_FAILED
     assert UNEXPECTED in result.stderr
+
+
+def test_join_demo_runs_to_the_end() -> None:
+    from bhandar_cli.repl.demos import DEMOS
+
+    assert "join" in DEMOS
+    proc = subprocess.run(
+        [sys.executable, "-P", "-m", "bhandar_cli", "demo", "join", "--auto", "--virtual-time"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "every expectation met" in proc.stdout
