@@ -8,6 +8,7 @@ syncs the store once before sending anything durable: many writes, one sync (gro
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from random import Random
 from typing import Any
@@ -19,6 +20,8 @@ from bhandar_cli.core.messages import ClientRequest, Failure, Note, Respond, Res
 from bhandar_cli.core.replica import Node
 from bhandar_cli.core.ring import Ring
 from bhandar_cli.core.store import Store
+
+log = logging.getLogger("bhandar.node")
 
 INBOX_SIZE = 10_000
 BATCH = 256
@@ -52,6 +55,7 @@ class NodeRuntime:
         self._scope: trio.CancelScope | None = None
         self._inbox_send, self._inbox_recv = trio.open_memory_channel[tuple[str | None, Any]](INBOX_SIZE)
         self._responders: dict[int, Responder] = {}
+        self.errors = 0  # messages dropped because handling them raised
         self.boot: dict[str, Any] = {}  # extra Node arguments (a joining node's status, tokens, seeds)
         # Off in-process: a virtual clock would jump while a thread runs, and fsyncs are short.
         self.sync_in_thread = False
@@ -94,10 +98,13 @@ class NodeRuntime:
             now = trio.current_time()
             effects: list[Any] = []
             for src, msg in batch:
-                if src is None:
-                    effects.extend(node.request(now, msg))
-                else:
-                    effects.extend(node.handle(now, src, msg))
+                try:
+                    if src is None:
+                        effects.extend(node.request(now, msg))
+                    else:
+                        effects.extend(node.handle(now, src, msg))
+                except Exception as exc:  # a malformed message, or our bug: never let it kill the node
+                    self._internal_error(src, msg, exc)
             if now >= node.next_deadline():
                 effects.extend(node.tick(now))
             if not effects:
@@ -115,6 +122,19 @@ class NodeRuntime:
             else:
                 self.store.sync()
             self._dispatch(durable)
+
+    def _internal_error(self, src: str | None, msg: Any, exc: Exception) -> None:
+        self.errors += 1
+        what = f"{type(msg).__name__} from {src or 'a client'}"
+        log.error("%s dropped %s: %s: %s", self.name, what, type(exc).__name__, exc, exc_info=exc)
+        if self.on_note is not None:
+            self.on_note(
+                self.name, Note(f"{self.name} dropped {what} it could not handle ({type(exc).__name__})")
+            )
+        if src is None and hasattr(msg, "rid"):
+            responder = self._responders.pop(msg.rid, None)
+            if responder is not None:
+                responder(Failure("internal", f"node {self.name} could not handle the request: {exc}"))
 
     def _dispatch(self, effects: list[Any]) -> None:
         for effect in effects:

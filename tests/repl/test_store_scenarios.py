@@ -187,3 +187,23 @@ def test_json_shapes_of_views(repl: Run) -> None:
     assert {"stale_reads", "read_repairs", "hints"} <= metrics.keys()
     assert {"pending", "oldest_s"} <= metrics["hints"].keys()
     assert incr == {**incr, "cmd": "incr", "ok": True, "value": 2}
+
+
+def test_a_message_that_breaks_the_handler_is_dropped_and_the_node_lives_on() -> None:
+    import trio
+    import trio.testing
+
+    from bhandar_cli.core.messages import ReplicaWrite
+    from bhandar_cli.repl.batch import ClusterOptions, open_session
+
+    async def main() -> list[dict[str, Any]]:
+        async with open_session(ClusterOptions(nodes=3, memory=True), "json") as session:
+            cluster = session.client.backend.cluster  # type: ignore[attr-defined]
+            # Well-formed but ill-typed, as a rogue peer could send it: record is not a record.
+            cluster.runtime("A").deliver("B", ReplicaWrite(1, "not a keyspace", "k", "garbage"))  # type: ignore[arg-type]
+            await trio.sleep(0.1)
+            assert cluster.runtime("A").errors == 1 and cluster.runtime("A").alive
+            return [r.to_json() for r in await session.run_line("put ks k v via=A; get ks k via=A")]
+
+    put, get = trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    assert put["ok"] and get["values"] == ["v"]
