@@ -102,7 +102,8 @@ def test_join_moves_about_a_fifth_of_keys_then_decommission_moves_them_back() ->
     after = owners(c, keys)
     moved = [k for k in keys if before[k] != after[k]]
     share = len(moved) / len(keys)
-    # Measured: 19.7% of keys change owner with 64 vnodes (ideal 20%), all of them to E.
+    # Measured: 17.7% of these 300 keys change owner with 64 vnodes (E owns 17.8% of the ring; the
+    # ideal is 20%), all of them to E. With 20,000 keys: 17.3%; with 8 vnodes: 11.6%.
     assert 0.12 < share < 0.28, share
     assert {after[k] for k in moved} == {"E"}
     for k in keys:
