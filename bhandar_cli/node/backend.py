@@ -34,6 +34,12 @@ class InProcessBackend:
                 return node.ring
         return self.cluster.ring
 
+    def drain_notes(self) -> list[tuple[str, dict[str, Any], str]]:
+        """Notes the nodes made since the last call: (text, data, node)."""
+        notes = list(self.cluster.notes)
+        self.cluster.notes.clear()
+        return [(note.text, note.data, node) for _, node, note in notes]
+
     def now(self) -> float:
         return trio.current_time()
 

@@ -6,6 +6,7 @@ can inject (partition, heal, kill, revive, delay) and the stores, which outlive 
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from random import Random
 from typing import Any
@@ -46,7 +47,8 @@ class InProcessCluster:
         make_store = store_factory or (lambda _name: MemoryStore())
         self._make_store = make_store
         self._rng = rng
-        self.notes: list[tuple[float, str, Note]] = []
+        # What nodes noticed (peers down or up, joins); bounded, the REPL drains it.
+        self.notes: deque[tuple[float, str, Note]] = deque(maxlen=1000)
         self.runtimes: dict[str, NodeRuntime] = {
             name: NodeRuntime(
                 name,

@@ -126,6 +126,7 @@ class InteractiveApp:
         self.completion = CompletionContext(
             list(backend.names), names, {ks: sorted(keys) for ks, keys in client.keys_seen.items()}
         )
+        self._print_news(getattr(backend, "drain_notes", list)())
         self.toolbar_state = {
             "down": [n for n in backend.names if not backend.is_alive(n)],
             "nodes": len(backend.names),
@@ -134,6 +135,22 @@ class InteractiveApp:
             "hints": hints["pending"],
             "trace": client.trace,
         }
+
+    def _print_news(self, notes: list[tuple[str, dict[str, Any], str]]) -> None:
+        """What the cluster noticed on its own (failure detection, joins), above the prompt.
+
+        Every node reports what it sees; "C is down (seen by A, B, D)" says it once."""
+        seen: dict[tuple[str, bool], list[str]] = {}
+        for text, data, node in notes:
+            if "peer" in data:
+                seen.setdefault((data["peer"], data["up"]), []).append(node)
+            else:
+                self._console().print(f"[dim]· {text}[/dim]")
+        for (peer, up), nodes in seen.items():
+            word = "[green]up again[/green]" if up else "[red]down[/red]"
+            self._console().print(
+                f"[dim]· {peer} is[/dim] {word} [dim](seen by {', '.join(sorted(nodes))})[/dim]"
+            )
 
     async def execute(self, text: str) -> None:
         """Run one line; Ctrl-C (SIGINT) cancels the command in progress and only that."""
