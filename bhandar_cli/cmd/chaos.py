@@ -9,6 +9,11 @@ figures (the only line that differs between two runs of the same seed). With `-o
 On any violation the violations and a `reproduce with: bhandar chaos ...` line go to standard error
 and the exit code is 1. Numeric options are parsed here rather than typed as `int` so that every bad
 value gives the same one-line error and exit code 2 (click would print a usage box).
+
+Fault kinds include range movements (`join`, `decommission`); `--storage lsm` puts every node on
+the LSM engine over a simulated disk that crashes can tear. `--bug` (hidden) plants a known bug,
+so tests can show the checker catches it: `ack_before_quorum` in the store, `ack_before_sync` in
+the simulator's driver (acknowledging before the store is synced; only storage faults expose it).
 """
 
 from __future__ import annotations
@@ -25,6 +30,9 @@ from bhandar_cli.cmd.output import EXIT_FAILED, EXIT_USAGE, OUTPUT_OPTION, Outpu
 SEED_MAX = 2**63 - 1
 OPS_MAX = 10_000_000
 SCENARIOS = ("ministore",)
+STORAGES = ("memory", "lsm")
+# Test-only planted bugs: each must make the checker fail (tests/sim/test_chaos.py shows it does).
+KNOWN_BUGS = ("ack_before_quorum", "ack_before_sync")
 LEVELS = ("ONE", "QUORUM", "ALL")
 SHOWN_VIOLATIONS = 20
 _INT = re.compile(r"[0-9]+")
@@ -65,35 +73,42 @@ def chaos(
         None,
         "--ops",
         metavar="INT",
-        help="Client operations, retries included [default: 2000; 8000 for ministore].",
+        help="Client operations, retries included (default: 2000; 8000 for ministore).",
     ),
     nodes: str = typer.Option(
-        None, "--nodes", metavar="INT", help="Nodes in the cluster [default: drawn, 3-7]."
+        None, "--nodes", metavar="INT", help="Nodes in the cluster (default: drawn, 3-7)."
     ),
     replicas: str = typer.Option(
         None,
         "--replicas",
         "-n",
         metavar="INT",
-        help="Replication factor N [default: drawn, at most --nodes].",
+        help="Replication factor N (default: drawn, at most --nodes).",
     ),
     faults: str = typer.Option(
         None,
         "--faults",
         metavar="LIST",
-        help="Faults to inject: all, none, or some of kill,restart,partition,clog,delay,loss,duplicate "
-        "[default: a subset drawn from the seed].",
+        help="Faults to inject: all, none, or a comma-separated list of kill, restart, partition, clog, "
+        "delay, loss, duplicate, join, decommission (default: a subset drawn from the seed).",
+    ),
+    storage: str = typer.Option(
+        None,
+        "--storage",
+        metavar="KIND",
+        help="memory, or lsm: every node on the LSM engine over a simulated disk that a crash can "
+        "tear (unsynced writes lost) (default: drawn, mostly memory).",
     ),
     consistency: str = typer.Option(
         None,
         "--consistency",
         "-c",
         metavar="LEVEL",
-        help="ONE, QUORUM or ALL for every request [default: drawn].",
+        help="ONE, QUORUM or ALL for every request (default: drawn).",
     ),
-    keys: str = typer.Option(None, "--keys", metavar="INT", help="Keys per keyspace [default: drawn]."),
+    keys: str = typer.Option(None, "--keys", metavar="INT", help="Keys per keyspace (default: drawn)."),
     clients: str = typer.Option(
-        None, "--clients", metavar="INT", help="Concurrent clients [default: drawn]."
+        None, "--clients", metavar="INT", help="Concurrent clients (default: drawn)."
     ),
     scenario: str = typer.Option(
         None,
@@ -107,7 +122,9 @@ def chaos(
     """Run a seeded workload under faults on a simulated cluster and check that nothing acknowledged
     was lost, counters add up and replicas converge. The same seed replays the same run."""
     if scenario is not None:
-        _scenario(scenario, seed, ops, output, nodes, replicas, faults, consistency, keys, clients, bug)
+        _scenario(
+            scenario, seed, ops, output, nodes, replicas, faults, consistency, keys, clients, storage, bug
+        )
         return
     from bhandar_cli.sim.chaos import ChaosOptions
 
@@ -124,10 +141,14 @@ def chaos(
         level = consistency.strip().upper()
         if level not in LEVELS:
             fail(f"--consistency must be ONE, QUORUM or ALL, got {consistency!r}", EXIT_USAGE)
-    known_bugs = ("ack_before_quorum",)
     for name in bug:
-        if name not in known_bugs:
-            fail(f"unknown --bug {name!r} (known: {', '.join(known_bugs)})", EXIT_USAGE)
+        if name not in KNOWN_BUGS:
+            fail(f"unknown --bug {name!r} (known: {', '.join(KNOWN_BUGS)})", EXIT_USAGE)
+    kind = None
+    if storage is not None:
+        kind = storage.strip().lower()
+        if kind not in STORAGES:
+            fail(f"--storage must be memory or lsm, got {storage!r}", EXIT_USAGE)
     options = ChaosOptions(
         seed=secrets.randbelow(2**32) if seed_n is None else seed_n,
         ops=2000 if ops_n is None else ops_n,
@@ -138,6 +159,7 @@ def chaos(
         keys=keys_n,
         clients=clients_n,
         bugs=tuple(bug),
+        storage=kind,
     )
     report = _run_with_progress(options, output)
     _print_report(report, output)
@@ -162,7 +184,7 @@ def _run_with_progress(options: Any, output: OutputFormat) -> Any:
 
 
 def _print_report(report: Any, output: OutputFormat) -> None:
-    from bhandar_cli.sim.chaos import render_summary, render_timing, report_json, reproduce_command
+    from bhandar_cli.sim.chaos_report import render_summary, render_timing, report_json, reproduce_command
 
     if output is OutputFormat.json:
         emit_json(report_json(report))
@@ -184,7 +206,16 @@ def _print_report(report: Any, output: OutputFormat) -> None:
 def _scenario(name: str, seed: str | None, ops: str | None, output: OutputFormat, *others: Any) -> None:
     if name.strip().lower() not in SCENARIOS:
         fail(f"unknown --scenario {name!r} (known: {', '.join(SCENARIOS)})", EXIT_USAGE)
-    names = ("--nodes", "--replicas", "--faults", "--consistency", "--keys", "--clients", "--bug")
+    names = (
+        "--nodes",
+        "--replicas",
+        "--faults",
+        "--consistency",
+        "--keys",
+        "--clients",
+        "--storage",
+        "--bug",
+    )
     for option, value in zip(names, others, strict=True):
         if value:
             fail(f"{option} does not apply to --scenario ministore (its setup is fixed)", EXIT_USAGE)

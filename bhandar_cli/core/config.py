@@ -73,8 +73,9 @@ class NodeConfig:
     ping_interval: float = 0.5
     down_after: float = 1.5
     hint_max_per_target: int = 10_000
-    # Hints older than this are dropped (anti-entropy repairs what they carried). It must stay
-    # below tombstone_grace: a hint delivered after its key's tombstone was reaped would resurrect.
+    # Hints older than this stop waiting for their target and go to another home replica of the
+    # key that is up (anti-entropy brings the target up to date). It must stay below
+    # tombstone_grace: a hint delivered after its key's tombstone was reaped would resurrect.
     hint_max_age: float = 600.0
     # Anti-entropy: one Merkle comparison (range, peer) every interval; 0 turns it off.
     repair_interval: float = 2.0

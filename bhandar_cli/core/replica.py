@@ -25,7 +25,7 @@ from bhandar_cli.core import antientropy as ae
 from bhandar_cli.core import streaming as st
 from bhandar_cli.core.antientropy import RepairBatch, RepairRole
 from bhandar_cli.core.config import COUNTERS, LEVELS, KeyspaceDef, NodeConfig, required
-from bhandar_cli.core.errors import BadInput, BhandarError, Refused, TooLarge
+from bhandar_cli.core.errors import BadInput, BhandarError, Refused, TooLarge, Unavailable
 from bhandar_cli.core.gossip import GossipLiveness
 from bhandar_cli.core.handoff import HandoffRole
 from bhandar_cli.core.hints import HintQueue
@@ -344,6 +344,14 @@ class Node(WriteRole, ReadRole, HandoffRole, RepairRole, StreamRole):
             # superseded siblings back. Found by `bhandar chaos --seed 2138 --ops 5000 --faults all`.
             if self.id not in plan.targets or (self.id not in plan.home and plan.targets[0] in plan.home):
                 return out + self._forward(now, req, origin, plan)
+            if self.gossip is not None and self.gossip.membership.mine.status in ("leaving", "left"):
+                # A leaving node has streamed (or is about to stream) its data away: a write it
+                # coordinated could rest on its own copy alone and leave with it. Another replica
+                # coordinates. Found by `bhandar chaos --seed 105 --ops 3000` (LSM storage).
+                others = tuple(t for t in plan.targets if t != self.id)
+                if not others:
+                    raise Unavailable(f"{self.id} is leaving the ring and no other replica is reachable")
+                return out + self._forward(now, req, origin, replace(plan, targets=others))
             self.metrics.coordinated += 1
             if isinstance(req, IncrRequest):
                 return out + self._coordinate_incr(now, req, origin, ks, plan, needed)
@@ -421,8 +429,13 @@ class Node(WriteRole, ReadRole, HandoffRole, RepairRole, StreamRole):
         ks = self.keyspaces.get(req.keyspace)
         if ks is not None:
             return ks, []
+        if self.gossip is not None and self.gossip.membership.mine.status == "joining":
+            # A joining node may not have heard the cluster's keyspaces yet: creating this one
+            # with the defaults would serve a strict keyspace as sloppy (or a counter keyspace as
+            # siblings). Found by `bhandar chaos --seed 38 --ops 3000 --faults all`.
+            raise Unavailable(f"{self.id} is joining and does not know keyspace {req.keyspace} yet; retry")
         # Using a new keyspace name creates it with the default policy, everywhere.
-        ks = KeyspaceDef(req.keyspace, n=self.config.default_n)
+        ks = self._implicit(req.keyspace)
         self._learn(ks)
         return ks, self._broadcast_schema()
 
@@ -506,8 +519,17 @@ class Node(WriteRole, ReadRole, HandoffRole, RepairRole, StreamRole):
         known = self.keyspaces.get(ks.name)
         if known is ks or known == ks:
             return
+        if known is not None and ks == self._implicit(ks.name):
+            # A keyspace created by first use never replaces a defined one: a node that had not
+            # heard of it yet would otherwise redefine it cluster-wide through gossip (a strict
+            # keyspace turned sloppy). Found by `bhandar chaos --seed 38 --ops 3000 --faults all`.
+            return
         self.keyspaces[ks.name] = ks
         self.store.put_meta("keyspaces", [[k.name, k.policy, k.n, k.quorum] for k in self.keyspaces.values()])
+
+    def _implicit(self, name: str) -> KeyspaceDef:
+        """The definition a keyspace gets when a request uses its name first."""
+        return KeyspaceDef(name, n=self.config.default_n)
 
     def _broadcast_schema(self) -> list[Effect]:
         update = SchemaUpdate(tuple(self.keyspaces.values()))

@@ -32,7 +32,7 @@ class WriteRole(NodeBase):
         siblings = local.siblings if isinstance(local, Versioned) else ()
         actor = self._actor(plan)
         context = req.context or {}
-        dot = next_dot(siblings, actor, context)
+        dot = self._unused_dot(ks.name, req.key, next_dot(siblings, actor, context))
         sibling = Sibling(dot, prune(context, actor, self.config.max_vv_entries), req.value, req.ctype, now)
         merged = (
             lww_merge(siblings, (sibling,)) if ks.policy == "lww" else merge_siblings(siblings, (sibling,))
@@ -95,6 +95,25 @@ class WriteRole(NodeBase):
         self.store.put_meta("epoch", epoch)
         return f"{self.id}~{epoch}"
 
+    def _unused_dot(self, keyspace: str, key: str, dot: tuple[str, int]) -> tuple[str, int]:
+        """`dot`, or a later one if this node's actor already used its counter for this key.
+
+        The record alone may have forgotten a dot: once the sibling is superseded, only contexts
+        remember it, and contexts are pruned past `max_vv_entries` (smallest counters first), so
+        the actor would mint the same dot for a new write, which any context that saw the old one
+        covers. Found by `bhandar chaos --seed 350 --ops 3000 --faults all --storage lsm`.
+        Fallback actors are new for every write and need no memory.
+        """
+        actor, counter = dot
+        if actor != self.home_actor:
+            return dot
+        name = f"dot:{keyspace}/{key}"
+        used = int(self.store.get_meta(name) or 0)
+        if counter <= used:
+            counter = used + 1
+        self.store.put_meta(name, counter)  # durable with the write: the driver syncs before sending
+        return (actor, counter)
+
     def _replicate(
         self, now: float, op: Op, ks: KeyspaceDef, key: str, record: Record, plan: Plan
     ) -> list[Effect]:
@@ -129,6 +148,14 @@ class WriteRole(NodeBase):
 
     def _on_replica_write(self, now: float, src: str, msg: ReplicaWrite) -> list[Effect]:
         self.metrics.replica_requests += 1
+        status = self.gossip.membership.mine.status if self.gossip is not None else "normal"
+        if status == "left" or (status == "leaving" and msg.kind == "handoff"):
+            # A node that left (or is leaving: it has streamed its data away) must not become the
+            # last holder of a write: it would leave with it. Refused, a coordinator counts it as
+            # failed, and a hint holder keeps the hint and hands it to a replica of the key once
+            # the node has left (handoff.py). Found by `bhandar chaos --seed 238 --ops 3000` and
+            # `--seed 137 --ops 3000 --storage lsm`.
+            return [Send(src, ReplicaAck(msg.op, False, f"{self.id} is leaving the ring"))]
         self._learn(msg.keyspace)
         ks = msg.keyspace.name
         if msg.hint_for is not None and msg.hint_for != self.id:

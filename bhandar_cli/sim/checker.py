@@ -15,11 +15,15 @@ the final state of every key, seeing only what clients saw plus the replicas' fi
 - stale reads: a successful read that lacks an acknowledged put whose acknowledgement the client
   had before it invoked the read (and that nobody had superseded by the time the read answered).
   They are counted; in a strict-quorum keyspace where R + W > N they break quorum intersection and
-  are violations.
+  are violations, except when the missed write ran during a range movement (a join or
+  decommission, until every node saw it finish, plus a settling time): nodes then briefly disagree
+  on who the replicas are, and a write to the new replicas can miss a read from the old ones
+  (Cassandra has the same window; only consensus on the ring closes it). Those are counted apart.
 - counters: acked sum <= value <= acked sum + unacknowledged attempts (each request id counted
   once, however often it was retried), with negative deltas widening the range downwards.
-- convergence: after the heal, every home replica of every key holds the same record, and no hint
-  is left anywhere.
+- convergence: after the heal (and the anti-entropy rounds the chaos run makes), every home
+  replica of every key holds the same record, and no hint is left anywhere. The caller decides who
+  the home replicas are: with joins and decommissions, the final ring as the live nodes see it.
 - dots: one dot always names one write (same value and context wherever it is seen), and every
   value a read returns was written to that key by some client. One put seen under two dots with
   the same context is not a violation but is counted ("stored twice"): the network duplicated a
@@ -31,7 +35,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from bhandar_cli.core.config import KeyspaceDef, required
@@ -147,6 +151,7 @@ class CheckResult:
     keys_checked: int
     pruned_keys: int  # keys whose resurrection check was skipped because of context pruning
     stored_twice: int  # puts stored as two identical siblings (a duplicated request, see _learn_dots)
+    moving_stale_reads: int = 0  # strict-quorum stale reads of writes made during a range movement
 
     @property
     def availability(self) -> float:
@@ -181,9 +186,11 @@ def check(
     replicas: Mapping[tuple[str, str], Mapping[str, Record | None]],
     hints_left: int = 0,
     vv_limit: int = 10,
+    movements: Sequence[tuple[float, float]] = (),
 ) -> CheckResult:
     """Judge a history. `final` is each key's converged record (the merge of its replicas),
-    `replicas` each key's record per home replica after the heal."""
+    `replicas` each key's record per home replica after the heal, `movements` the (start, end)
+    times during which the ring was changing (see the module docstring on stale reads)."""
     violations: list[Violation] = []
     facts: dict[tuple[str, str], _KeyFacts] = {}
     by_kind: dict[str, int] = {}
@@ -215,7 +222,7 @@ def check(
                         Violation("phantom", op.keyspace, op.key, f"read returned {_show(s.value)}, {origin}")
                     )
 
-    lost = stale = strict_stale = reads = with_sibs = max_sibs = pruned = 0
+    lost = stale = strict_stale = moving_stale = reads = with_sibs = max_sibs = pruned = 0
     counter_keys = increments = retries = 0
     for (ks_name, key), kf in sorted(facts.items()):
         ks = keyspaces.get(ks_name) or KeyspaceDef(ks_name)
@@ -238,9 +245,10 @@ def check(
             if live > 1:
                 with_sibs += 1
             max_sibs = max(max_sibs, live)
-        s, ss, bad = _stale_reads(ks, key, kf, superseded_at)
+        s, ss, ms, bad = _stale_reads(ks, key, kf, superseded_at, movements)
         stale += s
         strict_stale += ss
+        moving_stale += ms
         violations.extend(bad)
         missing = _lost_writes(ks_name, key, kf.writes, record, dot_of, superseded_at)
         lost += len(missing)
@@ -279,6 +287,7 @@ def check(
         keys_checked=len(facts),
         pruned_keys=pruned,
         stored_twice=len(twice),
+        moving_stale_reads=moving_stale,
     )
 
 
@@ -296,7 +305,7 @@ def count_stale_reads(history: History, keyspaces: Mapping[str, KeyspaceDef]) ->
     stale = 0
     for (ks_name, key), kf in facts.items():
         ks = keyspaces.get(ks_name) or KeyspaceDef(ks_name)
-        stale += _stale_reads(ks, key, kf, _superseded_at(kf.writes, dot_of))[0]
+        stale += _stale_reads(ks, key, kf, _superseded_at(kf.writes, dot_of), ())[0]
     return stale
 
 
@@ -398,12 +407,17 @@ def _superseded_at(writes: list[Operation], dot_of: Mapping[bytes, Dot]) -> dict
 
 
 def _stale_reads(
-    ks: KeyspaceDef, key: str, kf: _KeyFacts, superseded_at: Mapping[int, float]
-) -> tuple[int, int, list[Violation]]:
-    """Reads lacking an acknowledged, not yet superseded put (counted; violations under strict)."""
+    ks: KeyspaceDef,
+    key: str,
+    kf: _KeyFacts,
+    superseded_at: Mapping[int, float],
+    movements: Sequence[tuple[float, float]],
+) -> tuple[int, int, int, list[Violation]]:
+    """Reads lacking an acknowledged, not yet superseded put: (stale, strict violations, strict
+    ones excused by a range movement, violations)."""
     acked = sorted((op for op in kf.writes if op.kind == "put" and op.ok), key=lambda op: op.completed)
     reads = sorted((op for op in kf.reads if op.ok), key=lambda op: op.invoked)
-    stale = strict_stale = 0
+    stale = strict_stale = moving = 0
     violations: list[Violation] = []
     active: list[Operation] = []
     i = 0
@@ -425,7 +439,10 @@ def _stale_reads(
         stale += 1
         r = required(read.level, ks.n)
         overlap = [w for w in missed if r + required(w.level, ks.n) > ks.n]
-        if ks.quorum == "strict" and overlap:
+        if ks.quorum == "strict" and overlap and all(_during(w, movements) for w in overlap):
+            moving += 1
+        elif ks.quorum == "strict" and overlap:
+            overlap = [w for w in overlap if not _during(w, movements)]
             strict_stale += 1
             w = overlap[0]
             violations.append(
@@ -437,7 +454,12 @@ def _stale_reads(
                     f"acknowledged at {w.level} at t={w.completed:.4f}s: R+W > N must intersect",
                 )
             )
-    return stale, strict_stale, violations
+    return stale, strict_stale, moving, violations
+
+
+def _during(op: Operation, windows: Sequence[tuple[float, float]]) -> bool:
+    """Did the operation run (from invocation to answer) while the ring was changing?"""
+    return any(op.invoked <= end and op.completed >= start for start, end in windows)
 
 
 def _lost_writes(

@@ -2,6 +2,14 @@
 
 This is the deterministic driver: the same `Node` state machines as the trio runtime, but every
 delivery, timer and fault is an event on one heap, and all randomness descends from one seed.
+
+Storage: each host's store comes from `store_factory` (in-memory by default: it survives a crash
+whole). A store on a simulated disk is crashed with the machine: `crash_store` runs at `kill` (the
+power loss: unsynced writes are lost) and `reopen_store` at `revive` (recovery from what the disk
+kept). The driver syncs the store before it carries out the first durable effect of an event, so
+a crash between a write and its sync loses only what nobody was told about. `crash_during_io`
+makes a host die in the middle of a step (inside a WAL append, an fsync, a flush or a compaction):
+the store raises, the step's effects are dropped, and the driver kills the host.
 """
 
 from __future__ import annotations
@@ -60,6 +68,14 @@ class SimCluster:
     loss: float = 0.0
     duplicate: float = 0.0
     store_factory: Callable[[str], Store] = lambda _name: MemoryStore()
+    # Called with (host name, its store) when the host crashes, and when it restarts; the second
+    # returns the store the new life runs on. None: the store object survives as it is.
+    crash_store: Callable[[str, Store], None] | None = None
+    reopen_store: Callable[[str, Store], Store] | None = None
+    # Crashes in the middle of a disk operation: `arm_crash` makes the host's store fail within its
+    # next few writes by raising one of `crash_errors`, which the driver turns into a `kill`.
+    arm_crash: Callable[[str, Store], None] | None = None
+    crash_errors: tuple[type[BaseException], ...] = ()
 
     def __post_init__(self) -> None:
         self.rng = Random(self.seed)
@@ -76,6 +92,13 @@ class SimCluster:
         )
         self._client_rng = Random(self.rng.getrandbits(64))
         self.hosts: dict[str, SimHost] = {n: SimHost(n, self.store_factory(n)) for n in names}
+        # Hosts in service, in the order they were added: a retired host (decommissioned and shut
+        # down) is left out and never revived. Replaced, never mutated, so holders see a snapshot.
+        self.members: list[str] = list(names)
+        self.retired: set[str] = set()
+        # Test-only planted bug: acknowledge before the store is synced (the chaos checker must
+        # notice once crashes lose unsynced writes).
+        self._sync_durable = "ack_before_sync" not in self.config.bugs
         self.notes: list[tuple[float, str, Note]] = []
         self._waiters: dict[int, Callable[[Result], None]] = {}
         self._next_rid = 1
@@ -101,7 +124,9 @@ class SimCluster:
         self._schedule_tick(host)
 
     def _run(self, host: SimHost, effects: list[Any]) -> None:
-        synced = False
+        # One sync before the first durable effect covers every write the event made: they all
+        # happened inside the node's handler, before it returned its effects.
+        synced = not self._sync_durable
         send = self.net.send
         for effect in effects:
             cls = effect.__class__
@@ -142,13 +167,19 @@ class SimCluster:
         if token != host.tick_token or host.node is None:
             return
         host.tick_at = math.inf
-        self._run(host, host.node.tick(self.loop.now))
+        try:
+            self._run(host, host.node.tick(self.loop.now))
+        except self.crash_errors:
+            self.kill(host.id)  # the machine died inside this step; nothing it meant to send left
 
     def _deliver(self, dst: str, src: str, msg: Any) -> None:
         host = self.hosts.get(dst)
         if host is None or host.node is None:
             return
-        self._run(host, host.node.handle(self.loop.now, src, msg))
+        try:
+            self._run(host, host.node.handle(self.loop.now, src, msg))
+        except self.crash_errors:
+            self.kill(host.id)
 
     # --- clients -----------------------------------------------------------------------------
 
@@ -171,7 +202,10 @@ class SimCluster:
         host = self.hosts[via]
         if host.node is None:
             return  # a dead node never answers; the client times out
-        self._run(host, host.node.request(self.loop.now, request))
+        try:
+            self._run(host, host.node.request(self.loop.now, request))
+        except self.crash_errors:
+            self.kill(host.id)
 
     def call(self, via: str, request: ClientRequest, timeout: float = 5.0) -> Result:
         """Submit and run the simulation until the answer arrives or the client gives up."""
@@ -189,18 +223,44 @@ class SimCluster:
     # --- faults ------------------------------------------------------------------------------
 
     def kill(self, name: str) -> None:
+        """Crash the host: the node's memory is lost, and so is its store's unsynced state."""
         host = self.hosts[name]
-        if host.node is not None:
-            host.past_metrics.merge(host.node.metrics)
+        if host.node is None:
+            return
+        host.past_metrics.merge(host.node.metrics)
         host.node = None
         host.tick_token += 1
         host.tick_at = math.inf
+        if self.crash_store is not None:
+            self.crash_store(name, host.store)
+
+    def crash_during_io(self, name: str) -> bool:
+        """Make the host crash inside one of its next disk writes (False: its store cannot)."""
+        host = self.hosts[name]
+        if self.arm_crash is None or host.node is None:
+            return False
+        self.arm_crash(name, host.store)
+        return True
 
     def revive(self, name: str) -> None:
         host = self.hosts[name]
-        if host.node is None:
+        if host.node is None and name not in self.retired:
             host.restarts += 1
+            if self.reopen_store is not None:
+                host.store = self.reopen_store(name, host.store)
             self._boot(host)
+
+    def retire(self, name: str) -> None:
+        """Shut a host down for good (after it left the ring): a clean stop, its store synced."""
+        host = self.hosts[name]
+        if host.node is not None:
+            host.past_metrics.merge(host.node.metrics)
+            host.store.sync()
+        host.node = None
+        host.tick_token += 1
+        host.tick_at = math.inf
+        self.retired.add(name)
+        self.members = [n for n in self.members if n != name]
 
     def add_node(self, name: str, zone: str | None = None) -> None:
         """Start a new node that bootstraps into the ring (it announces itself joining)."""
@@ -210,6 +270,7 @@ class SimCluster:
         chosen = zone or zones[len(self.hosts) % len(zones)]
         host = SimHost(name, self.store_factory(name), joining=True, zone=chosen)
         self.hosts[name] = host
+        self.members = [*self.members, name]
         self._boot(host)
 
     def status_of(self, name: str, seen_by: str | None = None) -> str:
@@ -237,5 +298,20 @@ class SimCluster:
         return total
 
     def hints_pending(self) -> int:
-        """Hints held anywhere (read from the durable stores, so dead holders count too)."""
-        return sum(1 for host in self.hosts.values() for _ in host.store.hints())
+        """Hints held anywhere (read from the durable stores, so dead and retired holders count too,
+        except a crashed simulated disk: it is readable again once its host restarts)."""
+        crashed = self.crash_store is not None
+        return sum(
+            1
+            for name, host in self.hosts.items()
+            if not (crashed and host.node is None and name not in self.retired)
+            for _ in host.store.hints()
+        )
+
+    def ring_view(self) -> Ring:
+        """The ring as the first live member sees it (gossip's view), else the initial one."""
+        for name in self.members:
+            node = self.hosts[name].node
+            if node is not None:
+                return node.ring
+        return self.ring

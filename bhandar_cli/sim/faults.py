@@ -7,7 +7,10 @@ are tracked per link and per setting, so the end of one fault never cancels anot
 running. Everything random comes from the injector's own `random.Random`, a child of the run seed.
 
 Kinds:
-- `kill`: crash a node (memory state lost, store kept) for seconds, then restart it.
+- `kill`: crash a node for seconds, then restart it. Its memory state is lost; its store is kept,
+  except that with storage faults (`--storage lsm`) its disk loses what was not synced yet, and
+  half the crashes strike inside one of the node's next disk operations (mid-step, between a
+  write and its sync: in a WAL append, an fsync, a flush or a compaction).
 - `restart`: crash a node and restart it almost at once (in-flight work and liveness are lost).
 - `partition`: split the nodes in two (symmetric), or block a few links one way only; the links
   come back one by one in random order.
@@ -16,6 +19,16 @@ Kinds:
 - `delay`: make a node slow (extra latency on everything it sends and receives).
 - `loss`: drop a share of all messages.
 - `duplicate`: deliver a share of all messages twice.
+- `join`: start a new node (named after the last one: the next letter) that bootstraps into the
+  ring; the movement is over when every live node sees it normal.
+- `decommission`: ask a live node to leave; once it is `left` and every live node knows, it is shut
+  down for good (retired). Never below `min_normal` normal nodes after it leaves.
+
+Range movements are serialised: a `join` or `decommission` drawn while another is in progress is
+skipped (operators move one node at a time; the store's pending ranges assume it). The workload
+and every other fault keep running during a movement, and a movement may be crashed, partitioned
+and restarted like anything else. A movement outlives `stop()`: the heal waits for it to finish.
+With storage faults a crash also loses the node's unsynced writes (see `SimCluster.kill`).
 """
 
 from __future__ import annotations
@@ -26,9 +39,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from random import Random
 
-from bhandar_cli.sim.cluster import SimCluster
+from bhandar_cli.core.messages import DecommissionRequest, Failure, Result
+from bhandar_cli.sim.cluster import SimCluster, node_names
 
-FAULT_KINDS: tuple[str, ...] = ("kill", "restart", "partition", "clog", "delay", "loss", "duplicate")
+NETWORK_KINDS: tuple[str, ...] = ("kill", "restart", "partition", "clog", "delay", "loss", "duplicate")
+MEMBERSHIP_KINDS: tuple[str, ...] = ("join", "decommission")
+FAULT_KINDS: tuple[str, ...] = NETWORK_KINDS + MEMBERSHIP_KINDS
+WATCH_EVERY = 0.25  # simulated seconds between two looks at a range movement in progress
+# A decommission request reaches its node within milliseconds; a node still normal this long after
+# it was sent never took it (it was down, or a crash lost its `leaving` state before it was synced).
+DECOMMISSION_GRACE = 1.0
+ARMED_FOR = 0.2  # seconds a crash may wait for a disk operation to interrupt, at most
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +60,20 @@ class FaultParams:
     max_down: int  # most nodes crashed at once
     max_delay: float  # seconds of extra latency a slow node gets, at most
     max_loss: float  # share of messages dropped (or duplicated), at most
+    max_nodes: int = 26  # nodes in service at most: a join beyond it is skipped
+    min_normal: int = 2  # normal nodes at least once a decommission is done (max(N) + 1)
+
+
+@dataclass(slots=True)
+class Movement:
+    """One join or decommission, from the injector's point of view."""
+
+    kind: str  # join | decommission
+    node: str
+    started: float
+    answer: Result | None = None  # what the decommission request got back, if anything yet
+    outcome: str = ""  # joined | left | aborted, once over
+    finished: float = math.inf
 
 
 class FaultInjector:
@@ -48,7 +83,6 @@ class FaultInjector:
         self.cluster = cluster
         self.params = params
         self.rng = rng
-        self.names = list(cluster.hosts)
         self.injected: Counter[str] = Counter()
         self.active = True
         self._blocks: Counter[tuple[str, str]] = Counter()
@@ -57,13 +91,28 @@ class FaultInjector:
         self._loss: list[float] = []
         self._dup: list[float] = []
         self._down: set[str] = set()
+        self._armed: set[str] = set()  # nodes whose disks will crash inside an operation
+        self.zones = sorted(set(cluster.ring.zones.values()))
+        self.movement: Movement | None = None
+        self.movements: list[Movement] = []  # finished ones, in order
+
+    @property
+    def names(self) -> list[str]:
+        """Nodes in service now (joined ones included, retired ones not)."""
+        return self.cluster.members
+
+    @property
+    def settled(self) -> bool:
+        """No range movement in progress."""
+        return self.movement is None
 
     def start(self) -> None:
         if self.params.kinds:
             self._later(self._exp(self.params.interval), self._next_fault)
 
     def stop(self) -> None:
-        """No more faults; heal the network, restore settings and restart every crashed node."""
+        """No more faults; heal the network, restore settings and restart every crashed node.
+        A range movement in progress goes on (see `settled`)."""
         self.active = False
         net = self.cluster.net
         self._blocks.clear()
@@ -76,6 +125,9 @@ class FaultInjector:
         self._loss.clear()
         self._dup.clear()
         net.loss = net.duplicate = 0.0
+        for name in sorted(self._armed):  # a crash still waiting for a disk write happens now
+            self.cluster.kill(name)
+        self._armed.clear()
         for name in self.names:
             self.cluster.revive(name)
         self._down.clear()
@@ -106,11 +158,26 @@ class FaultInjector:
         victim = self.rng.choice(alive)
         self._down.add(victim)
         self.injected[kind] += 1
-        self.cluster.kill(victim)
+        # With storage faults, half the crashes strike inside a disk operation of the node's next
+        # steps (between a write and its sync); one that has not struck soon is made to happen.
+        if self.cluster.arm_crash is not None and self.rng.random() < 0.5:
+            self.cluster.crash_during_io(victim)
+            self._armed.add(victim)
+            self._later(ARMED_FOR, self._strike, victim)
+            downtime += ARMED_FOR
+        else:
+            self.cluster.kill(victim)
         self._later(downtime, self._revive, victim)
+
+    def _strike(self, name: str) -> None:
+        """An armed crash that found no disk write to interrupt: crash the node now."""
+        if name in self._armed:
+            self._armed.discard(name)
+            self.cluster.kill(name)
 
     def _revive(self, name: str) -> None:
         self._down.discard(name)
+        self._armed.discard(name)
         self.cluster.revive(name)
 
     def _start_kill(self) -> None:
@@ -203,3 +270,72 @@ class FaultInjector:
     def _apply_rates(self) -> None:
         self.cluster.net.loss = max(self._loss, default=0.0)
         self.cluster.net.duplicate = max(self._dup, default=0.0)
+
+    # --- range movements -----------------------------------------------------------------------
+
+    def _start_join(self) -> None:
+        if self.movement is not None or len(self.names) >= self.params.max_nodes:
+            return
+        name = node_names(len(self.cluster.hosts) + 1)[-1]
+        zone = self.rng.choice(self.zones)
+        self.injected["join"] += 1
+        self.cluster.add_node(name, zone)
+        self._begin(Movement("join", name, self.cluster.now))
+
+    def _start_decommission(self) -> None:
+        # With no movement in progress every node in service is normal, so this is the count.
+        if self.movement is not None or len(self.names) - 1 < self.params.min_normal:
+            return
+        alive = [n for n in self.names if self.cluster.is_alive(n)]
+        if not alive:
+            return
+        victim = self.rng.choice(alive)
+        self.injected["decommission"] += 1
+        movement = Movement("decommission", victim, self.cluster.now)
+        cluster = self.cluster
+        cluster.submit(
+            victim, DecommissionRequest(cluster.new_rid()), lambda r: setattr(movement, "answer", r)
+        )
+        self._begin(movement)
+
+    def _begin(self, movement: Movement) -> None:
+        self.movement = movement
+        # Not guarded: the watch goes on after `stop()` until the movement is over.
+        self.cluster.loop.call_later(WATCH_EVERY, self._watch, movement)
+
+    def _watch(self, movement: Movement) -> None:
+        outcome = self._join_over(movement) if movement.kind == "join" else self._leave_over(movement)
+        if not outcome:
+            self.cluster.loop.call_later(WATCH_EVERY, self._watch, movement)
+            return
+        movement.outcome, movement.finished = outcome, self.cluster.now
+        self.movements.append(movement)
+        self.movement = None
+
+    def _live_views(self, node: str) -> list[str]:
+        """`node`'s status as each live node in service sees it."""
+        cluster = self.cluster
+        return [cluster.status_of(node, n) for n in self.names if cluster.is_alive(n)]
+
+    def _join_over(self, movement: Movement) -> str:
+        if not self.cluster.is_alive(movement.node):
+            return ""
+        return "joined" if all(s == "normal" for s in self._live_views(movement.node)) else ""
+
+    def _leave_over(self, movement: Movement) -> str:
+        cluster, node = self.cluster, movement.node
+        if not cluster.is_alive(node):
+            return ""
+        status = cluster.status_of(node)
+        if status == "left" and node not in self._armed:
+            others = [cluster.status_of(node, n) for n in self.names if n != node and cluster.is_alive(n)]
+            if all(s == "left" for s in others):
+                # Like an operator who stops the process once the ring has moved on without it.
+                self._down.discard(node)
+                cluster.retire(node)
+                return "left"
+            return ""
+        refused = isinstance(movement.answer, Failure)
+        if status == "normal" and (refused or cluster.now - movement.started > DECOMMISSION_GRACE):
+            return "aborted"
+        return ""  # leaving (or answered, and about to be seen left): not over yet

@@ -14,7 +14,9 @@ a node and waits for the answer or its own timeout, then thinks for a moment and
   that lost the answer would), which the store must count once.
 
 A client that picks a dead node is refused at once (a connection refused) and picks a live node;
-it cannot tell a partitioned or slow node from a healthy one.
+it cannot tell a partitioned or slow node from a healthy one. Clients use the nodes in service at
+the time (`SimCluster.members`): a node that joined is used as soon as it starts, a decommissioned
+one no longer once it is shut down.
 """
 
 from __future__ import annotations
@@ -87,7 +89,6 @@ class Workload:
         self.on_progress = on_progress
         self.issued = 0
         self.completed = 0
-        self.names = list(cluster.hosts)
         self.clients = [_Client(i, {}) for i in range(params.clients)]
         self._next_value = 0
         self._next_request = 0
@@ -165,10 +166,10 @@ class Workload:
 
     def _send(self, client: _Client, op: Operation, request: GetRequest | PutRequest | IncrRequest) -> None:
         cluster = self.cluster
-        names = self.names
+        names = cluster.members
         via = names[int(self.rng.random() * len(names))]
         if not cluster.is_alive(via):
-            alive = [name for name in self.names if cluster.is_alive(name)]
+            alive = [name for name in names if cluster.is_alive(name)]
             if not alive:
                 History.fail(op, op.invoked, "fail", "unreachable")
                 cluster.loop.call_at(op.invoked, self._done, client, op)

@@ -1,4 +1,8 @@
-"""`bhandar chaos`: fixed seeds under faults find no violation, a planted bug is caught, runs replay.
+"""`bhandar chaos`: fixed seeds under faults find no violation, planted bugs are caught, runs replay.
+
+The seed lists cover network faults, range movements (nodes join and are decommissioned while the
+workload runs) and storage faults (every node on the LSM engine over a simulated disk that crashes
+tear). Seeds that once found store bugs stay in the lists, named after what they found.
 
 The summary's last line ("real time ...") is the only one that depends on the machine; the
 determinism tests drop it (and the real-time fields of the JSON object) before comparing.
@@ -10,12 +14,16 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
+from random import Random
 
 import pytest
 import typer
 from typer.testing import CliRunner
 
 from bhandar_cli.cmd.chaos import chaos
+from bhandar_cli.core.messages import Failure, PutRequest, PutResult
+from bhandar_cli.core.records import Versioned
 from bhandar_cli.sim.chaos import (
     REAL_TIME_FIELDS,
     ChaosOptions,
@@ -25,12 +33,29 @@ from bhandar_cli.sim.chaos import (
     reproduce_command,
     run_chaos,
 )
-from bhandar_cli.sim.faults import FAULT_KINDS
+from bhandar_cli.sim.cluster import SimCluster
+from bhandar_cli.sim.disk import SimulatedCrash
+from bhandar_cli.sim.faults import FAULT_KINDS, NETWORK_KINDS
 from bhandar_cli.sim.ministore_scenario import run_ministore_scenario
+from bhandar_cli.sim.storage_faults import LSMHosts
 
 ALL_FAULTS_SEEDS = (1, 2, 3, 5, 8, 13, 21, 34, 128, 155, 189, 2138)  # 128-2138 once found bugs
 SWARM_SEEDS = (4, 6, 7, 9, 10, 11, 12, 42, 99, 211, 218, 3287)
+# Every fault kind, including joins and decommissions; each of these seeds moves the ring.
+MEMBERSHIP_SEEDS = (2, 8, 9, 17, 19, 31, 34, 36)
+# Network faults with every node on the LSM engine: crashes lose unsynced writes, tear WAL tails,
+# and half of them strike inside a disk operation (a WAL append, an fsync, a flush, a compaction).
+LSM_SEEDS = (3, 8, 13, 18, 31, 32, 35, 37)
+TORN_SEED = 16  # its crashes tear tails and strike inside disk operations: recovery really runs
+# Runs that found store bugs and still find them when the fix is taken out. The other bugs these
+# runs found are replayed as small scenarios in test_store_bugs.py: a seed stops reproducing its
+# bug as soon as anything else changes the run, as the seeds that first found them did.
+STORE_BUG_SEEDS = {
+    "a decommissioned node left holding hints": ChaosOptions(18, 3000, faults=FAULT_KINDS),
+}
 PLANTED = ChaosOptions(19, 1500, faults=("clog", "loss"), consistency="QUORUM", bugs=("ack_before_quorum",))
+# The driver acknowledges before syncing the store: only a disk that loses unsynced writes shows it.
+PLANTED_STORAGE = ChaosOptions(8, 1000, faults=("kill", "restart"), storage="lsm", bugs=("ack_before_sync",))
 
 
 def make_app() -> typer.Typer:
@@ -64,6 +89,51 @@ def test_swarm_seeds_find_no_violation(seed: int) -> None:
     report = run_chaos(ChaosOptions(seed, 3000))
     assert report.check.violations == ()
     assert report.params.faults.kinds
+
+
+@pytest.mark.parametrize("seed", MEMBERSHIP_SEEDS)
+def test_nodes_join_and_leave_under_every_fault_and_nothing_is_lost(seed: int) -> None:
+    report = run_chaos(ChaosOptions(seed, 2000, faults=FAULT_KINDS))
+    assert report.check.violations == ()
+    moved = report.movements
+    assert moved.joined or moved.left  # the ring really changed while the workload ran
+    assert moved.unfinished == ()
+    # The checker judged the replicas by the final ring: joined nodes in it, departed ones not.
+    assert set(moved.joined) - set(moved.left) <= set(moved.ring)
+    assert not set(moved.left) & set(moved.ring)
+
+
+@pytest.mark.parametrize("seed", LSM_SEEDS)
+def test_crashes_of_lsm_disks_lose_no_acknowledged_write(seed: int) -> None:
+    report = run_chaos(ChaosOptions(seed, 1500, faults=NETWORK_KINDS, storage="lsm"))
+    assert report.check.violations == ()
+    assert report.storage is not None
+    assert report.storage.crashes > 0 and report.storage.recoveries == report.storage.crashes
+    assert report.storage.flushes > 0 and report.storage.compactions > 0
+
+
+def test_lsm_crashes_tear_tails_and_strike_inside_disk_operations() -> None:
+    report = run_chaos(ChaosOptions(TORN_SEED, 1500, faults=NETWORK_KINDS, storage="lsm"))
+    assert report.check.violations == ()
+    disks = report.storage
+    assert disks is not None
+    assert disks.mid_io > 0 and disks.torn_tails > 0 and disks.truncated_bytes > 0
+    summary = render_summary(report)
+    assert f"storage          {disks.crashes} disk crashes ({disks.mid_io} inside a disk operation" in summary
+
+
+@pytest.mark.parametrize("options", list(STORE_BUG_SEEDS.values()), ids=list(STORE_BUG_SEEDS))
+def test_runs_that_found_store_bugs_now_pass(options: ChaosOptions) -> None:
+    assert run_chaos(options).check.violations == ()
+
+
+def test_the_planted_storage_bug_is_caught_only_where_disks_lose_unsynced_writes() -> None:
+    bad = run_chaos(PLANTED_STORAGE)
+    assert "lost_write" in {v.kind for v in bad.check.violations}
+    assert bad.storage is not None and bad.storage.unsynced_bytes_lost > 0
+    assert run_chaos(replace(PLANTED_STORAGE, bugs=())).ok
+    # In memory nothing unsynced is ever lost, so the same bug goes unseen: the disk faults find it.
+    assert run_chaos(replace(PLANTED_STORAGE, storage="memory")).ok
 
 
 def test_the_planted_bug_is_caught_with_its_seed() -> None:
@@ -103,25 +173,58 @@ def test_reproduce_command_names_every_fixed_option() -> None:
         "bhandar chaos --seed 5 --ops 100 --nodes 4 --replicas 2 --faults none --consistency ONE --keys 7 "
         "--clients 3"
     )
+    storage = ChaosOptions(5, 100, faults=("kill", "join"), storage="lsm", bugs=("ack_before_sync",))
+    assert reproduce_command(storage) == (
+        "bhandar chaos --seed 5 --ops 100 --faults kill,join --storage lsm --bug ack_before_sync"
+    )
 
 
-def test_the_same_seed_prints_the_same_summary() -> None:
-    options = ChaosOptions(11, 1500, faults=FAULT_KINDS)
+def test_the_planted_storage_bug_exits_1_with_the_line_that_reproduces_it() -> None:
+    result = invoke(
+        "--seed",
+        "8",
+        "--ops",
+        "1000",
+        "--faults",
+        "restart,kill",
+        "--storage",
+        "LSM",
+        "--bug",
+        "ack_before_sync",
+    )
+    assert result.exit_code == 1
+    line = (
+        "reproduce with: bhandar chaos --seed 8 --ops 1000 --faults kill,restart --storage lsm "
+        "--bug ack_before_sync"
+    )
+    assert line in result.stderr.splitlines()
+    assert "storage          " in result.stdout and "FAILED" in result.stdout
+    assert "violation: lost_write: " in result.stderr
+
+
+@pytest.mark.parametrize(("storage", "seed", "ops"), [("memory", 11, 1500), ("lsm", 32, 1000)])
+def test_the_same_seed_prints_the_same_summary(storage: str, seed: int, ops: int) -> None:
+    options = ChaosOptions(seed, ops, faults=FAULT_KINDS, storage=storage)
     first, second = run_chaos(options), run_chaos(options)
+    assert first.faults.get("join") or first.faults.get("decommission")  # the ring moved
+    if storage == "lsm":  # and disks crashed, inside a disk operation and with a torn tail
+        assert first.storage is not None and first.storage.mid_io and first.storage.torn_tails
     assert render_summary(first) == render_summary(second)
     strip = {k: v for k, v in report_json(first).items() if k not in REAL_TIME_FIELDS}
     assert strip == {k: v for k, v in report_json(second).items() if k not in REAL_TIME_FIELDS}
-    assert render_summary(run_chaos(ChaosOptions(12, 1500, faults=FAULT_KINDS))) != render_summary(first)
+    other = run_chaos(replace(options, seed=12))
+    assert render_summary(other) != render_summary(first)
 
 
-def test_the_same_seed_prints_the_same_bytes_in_another_process() -> None:
+@pytest.mark.parametrize(("storage", "seed", "ops"), [("memory", 3, 1500), ("lsm", 16, 1000)])
+def test_the_same_seed_prints_the_same_bytes_in_another_process(storage: str, seed: int, ops: int) -> None:
     """String hashing is salted per process; nothing may depend on it."""
     script = (
         "import typer, sys\n"
         "from bhandar_cli.cmd.chaos import chaos\n"
         "app = typer.Typer()\n"
         "app.command()(chaos)\n"
-        "app(['--seed', '3', '--ops', '1500', '--faults', 'all'])\n"
+        f"app(['--seed', '{seed}', '--ops', '{ops}', '--faults', 'all', '--storage', '{storage}'])\n"
     )
     outputs = []
     for hash_seed in ("1", "2"):
@@ -165,10 +268,28 @@ def test_json_output_has_the_stable_fields() -> None:
         "sim_seconds",
         "real_seconds",
         "ok",
+        "repair_rounds",
+        "repair_keys",
+        "movements",
+        "storage",
+        "moving_stale_reads",
     ):
         assert name in obj
     assert (obj["seed"], obj["ops"], obj["ok"], obj["lost_writes"]) == (4, 300, True, 0)
     assert 0.0 <= obj["availability"] <= 1.0
+
+
+def test_membership_faults_are_options_and_show_in_the_summary() -> None:
+    result = invoke("--seed", "8", "--ops", "1000", "--faults", "decommission,join")
+    assert result.exit_code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert any(line.startswith("  faults         join,decommission: ") for line in lines)
+    injected = next(line for line in lines if line.startswith("  injected"))
+    assert "join" in injected or "decommission" in injected
+    assert any(line.startswith("  movements      joined ") for line in lines)
+    assert any(line.startswith("anti-entropy     ") for line in lines)
+    help_text = invoke("--help").stdout
+    assert "join" in help_text and "decommission" in help_text and "--storage" in help_text
 
 
 def test_table_output_puts_real_time_on_its_own_last_line() -> None:
@@ -190,6 +311,9 @@ def test_table_output_puts_real_time_on_its_own_last_line() -> None:
         (["--consistency", "MOST"], "--consistency must be ONE, QUORUM or ALL, got 'MOST'"),
         (["--nodes", "3", "--replicas", "5"], "--replicas 5 needs at least 5 nodes"),
         (["--bug", "nope"], "unknown --bug 'nope'"),
+        (["--storage", "floppy"], "--storage must be memory or lsm, got 'floppy'"),
+        (["--faults", "join,leave"], "unknown fault 'leave' in --faults"),
+        (["--scenario", "ministore", "--storage", "lsm"], "--storage does not apply to --scenario ministore"),
         (["--scenario", "ministore", "--nodes", "3"], "--nodes does not apply to --scenario ministore"),
         (["--scenario", "bakery"], "unknown --scenario 'bakery'"),
     ],
@@ -222,3 +346,34 @@ def test_ministore_scenario_from_the_command_line() -> None:
     table = invoke("--scenario", "ministore", "--ops", "2500").stdout.splitlines()
     assert table[1].startswith("strict             availability ")
     assert table[3].startswith("sloppy + hints     availability ")
+
+
+def test_a_crash_inside_a_write_loses_only_what_was_not_acknowledged() -> None:
+    """The node dies inside its WAL append: nothing of that step is sent, the client gets no
+    acknowledgement, and everything acknowledged before survives recovery."""
+    disks = LSMHosts(Random(5))
+    cluster = SimCluster(
+        seed=5,
+        nodes=3,
+        store_factory=disks.create,
+        crash_store=disks.crash,
+        reopen_store=disks.reopen,
+        arm_crash=disks.arm,
+        crash_errors=(SimulatedCrash,),
+    )
+    cluster.run_for(2.0)
+    first = cluster.call(
+        "A", PutRequest(cluster.new_rid(), "ks", "k", b'"acked"', "application/json", None, "ALL")
+    )
+    assert isinstance(first, PutResult)
+    disks.arm("A", cluster.hosts["A"].store)
+    disk = disks.disks["A"]
+    disk.crash_at = disk.ops + 1  # the very next disk write of A fails halfway
+    second = cluster.call(
+        "A", PutRequest(cluster.new_rid(), "ks", "k2", b'"lost"', "application/json", None, "ONE")
+    )
+    assert isinstance(second, Failure) and second.code == "timeout"  # never acknowledged
+    assert not cluster.is_alive("A") and disks.stats.mid_io == 1
+    cluster.revive("A")
+    record = cluster.hosts["A"].store.get("ks", "k")
+    assert isinstance(record, Versioned) and [s.value for s in record.siblings] == [b'"acked"']

@@ -171,3 +171,17 @@ def test_a_late_answer_does_not_change_an_operation_the_client_gave_up_on() -> N
     h.complete(op, 3.5, OK)
     assert (op.outcome, op.completed) == ("timeout", 3.0)
     assert kinds(h, None) == []  # never acknowledged, so never owed
+
+
+def test_a_strict_stale_read_of_a_write_made_during_a_range_movement_is_counted_apart() -> None:
+    """While nodes disagree on the ring, a write to the new replicas can miss a read of the old."""
+    h = History()
+    put(h, 1.0, "x", ks="strict")  # runs from 1.0 to 1.01
+    read(h, 2.0, None, ks="strict")
+    final = rec(sib("A", 1, "x"))
+    during = check(h, KEYSPACES, {("strict", "k"): final}, {}, movements=[(0.5, 1.005)])
+    assert during.violations == () and (during.strict_stale_reads, during.moving_stale_reads) == (0, 1)
+    # A movement that ended before the write began excuses nothing.
+    before = check(h, KEYSPACES, {("strict", "k"): final}, {}, movements=[(0.1, 0.9)])
+    assert [v.kind for v in before.violations] == ["stale_read_strict"]
+    assert (before.strict_stale_reads, before.moving_stale_reads) == (1, 0)
