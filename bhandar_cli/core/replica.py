@@ -11,6 +11,10 @@ The coordinator merges the write into its own copy, makes it durable, then sends
 record to the other replicas and answers after W acknowledgements (itself included). Reads go to
 the same replicas; the coordinator answers after R replies, then repairs the replicas that answered
 with older versions (read repair).
+
+This class wires the roles together; each lives in its own module: requests.py (client requests,
+forwarding, keyspaces), node_membership.py (gossip and the ring), writes.py, reads.py, handoff.py,
+antientropy.py (Merkle repair, reaping) and streaming.py (join, decommission).
 """
 
 from __future__ import annotations
@@ -24,13 +28,11 @@ from typing import Any
 from bhandar_cli.core import antientropy as ae
 from bhandar_cli.core import streaming as st
 from bhandar_cli.core.antientropy import RepairBatch, RepairRole
-from bhandar_cli.core.config import COUNTERS, LEVELS, KeyspaceDef, NodeConfig, required
-from bhandar_cli.core.errors import BadInput, BhandarError, Refused, TooLarge, Unavailable
+from bhandar_cli.core.config import COUNTERS, KeyspaceDef, NodeConfig
 from bhandar_cli.core.gossip import GossipLiveness
 from bhandar_cli.core.handoff import HandoffRole
 from bhandar_cli.core.hints import HintQueue
 from bhandar_cli.core.liveness import Liveness, PingLiveness
-from bhandar_cli.core.membership import MemberState
 from bhandar_cli.core.messages import (
     ClientReply,
     ClientRequest,
@@ -40,12 +42,8 @@ from bhandar_cli.core.messages import (
     GetRequest,
     IncrRequest,
     KeyspaceRequest,
-    KeyspaceResult,
-    MoveResult,
-    Note,
     PutRequest,
     RepairRequest,
-    RepairResult,
     ReplicaAck,
     ReplicaRead,
     ReplicaReadReply,
@@ -54,19 +52,18 @@ from bhandar_cli.core.messages import (
     Send,
 )
 from bhandar_cli.core.metrics import NodeMetrics
-from bhandar_cli.core.phi import PhiConfig
-from bhandar_cli.core.quorum import Op, Plan, plan_replicas
+from bhandar_cli.core.node_membership import MembershipRole
+from bhandar_cli.core.quorum import Op
 from bhandar_cli.core.reads import ReadRole
 from bhandar_cli.core.records import Record
-from bhandar_cli.core.ring import Ring, key_token
+from bhandar_cli.core.requests import RequestRole
+from bhandar_cli.core.ring import Ring
 from bhandar_cli.core.store import Store
 from bhandar_cli.core.streaming import Movement, StreamRole
 from bhandar_cli.core.writes import WriteRole
 
-MAX_HOPS = 2
 
-
-class Node(WriteRole, ReadRole, HandoffRole, RepairRole, StreamRole):
+class Node(RequestRole, MembershipRole, WriteRole, ReadRole, HandoffRole, RepairRole, StreamRole):
     """A replica and coordinator. All state that is not in `store` is lost when the node crashes."""
 
     def __init__(
@@ -144,78 +141,6 @@ class Node(WriteRole, ReadRole, HandoffRole, RepairRole, StreamRole):
             kind = "join" if mine.status == "joining" else "leave"
             self.movement = Movement(kind, now + self.config.join_delay)
 
-    def _start_gossip(
-        self,
-        ring: Ring,
-        now: float,
-        status: str,
-        seeds: list[str] | None,
-        zone: str | None,
-        tokens: tuple[int, ...] | None,
-        address: str,
-        http: str,
-    ) -> GossipLiveness:
-        store, cfg = self.store, self.config
-        # A restart must look newer than anything gossip still carries about this node.
-        generation = int(store.get_meta("generation") or 0) + 1
-        store.put_meta("generation", generation)
-        by_node = ring.tokens_by_node()
-        known = [MemberState(n, ring.zones.get(n, n), tuple(by_node[n])) for n in ring.nodes if n != self.id]
-        for fields in store.get_meta("members") or []:
-            if fields[0] != self.id:
-                known.append(
-                    MemberState(fields[0], fields[1], tuple(fields[2]), fields[3], fields[4], fields[5])
-                )
-        mine_tokens = tokens if tokens is not None else tuple(by_node.get(self.id, ()))
-        me = MemberState(
-            self.id,
-            zone or ring.zones.get(self.id, "z1"),
-            tuple(mine_tokens),
-            str(store.get_meta("status") or status),
-            generation,
-            0,
-            address,
-            http,
-        )
-        phi = PhiConfig(
-            threshold=cfg.phi_threshold,
-            acceptable_heartbeat_pause=cfg.phi_pause,
-            first_heartbeat_estimate=cfg.gossip_interval,
-        )
-        gossip = GossipLiveness(
-            me,
-            _newest(known),
-            seeds if seeds is not None else list(ring.nodes),
-            now,
-            Random(self.rng.getrandbits(64)),
-            cfg.gossip_interval,
-            cfg.gossip_fanout,
-            phi,
-            schema=lambda: tuple(self.keyspaces.values()),
-            on_schema=self._learn_all,
-        )
-        store.put_meta("status", me.status)
-        return gossip
-
-    @property
-    def ring(self) -> Ring:
-        """The current ring: gossip's view (normal and leaving members), or the static one."""
-        if self.gossip is not None:
-            return self.gossip.membership.ring("current")
-        return self._static_ring
-
-    @ring.setter
-    def ring(self, ring: Ring) -> None:
-        """Tell the node about members it has not heard of (drivers without gossip seeds)."""
-        self._static_ring = ring
-        if self.gossip is not None:
-            by_node = ring.tokens_by_node()
-            for node in ring.nodes:
-                if node not in self.gossip.membership.members:
-                    self.gossip.membership.merge(
-                        MemberState(node, ring.zones.get(node, node), tuple(by_node[node]))
-                    )
-
     # --- inputs -------------------------------------------------------------------------------
 
     def request(self, now: float, req: ClientRequest) -> list[Effect]:
@@ -282,18 +207,6 @@ class Node(WriteRole, ReadRole, HandoffRole, RepairRole, StreamRole):
         out.extend(self.background_repair(now))
         return out
 
-    def _save_members(self) -> None:
-        """Persist the membership table when ownership changed, so a restart knows the cluster."""
-        gossip = self.gossip
-        if gossip is None or gossip.membership.version == self._saved_members:
-            return
-        self._saved_members = gossip.membership.version
-        self.store.put_meta(
-            "members",
-            [[m.id, m.zone, list(m.tokens), m.status, m.generation, m.heartbeat] for m in gossip.digest()],
-        )
-        self.store.put_meta("status", gossip.membership.mine.status)
-
     def next_deadline(self) -> float:
         deadline = self.liveness.next_deadline()
         if self._next_hint_round < deadline:
@@ -318,223 +231,6 @@ class Node(WriteRole, ReadRole, HandoffRole, RepairRole, StreamRole):
 
     def hinted_record(self, keyspace: str, key: str) -> Record | None:
         return self.hints.record_for(keyspace, key)
-
-    # --- client requests ---------------------------------------------------------------------
-
-    def _client(self, now: float, req: ClientRequest, origin: str | None) -> list[Effect]:
-        if origin is not None and self._seen_forward(now, origin, req.rid):
-            return []  # the network delivered this forwarded request twice; the first is handled
-        try:
-            if isinstance(req, KeyspaceRequest):
-                return self._create_keyspace(req, origin)
-            if isinstance(req, RepairRequest):
-                return self._repair_now(now, req, origin)
-            if isinstance(req, DecommissionRequest):
-                return self._decommission(now, req, origin)
-            ks, out = self._keyspace_for(req)
-            self._validate(req, ks)
-            plan = self._plan(ks, req.key, now)
-            if isinstance(req, GetRequest):
-                return out + self._coordinate_get(now, req, origin, ks, plan)
-            needed = required(req.consistency, ks.n) + len(plan.pending)
-            if len(plan.targets) + len(plan.pending) < needed:
-                return [*out, self._answer(req.rid, origin, self._unavailable(ks, plan, req.consistency))]
-            # A fallback coordinates only when no home replica is up: each write it coordinates
-            # mints a new actor, and contexts bloated with them get pruned, which can bring
-            # superseded siblings back. Found by `bhandar chaos --seed 2138 --ops 5000 --faults all`.
-            if self.id not in plan.targets or (self.id not in plan.home and plan.targets[0] in plan.home):
-                return out + self._forward(now, req, origin, plan)
-            if self.gossip is not None and self.gossip.membership.mine.status in ("leaving", "left"):
-                # A leaving node has streamed (or is about to stream) its data away: a write it
-                # coordinated could rest on its own copy alone and leave with it. Another replica
-                # coordinates. Found by `bhandar chaos --seed 105 --ops 3000` (LSM storage).
-                others = tuple(t for t in plan.targets if t != self.id)
-                if not others:
-                    raise Unavailable(f"{self.id} is leaving the ring and no other replica is reachable")
-                return out + self._forward(now, req, origin, replace(plan, targets=others))
-            self.metrics.coordinated += 1
-            if isinstance(req, IncrRequest):
-                return out + self._coordinate_incr(now, req, origin, ks, plan, needed)
-            return out + self._coordinate_put(now, req, origin, ks, plan, needed)
-        except BhandarError as exc:
-            return [self._answer(req.rid, origin, Failure(exc.code, str(exc), coordinator=self.id))]
-
-    def _repair_now(self, now: float, req: RepairRequest, origin: str | None) -> list[Effect]:
-        batch_id = self._next_op
-        self._next_op += 1
-        batch = RepairBatch(req.rid, origin)
-        self.repair_batches[batch_id] = batch
-        out: list[Effect] = []
-        skipped: dict[str, int] = {}
-        for ks, lo, hi, peers in self.replicated_ranges():
-            if req.keyspace is not None and ks.name != req.keyspace:
-                continue
-            for peer in peers:
-                if self.is_up(peer, now):
-                    session = self._next_op
-                    out.extend(self.start_repair(now, ks, lo, hi, peer, batch_id))
-                    batch.pending.add(session)
-                else:
-                    skipped[peer] = skipped.get(peer, 0) + 1
-        batch.failed.extend(
-            f"{peer} is down: {n} range comparisons skipped" for peer, n in sorted(skipped.items())
-        )
-        if not batch.pending:
-            out.extend(self._finish_batch(batch_id, batch))
-        return out
-
-    def _finish_batch(self, batch_id: int, batch: RepairBatch) -> list[Effect]:
-        self.repair_batches.pop(batch_id, None)
-        result = RepairResult(self.id, batch.ranges, batch.differing, batch.keys, tuple(batch.failed))
-        return [self._answer(batch.rid, batch.origin, result, durable=True)]
-
-    def _decommission(self, now: float, req: DecommissionRequest, origin: str | None) -> list[Effect]:
-        gossip = self.gossip
-        if gossip is None:
-            raise BadInput("decommission needs gossip membership (liveness=gossip)")
-        status = gossip.membership.mine.status
-        if status != "normal":
-            raise BadInput(f"{self.id} is {status}; only a normal node can be decommissioned")
-        remaining = [m for m in gossip.membership.peers() if gossip.membership.status_of(m) == "normal"]
-        widest = max(ks.n for ks in self.keyspaces.values())
-        if len(remaining) < widest:
-            raise Refused(
-                f"decommissioning {self.id} would leave {len(remaining)} nodes for a keyspace with n={widest}"
-            )
-        gossip.set_status("leaving")
-        self.store.put_meta("status", "leaving")
-        self.movement = Movement("leave", now + self.config.join_delay, req.rid, origin)
-        return [Note(f"{self.id} is leaving: its ranges will stream to their new replicas")]
-
-    def _movement_answer(self, mv: Movement, keys: int) -> list[Effect]:
-        self.store.put_meta("status", "left")
-        if not mv.rid:
-            return []
-        return [self._answer(mv.rid, mv.origin, MoveResult(self.id, "leave", keys), durable=True)]
-
-    def _seen_forward(self, now: float, origin: str, rid: int) -> bool:
-        recent = self._recent_forwards
-        while recent:  # entries are in expiry order: the window is the same for all
-            oldest = next(iter(recent))
-            if recent[oldest] > now:
-                break
-            del recent[oldest]
-        if (origin, rid) in recent:
-            return True
-        # The forwarder stops waiting after twice the request timeout; later copies are harmless.
-        recent[(origin, rid)] = now + self.config.request_timeout * 2
-        return False
-
-    def _keyspace_for(self, req: PutRequest | GetRequest | IncrRequest) -> tuple[KeyspaceDef, list[Effect]]:
-        ks = self.keyspaces.get(req.keyspace)
-        if ks is not None:
-            return ks, []
-        if self.gossip is not None and self.gossip.membership.mine.status == "joining":
-            # A joining node may not have heard the cluster's keyspaces yet: creating this one
-            # with the defaults would serve a strict keyspace as sloppy (or a counter keyspace as
-            # siblings). Found by `bhandar chaos --seed 38 --ops 3000 --faults all`.
-            raise Unavailable(f"{self.id} is joining and does not know keyspace {req.keyspace} yet; retry")
-        # Using a new keyspace name creates it with the default policy, everywhere.
-        ks = self._implicit(req.keyspace)
-        self._learn(ks)
-        return ks, self._broadcast_schema()
-
-    def _validate(self, req: PutRequest | GetRequest | IncrRequest, ks: KeyspaceDef) -> None:
-        if req.consistency not in LEVELS:
-            raise BadInput(f"unknown consistency level {req.consistency!r} (use ONE, QUORUM or ALL)")
-        size = len(req.key.encode("utf-8", "surrogatepass"))
-        if not 0 < size <= self.config.max_key_bytes:
-            raise BadInput(f"key must be 1 to {self.config.max_key_bytes} bytes (got {size})")
-        if isinstance(req, PutRequest):
-            if ks.policy == "counter":
-                raise BadInput(f"keyspace {ks.name} holds counters: use incr, not put or delete")
-            if req.value is not None and len(req.value) > self.config.max_value_bytes:
-                raise TooLarge(
-                    f"value of {len(req.value)} bytes is over the limit of {self.config.max_value_bytes}"
-                )
-        if isinstance(req, IncrRequest) and ks.policy != "counter":
-            raise BadInput(f"keyspace {ks.name} has policy {ks.policy}: incr needs a counter keyspace")
-
-    def _plan(self, ks: KeyspaceDef, key: str, now: float) -> Plan:
-        liveness = self.liveness
-        token = self._tokens.get((ks.name, key))
-        if token is None:
-            if len(self._tokens) >= 1 << 16:
-                self._tokens.clear()  # a bound on memory; hashing again is cheap
-            token = self._tokens[(ks.name, key)] = key_token(ks.name, key)
-        gossip = self.gossip
-        future = (
-            gossip.membership.ring("future") if gossip is not None and gossip.membership.moving() else None
-        )
-        return plan_replicas(self.ring, token, ks.n, ks.quorum, lambda n: liveness.is_up(n, now), future)
-
-    def _unavailable(self, ks: KeyspaceDef, plan: Plan, level: str) -> Failure:
-        needed = required(level, ks.n)
-        reachable = len(plan.targets)
-        down = ", ".join(plan.down) or "none"
-        mode = "strict quorum: only home replicas count" if ks.quorum == "strict" else "no healthy fallback"
-        return Failure(
-            "unavailable",
-            f"{reachable} of {ks.n} replicas reachable, {level} needs {needed} "
-            f"(home replicas down: {down}; {mode})",
-            answered=reachable,
-            needed=needed,
-            coordinator=self.id,
-        )
-
-    def _forward(
-        self, now: float, req: PutRequest | IncrRequest, origin: str | None, plan: Plan
-    ) -> list[Effect]:
-        if req.hops >= MAX_HOPS:
-            failure = Failure("unavailable", "could not agree on a coordinator (ring views differ); retry")
-            return [self._answer(req.rid, origin, failure)]
-        target = plan.targets[0]
-        op_id = self._new_op(
-            Op("forward", req.rid, origin, now, now + self.config.request_timeout * 2, extra=target)
-        )
-        self.metrics.forwarded += 1
-        return [Send(target, replace(req, rid=op_id, hops=req.hops + 1))]
-
-    def _on_forward_reply(self, now: float, msg: ClientReply) -> list[Effect]:
-        op = self.ops.pop(msg.rid, None)
-        if op is None or op.kind != "forward":
-            return []
-        return [self._answer(op.rid, op.origin, msg.result)]
-
-    def _create_keyspace(self, req: KeyspaceRequest, origin: str | None) -> list[Effect]:
-        new = req.definition
-        existing = self.keyspaces.get(new.name)
-        if existing is not None and existing != new:
-            raise BadInput(
-                f"keyspace {new.name} already exists with policy={existing.policy} n={existing.n} "
-                f"quorum={existing.quorum}"
-            )
-        self._learn(new)
-        return [
-            *self._broadcast_schema(),
-            self._answer(req.rid, origin, KeyspaceResult(new, existing is None), durable=True),
-        ]
-
-    def _learn(self, ks: KeyspaceDef) -> None:
-        known = self.keyspaces.get(ks.name)
-        if known is ks or known == ks:
-            return
-        if known is not None and ks == self._implicit(ks.name):
-            # A keyspace created by first use never replaces a defined one: a node that had not
-            # heard of it yet would otherwise redefine it cluster-wide through gossip (a strict
-            # keyspace turned sloppy). Found by `bhandar chaos --seed 38 --ops 3000 --faults all`.
-            return
-        self.keyspaces[ks.name] = ks
-        self.store.put_meta("keyspaces", [[k.name, k.policy, k.n, k.quorum] for k in self.keyspaces.values()])
-
-    def _implicit(self, name: str) -> KeyspaceDef:
-        """The definition a keyspace gets when a request uses its name first."""
-        return KeyspaceDef(name, n=self.config.default_n)
-
-    def _broadcast_schema(self) -> list[Effect]:
-        update = SchemaUpdate(tuple(self.keyspaces.values()))
-        peers = self.gossip.membership.peers() if self.gossip is not None else self.ring.nodes
-        return [Send(peer, update) for peer in peers if peer != self.id]
 
     def _expire(self, now: float, op_id: int, op: Op) -> list[Effect]:
         self.ops.pop(op_id, None)
@@ -588,12 +284,3 @@ _HANDLERS: dict[type, Callable[[Node, float, str, Any], list[Effect]]] = {
     st.StreamBatch: Node._on_stream_batch,
     st.StreamAck: Node._on_stream_ack,
 }
-
-
-def _newest(states: list[MemberState]) -> list[MemberState]:
-    """One state per member: the newest (by generation, then heartbeat)."""
-    best: dict[str, MemberState] = {}
-    for state in states:
-        if state.id not in best or state.version > best[state.id].version:
-            best[state.id] = state
-    return list(best.values())
