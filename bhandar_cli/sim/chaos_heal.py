@@ -21,9 +21,9 @@ from bhandar_cli.core.messages import RepairRequest, RepairResult, Result
 from bhandar_cli.core.records import Record, merge_records, same_record
 from bhandar_cli.core.ring import Ring, key_token
 from bhandar_cli.core.store import Store
-from bhandar_cli.sim.checker import History, Violation
 from bhandar_cli.sim.cluster import SimCluster
 from bhandar_cli.sim.faults import FaultInjector
+from bhandar_cli.sim.history import History, Violation
 
 HEAL_TIMEOUT = 300.0  # simulated seconds allowed for movements to finish and hints to drain
 REPAIR_ROUNDS = 6  # rounds of `repair` after the heal, at most

@@ -10,7 +10,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from bhandar_cli.sim.checker import CheckResult
+from bhandar_cli.sim.history import CheckResult
 from bhandar_cli.sim.storage_faults import StorageStats
 
 if TYPE_CHECKING:

@@ -30,8 +30,8 @@ from bhandar_cli.core.config import KeyspaceDef
 from bhandar_cli.core.messages import GetRequest, IncrRequest, PutRequest, Result
 from bhandar_cli.core.records import Versioned
 from bhandar_cli.core.versions import JSON, context_of
-from bhandar_cli.sim.checker import History, Operation
 from bhandar_cli.sim.cluster import SimCluster
+from bhandar_cli.sim.history import History, Operation
 
 SIBS = "sibs"
 STRICT = "strict"
