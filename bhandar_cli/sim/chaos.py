@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from random import Random
+from typing import Any
 
 from bhandar_cli.core.config import KeyspaceDef, NodeConfig
 from bhandar_cli.core.messages import Failure, KeyspaceRequest
@@ -268,25 +269,22 @@ def _run_chaos(options: ChaosOptions, on_progress: Callable[[int], None] | None)
 
 def _build_cluster(params: ChaosParams, config: NodeConfig, disks: LSMHosts | None) -> SimCluster:
     """The simulated cluster, its nodes on in-memory stores or on LSM engines over crashable disks."""
-    if disks is None:
-        return SimCluster(
-            seed=params.cluster_seed,
-            nodes=params.nodes,
-            zones=params.zones,
-            vnodes=params.vnodes,
-            config=config,
-        )
+    storage: dict[str, Any] = {}
+    if disks is not None:
+        storage = {
+            "store_factory": disks.create,
+            "crash_store": disks.crash,
+            "reopen_store": disks.reopen,
+            "arm_crash": disks.arm,
+            "crash_errors": (SimulatedCrash,),
+        }
     return SimCluster(
         seed=params.cluster_seed,
         nodes=params.nodes,
         zones=params.zones,
         vnodes=params.vnodes,
         config=config,
-        store_factory=disks.create,
-        crash_store=disks.crash,
-        reopen_store=disks.reopen,
-        arm_crash=disks.arm,
-        crash_errors=(SimulatedCrash,),
+        **storage,
     )
 
 
