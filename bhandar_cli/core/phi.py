@@ -85,6 +85,7 @@ class PhiAccrualDetector:
         self._sum = 0.0
         self._sum_sq = 0.0
         self.last_heartbeat: float | None = None
+        self._down_at: float | None = None  # when phi crosses the threshold, if no heartbeat comes
         estimate = self.config.first_heartbeat_estimate
         self._add(estimate - estimate / 4)
         self._add(estimate + estimate / 4)
@@ -106,6 +107,7 @@ class PhiAccrualDetector:
                 raise ValueError(f"heartbeat at {now} is earlier than the previous one at {last}")
             self._add(now - last)
         self.last_heartbeat = now
+        self._down_at = None
 
     @property
     def samples(self) -> int:
@@ -134,7 +136,31 @@ class PhiAccrualDetector:
 
     def is_available(self, now: float, threshold: float | None = None) -> bool:
         """phi below the threshold (the config's, 8 by default)."""
-        return self.phi(now) < (self.config.threshold if threshold is None else threshold)
+        if threshold is not None and threshold != self.config.threshold:
+            return self.phi(now) < threshold
+        if self.last_heartbeat is None:
+            return True
+        # phi only grows with silence, so between heartbeats "up" is simply "before the moment phi
+        # reaches the threshold". Routing asks this for every request; phi is computed once.
+        if self._down_at is None:
+            self._down_at = self._crossing(self.config.threshold)
+        return now < self._down_at
+
+    def _crossing(self, threshold: float) -> float:
+        """The time after the last heartbeat at which phi first reaches `threshold` (bisection)."""
+        assert self.last_heartbeat is not None
+        lo, hi = self.last_heartbeat, self.last_heartbeat + 1.0
+        while self.phi(hi) < threshold:
+            lo, hi = hi, hi + 2 * (hi - self.last_heartbeat)
+            if hi - self.last_heartbeat > 1e9:
+                return math.inf
+        for _ in range(50):  # to well below a microsecond
+            mid = (lo + hi) / 2
+            if self.phi(mid) < threshold:
+                lo = mid
+            else:
+                hi = mid
+        return hi
 
 
 class PhiDetectors:
@@ -159,7 +185,8 @@ class PhiDetectors:
         return 0.0 if detector is None else detector.phi(now)
 
     def is_up(self, peer: str, now: float) -> bool:
-        return self.phi(peer, now) < self.config.threshold
+        detector = self._detectors.get(peer)
+        return detector is None or detector.is_available(now)
 
     def forget(self, peer: str) -> None:
         """Stop tracking `peer` (it left the cluster)."""
