@@ -20,7 +20,7 @@ from bhandar_cli.client_views import ClusterViews
 from bhandar_cli.core.config import KeyspaceDef, parse_level
 from bhandar_cli.core.context import decode_context, encode_context
 from bhandar_cli.core.crdt import PNCounter
-from bhandar_cli.core.errors import BadInput, BhandarError
+from bhandar_cli.core.errors import BadInput
 from bhandar_cli.core.messages import (
     Failure,
     GetRequest,
@@ -286,7 +286,3 @@ class BlockingClient:
             return trio.from_thread.run(functools.partial(attr, *args, **kwargs), trio_token=self._token)
 
         return call
-
-
-def error_code(exc: BaseException) -> str:
-    return exc.code if isinstance(exc, BhandarError) else "internal"

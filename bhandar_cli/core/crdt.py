@@ -118,8 +118,3 @@ class PNCounter:
 
 
 EMPTY_COUNTER = PNCounter({})
-
-
-def counter_from_value(actor: str, value: int) -> PNCounter:
-    """A counter that starts at `value` (used by tests and demos)."""
-    return PNCounter({actor: ActorCount(p=max(value, 0), n=max(-value, 0), seq=1)})

@@ -51,13 +51,3 @@ class NotFound(BhandarError):
     """The key has no live value."""
 
     code: ErrorCode = "not_found"
-
-
-ERRORS_BY_CODE: dict[str, type[BhandarError]] = {
-    cls.code: cls for cls in (BadInput, TooLarge, Unavailable, Timeout, Refused, NotFound)
-}
-
-
-def error_from_code(code: str, message: str) -> BhandarError:
-    """Rebuild an error received over the wire (or from a core result)."""
-    return ERRORS_BY_CODE.get(code, BhandarError)(message)

@@ -136,6 +136,3 @@ class HintQueue:
             HintSummary(target, len(queue), max(now - created for _, created in queue.values()))
             for target, queue in sorted(self._queues.items())
         ]
-
-    def oldest_age(self, now: float) -> float:
-        return max((s.oldest_s for s in self.summary(now)), default=0.0)

@@ -112,14 +112,6 @@ def encode_record(record: Record) -> bytes:
     return cbor2.dumps(to_plain(record))
 
 
-def decode_record(data: bytes) -> Record:
-    try:
-        plain = cbor2.loads(data)
-    except Exception as exc:  # cbor2 raises several types for bad input
-        raise ValueError(f"malformed record bytes: {exc}") from exc
-    return from_plain(plain)
-
-
 def digest(record: Record) -> bytes:
     """A short hash of the record's content, for Merkle trees."""
     return hashlib.blake2b(encode_record(record), digest_size=12).digest()

@@ -65,11 +65,6 @@ class MemoryNetwork:
                 if (src, dst) in self.blocked or not self._deliver(dst, src, msg):
                     self.dropped += 1
 
-    def in_flight(self) -> int:
-        return len(self._heap)
-
-    # --- faults ------------------------------------------------------------------------------
-
     def partition(self, groups: Iterable[Iterable[str]], nodes: Iterable[str]) -> list[list[str]]:
         """Separate the groups; nodes not listed form one more group. Returns the groups."""
         listed = [list(g) for g in groups]

@@ -14,7 +14,7 @@ from prompt_toolkit.document import Document
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.lexers import Lexer
 
-from bhandar_cli.repl.grammar import ALIASES, COMMANDS, split_words
+from bhandar_cli.repl.grammar import ALIASES, COMMANDS
 
 LEVELS = ("ONE", "QUORUM", "ALL")
 OPTION_VALUES: dict[str, tuple[str, ...]] = {
@@ -205,11 +205,3 @@ def _tokens(text: str) -> list[str]:
     if buf:
         out.append(buf)
     return out
-
-
-def words_of(line: str) -> list[str]:
-    """The unquoted words (for history-derived keys), tolerant of unfinished input."""
-    try:
-        return [w.text for cmd in split_words(line) for w in cmd]
-    except ValueError:
-        return line.split()
