@@ -150,14 +150,17 @@ class ClusterViews:
         total = NodeMetrics()
         per_node: dict[str, int] = {}
         storage: dict[str, Any] = {}
+        repair: dict[str, Any] = {}
         for name in self.backend.names:
             if self.backend.is_alive(name):
                 m = await self.backend.node_metrics(name)
                 total.merge(m)
                 per_node[name] = m.coordinated + m.replica_requests
-                disk = (await self.backend.node_info(name)).get("storage")
-                if disk:
-                    storage[name] = disk
+                info = await self.backend.node_info(name)
+                if info.get("storage"):
+                    storage[name] = info["storage"]
+                if info.get("repair"):
+                    repair[name] = {k: v for k, v in info["repair"].items() if k != "ages"}
         ops: dict[str, dict[str, Any]] = {}
         for (op, level), stats in sorted(total.ops.items()):
             ops.setdefault(op, {})[level] = {
@@ -190,6 +193,7 @@ class ClusterViews:
                 "sessions": total.repair_sessions,
                 "keys_repaired": total.keys_repaired,
                 "tombstones_reaped": total.tombstones_reaped,
+                "repair_age": repair,  # per node: ranges, never repaired, oldest age in seconds
             },
             "storage": storage,
         }

@@ -32,6 +32,7 @@ def node_info(name: str, zone: str, node: Node | None, now: float, tokens: int) 
         peers={p: node.is_up(p, now) for p in peers},
         keyspaces=[asdict(ks) for ks in node.keyspaces.values()],
         streams=node.stream_view(),
+        repair=_repair_summary(node.repair_ages(now)),
         storage=node_storage(node),
     )
     if gossip is not None:
@@ -105,3 +106,14 @@ def metrics_from_plain(plain: dict[str, Any]) -> NodeMetrics:
 def records_from_plain(plain: dict[str, Any]) -> tuple[Any, Any]:
     own, hinted = plain["own"], plain["hinted"]
     return (None if own is None else from_plain(own), None if hinted is None else from_plain(hinted))
+
+
+def _repair_summary(ages: dict[str, float | None]) -> dict[str, Any]:
+    """Per-range repair ages, summed up: how many ranges, how many never repaired, the oldest."""
+    known = [a for a in ages.values() if a is not None]
+    return {
+        "ranges": len(ages),
+        "never": len(ages) - len(known),
+        "oldest_s": max(known) if known else None,
+        "ages": ages,
+    }

@@ -297,7 +297,8 @@ def render_metrics(data: dict[str, Any]) -> RenderableType:
         parts.append(
             Text(
                 f"anti-entropy sessions {ae['sessions']}  keys repaired {ae['keys_repaired']}  "
-                f"tombstones reaped {ae['tombstones_reaped']}"
+                f"tombstones reaped {ae['tombstones_reaped']}  "
+                f"oldest range repair {_repair_age(ae.get('repair_age', {}))}"
             )
         )
     if data.get("storage"):
@@ -315,6 +316,13 @@ def render_metrics(data: dict[str, Any]) -> RenderableType:
             )
         parts.append(disk)
     return Group(*parts)
+
+
+def _repair_age(per_node: dict[str, Any]) -> str:
+    never = sum(r["never"] for r in per_node.values())
+    ages = [r["oldest_s"] for r in per_node.values() if r["oldest_s"] is not None]
+    oldest = f"{max(ages):.1f}s ago" if ages else "none yet"
+    return oldest + (f" ({never} ranges never repaired)" if never else "")
 
 
 def _bytes(n: int) -> str:

@@ -95,3 +95,12 @@ def test_upgrade_restarts_one_node_at_a_time_and_loses_nothing(repl: Run) -> Non
     assert [r["node"] for r in upgrade["nodes"]] == ["A", "B", "C", "D", "E"]
     assert all(r["settled"] for r in upgrade["nodes"])
     assert [o["values"] for o in out[11:]] == [[i] for i in range(10)]
+
+
+def test_repair_age_per_range_is_kept_and_reported(repl: Run) -> None:
+    before, _, after = repl(["metrics", "repair", "metrics"])
+    ages_before = before["anti_entropy"]["repair_age"]
+    assert all(r["never"] > 0 for r in ages_before.values())
+    ages_after = after["anti_entropy"]["repair_age"]
+    assert set(ages_after) == {"A", "B", "C", "D", "E"}
+    assert all(r["never"] == 0 and r["oldest_s"] is not None for r in ages_after.values())
