@@ -79,19 +79,11 @@ def _bench_engine(
 
         return run
 
-    n_put, t_put = _timed(puts)
-    found, t_hit = _timed(gets(hits))
-    false_found, t_miss = _timed(gets(misses))
+    rates = _measure("engine", puts, gets, hits, misses)
     stats = engine.stats()
     engine.close()
-    if found != len(hits) or false_found:
-        raise AssertionError(
-            f"engine bench read back {found}/{len(hits)} hits and {false_found} phantom keys"
-        )
     return {
-        "puts_per_s": _rate(n_put, t_put),
-        "get_hits_per_s": _rate(len(hits), t_hit),
-        "get_misses_per_s": _rate(len(misses), t_miss),
+        **rates,
         "fsyncs": stats.fsyncs,
         "sstables": stats.sstables,
         "flushes": stats.flushes,
@@ -126,13 +118,25 @@ def _bench_sqlite(path: str, data: tuple, batch: int, synchronous: str) -> dict[
 
         return run
 
+    rates = _measure("sqlite", puts, gets, hits, misses)
+    db.close()
+    return rates
+
+
+def _measure(
+    label: str,
+    puts: Callable[[], int],
+    gets: Callable[[list[bytes]], Callable[[], int]],
+    hits: list[bytes],
+    misses: list[bytes],
+) -> dict[str, float | int]:
+    """Time the puts, then the hits, then the misses; check every read answered truly."""
     n_put, t_put = _timed(puts)
     found, t_hit = _timed(gets(hits))
     false_found, t_miss = _timed(gets(misses))
-    db.close()
     if found != len(hits) or false_found:
         raise AssertionError(
-            f"sqlite bench read back {found}/{len(hits)} hits and {false_found} phantom keys"
+            f"{label} bench read back {found}/{len(hits)} hits and {false_found} phantom keys"
         )
     return {
         "puts_per_s": _rate(n_put, t_put),
