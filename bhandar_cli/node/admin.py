@@ -6,12 +6,14 @@ its admin RPC, so the REPL renders one shape whichever way the cluster runs.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict
 from typing import Any
 
 from bhandar_cli.core.metrics import Histogram, NodeMetrics, OpStats
-from bhandar_cli.core.records import from_plain, to_plain
+from bhandar_cli.core.records import digest, from_plain, to_plain
 from bhandar_cli.core.replica import Node
+from bhandar_cli.core.ring import Ring, key_token
 
 
 def node_info(name: str, zone: str, node: Node | None, now: float, tokens: int) -> dict[str, Any]:
@@ -117,3 +119,33 @@ def _repair_summary(ages: dict[str, float | None]) -> dict[str, Any]:
         "oldest_s": max(known) if known else None,
         "ages": ages,
     }
+
+
+def node_digests(node: Node) -> list[list[Any]]:
+    """Every record the node holds as [keyspace, key, digest]: enough to compare replicas."""
+    store = node.store
+    return [[ks, key, digest(rec)] for ks in store.keyspaces() for key, rec in store.items(ks)]
+
+
+def convergence_problems(
+    ring: Ring,
+    hints: Mapping[str, list[dict[str, Any]]],
+    digests: Mapping[str, list[list[Any]]],
+    replication: Mapping[str, int],
+    default_n: int,
+) -> list[str]:
+    """Why a cluster is not converged, from its live nodes' hint queues and record digests:
+    a hint held for a live node, or replicas of a key that differ. Empty when converged."""
+    problems = [
+        f"{name} holds {q['count']} hint(s) for {q['target']}"
+        for name, queues in hints.items()
+        for q in queues
+        if q["target"] in digests
+    ]
+    held = {name: {(ks, key): d for ks, key, d in rows} for name, rows in digests.items()}
+    for keyspace, key in sorted({k for rows in held.values() for k in rows}):
+        replicas = ring.preference_list(key_token(keyspace, key), replication.get(keyspace, default_n))
+        copies = [held[r].get((keyspace, key)) for r in replicas if r in held]
+        if any(c != copies[0] for c in copies[1:]):
+            problems.append(f"replicas of {keyspace}/{key} differ")
+    return problems

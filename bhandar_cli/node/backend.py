@@ -13,7 +13,7 @@ from bhandar_cli.core.messages import Result
 from bhandar_cli.core.metrics import NodeMetrics
 from bhandar_cli.core.records import Record
 from bhandar_cli.core.replica import Node
-from bhandar_cli.core.ring import Ring, key_token
+from bhandar_cli.core.ring import Ring
 from bhandar_cli.node import admin
 from bhandar_cli.node.cluster import InProcessCluster
 
@@ -187,26 +187,17 @@ class InProcessBackend:
 
     async def convergence_problems(self) -> list[str]:
         """Why the cluster is not yet converged (empty when it is)."""
-        problems: list[str] = []
         live = {n: rt.node for n, rt in self.cluster.runtimes.items() if rt.node is not None}
-        for name, node in live.items():
-            if node.gossip is not None and node.gossip.membership.moving():
-                problems.append(f"{name} sees a node joining or leaving")
-                break
-        for name, node in live.items():
-            for summary in node.hints.summary(trio.current_time()):
-                if summary.target in live:
-                    problems.append(f"{name} holds {summary.count} hint(s) for {summary.target}")
-        keys: set[tuple[str, str]] = set()
-        for node in live.values():
-            for keyspace in node.store.keyspaces():
-                keys.update((keyspace, k) for k, _ in node.store.items(keyspace))
-        ring = self.ring
-        some = next(iter(live.values()), None)
-        for keyspace, key in sorted(keys):
-            ks = some.keyspaces.get(keyspace) if some is not None else None
-            replicas = ring.preference_list(key_token(keyspace, key), ks.n if ks else 3)
-            copies = [live[r].store.get(keyspace, key) for r in replicas if r in live]
-            if any(c != copies[0] for c in copies[1:]):
-                problems.append(f"replicas of {keyspace}/{key} differ")
-        return problems
+        moving = [
+            n for n, node in live.items() if node.gossip is not None and node.gossip.membership.moving()
+        ]
+        problems = [f"{moving[0]} sees a node joining or leaving"] if moving else []
+        now = trio.current_time()
+        replication = {ks.name: ks.n for node in live.values() for ks in node.keyspaces.values()}
+        return problems + admin.convergence_problems(
+            self.ring,
+            {n: admin.node_hints(node, now) for n, node in live.items()},
+            {n: admin.node_digests(node) for n, node in live.items()},
+            replication,
+            self.cluster.config.default_n,
+        )

@@ -36,7 +36,6 @@ from bhandar_cli.core.messages import (
     RepairRequest,
     Result,
 )
-from bhandar_cli.core.records import digest
 from bhandar_cli.core.ring import Ring
 from bhandar_cli.core.wire import from_wire, to_wire
 from bhandar_cli.node import admin
@@ -287,9 +286,8 @@ class NodeProcess:
         return plain
 
     def _op_digest(self, body: dict[str, Any]) -> Any:
-        """Every record this node holds as [keyspace, key, digest]: enough to compare replicas."""
-        store = self.store
-        return [[ks, key, digest(rec)] for ks in store.keyspaces() for key, rec in store.items(ks)]
+        node = self.runtime.node
+        return [] if node is None else admin.node_digests(node)
 
     def _op_partition(self, body: dict[str, Any]) -> Any:
         groups = [[str(n) for n in g] for g in body["groups"]]

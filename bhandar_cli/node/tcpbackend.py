@@ -23,7 +23,7 @@ from bhandar_cli.core.errors import BadInput, Unavailable
 from bhandar_cli.core.messages import Failure, Result
 from bhandar_cli.core.metrics import NodeMetrics
 from bhandar_cli.core.records import Record
-from bhandar_cli.core.ring import Ring, key_token
+from bhandar_cli.core.ring import Ring
 from bhandar_cli.core.wire import from_wire, to_wire
 from bhandar_cli.node import admin, clusterfile, supervisor
 from bhandar_cli.node.clusterfile import ClusterFile, ClusterFileError
@@ -280,26 +280,16 @@ class TcpBackend:
 
     async def convergence_problems(self) -> list[str]:
         """Why the cluster is not yet converged: hints held for live nodes, replicas that differ."""
-        problems: list[str] = []
         live = [n for n in self.names if self.is_alive(n)]
-        digests: dict[str, dict[tuple[str, str], bytes]] = {}
+        hints: dict[str, list[dict[str, Any]]] = {}
+        digests: dict[str, list[list[Any]]] = {}
         replication: dict[str, int] = {}
         for name in live:
-            for queue in await self.node_hints(name):
-                if queue["target"] in live:
-                    problems.append(f"{name} holds {queue['count']} hint(s) for {queue['target']}")
-            rows = await self._admin(name, "digest")
-            digests[name] = {(ks, key): d for ks, key, d in rows or ()}
+            hints[name] = await self.node_hints(name)
+            digests[name] = await self._admin(name, "digest") or []
             info = await self._admin(name, "info") or {}
             replication.update({k["name"]: int(k["n"]) for k in info.get("keyspaces", [])})
-        keys = sorted({k for held in digests.values() for k in held})
-        for keyspace, key in keys:
-            n = replication.get(keyspace, self.cluster.replicas)
-            replicas = self.ring.preference_list(key_token(keyspace, key), n)
-            copies = [digests[r].get((keyspace, key)) for r in replicas if r in digests]
-            if any(c != copies[0] for c in copies[1:]):
-                problems.append(f"replicas of {keyspace}/{key} differ")
-        return problems
+        return admin.convergence_problems(self.ring, hints, digests, replication, self.cluster.replicas)
 
 
 @asynccontextmanager

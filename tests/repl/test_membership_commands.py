@@ -104,3 +104,25 @@ def test_repair_age_per_range_is_kept_and_reported(repl: Run) -> None:
     ages_after = after["anti_entropy"]["repair_age"]
     assert set(ages_after) == {"A", "B", "C", "D", "E"}
     assert all(r["never"] == 0 and r["oldest_s"] is not None for r in ages_after.values())
+
+
+def test_wait_converged_waits_for_hints_and_replicas(repl: Run) -> None:
+    out = repl(
+        [
+            "kill C",
+            "sleep 4s",
+            *[f"put ks k{i} {i}" for i in range(10)],
+            "revive C",
+            "wait converged",
+            "hints",
+        ]
+    )
+    waited = out[-2]
+    assert waited["ok"] and waited["waited_s"] > 0
+    assert out[-1]["queues"] == []
+
+
+def test_wait_converged_times_out_with_the_reason(repl: Run) -> None:
+    out = repl(["kill C", "sleep 4s", "put ks k v", "partition C", "revive C", "wait converged timeout=3s"])
+    assert out[-1]["ok"] is False and out[-1]["code"] == "timeout"
+    assert "hint" in out[-1]["error"] or "differ" in out[-1]["error"]
