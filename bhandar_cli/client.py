@@ -91,7 +91,7 @@ class Client(ClusterViews, ClusterOps):
             raise BadInput(f"unknown node {name!r} (nodes are {', '.join(self.backend.names)})")
         return wanted
 
-    def _via(self, keyspace: str, key: str, via: str | None, n: int = 3) -> str:
+    def _via(self, keyspace: str, key: str, via: str | None) -> str:
         if via is not None:
             return self.node(via)
         # Like a partition-aware client: the first live replica of the key, else any live node.

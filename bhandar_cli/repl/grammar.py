@@ -30,7 +30,6 @@ class CommandSpec:
     min_args: int = 0
     max_args: int | None = 0
     examples: tuple[str, ...] = ()
-    available: bool = True
 
 
 @dataclass

@@ -27,8 +27,6 @@ from bhandar_cli.repl.grammar import (
 )
 from bhandar_cli.values import parse_value_text
 
-LATER: dict[str, str] = {}
-
 
 @dataclass
 class Reply:
@@ -79,10 +77,6 @@ class Session:
         c = self.client
         opts = cmd.options
         name = cmd.name
-        if name in LATER:
-            raise ClientError(
-                "unsupported", f"{name} needs {LATER[name]}, which this build does not have yet"
-            )
         if name == "put":
             value, ctype = parse_value_text(_value_text(cmd.args[2]))
             return await c.put(
@@ -193,7 +187,6 @@ class Session:
             "usage": spec.usage,
             "summary": spec.summary,
             "examples": list(spec.examples),
-            "available": spec.name not in LATER,
         }
 
     @staticmethod

@@ -341,8 +341,6 @@ def render_help(data: dict[str, Any]) -> RenderableType:
         return Group(table, Text("help CMD shows examples", style="dim"))
     parts: list[RenderableType] = [Text(data["usage"], "bold"), Text(data["summary"])]
     parts += [Text(f"  {ex}", "cyan") for ex in data["examples"]]
-    if not data.get("available", True):
-        parts.append(Text("(not available in this build yet)", "yellow"))
     return Group(*parts)
 
 

@@ -77,7 +77,11 @@ def run_ministore_scenario(
 
 def _run_mode(mode: str, seed: int, requests: int, keys: int) -> ModeResult:
     config = NodeConfig(
-        hinted_handoff=mode == "sloppy + hints", ping_interval=0.1, down_after=0.3, request_timeout=1.0
+        hinted_handoff=mode == "sloppy + hints",
+        liveness="ping",  # the seed models detection as a fixed delay (DETECT = 300 requests)
+        ping_interval=0.1,
+        down_after=0.3,
+        request_timeout=1.0,
     )
     cluster = SimCluster(seed=seed, nodes=5, zones=5, vnodes=8, config=config)
     ks = KeyspaceDef(KEYSPACE, "siblings", 3, "strict" if mode == "strict" else "sloppy")
