@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import time
 from typing import Any
 
@@ -150,9 +149,7 @@ class InProcessBackend:
 
     async def restore(self, snapshot: str) -> dict[str, Any]:
         """Stop every node, put the snapshot's tables in place, start them again as new actors."""
-        from bhandar_cli.node.disk import RealDisk
-        from bhandar_cli.node.storage import open_node_store
-        from bhandar_cli.storage.recovery import restore_snapshot
+        from bhandar_cli.node.storage import open_node_store, restore_node_dir
 
         base = self._snapshot_dir(snapshot)
         if not os.path.isdir(base):
@@ -166,20 +163,11 @@ class InProcessBackend:
             self.cluster.kill(name)
         restored = []
         for name in names:
-            source = os.path.join(base, name)
             runtime = self.cluster.runtime(name)
-            old = runtime.store
-            restores = int(old.get_meta("restores") or 0) + 1
-            old.close()
+            runtime.store.close()
             target = os.path.join(self.data_dir, name)
-            shutil.rmtree(target)
-            os.makedirs(target)
-            restore_snapshot(RealDisk(), source, target)
-            fresh = open_node_store(target)
-            fresh.put_meta("restores", restores)
-            fresh.put_meta("actor", f"{name}~r{restores}")
-            fresh.sync()
-            runtime.store = fresh
+            restore_node_dir(os.path.join(base, name), target, name)
+            runtime.store = open_node_store(target)
             restored.append(name)
         for name in restored:
             await self.cluster.revive(name, reopen=False)

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+
 from bhandar_cli.node.disk import RealDisk
 from bhandar_cli.storage.engine import EngineOptions
 from bhandar_cli.storage.record_store import RecordStore
+from bhandar_cli.storage.recovery import restore_snapshot
 
 
 def open_node_store(data_dir: str, fsync: str = "batch") -> RecordStore:
@@ -12,3 +16,21 @@ def open_node_store(data_dir: str, fsync: str = "batch") -> RecordStore:
     disk = RealDisk()
     disk.makedirs(data_dir)
     return RecordStore(disk, data_dir, EngineOptions(fsync=fsync))
+
+
+def restore_node_dir(snapshot_dir: str, data_dir: str, node: str) -> None:
+    """Replace a stopped node's data directory by its snapshot (hard links), as a new actor.
+
+    The restored node's own dot counters go back in time; writing under a new actor id
+    (`Node.home_actor`) keeps it from reusing dots it handed out after the snapshot.
+    """
+    old = open_node_store(data_dir)
+    restores = int(old.get_meta("restores") or 0) + 1
+    old.close()
+    shutil.rmtree(data_dir)
+    os.makedirs(data_dir)
+    restore_snapshot(RealDisk(), snapshot_dir, data_dir)
+    fresh = open_node_store(data_dir)
+    fresh.put_meta("restores", restores)
+    fresh.put_meta("actor", f"{node}~r{restores}")
+    fresh.close()

@@ -10,7 +10,6 @@ cluster file when another command (another terminal's `cluster start`) has chang
 from __future__ import annotations
 
 import os
-import shutil
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -202,9 +201,7 @@ class TcpBackend:
 
     async def restore(self, snapshot: str) -> dict[str, Any]:
         """Stop each node, put the snapshot's tables in its data directory, start it again."""
-        from bhandar_cli.node.disk import RealDisk
-        from bhandar_cli.node.storage import open_node_store
-        from bhandar_cli.storage.recovery import restore_snapshot
+        from bhandar_cli.node.storage import restore_node_dir
 
         base = self._snapshot_dir(snapshot)
         if not base.is_dir():
@@ -215,17 +212,7 @@ class TcpBackend:
             await self.kill(entry.id)
         restored = []
         for entry in entries:
-            source = base / entry.id
-            old = open_node_store(entry.data_dir)
-            restores = int(old.get_meta("restores") or 0) + 1
-            old.close()
-            shutil.rmtree(entry.data_dir)
-            os.makedirs(entry.data_dir)
-            restore_snapshot(RealDisk(), str(source), entry.data_dir)
-            fresh = open_node_store(entry.data_dir)
-            fresh.put_meta("restores", restores)
-            fresh.put_meta("actor", f"{entry.id}~r{restores}")  # see Node.home_actor
-            fresh.close()
+            restore_node_dir(str(base / entry.id), entry.data_dir, entry.id)
             restored.append(entry.id)
         self.cluster = await supervisor.start_many(self.cluster, restored)
         self._mtime = self._file_mtime()

@@ -117,3 +117,33 @@ def test_repl_session_on_a_process_cluster(fresh_cluster: ClusterFile) -> None:
     assert by_cmd["metrics"][0]["ops"]["put"]["QUORUM"]["ok"] >= 1
     assert set(by_cmd["clock"][0]["replicas"]) >= set(by_cmd["prefs"][0]["replicas"])
     assert by_cmd["wait"][0]["ok"] is True
+
+
+def test_repl_over_processes_repairs_snapshots_and_restores(fresh_cluster: ClusterFile) -> None:
+    async def main() -> list[dict[str, Any]]:
+        async with open_tcp_session(fresh_cluster.dir, "json") as session:
+            replies: list[dict[str, Any]] = []
+            for line in [
+                "put kv before 0",
+                "members from=A",
+                "repair A",
+                "merkle A B",
+                "flush",
+                "snapshot s1",
+                "put kv after 1",
+                "sleep 1s",
+                "restore s1",
+                "get kv after c=ALL",
+                "get kv before c=ALL",
+            ]:
+                replies.extend(r.to_json() for r in await session.run_line(line))
+            return replies
+
+    replies = trio.run(main)
+    assert [r["ok"] for r in replies] == [True] * len(replies), [r for r in replies if not r["ok"]]
+    members = replies[1]["members"]
+    assert {m["id"] for m in members} == set(fresh_cluster.names) and all(m["up"] for m in members)
+    assert replies[2]["nodes"][0]["compared"] > 0 and replies[3]["differing"] == 0
+    assert replies[8]["nodes"] == sorted(fresh_cluster.names)
+    assert replies[9]["found"] is False  # written after the snapshot: a restore rolls it back
+    assert replies[10]["values"] == [0]
