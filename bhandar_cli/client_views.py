@@ -24,7 +24,7 @@ class ClusterViews:
     async def _any_info(self) -> dict[str, Any]:
         for name in self.backend.names:
             if self.backend.is_alive(name):
-                return await self.backend.node_info(name)
+                return await self.backend.node_info(name, counts=False)
         return {}
 
     async def status(self) -> dict[str, Any]:
@@ -156,7 +156,7 @@ class ClusterViews:
                 m = await self.backend.node_metrics(name)
                 total.merge(m)
                 per_node[name] = m.coordinated + m.replica_requests
-                info = await self.backend.node_info(name)
+                info = await self.backend.node_info(name, counts=False)
                 if info.get("storage"):
                     storage[name] = info["storage"]
                 if info.get("repair"):

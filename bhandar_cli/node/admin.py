@@ -16,7 +16,11 @@ from bhandar_cli.core.replica import Node
 from bhandar_cli.core.ring import Ring, key_token
 
 
-def node_info(name: str, zone: str, node: Node | None, now: float, tokens: int) -> dict[str, Any]:
+def node_info(
+    name: str, zone: str, node: Node | None, now: float, tokens: int, counts: bool = True
+) -> dict[str, Any]:
+    """A node's status. `counts=False` skips the key count, a scan of the whole store: views that
+    only want keyspaces, liveness or disk figures (the REPL's toolbar, several times a second)."""
     info: dict[str, Any] = {
         "id": name,
         "zone": zone,
@@ -29,7 +33,6 @@ def node_info(name: str, zone: str, node: Node | None, now: float, tokens: int) 
     gossip = node.gossip
     peers = gossip.membership.peers() if gossip is not None else [p for p in node.ring.nodes if p != name]
     info.update(
-        keys=node.store.count(),
         hints=node.hints.pending(),
         peers={p: node.is_up(p, now) for p in peers},
         keyspaces=[asdict(ks) for ks in node.keyspaces.values()],
@@ -37,6 +40,8 @@ def node_info(name: str, zone: str, node: Node | None, now: float, tokens: int) 
         repair=_repair_summary(node.repair_ages(now)),
         storage=node_storage(node),
     )
+    if counts:
+        info["keys"] = node.store.count()
     if gossip is not None:
         info["status"] = gossip.membership.mine.status
         info["tokens"] = len(gossip.membership.mine.tokens)

@@ -57,10 +57,10 @@ class InProcessBackend:
     def _node(self, name: str) -> Node | None:
         return self.cluster.runtime(name).node
 
-    async def node_info(self, name: str) -> dict[str, Any]:
+    async def node_info(self, name: str, counts: bool = True) -> dict[str, Any]:
         runtime = self.cluster.runtime(name)
         tokens = len(self.ring.tokens_by_node().get(name, []))
-        return admin.node_info(name, runtime.zone, runtime.node, trio.current_time(), tokens)
+        return admin.node_info(name, runtime.zone, runtime.node, trio.current_time(), tokens, counts)
 
     async def node_records(self, name: str, keyspace: str, key: str) -> tuple[Record | None, Record | None]:
         node = self._node(name)

@@ -247,10 +247,10 @@ class NodeProcess:
         node = self.runtime.node
         return None if node is None else node.metrics
 
-    def info(self) -> dict[str, Any]:
+    def info(self, counts: bool = True) -> dict[str, Any]:
         ring, now = self.runtime.ring, trio.current_time()
         tokens = len(ring.tokens_by_node().get(self.id, []))
-        info = admin.node_info(self.id, self.options.zone, self.runtime.node, now, tokens)
+        info = admin.node_info(self.id, self.options.zone, self.runtime.node, now, tokens, counts)
         info.update(
             members=sorted(self.discovery.members) if self.discovery else [self.id],
             pid=os.getpid(),
@@ -266,7 +266,7 @@ class NodeProcess:
         return info
 
     def _op_info(self, body: dict[str, Any]) -> Any:
-        return self.info()
+        return self.info(counts=bool(body.get("counts", True)))
 
     def _op_records(self, body: dict[str, Any]) -> Any:
         node = self.runtime.node

@@ -198,7 +198,7 @@ async def wait_ready(
                 scope.cancel()  # no use waiting for the others
                 return
             try:
-                info = await rpc_once(entry.host, entry.port, "info", 1.0, entry.id)
+                info = await rpc_once(entry.host, entry.port, "info", 1.0, entry.id, counts=False)
                 members = set(info.get("members", ()))
                 seen[entry.id] = "knows " + ", ".join(sorted(members))
                 if members >= wanted:

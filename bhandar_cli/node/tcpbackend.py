@@ -142,8 +142,8 @@ class TcpBackend:
         except RpcError:
             return None
 
-    async def node_info(self, name: str) -> dict[str, Any]:
-        info = await self._admin(name, "info")
+    async def node_info(self, name: str, counts: bool = True) -> dict[str, Any]:
+        info = await self._admin(name, "info", counts=counts)
         if info is None:
             tokens = len(self.ring.tokens_by_node().get(name, []))
             return admin.node_info(name, self.zones[name], None, 0.0, tokens)
