@@ -129,9 +129,15 @@ class RepairRole(NodeBase):
         """The range's Merkle tree, and the tombstones in it (key -> digest)."""
         tree = MerkleTree(lo, hi, depth)
         tombstones: dict[str, bytes] = {}
-        for key, record in self.store.items(keyspace):
+        store = self.store
+        # Hash every key (cheap) but read only the records of this range: a range is a small
+        # slice of the keyspace, and decoding every record for each comparison was the cost.
+        for key in store.keys(keyspace):
             token = key_token(keyspace, key)
             if tree.contains(token):
+                record = store.get(keyspace, key)
+                if record is None:
+                    continue
                 d = digest(record)
                 tree.update(token, key, d)
                 if _is_tombstone(record):

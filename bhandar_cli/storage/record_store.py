@@ -83,6 +83,12 @@ class RecordStore:
         for raw_key, raw in self.engine.scan(prefix, _prefix_end(prefix)):
             yield raw_key[len(prefix) :].decode("utf-8", "surrogatepass"), from_plain(cbor2.loads(raw)[1])
 
+    def keys(self, keyspace: str) -> Iterator[str]:
+        """The keyspace's keys, without decoding their records."""
+        prefix = data_key(keyspace, "")
+        for raw_key, _ in self.engine.scan(prefix, _prefix_end(prefix)):
+            yield raw_key[len(prefix) :].decode("utf-8", "surrogatepass")
+
     def keyspaces(self) -> list[str]:
         found: list[str] = []
         start = DATA
