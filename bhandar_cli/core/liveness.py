@@ -3,7 +3,9 @@
 Up/down only decides routing (whom to ask, where to leave hints); it never changes who owns what.
 `PingLiveness` pings every peer each interval and calls a peer down when it has heard nothing from
 it for `down_after` seconds; any message from the peer counts as a sign of life, so it is up again
-as soon as it answers. Gossip with phi accrual replaces it behind the same interface.
+as soon as it answers. Gossip with phi accrual (gossip.py) is the default behind the same
+interface; pings remain for experiments that model detection as a fixed delay (`liveness="ping"`,
+the seed's ministore scenario).
 """
 
 from __future__ import annotations
