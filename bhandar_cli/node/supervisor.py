@@ -23,10 +23,10 @@ from typing import Any
 
 import trio
 
+from bhandar_cli.host.topology import node_names, zone_map
 from bhandar_cli.node import clusterfile
 from bhandar_cli.node.clusterfile import ClusterFile, ClusterFileError, NodeEntry
 from bhandar_cli.node.rpc import RpcError, rpc_once
-from bhandar_cli.sim.cluster import node_names, zone_map
 
 START_TIMEOUT = 30.0
 STOP_TIMEOUT = 5.0
