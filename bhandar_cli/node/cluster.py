@@ -26,13 +26,10 @@ from bhandar_cli.core.store import MemoryStore, Store
 from bhandar_cli.host.executor import NodeHost
 from bhandar_cli.host.network import LatencyModel, Network, NetworkModel
 from bhandar_cli.host.topology import node_names, zone_map
-from bhandar_cli.node.runtime import NodeRunner
+from bhandar_cli.node.runtime import FATAL, NodeRunner
 from bhandar_cli.node.timers import TrioTimers
-from bhandar_cli.storage.errors import StorageError
 
 MAX_NODES = 26
-# Errors that end a node's life rather than one message: its disk failed, its store is in doubt.
-FATAL: tuple[type[BaseException], ...] = (StorageError, OSError)
 
 
 class InProcessCluster:

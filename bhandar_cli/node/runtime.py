@@ -20,6 +20,10 @@ import math
 import trio
 
 from bhandar_cli.host.executor import NodeHost
+from bhandar_cli.storage.errors import StorageError
+
+# Errors that end a node's life rather than one message: its disk failed, its store is in doubt.
+FATAL: tuple[type[BaseException], ...] = (StorageError, OSError)
 
 
 class NodeRunner:
