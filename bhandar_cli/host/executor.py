@@ -90,6 +90,7 @@ class NodeHost:
         self.errors = 0  # inputs dropped because handling them raised
         self.past_metrics = NodeMetrics()  # counters of lives that ended
         self.wake: Callable[[], None] = lambda: None  # the environment's: an input is waiting
+        self.seed = seed  # each life's node draws its randomness from here, in order
         self._rng = Random(seed)
         self._inbox: deque[tuple[str | None, Any]] = deque()
         self._responders: dict[int, Responder] = {}

@@ -5,12 +5,7 @@ the same core nodes' effects in the same order, over the same network model (hos
 only the environment differs. Every delivery, step, timer, fsync and fault is an event on one
 heap, and all randomness descends from one seed.
 
-Stepping: an input that reaches an idle host schedules a step at the current instant, after the
-events already due then, so messages arriving together are handled as one batch, as in the trio
-runtime. A step that must sync before its durable effects leaves the host busy for the fsync's
-simulated duration (`sync_delay`, none by default); inputs arriving meanwhile wait for the next
-step, which is how group commit batches writes in production. The sync itself runs when the
-delay ends, so a crash during it loses the batch's unsynced writes and sends none of its acks.
+How a host is stepped, and how long its fsyncs take, is sim/stepper.py.
 
 Storage: each host's store comes from `store_factory` (in-memory by default: it survives a crash
 whole). A store on a simulated disk is crashed with the machine: `crash_store` runs at `kill` (the
@@ -23,8 +18,7 @@ in production) and the error is kept in `internal_errors` for the checker to rep
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from random import Random
 from typing import Any
@@ -34,19 +28,11 @@ from bhandar_cli.core.messages import ClientRequest, Failure, Note, Result
 from bhandar_cli.core.metrics import NodeMetrics
 from bhandar_cli.core.ring import Ring, node_tokens
 from bhandar_cli.core.store import MemoryStore, Store
-from bhandar_cli.host.executor import NodeHost, Sync
+from bhandar_cli.host.executor import NodeHost
 from bhandar_cli.host.network import LatencyModel, Network, NetworkModel
 from bhandar_cli.host.topology import node_names, zone_map
 from bhandar_cli.sim.loop import EventLoop
-
-
-@dataclass
-class _Stepping:
-    """The simulator's bookkeeping for one host: when it is next stepped, and whether it is busy."""
-
-    token: int = 0  # bumped to cancel the scheduled step
-    at: float = math.inf  # when the scheduled step runs (inf: none)
-    busy: bool = False  # a step is waiting for its fsync
+from bhandar_cli.sim.stepper import SimStepper
 
 
 @dataclass
@@ -82,7 +68,7 @@ class SimCluster:
         self._client_rng = Random(self.rng.getrandbits(64))
         self._disk_rng = Random(self.rng.getrandbits(64))
         self.hosts: dict[str, NodeHost] = {}
-        self._stepping: dict[str, _Stepping] = {}
+        self._steppers: dict[str, SimStepper] = {}
         # Hosts in service, in the order they were added: a retired host (decommissioned and shut
         # down) is left out and never revived. Replaced, never mutated, so holders see a snapshot.
         self.members: list[str] = list(names)
@@ -94,7 +80,7 @@ class SimCluster:
         for name in names:
             self._new_host(name, self.ring.zones[name])
         for name in names:
-            self._boot(name)
+            self._steppers[name].start()
 
     @property
     def now(self) -> float:
@@ -116,74 +102,20 @@ class SimCluster:
             self._note,
             self.crash_errors,
         )
-        host.wake = lambda: self._wake(name)
         self.hosts[name] = host
-        self._stepping[name] = _Stepping()
+        self._steppers[name] = SimStepper(
+            self.loop,
+            host,
+            lambda: self.kill(name),
+            lambda error: self.internal_errors.append((self.loop.now, name, error)),
+            self.crash_errors,
+            self.sync_delay,
+            self._disk_rng,
+        )
         return host
 
     def _note(self, name: str, note: Note) -> None:
         self.notes.append((self.loop.now, name, note))
-
-    # --- stepping nodes ----------------------------------------------------------------------
-
-    def _boot(self, name: str) -> None:
-        try:
-            self.hosts[name].start(self.loop.now)
-        except self.crash_errors:
-            self.kill(name)
-            return
-        self._after_step(name)
-
-    def _wake(self, name: str) -> None:
-        state = self._stepping[name]
-        if not state.busy:
-            self._step_at(name, state, self.loop.now)
-
-    def _step_at(self, name: str, state: _Stepping, when: float) -> None:
-        if when < state.at:
-            state.at = when
-            state.token += 1
-            self.loop.push(when, self._step, (name, state.token))
-
-    def _step(self, name: str, token: int) -> None:
-        state = self._stepping[name]
-        host = self.hosts[name]
-        if token != state.token or state.busy or not host.alive:
-            return
-        state.at = math.inf
-        self._continue(name, host.generation, host.step(self.loop.now), None)
-
-    def _continue(self, name: str, life: int, step: Iterator[Sync], sync: Sync | None) -> None:
-        """Run `step` on (after `sync`, if the step was waiting for one) until it ends or waits."""
-        host, state = self.hosts[name], self._stepping[name]
-        state.busy = False
-        if host.generation != life or not host.alive:
-            return  # the host died while its fsync ran: the step's durable effects never go out
-        try:
-            if sync is not None:
-                sync()
-            for sync in step:
-                if self.sync_delay is None:
-                    sync()
-                    continue
-                state.busy = True
-                delay = self.sync_delay(self._disk_rng)
-                self.loop.push(self.loop.now + delay, self._continue, (name, life, step, sync))
-                return
-        except self.crash_errors:
-            self.kill(name)  # the machine died inside this step; nothing it meant to send left
-            return
-        except Exception as exc:
-            self.internal_errors.append((self.loop.now, name, f"{type(exc).__name__}: {exc}"))
-            host.crash(exc)
-            return
-        self._after_step(name)
-
-    def _after_step(self, name: str) -> None:
-        host, state = self.hosts[name], self._stepping[name]
-        if host.alive:
-            now = self.loop.now
-            self._step_at(name, state, now if host.ready(now) else host.next_deadline())
 
     def _deliver(self, dst: str, src: str, msg: Any) -> bool:
         host = self.hosts.get(dst)
@@ -238,15 +170,9 @@ class SimCluster:
         if not host.alive:
             return
         host.kill()
-        self._halt(name)
+        self._steppers[name].halt()
         if self.crash_store is not None:
             self.crash_store(name, host.store)
-
-    def _halt(self, name: str) -> None:
-        state = self._stepping[name]
-        state.token += 1
-        state.at = math.inf
-        state.busy = False
 
     def crash_during_io(self, name: str) -> bool:
         """Make the host crash inside one of its next disk writes (False: its store cannot)."""
@@ -261,7 +187,7 @@ class SimCluster:
         if not host.alive and name not in self.retired:
             if self.reopen_store is not None:
                 host.store = self.reopen_store(name, host.store)
-            self._boot(name)
+            self._steppers[name].start()
 
     def retire(self, name: str) -> None:
         """Shut a host down for good (after it left the ring): a clean stop, its store synced."""
@@ -269,7 +195,7 @@ class SimCluster:
         if host.alive:
             host.store.sync()
             host.kill("was shut down")
-        self._halt(name)
+        self._steppers[name].halt()
         self.retired.add(name)
         self.members = [n for n in self.members if n != name]
 
@@ -288,7 +214,7 @@ class SimCluster:
             "tokens": tuple(node_tokens(name, self.vnodes)),
         }
         self.members = [*self.members, name]
-        self._boot(name)
+        self._steppers[name].start()
 
     def status_of(self, name: str, seen_by: str | None = None) -> str:
         """A member's status as `seen_by` (default: the member itself) knows it."""
