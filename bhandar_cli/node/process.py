@@ -144,7 +144,7 @@ class NodeProcess:
                 # No checkpoint between listening and this: a join arriving finds discovery ready.
                 me = Member(opts.id, opts.host, self.port, self.http_port, opts.zone, self.incarnation)
                 self.discovery = Discovery(me, opts.seeds, self.transport.send, self._members_changed)
-                await nursery.start(self.runner.run)
+                await nursery.start(self._life)
                 nursery.start_soon(self.discovery.run)
                 nursery.start_soon(self._watch_signals)
                 log.info("node %s serving on %s:%d (http %d)", opts.id, opts.host, self.port, self.http_port)
@@ -157,6 +157,14 @@ class NodeProcess:
             if close is not None:
                 close()
             log.info("node %s stopped", opts.id)
+
+    async def _life(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """The node's one life in this process. If it crashes the process stops (exit status 1), so
+        `cluster status` shows the node down and `cluster start` restarts it."""
+        await self.runner.run(task_status=task_status)
+        if self.host.crash_reason is not None:
+            log.error("node %s %s; stopping the process", self.id, self.host.crash_reason)
+            self.shutdown.set()
 
     async def _watch_signals(self) -> None:
         with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
@@ -393,8 +401,9 @@ def run_node(options: NodeOptions) -> None:
     """The body of `bhandar node run` (blocks until the node stops)."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     os.makedirs(options.data_dir, exist_ok=True)
+    process = NodeProcess(options)
     try:
-        trio.run(NodeProcess(options).run, clock=EpochClock())
+        trio.run(process.run, clock=EpochClock())
     except BaseExceptionGroup as group:
         # A port already taken surfaces from inside the nurseries; say it plainly.
         errors = group.subgroup(OSError)
@@ -403,3 +412,9 @@ def run_node(options: NodeOptions) -> None:
         if isinstance(errors, OSError):
             raise errors from None
         raise
+    if process.host.crash_reason is not None:
+        raise NodeCrashed(f"node {options.id} {process.host.crash_reason}")
+
+
+class NodeCrashed(Exception):
+    """The node's life ended on an internal error or a failed disk (logged with the node's id)."""
