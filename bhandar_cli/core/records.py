@@ -3,8 +3,9 @@
 Also the single merge entry point (`merge_records`, chosen by keyspace policy) and the plain form
 of a record (lists, maps, strings, numbers, bytes), which node messages carry inside versioned
 frames (`core/wire.py`) and the disk format wraps in its own versioned envelope
-(`storage/record_format.py`). The digest replicas compare has its own canonical encoding,
-independent of both (`core/record_digest.py`).
+(`storage/record_format.py`). Its layout is part of both: change it only with a new frame
+protocol version and a new disk format version. The digest replicas compare has its own canonical
+encoding, independent of both (`core/record_digest.py`).
 """
 
 from __future__ import annotations
