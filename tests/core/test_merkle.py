@@ -9,14 +9,12 @@ from hypothesis import strategies as st
 from bhandar_cli.core.merkle import (
     EMPTY_LEAF_HASH,
     RING_SIZE,
-    DiffSession,
     HashProbe,
     MerkleTree,
     ProbeReply,
-    diff,
     range_size,
-    render_lines,
 )
+from bhandar_cli.core.merkle_diff import DiffSession, diff, render_lines
 
 tokens = st.integers(0, RING_SIZE - 1)
 depths = st.integers(0, 8)
