@@ -1,10 +1,11 @@
 """The record store's values on disk: a format version on every record, readers for each version.
 
-Every value is one CBOR item. Format 2 (what this build writes) wraps records in a tagged array:
+Every value is one CBOR item. Format 2 (what this build writes) is an array whose first item is
+the format version inside the CBOR tag RECORD_TAG, and whose second says what the value is:
 
-    data value   tag RECORD_TAG [2, "data", policy, record]
-    hint value   tag RECORD_TAG [2, "hint", created, record]
-    held value   tag RECORD_TAG [2, "held", [operand, ...]]     (see "Unreadable records")
+    data value   [RECORD_TAG(2), "data", policy, record]
+    hint value   [RECORD_TAG(2), "hint", created, record]
+    held value   [RECORD_TAG(2), "held", [operand, ...]]     (see "Unreadable records")
 
 where `record` is the plain form of `core.records.to_plain`. Format 1, the first one, had no
 version: a data value was [policy, record] and a hint [created, record]. This build reads both
@@ -12,12 +13,13 @@ and writes format 2; the engine's merge rewrites a format-1 value in format 2 wh
 Metadata values (keyspace definitions, counters, status: no records) stay plain CBOR.
 
 Telling the formats apart needs no guess: format 1 values were written by cbor2 from lists,
-strings and numbers and never start with a tag, while every versioned value is RECORD_TAG around
-an array. The tag and the array's first two items (version, kind) keep their meaning in every
-later version; only what follows the kind may change. So this build can tell, of a value from a
-newer build, which version wrote it and whether it is a record to merge ("data", "held") or one
-replaced whole (any other kind). A change to the layout after the kind, or to the plain form of a
-record, must raise `FORMAT_VERSION` and keep a reader for the old layout.
+strings and numbers and hold no tag, while every versioned value is an array that starts with
+one. (Only the version is tagged: cbor2 decodes whatever is inside a tag as tuples and frozen
+dicts, which costs every read.) The array, its tagged version and its kind keep their meaning in
+every later version; only what follows the kind may change. So this build can tell, of a value
+from a newer build, which version wrote it and whether it is a record to merge ("data", "held")
+or one replaced whole (any other kind). A change to the layout after the kind, or to the plain
+form of a record, must raise `FORMAT_VERSION` and keep a reader for the old layout.
 
 Unreadable records (a newer version, after a downgrade; or a value no version of us wrote) are
 refused with `RecordFormatError`, a `StorageError` that names the version, and are never lost:
@@ -45,8 +47,8 @@ FORMAT_VERSION: Final = 2
 """The format this build writes; it reads every version from 1 to this one."""
 
 RECORD_TAG: Final = 0xBDA0
-"""The CBOR tag around every versioned value: in the first-come-first-served range (RFC 8949
-§9.2) and below 2**16, so it costs 3 bytes; cbor2 gives it no meaning of its own."""
+"""The CBOR tag around the version of every versioned value: in the first-come-first-served range
+(RFC 8949 §9.2) and below 2**16, so it costs 3 bytes; cbor2 gives it no meaning of its own."""
 
 DATA, HINT, HELD = "data", "hint", "held"
 _MERGED_KINDS: Final = frozenset({DATA, HELD})
@@ -62,12 +64,16 @@ class RecordFormatError(StorageError):
         self.version = version
         super().__init__(f"cannot read {where}: {why}")
 
+    def at(self, where: str) -> RecordFormatError:
+        """The same error, naming where the value was found (the store knows; the reader not)."""
+        return RecordFormatError(where, self.why, self.version)
+
 
 def encode_data(policy: str, record: Record) -> bytes:
     return _dump(DATA, policy, to_plain(record))
 
 
-def decode_data(raw: bytes, where: str) -> tuple[str, Record]:
+def decode_data(raw: bytes, where: str = "a data value") -> tuple[str, Record]:
     """(policy, record) of a data value of any known version; raises `RecordFormatError`."""
     return _data_of(_load(raw, where), where)
 
@@ -76,10 +82,10 @@ def encode_hint(created: float, record: Record) -> bytes:
     return _dump(HINT, created, to_plain(record))
 
 
-def decode_hint(raw: bytes, where: str) -> tuple[float, Record]:
+def decode_hint(raw: bytes, where: str = "a hint") -> tuple[float, Record]:
     """(created, record) of a hint value of any known version; raises `RecordFormatError`."""
     stored = _load(raw, where)
-    if isinstance(stored, cbor2.CBORTag):
+    if _is_versioned(stored):
         _, kind, body = _envelope(stored, where)
         if kind != HINT or len(body) != 2:
             raise RecordFormatError(where, f"a {kind!r} value of {len(body)} items is not a hint")
@@ -97,10 +103,10 @@ def encode_meta(value: Any) -> bytes:
     return cbor2.dumps(value)
 
 
-def decode_meta(raw: bytes, where: str) -> Any:
+def decode_meta(raw: bytes, where: str = "a metadata value") -> Any:
     """A metadata value; a versioned one (only a newer build could write it) is refused."""
     stored = _load(raw, where)
-    if isinstance(stored, cbor2.CBORTag):
+    if _is_versioned(stored):
         version, _, _ = _envelope(stored, where)
         raise RecordFormatError(where, f"metadata in format version {version} is not plain CBOR", version)
     return stored
@@ -139,7 +145,7 @@ def merge_stored(newer: bytes, older: bytes) -> bytes:
 
 
 def _dump(kind: str, *body: Any) -> bytes:
-    return cbor2.dumps(cbor2.CBORTag(RECORD_TAG, [FORMAT_VERSION, kind, *body]))
+    return cbor2.dumps([cbor2.CBORTag(RECORD_TAG, FORMAT_VERSION), kind, *body])
 
 
 def _load(raw: bytes, where: str) -> Any:
@@ -149,15 +155,18 @@ def _load(raw: bytes, where: str) -> Any:
         raise RecordFormatError(where, f"undecodable CBOR ({exc})") from exc
 
 
-def _envelope(stored: cbor2.CBORTag, where: str) -> tuple[int, str, list[Any]]:
+def _is_versioned(stored: Any) -> bool:
+    """Format 2 or later: an array whose first item is a tag (format 1 values hold none)."""
+    return isinstance(stored, list) and bool(stored) and isinstance(stored[0], cbor2.CBORTag)
+
+
+def _envelope(stored: list[Any], where: str) -> tuple[int, str, list[Any]]:
     """(version, kind, the items after them) of a versioned value this build can read."""
-    # cbor2 decodes the arrays and maps inside a tag as tuples and frozen dicts: read both forms.
-    value = stored.value
-    if stored.tag != RECORD_TAG or not isinstance(value, list | tuple) or len(value) < 2:
-        raise RecordFormatError(where, f"malformed versioned value (tag {stored.tag})")
-    version, kind = value[0], value[1]
-    if isinstance(version, bool) or not isinstance(version, int) or not isinstance(kind, str):
-        raise RecordFormatError(where, f"malformed versioned value (version {version!r}, kind {kind!r})")
+    tag = stored[0]
+    version = tag.value
+    kind = stored[1] if len(stored) > 1 else None
+    if tag.tag != RECORD_TAG or isinstance(version, bool) or not isinstance(version, int):
+        raise RecordFormatError(where, f"malformed versioned value (tag {tag.tag}, version {version!r})")
     if version > FORMAT_VERSION:
         raise RecordFormatError(
             where,
@@ -165,9 +174,9 @@ def _envelope(stored: cbor2.CBORTag, where: str) -> tuple[int, str, list[Any]]:
             f"versions 1 to {FORMAT_VERSION} (upgrade to read it; it stays on disk unchanged)",
             version,
         )
-    if version < 2:  # format 1 had no envelope
-        raise RecordFormatError(where, f"malformed versioned value (version {version})")
-    return version, kind, list(value[2:])
+    if version < 2 or not isinstance(kind, str):  # format 1 had no version item
+        raise RecordFormatError(where, f"malformed versioned value (version {version}, kind {kind!r})")
+    return version, kind, stored[2:]
 
 
 def _load_or_none(raw: bytes) -> Any:
@@ -180,35 +189,29 @@ def _load_or_none(raw: bytes) -> Any:
 def _is_data(stored: Any) -> bool:
     """Whether a stored value is a record that merges (any version), rather than one replaced
     whole; decided from the parts of the envelope that never change, or format 1's shape."""
-    if isinstance(stored, cbor2.CBORTag):
-        value = stored.value
-        return (
-            stored.tag == RECORD_TAG
-            and isinstance(value, list | tuple)
-            and len(value) >= 2
-            and isinstance(value[1], str)
-            and value[1] in _MERGED_KINDS
-        )
+    if _is_versioned(stored):
+        kind = stored[1] if len(stored) > 1 else None
+        return stored[0].tag == RECORD_TAG and isinstance(kind, str) and kind in _MERGED_KINDS
     # Format 1: data is [policy, record]; a hint starts with a number; metadata is no such pair.
     return isinstance(stored, list) and len(stored) == 2 and stored[0] in POLICIES
 
 
 def _operands(raw: bytes, stored: Any) -> list[tuple[bytes, Any]]:
     """(raw, decoded) of the operands a value stands for: those a held value keeps, or itself."""
-    value = stored.value if isinstance(stored, cbor2.CBORTag) else None
     if (
-        isinstance(value, list | tuple)
-        and tuple(value[:2]) == (FORMAT_VERSION, HELD)
-        and len(value) == 3
-        and isinstance(value[2], list | tuple)
-        and all(isinstance(b, bytes) for b in value[2])
+        _is_versioned(stored)
+        and stored[0] == cbor2.CBORTag(RECORD_TAG, FORMAT_VERSION)
+        and stored[1:2] == [HELD]
+        and len(stored) == 3
+        and isinstance(stored[2], list)
+        and all(isinstance(b, bytes) for b in stored[2])
     ):
-        return [(b, _load_or_none(b)) for b in value[2]]
+        return [(b, _load_or_none(b)) for b in stored[2]]
     return [(raw, stored)]  # a malformed held value is kept whole, as an unreadable operand
 
 
 def _data_of(stored: Any, where: str) -> tuple[str, Record]:
-    if isinstance(stored, cbor2.CBORTag):
+    if _is_versioned(stored):
         _, kind, body = _envelope(stored, where)
         if kind == HELD:
             return _merge_held(body, where)
@@ -225,7 +228,7 @@ def _data_of(stored: Any, where: str) -> tuple[str, Record]:
 
 
 def _merge_held(body: list[Any], where: str) -> tuple[str, Record]:
-    if len(body) != 1 or not isinstance(body[0], list | tuple) or not body[0]:
+    if len(body) != 1 or not isinstance(body[0], list) or not body[0]:
         raise RecordFormatError(where, "malformed held value")
     readable: list[tuple[str, Record]] = []
     for operand in body[0]:

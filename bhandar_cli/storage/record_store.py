@@ -78,9 +78,9 @@ class RecordStore:
         if raw is None:
             return None
         try:
-            return decode_data(raw, f"record {keyspace}/{key}")[1]
+            return decode_data(raw)[1]
         except RecordFormatError as exc:
-            self._unreadable(raw_key, exc)
+            self._unreadable(raw_key, exc.at(f"record {keyspace}/{key}"))
             return None
 
     def put(self, keyspace: str, key: str, record: Record) -> None:
@@ -97,9 +97,9 @@ class RecordStore:
         for raw_key, raw in self.engine.scan(prefix, _prefix_end(prefix)):
             key = raw_key[len(prefix) :].decode("utf-8", "surrogatepass")
             try:
-                record = decode_data(raw, f"record {keyspace}/{key}")[1]
+                record = decode_data(raw)[1]
             except RecordFormatError as exc:
-                self._unreadable(raw_key, exc)
+                self._unreadable(raw_key, exc.at(f"record {keyspace}/{key}"))
                 continue
             yield key, record
 
@@ -141,9 +141,9 @@ class RecordStore:
         for raw_key, raw in self.engine.scan(HINT, _prefix_end(HINT)):
             target, keyspace, key = cbor2.loads(raw_key[1:])
             try:
-                created, record = decode_hint(raw, f"hint for {target} of {keyspace}/{key}")
+                created, record = decode_hint(raw)
             except RecordFormatError as exc:
-                self._unreadable(raw_key, exc)
+                self._unreadable(raw_key, exc.at(f"hint for {target} of {keyspace}/{key}"))
                 continue
             yield (target, keyspace, key), record, created
 

@@ -42,9 +42,13 @@ policied = versioned().flatmap(
 ) | st.tuples(st.just("counter"), counters)
 
 
+# The start of every format-2 value after the array head: the tag RECORD_TAG, then the version.
+VERSION_HEAD = b"\xd9\xbd\xa0" + bytes([FORMAT_VERSION])
+
+
 def newer_value(kind: str, *body: object, version: int = FORMAT_VERSION + 1) -> bytes:
     """A value as a later build might write it: same envelope, a layout this build does not know."""
-    return cbor2.dumps(cbor2.CBORTag(RECORD_TAG, [version, kind, *body]))
+    return cbor2.dumps([cbor2.CBORTag(RECORD_TAG, version), kind, *body])
 
 
 def sib(actor: str, n: int, value: bytes | None, ctx: dict[str, int] | None = None) -> Sibling:
@@ -59,7 +63,7 @@ def sib(actor: str, n: int, value: bytes | None, ctx: dict[str, int] | None = No
 def test_data_values_round_trip(pair: tuple[str, Record]) -> None:
     policy, record = pair
     raw = encode_data(policy, record)
-    assert raw[:3] == b"\xd9\xbd\xa0"  # the tag: every value this build writes is versioned
+    assert raw[1:5] == VERSION_HEAD  # every value this build writes is versioned
     assert decode_data(raw, "r") == (policy, record)
 
 
@@ -86,7 +90,7 @@ def test_merge_operator_is_the_record_merge_in_either_format(
     # Identical bytes are one value already (the engine's rule too); anything else is merged.
     expected = a if newer == older else merge_records(policy, a, b)
     assert decode_data(merged, "r") == (policy, expected)
-    assert merged[:3] == b"\xd9\xbd\xa0"  # a format-1 operand comes out in format 2
+    assert merged[1:5] == VERSION_HEAD  # a format-1 operand comes out in format 2
 
 
 def test_hints_and_metadata_are_replaced_whole_by_the_merge_operator() -> None:
@@ -129,7 +133,7 @@ def test_digest_does_not_depend_on_the_disk_format(policy: str, monkeypatch: pyt
     monkeypatch.setattr(record_format, "to_plain", lambda r: to_plain(r)[::-1])
     monkeypatch.setattr(record_format, "from_plain", lambda plain: from_plain(plain[::-1]))
     changed = encode_data(policy, record)
-    assert changed != current and cbor2.loads(changed).value[0] == 9
+    assert changed != current and cbor2.loads(changed)[0] == cbor2.CBORTag(RECORD_TAG, 9)
     from_changed = decode_data(changed, "r")[1]
     assert from_format1 == from_format2 == from_changed == record
     assert digest(from_format1) == digest(from_format2) == digest(from_changed) == digest(record)
@@ -160,11 +164,13 @@ def test_a_newer_version_is_refused_by_name() -> None:
         cbor2.dumps("just text"),
         cbor2.dumps(["siblings", ["x", []]]),  # a record kind that does not exist
         cbor2.dumps(["no-such-policy", ["v", []]]),
-        cbor2.dumps(cbor2.CBORTag(RECORD_TAG, "not an array")),
-        cbor2.dumps(cbor2.CBORTag(RECORD_TAG + 1, [2, "data", "siblings", ["v", []]])),
-        cbor2.dumps(cbor2.CBORTag(RECORD_TAG, [1, "data", "siblings", ["v", []]])),  # format 1 had no tag
-        cbor2.dumps(cbor2.CBORTag(RECORD_TAG, [2, "hint", 1.0, ["v", []]])),  # a hint where data belongs
-        cbor2.dumps(cbor2.CBORTag(RECORD_TAG, [2, "held", []])),
+        cbor2.dumps(cbor2.CBORTag(RECORD_TAG, ["data", "siblings", ["v", []]])),  # no array around
+        cbor2.dumps([cbor2.CBORTag(RECORD_TAG + 1, 2), "data", "siblings", ["v", []]]),
+        cbor2.dumps([cbor2.CBORTag(RECORD_TAG, "2"), "data", "siblings", ["v", []]]),
+        cbor2.dumps([cbor2.CBORTag(RECORD_TAG, 1), "data", "siblings", ["v", []]]),  # format 1 had none
+        cbor2.dumps([cbor2.CBORTag(RECORD_TAG, 2)]),  # no kind
+        cbor2.dumps([cbor2.CBORTag(RECORD_TAG, 2), "hint", 1.0, ["v", []]]),  # a hint where data belongs
+        cbor2.dumps([cbor2.CBORTag(RECORD_TAG, 2), "held", []]),
     ],
 )
 def test_malformed_values_are_refused_without_a_version(raw: bytes) -> None:
@@ -178,8 +184,9 @@ def test_a_write_meeting_an_unreadable_record_keeps_both_and_the_fold_order_does
     a = encode_data("siblings", Versioned((sib("A", 1, b"a"),)))
     b = encode_data("siblings", Versioned((sib("B", 1, b"b"),)))
     held = merge_stored(a, future)
-    stored = cbor2.loads(held).value
-    assert stored[:2] == (FORMAT_VERSION, "held") and future in stored[2] and a in stored[2]
+    stored = cbor2.loads(held)
+    assert stored[:2] == [cbor2.CBORTag(RECORD_TAG, FORMAT_VERSION), "held"]
+    assert future in stored[2] and a in stored[2]
     with pytest.raises(RecordFormatError, match=f"version {FORMAT_VERSION + 1}") as caught:
         decode_data(held, "record ks/k")
     assert caught.value.version == FORMAT_VERSION + 1
@@ -201,4 +208,4 @@ def test_an_unreadable_hint_or_metadata_value_is_replaced_by_a_newer_one() -> No
 def test_counter_records_are_kept_beside_an_unreadable_one_too() -> None:
     counter = encode_data("counter", PNCounter({}).increment("A", 3, "r1"))
     held = merge_stored(counter, newer_value("data", "counter", "?"))
-    assert counter in cbor2.loads(held).value[2]
+    assert counter in cbor2.loads(held)[2]
