@@ -18,10 +18,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from bhandar_cli.core.config import KeyspaceDef
-from bhandar_cli.core.merkle import DiffSession, HashProbe, MerkleTree, ProbeReply
+from bhandar_cli.core.merkle import HashProbe, MerkleTree, ProbeReply
+from bhandar_cli.core.merkle_diff import DiffSession
 from bhandar_cli.core.messages import Effect, Send
 from bhandar_cli.core.node_base import NodeBase
-from bhandar_cli.core.records import Record, Versioned, digest, merge_records
+from bhandar_cli.core.record_digest import digest
+from bhandar_cli.core.records import Record, Versioned, merge_records
 from bhandar_cli.core.ring import key_token
 
 RangeKey = tuple[str, int, int]  # (keyspace, lo, hi)

@@ -11,7 +11,8 @@ from dataclasses import asdict
 from typing import Any
 
 from bhandar_cli.core.metrics import Histogram, NodeMetrics, OpStats
-from bhandar_cli.core.records import digest, from_plain, to_plain
+from bhandar_cli.core.record_digest import digest
+from bhandar_cli.core.records import from_plain, to_plain
 from bhandar_cli.core.replica import Node
 from bhandar_cli.core.ring import Ring, key_token
 
