@@ -63,7 +63,7 @@ class Membership:
             # Never accept others' idea of ourselves. But peers that knew a later life of this node
             # (it was restarted on an older copy of its data) would take every state of this life
             # for old news and call it down forever: start a generation above theirs.
-            if incoming.generation >= self.mine.generation:
+            if incoming.generation > self.mine.generation:
                 self._set(replace(self.mine, generation=incoming.generation + 1, heartbeat=0))
                 self.regenerated = True
             return False, None
