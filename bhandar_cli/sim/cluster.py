@@ -23,7 +23,7 @@ from typing import Any
 from bhandar_cli.core.config import NodeConfig
 from bhandar_cli.core.messages import ClientRequest, Failure, Note, Respond, Result, Send
 from bhandar_cli.core.metrics import NodeMetrics
-from bhandar_cli.core.replica import Node
+from bhandar_cli.core.node import Node
 from bhandar_cli.core.ring import Ring, node_tokens
 from bhandar_cli.core.store import MemoryStore, Store
 from bhandar_cli.sim.loop import EventLoop
@@ -276,9 +276,7 @@ class SimCluster:
     def status_of(self, name: str, seen_by: str | None = None) -> str:
         """A member's status as `seen_by` (default: the member itself) knows it."""
         host = self.hosts[seen_by or name]
-        if host.node is None or host.node.gossip is None:
-            return "unknown"
-        return host.node.gossip.membership.status_of(name)
+        return "unknown" if host.node is None else host.node.status_of(name)
 
     def is_alive(self, name: str) -> bool:
         return self.hosts[name].node is not None
