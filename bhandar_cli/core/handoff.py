@@ -107,15 +107,16 @@ class HintedHandoff:
 
     def on_ack(self, op_id: int, msg: ReplicaAck, op: HandoffOp) -> list[Effect]:
         self.ops.discard(op_id)
-        self._delivered(op.target)
+        self._settled(op.target)
         if msg.ok and self.hints.remove(op.target, op.keyspace, op.key, delivered=op.record):
             self.metrics.hints_delivered += 1
         return []
 
     def expire(self, op: HandoffOp) -> list[Effect]:
         """No acknowledgement in time: the hint stays queued for the next round."""
-        self._delivered(op.target)
+        self._settled(op.target)
         return []
 
-    def _delivered(self, target: str) -> None:
+    def _settled(self, target: str) -> None:
+        """One delivery to `target` was acknowledged, refused or timed out."""
         self._in_flight[target] = max(0, self._in_flight.get(target, 1) - 1)

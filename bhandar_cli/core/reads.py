@@ -67,18 +67,18 @@ class ReadCoordinator:
                 now, f"{self.node_id} coordinates get {ks.name}/{req.key}, asks {', '.join(plan.targets)}"
             )
         op = ReadOp(
-            req.rid,
-            origin,
-            now,
-            now + self.config.request_timeout,
-            req.consistency,
-            ks.name,
-            req.key,
-            needed,
-            plan.targets,
-            frozenset(plan.hint_for),
-            trace,
-            ReadProgress(),
+            rid=req.rid,
+            origin=origin,
+            started=now,
+            deadline=now + self.config.request_timeout,
+            level=req.consistency,
+            keyspace=ks.name,
+            key=req.key,
+            needed=needed,
+            targets=plan.targets,
+            fallbacks=frozenset(plan.hint_for),
+            trace=trace,
+            progress=ReadProgress(),
         )
         op_id = self.ops.add(op)
         out: list[Effect] = []

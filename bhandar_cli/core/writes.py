@@ -94,20 +94,20 @@ class WriteCoordinator:
                 f"{self.node_id} coordinates {verb} {ks.name}/{req.key} as {dot[0]}:{dot[1]}, needs {needed}",
             )
         op = PutOp(
-            verb,
-            req.rid,
-            origin,
-            now,
-            now + self.config.request_timeout,
-            req.consistency,
-            ks.name,
-            req.key,
-            self._needed(needed),
-            plan.targets + plan.pending,
-            tuple(f"{f} for {h}" for f, h in plan.hint_for.items()),
-            warnings,
-            trace,
-            WriteProgress({self.node_id}),
+            verb=verb,
+            rid=req.rid,
+            origin=origin,
+            started=now,
+            deadline=now + self.config.request_timeout,
+            level=req.consistency,
+            keyspace=ks.name,
+            key=req.key,
+            needed=self._needed(needed),
+            targets=plan.targets + plan.pending,
+            hinted=tuple(f"{f} for {h}" for f, h in plan.hint_for.items()),
+            warnings=warnings,
+            trace=trace,
+            progress=WriteProgress(acks={self.node_id}),
         )
         return self._replicate(now, op, ks, Versioned(merged), plan)
 
@@ -126,18 +126,18 @@ class WriteCoordinator:
                 now, f"{self.node_id} coordinates incr {ks.name}/{req.key} by {req.delta}, needs {needed}"
             )
         op = IncrOp(
-            req.rid,
-            origin,
-            now,
-            now + self.config.request_timeout,
-            req.consistency,
-            ks.name,
-            req.key,
-            self._needed(needed),
-            plan.targets + plan.pending,
-            counter.value,
-            trace,
-            WriteProgress({self.node_id}),
+            rid=req.rid,
+            origin=origin,
+            started=now,
+            deadline=now + self.config.request_timeout,
+            level=req.consistency,
+            keyspace=ks.name,
+            key=req.key,
+            needed=self._needed(needed),
+            targets=plan.targets + plan.pending,
+            value=counter.value,
+            trace=trace,
+            progress=WriteProgress(acks={self.node_id}),
         )
         return self._replicate(now, op, ks, counter, plan)
 
