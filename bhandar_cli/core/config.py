@@ -3,20 +3,27 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, get_args
 
 from bhandar_cli.core.errors import BadInput
 
+# The one declaration of each set of choices; every list, usage line, completion and message
+# elsewhere derives from these.
 Consistency = Literal["ONE", "QUORUM", "ALL"]
-LEVELS: tuple[Consistency, ...] = ("ONE", "QUORUM", "ALL")
+LEVELS: tuple[Consistency, ...] = get_args(Consistency)
 POLICIES = ("siblings", "lww", "counter")
 QUORUM_MODES = ("sloppy", "strict")
+
+
+def one_of(choices: tuple[str, ...]) -> str:
+    """The choices as a person reads them: ("ONE", "QUORUM", "ALL") -> "ONE, QUORUM or ALL"."""
+    return " or ".join(filter(None, (", ".join(choices[:-1]), choices[-1])))
 
 
 def parse_level(text: str) -> Consistency:
     level = text.strip().upper()
     if level not in LEVELS:
-        raise BadInput(f"unknown consistency level {text!r} (use ONE, QUORUM or ALL)")
+        raise BadInput(f"unknown consistency level {text!r} (use {one_of(LEVELS)})")
     return level  # type: ignore[return-value]
 
 
@@ -40,9 +47,9 @@ class KeyspaceDef:
 
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:
-            raise BadInput(f"unknown policy {self.policy!r} (use siblings, lww or counter)")
+            raise BadInput(f"unknown policy {self.policy!r} (use {one_of(POLICIES)})")
         if self.quorum not in QUORUM_MODES:
-            raise BadInput(f"unknown quorum mode {self.quorum!r} (use sloppy or strict)")
+            raise BadInput(f"unknown quorum mode {self.quorum!r} (use {one_of(QUORUM_MODES)})")
         if not 1 <= self.n <= 9:
             raise BadInput(f"replication factor n={self.n} out of range (1..9)")
         if not self.name or len(self.name) > 64 or not all(c.isalnum() or c in "_-." for c in self.name):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from bhandar_cli.core.antientropy import AntiEntropy
-from bhandar_cli.core.config import LEVELS, KeyspaceDef, NodeConfig, required
+from bhandar_cli.core.config import LEVELS, KeyspaceDef, NodeConfig, one_of, required
 from bhandar_cli.core.errors import BadInput, BhandarError, TooLarge, Unavailable
 from bhandar_cli.core.keyspaces import Keyspaces
 from bhandar_cli.core.messages import (
@@ -163,7 +163,7 @@ class Coordinator:
 
     def _validate(self, req: PutRequest | GetRequest | IncrRequest, ks: KeyspaceDef) -> None:
         if req.consistency not in LEVELS:
-            raise BadInput(f"unknown consistency level {req.consistency!r} (use ONE, QUORUM or ALL)")
+            raise BadInput(f"unknown consistency level {req.consistency!r} (use {one_of(LEVELS)})")
         size = len(req.key.encode("utf-8", "surrogatepass"))
         if not 0 < size <= self.config.max_key_bytes:
             raise BadInput(f"key must be 1 to {self.config.max_key_bytes} bytes (got {size})")

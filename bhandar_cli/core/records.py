@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import cbor2
 
 from bhandar_cli.core.crdt import ActorCount, PNCounter
 from bhandar_cli.core.versions import Sibling, lww_merge, merge_siblings
-
-Policy = Literal["siblings", "lww", "counter"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 from random import Random
 from typing import Any
 
-from bhandar_cli.core.config import KeyspaceDef, NodeConfig
+from bhandar_cli.core.config import LEVELS, KeyspaceDef, NodeConfig
 from bhandar_cli.core.messages import Failure, KeyspaceRequest
 from bhandar_cli.core.ring import Ring
 from bhandar_cli.sim.chaos_heal import heal
@@ -64,7 +64,7 @@ __all__ = [
 ]
 
 LEVEL_SETS: tuple[tuple[str, ...], ...] = (
-    ("ONE", "QUORUM", "ALL"),
+    LEVELS,
     ("QUORUM",),
     ("ONE", "QUORUM"),
     ("QUORUM", "ALL"),
