@@ -16,13 +16,15 @@ from dataclasses import dataclass, field
 
 from bhandar_cli.core.config import KeyspaceDef, NodeConfig
 from bhandar_cli.core.keyspaces import Keyspaces
-from bhandar_cli.core.merkle import DiffSession, HashProbe, MerkleTree, ProbeReply
+from bhandar_cli.core.merkle import HashProbe, MerkleTree, ProbeReply
+from bhandar_cli.core.merkle_diff import DiffSession
 from bhandar_cli.core.messages import Effect, RepairResult, Send
 from bhandar_cli.core.metrics import NodeMetrics
 from bhandar_cli.core.ops import answer
 from bhandar_cli.core.optable import IdSource
 from bhandar_cli.core.reaping import TombstoneReaper, is_tombstone
-from bhandar_cli.core.records import Record, digest, merge_records
+from bhandar_cli.core.record_digest import digest
+from bhandar_cli.core.records import Record, merge_records
 from bhandar_cli.core.ring import key_token
 from bhandar_cli.core.ringview import RingView
 from bhandar_cli.core.store import Store

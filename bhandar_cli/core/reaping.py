@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from bhandar_cli.core.config import KeyspaceDef, NodeConfig
 from bhandar_cli.core.metrics import NodeMetrics
-from bhandar_cli.core.records import Record, Versioned, digest
+from bhandar_cli.core.record_digest import digest
+from bhandar_cli.core.records import Record, Versioned
 from bhandar_cli.core.ringview import RingView
 from bhandar_cli.core.store import Store
 

@@ -9,7 +9,8 @@ from typing import Any
 from bhandar_cli.core.antientropy import AntiEntropy, build_tree
 from bhandar_cli.core.hints import HintQueue
 from bhandar_cli.core.keyspaces import Keyspaces
-from bhandar_cli.core.records import Record, digest
+from bhandar_cli.core.record_digest import digest
+from bhandar_cli.core.records import Record
 from bhandar_cli.core.ringview import RingView
 from bhandar_cli.core.store import Store
 from bhandar_cli.core.streaming import Streaming

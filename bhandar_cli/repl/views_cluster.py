@@ -40,6 +40,7 @@ def render_status(data: dict[str, Any]) -> RenderableType:
             ", ".join(n.get("sees_down", [])) if n["up"] else "-",
         )
     parts: list[RenderableType] = [table]
+    parts += [Text(f"{n['id']} {n['crashed']}", "bold red") for n in data["nodes"] if n.get("crashed")]
     parts += [Text(f"streaming {line}", "yellow") for line in moving]
     if left:
         parts.append(Text(f"left the ring: {', '.join(left)}", "dim"))

@@ -1,7 +1,7 @@
 """Gossip, phi accrual, join and decommission, Merkle repair and tombstone reaping, in the simulator.
 
 Bounds are stated in simulated seconds for the default configuration: gossip every 0.5 s to two
-random peers, phi threshold 8, acceptable pause 0.5 s (NodeConfig.detection_bound() = 3.0 s).
+random peers, phi threshold 8, acceptable pause 0.5 s (NodeConfig.detection_bound() = 4.5 s).
 """
 
 from __future__ import annotations
@@ -132,7 +132,7 @@ def test_repair_after_a_partition_with_expired_hints_makes_replicas_equal() -> N
     config = NodeConfig(hint_max_age=1.0, repair_interval=0)  # no background repair: we run it
     c = SimCluster(seed=7, nodes=5, config=config)
     c.run_for(2)
-    c.net.partition([["C"]], c.ring.nodes)
+    c.model.partition([["C"]], c.ring.nodes)
     c.run_for(config.detection_bound())
     keys = [f"k{i}" for i in range(200)]
     for k in keys:

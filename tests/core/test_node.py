@@ -29,7 +29,8 @@ from bhandar_cli.core.messages import (
     Send,
 )
 from bhandar_cli.core.node import Node
-from bhandar_cli.core.records import Versioned, digest
+from bhandar_cli.core.record_digest import digest
+from bhandar_cli.core.records import Versioned
 from bhandar_cli.core.ring import RING_SIZE, Ring, key_token
 from bhandar_cli.core.store import MemoryStore
 from bhandar_cli.core.versions import Sibling

@@ -18,7 +18,8 @@ from bhandar_cli.core.node_membership import MembershipSaver, boot_gossip
 from bhandar_cli.core.ops import HandoffOp
 from bhandar_cli.core.optable import IdSource, OpTable
 from bhandar_cli.core.reaping import TombstoneReaper
-from bhandar_cli.core.records import Versioned, digest
+from bhandar_cli.core.record_digest import digest
+from bhandar_cli.core.records import Versioned
 from bhandar_cli.core.ring import Ring, key_token
 from bhandar_cli.core.ringview import RingView
 from bhandar_cli.core.store import MemoryStore
