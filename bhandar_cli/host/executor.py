@@ -36,7 +36,7 @@ from typing import Any, Protocol
 from bhandar_cli.core.config import NodeConfig
 from bhandar_cli.core.messages import ClientRequest, Failure, Note, Respond, Result, Send
 from bhandar_cli.core.metrics import NodeMetrics
-from bhandar_cli.core.replica import Node
+from bhandar_cli.core.node import Node
 from bhandar_cli.core.ring import Ring
 from bhandar_cli.core.store import Store
 

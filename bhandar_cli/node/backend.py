@@ -10,8 +10,8 @@ import trio
 
 from bhandar_cli.core.messages import Result
 from bhandar_cli.core.metrics import NodeMetrics
+from bhandar_cli.core.node import Node
 from bhandar_cli.core.records import Record
-from bhandar_cli.core.replica import Node
 from bhandar_cli.core.ring import Ring
 from bhandar_cli.node import admin
 from bhandar_cli.node.cluster import InProcessCluster
@@ -29,7 +29,7 @@ class InProcessBackend:
         """The current ring as a live node's gossip sees it (the boot ring if none is up)."""
         for name in self.names:
             node = self.cluster.host(name).node
-            if node is not None and (node.gossip is None or node.gossip.membership.mine.status == "normal"):
+            if node is not None and node.status == "normal":
                 return node.ring
         return self.cluster.ring
 
@@ -69,22 +69,22 @@ class InProcessBackend:
         node = self._node(name)
         if node is None:
             return None, None
-        return node.local_record(keyspace, key), node.hinted_record(keyspace, key)
+        return node.records(keyspace, key)
 
     async def node_hints(self, name: str) -> list[dict[str, Any]]:
         node = self._node(name)
-        return [] if node is None else admin.node_hints(node, trio.current_time())
+        return [] if node is None else node.hints_summary(trio.current_time())
 
     async def node_metrics(self, name: str) -> NodeMetrics:
         return self.cluster.host(name).metrics()
 
     async def node_members(self, name: str) -> list[dict[str, Any]]:
         node = self._node(name)
-        return [] if node is None else admin.node_members(node, trio.current_time())
+        return [] if node is None else node.members(trio.current_time())
 
     async def node_tree(self, name: str, keyspace: str, lo: int, hi: int) -> list[list[Any]]:
         node = self._node(name)
-        return [] if node is None else admin.node_tree_entries(node, keyspace, lo, hi)
+        return [] if node is None else node.tree_entries(keyspace, lo, hi)
 
     async def kill(self, name: str) -> bool:
         return self.cluster.kill(name)
@@ -179,16 +179,14 @@ class InProcessBackend:
     async def convergence_problems(self) -> list[str]:
         """Why the cluster is not yet converged (empty when it is)."""
         live = {n: h.node for n, h in self.cluster.hosts.items() if h.node is not None}
-        moving = [
-            n for n, node in live.items() if node.gossip is not None and node.gossip.membership.moving()
-        ]
+        moving = [n for n, node in live.items() if node.moving]
         problems = [f"{moving[0]} sees a node joining or leaving"] if moving else []
         now = trio.current_time()
         replication = {ks.name: ks.n for node in live.values() for ks in node.keyspaces.values()}
         return problems + admin.convergence_problems(
             self.ring,
-            {n: admin.node_hints(node, now) for n, node in live.items()},
-            {n: admin.node_digests(node) for n, node in live.items()},
+            {n: node.hints_summary(now) for n, node in live.items()},
+            {n: node.digests() for n, node in live.items()},
             replication,
             self.cluster.config.default_n,
         )

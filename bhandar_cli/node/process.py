@@ -182,10 +182,7 @@ class NodeProcess:
         self.host.ring = ring
         node = self.host.node
         if node is not None:
-            node.ring = ring  # the core reads `ring` afresh for every event
-            now = trio.current_time()
-            for peer in members:
-                node.liveness.add_peer(peer, now)
+            node.learn_ring(trio.current_time(), ring)
 
     def _on_peer_message(self, src: str, msg: Any) -> None:
         if self.discovery is not None and self.discovery.handle(src, msg):
@@ -286,11 +283,13 @@ class NodeProcess:
 
     def _op_records(self, body: dict[str, Any]) -> Any:
         node = self.host.node
-        return None if node is None else admin.node_records(node, str(body["keyspace"]), str(body["key"]))
+        if node is None:
+            return None
+        return admin.records_to_plain(node.records(str(body["keyspace"]), str(body["key"])))
 
     def _op_hints(self, body: dict[str, Any]) -> Any:
         node = self.host.node
-        return [] if node is None else admin.node_hints(node, trio.current_time())
+        return [] if node is None else node.hints_summary(trio.current_time())
 
     def _op_metrics(self, body: dict[str, Any]) -> Any:
         node = self.host.node
@@ -303,7 +302,7 @@ class NodeProcess:
 
     def _op_digest(self, body: dict[str, Any]) -> Any:
         node = self.host.node
-        return [] if node is None else admin.node_digests(node)
+        return [] if node is None else node.digests()
 
     def _op_partition(self, body: dict[str, Any]) -> Any:
         groups = [[str(n) for n in g] for g in body["groups"]]
@@ -328,13 +327,13 @@ class NodeProcess:
 
     def _op_members(self, body: dict[str, Any]) -> Any:
         node = self.host.node
-        return [] if node is None else admin.node_members(node, trio.current_time())
+        return [] if node is None else node.members(trio.current_time())
 
     def _op_tree(self, body: dict[str, Any]) -> Any:
         node = self.host.node
         if node is None:
             return []
-        return admin.node_tree_entries(node, str(body["keyspace"]), int(body["lo"]), int(body["hi"]))
+        return node.tree_entries(str(body["keyspace"]), int(body["lo"]), int(body["hi"]))
 
     def _op_flush(self, body: dict[str, Any]) -> Any:
         return self.store.flush()

@@ -219,9 +219,7 @@ class SimCluster:
     def status_of(self, name: str, seen_by: str | None = None) -> str:
         """A member's status as `seen_by` (default: the member itself) knows it."""
         node = self.hosts[seen_by or name].node
-        if node is None or node.gossip is None:
-            return "unknown"
-        return node.gossip.membership.status_of(name)
+        return "unknown" if node is None else node.status_of(name)
 
     def is_alive(self, name: str) -> bool:
         return self.hosts[name].alive

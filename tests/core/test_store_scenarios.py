@@ -7,6 +7,7 @@ read repair); the last ones replay bugs the chaos checker found, each named afte
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from bhandar_cli.core.config import KeyspaceDef, NodeConfig
 from bhandar_cli.core.messages import (
@@ -39,7 +40,7 @@ def get(c: SimCluster, via: str, key: str, level: str = "QUORUM") -> GetResult:
     return result
 
 
-def values(result: GetResult) -> list[object]:
+def values(result: GetResult) -> list[Any]:
     record = result.record
     if record is None:
         return []
@@ -52,7 +53,7 @@ def context(result: GetResult) -> dict[str, int]:
     return context_of(result.record.siblings)
 
 
-def stored_values(c: SimCluster, node: str, key: str, keyspace: str = KS) -> list[object]:
+def stored_values(c: SimCluster, node: str, key: str, keyspace: str = KS) -> list[Any]:
     record = c.hosts[node].store.get(keyspace, key)
     if record is None:
         return []
