@@ -63,6 +63,9 @@ class GossipLiveness:
         self.on_schema = on_schema
         self._next = now
         self._was_up: dict[str, bool] = {}
+        # Members whose state reached this node during this life (directly or second-hand): their
+        # addresses are current. Entries only loaded from the saved table may be stale.
+        self.heard: set[str] = set()
         for peer in self.membership.peers():
             self.phi.heartbeat(peer, now)  # start every clock: silence from now on counts
 
@@ -135,6 +138,7 @@ class GossipLiveness:
             taken, old = self.membership.merge(state)
             if not taken:
                 continue
+            self.heard.add(state.id)
             if old is None or old.generation != state.generation:
                 self.phi.reset(state.id, now)  # a new node, or a restart: a fresh history
             else:
@@ -168,6 +172,7 @@ class GossipLiveness:
                     "phi": 0.0 if mid == self.me else round(min(self.phi.phi(mid, now), 1e6), 3),
                     "tokens": len(state.tokens),
                     "address": state.address,
+                    "heard": mid == self.me or mid in self.heard,
                 }
             )
         return rows

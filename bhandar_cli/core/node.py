@@ -5,7 +5,7 @@ Drivers feed it client requests (`request`), messages from peers (`handle`) and 
 and `Note`. Effects marked durable go out only after the driver synced the node's store: that is
 how "acknowledged only after it is durable" holds without the core doing any I/O. Tools read the
 node through its views (`info`, `members`, `hints_summary`, `records`, `digests`, `tree_entries`,
-`metrics`, `ring`, `status`, `keyspaces`).
+`metrics`, `ring`, `status`, `keyspaces`, `address_of`).
 
 Writes are coordinated by a replica: the first live home replica, or a fallback standing in for a
 down one (sloppy quorum). A node that receives a write it should not coordinate forwards it once.
@@ -226,9 +226,6 @@ class Node:
             self._ops.next_deadline(),
         )
 
-    def learn_ring(self, now: float, ring: Ring) -> None:
-        """Members the driver discovered (process mode): routed to, and watched for liveness."""
-        self._ring_view.learn(now, ring)
 
     # --- views for clients and tools (pure reads) ------------------------------------------------
 
@@ -250,6 +247,11 @@ class Node:
     def moving(self) -> bool:
         """Does this node know of a member joining or leaving?"""
         return self._ring_view.moving()
+
+    def address_of(self, peer: str) -> str:
+        """Where `peer` listens ("host:port", as gossip carries it); "" if unknown. A driver's
+        network resolves node ids through this: membership, not the driver, knows the cluster."""
+        return self._ring_view.address_of(peer)
 
     def is_up(self, peer: str, now: float) -> bool:
         return self._ring_view.is_up(peer, now)

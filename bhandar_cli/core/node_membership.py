@@ -39,9 +39,7 @@ def boot_gossip(
     store.put_meta("generation", generation)
     by_node = ring.tokens_by_node()
     known = [MemberState(n, ring.zones.get(n, n), tuple(by_node[n])) for n in ring.nodes if n != node_id]
-    for fields in store.get_meta("members") or []:
-        if fields[0] != node_id:
-            known.append(MemberState(fields[0], fields[1], tuple(fields[2]), fields[3], fields[4], fields[5]))
+    known.extend(saved_members(store, node_id))
     mine_tokens = tokens if tokens is not None else tuple(by_node.get(node_id, ()))
     me = MemberState(
         node_id,
@@ -83,15 +81,44 @@ class MembershipSaver:
         self._saved_version = -1
 
     def save(self) -> None:
-        gossip = self._gossip
-        if gossip.membership.version == self._saved_version:
+        membership = self._gossip.membership
+        if membership.regenerated:
+            # Peers knew a later life of this node: the next restart must start above it too.
+            membership.regenerated = False
+            self._store.put_meta("generation", membership.mine.generation)
+        if membership.version == self._saved_version:
             return
-        self._saved_version = gossip.membership.version
+        self._saved_version = membership.version
         self._store.put_meta(
             "members",
-            [[m.id, m.zone, list(m.tokens), m.status, m.generation, m.heartbeat] for m in gossip.digest()],
+            [
+                [m.id, m.zone, list(m.tokens), m.status, m.generation, m.heartbeat, m.address, m.http]
+                for m in self._gossip.digest()
+            ],
         )
-        self._store.put_meta("status", gossip.membership.mine.status)
+        self._store.put_meta("status", membership.mine.status)
+
+
+def saved_members(store: Store, node_id: str) -> list[MemberState]:
+    """The other members as this node last saved them (with their addresses: a restarted node
+    finds its peers without its seeds). Tables saved before addresses were kept have six fields."""
+    found = []
+    for fields in store.get_meta("members") or []:
+        if fields[0] != node_id:
+            address, http = (str(fields[6]), str(fields[7])) if len(fields) >= 8 else ("", "")
+            found.append(
+                MemberState(
+                    str(fields[0]),
+                    str(fields[1]),
+                    tuple(fields[2]),
+                    str(fields[3]),
+                    int(fields[4]),
+                    int(fields[5]),
+                    address,
+                    http,
+                )
+            )
+    return found
 
 
 def _newest(states: list[MemberState]) -> list[MemberState]:

@@ -79,19 +79,9 @@ class RingView:
         """Take a member's state heard outside gossip (a joiner asking for its stream)."""
         self._membership().merge(state)
 
-    def learn(self, now: float, ring: Ring) -> None:
-        """Members the driver knows of (process-mode discovery): the ring without gossip; with
-        gossip, members it has not heard of yet join its table. All of them get a detector."""
-        self._static = ring
-        if self.gossip is not None:
-            by_node = ring.tokens_by_node()
-            for node in ring.nodes:
-                if node not in self.gossip.membership.members:
-                    self.gossip.membership.merge(
-                        MemberState(node, ring.zones.get(node, node), tuple(by_node[node]))
-                    )
-        for node in ring.nodes:
-            self.liveness.add_peer(node, now)
+    def address_of(self, node: str) -> str:
+        """Where `node` listens for peers ("host:port"), as membership says; "" if unknown."""
+        return self.gossip.membership.address_of(node) if self.gossip is not None else ""
 
     def _gossip(self) -> GossipLiveness:
         if self.gossip is None:

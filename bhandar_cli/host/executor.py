@@ -243,6 +243,11 @@ class NodeHost:
 
     # --- views -------------------------------------------------------------------------------
 
+    def address_of(self, peer: str) -> str:
+        """Where `peer` listens, as this node's membership knows ("" if unknown or down)."""
+        node = self.node
+        return "" if node is None else node.address_of(peer)
+
     def metrics(self) -> NodeMetrics:
         """Counters of every life of this node, the current one included."""
         total = NodeMetrics()

@@ -1,8 +1,9 @@
 """One node process: the core node on trio with its TCP transport, admin RPC and HTTP gateway.
 
 `NodeProcess` owns a node's life in a process: it opens the store in the data directory, listens
-on its port (peers and RPC clients), serves the HTTP API, joins the cluster through its seeds
-(node/discovery.py) and rebuilds its ring whenever the member set changes. It stops cleanly on an
+on its port (peers and RPC clients), serves the HTTP API and boots the core node with its own
+address and its seeds' addresses: the node's gossip membership finds the cluster from there, and
+the transport asks it where each peer listens. It stops cleanly on an
 RPC `shutdown`, SIGTERM or SIGINT (store synced and closed); SIGKILL is the crash.
 
 RPC (one map per frame, answers carry the same `id`): `request` (a client request in wire form:
@@ -15,9 +16,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import random
 import signal
 import time
-import zlib
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
@@ -41,7 +42,6 @@ from bhandar_cli.core.wire import from_wire, to_wire
 from bhandar_cli.host.executor import NodeHost
 from bhandar_cli.node import admin
 from bhandar_cli.node.codec import ProtocolError, encode_frame
-from bhandar_cli.node.discovery import Discovery, Member
 from bhandar_cli.node.frames import FRAME_TIMEOUT, FrameConn, Outbox, wire_frame
 from bhandar_cli.node.runtime import FATAL, NodeRunner
 from bhandar_cli.node.storage import open_node_store
@@ -108,12 +108,11 @@ class NodeProcess:
         self.id = options.id
         self.config = NodeConfig(default_n=options.replicas)
         self.store = open_node_store(options.data_dir, options.fsync)
-        self.incarnation = time.time_ns()
         self.transport = TcpTransport(
-            options.id, self._on_peer_message, self._serve_client, options.frame_timeout
+            options.id, self.deliver, self._serve_client, options.frame_timeout, self._resolve
         )
         ring = Ring.build([options.id], options.vnodes, {options.id: options.zone})
-        seed = zlib.crc32(options.id.encode()) ^ self.incarnation
+        seed = random.SystemRandom().getrandbits(64)  # a real process: real randomness
         self.host = NodeHost(
             options.id,
             options.zone,
@@ -126,7 +125,6 @@ class NodeProcess:
             FATAL,
         )
         self.runner = NodeRunner(self.host, offload=True)
-        self.discovery: Discovery | None = None
         self.port = options.port
         self.http_port = options.http_port
         self.shutdown = trio.Event()
@@ -141,11 +139,13 @@ class NodeProcess:
 
                     self.http_port = await nursery.start(serve_http, self, opts.host, opts.http_port)
                 self.port = await nursery.start(self.transport.serve, opts.host, opts.port)
-                # No checkpoint between listening and this: a join arriving finds discovery ready.
-                me = Member(opts.id, opts.host, self.port, self.http_port, opts.zone, self.incarnation)
-                self.discovery = Discovery(me, opts.seeds, self.transport.send, self._members_changed)
+                self.host.boot = {
+                    "seeds": [f"{host}:{port}" for host, port in opts.seeds],
+                    "address": f"{opts.host}:{self.port}",
+                    "http": f"{opts.host}:{self.http_port}" if self.http_port >= 0 else "",
+                    "zone": opts.zone,
+                }
                 await nursery.start(self._life)
-                nursery.start_soon(self.discovery.run)
                 nursery.start_soon(self._watch_signals)
                 log.info("node %s serving on %s:%d (http %d)", opts.id, opts.host, self.port, self.http_port)
                 task_status.started((self.port, self.http_port))
@@ -174,19 +174,11 @@ class NodeProcess:
 
     # --- membership --------------------------------------------------------------------------
 
-    def _members_changed(self, members: dict[str, Member]) -> None:
-        for member in members.values():
-            if member.id != self.id:
-                self.transport.set_address(member.id, member.host, member.port)
-        ring = Ring.build(sorted(members), self.options.vnodes, {m.id: m.zone for m in members.values()})
-        self.host.ring = ring
-        node = self.host.node
-        if node is not None:
-            node.learn_ring(trio.current_time(), ring)
+    def _resolve(self, dst: str) -> str:
+        """Where `dst` listens: a seed's "host:port" as given, a node id through membership."""
+        return dst if ":" in dst else self.host.address_of(dst)
 
-    def _on_peer_message(self, src: str, msg: Any) -> None:
-        if self.discovery is not None and self.discovery.handle(src, msg):
-            return
+    def deliver(self, src: str, msg: Any) -> None:
         self.host.deliver(src, msg)
 
     def _note(self, name: str, note: Note) -> None:
@@ -265,18 +257,27 @@ class NodeProcess:
         tokens = len(ring.tokens_by_node().get(self.id, []))
         info = admin.node_info(self.id, self.options.zone, self.host.node, now, tokens, counts)
         info.update(
-            members=sorted(self.discovery.members) if self.discovery else [self.id],
+            members=self.members(),
             pid=os.getpid(),
             host=self.options.host,
             port=self.port,
             http_port=self.http_port,
-            incarnation=self.incarnation,
             partitions=self.transport.model.groups,
             delays={k: v * 1000.0 for k, v in self.transport.model.extra_delay.items()},
             transport=dict(self.transport.stats),
             connected=self.transport.connected(),
         )
         return info
+
+    def members(self) -> list[str]:
+        """The members this node has heard of in this life (itself included): those it can reach.
+        Members only remembered from before a restart are left out (their addresses may be old),
+        so `cluster up` waits until the nodes have really found each other."""
+        node = self.host.node
+        if node is None:
+            return [self.id]
+        rows = node.members(trio.current_time())
+        return sorted(m["id"] for m in rows if m["status"] != "left" and m.get("heard", True))
 
     def _op_info(self, body: dict[str, Any]) -> Any:
         return self.info(counts=bool(body.get("counts", True)))
@@ -319,11 +320,6 @@ class NodeProcess:
         delays = {str(n): float(ms) / 1000.0 for n, ms in body["delays"].items() if float(ms) > 0}
         self.transport.model.extra_delay = delays
         return True
-
-    def _op_join(self, body: dict[str, Any]) -> Any:
-        if self.discovery is None:
-            raise ValueError("this node is still starting")
-        return self.discovery.join_request(body["member"])
 
     def _op_members(self, body: dict[str, Any]) -> Any:
         node = self.host.node

@@ -57,12 +57,15 @@ class TcpTransport:
         on_message: Callable[[str, Any], None],
         on_client: Callable[[FrameConn], Awaitable[None]],
         frame_timeout: float = FRAME_TIMEOUT,
+        resolve: Callable[[str], str] = lambda dst: dst,
     ) -> None:
         self.me = me
+        # Where a destination listens ("host:port"; "" if unknown): the node's membership knows,
+        # and a seed is named by its address before anyone knows its id.
+        self.resolve = resolve
         self.on_message = on_message
         self.on_client = on_client
         self.frame_timeout = frame_timeout
-        self.addresses: dict[str, tuple[str, int]] = {}
         # Partitions and extra delays set by the operator; no loss or latency of its own.
         self.model = NetworkModel(Random(), latency=None)
         self.stats = dict.fromkeys(
@@ -77,7 +80,8 @@ class TcpTransport:
 
     def send(self, src: str, dst: str, msg: Any) -> None:
         """Queue `msg` for `dst`; never blocks. Dropped if `dst` is partitioned away or backed up."""
-        if dst not in self.addresses or self._nursery is None:
+        address = self.resolve(dst)
+        if not address or self._nursery is None:
             self.stats["dropped"] += 1
             return
         delays = self.model.route(src, dst, msg)
@@ -86,8 +90,11 @@ class TcpTransport:
             return
         link = self._links.get(dst)
         if link is None:
-            link = self._links[dst] = _PeerLink(self, dst)
+            link = self._links[dst] = _PeerLink(self, dst, address)
             self._nursery.start_soon(link.run)
+        elif link.address != address:  # the peer restarted elsewhere: drop the old connection
+            link.address = address
+            link.reconnect()
         # The coordinator sends one message object to several replicas: encode it once.
         if msg is not self._last_msg:
             try:
@@ -102,13 +109,6 @@ class TcpTransport:
             self.stats["sent"] += 1
         else:
             self.stats["dropped"] += 1
-
-    def set_address(self, peer: str, host: str, port: int) -> None:
-        if self.addresses.get(peer) != (host, port):
-            self.addresses[peer] = (host, port)
-            link = self._links.get(peer)
-            if link is not None:
-                link.reconnect()  # the peer restarted elsewhere: drop the old connection
 
     def connected(self) -> list[str]:
         return sorted(p for p, link in self._links.items() if link.connected)
@@ -157,7 +157,7 @@ class TcpTransport:
             if not self.model.admits(src, self.me):
                 self.stats["dropped"] += 1
                 continue
-            delay = self.model.extra_delay.get(src, 0.0) if src not in self.addresses else 0.0
+            delay = self.model.extra_delay.get(src, 0.0) if not self.resolve(src) else 0.0
             if delay:
                 # Only for senders we cannot send to (they applied no delay of theirs); a known
                 # peer's sending side already added both ends' delays.
@@ -168,12 +168,14 @@ class TcpTransport:
 class _PeerLink:
     """The outbound connection to one peer, and the bounded queue of messages for it."""
 
-    def __init__(self, transport: TcpTransport, peer: str) -> None:
+    def __init__(self, transport: TcpTransport, peer: str, address: str) -> None:
         self.transport = transport
         self.peer = peer
+        self.address = address  # "host:port"
         self.connected = False
         self._send, self._recv = trio.open_memory_channel[tuple[float, bytes]](PEER_QUEUE)
         self._scope: trio.CancelScope | None = None
+        self._backoff = BACKOFF_MIN
 
     def offer(self, due: float, frame: bytes) -> bool:
         try:
@@ -183,26 +185,32 @@ class _PeerLink:
         return True
 
     def reconnect(self) -> None:
+        """Drop the connection, or the attempt or back-off in progress, and start again now (the
+        peer's address changed)."""
+        self._backoff = BACKOFF_MIN
         if self._scope is not None:
             self._scope.cancel()
 
     async def run(self) -> None:
         stats = self.transport.stats
-        backoff = BACKOFF_MIN
+        self._backoff = BACKOFF_MIN
         while True:
-            address = self.transport.addresses[self.peer]
-            try:
-                with trio.fail_after(CONNECT_TIMEOUT):
-                    stream = await trio.open_tcp_stream(*address)
-            except (OSError, trio.TooSlowError):
-                stats["connect_failures"] += 1
-                # While the peer is unreachable its messages are dropped, not saved for later:
-                # a burst of stale pings and writes on reconnect would only mislead it.
-                await self._drop_for(backoff * random.uniform(0.5, 1.5))
-                backoff = min(backoff * 2, BACKOFF_MAX)
+            host, _, port = self.address.rpartition(":")
+            with trio.CancelScope() as self._scope:
+                try:
+                    with trio.fail_after(CONNECT_TIMEOUT):
+                        stream = await trio.open_tcp_stream(host, int(port))
+                except (OSError, trio.TooSlowError, ValueError):  # ValueError: a malformed address
+                    stats["connect_failures"] += 1
+                    # While the peer is unreachable its messages are dropped, not saved for later:
+                    # a burst of stale pings and writes on reconnect would only mislead it.
+                    await self._drop_for(self._backoff * random.uniform(0.5, 1.5))
+                    self._backoff = min(self._backoff * 2, BACKOFF_MAX)
+                    continue
+            if self._scope.cancelled_caught:
                 continue
             stats["connects"] += 1
-            backoff = BACKOFF_MIN
+            self._backoff = BACKOFF_MIN
             try:
                 with trio.CancelScope() as self._scope:
                     self.connected = True

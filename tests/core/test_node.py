@@ -13,6 +13,8 @@ from collections.abc import Callable
 from random import Random
 
 from bhandar_cli.core.config import KeyspaceDef, NodeConfig
+from bhandar_cli.core.gossip import GossipAck
+from bhandar_cli.core.membership import MemberState
 from bhandar_cli.core.messages import (
     ClientReply,
     Effect,
@@ -237,18 +239,47 @@ def test_a_leaving_node_takes_writes_but_no_handoff_and_a_left_one_nothing() -> 
         assert handoff.msg.ok is handoff_ok, status
 
 
-def test_learn_ring_makes_a_discovered_node_a_peer() -> None:
-    ring = Ring.build(["A", "B"], 8)
-    node = Node("A", ring, MemoryStore(), Random(1), 0.0, CONFIG)
-    assert node.members(0.0) == [
-        {"id": "A", "up": True, "status": "normal"},
-        {"id": "B", "up": True, "status": "normal"},
-    ]
-    node.learn_ring(0.5, Ring.build(["A", "B", "C"], 8))
-    assert node.ring.nodes == ("A", "B", "C")
-    assert node.is_up("C", 0.5) and not node.is_up("C", 0.5 + CONFIG.down_after + 0.1)
-    pings = [e for e in node.tick(0.6) if isinstance(e, Send)]
-    assert sorted(e.dst for e in pings) == ["B", "C"]
+def test_a_node_that_knows_only_a_seed_address_finds_the_cluster_through_gossip() -> None:
+    """Process-mode membership in the core: contact points, addresses, and generations."""
+    b_store = MemoryStore()
+    a = Node(
+        "A",
+        Ring.build(["A"], 8),
+        MemoryStore(),
+        Random(1),
+        0.0,
+        seeds=["10.0.0.2:7000"],
+        address="10.0.0.1:7000",
+        http="10.0.0.1:8000",
+    )
+    b = Node("B", Ring.build(["B"], 8), b_store, Random(2), 0.0, seeds=[], address="10.0.0.2:7000")
+    [hello] = [e for e in a.tick(0.0) if isinstance(e, Send)]
+    assert hello.dst == "10.0.0.2:7000"  # nobody known yet: the seed, by its address
+    [reply] = [e for e in b.handle(0.01, "A", hello.msg) if isinstance(e, Send)]
+    assert reply.dst == "A" and b.address_of("A") == "10.0.0.1:7000"
+    a.handle(0.02, "B", reply.msg)
+    assert a.ring.nodes == ("A", "B") == b.ring.nodes
+    assert a.address_of("B") == "10.0.0.2:7000" and a.address_of("Z") == ""
+    # B restarts and keeps the addresses it learned, so it finds A again without seeds.
+    b.tick(0.5)  # housekeeping saves the membership table
+    b2 = Node("B", Ring.build(["B"], 8), b_store, Random(3), 1.0, seeds=[], address="10.0.0.2:7000")
+    assert b2.address_of("A") == "10.0.0.1:7000" and b2.ring.nodes == ("A", "B")
+
+
+def test_a_node_behind_its_peers_generation_starts_above_it_and_remembers() -> None:
+    """A node restarted on an older copy of its data would otherwise look like old news forever."""
+    store = MemoryStore()
+    a = Node("A", Ring.build(["A", "B"], 8), store, Random(1), 0.0)
+    b = Node("B", Ring.build(["A", "B"], 8), MemoryStore(), Random(2), 0.0)
+    mine = next(m for m in a.members(0.0) if m["id"] == "A")
+    assert mine["generation"] == 1
+    newer = MemberState("A", "z1", (), "normal", 7, 40)  # what B heard of a later life of A
+    b.handle(0.1, "C", GossipAck((newer,)))
+    syn = next(e.msg for e in b.tick(0.6) if isinstance(e, Send) and e.dst == "A")
+    a.handle(0.7, "B", syn)
+    assert next(m for m in a.members(0.7) if m["id"] == "A")["generation"] == 8
+    a.tick(1.0)  # housekeeping persists it
+    assert store.get_meta("generation") == 8
 
 
 def test_a_forwarded_answer_for_an_op_that_is_not_a_forward_is_ignored() -> None:

@@ -1,61 +1,17 @@
-"""Pieces without a cluster: membership merging, the cluster file, request checks, pid checks."""
+"""Pieces without a cluster: the cluster file, request checks, pid checks."""
 
 from __future__ import annotations
 
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from bhandar_cli.core.messages import GetRequest, Ping, PutRequest
 from bhandar_cli.node import clusterfile
 from bhandar_cli.node.clusterfile import ClusterFile, ClusterFileError, NodeEntry
-from bhandar_cli.node.discovery import Discovery, Member, MemberList, member_from_plain
 from bhandar_cli.node.process import check_request
 from bhandar_cli.node.supervisor import free_ports, pid_alive, plan
-
-
-def make_discovery() -> tuple[Discovery, list[dict[str, Member]], list[tuple[str, str, Any]]]:
-    changes: list[dict[str, Member]] = []
-    sent: list[tuple[str, str, Any]] = []
-    me = Member("A", "127.0.0.1", 1000, 1001, "z1", 5)
-    disc = Discovery(
-        me, [("127.0.0.1", 1000), ("127.0.0.1", 2000)], lambda *m: sent.append(m), changes.append
-    )
-    return disc, changes, sent
-
-
-def test_discovery_merges_newer_incarnations_and_announces() -> None:
-    disc, changes, sent = make_discovery()
-    assert disc.seeds == [("127.0.0.1", 2000)]  # never its own address
-    b1 = Member("B", "127.0.0.1", 2000, 2001, "z2", 1)
-    assert disc.merge([b1, Member("A", "elsewhere", 9, 9, "z9", 99)])
-    assert disc.members["A"].host == "127.0.0.1"  # nobody knows better where this node is
-    assert not disc.merge([b1])  # nothing new: no change reported
-    b2 = Member("B", "127.0.0.1", 2100, 2101, "z2", 2)  # B restarted
-    assert disc.handle("B", MemberList((b2, Member("C", "h", 3, 4, "z3", 1))))
-    assert disc.members["B"].port == 2100 and set(disc.members) == {"A", "B", "C"}
-    assert len(changes) == 2 and set(changes[-1]) == {"A", "B", "C"}
-    assert not disc.handle("B", Ping(1))  # not membership: left to the node
-    disc.announce()
-    assert sorted(dst for _, dst, _ in sent) == ["B", "C"]
-    answer = disc.join_request({"id": "D", "host": "h", "port": 5, "http_port": 6, "zone": "z1"})
-    assert {m["id"] for m in answer} == {"A", "B", "C", "D"}
-
-
-@pytest.mark.parametrize(
-    "plain",
-    [
-        [],
-        {"id": "D"},
-        {"id": "", "host": "h", "port": 1, "http_port": 2, "zone": "z"},
-        {"id": "D", "host": "h", "port": "x", "http_port": 2, "zone": "z"},
-    ],
-)
-def test_malformed_members_are_refused(plain: Any) -> None:
-    with pytest.raises(ValueError):
-        member_from_plain(plain)
 
 
 def test_cluster_file_round_trip_and_errors(tmp_path: Path) -> None:

@@ -8,6 +8,8 @@ import pytest
 import trio
 
 from bhandar_cli.core.config import KeyspaceDef
+from bhandar_cli.core.gossip import GossipSyn
+from bhandar_cli.core.membership import MemberState
 from bhandar_cli.core.messages import (
     ClientReply,
     Failure,
@@ -27,7 +29,6 @@ from bhandar_cli.core.records import Versioned
 from bhandar_cli.core.versions import Sibling
 from bhandar_cli.core.wire import from_wire, to_wire
 from bhandar_cli.node.codec import FrameDecoder, encode_frame
-from bhandar_cli.node.discovery import Member, MemberList
 from bhandar_cli.node.frames import PEER_QUEUE, FrameConn, wire_frame
 from bhandar_cli.node.rpc import RpcError, open_rpc
 from bhandar_cli.node.supervisor import free_ports
@@ -49,7 +50,7 @@ SAMPLES: list[Any] = [
     ClientReply(10, PutResult("A", 2, 2, ("w",), ("E for D",), ((0.5, "step"),))),
     ClientReply(11, Failure("timeout", "slow", 1, 2, "A")),
     GetResult("B", RECORD, 2, 2),
-    MemberList((Member("A", "127.0.0.1", 1, 2, "z1", 7),)),
+    GossipSyn((MemberState("A", "z1", (1, 2), "normal", 3, 7, "127.0.0.1:1", "127.0.0.1:2"),)),
 ]
 
 
@@ -69,8 +70,12 @@ class Peer:
         self.name = name
         self.inbox: list[tuple[str, Any, float]] = []
         self.arrived = trio.Event()
-        self.transport = TcpTransport(name, self._on_message, self._no_clients)
+        self.book: dict[str, str] = {}  # where peers listen, as a node's membership would say
+        self.transport = TcpTransport(name, self._on_message, self._no_clients, resolve=self._resolve)
         self.port = 0
+
+    def _resolve(self, dst: str) -> str:
+        return self.book.get(dst, "")
 
     def _on_message(self, src: str, msg: Any) -> None:
         self.inbox.append((src, msg, trio.current_time()))
@@ -97,8 +102,8 @@ async def pair(nursery: trio.Nursery, port_b: int = 0) -> tuple[Peer, Peer, trio
             await b.transport.serve("127.0.0.1", port_b, task_status=task_status)
 
     b.port = await nursery.start(serve_b)
-    a.transport.set_address("B", "127.0.0.1", b.port)
-    b.transport.set_address("A", "127.0.0.1", a.port)
+    a.book["B"] = f"127.0.0.1:{b.port}"
+    b.book["A"] = f"127.0.0.1:{a.port}"
     return a, b, scope_b
 
 
@@ -161,7 +166,7 @@ def test_a_peer_down_never_blocks_the_sender_and_queues_are_bounded() -> None:
             a = Peer("A")
             await nursery.start(a.transport.serve, "127.0.0.1", 0)
             (dead_port,) = free_ports(1)  # nothing listens there
-            a.transport.set_address("B", "127.0.0.1", dead_port)
+            a.book["B"] = f"127.0.0.1:{dead_port}"
             started = trio.current_time()
             for i in range(PEER_QUEUE * 3):
                 a.transport.send("A", "B", Ping(i))  # synchronous: it cannot block
@@ -191,6 +196,29 @@ def test_reconnects_after_the_peer_restarts() -> None:
                     await trio.sleep(0.05)
             assert b2.inbox[0][0] == "A"
             assert a.transport.stats["connects"] >= 2
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)
+
+
+def test_a_peer_that_moved_is_reached_at_its_new_address() -> None:
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            a, b, scope_b = await pair(nursery)
+            a.transport.send("A", "B", Ping(1))
+            await b.next()
+            scope_b.cancel()  # B goes away, and comes back listening on another port
+            b2 = Peer("B")
+            port = await nursery.start(b2.transport.serve, "127.0.0.1", 0)
+            assert port != b.port
+            a.book["B"] = f"127.0.0.1:{port}"  # membership learned B's new address
+            with trio.fail_after(10):
+                seq = 2
+                while not b2.inbox:
+                    a.transport.send("A", "B", Ping(seq))
+                    seq += 1
+                    await trio.sleep(0.05)
+            assert b2.inbox[0][0] == "A"
             nursery.cancel_scope.cancel()
 
     trio.run(main)
