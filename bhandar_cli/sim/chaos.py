@@ -115,6 +115,7 @@ class ChaosParams:
     hint_max_age: float = DEFAULT_HINT_AGE
     storage: str = "memory"
     storage_seed: int = 0
+    addressing: bool = False  # process-mode membership: seeds by address (see sim/cluster.py)
 
 
 def draw_params(options: ChaosOptions) -> ChaosParams:
@@ -146,6 +147,9 @@ def draw_params(options: ChaosOptions) -> ChaosParams:
     storage = "lsm" if draw.random() < 0.3 else "memory"
     # Hints that expire within seconds leave convergence to anti-entropy alone.
     hint_max_age = draw.uniform(0.5, 5.0) if draw.random() < 0.3 else DEFAULT_HINT_AGE
+    # Half the runs boot as node processes do: seeds by address, the cluster found by gossip,
+    # restarted nodes sometimes at a new address.
+    addressing = draw.random() < 0.5
 
     nodes = options.nodes if options.nodes is not None else nodes
     replicas = min(options.replicas if options.replicas is not None else replicas, nodes)
@@ -183,6 +187,7 @@ def draw_params(options: ChaosOptions) -> ChaosParams:
         hint_max_age=hint_max_age,
         storage=options.storage if options.storage is not None else storage,
         storage_seed=storage_seed,
+        addressing=addressing,
     )
 
 
@@ -262,6 +267,7 @@ def _run_chaos(options: ChaosOptions, on_progress: Callable[[int], None] | None)
         workload_seconds=workload_seconds,
         real_seconds=time.perf_counter() - started,
         repair_rounds=healed.rounds,
+        address_moves=cluster.address_moves,
         repair_keys=healed.repair_keys,
         disagreeing_keys=healed.disagreeing,
         movements=_movements(faults, healed.ring),
@@ -287,6 +293,7 @@ def _build_cluster(params: ChaosParams, config: NodeConfig, disks: LSMHosts | No
         zones=params.zones,
         vnodes=params.vnodes,
         config=config,
+        addressing=params.addressing,
         **storage,
     )
 
@@ -315,6 +322,9 @@ def _internal_errors(cluster: SimCluster) -> list[Violation]:
 
 
 def _create_keyspaces(cluster: SimCluster, keyspaces: Iterable[KeyspaceDef]) -> None:
+    # As `cluster up` does, wait until the nodes have found each other (process-mode membership).
+    if not cluster.loop.run_until_true(cluster.membership_settled, cluster.now + 60.0):
+        raise RuntimeError(f"the nodes did not find each other in 60 s: {cluster.hosts}")
     first = next(iter(cluster.hosts))
     for ks in keyspaces:
         result = cluster.call(first, KeyspaceRequest(cluster.new_rid(), ks))

@@ -47,6 +47,7 @@ class ChaosReport:
     workload_seconds: float  # simulated seconds until the last client operation finished
     real_seconds: float
     repair_rounds: int = 0  # rounds of `repair` on every live node it took the replicas to agree
+    address_moves: int = 0  # restarts at a new address (membership by seed addresses)
     repair_keys: int = 0  # keys those rounds exchanged
     disagreeing_keys: int = 0  # keys whose replicas differed when the repair rounds began
     movements: MovementSummary = field(default_factory=MovementSummary)
@@ -104,7 +105,12 @@ def render_summary(report: ChaosReport) -> str:
     lines = [
         f"chaos seed {p.seed}: {c.ops} operations by {p.clients} clients on {p.keys} keys per keyspace",
         f"  cluster        {p.nodes} nodes in {p.zones} zones, {p.vnodes} vnodes, N={p.replicas}, "
-        f"levels {','.join(p.levels)}, storage {p.storage}",
+        f"levels {','.join(p.levels)}, storage {p.storage}"
+        + (
+            f", membership by seed addresses ({report.address_moves} restarts at a new address)"
+            if p.addressing
+            else ""
+        ),
         f"  timeouts       request {p.request_timeout:.3f} s, gossip every {p.gossip_interval:.3f} s, "
         f"phi pause {p.phi_pause:.3f} s, hints every {p.hint_interval:.3f} s, "
         f"hints expire after {p.hint_max_age:.3g} s",
@@ -186,6 +192,7 @@ def report_json(report: ChaosReport) -> dict[str, Any]:
         "hints_expired": report.hints_expired,
         "read_repairs": report.read_repairs,
         "repair_rounds": report.repair_rounds,
+        "address_moves": report.address_moves,
         "repair_keys": report.repair_keys,
         "disagreeing_keys": report.disagreeing_keys,
         "pruned_keys": c.pruned_keys,
@@ -222,6 +229,7 @@ def report_json(report: ChaosReport) -> dict[str, Any]:
             "request_timeout": round(p.request_timeout, 6),
             "hint_max_age": round(p.hint_max_age, 6),
             "storage": p.storage,
+            "membership": "seeds" if p.addressing else "static",
             "fault_kinds": list(p.faults.kinds),
         },
         "events": report.events,

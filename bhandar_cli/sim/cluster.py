@@ -7,6 +7,12 @@ heap, and all randomness descends from one seed.
 
 How a host is stepped, and how long its fsyncs take, is sim/stepper.py.
 
+Membership: by default every node boots knowing the whole initial ring (as the in-process
+cluster of the REPL does). With `addressing` the nodes boot as node processes do: each knows
+only itself and two seeds' addresses, finds the cluster through gossip, and reaches a peer at the
+address its own membership table gives (a stale one reaches nobody). A node revived may come back
+at a new address (`moves`: the chance), which its peers must learn from gossip.
+
 Storage: each host's store comes from `store_factory` (in-memory by default: it survives a crash
 whole). A store on a simulated disk is crashed with the machine: `crash_store` runs at `kill` (the
 power loss: unsynced writes are lost) and `reopen_store` at `revive` (recovery from what the disk
@@ -56,6 +62,8 @@ class SimCluster:
     crash_errors: tuple[type[BaseException], ...] = ()
     # Seconds an fsync takes, drawn per sync (None: syncs take no simulated time).
     sync_delay: Callable[[Random], float] | None = None
+    addressing: bool = False  # boot as node processes do: seeds by address, no initial ring
+    moves: float = 0.3  # with addressing: the chance that a revived node listens at a new address
 
     def __post_init__(self) -> None:
         self.rng = Random(self.seed)
@@ -65,6 +73,8 @@ class SimCluster:
         self.model = NetworkModel(Random(self.rng.getrandbits(64)), self.latency)
         self.model.loss, self.model.duplicate = self.loss, self.duplicate
         self.net = Network(self.model, self._schedule, self._deliver)
+        self._address_rng = Random(self.rng.getrandbits(64))
+        self._host_at: dict[str, str] = {}  # address -> host listening there (with addressing)
         self._client_rng = Random(self.rng.getrandbits(64))
         self._disk_rng = Random(self.rng.getrandbits(64))
         self.hosts: dict[str, NodeHost] = {}
@@ -79,6 +89,13 @@ class SimCluster:
         self._next_rid = 1
         for name in names:
             self._new_host(name, self.ring.zones[name])
+        self._seed_addresses: set[str] = set()
+        self.address_moves = 0
+        if self.addressing:
+            seeds = [self.hosts[n].boot["address"] for n in names[:2]]
+            self._seed_addresses = set(seeds)
+            for name in names:
+                self.hosts[name].boot["seeds"] = [a for a in seeds if a != self.hosts[name].boot["address"]]
         for name in names:
             self._steppers[name].start()
 
@@ -91,17 +108,14 @@ class SimCluster:
 
     def _new_host(self, name: str, zone: str) -> NodeHost:
         seed = self.rng.getrandbits(64)
+        ring = Ring.build([name], self.vnodes, {name: zone}) if self.addressing else self.ring
+        send = self._send_by_address if self.addressing else self.net.send
         host = NodeHost(
-            name,
-            zone,
-            self.ring,
-            self.store_factory(name),
-            self.config,
-            seed,
-            self.net.send,
-            self._note,
-            self.crash_errors,
+            name, zone, ring, self.store_factory(name), self.config, seed, send, self._note, self.crash_errors
         )
+        if self.addressing:
+            host.boot = {"zone": zone, "seeds": []}
+            self._listen(host, f"10.0.{len(self.hosts) // 250}.{len(self.hosts) % 250 + 1}:7000")
         self.hosts[name] = host
         self._steppers[name] = SimStepper(
             self.loop,
@@ -113,6 +127,33 @@ class SimCluster:
             self._disk_rng,
         )
         return host
+
+    def _listen(self, host: NodeHost, address: str) -> None:
+        """The host listens at `address` from its next boot on (its old address leads nowhere)."""
+        self._host_at.pop(host.boot.get("address", ""), None)
+        self._host_at[address] = host.name
+        host.boot["address"] = address
+
+    def _send_by_address(self, src: str, dst: str, msg: Any) -> None:
+        """Route as a node process does: a seed by its address, a peer by the address the
+        sender's membership table gives. A message to an address where nobody listens is lost."""
+        address = dst if ":" in dst else self.hosts[src].address_of(dst)
+        target = self._host_at.get(address)
+        if target is None:
+            self.model.sent += 1
+            self.model.dropped += 1
+            return
+        self.net.send(src, target, msg)
+
+    def membership_settled(self) -> bool:
+        """Has every live node heard from every other live one in its current life?"""
+        live = [h for h in self.hosts.values() if h.node is not None]
+        for host in live:
+            assert host.node is not None
+            heard = {m["id"] for m in host.node.members(self.loop.now) if m.get("heard", True)}
+            if any(other.name not in heard for other in live):
+                return False
+        return True
 
     def _note(self, name: str, note: Note) -> None:
         self.notes.append((self.loop.now, name, note))
@@ -187,6 +228,13 @@ class SimCluster:
         if not host.alive and name not in self.retired:
             if self.reopen_store is not None:
                 host.store = self.reopen_store(name, host.store)
+            # Seeds keep their addresses (that is what makes them seeds: the way back in for a
+            # node whose peers all moved); any other node may come back on another port.
+            seed = host.boot.get("address") in self._seed_addresses
+            if self.addressing and not seed and self._address_rng.random() < self.moves:
+                ip, _, port = host.boot["address"].rpartition(":")
+                self._listen(host, f"{ip}:{int(port) + 1}")  # restarted on another port
+                self.address_moves += 1
             self._steppers[name].start()
 
     def retire(self, name: str) -> None:
@@ -207,12 +255,10 @@ class SimCluster:
         chosen = zone or zones[len(self.hosts) % len(zones)]
         live = [n for n, h in self.hosts.items() if h.alive]
         host = self._new_host(name, chosen)
-        host.boot = {
-            "status": "joining",
-            "seeds": live,
-            "zone": chosen,
-            "tokens": tuple(node_tokens(name, self.vnodes)),
-        }
+        seeds = sorted(self._seed_addresses) if self.addressing else live
+        host.boot.update(
+            status="joining", seeds=seeds, zone=chosen, tokens=tuple(node_tokens(name, self.vnodes))
+        )
         self.members = [*self.members, name]
         self._steppers[name].start()
 

@@ -203,3 +203,23 @@ def test_a_replica_down_through_a_delete_does_not_resurrect_the_value() -> None:
         assert record is None or (
             isinstance(record, Versioned) and all(s.value is None for s in record.siblings)
         )
+
+
+def test_process_mode_nodes_find_each_other_from_seed_addresses_and_follow_a_node_that_moved() -> None:
+    """Membership as node processes run it, in the simulator: each node starts knowing itself and
+    two seeds' addresses; a node restarted at another port is found again through gossip."""
+    c = SimCluster(seed=4, nodes=5, addressing=True, moves=1.0)
+    assert all(c.hosts[n].node.ring.nodes == (n,) for n in "ABCDE")  # type: ignore[union-attr]
+    assert c.loop.run_until_true(c.membership_settled, 10.0)
+    settled_at = c.now
+    assert all(c.hosts[n].node.ring.nodes == tuple("ABCDE") for n in "ABCDE")  # type: ignore[union-attr]
+    old = c.hosts["D"].boot["address"]
+    c.kill("D")
+    c.run_for(1.0)
+    c.revive("D")  # not a seed: it comes back at another address
+    new = c.hosts["D"].boot["address"]
+    assert new != old and c.address_moves == 1
+    assert c.loop.run_until_true(lambda: all(c.hosts[n].address_of("D") == new for n in "ABCE"), c.now + 10)
+    assert isinstance(put(c, "D", "k", b'"moved"', "ALL"), PutResult)
+    assert isinstance(get(c, "A", "k", "ALL"), GetResult)
+    assert settled_at < 5.0

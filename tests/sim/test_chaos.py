@@ -46,6 +46,7 @@ MEMBERSHIP_SEEDS = (2, 8, 9, 17, 19, 31, 34, 36)
 # Network faults with every node on the LSM engine: crashes lose unsynced writes, tear WAL tails,
 # and half of them strike inside a disk operation (a WAL append, an fsync, a flush, a compaction).
 LSM_SEEDS = (3, 8, 13, 18, 31, 32, 35, 37)
+PROCESS_MEMBERSHIP_SEED = 7  # seed addresses, restarts at new ports, decommissions, LSM crashes
 TORN_SEED = 16  # its crashes tear tails and strike inside disk operations: recovery really runs
 # Runs that found store bugs and still find them when the fix is taken out. The other bugs these
 # runs found are replayed as small scenarios in test_store_bugs.py: a seed stops reproducing its
@@ -53,7 +54,7 @@ TORN_SEED = 16  # its crashes tear tails and strike inside disk operations: reco
 STORE_BUG_SEEDS = {
     "a decommissioned node left holding hints": ChaosOptions(18, 3000, faults=FAULT_KINDS),
 }
-PLANTED = ChaosOptions(19, 1500, faults=("clog", "loss"), consistency="QUORUM", bugs=("ack_before_quorum",))
+PLANTED = ChaosOptions(13, 1500, faults=("clog", "loss"), consistency="QUORUM", bugs=("ack_before_quorum",))
 # The driver acknowledges before syncing the store: only a disk that loses unsynced writes shows it.
 PLANTED_STORAGE = ChaosOptions(8, 1000, faults=("kill", "restart"), storage="lsm", bugs=("ack_before_sync",))
 
@@ -89,6 +90,16 @@ def test_swarm_seeds_find_no_violation(seed: int) -> None:
     report = run_chaos(ChaosOptions(seed, 3000))
     assert report.check.violations == ()
     assert report.params.faults.kinds
+
+
+def test_the_default_swarm_runs_process_mode_membership() -> None:
+    """Half the swarm boots as node processes do (seeds by address, the cluster found by gossip,
+    restarted nodes sometimes at another port), and such a run loses nothing."""
+    drawn = [draw_params(ChaosOptions(seed, 100)).addressing for seed in SWARM_SEEDS]
+    assert 0 < sum(drawn) < len(drawn)
+    report = run_chaos(ChaosOptions(PROCESS_MEMBERSHIP_SEED, 3000))
+    assert report.params.addressing and report.address_moves > 0
+    assert not report.check.violations, [str(v) for v in report.check.violations[:3]]
 
 
 @pytest.mark.parametrize("seed", MEMBERSHIP_SEEDS)
@@ -140,14 +151,14 @@ def test_the_planted_bug_is_caught_with_its_seed() -> None:
     bad = run_chaos(PLANTED)
     assert not bad.ok
     assert {v.kind for v in bad.check.violations} == {"stale_read_strict"}
-    clean = run_chaos(ChaosOptions(19, 1500, faults=("clog", "loss"), consistency="QUORUM"))
+    clean = run_chaos(replace(PLANTED, bugs=()))
     assert clean.ok
 
 
 def test_the_planted_bug_exits_1_with_the_line_that_reproduces_it() -> None:
     result = invoke(
         "--seed",
-        "19",
+        "13",
         "--ops",
         "1500",
         "--faults",
@@ -159,7 +170,7 @@ def test_the_planted_bug_exits_1_with_the_line_that_reproduces_it() -> None:
     )
     assert result.exit_code == 1
     line = (
-        "reproduce with: bhandar chaos --seed 19 --ops 1500 --faults clog,loss --consistency QUORUM "
+        "reproduce with: bhandar chaos --seed 13 --ops 1500 --faults clog,loss --consistency QUORUM "
         "--bug ack_before_quorum"
     )
     assert line in result.stderr.splitlines()
@@ -334,7 +345,9 @@ def test_ministore_scenario_has_the_seeds_shape() -> None:
     assert strict.stale_reads == 0 and strict.hints_stored == 0 and strict.hints_delivered == 0
     assert no_handoff.hints_stored > 0 and no_handoff.hints_delivered == 0
     assert hints.hints_delivered > 0
-    assert hints.stale_reads < no_handoff.stale_reads
+    # Handoff brings revived replicas up to date, so fewer reads find one behind and repair it.
+    # (Stale reads are too few here, about ten in 4,000, to compare: read repair fixes most.)
+    assert hints.read_repairs < no_handoff.read_repairs
 
 
 def test_ministore_scenario_from_the_command_line() -> None:
