@@ -140,9 +140,9 @@ async def _in_process(
     import trio
 
     from bhandar_cli.client import Client
+    from bhandar_cli.host.network import LatencyModel
     from bhandar_cli.node.backend import InProcessBackend
     from bhandar_cli.node.cluster import InProcessCluster
-    from bhandar_cli.host.network import LatencyModel
 
     model = LatencyModel(base_ms=0, mean_ms=0, spike_rate=0) if latency == "none" else LatencyModel()
     cluster = InProcessCluster(nodes, min(3, nodes), latency=model)
