@@ -23,6 +23,7 @@ from bhandar_cli.core.store import Store
 from bhandar_cli.sim.disk import SimDisk
 from bhandar_cli.storage.engine import EngineOptions
 from bhandar_cli.storage.record_store import RecordStore
+from bhandar_cli.storage.wal import FsyncPolicy
 
 STORAGE_KINDS: tuple[str, ...] = ("memory", "lsm")
 DIRECTORY = "/node"
@@ -60,7 +61,7 @@ class LSMHosts:
     _armed: set[str] = field(default_factory=set)
 
     def options(self) -> EngineOptions:
-        return EngineOptions(memtable_bytes=self.memtable_bytes, fsync="batch")
+        return EngineOptions(memtable_bytes=self.memtable_bytes, fsync=FsyncPolicy.BATCH)
 
     def create(self, name: str) -> Store:
         disk = self.disks[name] = SimDisk()

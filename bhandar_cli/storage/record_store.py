@@ -12,7 +12,7 @@ reads can never drop a sibling. Reaping a tombstone is a hard delete.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import cbor2
@@ -22,6 +22,7 @@ from bhandar_cli.core.records import Record, from_plain, merge_records, to_plain
 from bhandar_cli.core.store import HintKey
 from bhandar_cli.storage.disk import Disk
 from bhandar_cli.storage.engine import EngineOptions, LSMEngine
+from bhandar_cli.storage.jobs import BackgroundJob
 from bhandar_cli.storage.reports import EngineStats
 
 DATA, HINT, META = b"d", b"h", b"m"
@@ -134,6 +135,12 @@ class RecordStore:
 
     def sync(self) -> None:
         self.engine.sync()
+
+    def begin_sync(self) -> Callable[[], None] | None:
+        return self.engine.begin_sync()
+
+    def background_job(self) -> BackgroundJob | None:
+        return self.engine.background_job()
 
     def flush(self) -> str | None:
         return self.engine.flush()
