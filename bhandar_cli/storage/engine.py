@@ -10,8 +10,10 @@ engine's methods (a node's event loop). Another thread only ever gets:
   output file) and no path back to the engine: `run()` builds a file there, `finish()` back on
   the owner installs it;
 - a sync function (`begin_sync()`, syncs.py) holding its own descriptors of the WAL files.
-So nothing is shared mutably and no lock guards engine state. The only objects both threads
-touch are each sync's `SyncTicket` (two `threading.Event`s) and the disk's own counters.
+So nothing is shared mutably and no lock guards engine state: both threads read sealed
+memtables and tables, which nobody changes; each sync's `SyncTicket` (`threading.Event`s) and
+the disk's own counters (locked there) are the only things both write. A driver calls, for each
+job, `run()` on a worker and then always `finish()` on the owner; a sync function at most once.
 A flush or compaction whose inputs changed meanwhile (its memtable flushed inline, an input
 quarantined or compacted away) is discarded at `finish` and its output deleted; after `close()`
 `finish` does nothing (a reopen deletes the output as an orphan). Blocking versions (`flush`,
@@ -24,9 +26,10 @@ Crash safety, step by step (a crash can stop any line; the Disk contract says wh
   holding records not yet fsynced, sealed memtables' too) or after `put` returned (`always`).
   A failed append or fsync, here or in a worker, poisons the engine: it refuses every call
   until reopened.
-- seal (the memtable is full): create the next WAL (durable on return) and write there from
-  now on. The sealed memtable's WAL stays until its table is in the MANIFEST: a restart replays
-  every WAL numbered ≥ `log_number`, in order, into one memtable.
+- seal (the memtable is full): create the next WAL (durable on return), whose first record links
+  to the sealed memtable's WAL and its final length, and write there from now on. The sealed
+  WAL stays until its table is in the MANIFEST; nothing fsyncs it at the seal, so a crash may
+  keep the newer WAL's bytes and lose the older one's tail: the link shows recovery that gap.
 - backpressure: when more than `max_sealed_memtables` wait, the write that sealed one flushes the
   oldest itself (a stall), and then runs a due compaction if none is in flight.
 - flush job: (worker) write the table and fsync it → (owner) rewrite MANIFEST atomically (new
@@ -38,7 +41,10 @@ Crash safety, step by step (a crash can stop any line; the Disk contract says wh
   inputs for it → delete the inputs. Before the rename the output is an orphan; after it the
   inputs are.
 - open: delete `*.tmp` and orphans, open (and by default verify) every listed table, replay WALs
-  numbered ≥ `log_number` in order, truncating a torn tail, and keep appending to the newest.
+  numbered ≥ `log_number` in order into one memtable, truncating a torn tail, and stopping at a
+  gap (a WAL whose link names a longer predecessor than survived: it and later WALs are deleted;
+  no write in them was acknowledged, since a sync fsyncs the older WALs too). Then keep
+  appending to the newest WAL kept.
 
 Corruption policy: a table that fails a check is moved to `quarantine/`, dropped from the
 MANIFEST and reported (`stats().quarantined`, `recovery`); the engine keeps serving the other
@@ -196,6 +202,12 @@ class LSMEngine:
         due. At most one job of each kind is in flight: a flush may run beside a compaction."""
         self._check()
         return self._tree.next_job()
+
+    def full_compaction_job(self) -> BackgroundJob | None:
+        """A compaction of every table into one, handed out as `background_job` does (a forced full
+        compaction off the owner thread); None if no table exists or a compaction is in flight."""
+        self._check()
+        return self._tree.full_compaction_job()
 
     def flush(self) -> str | None:
         """Seal the memtable and flush every sealed memtable, oldest first (a flush job still

@@ -107,6 +107,13 @@ class Tree:
                 return self.compacting
         return None
 
+    def full_compaction_job(self) -> CompactionJob | None:
+        """Every table into one, as the compaction in flight; None if one is, or no table exists."""
+        if self.compacting is not None or not self.version.tables:
+            return None
+        self.compacting = self.compaction_job(range(len(self.version.tables)))
+        return self.compacting
+
     def _output(self) -> TableOutput:
         """Create the next table file (so no reopen can hand its number out again)."""
         o = self.options

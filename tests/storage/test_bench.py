@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bhandar_cli.node.storage_bench import run_storage_bench
+from bhandar_cli.node.storage_bench import run_compaction_bench, run_storage_bench
 
 
 def test_bench_returns_both_sides_and_ratios(tmp_path) -> None:
@@ -21,3 +21,18 @@ def test_bench_refuses_a_used_directory(tmp_path) -> None:
     (tmp_path / "x").write_text("mine")
     with pytest.raises(ValueError, match="not empty"):
         run_storage_bench(str(tmp_path), ops=10)
+
+
+def test_compaction_bench_times_both_halves_of_every_job(tmp_path) -> None:
+    from bhandar_cli.storage.compaction import TierPolicy
+    from bhandar_cli.storage.engine import EngineOptions
+
+    opts = EngineOptions(memtable_bytes=16 << 10, tiers=TierPolicy(min_tables=3))
+    r = run_compaction_bench(str(tmp_path / "c"), total_bytes=300 << 10, value_size=50, options=opts)
+    assert r["data_bytes"] >= 300 << 10 and r["tables_before"] >= 1
+    flush_run, flush_finish = r["flush_run"], r["flush_finish"]
+    assert isinstance(flush_run, dict) and isinstance(flush_finish, dict)
+    assert flush_run["count"] == flush_finish["count"] > 5
+    full = r["full_compaction"]
+    assert isinstance(full, dict) and full["installed"] and full["tables_after"] == 1
+    assert full["run_ms"] > 0 and full["finish_ms"] > 0
