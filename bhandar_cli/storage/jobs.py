@@ -34,6 +34,11 @@ FLUSH, COMPACTION = "flush", "compaction"
 class BackgroundJob(Protocol):
     kind: str  # "flush" | "compaction"
 
+    @property
+    def error(self) -> Exception | None:
+        """What `run` met, if anything: read after `run` (a simulator checks it for its crashes)."""
+        ...
+
     def run(self) -> None:
         """Worker thread: build the output file (never raises; see `finish`)."""
         ...

@@ -3,6 +3,9 @@ what a crash may leave (a prefix of the issued writes that includes every acknow
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import Any
+
 from bhandar_cli.sim.disk import SimDisk
 from bhandar_cli.storage.compaction import TierPolicy
 from bhandar_cli.storage.engine import EngineOptions, LSMEngine
@@ -17,9 +20,7 @@ SMALL = EngineOptions(
 )
 
 
-def small_engine(disk: SimDisk | None = None, directory: str = "/db", **overrides: object) -> LSMEngine:
-    from dataclasses import replace
-
+def small_engine(disk: SimDisk | None = None, directory: str = "/db", **overrides: Any) -> LSMEngine:
     return LSMEngine(disk or SimDisk(), directory, replace(SMALL, **overrides))
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from bhandar_cli.sim.disk import SimDisk
-from bhandar_cli.storage.compaction import TierPolicy, backlog, merge_runs, pick, tiers
+from bhandar_cli.storage.compaction import Entry, TierPolicy, backlog, merge_runs, pick, tiers
 from bhandar_cli.storage.engine import LSMEngine
 from bhandar_cli.storage.records import DELETE, MERGE, VALUE
 
@@ -48,10 +48,10 @@ def test_merge_runs_folds_merge_operands_in_age_order() -> None:
     def merge(newer: bytes, older: bytes) -> bytes:
         return newer + b"|" + older  # associative, not commutative: order matters
 
-    runs = [[(b"k", MERGE, b"3")], [(b"k", MERGE, b"2")], [(b"k", MERGE, b"1")]]
+    runs: list[list[Entry]] = [[(b"k", MERGE, b"3")], [(b"k", MERGE, b"2")], [(b"k", MERGE, b"1")]]
     assert list(merge_runs(runs, merge, drop_deletes=False)) == [(b"k", MERGE, b"3|2|1")]
     assert list(merge_runs(runs, merge, drop_deletes=True)) == [(b"k", VALUE, b"3|2|1")]
-    over_delete = [[(b"k", MERGE, b"3")], [(b"k", DELETE, None)], [(b"k", MERGE, b"1")]]
+    over_delete: list[list[Entry]] = [[(b"k", MERGE, b"3")], [(b"k", DELETE, None)], [(b"k", MERGE, b"1")]]
     assert list(merge_runs(over_delete, merge, drop_deletes=False)) == [(b"k", VALUE, b"3")]
 
 

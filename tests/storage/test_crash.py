@@ -22,13 +22,14 @@ import pytest
 from bhandar_cli.sim.disk import SimDisk, SimulatedCrash
 from bhandar_cli.storage.compaction import TierPolicy
 from bhandar_cli.storage.engine import EngineOptions, LSMEngine
+from bhandar_cli.storage.wal import FsyncPolicy
 
 from .conftest import Op, matching_prefix, union
 
 
 def _options(rng: random.Random) -> EngineOptions:
     return EngineOptions(
-        fsync=rng.choice(["batch", "batch", "always", "none"]),
+        fsync=FsyncPolicy(rng.choice(["batch", "batch", "always", "none"])),
         memtable_bytes=rng.choice([200, 600, 2000]),
         block_bytes=rng.choice([64, 256]),
         tiers=TierPolicy(min_tables=rng.choice([2, 3, 4]), small_table_bytes=rng.choice([100, 5000])),
@@ -71,7 +72,7 @@ def run_seed(seed: int, rounds: int = 4, steps: int = 300) -> int:
                 if op[1] is None:
                     eng.delete(op[0])
                 else:
-                    eng.put(*op)
+                    eng.put(op[0], op[1])
                 if opts.fsync == "always":
                     acked = len(history)
         except SimulatedCrash:

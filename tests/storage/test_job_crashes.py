@@ -20,13 +20,14 @@ from bhandar_cli.sim.disk import SimDisk, SimulatedCrash
 from bhandar_cli.storage.compaction import TierPolicy
 from bhandar_cli.storage.engine import EngineOptions, LSMEngine
 from bhandar_cli.storage.jobs import BackgroundJob
+from bhandar_cli.storage.wal import FsyncPolicy
 
 from .conftest import Op, matching_prefix, union
 
 
 def _options(rng: random.Random) -> EngineOptions:
     return EngineOptions(
-        fsync=rng.choice(["batch", "batch", "always", "none"]),
+        fsync=FsyncPolicy(rng.choice(["batch", "batch", "always", "none"])),
         memtable_bytes=rng.choice([200, 600]),
         max_sealed_memtables=rng.choice([0, 1, 2, 3]),
         block_bytes=rng.choice([64, 256]),

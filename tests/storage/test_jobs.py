@@ -162,7 +162,7 @@ def test_a_compaction_that_meets_a_corrupt_input_quarantines_it_and_installs_not
     oldest = eng.table_names[0]
     disk.flip_bit(f"/db/{oldest}", bit=8 * 5)
     job = eng.background_job()
-    assert job is not None
+    assert isinstance(job, CompactionJob)
     job.run()
     report = job.finish()
     assert not report.installed and report.reason.startswith("an input was corrupt: block 0")
@@ -174,7 +174,7 @@ def test_a_compaction_whose_inputs_were_compacted_inline_is_discarded() -> None:
     disk = SimDisk()
     eng = _three_tables(disk)
     job = eng.background_job()
-    assert job is not None
+    assert isinstance(job, CompactionJob)
     [full] = eng.compact(full=True)  # the same inputs, merged on the owner thread first
     job.run()
     report = job.finish()
@@ -188,7 +188,7 @@ def test_a_flush_whose_memtable_was_flushed_inline_is_discarded() -> None:
     eng = small_engine(disk, auto_compact=False)
     written = _fill_until_sealed(eng, 1)
     job = eng.background_job()
-    assert job is not None
+    assert isinstance(job, FlushJob)
     eng.flush()
     job.run()
     report = job.finish()
