@@ -52,8 +52,9 @@ class Backend(Protocol):
 
     names: list[str]
     zones: dict[str, str]
-    ring: Ring
 
+    @property
+    def ring(self) -> Ring: ...  # read-only: the in-process backend computes it from gossip
     def now(self) -> float: ...
     def is_alive(self, name: str) -> bool: ...
     def new_rid(self) -> int: ...

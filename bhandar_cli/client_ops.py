@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from bhandar_cli.core.errors import BadInput
-from bhandar_cli.core.merkle import MerkleTree, diff, render_lines
+from bhandar_cli.core.merkle import MerkleTree
+from bhandar_cli.core.merkle_diff import diff, render_lines
 from bhandar_cli.core.messages import DecommissionRequest, Failure, MoveResult, RepairRequest, RepairResult
 from bhandar_cli.outcomes import ClientError
 

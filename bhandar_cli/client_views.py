@@ -50,6 +50,8 @@ class ClusterViews:
                     "storage": info.get("storage", {}),
                 }
             )
+            if info.get("crashed"):
+                nodes[-1]["crashed"] = info["crashed"]  # why it is down: a bug, not a kill
         return {"cmd": "status", "ok": True, "nodes": nodes, "partitions": self.backend.partitions()}
 
     async def ring(self) -> dict[str, Any]:

@@ -5,10 +5,12 @@
 
 The COMMANDS and SYNOPSIS sections come from the click command tree that typer builds
 (`typer.main.get_command`): every group and command, recursively, with usage, help, arguments
-and options with their defaults. DESCRIPTION, REPL COMMANDS, JSON OUTPUT, EXIT STATUS,
-ENVIRONMENT and SEE ALSO are fixed text below, taken from DESIGN.md §5. The output carries no date
-and nothing from the environment, so the same code always gives the same page and
-`tests/test_man.py` can tell when the committed page is stale.
+and options with their defaults. REPL COMMANDS comes from the REPL's command table
+(`bhandar_cli.repl.commands.COMMANDS`): usage, summary, help, aliases and examples of each entry.
+DESCRIPTION, JSON OUTPUT, EXIT STATUS, ENVIRONMENT and SEE ALSO are fixed text below, taken from
+DESIGN.md §5, with the consistency levels and error codes read from their declarations. The
+output carries no date and nothing from the environment, so the same code always gives the same
+page and `tests/test_man.py` can tell when the committed page is stale.
 """
 
 from __future__ import annotations
@@ -24,6 +26,10 @@ import typer
 
 from bhandar_cli import __version__
 from bhandar_cli.cli import app
+from bhandar_cli.core.config import LEVELS
+from bhandar_cli.core.errors import ERROR_CODES
+from bhandar_cli.repl.commands import COMMANDS
+from bhandar_cli.repl.table import CommandTable
 
 PAGE = Path(__file__).resolve().parent.parent / "man" / "bhandar.1"
 PROG = "bhandar"
@@ -182,9 +188,9 @@ def command_section(cmd: Any, ctx: Any) -> list[str]:
 # --- fixed text (DESIGN.md §5) ------------------------------------------------------------------
 
 DESCRIPTION = [
-    """Bhandar is a Dynamo-style, leaderless, replicated key-value store that runs on one machine
+    f"""Bhandar is a Dynamo-style, leaderless, replicated key-value store that runs on one machine
     so that it can be watched and broken on purpose: consistent hashing with virtual nodes,
-    preference lists across zones, quorum reads and writes (ONE, QUORUM, ALL), sloppy quorums
+    preference lists across zones, quorum reads and writes ({", ".join(LEVELS)}), sloppy quorums
     with hinted handoff, read repair, dotted version vectors with siblings, Merkle-tree
     anti-entropy, gossip membership with a phi-accrual failure detector, and an LSM storage
     engine per node.""",
@@ -199,40 +205,33 @@ DESCRIPTION = [
     prints.""",
 ]
 
-REPL_GRAMMAR = """
-put KS KEY VALUE [ctx=TOKEN|auto|none] [c=ONE|QUORUM|ALL] [via=NODE]
-get KS KEY [c=...] [via=NODE]
-delete KS KEY [ctx=TOKEN|auto|none] [c=...] [via=NODE]
-incr KS KEY [DELTA] [id=REQUEST_ID] [c=...] [via=NODE]
-keyspace create NAME [policy=siblings|lww|counter] [n=3] [quorum=sloppy|strict] | keyspace list
-status | ring | prefs KS KEY | clock KS KEY | merkle NODE NODE | hints | members [from=NODE] | metrics
-partition A B | C D E      heal      kill NODE      revive NODE      add NODE [zone=Z]
-decommission NODE          delay NODE MS           repair [NODE]    flush [NODE]   compact [NODE]
-snapshot NAME | restore NAME | upgrade | trace on|off | consistency LEVEL | output table|json
-sleep DURATION             wait converged [timeout=DURATION]        help [CMD]     quit
-"""
+REPL_SYNTAX = """One command per line; ; separates commands and # starts a comment. Words use
+shell-style quoting. Options are name=value words after the arguments. Nodes are named A, B, C, ...
+Tab completes commands, arguments and options; help lists the commands and help CMD explains one."""
 
-REPL_NOTES = [
-    "One command per line; ; separates commands and # starts a comment.",
-    "VALUE is a JSON literal when it parses as one, else a bare string; shell-style quoting applies.",
-    "ctx=auto (the default) uses the context of this session's last get of that key, else none.",
-    "via= chooses the coordinator. Nodes are named A, B, C, ...",
-    """sleep 2s waits (simulated time advances in a virtual-clock run). wait converged waits until
-    no node is joining or leaving, no hint is pending for a live node and live replicas agree,
-    and fails with a clear error at its timeout (default 30s).""",
-    "For a counter keyspace get returns values: [N], one merged number.",
-    """partition groups are separated by |; unlisted nodes form one more group. kill crashes a node
-    (no clean shutdown: in-memory state is lost, durable state stays); revive restarts it.""",
-    """Batch mode flushes each command's output as soon as the command completes, so another
-    program can drive the REPL line by line through a pipe; it exits 0 unless --fail-fast stopped
-    it at a failed command (then 1).""",
-]
+REPL_BATCH = """Batch mode flushes each command's output as soon as the command completes, so another
+program can drive the REPL line by line through a pipe; it exits 0 unless --fail-fast stopped it at
+a failed command (then 1)."""
+
+
+def repl_section(commands: CommandTable = COMMANDS) -> list[str]:
+    """REPL COMMANDS: every entry of the command table, in its order."""
+    lines = para(REPL_SYNTAX)
+    for spec in commands:
+        text = f"{spec.summary[:1].upper()}{spec.summary[1:]}. {spec.help}"
+        if spec.aliases:
+            text += f" Also: {', '.join(spec.aliases)}."
+        lines += item(bold(spec.usage), text)
+        if spec.examples:
+            lines += [".IP", ".nf", *(esc(e) for e in spec.examples), ".fi"]
+    return lines + para(REPL_BATCH)
+
 
 JSON_SHAPES = """
 get     {"cmd":"get","ok":true,"keyspace":K,"key":K,"found":bool,"values":[...],"context":S,"siblings":N}
 put     {"cmd":"put","ok":true,"coordinator":NODE,"acks":N}            (delete: the same)
 incr    {"cmd":"incr","ok":true,"value":N}
-failure {"cmd":...,"ok":false,"error":"human sentence","code":"unavailable|timeout|bad_input|not_found|..."}
+failure {"cmd":...,"ok":false,"error":"human sentence","code":"CODES|..."}
 status  {"cmd":"status","nodes":[{"id":"A","zone":"z1","up":true,"status":"normal","tokens":8,
          "owns":0.21,"keys":N}]}
 prefs   {"cmd":"prefs","replicas":["A","C","E"],"zones":{"A":"z1"},"fallbacks":[...]}
@@ -275,16 +274,14 @@ EXIT_STATUS = [
 
 def fixed_sections() -> dict[str, list[str]]:
     description = [line for p in DESCRIPTION for line in para(p)]
-    repl = example(REPL_GRAMMAR)
-    for note in REPL_NOTES:
-        repl += para(note)
+    repl = repl_section()
     json_out = para(
         """With -o json every command prints one JSON object on one line. The fields below are
         stable; more may be added. K and S are strings, N integers, F numbers, V a value (JSON, or
         {"base64": "..."} for other bytes); context is an opaque token to pass back to put and
         delete."""
     )
-    json_out += example(JSON_SHAPES)
+    json_out += example(JSON_SHAPES.replace("CODES", "|".join(ERROR_CODES)))
     json_out += para(
         """The sim commands give the same figures as their tables, unrounded (the tables round them
         as the seed's JavaScript does); CLOCK is an object from node to counter."""

@@ -78,7 +78,52 @@ def test_fixed_sections_and_header() -> None:
     assert '{"cmd":"incr","ok":true,"value":N}' in page
 
 
-REQUESTS = {".TH", ".SH", ".SS", ".PP", ".TP", ".RS", ".RE", ".nf", ".fi", ".br", ".nh", '.\\"'}
+def test_repl_commands_section_is_the_command_table() -> None:
+    from bhandar_cli.repl.commands import COMMANDS
+
+    page = PAGE.read_text(encoding="utf-8")
+    section = page.split('.SH "REPL COMMANDS"\n', 1)[1].split("\n.SH ", 1)[0]
+    tags = [line for i, line in enumerate(section.splitlines()) if section.splitlines()[i - 1] == ".TP"]
+    assert tags == [gen_man.bold(spec.usage) for spec in COMMANDS]
+    for spec in COMMANDS:
+        assert gen_man.esc(spec.help) in section, spec.name
+        for example in spec.examples:
+            assert f"\n{gen_man.esc(example)}\n" in section, example
+
+
+def test_a_command_added_to_the_table_is_in_the_page() -> None:
+    from bhandar_cli.repl.kinds import NODE
+    from bhandar_cli.repl.table import Arg, CommandSpec, CommandTable
+
+    async def handler(session: object, cmd: object) -> None: ...
+
+    spec = CommandSpec(
+        "echo",
+        "say a name back",
+        handler,
+        (Arg(NODE),),
+        aliases=("say",),
+        help="Only here.",
+        examples=("echo A",),
+    )
+    lines = gen_man.repl_section(CommandTable([spec]))
+    at = lines.index(".TP")
+    assert lines[at : at + 3] == [".TP", gen_man.bold("echo NODE"), "Say a name back. Only here. Also: say."]
+    assert lines[at + 3 : at + 7] == [".IP", ".nf", "echo A", ".fi"]
+
+
+def test_failure_codes_are_the_declared_error_codes() -> None:
+    from bhandar_cli.core import errors
+
+    def kinds(cls: type[errors.BhandarError]) -> set[str]:
+        return {cls.code}.union(*(kinds(sub) for sub in cls.__subclasses__()))
+
+    # Each declared code has its error class, and no class has a code of its own.
+    assert kinds(errors.BhandarError) == set(errors.ERROR_CODES)
+    assert f'"code":"{"|".join(errors.ERROR_CODES)}|..."' in gen_man.render_man()
+
+
+REQUESTS = {".TH", ".SH", ".SS", ".PP", ".TP", ".IP", ".RS", ".RE", ".nf", ".fi", ".br", ".nh", '.\\"'}
 
 
 def test_no_text_line_is_read_as_a_request() -> None:

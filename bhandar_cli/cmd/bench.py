@@ -16,6 +16,7 @@ from typing import Any
 import typer
 
 from bhandar_cli.cmd.output import EXIT_USAGE, OUTPUT_OPTION, OutputFormat, emit_json, fail
+from bhandar_cli.core.config import LEVELS, one_of
 
 KEYSPACE = "bench"
 PRELOAD = 100
@@ -49,7 +50,7 @@ def bench(
     nodes: int | None = typer.Option(None, "--nodes", help="Bench an in-process cluster of N nodes instead."),
     ops: int = typer.Option(10_000, "--ops", help="Operations to run."),
     concurrency: int = typer.Option(16, "--concurrency", help="Concurrent clients."),
-    consistency: str = typer.Option("QUORUM", "--consistency", "-c", help="ONE, QUORUM or ALL."),
+    consistency: str = typer.Option("QUORUM", "--consistency", "-c", help=f"{one_of(LEVELS)}."),
     mix: str = typer.Option(
         "get:put", "--mix", metavar="GET:PUT", help="Weights of gets and puts, e.g. 9:1."
     ),
@@ -141,7 +142,7 @@ async def _in_process(
     from bhandar_cli.client import Client
     from bhandar_cli.node.backend import InProcessBackend
     from bhandar_cli.node.cluster import InProcessCluster
-    from bhandar_cli.sim.network import LatencyModel
+    from bhandar_cli.host.network import LatencyModel
 
     model = LatencyModel(base_ms=0, mean_ms=0, spike_rate=0) if latency == "none" else LatencyModel()
     cluster = InProcessCluster(nodes, min(3, nodes), latency=model)

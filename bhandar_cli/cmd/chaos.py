@@ -26,6 +26,7 @@ from typing import Any
 import typer
 
 from bhandar_cli.cmd.output import EXIT_FAILED, EXIT_USAGE, OUTPUT_OPTION, OutputFormat, emit_json, fail
+from bhandar_cli.core.config import LEVELS, one_of
 
 SEED_MAX = 2**63 - 1
 OPS_MAX = 10_000_000
@@ -33,7 +34,6 @@ SCENARIOS = ("ministore",)
 STORAGES = ("memory", "lsm")
 # Test-only planted bugs: each must make the checker fail (tests/sim/test_chaos.py shows it does).
 KNOWN_BUGS = ("ack_before_quorum", "ack_before_sync")
-LEVELS = ("ONE", "QUORUM", "ALL")
 SHOWN_VIOLATIONS = 20
 _INT = re.compile(r"[0-9]+")
 
@@ -104,7 +104,7 @@ def chaos(
         "--consistency",
         "-c",
         metavar="LEVEL",
-        help="ONE, QUORUM or ALL for every request (default: drawn).",
+        help=f"{one_of(LEVELS)} for every request (default: drawn).",
     ),
     keys: str = typer.Option(None, "--keys", metavar="INT", help="Keys per keyspace (default: drawn)."),
     clients: str = typer.Option(
@@ -140,7 +140,7 @@ def chaos(
     if consistency is not None:
         level = consistency.strip().upper()
         if level not in LEVELS:
-            fail(f"--consistency must be ONE, QUORUM or ALL, got {consistency!r}", EXIT_USAGE)
+            fail(f"--consistency must be {one_of(LEVELS)}, got {consistency!r}", EXIT_USAGE)
     for name in bug:
         if name not in KNOWN_BUGS:
             fail(f"unknown --bug {name!r} (known: {', '.join(KNOWN_BUGS)})", EXIT_USAGE)

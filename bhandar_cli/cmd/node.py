@@ -63,7 +63,7 @@ def run(
         fail("--vnodes must be 1..1024 and --replicas 1..9", EXIT_USAGE)
     if not 0.05 <= frame_timeout <= 3600:
         fail("--frame-timeout must be between 0.05 and 3600 seconds", EXIT_USAGE)
-    from bhandar_cli.node.process import NodeOptions, run_node
+    from bhandar_cli.node.process import NodeCrashed, NodeOptions, run_node
 
     options = NodeOptions(
         node_id,
@@ -82,6 +82,8 @@ def run(
         run_node(options)
     except OSError as exc:
         fail(f"node {node_id} could not start: {exc}")
+    except NodeCrashed as exc:
+        fail(str(exc))
     except KeyboardInterrupt:
         pass
 

@@ -6,9 +6,10 @@ cluster's state; `not_found` is an answer, not a failure; `internal` is our bug.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 ErrorCode = Literal["bad_input", "too_large", "unavailable", "timeout", "refused", "not_found", "internal"]
+ERROR_CODES: tuple[ErrorCode, ...] = get_args(ErrorCode)
 
 
 class BhandarError(Exception):

@@ -54,7 +54,9 @@ class GossipLiveness:
         self.interval = interval
         self.fanout = fanout
         self.phi = PhiDetectors(phi or PhiConfig(first_heartbeat_estimate=interval))
-        self.seeds = [s for s in seeds if s != me.id]
+        # Seeds are contact points: node ids, or "host:port" addresses for nodes that know only
+        # where to find the cluster (the network resolves either).
+        self.seeds = [s for s in seeds if s not in (me.id, me.address)]
         # The node's keyspace definitions ride along, so a node that missed a schema broadcast
         # (partitioned, or joining later) still learns every keyspace.
         self.schema = schema

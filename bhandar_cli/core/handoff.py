@@ -9,80 +9,114 @@ may be the only copy of an acknowledged write, so a hint is removed only once a 
 
 from __future__ import annotations
 
-from bhandar_cli.core.config import KeyspaceDef
-from bhandar_cli.core.messages import (
-    Effect,
-    ReplicaAck,
-    ReplicaWrite,
-    Send,
-)
-from bhandar_cli.core.node_base import NodeBase
-from bhandar_cli.core.quorum import Op
+from bhandar_cli.core.config import KeyspaceDef, NodeConfig
+from bhandar_cli.core.hints import HintQueue
+from bhandar_cli.core.keyspaces import Keyspaces
+from bhandar_cli.core.messages import Effect, ReplicaAck, ReplicaWrite, Send
+from bhandar_cli.core.metrics import NodeMetrics
+from bhandar_cli.core.ops import HandoffOp
+from bhandar_cli.core.optable import OpTable
 from bhandar_cli.core.records import Record, merge_records
 from bhandar_cli.core.ring import key_token
+from bhandar_cli.core.ringview import RingView
+from bhandar_cli.core.store import Store
 
 Delivery = tuple[str, tuple[str, str, Record]]  # (destination, (keyspace, key, record))
 
 
-class HandoffRole(NodeBase):
-    """Delivers hints in bounded batches, one batch in flight per target."""
+class HintedHandoff:
+    """Every delivery interval: expires old hints, then sends each target's hints in a bounded
+    batch, one batch in flight per target."""
 
-    def _deliver_hints(self, now: float) -> list[Effect]:
+    def __init__(
+        self,
+        node_id: str,
+        config: NodeConfig,
+        hints: HintQueue,
+        store: Store,
+        keyspaces: Keyspaces,
+        ring_view: RingView,
+        ops: OpTable,
+        metrics: NodeMetrics,
+        now: float,
+    ) -> None:
+        self.node_id = node_id
+        self.config = config
+        self.hints = hints
+        self.store = store
+        self.keyspaces = keyspaces
+        self.ring_view = ring_view
+        self.ops = ops
+        self.metrics = metrics
+        self._next_round = now
+        self._in_flight: dict[str, int] = {}  # target -> deliveries not yet acknowledged
+
+    def next_deadline(self) -> float:
+        return self._next_round
+
+    def tick(self, now: float) -> list[Effect]:
+        if now < self._next_round:
+            return []
+        self._next_round = now + self.config.hint_delivery_interval
+        self.metrics.hints_expired += self.hints.expire(now)
+        if not self.config.hinted_handoff:
+            return []
         out: list[Effect] = []
         for target in self.hints.targets():
-            if self._handoffs_in_flight.get(target):
+            if self._in_flight.get(target):
                 continue
-            if self.liveness.is_up(target, now):
+            if self.ring_view.is_up(target, now):
                 batch: list[Delivery] = [
                     (target, h) for h in self.hints.batch(target, self.config.hint_batch)
                 ]
             else:
                 batch = self._redirected(now, target)
-            self._handoffs_in_flight[target] = len(batch)
+            self._in_flight[target] = len(batch)
             for destination, (keyspace, key, record) in batch:
-                op = Op(
-                    "handoff",
-                    0,
-                    None,
-                    now,
-                    now + self.config.request_timeout,
-                    extra=(target, keyspace, key, record),
-                )
-                op_id = self._new_op(op)
+                op = HandoffOp(now + self.config.request_timeout, target, keyspace, key, record)
+                op_id = self.ops.add(op)
                 ks = self.keyspaces.get(keyspace) or KeyspaceDef(keyspace)
                 out.append(Send(destination, ReplicaWrite(op_id, ks, key, record, None, "handoff")))
         return out
 
     def _redirected(self, now: float, target: str) -> list[Delivery]:
         """Hints for `target` (down) that must not wait for it, each with a home replica to take it."""
-        membership = self.gossip.membership if self.gossip is not None else None
-        leaving = membership is not None and membership.mine.status in ("leaving", "left")
-        gone = membership is not None and membership.status_of(target) == "left"
+        view = self.ring_view
+        leaving = view.status in ("leaving", "left")
+        gone = view.status_of(target) == "left"
         limit = self.config.hint_batch
         hints = self.hints.batch(target, limit) if leaving or gone else self.hints.overdue(target, now, limit)
         if not hints:
             return []
-        ring = membership.ring("future") if leaving and membership is not None else self.ring
+        ring = view.future_ring() if leaving else view.ring
         out: list[Delivery] = []
         for keyspace, key, record in hints:
             ks = self.keyspaces.get(keyspace) or KeyspaceDef(keyspace)
             home = ring.preference_list(key_token(keyspace, key), ks.n)
-            if self.id in home:  # the ring moved and this node is a replica of the key now
+            if self.node_id in home:  # the ring moved and this node is a replica of the key now
                 merged = merge_records(ks.policy, self.store.get(keyspace, key), record)
                 if merged is not None:
                     self.store.put(keyspace, key, merged)
                 if self.hints.remove(target, keyspace, key, delivered=record):
                     self.metrics.hints_delivered += 1
                 continue
-            up = [node for node in home if node != target and self.liveness.is_up(node, now)]
+            up = [node for node in home if node != target and view.is_up(node, now)]
             if up:
                 out.append((up[0], (keyspace, key, record)))
         return out
 
-    def _on_handoff_ack(self, msg: ReplicaAck, op: Op) -> list[Effect]:
-        self.ops.pop(msg.op, None)
-        target, keyspace, key, record = op.extra  # type: ignore[misc]
-        self._handoffs_in_flight[target] = max(0, self._handoffs_in_flight.get(target, 1) - 1)
-        if msg.ok and self.hints.remove(target, keyspace, key, delivered=record):
+    def on_ack(self, op_id: int, msg: ReplicaAck, op: HandoffOp) -> list[Effect]:
+        self.ops.discard(op_id)
+        self._settled(op.target)
+        if msg.ok and self.hints.remove(op.target, op.keyspace, op.key, delivered=op.record):
             self.metrics.hints_delivered += 1
         return []
+
+    def expire(self, op: HandoffOp) -> list[Effect]:
+        """No acknowledgement in time: the hint stays queued for the next round."""
+        self._settled(op.target)
+        return []
+
+    def _settled(self, target: str) -> None:
+        """One delivery to `target` was acknowledged, refused or timed out."""
+        self._in_flight[target] = max(0, self._in_flight.get(target, 1) - 1)

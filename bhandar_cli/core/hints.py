@@ -55,14 +55,15 @@ class HintQueue:
         """Store (merging) a hint; False when the target's queue is full."""
         queue = self._queues.get(target, {})
         existing = queue.get((keyspace, key))
+        merged: Record | None = record
+        created = now
         if existing is None:
             if len(queue) >= self.max_per_target:
                 return False
-            merged, created = record, now
         else:
             merged = merge_records(self._policy_of(keyspace), existing[0], record)
             created = existing[1]
-            assert merged is not None
+        assert merged is not None  # merging a record into anything gives a record
         self._insert(target, keyspace, key, merged, created)
         self._store.put_hint((target, keyspace, key), merged, created)
         return True

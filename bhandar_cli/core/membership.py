@@ -45,6 +45,7 @@ class Membership:
         self.members: dict[str, MemberState] = {m.id: m for m in known}
         self.members[me.id] = me
         self.version = 0  # bumped whenever ownership (status or tokens) changes
+        self.regenerated = False  # set when peers knew a later generation of this node (persist it)
         self._rings: dict[str, Ring] = {}
 
     @property
@@ -59,7 +60,12 @@ class Membership:
     def merge(self, incoming: MemberState) -> tuple[bool, MemberState | None]:
         """Take `incoming` if newer. Returns (taken, previous state)."""
         if incoming.id == self.me:
-            # Never accept others' idea of ourselves, but learn if we are behind after a restart.
+            # Never accept others' idea of ourselves. But peers that knew a later life of this node
+            # (it was restarted on an older copy of its data) would take every state of this life
+            # for old news and call it down forever: start a generation above theirs.
+            if incoming.generation > self.mine.generation:
+                self._set(replace(self.mine, generation=incoming.generation + 1, heartbeat=0))
+                self.regenerated = True
             return False, None
         old = self.members.get(incoming.id)
         if old is not None and incoming.version <= old.version:
@@ -91,6 +97,11 @@ class Membership:
 
     def peers(self) -> list[str]:
         return sorted(m for m, s in self.members.items() if m != self.me and s.status != "left")
+
+    def address_of(self, node: str) -> str:
+        """The node's peer address ("host:port") as gossip carries it; "" if unknown."""
+        state = self.members.get(node)
+        return "" if state is None else state.address
 
     def status_of(self, node: str) -> str:
         state = self.members.get(node)

@@ -1,4 +1,4 @@
-"""Quorum arithmetic: which replicas a request goes to, and the state of one request in flight.
+"""Quorum arithmetic: which replicas a request goes to, and why a request cannot get enough of them.
 
 `plan_replicas` is the sloppy/strict choice: a strict quorum uses only the N home replicas that are
 up; a sloppy quorum replaces each home replica believed down by the next healthy node on the ring
@@ -8,9 +8,10 @@ walk, which stores the write as a hint naming the home replica (Dynamo's hinted 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from bhandar_cli.core.records import Record
+from bhandar_cli.core.config import KeyspaceDef, required
+from bhandar_cli.core.messages import Failure
 from bhandar_cli.core.ring import Ring
 
 
@@ -44,30 +45,17 @@ def plan_replicas(
     return Plan(plan.home, plan.targets, plan.hint_for, plan.down, pending) if pending else plan
 
 
-@dataclass(slots=True)
-class Op:
-    """One request this node coordinates (or one internal exchange it waits on)."""
-
-    kind: str  # put, delete, get, incr, forward, handoff, repair
-    rid: int  # the client request id to answer (0 for internal ops)
-    origin: str | None  # the node that forwarded the request to us, None for a local client
-    started: float
-    deadline: float
-    needed: int = 0
-    level: str = "QUORUM"
-    keyspace: str = ""
-    key: str = ""
-    targets: tuple[str, ...] = ()
-    acks: set[str] = field(default_factory=set)
-    failed: dict[str, str] = field(default_factory=dict)
-    replies: dict[str, Record | None] = field(default_factory=dict)
-    answered: bool = False
-    trace: list[tuple[float, str]] | None = None
-    result_value: int = 0  # incr: the value to report
-    warnings: tuple[str, ...] = ()
-    hinted: tuple[str, ...] = ()
-    extra: object = None  # handoff: (target, keyspace, key, record); forward: origin request
-
-    def note(self, now: float, text: str) -> None:
-        if self.trace is not None:
-            self.trace.append((round((now - self.started) * 1000.0, 3), text))
+def unavailable(coordinator: str, ks: KeyspaceDef, plan: Plan, level: str) -> Failure:
+    """The failure of a request whose plan reaches fewer replicas than `level` needs."""
+    needed = required(level, ks.n)
+    reachable = len(plan.targets)
+    down = ", ".join(plan.down) or "none"
+    mode = "strict quorum: only home replicas count" if ks.quorum == "strict" else "no healthy fallback"
+    return Failure(
+        "unavailable",
+        f"{reachable} of {ks.n} replicas reachable, {level} needs {needed} "
+        f"(home replicas down: {down}; {mode})",
+        answered=reachable,
+        needed=needed,
+        coordinator=coordinator,
+    )

@@ -1,13 +1,20 @@
-"""The read path: asking R replicas, merging their answers, and read repair afterwards."""
+"""The read path of a coordinator: asking the replicas, answering after R replies, read repair.
+
+The coordinator answers with the merge of the first R replies (its own view among them when it is a
+target), keeps listening until every target answered or the deadline passed, then sends the merged
+record to the home replicas that answered with less (read repair).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from bhandar_cli.core.config import KeyspaceDef, required
+from bhandar_cli.core.config import KeyspaceDef, NodeConfig, required
 from bhandar_cli.core.crdt import PNCounter
+from bhandar_cli.core.keyspaces import Keyspaces
 from bhandar_cli.core.messages import (
     Effect,
+    Failure,
     GetRequest,
     GetResult,
     ReplicaRead,
@@ -15,83 +22,141 @@ from bhandar_cli.core.messages import (
     ReplicaWrite,
     Send,
 )
-from bhandar_cli.core.node_base import NodeBase
-from bhandar_cli.core.quorum import Op, Plan
+from bhandar_cli.core.metrics import NodeMetrics
+from bhandar_cli.core.ops import ReadOp, ReadProgress, Trace, answer, finish
+from bhandar_cli.core.optable import OpTable
+from bhandar_cli.core.quorum import Plan, unavailable
 from bhandar_cli.core.records import Record, Versioned, merge_records
+from bhandar_cli.core.replica import Replica
+from bhandar_cli.core.store import Store
 from bhandar_cli.core.versions import Sibling, covers
 
 
-class ReadRole(NodeBase):
-    """Coordinator side of reads (a replica answers a read from its local view)."""
+class ReadCoordinator:
+    """Coordinates the reads this node receives, and repairs the replicas they find stale."""
 
-    def _coordinate_get(
+    def __init__(
+        self,
+        node_id: str,
+        config: NodeConfig,
+        store: Store,
+        keyspaces: Keyspaces,
+        replica: Replica,
+        ops: OpTable,
+        metrics: NodeMetrics,
+    ) -> None:
+        self.node_id = node_id
+        self.config = config
+        self.store = store
+        self.keyspaces = keyspaces
+        self.replica = replica
+        self.ops = ops
+        self.metrics = metrics
+
+    def get(
         self, now: float, req: GetRequest, origin: str | None, ks: KeyspaceDef, plan: Plan
     ) -> list[Effect]:
         needed = required(req.consistency, ks.n)
         if len(plan.targets) < needed:
-            return [self._answer(req.rid, origin, self._unavailable(ks, plan, req.consistency))]
+            return [answer(req.rid, origin, unavailable(self.node_id, ks, plan, req.consistency))]
         self.metrics.coordinated += 1
-        op = Op("get", req.rid, origin, now, now + self.config.request_timeout, needed, req.consistency)
-        op.keyspace, op.key, op.targets, op.extra = ks.name, req.key, plan.targets, plan
+        trace = None
         if req.trace:
-            op.trace = []
-            op.note(now, f"{self.id} coordinates get {ks.name}/{req.key}, asks {', '.join(plan.targets)}")
-        op_id = self._new_op(op)
+            trace = Trace(now)
+            trace.note(
+                now, f"{self.node_id} coordinates get {ks.name}/{req.key}, asks {', '.join(plan.targets)}"
+            )
+        op = ReadOp(
+            rid=req.rid,
+            origin=origin,
+            started=now,
+            deadline=now + self.config.request_timeout,
+            level=req.consistency,
+            keyspace=ks.name,
+            key=req.key,
+            needed=needed,
+            targets=plan.targets,
+            fallbacks=frozenset(plan.hint_for),
+            trace=trace,
+            progress=ReadProgress(),
+        )
+        op_id = self.ops.add(op)
         out: list[Effect] = []
         read = ReplicaRead(op_id, ks, req.key)
+        replies = op.progress.replies
         for target in plan.targets:
-            if target == self.id:
-                op.replies[self.id] = self._local_view(ks.name, req.key)
-                if op.trace is not None:  # building the text costs more than the read itself
-                    op.note(now, f"read own copy: {_describe(op.replies[self.id])}")
+            if target == self.node_id:
+                replies[target] = self.replica.local_view(ks.name, req.key)
+                if trace is not None:  # building the text costs more than the read itself
+                    trace.note(now, f"read own copy: {_describe(replies[target])}")
             else:
                 out.append(Send(target, read))
-        out.extend(self._check_read(now, op_id, op))
+        out.extend(self._check(now, op_id, op))
         return out
 
-    def _on_read_reply(self, now: float, src: str, msg: ReplicaReadReply) -> list[Effect]:
+    def on_reply(self, now: float, src: str, msg: ReplicaReadReply) -> list[Effect]:
         op = self.ops.get(msg.op)
-        if op is None or op.kind != "get" or src in op.replies:
+        if not isinstance(op, ReadOp) or src in op.progress.replies:
             return []
-        op.replies[src] = msg.record
+        op.progress.replies[src] = msg.record
         if op.trace is not None:
-            op.note(now, f"{src} answered: {_describe(msg.record)}")
-        return self._check_read(now, msg.op, op)
+            op.trace.note(now, f"{src} answered: {_describe(msg.record)}")
+        return self._check(now, msg.op, op)
 
-    def _check_read(self, now: float, op_id: int, op: Op) -> list[Effect]:
+    def _check(self, now: float, op_id: int, op: ReadOp) -> list[Effect]:
         out: list[Effect] = []
-        if not op.answered and len(op.replies) >= op.needed:
-            op.answered = True
+        progress = op.progress
+        if not progress.answered and len(progress.replies) >= op.needed:
+            progress.answered = True
             merged = self._merge_replies(op)
-            dropped = _lww_dropped(op.replies.values(), merged) if self._policy(op.keyspace) == "lww" else ()
-            result = GetResult(self.id, merged, len(op.replies), op.needed, (), dropped)
-            out.append(self._finish(now, op, result))
-        if len(op.replies) >= len(op.targets):
-            self.ops.pop(op_id, None)
+            lww = self.keyspaces.policy(op.keyspace) == "lww"
+            dropped = _lww_dropped(progress.replies.values(), merged) if lww else ()
+            result = GetResult(self.node_id, merged, len(progress.replies), op.needed, (), dropped)
+            out.append(finish(now, op, result, self.metrics))
+        if len(progress.replies) >= len(op.targets):
+            self.ops.discard(op_id)
             out.extend(self._read_repair(now, op))
         return out
 
-    def _merge_replies(self, op: Op) -> Record | None:
-        policy = self._policy(op.keyspace)
+    def expire(self, now: float, op: ReadOp) -> list[Effect]:
+        """The read's deadline passed: fail it if the client is still waiting, and repair the
+        replicas that did answer."""
+        progress = op.progress
+        if progress.answered:
+            return self._read_repair(now, op)
+        progress.answered = True
+        got = len(progress.replies)
+        ms = (now - op.started) * 1000.0
+        failure = Failure(
+            "timeout",
+            f"timed out after {ms:.0f} ms: {got} of {len(op.targets)} replicas answered, "
+            f"{op.level} needs {op.needed}",
+            answered=got,
+            needed=op.needed,
+            coordinator=self.node_id,
+        )
+        return [finish(now, op, failure, self.metrics), *self._read_repair(now, op)]
+
+    def _merge_replies(self, op: ReadOp) -> Record | None:
+        policy = self.keyspaces.policy(op.keyspace)
         merged: Record | None = None
-        for record in op.replies.values():
+        for record in op.progress.replies.values():
             merged = merge_records(policy, merged, record)
         return merged
 
-    def _read_repair(self, now: float, op: Op) -> list[Effect]:
+    def _read_repair(self, now: float, op: ReadOp) -> list[Effect]:
         """Send the merged version to home replicas that answered with less."""
-        if not self.config.read_repair or len(op.replies) < 2:
+        replies = op.progress.replies
+        if not self.config.read_repair or len(replies) < 2:
             return []
         merged = self._merge_replies(op)
         if merged is None:
             return []
-        plan = op.extra
-        assert isinstance(plan, Plan)
         ks = self.keyspaces[op.keyspace]
         out: list[Effect] = []
-        stale = [n for n, rec in op.replies.items() if rec != merged and n not in plan.hint_for]
+        stale = [n for n, rec in replies.items() if rec != merged and n not in op.fallbacks]
         for node in stale:
-            if node == self.id:
+            if node == self.node_id:
                 # Merge into what the store holds *now*: a write may have landed here since this
                 # node read its own copy, and overwriting would drop it (and let this node hand out
                 # its dot again). Found by `bhandar chaos --seed 1 --ops 2000`.
@@ -102,7 +167,7 @@ class ReadRole(NodeBase):
             else:
                 out.append(Send(node, ReplicaWrite(0, ks, op.key, merged, None, "repair")))
             if op.trace is not None:
-                op.note(now, f"read repair: sent the merged version to {node}")
+                op.trace.note(now, f"read repair: sent the merged version to {node}")
         if stale:
             self.metrics.stale_reads += 1
             self.metrics.read_repairs += len(stale)

@@ -1,21 +1,20 @@
 """What a replica stores under one key: siblings (for `siblings` and `lww`) or a PN-Counter.
 
-Also the single merge entry point (`merge_records`, chosen by keyspace policy), the CBOR wire and
-disk form of a record, and the digest anti-entropy compares.
+Also the single merge entry point (`merge_records`, chosen by keyspace policy) and the plain form
+of a record (lists, maps, strings, numbers, bytes), which node messages carry inside versioned
+frames (`core/wire.py`) and the disk format wraps in its own versioned envelope
+(`storage/record_format.py`). Its layout is part of both: change it only with a new frame
+protocol version and a new disk format version. The digest replicas compare has its own canonical
+encoding, independent of both (`core/record_digest.py`).
 """
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
-from typing import Any, Literal
-
-import cbor2
+from typing import Any
 
 from bhandar_cli.core.crdt import ActorCount, PNCounter
 from bhandar_cli.core.versions import Sibling, lww_merge, merge_siblings
-
-Policy = Literal["siblings", "lww", "counter"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +60,7 @@ def same_record(a: Record | None, b: Record | None) -> bool:
     return a == b  # frozen dataclasses of tuples and dicts compare by value
 
 
-# --- wire / disk form -------------------------------------------------------------------------
+# --- plain form ----------------------------------------------------------------------------
 
 
 def to_plain(record: Record) -> list[Any]:
@@ -106,12 +105,3 @@ def from_plain(data: Any) -> Record:
     except (TypeError, ValueError, AttributeError) as exc:
         raise ValueError(f"malformed record: {exc}") from exc
     raise ValueError(f"malformed record: unknown kind {kind!r}")
-
-
-def encode_record(record: Record) -> bytes:
-    return cbor2.dumps(to_plain(record))
-
-
-def digest(record: Record) -> bytes:
-    """A short hash of the record's content, for Merkle trees."""
-    return hashlib.blake2b(encode_record(record), digest_size=12).digest()

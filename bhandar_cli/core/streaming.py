@@ -21,12 +21,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from bhandar_cli.core.config import KeyspaceDef
+from bhandar_cli.core.config import KeyspaceDef, NodeConfig
+from bhandar_cli.core.errors import BadInput, Refused
+from bhandar_cli.core.hints import HintQueue
+from bhandar_cli.core.keyspaces import Keyspaces
 from bhandar_cli.core.membership import MemberState
-from bhandar_cli.core.messages import Effect, Note, Send
-from bhandar_cli.core.node_base import NodeBase
+from bhandar_cli.core.messages import Effect, MoveResult, Note, Send
+from bhandar_cli.core.ops import answer
+from bhandar_cli.core.optable import IdSource
 from bhandar_cli.core.records import Record, merge_records
 from bhandar_cli.core.ring import key_token
+from bhandar_cli.core.ringview import RingView
+from bhandar_cli.core.store import Store
 
 Item = tuple[KeyspaceDef, str, Record]
 
@@ -91,33 +97,75 @@ class Movement:
     finished_at: float | None = None
 
 
-class StreamRole(NodeBase):
-    movement: Movement | None
-    outgoing: dict[tuple[str, int], OutStream]
-    received_streams: int
+class Streaming:
+    """This node's own join or decommission, and the streams it sends to and receives from others."""
+
+    def __init__(
+        self,
+        node_id: str,
+        config: NodeConfig,
+        store: Store,
+        keyspaces: Keyspaces,
+        hints: HintQueue,
+        ring_view: RingView,
+        ids: IdSource,
+        now: float,
+    ) -> None:
+        self.node_id = node_id
+        self.config = config
+        self.store = store
+        self.keyspaces = keyspaces
+        self.hints = hints
+        self.ring_view = ring_view
+        self.ids = ids
+        self.movement: Movement | None = None
+        self._outgoing: dict[tuple[str, int], OutStream] = {}
+        status = ring_view.status
+        if status in ("joining", "leaving"):  # booted (or restarted) in the middle of a movement
+            self.movement = Movement("join" if status == "joining" else "leave", now + config.join_delay)
 
     # --- this node's own movement --------------------------------------------------------------
 
-    def movement_tick(self, now: float) -> list[Effect]:
+    def decommission(self, now: float, rid: int, origin: str | None) -> list[Effect]:
+        """The `decommission` command: announce `leaving`, then stream every range away and answer
+        client `rid` once the node has left."""
+        view = self.ring_view
+        if not view.gossiping:
+            raise BadInput("decommission needs gossip membership (liveness=gossip)")
+        if view.status != "normal":
+            raise BadInput(f"{self.node_id} is {view.status}; only a normal node can be decommissioned")
+        remaining = [m for m in view.peers() if view.status_of(m) == "normal"]
+        widest = self.keyspaces.widest()
+        if len(remaining) < widest:
+            raise Refused(
+                f"decommissioning {self.node_id} would leave {len(remaining)} nodes for a keyspace "
+                f"with n={widest}"
+            )
+        view.set_status("leaving")
+        self.store.put_meta("status", "leaving")
+        self.movement = Movement("leave", now + self.config.join_delay, rid, origin)
+        return [Note(f"{self.node_id} is leaving: its ranges will stream to their new replicas")]
+
+    def tick(self, now: float) -> list[Effect]:
         out: list[Effect] = []
         mv = self.movement
         if mv is not None and not mv.started and now >= mv.start_at:
             mv.started = True
             out.extend(self._begin_join(now) if mv.kind == "join" else self._begin_leave(now))
         if mv is not None and mv.started and mv.finished_at is None:
-            out.extend(self._check_movement(now))
+            out.extend(self._check_join(now, mv) if mv.kind == "join" else self._check_leave(now, mv))
         out.extend(self._resend_stalled(now))
         return out
 
     def _begin_join(self, now: float) -> list[Effect]:
         assert self.movement is not None
-        membership = self.gossip.membership
+        view = self.ring_view
         # Every normal member, up or not: one that is down now is asked when it is back. Skipping
         # it lost what only it held of the ranges this node takes over (it stops being a replica
         # of them, so anti-entropy never looks there again). Found by `bhandar chaos --seed 128
         # --ops 3000`.
-        sources = [p for p in membership.peers() if membership.status_of(p) == "normal"]
-        out: list[Effect] = [Note(f"{self.id} bootstraps from {', '.join(sources) or 'nobody'}")]
+        sources = [p for p in view.peers() if view.status_of(p) == "normal"]
+        out: list[Effect] = [Note(f"{self.node_id} bootstraps from {', '.join(sources) or 'nobody'}")]
         for src in sources:
             self.movement.inbound[src] = InStream(src, last_heard=now)
         out.extend(self._ask_sources(now))
@@ -126,86 +174,83 @@ class StreamRole(NodeBase):
     def _ask_sources(self, now: float) -> list[Effect]:
         """Ask each source that is up and has not answered (or went silent) for its stream."""
         assert self.movement is not None
-        membership = self.gossip.membership
+        view = self.ring_view
         out: list[Effect] = []
         for stream in self.movement.inbound.values():
             if stream.done:
                 continue
-            if membership.status_of(stream.source) != "normal":
+            if view.status_of(stream.source) != "normal":
                 stream.done = True  # leaving or gone: it streams its data to the future ring itself
                 continue
             silent = now - stream.last_heard > self.config.request_timeout * 10
-            if (not stream.asked or silent) and self.is_up(stream.source, now):
+            if (not stream.asked or silent) and view.is_up(stream.source, now):
                 stream.asked, stream.last_heard = True, now
-                out.append(Send(stream.source, StreamRequest(self._next_op, membership.mine)))
-                self._next_op += 1
+                out.append(Send(stream.source, StreamRequest(self.ids.take(), view.mine)))
         return out
 
     def _begin_leave(self, now: float) -> list[Effect]:
-        future = self.gossip.membership.ring("future")
+        future = self.ring_view.future_ring()
         per_target: dict[str, list[Item]] = {}
-        for ks in self.keyspaces.values():
+        for ks in self.keyspaces.all():
             for key, record in self.store.items(ks.name):
                 for target in future.preference_list(key_token(ks.name, key), ks.n):
                     per_target.setdefault(target, []).append((ks, key, record))
-        for target, keyspace, key in list(self.hints.keys()):
-            record = self.hints.record_for(keyspace, key)
-            ks = self.keyspaces.get(keyspace)
-            if record is not None and ks is not None:
-                for node in future.preference_list(key_token(keyspace, key), ks.n):
-                    per_target.setdefault(node, []).append((ks, key, record))
-            del target
+        for _, keyspace, key in list(self.hints.keys()):
+            hinted = self.hints.record_for(keyspace, key)
+            known = self.keyspaces.get(keyspace)
+            if hinted is not None and known is not None:
+                for node in future.preference_list(key_token(keyspace, key), known.n):
+                    per_target.setdefault(node, []).append((known, key, hinted))
         out: list[Effect] = []
         for target, items in sorted(per_target.items()):
-            session = self._next_op
-            self._next_op += 1
+            session = self.ids.take()
             stream = OutStream(target, session, items, last_ack=now)
-            self.outgoing[(target, session)] = stream
+            self._outgoing[(target, session)] = stream
             out.extend(self._send_next(now, stream))
         return out
 
-    def _check_movement(self, now: float) -> list[Effect]:
-        mv = self.movement
-        assert mv is not None
-        if mv.kind == "join":
-            out = self._ask_sources(now)  # sources back up, and requests or batches lost
-            if out or not all(s.done for s in mv.inbound.values()):
-                return out
-            mv.finished_at = now
-            self.gossip.set_status("normal")
-            keys = sum(s.received for s in mv.inbound.values())
-            return [Note(f"{self.id} joined: {keys} records streamed in", {"node": self.id, "keys": keys})]
-        mine = [s for s in self.outgoing.values() if s.session and not s.done]
+    def _check_join(self, now: float, mv: Movement) -> list[Effect]:
+        out = self._ask_sources(now)  # sources back up, and requests or batches lost
+        if out or not all(s.done for s in mv.inbound.values()):
+            return out
+        mv.finished_at = now
+        self.ring_view.set_status("normal")
+        keys = sum(s.received for s in mv.inbound.values())
+        return [
+            Note(f"{self.node_id} joined: {keys} records streamed in", {"node": self.node_id, "keys": keys})
+        ]
+
+    def _check_leave(self, now: float, mv: Movement) -> list[Effect]:
+        mine = [s for s in self._outgoing.values() if s.session and not s.done]
         # Hints stored here after the streams began would leave with the node: wait until handoff
         # has given each to a replica (it redirects them while this node is leaving). Found by
         # `bhandar chaos --seed 18 --ops 3000 --faults all`.
         if mine or self.hints.pending():
             return []
         mv.finished_at = now
-        self.gossip.set_status("left")
-        sent = sum(len(s.items) for s in self.outgoing.values())
-        return [
-            Note(f"{self.id} left: {sent} records streamed out", {"node": self.id, "keys": sent}),
-            *self._movement_answer(mv, sent),
+        self.ring_view.set_status("left")
+        sent = sum(len(s.items) for s in self._outgoing.values())
+        self.store.put_meta("status", "left")
+        out: list[Effect] = [
+            Note(f"{self.node_id} left: {sent} records streamed out", {"node": self.node_id, "keys": sent})
         ]
-
-    def _movement_answer(self, mv: Movement, keys: int) -> list[Effect]:
-        raise NotImplementedError  # the node answers the client (replica.py)
+        if mv.rid:
+            out.append(answer(mv.rid, mv.origin, MoveResult(self.node_id, "leave", sent), durable=True))
+        return out
 
     # --- sending -------------------------------------------------------------------------------
 
-    def _on_stream_request(self, now: float, src: str, msg: StreamRequest) -> list[Effect]:
-        membership = self.gossip.membership
-        membership.merge(msg.joiner)  # even if gossip has not told us yet
-        future = membership.ring("future")
+    def on_request(self, now: float, src: str, msg: StreamRequest) -> list[Effect]:
+        self.ring_view.merge(msg.joiner)  # even if gossip has not told us yet
+        future = self.ring_view.future_ring()
         items = [
             (ks, key, record)
-            for ks in self.keyspaces.values()
+            for ks in self.keyspaces.all()
             for key, record in self.store.items(ks.name)
             if src in future.preference_list(key_token(ks.name, key), ks.n)
         ]
         stream = OutStream(src, msg.session, items, last_ack=now)
-        self.outgoing[(src, msg.session)] = stream
+        self._outgoing[(src, msg.session)] = stream
         return self._send_next(now, stream)
 
     def _send_next(self, now: float, stream: OutStream) -> list[Effect]:
@@ -218,8 +263,8 @@ class StreamRole(NodeBase):
         batch = StreamBatch(stream.session, stream.seq, chunk, last, len(stream.items))
         return [Send(stream.peer, batch)]
 
-    def _on_stream_ack(self, now: float, src: str, msg: StreamAck) -> list[Effect]:
-        stream = self.outgoing.get((src, msg.session))
+    def on_ack(self, now: float, src: str, msg: StreamAck) -> list[Effect]:
+        stream = self._outgoing.get((src, msg.session))
         if stream is None or msg.seq != stream.seq or stream.acked:
             return []
         stream.acked = True
@@ -231,13 +276,13 @@ class StreamRole(NodeBase):
 
     def _resend_stalled(self, now: float) -> list[Effect]:
         out: list[Effect] = []
-        for stream in self.outgoing.values():
+        for stream in self._outgoing.values():
             if (
                 not stream.done
                 and not stream.acked
                 and now - stream.last_ack > self.config.request_timeout * 2
             ):
-                if self.is_up(stream.peer, now):
+                if self.ring_view.is_up(stream.peer, now):
                     stream.seq -= 1  # the same batch again
                     out.extend(self._send_next(now, stream))
                 elif self.movement is not None and self.movement.kind == "leave":
@@ -246,13 +291,12 @@ class StreamRole(NodeBase):
 
     # --- receiving -----------------------------------------------------------------------------
 
-    def _on_stream_batch(self, now: float, src: str, msg: StreamBatch) -> list[Effect]:
+    def on_batch(self, now: float, src: str, msg: StreamBatch) -> list[Effect]:
         for ks, key, record in msg.items:
-            self._learn(ks)
+            self.keyspaces.learn(ks)
             merged = merge_records(ks.policy, self.store.get(ks.name, key), record)
             if merged is not None:
                 self.store.put(ks.name, key, merged)
-        self.received_streams += len(msg.items)
         mv = self.movement
         if mv is not None and mv.kind == "join" and src in mv.inbound:
             stream = mv.inbound[src]
@@ -262,7 +306,7 @@ class StreamRole(NodeBase):
             stream.done = stream.done or msg.done
         return [Send(src, StreamAck(msg.session, msg.seq), durable=True)]
 
-    def stream_view(self) -> dict[str, object]:
+    def view(self) -> dict[str, object]:
         """Progress of range movements, for status views."""
         mv = self.movement
         inbound = (
@@ -275,7 +319,7 @@ class StreamRole(NodeBase):
         )
         outbound = [
             {"to": s.peer, "sent": s.sent, "total": len(s.items), "done": s.done}
-            for s in self.outgoing.values()
+            for s in self._outgoing.values()
         ]
         return {
             "movement": None if mv is None else mv.kind,

@@ -3,6 +3,12 @@
 A message becomes {"$t": type name, field: value, ...}; a record becomes {"$r": its plain form};
 lists come back as tuples (the dataclasses are frozen). Anything not in the registry, or with
 fields its type does not have, is refused with a `ValueError`, never constructed.
+
+Records travel in their plain form (`records.to_plain`), not in the versioned disk format: the
+frame's protocol version already covers everything in it, and a node answers an older peer in
+that peer's version, which a per-record version would not follow. The disk format versions values
+that outlive the build that wrote them, and carries what a message holds in its own fields (the
+policy, a hint's time).
 """
 
 from __future__ import annotations

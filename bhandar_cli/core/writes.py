@@ -1,8 +1,13 @@
-"""The write path: coordinating put, delete and incr, storing replica writes, counting acks."""
+"""The write path of a coordinator: put, delete and incr, sent to the replicas, answered after W acks.
+
+The coordinator merges the write into its own view of the key (its copy and any hints), stores the
+result as a replica (or a fallback's hint), then sends the whole merged record to the other targets
+and answers once `needed` of them, itself included, acknowledged.
+"""
 
 from __future__ import annotations
 
-from bhandar_cli.core.config import KeyspaceDef
+from bhandar_cli.core.config import KeyspaceDef, NodeConfig
 from bhandar_cli.core.crdt import EMPTY_COUNTER, PNCounter
 from bhandar_cli.core.messages import (
     Effect,
@@ -13,22 +18,44 @@ from bhandar_cli.core.messages import (
     PutResult,
     ReplicaAck,
     ReplicaWrite,
-    Result,
     Send,
 )
-from bhandar_cli.core.node_base import NodeBase
-from bhandar_cli.core.quorum import Op, Plan
-from bhandar_cli.core.records import Record, Versioned, merge_records
+from bhandar_cli.core.metrics import NodeMetrics
+from bhandar_cli.core.ops import IncrOp, PutOp, Trace, WriteOp, WriteProgress, answer, finish
+from bhandar_cli.core.optable import OpTable
+from bhandar_cli.core.quorum import Plan
+from bhandar_cli.core.records import Record, Versioned
+from bhandar_cli.core.replica import Replica
+from bhandar_cli.core.store import Store
 from bhandar_cli.core.versions import Sibling, covers, live_values, lww_merge, merge_siblings, next_dot, prune
 
 
-class WriteRole(NodeBase):
-    """Coordinator and replica sides of writes."""
+class WriteCoordinator:
+    """Coordinates the writes this node was chosen for, and counts their acknowledgements."""
 
-    def _coordinate_put(
+    def __init__(
+        self,
+        node_id: str,
+        home_actor: str,
+        config: NodeConfig,
+        store: Store,
+        replica: Replica,
+        ops: OpTable,
+        metrics: NodeMetrics,
+    ) -> None:
+        self.node_id = node_id
+        # The dot actor as a home replica: the node id, or a new one after a restore (see Node).
+        self.home_actor = home_actor
+        self.config = config
+        self.store = store
+        self.replica = replica
+        self.ops = ops
+        self.metrics = metrics
+
+    def put(
         self, now: float, req: PutRequest, origin: str | None, ks: KeyspaceDef, plan: Plan, needed: int
     ) -> list[Effect]:
-        local = self._local_view(ks.name, req.key)
+        local = self.replica.local_view(ks.name, req.key)
         siblings = local.siblings if isinstance(local, Versioned) else ()
         actor = self._actor(plan)
         context = req.context or {}
@@ -43,9 +70,9 @@ class WriteRole(NodeBase):
                 "refused",
                 f"{req.key} would have {live} siblings (limit {self.config.sibling_max}): "
                 "read it, merge the siblings and write back with the context",
-                coordinator=self.id,
+                coordinator=self.node_id,
             )
-            return [self._answer(req.rid, origin, failure)]
+            return [answer(req.rid, origin, failure)]
         warnings: tuple[str, ...] = ()
         if live > self.config.sibling_warn:
             warnings = (
@@ -58,30 +85,66 @@ class WriteRole(NodeBase):
                     f"last-writer-wins replaced {len(lost)} version(s) this write had not seen "
                     f"({', '.join(f'{s.dot[0]}:{s.dot[1]}' for s in lost)}): they are gone",
                 )
-        kind = "delete" if req.value is None else "put"
-        op = Op(kind, req.rid, origin, now, now + self.config.request_timeout, needed, req.consistency)
-        op.keyspace, op.key, op.warnings = ks.name, req.key, warnings
+        verb = "delete" if req.value is None else "put"
+        trace = None
         if req.trace:
-            op.trace = []
-            op.note(
-                now, f"{self.id} coordinates {kind} {ks.name}/{req.key} as {dot[0]}:{dot[1]}, needs {needed}"
+            trace = Trace(now)
+            trace.note(
+                now,
+                f"{self.node_id} coordinates {verb} {ks.name}/{req.key} as {dot[0]}:{dot[1]}, needs {needed}",
             )
-        return self._replicate(now, op, ks, req.key, Versioned(merged), plan)
+        op = PutOp(
+            verb=verb,
+            rid=req.rid,
+            origin=origin,
+            started=now,
+            deadline=now + self.config.request_timeout,
+            level=req.consistency,
+            keyspace=ks.name,
+            key=req.key,
+            needed=self._needed(needed),
+            targets=plan.targets + plan.pending,
+            hinted=tuple(f"{f} for {h}" for f, h in plan.hint_for.items()),
+            warnings=warnings,
+            trace=trace,
+            progress=WriteProgress(acks={self.node_id}),
+        )
+        return self._replicate(now, op, ks, Versioned(merged), plan)
 
-    def _coordinate_incr(
+    def incr(
         self, now: float, req: IncrRequest, origin: str | None, ks: KeyspaceDef, plan: Plan, needed: int
     ) -> list[Effect]:
-        local = self._local_view(ks.name, req.key)
+        local = self.replica.local_view(ks.name, req.key)
         counter = local if isinstance(local, PNCounter) else EMPTY_COUNTER
         # A retried request id already counted here is not applied again, but it is still
         # replicated: the first attempt may have failed before reaching W replicas.
         counter = counter.increment(self._actor(plan), req.delta, req.request_id)
-        op = Op("incr", req.rid, origin, now, now + self.config.request_timeout, needed, req.consistency)
-        op.keyspace, op.key, op.result_value = ks.name, req.key, counter.value
+        trace = None
         if req.trace:
-            op.trace = []
-            op.note(now, f"{self.id} coordinates incr {ks.name}/{req.key} by {req.delta}, needs {needed}")
-        return self._replicate(now, op, ks, req.key, counter, plan)
+            trace = Trace(now)
+            trace.note(
+                now, f"{self.node_id} coordinates incr {ks.name}/{req.key} by {req.delta}, needs {needed}"
+            )
+        op = IncrOp(
+            rid=req.rid,
+            origin=origin,
+            started=now,
+            deadline=now + self.config.request_timeout,
+            level=req.consistency,
+            keyspace=ks.name,
+            key=req.key,
+            needed=self._needed(needed),
+            targets=plan.targets + plan.pending,
+            value=counter.value,
+            trace=trace,
+            progress=WriteProgress(acks={self.node_id}),
+        )
+        return self._replicate(now, op, ks, counter, plan)
+
+    def _needed(self, needed: int) -> int:
+        if "ack_before_quorum" in self.config.bugs:
+            return 1  # planted bug: acknowledge on the coordinator's copy alone
+        return needed
 
     def _actor(self, plan: Plan) -> str:
         """The dot's actor: this node, or a fresh actor when coordinating as a fallback.
@@ -89,11 +152,11 @@ class WriteRole(NodeBase):
         A fallback forgets a key once its hint is handed off; with a fresh actor id it can never
         reuse a dot or claim to have seen dots it no longer holds.
         """
-        if self.id in plan.home:
+        if self.node_id in plan.home:
             return self.home_actor
         epoch = int(self.store.get_meta("epoch") or 0) + 1
         self.store.put_meta("epoch", epoch)
-        return f"{self.id}~{epoch}"
+        return f"{self.node_id}~{epoch}"
 
     def _unused_dot(self, keyspace: str, key: str, dot: tuple[str, int]) -> tuple[str, int]:
         """`dot`, or a later one if this node's actor already used its counter for this key.
@@ -115,101 +178,78 @@ class WriteRole(NodeBase):
         return (actor, counter)
 
     def _replicate(
-        self, now: float, op: Op, ks: KeyspaceDef, key: str, record: Record, plan: Plan
+        self, now: float, op: WriteOp, ks: KeyspaceDef, record: Record, plan: Plan
     ) -> list[Effect]:
-        if not self._store_local(now, ks.name, key, record, plan.hint_for.get(self.id)):
-            failure = Failure("refused", f"{self.id} cannot take another hint for {plan.hint_for[self.id]}")
-            return [self._answer(op.rid, op.origin, failure)]
-        op.targets = plan.targets + plan.pending
-        op.acks.add(self.id)
-        op.hinted = tuple(f"{f} for {h}" for f, h in plan.hint_for.items())
-        op_id = self._new_op(op)
+        hint_for = plan.hint_for.get(self.node_id)
+        if not self.replica.store_local(now, ks.name, op.key, record, hint_for):
+            failure = Failure("refused", f"{self.node_id} cannot take another hint for {hint_for}")
+            return [answer(op.rid, op.origin, failure)]
+        op_id = self.ops.add(op)
         out: list[Effect] = []
         for target in op.targets:
-            if target != self.id:
-                hint_for = plan.hint_for.get(target)
-                out.append(Send(target, ReplicaWrite(op_id, ks, key, record, hint_for), durable=True))
+            if target != self.node_id:
+                hint = plan.hint_for.get(target)
+                out.append(Send(target, ReplicaWrite(op_id, ks, op.key, record, hint), durable=True))
                 if op.trace is not None:
-                    op.note(now, f"sent to {target}" + (f" (hint for {hint_for})" if hint_for else ""))
-        if "ack_before_quorum" in self.config.bugs:
-            op.needed = 1  # planted bug: acknowledge on the coordinator's copy alone
-        out.extend(self._check_write(now, op_id, op))
+                    op.trace.note(now, f"sent to {target}" + (f" (hint for {hint})" if hint else ""))
+        out.extend(self._check(now, op_id, op))
         return out
 
-    def _store_local(self, now: float, keyspace: str, key: str, record: Record, hint_for: str | None) -> bool:
-        if hint_for is not None:
-            if not self.hints.add(now, hint_for, keyspace, key, record):
-                self.metrics.hints_refused += 1
-                return False
-            self.metrics.hints_stored += 1
-            return True
-        self.store.put(keyspace, key, record)
-        return True
-
-    def _on_replica_write(self, now: float, src: str, msg: ReplicaWrite) -> list[Effect]:
-        self.metrics.replica_requests += 1
-        status = self.gossip.membership.mine.status if self.gossip is not None else "normal"
-        if status == "left" or (status == "leaving" and msg.kind == "handoff"):
-            # A node that left (or is leaving: it has streamed its data away) must not become the
-            # last holder of a write: it would leave with it. Refused, a coordinator counts it as
-            # failed, and a hint holder keeps the hint and hands it to a replica of the key once
-            # the node has left (handoff.py). Found by `bhandar chaos --seed 238 --ops 3000` and
-            # `--seed 137 --ops 3000 --storage lsm`.
-            return [Send(src, ReplicaAck(msg.op, False, f"{self.id} is leaving the ring"))]
-        self._learn(msg.keyspace)
-        ks = msg.keyspace.name
-        if msg.hint_for is not None and msg.hint_for != self.id:
-            if not self._store_local(now, ks, msg.key, msg.record, msg.hint_for):
-                return [
-                    Send(
-                        src, ReplicaAck(msg.op, False, f"hint queue for {msg.hint_for} on {self.id} is full")
-                    )
-                ]
-        else:
-            merged = merge_records(msg.keyspace.policy, self.store.get(ks, msg.key), msg.record)
-            assert merged is not None
-            self.store.put(ks, msg.key, merged)
-        return [Send(src, ReplicaAck(msg.op), durable=True)]
-
-    def _on_ack(self, now: float, src: str, msg: ReplicaAck) -> list[Effect]:
-        op = self.ops.get(msg.op)
-        if op is None:
-            return []
-        if op.kind == "handoff":
-            return self._on_handoff_ack(msg, op)
+    def on_ack(self, now: float, src: str, msg: ReplicaAck, op: WriteOp) -> list[Effect]:
+        progress = op.progress
         if msg.ok:
-            op.acks.add(src)
+            progress.acks.add(src)
             if op.trace is not None:
-                op.note(now, f"ack from {src}")
+                op.trace.note(now, f"ack from {src}")
         else:
-            op.failed[src] = msg.error
-            op.note(now, f"{src} refused: {msg.error}")
-        return self._check_write(now, msg.op, op)
+            progress.failed[src] = msg.error
+            if op.trace is not None:
+                op.trace.note(now, f"{src} refused: {msg.error}")
+        return self._check(now, msg.op, op)
 
-    def _check_write(self, now: float, op_id: int, op: Op) -> list[Effect]:
+    def _check(self, now: float, op_id: int, op: WriteOp) -> list[Effect]:
         out: list[Effect] = []
-        if not op.answered:
-            if len(op.acks) >= op.needed:
-                op.answered = True
-                out.append(self._finish(now, op, self._write_result(op), durable=True))
-            elif len(op.targets) - len(op.failed) < op.needed:
-                op.answered = True
-                reasons = "; ".join(op.failed.values())
+        progress = op.progress
+        if not progress.answered:
+            if len(progress.acks) >= op.needed:
+                progress.answered = True
+                out.append(finish(now, op, self._result(op), self.metrics, durable=True))
+            elif len(op.targets) - len(progress.failed) < op.needed:
+                progress.answered = True
+                reasons = "; ".join(progress.failed.values())
                 failure = Failure(
                     "refused",
-                    f"{len(op.acks)} of {len(op.targets)} replicas stored the write, {op.level} needs "
-                    f"{op.needed}: {reasons}",
-                    answered=len(op.acks),
+                    f"{len(progress.acks)} of {len(op.targets)} replicas stored the write, {op.level} "
+                    f"needs {op.needed}: {reasons}",
+                    answered=len(progress.acks),
                     needed=op.needed,
-                    coordinator=self.id,
+                    coordinator=self.node_id,
                 )
-                out.append(self._finish(now, op, failure))
-        if len(op.acks) + len(op.failed) >= len(op.targets):
-            self.ops.pop(op_id, None)
+                out.append(finish(now, op, failure, self.metrics))
+        if len(progress.acks) + len(progress.failed) >= len(op.targets):
+            self.ops.discard(op_id)
         return out
 
-    def _write_result(self, op: Op) -> Result:
-        trace = tuple(op.trace or ())
-        if op.kind == "incr":
-            return IncrResult(self.id, op.result_value, len(op.acks), op.needed, trace)
-        return PutResult(self.id, len(op.acks), op.needed, op.warnings, op.hinted, trace)
+    def _result(self, op: WriteOp) -> PutResult | IncrResult:
+        acks = len(op.progress.acks)  # `finish` adds the trace
+        if isinstance(op, IncrOp):
+            return IncrResult(self.node_id, op.value, acks, op.needed)
+        return PutResult(self.node_id, acks, op.needed, op.warnings, op.hinted)
+
+    def expire(self, now: float, op: WriteOp) -> list[Effect]:
+        """The write's deadline passed: fail it if the client is still waiting."""
+        progress = op.progress
+        if progress.answered:
+            return []
+        progress.answered = True
+        got = len(progress.acks)
+        ms = (now - op.started) * 1000.0
+        failure = Failure(
+            "timeout",
+            f"timed out after {ms:.0f} ms: {got} of {len(op.targets)} replicas answered, "
+            f"{op.level} needs {op.needed}; the write is not undone: the replicas that took it keep it",
+            answered=got,
+            needed=op.needed,
+            coordinator=self.node_id,
+        )
+        return [finish(now, op, failure, self.metrics)]

@@ -10,8 +10,8 @@ import trio
 
 from bhandar_cli.core.messages import Result
 from bhandar_cli.core.metrics import NodeMetrics
+from bhandar_cli.core.node import Node
 from bhandar_cli.core.records import Record
-from bhandar_cli.core.replica import Node
 from bhandar_cli.core.ring import Ring
 from bhandar_cli.node import admin
 from bhandar_cli.node.cluster import InProcessCluster
@@ -28,8 +28,8 @@ class InProcessBackend:
     def ring(self) -> Ring:
         """The current ring as a live node's gossip sees it (the boot ring if none is up)."""
         for name in self.names:
-            node = self.cluster.runtime(name).node
-            if node is not None and (node.gossip is None or node.gossip.membership.mine.status == "normal"):
+            node = self.cluster.host(name).node
+            if node is not None and node.status == "normal":
                 return node.ring
         return self.cluster.ring
 
@@ -43,46 +43,48 @@ class InProcessBackend:
         return trio.current_time()
 
     def is_alive(self, name: str) -> bool:
-        return self.cluster.runtime(name).alive
+        return self.cluster.host(name).alive
 
     def new_rid(self) -> int:
         return self.cluster.new_rid()
 
     def partitions(self) -> list[list[str]]:
-        return [list(g) for g in self.cluster.network.groups]
+        return [list(g) for g in self.cluster.model.groups]
 
     async def request(self, via: str, request: Any, timeout: float) -> Result:
         return await self.cluster.request(via, request, timeout)
 
     def _node(self, name: str) -> Node | None:
-        return self.cluster.runtime(name).node
+        return self.cluster.host(name).node
 
     async def node_info(self, name: str, counts: bool = True) -> dict[str, Any]:
-        runtime = self.cluster.runtime(name)
+        host = self.cluster.host(name)
         tokens = len(self.ring.tokens_by_node().get(name, []))
-        return admin.node_info(name, runtime.zone, runtime.node, trio.current_time(), tokens, counts)
+        info = admin.node_info(name, host.zone, host.node, trio.current_time(), tokens, counts)
+        if host.crash_reason is not None and host.node is None:
+            info["crashed"] = host.crash_reason
+        return info
 
     async def node_records(self, name: str, keyspace: str, key: str) -> tuple[Record | None, Record | None]:
         node = self._node(name)
         if node is None:
             return None, None
-        return node.local_record(keyspace, key), node.hinted_record(keyspace, key)
+        return node.records(keyspace, key)
 
     async def node_hints(self, name: str) -> list[dict[str, Any]]:
         node = self._node(name)
-        return [] if node is None else admin.node_hints(node, trio.current_time())
+        return [] if node is None else node.hints_summary(trio.current_time())
 
     async def node_metrics(self, name: str) -> NodeMetrics:
-        node = self._node(name)
-        return NodeMetrics() if node is None else node.metrics
+        return self.cluster.host(name).metrics()
 
     async def node_members(self, name: str) -> list[dict[str, Any]]:
         node = self._node(name)
-        return [] if node is None else admin.node_members(node, trio.current_time())
+        return [] if node is None else node.members(trio.current_time())
 
     async def node_tree(self, name: str, keyspace: str, lo: int, hi: int) -> list[list[Any]]:
         node = self._node(name)
-        return [] if node is None else admin.node_tree_entries(node, keyspace, lo, hi)
+        return [] if node is None else node.tree_entries(keyspace, lo, hi)
 
     async def kill(self, name: str) -> bool:
         return self.cluster.kill(name)
@@ -91,12 +93,12 @@ class InProcessBackend:
         return await self.cluster.revive(name)
 
     async def add_node(self, name: str, zone: str | None) -> str:
-        runtime = await self.cluster.add_node(name, zone)
-        return runtime.zone
+        host = await self.cluster.add_node(name, zone)
+        return host.zone
 
     async def retire(self, name: str) -> None:
         """Stop a node that has left the ring and forget it (its data directory stays)."""
-        self.cluster.retire(name)
+        await self.cluster.retire(name)
 
     async def partition(self, groups: list[list[str]]) -> list[list[str]]:
         return self.cluster.partition(groups)
@@ -110,7 +112,7 @@ class InProcessBackend:
     # --- storage ---------------------------------------------------------------------------------
 
     def _store(self, name: str) -> Any:
-        store = self.cluster.runtime(name).store
+        store = self.cluster.host(name).store
         if not hasattr(store, "flush"):
             from bhandar_cli.core.errors import BadInput
 
@@ -143,7 +145,7 @@ class InProcessBackend:
         started = time.perf_counter()
         files = 0
         for name in self.names:
-            if self.cluster.runtime(name).alive:
+            if self.cluster.host(name).alive:
                 files += len(self._store(name).snapshot(os.path.join(base, name)))
         return {"name": snapshot, "files": files, "ms": round((time.perf_counter() - started) * 1000, 3)}
 
@@ -163,11 +165,12 @@ class InProcessBackend:
             self.cluster.kill(name)
         restored = []
         for name in names:
-            runtime = self.cluster.runtime(name)
-            runtime.store.close()
+            host = self.cluster.host(name)
+            await self.cluster.runners[name].stopped()
+            host.store.close()
             target = os.path.join(self.data_dir, name)
             restore_node_dir(os.path.join(base, name), target, name)
-            runtime.store = open_node_store(target)
+            host.store = open_node_store(target)
             restored.append(name)
         for name in restored:
             await self.cluster.revive(name, reopen=False)
@@ -175,17 +178,15 @@ class InProcessBackend:
 
     async def convergence_problems(self) -> list[str]:
         """Why the cluster is not yet converged (empty when it is)."""
-        live = {n: rt.node for n, rt in self.cluster.runtimes.items() if rt.node is not None}
-        moving = [
-            n for n, node in live.items() if node.gossip is not None and node.gossip.membership.moving()
-        ]
+        live = {n: h.node for n, h in self.cluster.hosts.items() if h.node is not None}
+        moving = [n for n, node in live.items() if node.moving]
         problems = [f"{moving[0]} sees a node joining or leaving"] if moving else []
         now = trio.current_time()
         replication = {ks.name: ks.n for node in live.values() for ks in node.keyspaces.values()}
         return problems + admin.convergence_problems(
             self.ring,
-            {n: admin.node_hints(node, now) for n, node in live.items()},
-            {n: admin.node_digests(node) for n, node in live.items()},
+            {n: node.hints_summary(now) for n, node in live.items()},
+            {n: node.digests() for n, node in live.items()},
             replication,
             self.cluster.config.default_n,
         )

@@ -38,11 +38,12 @@ from bhandar_cli.core.messages import (
 )
 from bhandar_cli.core.ring import Ring
 from bhandar_cli.core.wire import from_wire, to_wire
+from bhandar_cli.host.executor import NodeHost
 from bhandar_cli.node import admin
 from bhandar_cli.node.codec import ProtocolError, encode_frame
 from bhandar_cli.node.discovery import Discovery, Member
 from bhandar_cli.node.frames import FRAME_TIMEOUT, FrameConn, Outbox, wire_frame
-from bhandar_cli.node.runtime import NodeRuntime
+from bhandar_cli.node.runtime import FATAL, NodeRunner
 from bhandar_cli.node.storage import open_node_store
 from bhandar_cli.node.transport import TcpTransport
 
@@ -113,14 +114,21 @@ class NodeProcess:
         )
         ring = Ring.build([options.id], options.vnodes, {options.id: options.zone})
         seed = zlib.crc32(options.id.encode()) ^ self.incarnation
-        self.runtime = NodeRuntime(
-            options.id, options.zone, ring, self.store, self.config, seed, self.transport.send, self._note
+        self.host = NodeHost(
+            options.id,
+            options.zone,
+            ring,
+            self.store,
+            self.config,
+            seed,
+            self.transport.send,
+            self._note,
+            FATAL,
         )
-        self.runtime.sync_in_thread = True
+        self.runner = NodeRunner(self.host, offload=True)
         self.discovery: Discovery | None = None
         self.port = options.port
         self.http_port = options.http_port
-        self.groups: list[list[str]] = []
         self.shutdown = trio.Event()
         self._next_rid = 0
 
@@ -136,7 +144,7 @@ class NodeProcess:
                 # No checkpoint between listening and this: a join arriving finds discovery ready.
                 me = Member(opts.id, opts.host, self.port, self.http_port, opts.zone, self.incarnation)
                 self.discovery = Discovery(me, opts.seeds, self.transport.send, self._members_changed)
-                await nursery.start(self.runtime.run)
+                await nursery.start(self._life)
                 nursery.start_soon(self.discovery.run)
                 nursery.start_soon(self._watch_signals)
                 log.info("node %s serving on %s:%d (http %d)", opts.id, opts.host, self.port, self.http_port)
@@ -149,6 +157,14 @@ class NodeProcess:
             if close is not None:
                 close()
             log.info("node %s stopped", opts.id)
+
+    async def _life(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """The node's one life in this process. If it crashes the process stops (exit status 1), so
+        `cluster status` shows the node down and `cluster start` restarts it."""
+        await self.runner.run(task_status=task_status)
+        if self.host.crash_reason is not None:
+            log.error("node %s %s; stopping the process", self.id, self.host.crash_reason)
+            self.shutdown.set()
 
     async def _watch_signals(self) -> None:
         with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
@@ -163,18 +179,15 @@ class NodeProcess:
             if member.id != self.id:
                 self.transport.set_address(member.id, member.host, member.port)
         ring = Ring.build(sorted(members), self.options.vnodes, {m.id: m.zone for m in members.values()})
-        self.runtime.ring = ring
-        node = self.runtime.node
+        self.host.ring = ring
+        node = self.host.node
         if node is not None:
-            node.ring = ring  # the core reads `ring` afresh for every event
-            now = trio.current_time()
-            for peer in members:
-                node.liveness.add_peer(peer, now)
+            node.learn_ring(trio.current_time(), ring)
 
     def _on_peer_message(self, src: str, msg: Any) -> None:
         if self.discovery is not None and self.discovery.handle(src, msg):
             return
-        self.runtime.deliver(src, msg)
+        self.host.deliver(src, msg)
 
     def _note(self, name: str, note: Note) -> None:
         log.info("%s: %s", name, note.text)
@@ -184,7 +197,7 @@ class NodeProcess:
     def submit(self, request: ClientRequest, respond: Any) -> None:
         """Hand a client request to this node's coordinator under a rid unique in this node."""
         self._next_rid += 1
-        self.runtime.submit(replace(request, rid=self._next_rid), respond)
+        self.host.submit(replace(request, rid=self._next_rid), respond)
 
     async def call(self, request: ClientRequest, timeout: float = 10.0) -> Result:
         box: list[Result] = []
@@ -229,7 +242,7 @@ class NodeProcess:
             def respond(result: Result) -> None:
                 try:
                     out.put(wire_frame({"id": call_id, "ok": True, "body": to_wire(result)}))
-                except ValueError as exc:  # never raise into the runtime that calls us
+                except ValueError as exc:  # never raise into the node that calls us
                     _answer(out, call_id, error=f"internal error: cannot encode the result: {exc}")
 
             self.submit(request, respond)
@@ -244,13 +257,13 @@ class NodeProcess:
             _answer(out, call_id, error=f"bad {op} arguments: {exc}")
 
     def current_metrics(self) -> Any:
-        node = self.runtime.node
+        node = self.host.node
         return None if node is None else node.metrics
 
     def info(self, counts: bool = True) -> dict[str, Any]:
-        ring, now = self.runtime.ring, trio.current_time()
+        ring, now = self.host.ring, trio.current_time()
         tokens = len(ring.tokens_by_node().get(self.id, []))
-        info = admin.node_info(self.id, self.options.zone, self.runtime.node, now, tokens, counts)
+        info = admin.node_info(self.id, self.options.zone, self.host.node, now, tokens, counts)
         info.update(
             members=sorted(self.discovery.members) if self.discovery else [self.id],
             pid=os.getpid(),
@@ -258,8 +271,8 @@ class NodeProcess:
             port=self.port,
             http_port=self.http_port,
             incarnation=self.incarnation,
-            partitions=self.groups,
-            delays={k: v * 1000.0 for k, v in self.transport.delays.items()},
+            partitions=self.transport.model.groups,
+            delays={k: v * 1000.0 for k, v in self.transport.model.extra_delay.items()},
             transport=dict(self.transport.stats),
             connected=self.transport.connected(),
         )
@@ -269,15 +282,17 @@ class NodeProcess:
         return self.info(counts=bool(body.get("counts", True)))
 
     def _op_records(self, body: dict[str, Any]) -> Any:
-        node = self.runtime.node
-        return None if node is None else admin.node_records(node, str(body["keyspace"]), str(body["key"]))
+        node = self.host.node
+        if node is None:
+            return None
+        return admin.records_to_plain(node.records(str(body["keyspace"]), str(body["key"])))
 
     def _op_hints(self, body: dict[str, Any]) -> Any:
-        node = self.runtime.node
-        return [] if node is None else admin.node_hints(node, trio.current_time())
+        node = self.host.node
+        return [] if node is None else node.hints_summary(trio.current_time())
 
     def _op_metrics(self, body: dict[str, Any]) -> Any:
-        node = self.runtime.node
+        node = self.host.node
         if node is None:
             return None
         plain = admin.metrics_to_plain(node.metrics)
@@ -286,27 +301,23 @@ class NodeProcess:
         return plain
 
     def _op_digest(self, body: dict[str, Any]) -> Any:
-        node = self.runtime.node
-        return [] if node is None else admin.node_digests(node)
+        node = self.host.node
+        return [] if node is None else node.digests()
 
     def _op_partition(self, body: dict[str, Any]) -> Any:
         groups = [[str(n) for n in g] for g in body["groups"]]
-        mine = next((g for g in groups if self.id in g), None)
-        everyone = {str(n) for n in body.get("nodes", ())} | {n for g in groups for n in g}
-        if mine is None:  # unlisted nodes form one more group
-            mine = sorted(everyone - {n for g in groups for n in g} | {self.id})
-        self.transport.blocked = everyone - set(mine)
-        self.groups = groups
-        return sorted(self.transport.blocked)
+        everyone = [str(n) for n in body.get("nodes", ())]
+        model = self.transport.model
+        model.partition(groups, [*everyone, self.id])
+        return sorted(peer for (me, peer) in model.blocked if me == self.id)
 
     def _op_heal(self, body: dict[str, Any]) -> Any:
-        self.transport.blocked = set()
-        self.groups = []
+        self.transport.model.heal()
         return True
 
     def _op_delay(self, body: dict[str, Any]) -> Any:
         delays = {str(n): float(ms) / 1000.0 for n, ms in body["delays"].items() if float(ms) > 0}
-        self.transport.delays = delays
+        self.transport.model.extra_delay = delays
         return True
 
     def _op_join(self, body: dict[str, Any]) -> Any:
@@ -315,14 +326,14 @@ class NodeProcess:
         return self.discovery.join_request(body["member"])
 
     def _op_members(self, body: dict[str, Any]) -> Any:
-        node = self.runtime.node
-        return [] if node is None else admin.node_members(node, trio.current_time())
+        node = self.host.node
+        return [] if node is None else node.members(trio.current_time())
 
     def _op_tree(self, body: dict[str, Any]) -> Any:
-        node = self.runtime.node
+        node = self.host.node
         if node is None:
             return []
-        return admin.node_tree_entries(node, str(body["keyspace"]), int(body["lo"]), int(body["hi"]))
+        return node.tree_entries(str(body["keyspace"]), int(body["lo"]), int(body["hi"]))
 
     def _op_flush(self, body: dict[str, Any]) -> Any:
         return self.store.flush()
@@ -389,8 +400,9 @@ def run_node(options: NodeOptions) -> None:
     """The body of `bhandar node run` (blocks until the node stops)."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     os.makedirs(options.data_dir, exist_ok=True)
+    process = NodeProcess(options)
     try:
-        trio.run(NodeProcess(options).run, clock=EpochClock())
+        trio.run(process.run, clock=EpochClock())
     except BaseExceptionGroup as group:
         # A port already taken surfaces from inside the nurseries; say it plainly.
         errors = group.subgroup(OSError)
@@ -399,3 +411,9 @@ def run_node(options: NodeOptions) -> None:
         if isinstance(errors, OSError):
             raise errors from None
         raise
+    if process.host.crash_reason is not None:
+        raise NodeCrashed(f"node {options.id} {process.host.crash_reason}")
+
+
+class NodeCrashed(Exception):
+    """The node's life ended on an internal error or a failed disk (logged with the node's id)."""

@@ -27,7 +27,8 @@ log = logging.getLogger("bhandar.rpc")
 
 
 class RpcError(Exception):
-    """An RPC that got no answer (`kind` unreachable or timeout) or an error answer (remote)."""
+    """An RPC that got no answer (`kind` unreachable: never sent; lost: sent, then the connection
+    broke; timeout: no answer in time) or an error answer (remote)."""
 
     def __init__(self, message: str, kind: str = "remote") -> None:
         super().__init__(message)
@@ -130,7 +131,13 @@ class RpcClient:
         body = slot.body
         if body is None:
             if slot.event.is_set():
-                raise RpcError(f"connection to node {self.label} lost ({self._lost})", "unreachable")
+                # Sent, then the connection broke: the node may have acted on it ("lost", which
+                # clients report as a timeout), unlike a request that never left ("unreachable").
+                raise RpcError(
+                    f"connection to node {self.label} lost before it answered ({self._lost}); "
+                    "the request may have taken effect",
+                    "lost",
+                )
             raise RpcError(f"node {self.label} did not answer {op!r} within {timeout:g} s", "timeout")
         if not body.get("ok"):
             raise RpcError(f"node {self.label}: {body.get('error', 'failed')}")

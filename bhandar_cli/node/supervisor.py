@@ -23,10 +23,11 @@ from typing import Any
 
 import trio
 
+from bhandar_cli.host.network import partition_groups
+from bhandar_cli.host.topology import node_names, zone_map
 from bhandar_cli.node import clusterfile
 from bhandar_cli.node.clusterfile import ClusterFile, ClusterFileError, NodeEntry
 from bhandar_cli.node.rpc import RpcError, rpc_once
-from bhandar_cli.sim.cluster import node_names, zone_map
 
 START_TIMEOUT = 30.0
 STOP_TIMEOUT = 5.0
@@ -337,9 +338,7 @@ async def set_faults(
     """Apply partition groups and/or delays on every node and record them in the cluster file."""
     outcome: dict[str, str] = {}
     if partitions is not None:
-        listed = [n for g in partitions for n in g]
-        rest = [n for n in cluster.names if n not in listed]
-        groups = [*partitions, rest] if partitions and rest else partitions  # unlisted: one more group
+        groups = partition_groups(partitions, cluster.names) if partitions else []
         cluster = replace(cluster, partitions=tuple(tuple(g) for g in groups))
         outcome = await (
             broadcast(cluster, "partition", **partition_args(cluster))

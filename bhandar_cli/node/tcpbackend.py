@@ -30,7 +30,7 @@ from bhandar_cli.node.rpc import RpcClient, RpcError
 
 ALIVE_CACHE = 0.2  # seconds a liveness answer is reused (the client asks per request)
 ADMIN_TIMEOUT = 3.0
-_CODES = {"timeout": "timeout", "unreachable": "unavailable", "remote": "internal"}
+_CODES = {"timeout": "timeout", "lost": "timeout", "unreachable": "unavailable", "remote": "internal"}
 
 
 def load_running(directory: str | Path) -> ClusterFile:
@@ -125,7 +125,7 @@ class TcpBackend:
             body = await self.rpc(via, "request", timeout, msg=to_wire(request))
             result = from_wire(body)
         except RpcError as exc:
-            if exc.kind == "unreachable":
+            if exc.kind in ("unreachable", "lost"):
                 # Route around it for a moment (a node restarted elsewhere may not listen yet).
                 self._alive[via] = (trio.current_time(), False)
             return Failure(_CODES[exc.kind], str(exc))

@@ -1,11 +1,12 @@
 """TCP for node processes on trio: length-prefixed CBOR frames (node/codec.py) over streams.
 
 This module owns:
-- `TcpTransport`, a node's network of peers behind the `send(src, dst, msg)` that NodeRuntime
+- `TcpTransport`, a node's network of peers behind the `send(src, dst, msg)` that the node host
   uses with the in-memory network. One outbound connection per peer, reused, reconnected with
   jittered exponential backoff. Per-peer queues are bounded and a peer that is down or slow costs
   dropped messages, never a blocked node (Dynamo's protocol already survives lost messages). The
-  operator's partitions and delays are enforced here, on both the sending and receiving side.
+  operator's partitions and delays are the one network model (host/network.py) applied here as a
+  filter, on both the sending and receiving side; the latency is the real network's.
 - The listener. Every connection opens with a hello frame: `{"hello": "peer", "id": X}` starts a
   one-way stream of messages from node X; `{"hello": "client"}` starts request/response RPC,
   served by the node (`on_client`). Garbage, an oversized length prefix or a frame left half-sent
@@ -19,11 +20,13 @@ import logging
 import random
 from collections.abc import Awaitable, Callable
 from functools import partial
+from random import Random
 from typing import Any
 
 import trio
 
 from bhandar_cli.core.wire import from_wire, to_wire
+from bhandar_cli.host.network import NetworkModel
 from bhandar_cli.node.codec import (
     ProtocolError,
     encode_frame,
@@ -60,8 +63,8 @@ class TcpTransport:
         self.on_client = on_client
         self.frame_timeout = frame_timeout
         self.addresses: dict[str, tuple[str, int]] = {}
-        self.blocked: set[str] = set()  # peers on the other side of a partition
-        self.delays: dict[str, float] = {}  # node -> extra seconds on every message to or from it
+        # Partitions and extra delays set by the operator; no loss or latency of its own.
+        self.model = NetworkModel(Random(), latency=None)
         self.stats = dict.fromkeys(
             ("sent", "received", "dropped", "connects", "connect_failures", "rejected"), 0
         )
@@ -70,11 +73,15 @@ class TcpTransport:
         self._last_msg: Any = None
         self._last_frame = b""
 
-    # --- the NodeRuntime side ----------------------------------------------------------------
+    # --- the node's side -----------------------------------------------------------------------
 
     def send(self, src: str, dst: str, msg: Any) -> None:
         """Queue `msg` for `dst`; never blocks. Dropped if `dst` is partitioned away or backed up."""
-        if dst in self.blocked or dst not in self.addresses or self._nursery is None:
+        if dst not in self.addresses or self._nursery is None:
+            self.stats["dropped"] += 1
+            return
+        delays = self.model.route(src, dst, msg)
+        if not delays:  # partitioned away
             self.stats["dropped"] += 1
             return
         link = self._links.get(dst)
@@ -90,7 +97,7 @@ class TcpTransport:
                 log.exception("cannot encode %s for %s (a bug); dropped", type(msg).__name__, dst)
                 return
             self._last_msg = msg
-        extra = self.delays.get(src, 0.0) + self.delays.get(dst, 0.0)
+        extra = delays[0]
         if link.offer(trio.current_time() + extra if extra else 0.0, self._last_frame):
             self.stats["sent"] += 1
         else:
@@ -147,10 +154,10 @@ class TcpTransport:
             except Exception as exc:  # from_wire's checks and the dataclasses' own validation
                 raise ProtocolError(f"peer {src} sent a message this node cannot read: {exc}") from exc
             self.stats["received"] += 1
-            if src in self.blocked:
+            if not self.model.admits(src, self.me):
                 self.stats["dropped"] += 1
                 continue
-            delay = self.delays.get(src, 0.0) if src not in self.addresses else 0.0
+            delay = self.model.extra_delay.get(src, 0.0) if src not in self.addresses else 0.0
             if delay:
                 # Only for senders we cannot send to (they applied no delay of theirs); a known
                 # peer's sending side already added both ends' delays.
@@ -230,7 +237,7 @@ class _PeerLink:
                         await _send_frames(stream, frames)
                         frames = []
                     await trio.sleep_until(due)
-                if self.peer in transport.blocked:  # partitioned while the message waited
+                if not transport.model.admits(transport.me, self.peer):  # partitioned meanwhile
                     transport.stats["dropped"] += 1
                     continue
                 frames.append(frame)

@@ -37,8 +37,7 @@ from bhandar_cli import __version__
 from bhandar_cli.core.errors import BhandarError
 from bhandar_cli.repl.batch import SessionOpener
 from bhandar_cli.repl.completer import BhandarCompleter, BhandarLexer, CompletionContext, argument_hint
-from bhandar_cli.repl.grammar import parse
-from bhandar_cli.repl.session import Reply, Session, _as_client_error, _first_word
+from bhandar_cli.repl.session import Reply, Session, failed_line
 from bhandar_cli.repl.views import print_reply
 
 STYLE = Style.from_dict(
@@ -158,9 +157,9 @@ class InteractiveApp:
         with trio.CancelScope() as scope:
             self._command_scope = scope
             try:
-                commands = parse(text)
+                commands = self.session.parse(text)
             except BhandarError as exc:
-                self._print(console, Reply(_first_word(text), False, _as_client_error(exc)))
+                self._print(console, failed_line(text, exc))
                 commands = []
             for command in commands:
                 self._print(console, await self.session.execute(command))
@@ -172,25 +171,26 @@ class InteractiveApp:
         await self._refresh()
 
     def _print(self, console: Console, reply: Reply) -> None:
-        print_reply(console, reply, self.session.output)
+        print_reply(console, reply, self.session.output, self.session.commands)
 
     def _console(self) -> Console:
         if self.console is not None:
             return self.console
         # Resolved at print time so output goes through patch_stdout's proxy.
         width = shutil.get_terminal_size((100, 24)).columns
-        return Console(force_terminal=sys.__stdout__.isatty(), width=width)
+        tty = sys.__stdout__ is not None and sys.__stdout__.isatty()
+        return Console(force_terminal=tty, width=width)
 
     # --- prompt thread -----------------------------------------------------------------------
 
     def _prompt_loop(self, token: trio.lowlevel.TrioToken) -> int:
-        completer = BhandarCompleter(lambda: self.completion)
+        completer = BhandarCompleter(lambda: self.completion, self.session.commands)
         prompt: PromptSession[str] = PromptSession(
             history=self.history,
             auto_suggest=AutoSuggestFromHistory(),
             completer=completer,
             key_bindings=tab_bindings(completer),
-            lexer=BhandarLexer(lambda: self.completion.nodes),
+            lexer=BhandarLexer(lambda: self.completion.nodes, self.session.commands),
             complete_while_typing=True,
             bottom_toolbar=self._toolbar,
             style=STYLE,

@@ -79,10 +79,10 @@ def make_consoles(stdout: TextIO | None = None, stderr: TextIO | None = None) ->
 
 def emit(reply: Reply, session: Session, out: Console, err: Console) -> None:
     if reply.ok:
-        print_reply(out, reply, session.output)
+        print_reply(out, reply, session.output, session.commands)
         return
     if session.output == "json":
-        print_reply(out, reply, "json")
+        print_reply(out, reply, "json", session.commands)
     assert isinstance(reply.data, ClientError)
     err.print(render_error(reply.data))
     err.file.flush()

@@ -1,7 +1,9 @@
 """Grammar-aware completion, syntax colouring and argument hints for the interactive prompt.
 
-Everything here reads a `CompletionContext` snapshot (node names, keyspaces, keys already used),
-which the trio side refreshes, so the prompt thread never calls into the cluster.
+What to complete at each position comes from the command table: the command names, each
+argument's kind and each option's kind. Live candidates come from a `CompletionContext` snapshot
+(node names, keyspaces, keys already used), which the trio side refreshes, so the prompt thread
+never calls into the cluster.
 """
 
 from __future__ import annotations
@@ -14,53 +16,9 @@ from prompt_toolkit.document import Document
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.lexers import Lexer
 
-from bhandar_cli.repl.grammar import ALIASES, COMMANDS
-
-LEVELS = ("ONE", "QUORUM", "ALL")
-OPTION_VALUES: dict[str, tuple[str, ...]] = {
-    "c": LEVELS,
-    "ctx": ("auto", "none"),
-    "policy": ("siblings", "lww", "counter"),
-    "quorum": ("sloppy", "strict"),
-    "n": ("1", "2", "3", "5"),
-    "timeout": ("5s", "10s", "30s"),
-}
-# What each positional argument of a command is, to know what to offer there.
-ARG_KINDS: dict[str, tuple[str, ...]] = {
-    "put": ("keyspace", "key", "value"),
-    "get": ("keyspace", "key"),
-    "delete": ("keyspace", "key"),
-    "incr": ("keyspace", "key", "delta"),
-    "keyspace": ("keyspace-verb", "new-keyspace"),
-    "prefs": ("keyspace", "key"),
-    "clock": ("keyspace", "key"),
-    "merkle": ("node", "node"),
-    "partition": ("node*",),
-    "kill": ("node",),
-    "revive": ("node",),
-    "add": ("new-node",),
-    "decommission": ("node",),
-    "delay": ("node", "ms"),
-    "repair": ("node",),
-    "flush": ("node",),
-    "compact": ("node",),
-    "trace": ("on-off",),
-    "consistency": ("level",),
-    "output": ("format",),
-    "wait": ("converged",),
-    "help": ("command",),
-    "sleep": ("duration",),
-}
-FIXED: dict[str, tuple[str, ...]] = {
-    "keyspace-verb": ("create", "list"),
-    "on-off": ("on", "off"),
-    "level": LEVELS,
-    "format": ("table", "json"),
-    "converged": ("converged",),
-    "command": tuple(COMMANDS),
-    "duration": ("1s", "2s", "3s", "500ms"),
-    "ms": ("0", "50", "200", "1000"),
-}
+from bhandar_cli.repl.commands import COMMANDS
+from bhandar_cli.repl.kinds import Kind
+from bhandar_cli.repl.table import CommandTable
 
 
 @dataclass
@@ -72,21 +30,26 @@ class CompletionContext:
     keys: dict[str, list[str]] = field(default_factory=dict)
 
 
-def _candidates(ctx: CompletionContext, kind: str, args: list[str]) -> Iterable[str]:
-    if kind in FIXED:
-        return FIXED[kind]
-    if kind in ("node", "node*"):
-        return [*ctx.nodes, "|"] if kind == "node*" else ctx.nodes
-    if kind == "keyspace":
-        return ctx.keyspaces
-    if kind == "key" and args:
-        return ctx.keys.get(args[0], [])
-    return ()
+def _candidates(ctx: CompletionContext, commands: CommandTable, kind: Kind, args: list[str]) -> list[str]:
+    """What to offer for a value of this kind: live candidates first, then the kind's fixed ones."""
+    live: list[str] = []
+    if kind.source == "nodes":
+        live = ctx.nodes
+    elif kind.source == "keyspaces":
+        live = ctx.keyspaces
+    elif kind.source == "keys" and args:
+        live = ctx.keys.get(args[0], [])
+    elif kind.source == "commands":
+        live = list(commands.names())
+    return [*live, *kind.offers]
 
 
 class BhandarCompleter(Completer):
-    def __init__(self, context: Callable[[], CompletionContext]) -> None:
+    """Completes what the command table says comes next: a command, an argument, an option."""
+
+    def __init__(self, context: Callable[[], CompletionContext], commands: CommandTable = COMMANDS) -> None:
         self.context = context
+        self.commands = commands
 
     def get_completions(self, document: Document, complete_event: CompleteEvent) -> Iterable[Completion]:
         text = document.text_before_cursor
@@ -95,53 +58,51 @@ class BhandarCompleter(Completer):
         current = "" if not segment or segment[-1].isspace() else (words[-1] if words else "")
         done = words if not current else words[:-1]
         if not done:
-            for name in COMMANDS:
-                if name.startswith(current.lower()):
-                    yield Completion(name, -len(current), display_meta=COMMANDS[name].summary)
+            for entry in self.commands:
+                if entry.name.startswith(current.lower()):
+                    yield Completion(entry.name, -len(current), display_meta=entry.summary)
             return
-        command = ALIASES.get(done[0].lower(), done[0].lower())
-        spec = COMMANDS.get(command)
+        spec = self.commands.get(done[0])
         if spec is None:
             return
         ctx = self.context()
+        positional = [w for w in done[1:] if "=" not in w]
         if "=" in current:
             name, _, partial = current.partition("=")
-            values = ctx.nodes if name in ("via", "from") else OPTION_VALUES.get(name, ())
+            option = spec.option(name)
+            values = _candidates(ctx, self.commands, option.kind, positional) if option else []
             for value in values:
                 if value.lower().startswith(partial.lower()):
                     yield Completion(f"{name}={value}", -len(current), display=value)
             return
-        positional = [w for w in done[1:] if "=" not in w]
-        kinds = ARG_KINDS.get(command, ())
         index = len(positional)
-        kind = (
-            kinds[-1] if kinds and kinds[-1].endswith("*") else (kinds[index] if index < len(kinds) else None)
-        )
-        if kind is not None:
-            for cand in _candidates(ctx, kind, positional):
+        arg = spec.arg_at(index)
+        if arg is not None:
+            for cand in _candidates(ctx, self.commands, arg.kind, positional):
                 if cand.lower().startswith(current.lower()):
                     yield Completion(cand, -len(current))
-        if index >= spec.min_args or kind is None:
+        if index >= spec.min_args or arg is None:
             used = {w.split("=", 1)[0] for w in done if "=" in w}
             for option in spec.options:
-                if option not in used and option.startswith(current):
-                    yield Completion(f"{option}=", -len(current), display_meta="option")
+                if option.name not in used and option.name.startswith(current):
+                    yield Completion(f"{option.name}=", -len(current), display_meta="option")
 
 
-def argument_hint(text: str) -> str:
+def argument_hint(text: str, commands: CommandTable = COMMANDS) -> str:
     """The usage of the command being typed (redis-cli style), or '' when there is none."""
     segment = text.rsplit(";", 1)[-1].split()
     if not segment:
         return ""
-    spec = COMMANDS.get(ALIASES.get(segment[0].lower(), segment[0].lower()))
+    spec = commands.get(segment[0])
     return spec.usage if spec else ""
 
 
 class BhandarLexer(Lexer):
     """Colours: command words, option names, node names, JSON values and comments."""
 
-    def __init__(self, nodes: Callable[[], list[str]]) -> None:
+    def __init__(self, nodes: Callable[[], list[str]], commands: CommandTable = COMMANDS) -> None:
         self.nodes = nodes
+        self.commands = commands
 
     def lex_document(self, document: Document) -> Callable[[int], StyleAndTextTuples]:
         lines = document.lines
@@ -165,7 +126,7 @@ class BhandarLexer(Lexer):
             if word == ";":
                 style, first = "class:separator", True
             elif word and first:
-                known = ALIASES.get(word.lower(), word.lower()) in COMMANDS
+                known = self.commands.get(word) is not None
                 style, first = ("class:command" if known else "class:unknown"), False
             elif "=" in word and word.split("=", 1)[0].isalpha():
                 style = "class:option"

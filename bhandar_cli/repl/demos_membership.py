@@ -25,7 +25,7 @@ def _e_owns_a_share(ctx: DemoContext) -> str | None:
 
 def _every_key_readable(ctx: DemoContext) -> str | None:
     gets = [r for r in ctx.step if r.get("cmd") == "get"]
-    missing = [r.get("key") for r in gets if not r.get("found")]
+    missing = [str(r.get("key")) for r in gets if not r.get("found")]
     if len(gets) != KEYS:
         return f"{len(gets)} reads answered out of {KEYS}"
     return None if not missing else f"not found at ALL: {', '.join(missing)}"

@@ -1,5 +1,6 @@
-"""Rich views of membership, anti-entropy and storage replies (members, add, decommission,
-repair, merkle, flush, compact, snapshot, restore). Rendering only."""
+"""Rich views of cluster operations: faults (partition, heal, kill, revive, delay), membership
+(members, add, decommission), anti-entropy (repair, merkle) and storage (flush, compact, snapshot,
+restore, upgrade). Rendering only."""
 
 from __future__ import annotations
 
@@ -11,6 +12,29 @@ from rich.table import Table
 from rich.text import Text
 
 from bhandar_cli.repl.palette import node_style
+
+
+def render_partition(data: dict[str, Any]) -> RenderableType:
+    return Text("partitioned: " + " | ".join("{" + ", ".join(g) + "}" for g in data["groups"]), "yellow")
+
+
+def render_heal(data: dict[str, Any]) -> RenderableType:
+    return Text("healed: every node can reach every other", "green")
+
+
+def render_kill(data: dict[str, Any]) -> RenderableType:
+    node = data["node"]
+    return Text(f"killed {node}" if data["changed"] else f"{node} was already down", "red")
+
+
+def render_revive(data: dict[str, Any]) -> RenderableType:
+    node = data["node"]
+    return Text(f"revived {node}" if data["changed"] else f"{node} was already up", "green")
+
+
+def render_delay(data: dict[str, Any]) -> RenderableType:
+    node = data["node"]
+    return Text(f"{node}: +{data['ms']:g} ms on every message" if data["ms"] else f"{node}: no delay")
 
 
 def render_members(data: dict[str, Any]) -> RenderableType:
@@ -91,12 +115,17 @@ def render_merkle(data: dict[str, Any]) -> RenderableType:
     return Group(*parts)
 
 
-def render_nodes_timed(verb: str) -> Any:
-    def render(data: dict[str, Any]) -> RenderableType:
-        rows = [f"{n['node']} {n['ms']:.1f} ms" for n in data["nodes"]]
-        return Text(f"{verb}: " + ", ".join(rows))
+def _nodes_timed(verb: str, data: dict[str, Any]) -> RenderableType:
+    rows = [f"{n['node']} {n['ms']:.1f} ms" for n in data["nodes"]]
+    return Text(f"{verb}: " + ", ".join(rows))
 
-    return render
+
+def render_flush(data: dict[str, Any]) -> RenderableType:
+    return _nodes_timed("flushed", data)
+
+
+def render_compact(data: dict[str, Any]) -> RenderableType:
+    return _nodes_timed("compacted", data)
 
 
 def render_snapshot(data: dict[str, Any]) -> RenderableType:
@@ -117,17 +146,3 @@ def render_upgrade(data: dict[str, Any]) -> RenderableType:
         f"{r['node']} {r['seconds']:.1f}s" + ("" if r["settled"] else " (not settled)") for r in data["nodes"]
     ]
     return Text(f"rolling restart, one node at a time: {', '.join(rows)}; {data['seconds']:.1f} s in all")
-
-
-RENDERERS: dict[str, Any] = {
-    "upgrade": render_upgrade,
-    "members": render_members,
-    "add": render_add,
-    "decommission": render_decommission,
-    "repair": render_repair,
-    "merkle": render_merkle,
-    "flush": render_nodes_timed("flushed"),
-    "compact": render_nodes_timed("compacted"),
-    "snapshot": render_snapshot,
-    "restore": render_restore,
-}

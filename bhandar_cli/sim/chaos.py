@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 from random import Random
 from typing import Any
 
-from bhandar_cli.core.config import KeyspaceDef, NodeConfig
+from bhandar_cli.core.config import LEVELS, KeyspaceDef, NodeConfig
 from bhandar_cli.core.messages import Failure, KeyspaceRequest
 from bhandar_cli.core.ring import Ring
 from bhandar_cli.sim.chaos_heal import heal
@@ -47,6 +47,7 @@ from bhandar_cli.sim.checker import History, check
 from bhandar_cli.sim.cluster import SimCluster
 from bhandar_cli.sim.disk import SimulatedCrash
 from bhandar_cli.sim.faults import FAULT_KINDS, MEMBERSHIP_KINDS, NETWORK_KINDS, FaultInjector, FaultParams
+from bhandar_cli.sim.history import Violation
 from bhandar_cli.sim.storage_faults import STORAGE_KINDS, LSMHosts
 from bhandar_cli.sim.workload import Workload, WorkloadParams, workload_keyspaces
 
@@ -64,7 +65,7 @@ __all__ = [
 ]
 
 LEVEL_SETS: tuple[tuple[str, ...], ...] = (
-    ("ONE", "QUORUM", "ALL"),
+    LEVELS,
     ("QUORUM",),
     ("ONE", "QUORUM"),
     ("QUORUM", "ALL"),
@@ -241,8 +242,9 @@ def _run_chaos(options: ChaosOptions, on_progress: Callable[[int], None] | None)
     result = check(
         history, keyspaces, healed.final, healed.replicas, healed.hints_left, config.max_vv_entries, windows
     )
-    if healed.problems:
-        result = replace(result, violations=result.violations + tuple(healed.problems))
+    problems = healed.problems + _internal_errors(cluster)
+    if problems:
+        result = replace(result, violations=result.violations + tuple(problems))
     metrics = cluster.metrics()
     return ChaosReport(
         options=options,
@@ -253,8 +255,8 @@ def _run_chaos(options: ChaosOptions, on_progress: Callable[[int], None] | None)
         hints_delivered=metrics.hints_delivered,
         hints_expired=metrics.hints_expired,
         read_repairs=metrics.read_repairs,
-        messages=cluster.net.sent,
-        dropped=cluster.net.dropped,
+        messages=cluster.model.sent,
+        dropped=cluster.model.dropped,
         events=cluster.loop.events,
         sim_seconds=cluster.now,
         workload_seconds=workload_seconds,
@@ -277,6 +279,7 @@ def _build_cluster(params: ChaosParams, config: NodeConfig, disks: LSMHosts | No
             "reopen_store": disks.reopen,
             "arm_crash": disks.arm,
             "crash_errors": (SimulatedCrash,),
+            "sync_delay": _fsync_seconds,
         }
     return SimCluster(
         seed=params.cluster_seed,
@@ -286,6 +289,29 @@ def _build_cluster(params: ChaosParams, config: NodeConfig, disks: LSMHosts | No
         config=config,
         **storage,
     )
+
+
+def _fsync_seconds(rng: Random) -> float:
+    """How long one fsync of a simulated disk takes: 0.2 to 3 ms, as on an SSD. Writes that arrive
+    meanwhile wait for the next step: group commit, as in production."""
+    return rng.uniform(0.0002, 0.003)
+
+
+def _internal_errors(cluster: SimCluster) -> list[Violation]:
+    """Bugs the nodes hit: a node that crashed on an exception, or messages dropped because handling
+    them raised. Production survives both (one node, one message); a checker must not."""
+    found = [
+        Violation("internal_error", "*", "*", f"{node} at {t:.3f}s: {e}")
+        for t, node, e in cluster.internal_errors
+    ]
+    for name, host in sorted(cluster.hosts.items()):
+        if host.errors:
+            found.append(
+                Violation(
+                    "internal_error", "*", "*", f"{name} dropped {host.errors} message(s) it could not handle"
+                )
+            )
+    return found
 
 
 def _create_keyspaces(cluster: SimCluster, keyspaces: Iterable[KeyspaceDef]) -> None:

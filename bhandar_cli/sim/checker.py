@@ -2,7 +2,9 @@
 
 This module owns what "the store told the truth" means. The workload records each operation as it
 is invoked and completed (`History`); after the run has healed, `check` judges the history against
-the final state of every key, seeing only what clients saw plus the replicas' final records:
+the final state of every key, seeing only what clients saw plus the replicas' final records. It
+gathers each key's operations, learns the writes' dots (`checker_dots`), applies the per-key
+properties (`checker_properties`) and checks phantoms, convergence and hints itself:
 
 - lost writes: every acknowledged put is still a sibling of its key, or was superseded by a write
   whose context covered its dot. A client learns a write's dot only by reading it back; a write
@@ -33,16 +35,16 @@ the final state of every key, seeing only what clients saw plus the replicas' fi
 
 from __future__ import annotations
 
-import math
-from bisect import bisect_left
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from bhandar_cli.core.config import KeyspaceDef, required
+from bhandar_cli.core.config import KeyspaceDef
 from bhandar_cli.core.crdt import PNCounter
 from bhandar_cli.core.records import Record, Versioned, same_record
-from bhandar_cli.core.versions import Dot
-from bhandar_cli.sim.history import NOT_APPLIED, WRITES, CheckResult, History, Operation, Violation
+from bhandar_cli.sim.checker_dots import learn_dots, superseded_at
+from bhandar_cli.sim.checker_properties import check_counter, lost_writes, resurrections, stale_reads
+from bhandar_cli.sim.checker_text import dot_text, show_value
+from bhandar_cli.sim.history import WRITES, CheckResult, History, Operation, Violation
 
 
 @dataclass
@@ -52,14 +54,6 @@ class _KeyFacts:
     writes: list[Operation] = field(default_factory=list)
     reads: list[Operation] = field(default_factory=list)
     incrs: list[Operation] = field(default_factory=list)
-
-
-def _dot_text(dot: Dot) -> str:
-    return f"{dot[0]}:{dot[1]}"
-
-
-def _show(value: bytes | None) -> str:
-    return "tombstone" if value is None else value.decode("utf-8", "replace")
 
 
 def check(
@@ -92,7 +86,7 @@ def check(
         else:
             kf.writes.append(op)
 
-    dot_of, dot_violations, twice = _learn_dots(history, final)
+    dot_of, dot_violations, twice = learn_dots(history, final)
     violations.extend(dot_violations)
     written = {op.value: (op.keyspace, op.key) for op in history.ops if op.kind == "put"}
     for op in history.ops:
@@ -101,9 +95,8 @@ def check(
                 if s.value is not None and written.get(s.value) != (op.keyspace, op.key):
                     where = written.get(s.value)
                     origin = "never written" if where is None else f"written to {where[0]}/{where[1]}"
-                    violations.append(
-                        Violation("phantom", op.keyspace, op.key, f"read returned {_show(s.value)}, {origin}")
-                    )
+                    detail = f"read returned {show_value(s.value)}, {origin}"
+                    violations.append(Violation("phantom", op.keyspace, op.key, detail))
 
     lost = stale = strict_stale = moving_stale = reads = with_sibs = max_sibs = pruned = 0
     counter_keys = increments = retries = 0
@@ -112,14 +105,14 @@ def check(
         record = final.get((ks_name, key))
         if kf.incrs:
             counter_keys += 1
-            n_ids, n_retries, bad = _check_counter(ks_name, key, kf.incrs, record)
+            n_ids, n_retries, bad = check_counter(ks_name, key, kf.incrs, record)
             increments += n_ids
             retries += n_retries
             violations.extend(bad)
         if ks.policy == "counter":
             reads += sum(1 for op in kf.reads if op.ok)
             continue
-        superseded_at = _superseded_at(kf.writes, dot_of)
+        superseded = superseded_at(kf.writes, dot_of)
         for op in kf.reads:
             if not op.ok:
                 continue
@@ -128,18 +121,18 @@ def check(
             if live > 1:
                 with_sibs += 1
             max_sibs = max(max_sibs, live)
-        s, ss, ms, bad = _stale_reads(ks, key, kf, superseded_at, movements)
-        stale += s
-        strict_stale += ss
-        moving_stale += ms
+        n_stale, n_strict, n_moving, bad = stale_reads(ks, key, kf.writes, kf.reads, superseded, movements)
+        stale += n_stale
+        strict_stale += n_strict
+        moving_stale += n_moving
         violations.extend(bad)
-        missing = _lost_writes(ks_name, key, kf.writes, record, dot_of, superseded_at)
+        missing = lost_writes(ks_name, key, kf.writes, record, dot_of, superseded)
         lost += len(missing)
         violations.extend(missing)
         if any(op.context is not None and len(op.context) > vv_limit for op in kf.writes):
             pruned += 1
         else:
-            violations.extend(_resurrections(ks_name, key, kf.writes, record, dot_of))
+            violations.extend(resurrections(ks_name, key, kf.writes, record, dot_of))
 
     for (ks_name, key), copies in sorted(replicas.items()):
         records = list(copies.values())
@@ -177,7 +170,7 @@ def check(
 def count_stale_reads(history: History, keyspaces: Mapping[str, KeyspaceDef]) -> int:
     """Successful reads that lacked an acknowledged put the client knew of when it read (see the
     module docstring), without the rest of `check`: for experiments that only want the figure."""
-    dot_of, _, _ = _learn_dots(history, {})
+    dot_of, _, _ = learn_dots(history, {})
     facts: dict[tuple[str, str], _KeyFacts] = {}
     for op in history.ops:
         kf = facts.setdefault((op.keyspace, op.key), _KeyFacts())
@@ -188,7 +181,7 @@ def count_stale_reads(history: History, keyspaces: Mapping[str, KeyspaceDef]) ->
     stale = 0
     for (ks_name, key), kf in facts.items():
         ks = keyspaces.get(ks_name) or KeyspaceDef(ks_name)
-        stale += _stale_reads(ks, key, kf, _superseded_at(kf.writes, dot_of), ())[0]
+        stale += stale_reads(ks, key, kf.writes, kf.reads, superseded_at(kf.writes, dot_of), ())[0]
     return stale
 
 
@@ -203,224 +196,4 @@ def _describe(record: Record | None) -> str:
         return "nothing"
     if isinstance(record, PNCounter):
         return f"counter {record.value}"
-    return "[" + " ".join(_dot_text(s.dot) for s in record.siblings) + "]"
-
-
-def _records_seen(
-    history: History, final: Mapping[tuple[str, str], Record | None]
-) -> Iterable[tuple[str, str, Versioned]]:
-    for op in history.ops:
-        if op.kind == "get" and op.ok and isinstance(op.record, Versioned):
-            yield op.keyspace, op.key, op.record
-    for (ks, key), record in final.items():
-        if isinstance(record, Versioned):
-            yield ks, key, record
-
-
-def _learn_dots(
-    history: History, final: Mapping[tuple[str, str], Record | None]
-) -> tuple[dict[bytes, Dot], list[Violation], set[bytes]]:
-    """value -> dot for every value seen; violations where one dot named two different writes; and
-    the values stored twice (one put under two dots with the same context: a request the network
-    duplicated and a coordinator took twice, having restarted in between and forgotten the first).
-    """
-    dot_of: dict[bytes, Dot] = {}
-    context_of_value: dict[bytes, Mapping[str, int]] = {}
-    seen: dict[tuple[str, str, Dot], tuple[bytes | None, tuple[tuple[str, int], ...]]] = {}
-    violations: list[Violation] = []
-    twice: set[bytes] = set()
-    for ks, key, record in _records_seen(history, final):
-        for s in record.siblings:
-            ident = (s.value, tuple(sorted(s.context.items())))
-            slot = (ks, key, s.dot)
-            first = seen.setdefault(slot, ident)
-            if first != ident:
-                violations.append(
-                    Violation("dot_reused", ks, key, f"dot {_dot_text(s.dot)} names two different writes")
-                )
-                seen[slot] = ident  # report each change once, not on every later read
-            if s.value is None:
-                continue
-            known = dot_of.setdefault(s.value, s.dot)
-            if known == s.dot:
-                context_of_value.setdefault(s.value, s.context)
-            elif context_of_value.get(s.value) == s.context:
-                twice.add(s.value)
-            else:
-                detail = f"value {_show(s.value)} seen under dots {_dot_text(known)} and {_dot_text(s.dot)}"
-                violations.append(Violation("dot_reused", ks, key, detail))
-    return dot_of, violations, twice
-
-
-def _superseded_at(writes: list[Operation], dot_of: Mapping[bytes, Dot]) -> dict[int, float]:
-    """op index -> the earliest invocation of a write whose context covered its dot.
-
-    Only writes that may have been applied count; puts of the key whose dot nobody ever saw have
-    no entry (nothing can have covered them).
-    """
-    appliable = sorted(
-        (op for op in writes if op.context and not (op.outcome == "fail" and op.code in NOT_APPLIED)),
-        key=lambda op: op.invoked,
-    )
-    # Per actor: invocation times and the running maximum counter of that actor in contexts, so
-    # "first time some context covered (actor, n)" is one binary search.
-    per_actor: dict[str, tuple[list[float], list[int]]] = {}
-    for op in appliable:
-        assert op.context is not None
-        for actor, counter in op.context.items():
-            times, tops = per_actor.setdefault(actor, ([], []))
-            if not tops or counter > tops[-1]:
-                times.append(op.invoked)
-                tops.append(counter)
-    out: dict[int, float] = {}
-    for op in writes:
-        if op.kind != "put" or op.value is None:
-            continue
-        dot = dot_of.get(op.value)
-        if dot is None:
-            continue
-        entry = per_actor.get(dot[0])
-        if entry is None:
-            continue
-        times, tops = entry
-        i = bisect_left(tops, dot[1])
-        if i < len(tops):
-            out[op.index] = times[i]
-    return out
-
-
-def _stale_reads(
-    ks: KeyspaceDef,
-    key: str,
-    kf: _KeyFacts,
-    superseded_at: Mapping[int, float],
-    movements: Sequence[tuple[float, float]],
-) -> tuple[int, int, int, list[Violation]]:
-    """Reads lacking an acknowledged, not yet superseded put: (stale, strict violations, strict
-    ones excused by a range movement, violations)."""
-    acked = sorted((op for op in kf.writes if op.kind == "put" and op.ok), key=lambda op: op.completed)
-    reads = sorted((op for op in kf.reads if op.ok), key=lambda op: op.invoked)
-    stale = strict_stale = moving = 0
-    violations: list[Violation] = []
-    active: list[Operation] = []
-    i = 0
-    for read in reads:
-        while i < len(acked) and acked[i].completed < read.invoked:
-            active.append(acked[i])
-            i += 1
-        # Writes superseded before this read was invoked can never matter again (invocations only
-        # grow along this loop), so the active set stays small.
-        active = [w for w in active if superseded_at.get(w.index, math.inf) > read.invoked]
-        values = {s.value for s in read.record.siblings} if isinstance(read.record, Versioned) else set()
-        missed = [
-            w
-            for w in active
-            if w.value not in values and superseded_at.get(w.index, math.inf) > read.completed
-        ]
-        if not missed:
-            continue
-        stale += 1
-        r = required(read.level, ks.n)
-        overlap = [w for w in missed if r + required(w.level, ks.n) > ks.n]
-        if ks.quorum == "strict" and overlap and all(_during(w, movements) for w in overlap):
-            moving += 1
-        elif ks.quorum == "strict" and overlap:
-            overlap = [w for w in overlap if not _during(w, movements)]
-            strict_stale += 1
-            w = overlap[0]
-            violations.append(
-                Violation(
-                    "stale_read_strict",
-                    ks.name,
-                    key,
-                    f"read #{read.index} at {read.level} (t={read.invoked:.4f}s) missed {_show(w.value)}, "
-                    f"acknowledged at {w.level} at t={w.completed:.4f}s: R+W > N must intersect",
-                )
-            )
-    return stale, strict_stale, moving, violations
-
-
-def _during(op: Operation, windows: Sequence[tuple[float, float]]) -> bool:
-    """Did the operation run (from invocation to answer) while the ring was changing?"""
-    return any(op.invoked <= end and op.completed >= start for start, end in windows)
-
-
-def _lost_writes(
-    ks: str,
-    key: str,
-    writes: list[Operation],
-    record: Record | None,
-    dot_of: Mapping[bytes, Dot],
-    superseded_at: Mapping[int, float],
-) -> list[Violation]:
-    present = {s.value for s in record.siblings} if isinstance(record, Versioned) else set()
-    out: list[Violation] = []
-    for op in writes:
-        if op.kind != "put" or not op.ok or op.value in present or op.index in superseded_at:
-            continue
-        dot = dot_of.get(op.value)  # type: ignore[arg-type]
-        why = "never read back" if dot is None else f"dot {_dot_text(dot)}, no write's context covers it"
-        out.append(
-            Violation(
-                "lost_write",
-                ks,
-                key,
-                f"acknowledged put #{op.index} of {_show(op.value)} at {op.level} (t={op.completed:.4f}s) "
-                f"is gone ({why})",
-            )
-        )
-    return out
-
-
-def _resurrections(
-    ks: str, key: str, writes: list[Operation], record: Record | None, dot_of: Mapping[bytes, Dot]
-) -> list[Violation]:
-    if not isinstance(record, Versioned):
-        return []
-    own_value = {op.value: op for op in writes if op.kind == "put"}
-    out: list[Violation] = []
-    for s in record.siblings:
-        for op in writes:
-            if not op.ok or not op.context or op.context.get(s.dot[0], 0) < s.dot[1]:
-                continue
-            if s.value is not None and own_value.get(s.value) is op:
-                continue  # a write's context never covers its own dot; be safe all the same
-            what = "deleted" if op.kind == "delete" else "overwritten"
-            out.append(
-                Violation(
-                    "resurrected",
-                    ks,
-                    key,
-                    f"{_show(s.value)} ({_dot_text(s.dot)}) was {what} by acknowledged {op.kind} #{op.index} "
-                    f"(t={op.completed:.4f}s) and came back",
-                )
-            )
-            break
-    return out
-
-
-def _check_counter(
-    ks: str, key: str, incrs: list[Operation], record: Record | None
-) -> tuple[int, int, list[Violation]]:
-    by_id: dict[str, list[Operation]] = {}
-    for op in incrs:
-        by_id.setdefault(op.request_id, []).append(op)
-    acked_sum = lo_extra = hi_extra = 0
-    for attempts in by_id.values():
-        delta = attempts[0].delta
-        if any(a.ok for a in attempts):
-            acked_sum += delta
-        elif delta >= 0:
-            hi_extra += delta
-        else:
-            lo_extra += delta
-    value = record.value if isinstance(record, PNCounter) else 0
-    lo, hi = acked_sum + lo_extra, acked_sum + hi_extra
-    retries = len(incrs) - len(by_id)
-    if lo <= value <= hi:
-        return len(by_id), retries, []
-    detail = (
-        f"value {value} outside [{lo}, {hi}]: acknowledged sum {acked_sum} over {len(by_id)} request ids, "
-        f"unacknowledged attempts could add {lo_extra}..+{hi_extra}"
-    )
-    return len(by_id), retries, [Violation("counter", ks, key, detail)]
+    return "[" + " ".join(dot_text(s.dot) for s in record.siblings) + "]"

@@ -1,60 +1,38 @@
-"""A simulated cluster: core nodes driven by the event loop over the simulated network.
+"""A simulated cluster: the simulator's environment for the effect executor.
 
-This is the deterministic driver: the same `Node` state machines as the trio runtime, but every
-delivery, timer and fault is an event on one heap, and all randomness descends from one seed.
+The deterministic driver: the same `NodeHost` (host/executor.py) as the trio runtime, executing
+the same core nodes' effects in the same order, over the same network model (host/network.py);
+only the environment differs. Every delivery, step, timer, fsync and fault is an event on one
+heap, and all randomness descends from one seed.
+
+How a host is stepped, and how long its fsyncs take, is sim/stepper.py.
 
 Storage: each host's store comes from `store_factory` (in-memory by default: it survives a crash
 whole). A store on a simulated disk is crashed with the machine: `crash_store` runs at `kill` (the
 power loss: unsynced writes are lost) and `reopen_store` at `revive` (recovery from what the disk
-kept). The driver syncs the store before it carries out the first durable effect of an event, so
-a crash between a write and its sync loses only what nobody was told about. `crash_during_io`
-makes a host die in the middle of a step (inside a WAL append, an fsync, a flush or a compaction):
-the store raises, the step's effects are dropped, and the driver kills the host.
+kept). `crash_during_io` makes a host die in the middle of a step (inside a WAL append, an fsync,
+a flush or a compaction): the store raises one of `crash_errors`, the step's effects are dropped,
+and the driver kills the host. Any other exception inside a node is a bug: the node crashes (as
+in production) and the error is kept in `internal_errors` for the checker to report.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from random import Random
 from typing import Any
 
 from bhandar_cli.core.config import NodeConfig
-from bhandar_cli.core.messages import ClientRequest, Failure, Note, Respond, Result, Send
+from bhandar_cli.core.messages import ClientRequest, Failure, Note, Result
 from bhandar_cli.core.metrics import NodeMetrics
-from bhandar_cli.core.replica import Node
 from bhandar_cli.core.ring import Ring, node_tokens
 from bhandar_cli.core.store import MemoryStore, Store
+from bhandar_cli.host.executor import NodeHost
+from bhandar_cli.host.network import LatencyModel, Network, NetworkModel
+from bhandar_cli.host.topology import node_names, zone_map
 from bhandar_cli.sim.loop import EventLoop
-from bhandar_cli.sim.network import LatencyModel, SimNetwork
-
-
-def node_names(count: int) -> list[str]:
-    """A, B, ..., Z, then N26, N27, ..."""
-    return [chr(ord("A") + i) if i < 26 else f"N{i}" for i in range(count)]
-
-
-def zone_map(names: list[str], zones: int) -> dict[str, str]:
-    """Zones z1, z2, ... assigned round-robin."""
-    return {name: f"z{i % max(zones, 1) + 1}" for i, name in enumerate(names)}
-
-
-@dataclass
-class SimHost:
-    """One machine: its durable store survives; its `node` (memory state) dies with a crash."""
-
-    id: str
-    store: Store
-    node: Node | None = None
-    tick_token: int = 0
-    tick_at: float = math.inf
-    restarts: int = 0
-    joining: bool = False  # added by `add_node`: boots as a joining member with its own tokens
-    zone: str | None = None
-    # Counters of the node's earlier lives: a crash loses the node's memory, but a person watching
-    # (and the chaos summary) still wants to know how many hints it stored before it died.
-    past_metrics: NodeMetrics = field(default_factory=NodeMetrics)
+from bhandar_cli.sim.stepper import SimStepper
 
 
 @dataclass
@@ -76,110 +54,72 @@ class SimCluster:
     # next few writes by raising one of `crash_errors`, which the driver turns into a `kill`.
     arm_crash: Callable[[str, Store], None] | None = None
     crash_errors: tuple[type[BaseException], ...] = ()
+    # Seconds an fsync takes, drawn per sync (None: syncs take no simulated time).
+    sync_delay: Callable[[Random], float] | None = None
 
     def __post_init__(self) -> None:
         self.rng = Random(self.seed)
         self.loop = EventLoop()
         names = node_names(self.nodes)
         self.ring = Ring.build(names, self.vnodes, zone_map(names, self.zones))
-        self.net = SimNetwork(
-            self.loop,
-            Random(self.rng.getrandbits(64)),
-            self._deliver,
-            self.latency,
-            self.loss,
-            self.duplicate,
-        )
+        self.model = NetworkModel(Random(self.rng.getrandbits(64)), self.latency)
+        self.model.loss, self.model.duplicate = self.loss, self.duplicate
+        self.net = Network(self.model, self._schedule, self._deliver)
         self._client_rng = Random(self.rng.getrandbits(64))
-        self.hosts: dict[str, SimHost] = {n: SimHost(n, self.store_factory(n)) for n in names}
+        self._disk_rng = Random(self.rng.getrandbits(64))
+        self.hosts: dict[str, NodeHost] = {}
+        self._steppers: dict[str, SimStepper] = {}
         # Hosts in service, in the order they were added: a retired host (decommissioned and shut
         # down) is left out and never revived. Replaced, never mutated, so holders see a snapshot.
         self.members: list[str] = list(names)
         self.retired: set[str] = set()
-        # Test-only planted bug: acknowledge before the store is synced (the chaos checker must
-        # notice once crashes lose unsynced writes).
-        self._sync_durable = "ack_before_sync" not in self.config.bugs
         self.notes: list[tuple[float, str, Note]] = []
+        self.internal_errors: list[tuple[float, str, str]] = []  # (time, node, error): bugs
         self._waiters: dict[int, Callable[[Result], None]] = {}
         self._next_rid = 1
         for name in names:
-            self._boot(self.hosts[name])
-
-    # --- driving nodes -----------------------------------------------------------------------
+            self._new_host(name, self.ring.zones[name])
+        for name in names:
+            self._steppers[name].start()
 
     @property
     def now(self) -> float:
         return self.loop.now
 
-    def _boot(self, host: SimHost) -> None:
-        rng = Random(self.rng.getrandbits(64))
-        extra: dict[str, Any] = {}
-        if host.joining:
-            live = [n for n, h in self.hosts.items() if h.node is not None and n != host.id]
-            tokens = tuple(node_tokens(host.id, self.vnodes))
-            extra = {"status": "joining", "seeds": live, "zone": host.zone, "tokens": tokens}
-        host.node = Node(host.id, self.ring, host.store, rng, self.loop.now, self.config, **extra)
-        host.store.sync()  # the node's new generation must survive its next crash
-        host.tick_at = math.inf
-        self._schedule_tick(host)
+    def _schedule(self, delay: float, fn: Callable[..., None], args: tuple[Any, ...]) -> None:
+        self.loop.push(self.loop.now + delay, fn, args)
 
-    def _run(self, host: SimHost, effects: list[Any]) -> None:
-        # One sync before the first durable effect covers every write the event made: they all
-        # happened inside the node's handler, before it returned its effects.
-        synced = not self._sync_durable
-        send = self.net.send
-        for effect in effects:
-            cls = effect.__class__
-            if cls is Send:
-                if effect.durable and not synced:
-                    host.store.sync()
-                    synced = True
-                send(host.id, effect.dst, effect.msg)
-            elif cls is Respond:
-                if effect.durable and not synced:
-                    host.store.sync()
-                    synced = True
-                waiter = self._waiters.pop(effect.rid, None)
-                if waiter is not None:
-                    self.loop.call_later(self.latency.sample(self._client_rng), waiter, effect.result)
-            elif isinstance(effect, Note):
-                self.notes.append((self.loop.now, host.id, effect))
-        # _schedule_tick, inlined (it runs after every event a node handles).
-        node = host.node
-        if node is not None:
-            deadline = node.next_deadline()
-            if deadline < host.tick_at:
-                host.tick_at = deadline
-                host.tick_token += 1
-                self.loop.push(deadline, self._tick, (host, host.tick_token))
+    def _new_host(self, name: str, zone: str) -> NodeHost:
+        seed = self.rng.getrandbits(64)
+        host = NodeHost(
+            name,
+            zone,
+            self.ring,
+            self.store_factory(name),
+            self.config,
+            seed,
+            self.net.send,
+            self._note,
+            self.crash_errors,
+        )
+        self.hosts[name] = host
+        self._steppers[name] = SimStepper(
+            self.loop,
+            host,
+            lambda: self.kill(name),
+            lambda error: self.internal_errors.append((self.loop.now, name, error)),
+            self.crash_errors,
+            self.sync_delay,
+            self._disk_rng,
+        )
+        return host
 
-    def _schedule_tick(self, host: SimHost) -> None:
-        node = host.node
-        if node is None:
-            return
-        deadline = node.next_deadline()
-        if deadline < host.tick_at:
-            host.tick_at = deadline
-            host.tick_token += 1
-            self.loop.call_at(deadline, self._tick, host, host.tick_token)
+    def _note(self, name: str, note: Note) -> None:
+        self.notes.append((self.loop.now, name, note))
 
-    def _tick(self, host: SimHost, token: int) -> None:
-        if token != host.tick_token or host.node is None:
-            return
-        host.tick_at = math.inf
-        try:
-            self._run(host, host.node.tick(self.loop.now))
-        except self.crash_errors:
-            self.kill(host.id)  # the machine died inside this step; nothing it meant to send left
-
-    def _deliver(self, dst: str, src: str, msg: Any) -> None:
+    def _deliver(self, dst: str, src: str, msg: Any) -> bool:
         host = self.hosts.get(dst)
-        if host is None or host.node is None:
-            return
-        try:
-            self._run(host, host.node.handle(self.loop.now, src, msg))
-        except self.crash_errors:
-            self.kill(host.id)
+        return host is not None and host.deliver(src, msg)
 
     # --- clients -----------------------------------------------------------------------------
 
@@ -200,19 +140,21 @@ class SimCluster:
 
     def _client_arrives(self, via: str, request: ClientRequest) -> None:
         host = self.hosts[via]
-        if host.node is None:
+        if not host.alive:
             return  # a dead node never answers; the client times out
-        try:
-            self._run(host, host.node.request(self.loop.now, request))
-        except self.crash_errors:
-            self.kill(host.id)
+        host.submit(request, lambda result: self._answer(request.rid, result))
+
+    def _answer(self, rid: int, result: Result) -> None:
+        waiter = self._waiters.pop(rid, None)
+        if waiter is not None:
+            self.loop.call_later(self.latency.sample(self._client_rng), waiter, result)
 
     def call(self, via: str, request: ClientRequest, timeout: float = 5.0) -> Result:
         """Submit and run the simulation until the answer arrives or the client gives up."""
         box: list[Result] = []
         self.submit(via, request, box.append)
         if not self.loop.run_until_true(lambda: bool(box), self.loop.now + timeout):
-            self._waiters.pop(request.rid, None)
+            self.forget(request.rid)
             return Failure("timeout", f"no answer from {via} within {timeout:g} s (client timeout)")
         return box[0]
 
@@ -225,40 +167,35 @@ class SimCluster:
     def kill(self, name: str) -> None:
         """Crash the host: the node's memory is lost, and so is its store's unsynced state."""
         host = self.hosts[name]
-        if host.node is None:
+        if not host.alive:
             return
-        host.past_metrics.merge(host.node.metrics)
-        host.node = None
-        host.tick_token += 1
-        host.tick_at = math.inf
+        host.kill()
+        self._steppers[name].halt()
         if self.crash_store is not None:
             self.crash_store(name, host.store)
 
     def crash_during_io(self, name: str) -> bool:
         """Make the host crash inside one of its next disk writes (False: its store cannot)."""
         host = self.hosts[name]
-        if self.arm_crash is None or host.node is None:
+        if self.arm_crash is None or not host.alive:
             return False
         self.arm_crash(name, host.store)
         return True
 
     def revive(self, name: str) -> None:
         host = self.hosts[name]
-        if host.node is None and name not in self.retired:
-            host.restarts += 1
+        if not host.alive and name not in self.retired:
             if self.reopen_store is not None:
                 host.store = self.reopen_store(name, host.store)
-            self._boot(host)
+            self._steppers[name].start()
 
     def retire(self, name: str) -> None:
         """Shut a host down for good (after it left the ring): a clean stop, its store synced."""
         host = self.hosts[name]
-        if host.node is not None:
-            host.past_metrics.merge(host.node.metrics)
+        if host.alive:
             host.store.sync()
-        host.node = None
-        host.tick_token += 1
-        host.tick_at = math.inf
+            host.kill("was shut down")
+        self._steppers[name].halt()
         self.retired.add(name)
         self.members = [n for n in self.members if n != name]
 
@@ -268,20 +205,24 @@ class SimCluster:
             raise ValueError(f"node {name} already exists")
         zones = sorted(set(self.ring.zones.values()))
         chosen = zone or zones[len(self.hosts) % len(zones)]
-        host = SimHost(name, self.store_factory(name), joining=True, zone=chosen)
-        self.hosts[name] = host
+        live = [n for n, h in self.hosts.items() if h.alive]
+        host = self._new_host(name, chosen)
+        host.boot = {
+            "status": "joining",
+            "seeds": live,
+            "zone": chosen,
+            "tokens": tuple(node_tokens(name, self.vnodes)),
+        }
         self.members = [*self.members, name]
-        self._boot(host)
+        self._steppers[name].start()
 
     def status_of(self, name: str, seen_by: str | None = None) -> str:
         """A member's status as `seen_by` (default: the member itself) knows it."""
-        host = self.hosts[seen_by or name]
-        if host.node is None or host.node.gossip is None:
-            return "unknown"
-        return host.node.gossip.membership.status_of(name)
+        node = self.hosts[seen_by or name].node
+        return "unknown" if node is None else node.status_of(name)
 
     def is_alive(self, name: str) -> bool:
-        return self.hosts[name].node is not None
+        return self.hosts[name].alive
 
     def run_for(self, seconds: float) -> None:
         self.loop.run_until(self.loop.now + seconds)
@@ -292,9 +233,7 @@ class SimCluster:
         """Every node's counters merged, including those of lives that ended in a crash."""
         total = NodeMetrics()
         for host in self.hosts.values():
-            total.merge(host.past_metrics)
-            if host.node is not None:
-                total.merge(host.node.metrics)
+            total.merge(host.metrics())
         return total
 
     def hints_pending(self) -> int:
@@ -304,7 +243,7 @@ class SimCluster:
         return sum(
             1
             for name, host in self.hosts.items()
-            if not (crashed and host.node is None and name not in self.retired)
+            if not (crashed and not host.alive and name not in self.retired)
             for _ in host.store.hints()
         )
 

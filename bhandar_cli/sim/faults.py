@@ -40,7 +40,8 @@ from dataclasses import dataclass
 from random import Random
 
 from bhandar_cli.core.messages import DecommissionRequest, Failure, Result
-from bhandar_cli.sim.cluster import SimCluster, node_names
+from bhandar_cli.host.topology import next_node_name
+from bhandar_cli.sim.cluster import SimCluster
 
 NETWORK_KINDS: tuple[str, ...] = ("kill", "restart", "partition", "clog", "delay", "loss", "duplicate")
 MEMBERSHIP_KINDS: tuple[str, ...] = ("join", "decommission")
@@ -114,17 +115,15 @@ class FaultInjector:
         """No more faults; heal the network, restore settings and restart every crashed node.
         A range movement in progress goes on (see `settled`)."""
         self.active = False
-        net = self.cluster.net
+        model = self.cluster.model
         self._blocks.clear()
-        net.blocked.clear()
-        for link in sorted(self._clogs):
-            net.unclog(*link)
         self._clogs.clear()
+        self.cluster.net.heal()
         self._delays.clear()
-        net.extra_delay.clear()
+        model.extra_delay.clear()
         self._loss.clear()
         self._dup.clear()
-        net.loss = net.duplicate = 0.0
+        model.loss = model.duplicate = 0.0
         for name in sorted(self._armed):  # a crash still waiting for a disk write happens now
             self.cluster.kill(name)
         self._armed.clear()
@@ -198,14 +197,14 @@ class FaultInjector:
         self.injected["partition"] += 1
         for link in links:
             self._blocks[link] += 1
-            self.cluster.net.blocked.add(link)
+            self.cluster.model.cut(*link)
         self._restore_in_random_order(links, self._unblock)
 
     def _unblock(self, link: tuple[str, str]) -> None:
         self._blocks[link] -= 1
         if self._blocks[link] <= 0:
             del self._blocks[link]
-            self.cluster.net.blocked.discard(link)
+            self.cluster.model.restore(*link)
 
     def _start_clog(self) -> None:
         pairs = [(a, b) for a in self.names for b in self.names if a != b]
@@ -213,7 +212,7 @@ class FaultInjector:
         self.injected["clog"] += 1
         for link in links:
             self._clogs[link] += 1
-            self.cluster.net.clog(*link)
+            self.cluster.model.clog(*link)
         self._restore_in_random_order(links, self._unclog)
 
     def _unclog(self, link: tuple[str, str]) -> None:
@@ -245,10 +244,10 @@ class FaultInjector:
     def _apply_delay(self, node: str) -> None:
         delays = self._delays.get(node)
         if delays:
-            self.cluster.net.extra_delay[node] = max(delays)
+            self.cluster.model.set_delay(node, max(delays))
         else:
             self._delays.pop(node, None)
-            self.cluster.net.extra_delay.pop(node, None)
+            self.cluster.model.set_delay(node, 0.0)
 
     def _start_loss(self) -> None:
         self._rate_fault("loss", self._loss)
@@ -268,15 +267,15 @@ class FaultInjector:
         self._apply_rates()
 
     def _apply_rates(self) -> None:
-        self.cluster.net.loss = max(self._loss, default=0.0)
-        self.cluster.net.duplicate = max(self._dup, default=0.0)
+        self.cluster.model.loss = max(self._loss, default=0.0)
+        self.cluster.model.duplicate = max(self._dup, default=0.0)
 
     # --- range movements -----------------------------------------------------------------------
 
     def _start_join(self) -> None:
         if self.movement is not None or len(self.names) >= self.params.max_nodes:
             return
-        name = node_names(len(self.cluster.hosts) + 1)[-1]
+        name = next_node_name(list(self.cluster.hosts))
         zone = self.rng.choice(self.zones)
         self.injected["join"] += 1
         self.cluster.add_node(name, zone)

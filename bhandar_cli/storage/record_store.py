@@ -1,29 +1,43 @@
 """The node's `Store` on the LSM engine: records, hints and metadata as keys and values.
 
 Key layout (one engine per node, ordered so that a keyspace or the hints scan as one range):
-  b"d" + len(keyspace) (2 bytes) + keyspace + key   -> [policy, record]   data
-  b"h" + CBOR([target, keyspace, key])              -> [created, record] hints
-  b"m" + name                                       -> CBOR value        metadata
+  b"d" + len(keyspace) (2 bytes) + keyspace + key   -> policy and record   data
+  b"h" + CBOR([target, keyspace, key])              -> created and record  hints
+  b"m" + name                                       -> CBOR value          metadata
 
-The engine folds a key's versions with `merge_values`, which applies the versioning core's own
-merge (siblings, lww or counter, from the policy stored beside the record), so compaction and
-reads can never drop a sibling. Reaping a tombstone is a hard delete.
+Values are in the versioned format of `storage/record_format.py`, which also provides the
+engine's merge operator: it applies the versioning core's own merge (siblings, lww or counter,
+from the policy stored beside the record), so compaction and reads can never drop a sibling.
+Reaping a tombstone is a hard delete. A record this build cannot read (a newer format) is
+reported once and treated as absent, and stays on disk (see `record_format`).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import cbor2
 
-from bhandar_cli.core.config import POLICIES
-from bhandar_cli.core.records import Record, from_plain, merge_records, to_plain
+from bhandar_cli.core.records import Record
 from bhandar_cli.core.store import HintKey
 from bhandar_cli.storage.disk import Disk
 from bhandar_cli.storage.engine import EngineOptions, LSMEngine
 from bhandar_cli.storage.jobs import BackgroundJob
+from bhandar_cli.storage.record_format import (
+    RecordFormatError,
+    decode_data,
+    decode_hint,
+    decode_meta,
+    encode_data,
+    encode_hint,
+    encode_meta,
+    merge_stored,
+)
 from bhandar_cli.storage.reports import EngineStats
+
+log = logging.getLogger(__name__)
 
 DATA, HINT, META = b"d", b"h", b"m"
 
@@ -39,23 +53,14 @@ def _prefix_end(prefix: bytes) -> bytes:
     return stripped[:-1] + bytes([stripped[-1] + 1]) if stripped else b"\xff" * (len(prefix) + 1)
 
 
-def merge_values(newer: bytes, older: bytes) -> bytes:
-    """The engine's merge operator: the versioning core's merge of two stored data values."""
-    if newer == older:
-        return newer
-    policy, new_plain = cbor2.loads(newer)
-    _, old_plain = cbor2.loads(older)
-    merged = merge_records(policy, from_plain(new_plain), from_plain(old_plain))
-    assert merged is not None
-    return cbor2.dumps([policy, to_plain(merged)])
-
-
 class RecordStore:
     """`core.store.Store` over an `LSMEngine`. Not thread-safe (one node, one task)."""
 
     def __init__(self, disk: Disk, directory: str, options: EngineOptions | None = None) -> None:
         self._open_args = (disk, directory, options)
-        self.engine = LSMEngine(disk, directory, options, merge=_merge_any)
+        self.engine = LSMEngine(disk, directory, options, merge=merge_stored)
+        self.unreadable: dict[bytes, RecordFormatError] = {}
+        """Records met that this build cannot read (treated as absent), by engine key."""
         self._policies: dict[str, str] = {}
         spaces = self.get_meta("keyspaces") or []
         self._policies = {str(k[0]): str(k[1]) for k in spaces}
@@ -64,25 +69,40 @@ class RecordStore:
         """Close and open again from disk, as a restarted process would (recovery runs)."""
         self.engine.close()
         disk, directory, options = self._open_args
-        self.engine = LSMEngine(disk, directory, options, merge=_merge_any)
+        self.engine = LSMEngine(disk, directory, options, merge=merge_stored)
 
     # --- data --------------------------------------------------------------------------------
 
     def get(self, keyspace: str, key: str) -> Record | None:
-        raw = self.engine.get(data_key(keyspace, key))
-        return None if raw is None else from_plain(cbor2.loads(raw)[1])
+        raw_key = data_key(keyspace, key)
+        raw = self.engine.get(raw_key)
+        if raw is None:
+            return None
+        try:
+            return decode_data(raw)[1]
+        except RecordFormatError as exc:
+            self._unreadable(raw_key, exc.at(f"record {keyspace}/{key}"))
+            return None
 
     def put(self, keyspace: str, key: str, record: Record) -> None:
         policy = self._policies.get(keyspace, "counter" if not hasattr(record, "siblings") else "siblings")
-        self.engine.put(data_key(keyspace, key), cbor2.dumps([policy, to_plain(record)]))
+        self.engine.put(data_key(keyspace, key), encode_data(policy, record))
 
     def remove(self, keyspace: str, key: str) -> None:
-        self.engine.delete(data_key(keyspace, key))
+        raw_key = data_key(keyspace, key)
+        self.engine.delete(raw_key)
+        self.unreadable.pop(raw_key, None)
 
     def items(self, keyspace: str) -> Iterator[tuple[str, Record]]:
         prefix = data_key(keyspace, "")
         for raw_key, raw in self.engine.scan(prefix, _prefix_end(prefix)):
-            yield raw_key[len(prefix) :].decode("utf-8", "surrogatepass"), from_plain(cbor2.loads(raw)[1])
+            key = raw_key[len(prefix) :].decode("utf-8", "surrogatepass")
+            try:
+                record = decode_data(raw)[1]
+            except RecordFormatError as exc:
+                self._unreadable(raw_key, exc.at(f"record {keyspace}/{key}"))
+                continue
+            yield key, record
 
     def keys(self, keyspace: str) -> Iterator[str]:
         """The keyspace's keys, without decoding their records."""
@@ -109,27 +129,33 @@ class RecordStore:
 
     def get_meta(self, name: str) -> Any:
         raw = self.engine.get(META + name.encode("utf-8"))
-        return None if raw is None else cbor2.loads(raw)
+        return None if raw is None else decode_meta(raw, f"metadata {name!r}")
 
     def put_meta(self, name: str, value: Any) -> None:
         if name == "keyspaces":
             self._policies = {str(k[0]): str(k[1]) for k in value}
-        self.engine.put(META + name.encode("utf-8"), cbor2.dumps(value))
+        self.engine.put(META + name.encode("utf-8"), encode_meta(value))
 
     # --- hints -------------------------------------------------------------------------------
 
     def hints(self) -> Iterator[tuple[HintKey, Record, float]]:
         for raw_key, raw in self.engine.scan(HINT, _prefix_end(HINT)):
             target, keyspace, key = cbor2.loads(raw_key[1:])
-            created, plain = cbor2.loads(raw)
-            yield (target, keyspace, key), from_plain(plain), float(created)
+            try:
+                created, record = decode_hint(raw)
+            except RecordFormatError as exc:
+                self._unreadable(raw_key, exc.at(f"hint for {target} of {keyspace}/{key}"))
+                continue
+            yield (target, keyspace, key), record, created
 
     def put_hint(self, hint: HintKey, record: Record, created: float) -> None:
         # Hints are replaced whole (the queue merges before storing), so they carry no policy.
-        self.engine.put(HINT + cbor2.dumps(list(hint)), cbor2.dumps([created, to_plain(record)]))
+        self.engine.put(HINT + cbor2.dumps(list(hint)), encode_hint(created, record))
 
     def remove_hint(self, hint: HintKey) -> None:
-        self.engine.delete(HINT + cbor2.dumps(list(hint)))
+        raw_key = HINT + cbor2.dumps(list(hint))
+        self.engine.delete(raw_key)
+        self.unreadable.pop(raw_key, None)
 
     # --- durability and housekeeping ---------------------------------------------------------
 
@@ -157,15 +183,8 @@ class RecordStore:
     def close(self) -> None:
         self.engine.close()
 
-
-def _merge_any(newer: bytes, older: bytes) -> bytes:
-    """Data values merge by the versioning rules; hints and metadata are replaced whole."""
-    if newer == older:
-        return newer
-    try:
-        head = cbor2.loads(newer)
-    except Exception:
-        return newer
-    if isinstance(head, list) and len(head) == 2 and head[0] in POLICIES:
-        return merge_values(newer, older)
-    return newer
+    def _unreadable(self, raw_key: bytes, error: RecordFormatError) -> None:
+        """A record this build cannot read counts as absent; say so once, not on every read."""
+        if raw_key not in self.unreadable:
+            log.warning("%s; it is treated as absent and stays on disk", error)
+        self.unreadable[raw_key] = error

@@ -47,10 +47,11 @@ def replay(
             next_rid[a] += b
             state[a] = apply(state[a], a, next_rid[a], window)
             applied.add(next_rid[a])
+            seen.append(state[a])
         else:
             assert isinstance(b, str)
             state[b] = state[b].merge(state[a])
-        seen.append(state[a] if kind == "incr" else state[b])
+            seen.append(state[b])
     return state, seen, applied
 
 
@@ -63,7 +64,9 @@ def merge_all(counters: dict[str, PNCounter]) -> PNCounter:
 
 @settings(max_examples=200)
 @given(data=st.data(), ops=steps)
-def test_merge_is_commutative_associative_idempotent(data: st.DataObject, ops: list) -> None:
+def test_merge_is_commutative_associative_idempotent(
+    data: st.DataObject, ops: list[tuple[str, str, object]]
+) -> None:
     _, seen, _ = replay(ops, 1000)
     pool = st.sampled_from([*seen, EMPTY_COUNTER])
     a, b, c = data.draw(pool), data.draw(pool), data.draw(pool)
@@ -75,7 +78,7 @@ def test_merge_is_commutative_associative_idempotent(data: st.DataObject, ops: l
 
 @settings(max_examples=300)
 @given(ops=steps)
-def test_each_request_id_counts_once_after_merging(ops: list) -> None:
+def test_each_request_id_counts_once_after_merging(ops: list[tuple[str, str, object]]) -> None:
     state, _, applied = replay(ops, 1000)
     assert merge_all(state).value == sum(delta_of(rid) for rid in applied)
 

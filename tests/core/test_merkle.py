@@ -9,14 +9,12 @@ from hypothesis import strategies as st
 from bhandar_cli.core.merkle import (
     EMPTY_LEAF_HASH,
     RING_SIZE,
-    DiffSession,
     HashProbe,
     MerkleTree,
     ProbeReply,
-    diff,
     range_size,
-    render_lines,
 )
+from bhandar_cli.core.merkle_diff import DiffSession, diff, render_lines
 
 tokens = st.integers(0, RING_SIZE - 1)
 depths = st.integers(0, 8)
@@ -154,7 +152,7 @@ def test_step_wise_protocol_between_two_parties() -> None:
     ta = MerkleTree.build(10, 5, 2, [(20, "x", b"1"), (3, "y", b"1")])  # wraps past 2**32-1
     tb = MerkleTree.build(10, 5, 2, [(20, "x", b"2"), (3, "y", b"1")])
     session = DiffSession(ta)
-    probe = session.start()
+    probe: HashProbe | None = session.start()
     assert probe == HashProbe(10, 5, 2, 0, (0,), (ta.root,))
     seen_levels = []
     while probe is not None:

@@ -7,6 +7,7 @@ read repair); the last ones replay bugs the chaos checker found, each named afte
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from bhandar_cli.core.config import KeyspaceDef, NodeConfig
 from bhandar_cli.core.messages import (
@@ -39,7 +40,7 @@ def get(c: SimCluster, via: str, key: str, level: str = "QUORUM") -> GetResult:
     return result
 
 
-def values(result: GetResult) -> list[object]:
+def values(result: GetResult) -> list[Any]:
     record = result.record
     if record is None:
         return []
@@ -52,7 +53,7 @@ def context(result: GetResult) -> dict[str, int]:
     return context_of(result.record.siblings)
 
 
-def stored_values(c: SimCluster, node: str, key: str, keyspace: str = KS) -> list[object]:
+def stored_values(c: SimCluster, node: str, key: str, keyspace: str = KS) -> list[Any]:
     record = c.hosts[node].store.get(keyspace, key)
     if record is None:
         return []
@@ -73,7 +74,7 @@ def test_cart_story_siblings_then_merge() -> None:
     c = SimCluster(seed=1, nodes=3, zones=3)
     assert isinstance(put(c, "A", "cart:42", ["rice"], None), PutResult)
     ctx = context(get(c, "C", "cart:42"))
-    c.net.partition([["A"], ["B", "C"]], c.ring.nodes)
+    c.model.partition([["A"], ["B", "C"]], c.ring.nodes)
     detect(c)
     assert isinstance(put(c, "A", "cart:42", ["rice", "oil"], ctx, "ONE"), PutResult)
     assert isinstance(put(c, "B", "cart:42", ["rice", "salt"], ctx, "QUORUM"), PutResult)
@@ -151,7 +152,7 @@ def test_strict_quorum_with_two_of_three_down_is_unavailable() -> None:
 def test_read_repair_fixes_a_replica_that_missed_a_write_and_counts_it() -> None:
     c = SimCluster(seed=5, nodes=3, zones=3)
     coordinator, _, laggard = home(c, "k")
-    c.net.block_one_way(coordinator, laggard)
+    c.model.cut(coordinator, laggard)
     assert isinstance(put(c, coordinator, "k", "new", None), PutResult)
     c.run_for(0.5)
     assert stored_values(c, laggard, "k") == []
@@ -172,12 +173,12 @@ def test_read_repair_merges_into_the_coordinators_current_copy() -> None:
     and the coordinator later handed out the same dot again."""
     c = SimCluster(seed=6, nodes=3, zones=3)
     a, b, cc = home(c, "k")
-    c.net.block_one_way(a, b)  # b misses v0, so it is stale when it coordinates the read
+    c.model.cut(a, b)  # b misses v0, so it is stale when it coordinates the read
     assert isinstance(put(c, a, "k", "v0", None), PutResult)
     c.run_for(0.5)
     c.net.heal()
-    c.net.clog(a, b)  # hold the read's replies...
-    c.net.clog(cc, b)
+    c.model.clog(a, b)  # hold the read's replies...
+    c.model.clog(cc, b)
     box: list[Result] = []
     c.submit(b, GetRequest(c.new_rid(), KS, "k", "ALL"), box.append)
     c.run_for(0.05)
@@ -201,9 +202,9 @@ def test_a_duplicated_forwarded_put_is_stored_once() -> None:
     c = SimCluster(seed=7, nodes=5, zones=3)
     key = "cart:3"
     outsider = next(n for n in c.ring.nodes if n not in home(c, key))
-    c.net.duplicate = 1.0  # every message twice
+    c.model.duplicate = 1.0  # every message twice
     assert isinstance(put(c, outsider, key, "once", None), PutResult)
-    c.net.duplicate = 0.0
+    c.model.duplicate = 0.0
     c.run_for(0.5)
     assert values(get(c, home(c, key)[0], key, "ALL")) == ["once"]
 
@@ -217,8 +218,8 @@ def test_replies_to_a_previous_life_are_not_taken_for_new_ones() -> None:
     # life, and with different dots, so a mixed-up merge would show both values.
     assert isinstance(put(c, "C", "k1", "from k1", None, "ALL"), PutResult)
     assert isinstance(put(c, "B", "k2", "from k2", None, "ALL"), PutResult)
-    c.net.clog("B", "A")
-    c.net.clog("C", "A")
+    c.model.clog("B", "A")
+    c.model.clog("C", "A")
     c.submit("A", GetRequest(c.new_rid(), KS, "k1", "ALL"), lambda _: None)
     c.run_for(0.05)
     c.kill("A")
@@ -268,7 +269,7 @@ def test_config_bug_switch_acknowledges_before_quorum() -> None:
     """The planted bug the chaos tests use: with it, a QUORUM put is acknowledged on one copy."""
     c = SimCluster(seed=11, nodes=3, zones=3, config=NodeConfig(bugs=frozenset({"ack_before_quorum"})))
     coordinator, other, third = home(c, "k")
-    c.net.block_one_way(coordinator, other)
-    c.net.block_one_way(coordinator, third)
+    c.model.cut(coordinator, other)
+    c.model.cut(coordinator, third)
     result = put(c, coordinator, "k", "v", None)
     assert isinstance(result, PutResult) and result.acks == 1

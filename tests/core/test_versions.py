@@ -178,4 +178,4 @@ def test_pruned_contexts_make_merge_order_matter() -> None:
     left = merge_siblings(merge_siblings((old,), (covering,)), (newest,))
     right = merge_siblings((old,), merge_siblings((covering,), (newest,)))
     assert [s.value for s in left] == [b"a59"]
-    assert sorted(s.value for s in right) == [b"a59", b"old"]
+    assert sorted(s.value or b"" for s in right) == [b"a59", b"old"]

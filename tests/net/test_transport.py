@@ -124,16 +124,16 @@ def test_partition_drops_on_both_sides_and_heal_restores() -> None:
             a, b, _ = await pair(nursery)
             a.transport.send("A", "B", Ping(0))
             await b.next()
-            a.transport.blocked = {"B"}  # A's side: dropped when sent
+            a.transport.model.cut("A", "B")  # A's side: dropped when sent
             a.transport.send("A", "B", Ping(1))
-            b.transport.blocked = {"A"}  # B's side: dropped when received
-            a.transport.blocked = set()
+            b.transport.model.cut("A", "B")  # B's side: dropped when received
+            a.transport.model.heal()
             a.transport.send("A", "B", Ping(2))
             with trio.move_on_after(0.3):
                 await b.next()
                 raise AssertionError("a message crossed the partition")
             assert a.transport.stats["dropped"] >= 1 and b.transport.stats["dropped"] >= 1
-            b.transport.blocked = set()
+            b.transport.model.heal()
             a.transport.send("A", "B", Ping(3))
             assert (await b.next())[1] == Ping(3)
             nursery.cancel_scope.cancel()
@@ -145,7 +145,7 @@ def test_delay_holds_messages_back() -> None:
     async def main() -> None:
         async with trio.open_nursery() as nursery:
             a, b, _ = await pair(nursery)
-            a.transport.delays = {"B": 0.2}
+            a.transport.model.set_delay("B", 0.2)
             sent = trio.current_time()
             a.transport.send("A", "B", Ping(1))
             _, _, arrived = await b.next()

@@ -44,7 +44,7 @@ def raw_frame(payload: bytes) -> bytes:
 
 
 def drain(decoder: FrameDecoder) -> list[object]:
-    out = []
+    out: list[object] = []
     while (frame := decoder.next_frame()) is not NEED_DATA and frame is not CLOSED:
         out.append(frame)
     return out
@@ -239,7 +239,7 @@ def test_declared_lengths_beyond_the_frame_are_rejected_before_decoding(header: 
 
 def test_item_count_limit_bounds_expansion() -> None:
     # 1000 empty maps: 1 byte each on the wire, a whole dict each in memory.
-    body = [{}] * 1000
+    body: list[dict[str, object]] = [{}] * 1000
     assert decode_one(encode_frame(body), max_items=1003) == body
     with pytest.raises(ProtocolError, match="more than 1002 items"):
         decode_one(encode_frame(body), max_items=1002)
@@ -280,6 +280,16 @@ def test_semantic_tags_are_rejected(tag: int) -> None:
     payload = cbor2.dumps([PROTOCOL_VERSION, cbor2.CBORTag(tag, "a")])
     with pytest.raises(ProtocolError, match=f"unexpected CBOR tag {tag}"):
         decode_one(raw_frame(payload))
+
+
+def test_a_tag_past_the_validator_would_still_be_refused_by_the_decoder_hook() -> None:
+    # Defence in depth, whichever way the installed cbor2 calls its tag hook.
+    from bhandar_cli.node import codec
+
+    with pytest.raises((ProtocolError, cbor2.CBORDecodeError)) as caught:
+        cbor2.loads(cbor2.dumps(cbor2.CBORTag(9999, "a")), tag_hook=codec._reject_tag)
+    error = caught.value if isinstance(caught.value, ProtocolError) else caught.value.__cause__
+    assert isinstance(error, ProtocolError) and "unexpected CBOR tag 9999" in str(error)
 
 
 def test_bignum_tags_must_wrap_byte_strings() -> None:

@@ -148,8 +148,14 @@ def test_end_of_input_plays_the_rest_without_pausing() -> None:
     assert "every expectation met" in out
 
 
-class CtrlC(io.StringIO):
-    def readline(self, size: int | None = -1) -> str:
+class CtrlC:
+    """Standard input (not a terminal) on which the person presses Ctrl-C. Not an io class:
+    typeshed types _IOBase.readline as bytes, which no text stream's override can match."""
+
+    def isatty(self) -> bool:
+        return False
+
+    def readline(self) -> str:
         raise KeyboardInterrupt
 
 

@@ -200,9 +200,9 @@ def test_a_message_that_breaks_the_handler_is_dropped_and_the_node_lives_on() ->
         async with open_session(ClusterOptions(nodes=3, memory=True), "json") as session:
             cluster = session.client.backend.cluster  # type: ignore[attr-defined]
             # Well-formed but ill-typed, as a rogue peer could send it: record is not a record.
-            cluster.runtime("A").deliver("B", ReplicaWrite(1, "not a keyspace", "k", "garbage"))  # type: ignore[arg-type]
+            cluster.host("A").deliver("B", ReplicaWrite(1, "not a keyspace", "k", "garbage"))  # type: ignore[arg-type]
             await trio.sleep(0.1)
-            assert cluster.runtime("A").errors == 1 and cluster.runtime("A").alive
+            assert cluster.host("A").errors == 1 and cluster.host("A").alive
             return [r.to_json() for r in await session.run_line("put ks k v via=A; get ks k via=A")]
 
     put, get = trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))

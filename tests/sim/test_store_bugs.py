@@ -60,7 +60,7 @@ def test_a_joining_node_neither_serves_nor_redefines_a_keyspace_it_has_not_heard
     strict = KeyspaceDef("strict", quorum="strict")
     assert not isinstance(c.call("A", KeyspaceRequest(c.new_rid(), strict)), Failure)
     c.run_for(1.0)
-    c.net.partition([["E"]], [*c.hosts, "E"])  # E hears nobody yet
+    c.model.partition([["E"]], [*c.hosts, "E"])  # E hears nobody yet
     c.add_node("E", "z1")
     refused = c.call("E", GetRequest(c.new_rid(), "strict", "k", "QUORUM"))
     assert isinstance(refused, Failure) and refused.code == "unavailable", refused
@@ -132,14 +132,14 @@ def test_a_hint_for_a_leaving_node_goes_to_the_future_replicas() -> None:
     put(c, "A", key, b'"hinted"')
     holder = next(n for n in c.members if any(True for _ in c.hosts[n].store.hints()))
     assert holder == expected_holder
-    c.net.partition([[holder], [slow]], c.members)  # the hint and C's stream both wait
+    c.model.partition([[holder], [slow]], c.members)  # the hint and C's stream both wait
     c.revive("C")
     c.run_for(1.0)
     answers: list[object] = []
     c.submit("C", DecommissionRequest(c.new_rid()), answers.append)
     c.run_for(config.join_delay + 1.0)  # C has begun streaming (without the hint)
     assert c.status_of("C") == "leaving"
-    c.net.partition([[slow]], c.members)  # the holder is back; C still cannot reach `slow`
+    c.model.partition([[slow]], c.members)  # the holder is back; C still cannot reach `slow`
     c.run_for(5.0)
     c.net.heal()
     wait_until(c, lambda: bool(answers))
@@ -179,7 +179,7 @@ def test_a_bootstrap_waits_for_a_source_that_is_down() -> None:
     ring = ring_of(c)
     keys = [f"k{i}" for i in range(300) if "B" in ring.preference_list(key_token("ks", f"k{i}"), 2)]
     for other in ("A", "C", "D"):
-        c.net.block_one_way("B", other)  # B's copies reach nobody: B alone holds these writes
+        c.model.cut("B", other)  # B's copies reach nobody: B alone holds these writes
     for key in keys:
         put(c, "B", key, f'"{key}"'.encode())
     c.kill("B")
@@ -246,7 +246,7 @@ def test_a_leaving_node_does_not_coordinate_a_write_alone() -> None:
     c.submit("C", DecommissionRequest(c.new_rid()), answers.append)
     c.run_for(config.join_delay + 1.0)
     assert c.status_of("C") == "leaving"
-    c.net.partition([["C"]], c.members)
+    c.model.partition([["C"]], c.members)
     c.run_for(config.detection_bound())  # C sees every other node down
     result = c.call("C", PutRequest(c.new_rid(), "ks", key, b'"late"', JSON, None, "ONE"))
     c.net.heal()

@@ -1,0 +1,304 @@
+"""One node of the store as a sans-I/O state machine: the whole surface a driver may use.
+
+Drivers feed it client requests (`request`), messages from peers (`handle`) and the passage of time
+(`tick`, whenever `now >= next_deadline()`), and carry out the effects it returns: `Send`, `Respond`
+and `Note`. Effects marked durable go out only after the driver synced the node's store: that is
+how "acknowledged only after it is durable" holds without the core doing any I/O. Tools read the
+node through its views (`info`, `members`, `hints_summary`, `records`, `digests`, `tree_entries`,
+`metrics`, `ring`, `status`, `keyspaces`).
+
+Writes are coordinated by a replica: the first live home replica, or a fallback standing in for a
+down one (sloppy quorum). A node that receives a write it should not coordinate forwards it once.
+The coordinator merges the write into its own copy, makes it durable, then sends the whole merged
+record to the other replicas and answers after W acknowledgements (itself included). Reads go to
+the same replicas; the coordinator answers after R replies, then repairs the replicas that answered
+with older versions (read repair).
+
+The node only wires its roles together, each an object handed its collaborators: the coordinator
+(coordinator.py, with reads.py and writes.py), the replica (replica.py), hinted handoff
+(handoff.py), anti-entropy (antientropy.py, reaping.py), streaming (streaming.py) and the
+membership it routes by (ringview.py, node_membership.py). The state several of them share is
+its own object: the op table (optable.py), keyspace definitions (keyspaces.py), metrics.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from random import Random
+from typing import Any
+
+from bhandar_cli.core import antientropy as ae
+from bhandar_cli.core import streaming as st
+from bhandar_cli.core.antientropy import AntiEntropy
+from bhandar_cli.core.config import KeyspaceDef, NodeConfig
+from bhandar_cli.core.coordinator import Coordinator
+from bhandar_cli.core.gossip import GossipLiveness
+from bhandar_cli.core.handoff import HintedHandoff
+from bhandar_cli.core.hints import HintQueue
+from bhandar_cli.core.keyspaces import Keyspaces
+from bhandar_cli.core.liveness import Liveness, PingLiveness
+from bhandar_cli.core.messages import (
+    ClientReply,
+    ClientRequest,
+    DecommissionRequest,
+    Effect,
+    GetRequest,
+    IncrRequest,
+    KeyspaceRequest,
+    PutRequest,
+    RepairRequest,
+    ReplicaAck,
+    ReplicaRead,
+    ReplicaReadReply,
+    ReplicaWrite,
+    SchemaUpdate,
+)
+from bhandar_cli.core.metrics import NodeMetrics
+from bhandar_cli.core.node_membership import MembershipSaver, boot_gossip
+from bhandar_cli.core.ops import ForwardOp, HandoffOp, IncrOp, Op, PutOp, ReadOp
+from bhandar_cli.core.optable import IdSource, OpTable
+from bhandar_cli.core.reads import ReadCoordinator
+from bhandar_cli.core.reaping import TombstoneReaper
+from bhandar_cli.core.records import Record
+from bhandar_cli.core.replica import Replica
+from bhandar_cli.core.ring import Ring
+from bhandar_cli.core.ringview import RingView
+from bhandar_cli.core.store import Store
+from bhandar_cli.core.streaming import Streaming
+from bhandar_cli.core.views import NodeViews
+from bhandar_cli.core.writes import WriteCoordinator
+
+HOUSEKEEPING = 0.25  # seconds between checks of repair sessions, range movement and membership
+
+Handler = Callable[[float, str, Any], list[Effect]]
+
+
+class Node:
+    """A replica and coordinator. All state that is not in `store` is lost when the node crashes."""
+
+    def __init__(
+        self,
+        node_id: str,
+        ring: Ring,
+        store: Store,
+        rng: Random,
+        now: float,
+        config: NodeConfig | None = None,
+        liveness: Liveness | None = None,
+        *,
+        status: str = "normal",
+        seeds: list[str] | None = None,
+        zone: str | None = None,
+        tokens: tuple[int, ...] | None = None,
+        address: str = "",
+        http: str = "",
+    ) -> None:
+        """`ring` is the cluster as the driver knows it at boot; with gossip (the default) the
+        node then keeps its own view. A joining node is started with `status="joining"` and its
+        tokens; it bootstraps, then announces itself normal."""
+        self.id = node_id
+        config = config or NodeConfig()
+        # After a restore from a snapshot the node's own counters went back in time; writing as
+        # a new actor keeps it from reusing dots (and counter entries) it handed out since.
+        home_actor = str(store.get_meta("actor") or node_id)
+        keyspaces = Keyspaces(store, config.default_n)
+        gossip: GossipLiveness | None = None
+        if liveness is None and config.liveness == "gossip":
+            liveness = gossip = boot_gossip(
+                node_id,
+                ring,
+                store,
+                config,
+                rng,
+                now,
+                status=status,
+                seeds=seeds,
+                zone=zone,
+                tokens=tokens,
+                address=address,
+                http=http,
+                schema=keyspaces.all,
+                on_schema=keyspaces.learn_all,
+            )
+        elif isinstance(liveness, GossipLiveness):
+            gossip = liveness
+        if liveness is None:
+            liveness = PingLiveness(node_id, ring.nodes, now, config.ping_interval, config.down_after)
+        view = RingView(node_id, liveness, gossip, ring)
+        hints = HintQueue(store, keyspaces.policy, config.hint_max_per_target, config.hint_max_age)
+        metrics = NodeMetrics()
+        # `rng` draws in this order (gossip's seed, the first id, the first repair): a seed must
+        # replay the same run.
+        ids = IdSource(rng.getrandbits(48) + 1)
+        ops = OpTable(ids)
+        first_repair = now + config.repair_interval * (0.5 + rng.random())
+
+        replica = Replica(node_id, store, hints, keyspaces, view, metrics)
+        reads = ReadCoordinator(node_id, config, store, keyspaces, replica, ops, metrics)
+        writes = WriteCoordinator(node_id, home_actor, config, store, replica, ops, metrics)
+        reaper = TombstoneReaper(node_id, config, store, view, metrics)
+        anti_entropy = AntiEntropy(
+            node_id, config, store, keyspaces, view, ids, reaper, metrics, first_repair
+        )
+        streaming = Streaming(node_id, config, store, keyspaces, hints, view, ids, now)
+        handoff = HintedHandoff(node_id, config, hints, store, keyspaces, view, ops, metrics, now)
+        coordinator = Coordinator(
+            node_id, config, keyspaces, view, ops, metrics, reads, writes, anti_entropy, streaming
+        )
+        self._ring_view = view
+        self._keyspaces = keyspaces
+        self._metrics = metrics
+        self._ops = ops
+        self._coordinator = coordinator
+        self._reads = reads
+        self._writes = writes
+        self._handoff = handoff
+        self._anti_entropy = anti_entropy
+        self._streaming = streaming
+        self._saver = MembershipSaver(store, gossip) if gossip is not None else None
+        self._views = NodeViews(node_id, store, view, keyspaces, hints, anti_entropy, streaming)
+        self._next_housekeeping = now
+        # Peer messages by exact type (messages are final dataclasses, never subclassed): this runs
+        # for every message, and a chain of isinstance checks cost more than handling a small one.
+        forwarded: Handler = self._on_forwarded
+        self._handlers: dict[type, Handler] = {
+            ReplicaWrite: replica.on_write,
+            ReplicaAck: self._on_replica_ack,
+            ReplicaRead: replica.on_read,
+            ReplicaReadReply: reads.on_reply,
+            PutRequest: forwarded,
+            GetRequest: forwarded,
+            IncrRequest: forwarded,
+            KeyspaceRequest: forwarded,
+            RepairRequest: forwarded,
+            DecommissionRequest: forwarded,
+            ClientReply: coordinator.on_forward_reply,
+            SchemaUpdate: coordinator.on_schema,
+            ae.RepairProbe: anti_entropy.on_probe,
+            ae.RepairProbeReply: anti_entropy.on_probe_reply,
+            ae.RepairFetch: anti_entropy.on_fetch,
+            ae.RepairFetchReply: anti_entropy.on_fetch_reply,
+            ae.RepairPush: anti_entropy.on_push,
+            ae.RepairDone: anti_entropy.on_done,
+            st.StreamRequest: streaming.on_request,
+            st.StreamBatch: streaming.on_batch,
+            st.StreamAck: streaming.on_ack,
+        }
+
+    # --- inputs -------------------------------------------------------------------------------
+
+    def request(self, now: float, req: ClientRequest) -> list[Effect]:
+        """A request from a client connected to this node."""
+        return self._coordinator.request(now, req, None)
+
+    def handle(self, now: float, src: str, msg: object) -> list[Effect]:
+        """A message from peer `src`."""
+        liveness = self._ring_view.liveness
+        liveness.heard_from(src, now)
+        handler = self._handlers.get(msg.__class__)
+        if handler is not None:
+            return handler(now, src, msg)
+        out = liveness.handle(now, src, msg)
+        return [] if out is None else out
+
+    def tick(self, now: float) -> list[Effect]:
+        """Time passed: call whenever `now >= next_deadline()`."""
+        out = self._ring_view.liveness.tick(now)
+        for _, op in self._ops.expired(now):
+            out.extend(self._expire(now, op))
+        out.extend(self._handoff.tick(now))
+        if now >= self._next_housekeeping:
+            self._next_housekeeping = now + HOUSEKEEPING
+            out.extend(self._anti_entropy.expire(now))
+            out.extend(self._streaming.tick(now))
+            if self._saver is not None:
+                self._saver.save()
+        out.extend(self._anti_entropy.tick(now))
+        return out
+
+    def next_deadline(self) -> float:
+        """When the node next needs a `tick` (it may be in the past: tick at once)."""
+        return min(
+            self._ring_view.liveness.next_deadline(),
+            self._handoff.next_deadline(),
+            self._next_housekeeping,
+            self._anti_entropy.next_deadline(),
+            self._ops.next_deadline(),
+        )
+
+    def learn_ring(self, now: float, ring: Ring) -> None:
+        """Members the driver discovered (process mode): routed to, and watched for liveness."""
+        self._ring_view.learn(now, ring)
+
+    # --- views for clients and tools (pure reads) ------------------------------------------------
+
+    @property
+    def ring(self) -> Ring:
+        """The current ring as this node sees it."""
+        return self._ring_view.ring
+
+    @property
+    def status(self) -> str:
+        """This node's own status: joining, normal, leaving or left (normal without gossip)."""
+        return self._ring_view.status
+
+    def status_of(self, member: str) -> str:
+        """A member's status as this node knows it ("unknown" without gossip)."""
+        return self._ring_view.status_of(member)
+
+    @property
+    def moving(self) -> bool:
+        """Does this node know of a member joining or leaving?"""
+        return self._ring_view.moving()
+
+    def is_up(self, peer: str, now: float) -> bool:
+        return self._ring_view.is_up(peer, now)
+
+    @property
+    def keyspaces(self) -> Mapping[str, KeyspaceDef]:
+        return self._keyspaces.view()
+
+    @property
+    def metrics(self) -> NodeMetrics:
+        return self._metrics
+
+    def info(self, now: float, counts: bool = True) -> dict[str, Any]:
+        return self._views.info(now, counts)
+
+    def members(self, now: float) -> list[dict[str, Any]]:
+        return self._views.members(now)
+
+    def hints_summary(self, now: float) -> list[dict[str, Any]]:
+        return self._views.hints_summary(now)
+
+    def records(self, keyspace: str, key: str) -> tuple[Record | None, Record | None]:
+        """(own record, merged hints) of a key on this node."""
+        return self._views.records(keyspace, key)
+
+    def digests(self) -> list[list[Any]]:
+        return self._views.digests()
+
+    def tree_entries(self, keyspace: str, lo: int, hi: int) -> list[list[Any]]:
+        return self._views.tree_entries(keyspace, lo, hi)
+
+    # --- routing -------------------------------------------------------------------------------
+
+    def _on_forwarded(self, now: float, src: str, msg: ClientRequest) -> list[Effect]:
+        return self._coordinator.request(now, msg, src)
+
+    def _on_replica_ack(self, now: float, src: str, msg: ReplicaAck) -> list[Effect]:
+        op = self._ops.get(msg.op)
+        if isinstance(op, HandoffOp):
+            return self._handoff.on_ack(msg.op, msg, op)
+        if isinstance(op, PutOp | IncrOp):
+            return self._writes.on_ack(now, src, msg, op)
+        return []
+
+    def _expire(self, now: float, op: Op) -> list[Effect]:
+        if isinstance(op, ReadOp):
+            return self._reads.expire(now, op)
+        if isinstance(op, PutOp | IncrOp):
+            return self._writes.expire(now, op)
+        if isinstance(op, ForwardOp):
+            return self._coordinator.expire_forward(op)
+        return self._handoff.expire(op)

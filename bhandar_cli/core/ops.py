@@ -1,0 +1,174 @@
+"""Operations a node waits on, one frozen record per kind, and how a waiting client is answered.
+
+`Op` is a tagged union: `PutOp` (a put or delete), `IncrOp`, `ReadOp`, `ForwardOp` (a request
+handed to another coordinator) and `HandoffOp` (one hint on its way to a replica). Each has exactly
+the fields of its kind, fixed when it starts. What changes while a client op waits (the replicas
+that acknowledged or answered, those that refused, whether the client has its answer) lives in the
+small mutable progress object the op holds, and the steps of a traced request in its `Trace`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from bhandar_cli.core.messages import (
+    ClientReply,
+    Effect,
+    Failure,
+    GetResult,
+    IncrResult,
+    PutResult,
+    Respond,
+    Result,
+    Send,
+)
+from bhandar_cli.core.metrics import NodeMetrics
+from bhandar_cli.core.records import Record
+
+
+class Trace:
+    """The steps of a request whose client asked for a trace, in milliseconds since it arrived."""
+
+    __slots__ = ("started", "steps")
+
+    def __init__(self, started: float) -> None:
+        self.started = started
+        self.steps: list[tuple[float, str]] = []
+
+    def note(self, now: float, text: str) -> None:
+        self.steps.append((round((now - self.started) * 1000.0, 3), text))
+
+
+@dataclass(slots=True)
+class WriteProgress:
+    """What a write learns while it waits: who stored it, who refused (and why), and whether the
+    client has been answered (the op stays until every target replied or it times out)."""
+
+    acks: set[str]
+    failed: dict[str, str] = field(default_factory=dict)
+    answered: bool = False
+
+
+@dataclass(slots=True)
+class ReadProgress:
+    """What a read learns while it waits: each replica's answer, and whether the client has been
+    answered (the op keeps listening for slower replicas, to repair them)."""
+
+    replies: dict[str, Record | None] = field(default_factory=dict)
+    answered: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class PutOp:
+    """A put or delete this node coordinates: answered once `needed` targets stored it."""
+
+    verb: str  # put or delete (the metric it counts under)
+    rid: int  # the client request to answer
+    origin: str | None  # the node that forwarded the request, None for a local client
+    started: float
+    deadline: float
+    level: str
+    keyspace: str
+    key: str
+    needed: int
+    targets: tuple[str, ...]  # every replica written to, pending (future) replicas included
+    hinted: tuple[str, ...]  # "E for D": fallbacks that take a hint
+    warnings: tuple[str, ...]
+    trace: Trace | None
+    progress: WriteProgress
+
+
+@dataclass(frozen=True, slots=True)
+class IncrOp:
+    """An increment this node coordinates: answered with `value` once `needed` targets stored it."""
+
+    rid: int
+    origin: str | None
+    started: float
+    deadline: float
+    level: str
+    keyspace: str
+    key: str
+    needed: int
+    targets: tuple[str, ...]
+    value: int  # the counter's value after this increment, as the coordinator merged it
+    trace: Trace | None
+    progress: WriteProgress
+
+    @property
+    def verb(self) -> str:
+        return "incr"
+
+
+@dataclass(frozen=True, slots=True)
+class ReadOp:
+    """A get this node coordinates: answered after `needed` replies, then repairs stale replicas."""
+
+    rid: int
+    origin: str | None
+    started: float
+    deadline: float
+    level: str
+    keyspace: str
+    key: str
+    needed: int
+    targets: tuple[str, ...]
+    fallbacks: frozenset[str]  # targets standing in for a down home replica: never read-repaired
+    trace: Trace | None
+    progress: ReadProgress
+
+    @property
+    def verb(self) -> str:
+        return "get"
+
+
+@dataclass(frozen=True, slots=True)
+class ForwardOp:
+    """A client request this node handed to `target` to coordinate; its answer is relayed back."""
+
+    rid: int
+    origin: str | None
+    deadline: float
+    target: str
+
+
+@dataclass(frozen=True, slots=True)
+class HandoffOp:
+    """One hint for `target` sent to a replica; removed from the queue once that replica has it."""
+
+    deadline: float
+    target: str
+    keyspace: str
+    key: str
+    record: Record
+
+
+WriteOp = PutOp | IncrOp
+ClientOp = PutOp | IncrOp | ReadOp
+Op = PutOp | IncrOp | ReadOp | ForwardOp | HandoffOp
+
+
+def answer(rid: int, origin: str | None, result: Result, durable: bool = False) -> Effect:
+    """The effect that answers client request `rid`: to a local client, or back to the node that
+    forwarded it."""
+    if origin is None:
+        return Respond(rid, result, durable)
+    return Send(origin, ClientReply(rid, result), durable)
+
+
+def finish(
+    now: float,
+    op: ClientOp,
+    result: PutResult | IncrResult | GetResult | Failure,
+    metrics: NodeMetrics,
+    durable: bool = False,
+) -> Effect:
+    """Answer the client of `op`, counting it in the metrics and closing its trace."""
+    failed = isinstance(result, Failure)
+    metrics.observe(op.verb, op.level, not failed, (now - op.started) * 1000.0)
+    if op.trace is not None:
+        op.trace.note(
+            now, f"failed: {result.error}" if isinstance(result, Failure) else "answered the client"
+        )
+        result = replace(result, trace=tuple(op.trace.steps))
+    return answer(op.rid, op.origin, result, durable)

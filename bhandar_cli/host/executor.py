@@ -1,0 +1,252 @@
+"""The effect executor: one node's life in an environment, and the one order its effects run in.
+
+A `NodeHost` holds what outlives a crash of its node (the name, the store, counters of earlier
+lives) and, while the node is up, the core `Node` (memory state, lost by a crash). Client
+requests and peer messages wait in the host's inbox; the environment calls `step(now)` whenever
+`ready(now)`: the inbox holds something or the node's next deadline has passed. A step is the
+whole definition of how a node's effects are executed, for the trio runtime and the simulator
+alike:
+
+1. up to `BATCH` inputs go through the core in arrival order; an input whose handling raises is
+   dropped and logged (and its client, if any, gets an internal error): one bad message never
+   takes the node down;
+2. the node's timers fire if due (`tick`);
+3. the effects that need no durability go out, in order (sends, answers, notes);
+4. if any effect is durable the step yields once, handing the environment the store's blocking
+   sync; the environment runs it (inline, in a worker thread, or after a simulated fsync delay)
+   and resumes the step, which then sends the durable effects in order. One sync covers every
+   write of the batch: group commit. A node killed while the sync runs sends none of them, so
+   nothing is acknowledged that a crash could lose.
+
+Anything else that raises in a step (a timer's bug, a failed sync, an input's error listed in
+`fatal`, such as a disk that failed) reaches the environment, which decides what it means: the
+simulator turns a simulated power cut into a machine crash; otherwise the environment calls
+`crash`, which ends this node's life loudly (logged with the node's id, kept as `crash_reason`
+for status, told as a note) and never touches the environment's other nodes or its caller.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Callable, Iterator
+from random import Random
+from typing import Any, Protocol
+
+from bhandar_cli.core.config import NodeConfig
+from bhandar_cli.core.messages import ClientRequest, Failure, Note, Respond, Result, Send
+from bhandar_cli.core.metrics import NodeMetrics
+from bhandar_cli.core.node import Node
+from bhandar_cli.core.ring import Ring
+from bhandar_cli.core.store import Store
+
+log = logging.getLogger("bhandar.node")
+
+INBOX_SIZE = 10_000
+BATCH = 256
+
+SendFn = Callable[[str, str, Any], None]  # (src, dst, message): the environment's network
+NoteFn = Callable[[str, Note], None]  # (node, note): what a person watching is told
+Responder = Callable[[Result], None]
+Sync = Callable[[], None]  # blocking: makes every write made so far durable
+
+
+class BackgroundJob(Protocol):
+    """A store's flush or compaction: `run` may go to a worker thread, `finish` may not."""
+
+    kind: str
+
+    def run(self) -> None: ...
+    def finish(self) -> object: ...
+
+
+class NodeHost:
+    """One node's place in an environment: its store, its inbox, and (while up) its core state."""
+
+    def __init__(
+        self,
+        name: str,
+        zone: str,
+        ring: Ring,
+        store: Store,
+        config: NodeConfig,
+        seed: int,
+        send: SendFn,
+        on_note: NoteFn | None = None,
+        fatal: tuple[type[BaseException], ...] = (),
+    ) -> None:
+        self.name = name
+        self.zone = zone
+        self.ring = ring  # the cluster as known when the node boots (gossip keeps its own view)
+        self.store = store
+        self.config = config
+        self.send = send
+        self.on_note = on_note
+        self.fatal = fatal
+        self.boot: dict[str, Any] = {}  # extra Node arguments (a joining node's status, tokens, seeds)
+        self.node: Node | None = None
+        self.generation = 0  # lives started
+        self.crash_reason: str | None = None  # why the last life ended on its own, if it did
+        self.errors = 0  # inputs dropped because handling them raised
+        self.past_metrics = NodeMetrics()  # counters of lives that ended
+        self.wake: Callable[[], None] = lambda: None  # the environment's: an input is waiting
+        self.seed = seed  # each life's node draws its randomness from here, in order
+        self._rng = Random(seed)
+        self._inbox: deque[tuple[str | None, Any]] = deque()
+        self._responders: dict[int, Responder] = {}
+
+    # --- life --------------------------------------------------------------------------------
+
+    @property
+    def alive(self) -> bool:
+        return self.node is not None
+
+    def start(self, now: float) -> None:
+        """Boot a new life of the node on the store (a restart after a kill or crash)."""
+        if self.node is not None:
+            raise RuntimeError(f"node {self.name} is already running")
+        self.generation += 1
+        self.crash_reason = None
+        self._inbox.clear()
+        node = Node(
+            self.name, self.ring, self.store, Random(self._rng.getrandbits(64)), now, self.config, **self.boot
+        )
+        self.store.sync()  # the new generation must survive the next crash
+        self.node = node
+
+    def kill(self, reason: str = "crashed") -> None:
+        """End this life with no clean-up: memory state and requests in flight here are lost."""
+        node, self.node = self.node, None
+        if node is None:
+            return
+        self.past_metrics.merge(node.metrics)
+        self._inbox.clear()
+        responders, self._responders = self._responders, {}
+        # Not "unavailable" (which promises nothing was applied): the request may have been.
+        failure = Failure(
+            "timeout", f"node {self.name} {reason} before answering; the request may have taken effect"
+        )
+        for responder in responders.values():
+            responder(failure)
+
+    def crash(self, exc: BaseException, what: str = "crashed") -> None:
+        """End this life because of `exc`: loud (logged, noted, kept for status), never raised."""
+        self.crash_reason = f"{what}: {type(exc).__name__}: {exc}"
+        log.error("node %s %s", self.name, self.crash_reason, exc_info=exc)
+        self.kill("crashed (internal error)")
+        self._note(Note(f"{self.name} {self.crash_reason}", {"node": self.name, "crashed": True}))
+
+    def background_job(self) -> BackgroundJob | None:
+        """The store's next due flush or compaction, for the environment to run (None: nothing)."""
+        if self.node is None:
+            return None
+        getter = getattr(self.store, "background_job", None)  # TODO(merge storagejobs): Store protocol
+        job: BackgroundJob | None = None if getter is None else getter()
+        return job
+
+    # --- inputs ------------------------------------------------------------------------------
+
+    def deliver(self, src: str, msg: Any) -> bool:
+        """A message from the network; False if the node is down or its inbox is full (dropped)."""
+        if self.node is None or len(self._inbox) >= INBOX_SIZE:
+            return False
+        self._inbox.append((src, msg))
+        if len(self._inbox) == 1:
+            self.wake()
+        return True
+
+    def submit(self, request: ClientRequest, responder: Responder) -> None:
+        """A client request; `responder` is called exactly once with the result (unless `forget`)."""
+        if self.node is None:
+            responder(Failure("unavailable", f"node {self.name} is down; revive it or use another node"))
+            return
+        if len(self._inbox) >= INBOX_SIZE:
+            responder(Failure("unavailable", f"node {self.name} is overloaded (inbox full)"))
+            return
+        self._responders[request.rid] = responder
+        self._inbox.append((None, request))
+        if len(self._inbox) == 1:
+            self.wake()
+
+    def forget(self, rid: int) -> None:
+        """The client stopped waiting for request `rid`."""
+        self._responders.pop(rid, None)
+
+    # --- stepping ----------------------------------------------------------------------------
+
+    def next_deadline(self) -> float:
+        node = self.node
+        return float("inf") if node is None else node.next_deadline()
+
+    def ready(self, now: float) -> bool:
+        node = self.node
+        return node is not None and (bool(self._inbox) or now >= node.next_deadline())
+
+    def step(self, now: float) -> Iterator[Sync]:
+        """Run one batch through the node (see the module docstring). Yields at most once: the
+        blocking sync the environment runs before the durable effects go out. What raises here
+        (other than one input's handling) is the environment's to turn into a crash."""
+        node = self.node
+        if node is None:
+            return
+        effects = self._handle_batch(node, now)
+        if now >= node.next_deadline():
+            effects.extend(node.tick(now))
+        durable = [e for e in effects if getattr(e, "durable", False)]
+        if not durable or "ack_before_sync" in self.config.bugs:
+            # (The planted bug forgets the sync: acks rest on whatever a later sync saves.)
+            self._dispatch(effects)
+            return
+        self._dispatch([e for e in effects if not getattr(e, "durable", False)])
+        yield self.store.sync
+        if self.node is node:  # not killed while the store synced
+            self._dispatch(durable)
+
+    def _handle_batch(self, node: Node, now: float) -> list[Any]:
+        effects: list[Any] = []
+        inbox = self._inbox
+        for _ in range(min(len(inbox), BATCH)):
+            src, msg = inbox.popleft()
+            try:
+                effects.extend(node.request(now, msg) if src is None else node.handle(now, src, msg))
+            except self.fatal:
+                raise
+            except Exception as exc:  # a malformed message, or our bug: never let it kill the node
+                self._dropped(src, msg, exc)
+        return effects
+
+    def _dispatch(self, effects: list[Any]) -> None:
+        for effect in effects:
+            cls = effect.__class__
+            if cls is Send:
+                self.send(self.name, effect.dst, effect.msg)
+            elif cls is Respond:
+                responder = self._responders.pop(effect.rid, None)
+                if responder is not None:
+                    responder(effect.result)
+            elif cls is Note:
+                self._note(effect)
+
+    def _note(self, note: Note) -> None:
+        if self.on_note is not None:
+            self.on_note(self.name, note)
+
+    def _dropped(self, src: str | None, msg: Any, exc: Exception) -> None:
+        self.errors += 1
+        what = f"{type(msg).__name__} from {src or 'a client'}"
+        log.error("%s dropped %s: %s: %s", self.name, what, type(exc).__name__, exc, exc_info=exc)
+        self._note(Note(f"{self.name} dropped {what} it could not handle ({type(exc).__name__})"))
+        if src is None:
+            responder = self._responders.pop(getattr(msg, "rid", -1), None)
+            if responder is not None:
+                responder(Failure("internal", f"node {self.name} could not handle the request: {exc}"))
+
+    # --- views -------------------------------------------------------------------------------
+
+    def metrics(self) -> NodeMetrics:
+        """Counters of every life of this node, the current one included."""
+        total = NodeMetrics()
+        total.merge(self.past_metrics)
+        if self.node is not None:
+            total.merge(self.node.metrics)
+        return total

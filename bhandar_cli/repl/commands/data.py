@@ -1,0 +1,150 @@
+"""REPL data commands: put, get, delete, incr and keyspace, declared with their handlers."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from bhandar_cli.core.errors import BadInput
+from bhandar_cli.outcomes import GetOutcome, IncrOutcome, WriteOutcome
+from bhandar_cli.repl.kinds import (
+    CONTEXT,
+    INTEGER,
+    KEY,
+    KEYSPACE,
+    LEVEL,
+    NEW_KEYSPACE,
+    NODE,
+    POLICY,
+    QUORUM_MODE,
+    REPLICAS,
+    REQUEST_ID,
+    VALUE,
+    keyword,
+)
+from bhandar_cli.repl.table import Arg, CommandTable, Option
+from bhandar_cli.repl.views_data import render_get, render_incr, render_keyspaces, render_write
+from bhandar_cli.values import parse_value_text
+
+if TYPE_CHECKING:
+    from bhandar_cli.repl.grammar import Command, Word
+    from bhandar_cli.repl.session import Session
+
+TABLE = CommandTable()
+
+KS_KEY = (Arg(KEYSPACE), Arg(KEY))
+CTX = Option("ctx", CONTEXT)
+VIA = Option("via", NODE)
+LEVEL_SHORT = Option("c", LEVEL, metavar="...")  # keeps the longer usage lines on one line
+
+
+@TABLE.command(
+    "put",
+    "write a value (a JSON literal, else a bare string)",
+    args=(*KS_KEY, Arg(VALUE)),
+    options=(CTX, Option("c", LEVEL), VIA),
+    aliases=("set",),
+    help="""VALUE is a JSON literal when it parses as one, else a bare string; shell-style quoting
+    applies. ctx=auto (the default) writes with the context of this session's last get of the key,
+    else none (a blind write); a TOKEN is a context a get printed. c= sets the consistency level of
+    this write (default: the session's, see consistency); via= chooses the coordinator (default: the
+    first live replica of the key).""",
+    examples=("put carts cart:42 '[\"rice\"]'", 'put carts cart:42 \'["rice","oil"]\' via=A c=ONE'),
+    renderer=render_write,
+)
+async def put(session: Session, cmd: Command) -> WriteOutcome:
+    value, ctype = parse_value_text(_value_text(cmd.args[2]))
+    o = cmd.options
+    return await session.client.put(
+        cmd.arg(0), cmd.arg(1), value, ctype, o.get("ctx"), o.get("c"), o.get("via")
+    )
+
+
+@TABLE.command(
+    "get",
+    "read every sibling and the causal context",
+    args=KS_KEY,
+    options=(Option("c", LEVEL), VIA),
+    help="""Reads the key from as many replicas as the level needs and shows every sibling with its
+    dot and version vector, and the context the next put or delete of the key writes back with. For a
+    counter keyspace get returns values: [N], one merged number, and the P/N table per replica.""",
+    examples=("get carts cart:42", "get carts cart:42 c=ALL"),
+    renderer=render_get,
+)
+async def get(session: Session, cmd: Command) -> GetOutcome:
+    o = cmd.options
+    return await session.client.get(cmd.arg(0), cmd.arg(1), o.get("c"), o.get("via"))
+
+
+@TABLE.command(
+    "delete",
+    "delete (writes a tombstone)",
+    args=KS_KEY,
+    options=(CTX, LEVEL_SHORT, VIA),
+    aliases=("del",),
+    help="""A delete is a write: a tombstone that carries the causal context (ctx=, c= and via= as
+    for put), so a replica that missed it cannot bring the value back.""",
+    examples=("delete carts cart:42",),
+    renderer=render_write,
+)
+async def delete(session: Session, cmd: Command) -> WriteOutcome:
+    o = cmd.options
+    return await session.client.delete(cmd.arg(0), cmd.arg(1), o.get("ctx"), o.get("c"), o.get("via"))
+
+
+@TABLE.command(
+    "incr",
+    "add to a PN-Counter (a retried id counts once)",
+    args=(*KS_KEY, Arg(INTEGER, "DELTA", optional=True)),
+    options=(Option("id", REQUEST_ID), LEVEL_SHORT, VIA),
+    help="""Adds DELTA (default 1; a negative DELTA subtracts) to a counter in a counter keyspace such
+    as counters. id= names the request: a retry with the same id is counted once (default: a new id
+    per command).""",
+    examples=("incr counters visits", "incr counters visits -3 id=r1"),
+    renderer=render_incr,
+)
+async def incr(session: Session, cmd: Command) -> IncrOutcome:
+    delta = _int(cmd.arg(2), "DELTA") if len(cmd.args) > 2 else 1
+    o = cmd.options
+    return await session.client.incr(cmd.arg(0), cmd.arg(1), delta, o.get("id"), o.get("c"), o.get("via"))
+
+
+@TABLE.command(
+    "keyspace",
+    "create or list keyspaces",
+    args=(Arg(keyword("create", "list")), Arg(NEW_KEYSPACE, optional=True)),
+    options=(Option("policy", POLICY), Option("n", REPLICAS, metavar="3"), Option("quorum", QUORUM_MODE)),
+    usage_template="{name} create NAME {options} | {name} list",
+    help="""keyspace create sets a keyspace's conflict policy (siblings keeps concurrent writes side
+    by side, lww keeps the last by timestamp, counter holds PN-Counters), its replication factor n
+    (default: the cluster's) and its quorum mode (sloppy lets fallbacks stand in for down replicas,
+    strict counts home replicas only). The first put to an unknown keyspace creates it with the
+    defaults. keyspace list shows every keyspace.""",
+    examples=("keyspace create prices policy=lww", "keyspace list"),
+    renderer=render_keyspaces,
+)
+async def keyspace(session: Session, cmd: Command) -> dict[str, Any]:
+    if cmd.keyword(0) == "list":
+        return await session.client.keyspace_list()
+    if len(cmd.args) != 2:
+        raise BadInput(f"usage: {cmd.spec.usage}")
+    given: dict[str, Any] = dict(cmd.options)  # the options are named as client.keyspace_create's
+    if "n" in given:
+        given["n"] = _int(given["n"], "n")
+    return await session.client.keyspace_create(cmd.arg(1), **given)
+
+
+def _value_text(word: Word) -> str:
+    """The raw word when it is JSON as typed (unquoted [\"a\"]), else the unquoted text."""
+    try:
+        json.loads(word.raw)
+    except ValueError:
+        return word.text
+    return word.raw
+
+
+def _int(text: str, what: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise BadInput(f"{what} must be an integer (got {text!r})") from None

@@ -1,0 +1,124 @@
+"""REPL commands that show the cluster: status, ring, prefs, clock, merkle, hints, members, metrics."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from bhandar_cli.repl.kinds import KEY, KEYSPACE, NODE
+from bhandar_cli.repl.table import Arg, CommandTable, Option
+from bhandar_cli.repl.views_cluster import (
+    render_clock,
+    render_hints,
+    render_metrics,
+    render_prefs,
+    render_ring,
+    render_status,
+)
+from bhandar_cli.repl.views_ops import render_members, render_merkle
+
+if TYPE_CHECKING:
+    from bhandar_cli.repl.grammar import Command
+    from bhandar_cli.repl.session import Session
+
+TABLE = CommandTable()
+
+
+@TABLE.command(
+    "status",
+    "nodes: up/down, zone, tokens, ownership, keys, hints",
+    help="""One row per node: its state (UN is up and normal), zone, tokens, share of the ring, keys
+    and hints it holds, and the peers it believes down; then ranges streaming to joining or from
+    leaving nodes, nodes that left, and the partition if there is one.""",
+    renderer=render_status,
+)
+async def status(session: Session, cmd: Command) -> dict[str, Any]:
+    return await session.client.status()
+
+
+@TABLE.command(
+    "ring",
+    "token ranges, owners and ownership per node",
+    help="""The ring drawn as a circle of owner letters, clockwise from token 0; each node's share
+    of the ring; and every token range with its owner.""",
+    renderer=render_ring,
+)
+async def ring(session: Session, cmd: Command) -> dict[str, Any]:
+    return await session.client.ring()
+
+
+@TABLE.command(
+    "prefs",
+    "the key's token, replicas (with zones) and fallbacks",
+    args=(Arg(KEYSPACE), Arg(KEY)),
+    help="""Where a key lives: its token, the node owning the first token clockwise, the keyspace's
+    N replicas with their zones and whether they are up, then the fallbacks a write uses (with a
+    hint) while a replica is down.""",
+    examples=("prefs carts cart:42",),
+    renderer=render_prefs,
+)
+async def prefs(session: Session, cmd: Command) -> dict[str, Any]:
+    return await session.client.prefs(cmd.arg(0), cmd.arg(1))
+
+
+@TABLE.command(
+    "clock",
+    "what each replica holds, with descends/concurrent relations",
+    args=(Arg(KEYSPACE), Arg(KEY)),
+    help="""Asks each replica of the key (and any fallback holding it) what it stores: dots, version
+    vectors and values, or counter entries; then how the versions relate (equal, descends,
+    concurrent). It reads replicas directly and repairs nothing.""",
+    examples=("clock carts cart:42",),
+    renderer=render_clock,
+)
+async def clock(session: Session, cmd: Command) -> dict[str, Any]:
+    return await session.client.clock(cmd.arg(0), cmd.arg(1))
+
+
+@TABLE.command(
+    "merkle",
+    "compare two replicas' Merkle trees",
+    args=(Arg(NODE), Arg(NODE)),
+    help="""Compares the two nodes' Merkle trees over every range both replicate, as anti-entropy
+    does, without repairing: each differing range shows its keys and the tree down to them.""",
+    examples=("merkle A B",),
+    renderer=render_merkle,
+)
+async def merkle(session: Session, cmd: Command) -> dict[str, Any]:
+    return await session.client.merkle(cmd.arg(0), cmd.arg(1))
+
+
+@TABLE.command(
+    "hints",
+    "hinted-handoff queues: holder, target, count, oldest",
+    help="""Writes a fallback node keeps for a replica that was down: who holds them, for whom, how
+    many and how old the oldest is. They are delivered once the target is reachable again.""",
+    renderer=render_hints,
+)
+async def hints(session: Session, cmd: Command) -> dict[str, Any]:
+    return await session.client.hints()
+
+
+@TABLE.command(
+    "members",
+    "the gossip membership view of one node",
+    options=(Option("from", NODE),),
+    help="""The membership as one node sees it through gossip and phi-accrual failure detection
+    (from=, default: the first live node): each member's zone, status, up or down, phi, heartbeat,
+    generation and tokens; then the members whose up/down the live nodes disagree about.""",
+    examples=("members from=B",),
+    renderer=render_members,
+)
+async def members(session: Session, cmd: Command) -> dict[str, Any]:
+    return await session.client.members(cmd.options.get("from"))
+
+
+@TABLE.command(
+    "metrics",
+    "latency per operation and level, success, stale reads, repairs, hints",
+    help="""Per operation and consistency level: count, success rate and p50/p99/max latency; then
+    stale reads, read repairs, hints, anti-entropy (sessions, keys repaired, the oldest range
+    repair) and, on disk-backed nodes, storage per node.""",
+    renderer=render_metrics,
+)
+async def metrics(session: Session, cmd: Command) -> dict[str, Any]:
+    return await session.client.metrics()

@@ -1,0 +1,204 @@
+"""REPL commands that act on the cluster: faults (partition, heal, kill, revive, delay), membership
+(add, decommission) and maintenance (repair, flush, compact, snapshot, restore, upgrade)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from bhandar_cli.core.errors import BadInput
+from bhandar_cli.repl.grammar import partition_groups
+from bhandar_cli.repl.kinds import MILLISECONDS, NAME, NEW_NODE, NODE, NODE_GROUPS, ZONE
+from bhandar_cli.repl.table import Arg, CommandTable, Option
+from bhandar_cli.repl.views_ops import (
+    render_add,
+    render_compact,
+    render_decommission,
+    render_delay,
+    render_flush,
+    render_heal,
+    render_kill,
+    render_partition,
+    render_repair,
+    render_restore,
+    render_revive,
+    render_snapshot,
+    render_upgrade,
+)
+
+if TYPE_CHECKING:
+    from bhandar_cli.repl.grammar import Command
+    from bhandar_cli.repl.session import Session
+
+TABLE = CommandTable()
+ANY_NODE = (Arg(NODE, optional=True),)  # the node to work on; every live node when not given
+
+
+@TABLE.command(
+    "partition",
+    "split the network (unlisted nodes form one more group)",
+    args=(Arg(NODE_GROUPS, repeats=True),),
+    help="""Groups are separated by | (which may touch the names: A|B); nodes not listed form one
+    more group. Messages between groups are lost until heal; a new partition replaces the last.""",
+    examples=("partition A | B C",),
+    renderer=render_partition,
+)
+async def partition(session: Session, cmd: Command) -> dict[str, Any]:
+    return await session.client.partition(partition_groups(cmd.args))
+
+
+@TABLE.command(
+    "heal",
+    "remove every partition",
+    help="Every node can reach every other again; hints and anti-entropy then catch up.",
+    renderer=render_heal,
+)
+async def heal(session: Session, cmd: Command) -> dict[str, Any]:
+    return await session.client.heal()
+
+
+@TABLE.command(
+    "kill",
+    "crash a node (memory lost, data kept)",
+    args=(Arg(NODE),),
+    help="""No clean shutdown: the node's in-memory state is lost and its durable state stays.
+    Its peers notice through failure detection; revive restarts it.""",
+    examples=("kill C",),
+    renderer=render_kill,
+)
+async def kill(session: Session, cmd: Command) -> dict[str, Any]:
+    return await session.client.kill(cmd.arg(0))
+
+
+@TABLE.command(
+    "revive",
+    "restart a killed node",
+    args=(Arg(NODE),),
+    help="""The node starts again from its durable state; its peers see it up through gossip and
+    deliver the hints they kept for it.""",
+    examples=("revive C",),
+    renderer=render_revive,
+)
+async def revive(session: Session, cmd: Command) -> dict[str, Any]:
+    return await session.client.revive(cmd.arg(0))
+
+
+@TABLE.command(
+    "add",
+    "bootstrap a new node",
+    args=(Arg(NEW_NODE),),
+    options=(Option("zone", ZONE),),
+    help="""NODE is a capital letter, then letters, digits, _ or -. It takes tokens on the ring and
+    streams the records of its new ranges from their replicas before it serves them; zone= places
+    it (default: the next zone in turn).""",
+    examples=("add F zone=z2",),
+    renderer=render_add,
+)
+async def add(session: Session, cmd: Command) -> dict[str, Any]:
+    return await session.client.add(cmd.arg(0), cmd.options.get("zone"))
+
+
+@TABLE.command(
+    "decommission",
+    "stream a node's ranges away and remove it",
+    args=(Arg(NODE),),
+    help="""The node streams every range it replicates to the nodes that take it over, then leaves
+    the ring and stops; every key stays readable throughout.""",
+    examples=("decommission F",),
+    renderer=render_decommission,
+)
+async def decommission(session: Session, cmd: Command) -> dict[str, Any]:
+    return await session.client.decommission(cmd.arg(0))
+
+
+@TABLE.command(
+    "delay",
+    "add latency to every message of a node (0 removes it)",
+    args=(Arg(NODE), Arg(MILLISECONDS)),
+    help="MS is 0 to 60000 milliseconds; a slow replica shows in trace, metrics and read repair.",
+    examples=("delay B 200",),
+    renderer=render_delay,
+)
+async def delay(session: Session, cmd: Command) -> dict[str, Any]:
+    text = cmd.arg(1)
+    try:
+        ms = float(text)
+    except ValueError:
+        raise BadInput(f"MS must be a number (got {text!r})") from None
+    return await session.client.delay(cmd.arg(0), ms)
+
+
+@TABLE.command(
+    "repair",
+    "run anti-entropy now",
+    args=ANY_NODE,
+    help="""On NODE (default: every live node), compare the Merkle tree of each range with the
+    range's other replicas and exchange exactly the keys that differ.""",
+    examples=("repair", "repair A"),
+    renderer=render_repair,
+)
+async def repair(session: Session, cmd: Command) -> dict[str, Any]:
+    return await session.client.repair(_node_or_all(cmd))
+
+
+@TABLE.command(
+    "flush",
+    "flush memtables to SSTables",
+    args=ANY_NODE,
+    help="On NODE (default: every live node). A cluster kept in memory has no storage engine.",
+    examples=("flush A",),
+    renderer=render_flush,
+)
+async def flush(session: Session, cmd: Command) -> dict[str, Any]:
+    return await session.client.flush(_node_or_all(cmd))
+
+
+@TABLE.command(
+    "compact",
+    "compact SSTables",
+    args=ANY_NODE,
+    help="On NODE (default: every live node), merge its SSTables into fewer.",
+    examples=("compact A",),
+    renderer=render_compact,
+)
+async def compact(session: Session, cmd: Command) -> dict[str, Any]:
+    return await session.client.compact(_node_or_all(cmd))
+
+
+@TABLE.command(
+    "snapshot",
+    "flush and hard-link every node's SSTables",
+    args=(Arg(NAME),),
+    help="NAME is letters, digits, _ . - (up to 64); restore NAME goes back to it.",
+    examples=("snapshot before",),
+    renderer=render_snapshot,
+)
+async def snapshot(session: Session, cmd: Command) -> dict[str, Any]:
+    return await session.client.snapshot(cmd.arg(0))
+
+
+@TABLE.command(
+    "restore",
+    "restore a snapshot, then repair",
+    args=(Arg(NAME),),
+    help="""Every node goes back to its SSTables of snapshot NAME, then repair runs; writes
+    acknowledged after the snapshot are gone.""",
+    examples=("restore before",),
+    renderer=render_restore,
+)
+async def restore(session: Session, cmd: Command) -> dict[str, Any]:
+    return await session.client.restore(cmd.arg(0))
+
+
+@TABLE.command(
+    "upgrade",
+    "rolling restart, one node at a time",
+    help="""Each live node in turn is flushed, stopped and started, and the next waits until every
+    peer sees it up and its hints are delivered, so no two replicas of a key are down together.""",
+    renderer=render_upgrade,
+)
+async def upgrade(session: Session, cmd: Command) -> dict[str, Any]:
+    return await session.client.upgrade()
+
+
+def _node_or_all(cmd: Command) -> str | None:
+    return cmd.arg(0) if cmd.args else None

@@ -1,0 +1,211 @@
+"""Rich views of what the cluster looks like: status, ring, preference lists, per-replica clocks,
+hint queues and metrics. Rendering only."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from rich import box
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from bhandar_cli.core.versions import show_clock
+from bhandar_cli.repl.palette import node_style
+from bhandar_cli.repl.views_data import show_value
+
+
+def render_status(data: dict[str, Any]) -> RenderableType:
+    table = Table("", "node", "zone", "tokens", "owns", "keys", "hints", "sees down", box=box.SIMPLE_HEAD)
+    left = [n["id"] for n in data["nodes"] if n.get("status") == "left"]
+    moving: list[str] = []
+    for n in data["nodes"]:
+        if n.get("status") == "left":
+            continue
+        streams = n.get("streams") or {}
+        for s in streams.get("inbound", []) if n.get("status") == "joining" else []:
+            moving.append(f"{n['id']} <- {s['from']}: {s['received']}/{s['total'] or '?'} records")
+        for s in streams.get("outbound", []) if n.get("status") == "leaving" else []:
+            moving.append(f"{n['id']} -> {s['to']}: {s['sent']}/{s['total']} records")
+        code = Text(n["code"], style="green" if n["code"] == "UN" else "yellow" if n["up"] else "bold red")
+        table.add_row(
+            code,
+            Text(n["id"], style=node_style(n["id"])),
+            n["zone"],
+            str(n["tokens"]),
+            f"{100 * n['owns']:.1f}%",
+            str(n.get("keys", "")) if n["up"] else "-",
+            str(n.get("hints", "")) if n["up"] else "-",
+            ", ".join(n.get("sees_down", [])) if n["up"] else "-",
+        )
+    parts: list[RenderableType] = [table]
+    parts += [Text(f"{n['id']} {n['crashed']}", "bold red") for n in data["nodes"] if n.get("crashed")]
+    parts += [Text(f"streaming {line}", "yellow") for line in moving]
+    if left:
+        parts.append(Text(f"left the ring: {', '.join(left)}", "dim"))
+    if data.get("partitions"):
+        groups = " | ".join("{" + ", ".join(g) + "}" for g in data["partitions"])
+        parts.append(Text(f"partitioned: {groups}", style="yellow"))
+    return Group(*parts)
+
+
+def render_ring(data: dict[str, Any]) -> RenderableType:
+    own = Table("node", "owns", "", box=box.SIMPLE_HEAD, show_edge=False)
+    for node, share in sorted(data["ownership"].items()):
+        own.add_row(
+            Text(node, style=node_style(node)),
+            f"{100 * share:.1f}%",
+            Text("█" * round(40 * share), node_style(node)),
+        )
+    ranges = Table("from (exclusive)", "to", "owner", "share", box=box.SIMPLE_HEAD, show_edge=False)
+    for r in data["ranges"]:
+        ranges.add_row(
+            str(r["range"][0]),
+            str(r["range"][1]),
+            Text(r["owner"], node_style(r["owner"])),
+            f"{100 * r['share']:.2f}%",
+        )
+    return Group(draw_ring(data["ranges"]), own, ranges)
+
+
+def draw_ring(ranges: list[dict[str, Any]], radius: int = 9) -> Text:
+    """The ring as a circle of owner letters, clockwise from the top (token 0)."""
+    width, height = 4 * radius + 5, 2 * radius + 3
+    grid: list[list[tuple[str, str]]] = [[(" ", "")] * width for _ in range(height)]
+    his = [r["range"][1] for r in ranges]
+    steps = 8 * radius
+    for i in range(steps):
+        token = int(i / steps * 2**32)
+        owner = next(
+            (r["owner"] for r, hi in zip(ranges, his, strict=True) if token <= hi), ranges[0]["owner"]
+        )
+        angle = 2 * math.pi * i / steps
+        x = round(width / 2 + 2 * radius * math.sin(angle))
+        y = round(height / 2 - radius * math.cos(angle))
+        grid[min(y, height - 1)][min(x, width - 1)] = (owner, node_style(owner))
+    text = Text()
+    for row in grid:
+        for ch, style in row:
+            text.append(ch, style=style)
+        text.append("\n")
+    return text
+
+
+def render_prefs(data: dict[str, Any]) -> RenderableType:
+    table = Table("role", "node", "zone", "", box=box.SIMPLE_HEAD, show_edge=False)
+    for i, node in enumerate(data["replicas"] + data["fallbacks"]):
+        role = f"replica {i + 1}" if node in data["replicas"] else "fallback"
+        state = Text("up", "green") if data["up"].get(node) else Text("down", "bold red")
+        table.add_row(role, Text(node, node_style(node)), data["zones"][node], state)
+    head = Text(
+        f"{data['keyspace']}/{data['key']}: token {data['token']}, "
+        f"first token clockwise owned by {data['owner']}"
+    )
+    if not data["fallbacks"]:
+        return Group(head, table, Text("no fallbacks: every node is a replica of this key", style="dim"))
+    note = Text("a write whose replica is down goes to the first healthy fallback, with a hint", style="dim")
+    return Group(head, table, note)
+
+
+def render_clock(data: dict[str, Any]) -> RenderableType:
+    table = Table("node", "holds as", "dot", "clock", "value", box=box.SIMPLE_HEAD, show_edge=False)
+    for node, versions in data["replicas"].items():
+        label = Text(node, node_style(node))
+        holder = data["holders"].get(node, "replica")
+        if node in data.get("down", ()):
+            table.add_row(label, Text("down", "bold red"), "", "", "")
+        elif not versions:
+            table.add_row(label, holder, "", "", Text("(nothing)", "dim"))
+        for v in versions or []:
+            if "counter" in v:
+                parts = ", ".join(f"{a} P{e['p']} N{e['n']}" for a, e in v["entries"].items())
+                table.add_row(label, holder, "", "", f"counter {v['counter']} ({parts})")
+                continue
+            value = Text("(tombstone)", "dim") if v["tombstone"] else Text(show_value(v["value"]))
+            table.add_row(label, holder, f"{v['dot'][0]}:{v['dot'][1]}", show_clock(v["clock"]), value)
+    words = {
+        "equal": "=",
+        "descends": "descends from",
+        "precedes": "is older than",
+        "concurrent": "∥ concurrent with",
+    }
+    rel = [Text(f"{r['a']} {words[r['relation']]} {r['b']}") for r in data["relations"]]
+    return Group(table, *rel)
+
+
+def render_hints(data: dict[str, Any]) -> RenderableType:
+    if not data["queues"]:
+        return Text("no hints pending", style="dim")
+    table = Table("holder", "for", "count", "oldest", box=box.SIMPLE_HEAD, show_edge=False)
+    for q in data["queues"]:
+        table.add_row(
+            Text(q["holder"], node_style(q["holder"])),
+            Text(q["target"], node_style(q["target"])),
+            str(q["count"]),
+            f"{q['oldest_s']:.1f}s",
+        )
+    return table
+
+
+def render_metrics(data: dict[str, Any]) -> RenderableType:
+    table = Table(
+        "op", "level", "count", "success", "p50 ms", "p99 ms", "max ms", box=box.SIMPLE_HEAD, show_edge=False
+    )
+    for op, levels in data["ops"].items():
+        for level, s in levels.items():
+            table.add_row(
+                op,
+                level,
+                str(s["count"]),
+                f"{100 * s['success']:.1f}%",
+                f"{s['p50_ms']:.2f}",
+                f"{s['p99_ms']:.2f}",
+                f"{s['max_ms']:.2f}",
+            )
+    h = data["hints"]
+    summary = Text(
+        f"stale reads {data['stale_reads']}  read repairs {data['read_repairs']}  "
+        f"hints pending {h['pending']} "
+        f"(oldest {h['oldest_s']:.1f}s, stored {h['stored']}, delivered {h['delivered']})"
+    )
+    parts: list[RenderableType] = [table, summary]
+    ae = data.get("anti_entropy")
+    if ae:
+        parts.append(
+            Text(
+                f"anti-entropy sessions {ae['sessions']}  keys repaired {ae['keys_repaired']}  "
+                f"tombstones reaped {ae['tombstones_reaped']}  "
+                f"oldest range repair {_repair_age(ae.get('repair_age', {}))}"
+            )
+        )
+    if data.get("storage"):
+        disk = Table(
+            "node", "disk", "sstables", "backlog", "wal", "memtable", box=box.SIMPLE_HEAD, show_edge=False
+        )
+        for node, s in data["storage"].items():
+            disk.add_row(
+                Text(node, node_style(node)),
+                _bytes(s["disk_bytes"]),
+                str(s["sstables"]),
+                str(s["compaction_backlog"]),
+                _bytes(s["wal_bytes"]),
+                _bytes(s["memtable_bytes"]),
+            )
+        parts.append(disk)
+    return Group(*parts)
+
+
+def _repair_age(per_node: dict[str, Any]) -> str:
+    never = sum(r["never"] for r in per_node.values())
+    ages = [r["oldest_s"] for r in per_node.values() if r["oldest_s"] is not None]
+    oldest = f"{max(ages):.1f}s ago" if ages else "none yet"
+    return oldest + (f" ({never} ranges never repaired)" if never else "")
+
+
+def _bytes(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return str(n)

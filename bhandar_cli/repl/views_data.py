@@ -1,0 +1,133 @@
+"""Rich views of data replies: get (siblings, counters, dropped LWW writes), put/delete, incr and
+keyspaces. Rendering only."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rich import box
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from bhandar_cli.core.versions import show_clock
+from bhandar_cli.outcomes import GetOutcome, IncrOutcome, WriteOutcome
+from bhandar_cli.repl.palette import node_style
+
+
+def show_value(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def with_trace(main: RenderableType, trace: tuple[tuple[float, str], ...]) -> RenderableType:
+    if not trace:
+        return main
+    table = Table("ms", "step", box=box.SIMPLE, title="trace", title_justify="left", show_edge=False)
+    for ms, step in trace:
+        table.add_row(f"{ms:.3f}", step)
+    return Group(main, table)
+
+
+def render_get(out: GetOutcome) -> RenderableType:
+    meta = Text(f"  via {out.coordinator}, {out.replies} replies (needed {out.needed})", style="dim")
+    if out.counter is not None:
+        table = Table("replica", "P", "N", box=box.SIMPLE, show_edge=False)
+        for actor, (p, n) in out.counter_entries.items():
+            table.add_row(actor, str(p), str(n))
+        head = Text.assemble((f"{out.key} = {out.counter}", "bold"), meta)
+        lines: list[RenderableType] = [head, table]
+        if out.duplicates:
+            lines.append(
+                Text(
+                    f"the table sums to {out.counter + out.duplicates}: {out.duplicates} was applied twice "
+                    "by a retried request id on two replicas, and the value counts it once",
+                    "yellow",
+                )
+            )
+        return with_trace(Group(*lines), out.trace)
+    parts: list[RenderableType] = []
+    if not out.found:
+        tomb = sum(s.tombstone for s in out.siblings)
+        note = f" (deleted: {tomb} tombstone(s))" if tomb else ""
+        parts.append(Text.assemble(("(not found)", "yellow"), note, meta))
+    else:
+        table = Table("#", "value", "dot", "clock", box=box.SIMPLE_HEAD, show_edge=False)
+        for i, s in enumerate(out.siblings, 1):
+            value = Text("(tombstone)", style="dim") if s.tombstone else Text(show_value(s.value))
+            table.add_row(str(i), value, f"{s.dot[0]}:{s.dot[1]}", show_clock(s.clock))
+        parts += [table, meta]
+        parts.extend(explain_siblings(out))
+        for lost in out.dropped:
+            parts.append(
+                Text(
+                    f"last-writer-wins dropped {show_value(lost.value)} ({lost.dot[0]}:{lost.dot[1]}, "
+                    f"written at {lost.ts:.3f}): a concurrent write, silently lost",
+                    "bold yellow",
+                )
+            )
+    if out.context:
+        parts.append(Text.assemble(("context ", "dim"), out.context))
+    return with_trace(Group(*parts), out.trace)
+
+
+def explain_siblings(out: GetOutcome) -> list[RenderableType]:
+    live = [s for s in out.siblings if not s.tombstone]
+    lines: list[RenderableType] = []
+    if len(live) > 1:
+        pairs = ", ".join(
+            f"{a.dot[0]}:{a.dot[1]} {show_clock(a.clock)} ∥ {b.dot[0]}:{b.dot[1]} {show_clock(b.clock)}"
+            for a, b in out.concurrent_pairs
+        )
+        lines.append(
+            Text.assemble(
+                (f"{len(live)} siblings: ", "bold yellow"),
+                f"concurrent writes ({pairs}); neither clock descends from the other, so the store keeps "
+                "both rather than guess. Merge them in your application and write the result back; "
+                "the next put uses this context (ctx=auto) and replaces them.",
+            )
+        )
+    if len(live) and len(live) < len(out.siblings):
+        lines.append(Text("a concurrent delete is also a sibling (a tombstone)", style="yellow"))
+    return lines
+
+
+def render_write(out: WriteOutcome) -> RenderableType:
+    ctx = {"auto": "context from your last get", "none": "no context (blind write)", "given": "given context"}
+    head = Text.assemble(
+        ("OK ", "bold green"),
+        f"{out.cmd} {out.keyspace}/{out.key} via ",
+        (out.coordinator, node_style(out.coordinator)),
+        f": {out.acks} ack(s), needed {out.needed}",
+        (f"  ({ctx.get(out.context_used, out.context_used)})", "dim"),
+    )
+    parts: list[RenderableType] = [head]
+    for hinted in out.hinted:
+        fallback, _, home = hinted.partition(" for ")
+        parts.append(
+            Text(
+                f"sloppy quorum: {fallback} stands in for {home} (it keeps a hint until {home} is back)",
+                "yellow",
+            )
+        )
+    parts += [Text(f"warning: {w}", style="yellow") for w in out.warnings]
+    return with_trace(Group(*parts), out.trace)
+
+
+def render_incr(out: IncrOutcome) -> RenderableType:
+    return with_trace(
+        Text.assemble(
+            (f"{out.key} = {out.value}", "bold"), (f"  via {out.coordinator}, {out.acks} acks", "dim")
+        ),
+        out.trace,
+    )
+
+
+def render_keyspaces(d: dict[str, Any]) -> RenderableType:
+    if "keyspaces" not in d:
+        verb = "created" if d["created"] else "exists"
+        return Text(f"keyspace {d['name']} {verb}: policy={d['policy']} n={d['n']} quorum={d['quorum']}")
+    table = Table("keyspace", "policy", "n", "quorum", box=box.SIMPLE_HEAD, show_edge=False)
+    for k in d["keyspaces"]:
+        table.add_row(k["name"], k["policy"], str(k["n"]), k["quorum"])
+    return table

@@ -1,0 +1,111 @@
+"""The simulator's environment for one `NodeHost`: when it steps, and how long its fsyncs take.
+
+An input that reaches an idle host schedules a step at the current instant, after the events
+already due then, so messages arriving together are handled as one batch, as in the trio runtime.
+After a step the host is stepped again at once if more input waits, else at its next deadline. A
+step that must sync before its durable effects leaves the host busy for the fsync's simulated
+duration (`sync_delay`, none by default); inputs arriving meanwhile wait for the next step, which
+is how group commit batches writes in production. The sync itself runs when the delay ends, so a
+crash during it loses the batch's unsynced writes and sends none of its acks.
+
+Exceptions: one of `crash_errors` (a simulated power cut inside a disk operation) is the
+machine's death, reported to `on_machine_crash`; any other is a bug: the node crashes, as it would
+in production, and `on_internal_error` is told, for the checker to report.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from random import Random
+
+from bhandar_cli.host.executor import NodeHost, Sync
+from bhandar_cli.sim.loop import EventLoop
+
+
+class SimStepper:
+    def __init__(
+        self,
+        loop: EventLoop,
+        host: NodeHost,
+        on_machine_crash: Callable[[], None],
+        on_internal_error: Callable[[str], None],
+        crash_errors: tuple[type[BaseException], ...] = (),
+        sync_delay: Callable[[Random], float] | None = None,
+        disk_rng: Random | None = None,
+    ) -> None:
+        self.loop = loop
+        self.host = host
+        self.on_machine_crash = on_machine_crash
+        self.on_internal_error = on_internal_error
+        self.crash_errors = crash_errors
+        self.sync_delay = sync_delay
+        self.disk_rng = disk_rng or Random(0)
+        self._token = 0  # bumped to cancel the scheduled step
+        self._at = math.inf  # when the scheduled step runs (inf: none)
+        self._busy = False  # a step is waiting for its fsync
+        host.wake = self.wake
+
+    def start(self) -> None:
+        """Boot a new life of the host now."""
+        try:
+            self.host.start(self.loop.now)
+        except self.crash_errors:
+            self.on_machine_crash()
+            return
+        self._after_step()
+
+    def halt(self) -> None:
+        """Forget the scheduled step and any step waiting for its fsync (the host died)."""
+        self._token += 1
+        self._at = math.inf
+        self._busy = False
+
+    def wake(self) -> None:
+        if not self._busy:
+            self._step_at(self.loop.now)
+
+    def _step_at(self, when: float) -> None:
+        if when < self._at:
+            self._at = when
+            self._token += 1
+            self.loop.push(when, self._step, (self._token,))
+
+    def _step(self, token: int) -> None:
+        host = self.host
+        if token != self._token or self._busy or not host.alive:
+            return
+        self._at = math.inf
+        self._continue(host.generation, host.step(self.loop.now), None)
+
+    def _continue(self, life: int, step: Iterator[Sync], sync: Sync | None) -> None:
+        """Run `step` (after `sync`, if it was waiting for one) until it ends or waits again."""
+        host = self.host
+        self._busy = False
+        if host.generation != life or not host.alive:
+            return  # the host died while its fsync ran: the step's durable effects never go out
+        try:
+            if sync is not None:
+                sync()
+            for sync in step:
+                if self.sync_delay is None:
+                    sync()
+                    continue
+                self._busy = True
+                when = self.loop.now + self.sync_delay(self.disk_rng)
+                self.loop.push(when, self._continue, (life, step, sync))
+                return
+        except self.crash_errors:
+            self.on_machine_crash()  # the machine died inside this step; nothing it meant to send left
+            return
+        except Exception as exc:
+            self.on_internal_error(f"{type(exc).__name__}: {exc}")
+            host.crash(exc)
+            return
+        self._after_step()
+
+    def _after_step(self) -> None:
+        host = self.host
+        if host.alive:
+            now = self.loop.now
+            self._step_at(now if host.ready(now) else host.next_deadline())

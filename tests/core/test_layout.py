@@ -1,0 +1,61 @@
+"""The shape of the core: sans-I/O, small modules that say what they own, roles that are objects."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import bhandar_cli.core
+
+CORE = Path(bhandar_cli.core.__file__).parent
+MODULES = sorted(p for p in CORE.glob("*.py") if p.name != "__init__.py")
+# The core is handed `now` and a `random.Random`; it never reads a clock, a socket or a file.
+IO_MODULES = {"trio", "socket", "time", "asyncio", "threading", "os", "io", "subprocess", "selectors"}
+
+
+def tree_of(path: Path) -> ast.Module:
+    return ast.parse(path.read_text(encoding="utf-8"), str(path))
+
+
+def imported(module: ast.Module) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(module):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module is not None and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: p.name)
+def test_each_core_module_says_what_it_owns_and_stays_small(path: Path) -> None:
+    module = tree_of(path)
+    assert ast.get_docstring(module), f"{path.name} has no module docstring"
+    lines = len(path.read_text(encoding="utf-8").splitlines())
+    assert lines <= 400, f"{path.name} has {lines} lines"
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: p.name)
+def test_the_core_does_no_io(path: Path) -> None:
+    roots = {name.split(".")[0] for name in imported(tree_of(path))}
+    assert not roots & IO_MODULES, f"{path.name} imports {sorted(roots & IO_MODULES)}"
+
+
+def test_only_the_node_module_wires_the_roles_together() -> None:
+    """No role reaches another through the node: nothing in the core but node.py imports it."""
+    importers = [p.name for p in MODULES if "bhandar_cli.core.node" in imported(tree_of(p))]
+    assert importers == []
+
+
+def test_roles_are_plain_classes_not_mixins() -> None:
+    """Every class in the core is a root class (or a Protocol/exception/dataclass of data only)."""
+    bases: dict[str, list[str]] = {}
+    for path in MODULES:
+        for node in ast.walk(tree_of(path)):
+            if isinstance(node, ast.ClassDef) and node.bases:
+                bases[f"{path.name}:{node.name}"] = [ast.unparse(b) for b in node.bases]
+    allowed = {"Protocol", "Exception", "BhandarError", "BadInput"}
+    mixed = {name: b for name, b in bases.items() if not set(b) <= allowed}
+    assert mixed == {}
