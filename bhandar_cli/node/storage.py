@@ -7,9 +7,9 @@ import shutil
 
 from bhandar_cli.node.disk import RealDisk
 from bhandar_cli.storage.engine import EngineOptions
-from bhandar_cli.storage.wal import FsyncPolicy
 from bhandar_cli.storage.record_store import RecordStore
 from bhandar_cli.storage.recovery import restore_snapshot
+from bhandar_cli.storage.wal import FsyncPolicy
 
 
 def open_node_store(data_dir: str, fsync: str = "batch") -> RecordStore:

@@ -44,9 +44,10 @@ def _timed(fn: Callable[[], int]) -> tuple[int, float]:
     return n, time.perf_counter() - t0
 
 
-def _workload(
-    ops: int, value_size: int, seed: int
-) -> tuple[list[bytes], list[bytes], list[bytes], list[bytes]]:
+Workload = tuple[list[bytes], list[bytes], list[bytes], list[bytes]]  # keys, values, hits, misses
+
+
+def _workload(ops: int, value_size: int, seed: int) -> Workload:
     rng = random.Random(seed)
     keys = list(dict.fromkeys(b"user:%016x" % rng.getrandbits(64) for _ in range(ops)))
     pool = [rng.randbytes(value_size) for _ in range(min(len(keys), 4096))]
@@ -62,7 +63,7 @@ def _workload(
 
 
 def _bench_engine(
-    path: str, data: tuple, batch: int, options: EngineOptions | None
+    path: str, data: Workload, batch: int, options: EngineOptions | None
 ) -> dict[str, float | int]:
     from bhandar_cli.node.disk import RealDisk  # see the module docstring
 
@@ -99,7 +100,7 @@ def _bench_engine(
     }
 
 
-def _bench_sqlite(path: str, data: tuple, batch: int, synchronous: str) -> dict[str, float | int]:
+def _bench_sqlite(path: str, data: Workload, batch: int, synchronous: str) -> dict[str, float | int]:
     keys, values, hits, misses = data
     db = sqlite3.connect(path, isolation_level=None)
     db.execute("PRAGMA journal_mode=WAL")

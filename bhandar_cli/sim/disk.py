@@ -33,7 +33,7 @@ _R = TypeVar("_R")
 
 def _locked(method: Callable[Concatenate[SimDisk, _P], _R]) -> Callable[Concatenate[SimDisk, _P], _R]:
     @functools.wraps(method)
-    def locked(disk: SimDisk, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+    def locked(disk: SimDisk, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
         with disk._lock:
             return method(disk, *args, **kwargs)
 

@@ -249,7 +249,7 @@ class LSMEngine:
 
     def get(self, key: bytes) -> bytes | None:
         """The key's value, or None if it was never written or is deleted."""
-        entry = self._mem.data.get(key)
+        entry = self._mem.get(key)
         if entry is not None and entry[0] != MERGE and self._status.usable:
             return entry[1]
         self._check()

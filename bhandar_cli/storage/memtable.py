@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from sortedcontainers import SortedDict  # type: ignore[import-untyped]
+from sortedcontainers import SortedDict
 
 from bhandar_cli.storage.records import DELETE, MERGE, VALUE, Merge
 from bhandar_cli.storage.wal import WALWriter
@@ -55,7 +55,8 @@ class Memtable:
         data[key] = entry
 
     def get(self, key: bytes) -> tuple[int, bytes | None] | None:
-        return self.data.get(key)
+        entry: tuple[int, bytes | None] | None = self.data.get(key)
+        return entry
 
     def items(
         self, start: bytes | None = None, end: bytes | None = None

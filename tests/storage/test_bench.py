@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -9,7 +10,7 @@ import pytest
 from bhandar_cli.node.storage_bench import run_compaction_bench, run_storage_bench
 
 
-def test_bench_returns_both_sides_and_ratios(tmp_path) -> None:
+def test_bench_returns_both_sides_and_ratios(tmp_path: Path) -> None:
     r: Any = run_storage_bench(str(tmp_path / "b"), ops=300, value_size=20, seed=1, durable_baseline=True)
     for side in ("engine", "sqlite", "sqlite_full"):
         assert {"puts_per_s", "get_hits_per_s", "get_misses_per_s"} <= set(r[side])
@@ -19,13 +20,13 @@ def test_bench_returns_both_sides_and_ratios(tmp_path) -> None:
     assert r["engine"]["fsyncs"] >= 300 // 64
 
 
-def test_bench_refuses_a_used_directory(tmp_path) -> None:
+def test_bench_refuses_a_used_directory(tmp_path: Path) -> None:
     (tmp_path / "x").write_text("mine")
     with pytest.raises(ValueError, match="not empty"):
         run_storage_bench(str(tmp_path), ops=10)
 
 
-def test_compaction_bench_times_both_halves_of_every_job(tmp_path) -> None:
+def test_compaction_bench_times_both_halves_of_every_job(tmp_path: Path) -> None:
     from bhandar_cli.storage.compaction import TierPolicy
     from bhandar_cli.storage.engine import EngineOptions
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -83,7 +84,7 @@ def test_a_sync_never_reports_success_after_an_earlier_one_failed() -> None:
         eng.put(b"c", b"3")  # the owner learned of the failure: poisoned
 
 
-def test_the_wal_may_be_closed_and_deleted_while_its_sync_is_pending(tmp_path) -> None:
+def test_the_wal_may_be_closed_and_deleted_while_its_sync_is_pending(tmp_path: Path) -> None:
     disk = RealDisk()
     eng = LSMEngine(disk, str(tmp_path / "db"))
     eng.put(b"a", b"1")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -34,7 +35,7 @@ def _fill_until_sealed(eng: LSMEngine, sealed: int, prefix: bytes = b"pad", stal
 @pytest.mark.parametrize("merge", [None, union], ids=["newest-wins", "merge"])
 @pytest.mark.parametrize("where", ["sim", "real"])
 def test_worker_threads_run_jobs_and_syncs_while_the_owner_writes_and_reads(
-    where: str, merge: Merge | None, tmp_path
+    where: str, merge: Merge | None, tmp_path: Path
 ) -> None:
     disk = SimDisk() if where == "sim" else RealDisk()
     root = "/db" if where == "sim" else str(tmp_path / "db")
@@ -66,7 +67,7 @@ def test_worker_threads_run_jobs_and_syncs_while_the_owner_writes_and_reads(
             eng.delete(key)
         else:
             op = (key, b"v%d" % i + b"." * rng.randrange(30))
-            eng.put(key, op[1])  # type: ignore[arg-type]
+            eng.put(key, op[1])
         apply_op(model, op, merge)
         writes_beside_a_job += any(not f.done() for f in running)
         finish_done()
