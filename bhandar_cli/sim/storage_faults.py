@@ -10,6 +10,10 @@ a crash strike *inside* one of the next disk operations instead (a WAL append, a
 a compaction, a MANIFEST rewrite): the engine raises `SimulatedCrash` in the middle of the node's
 step, and the driver kills the node there, between its write and its sync.
 
+Until the cluster drives the engines' background jobs, a flush happens in the write that seals
+a memtable while `max_sealed_memtables` others wait (a stall), followed by a due compaction; with
+jobs driven, crashes can also strike between a job's `run` and its `finish`.
+
 The torn-write choices come from the run's own `random.Random` (a child of the seed), so a seed
 replays its crashes byte for byte.
 """
