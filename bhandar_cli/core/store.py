@@ -8,10 +8,13 @@ store is durable for the life of the process, so a `kill`ed in-process node keep
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any, Protocol
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, Protocol
 
 from bhandar_cli.core.records import Record
+
+if TYPE_CHECKING:  # a type only: core imports nothing from storage at run time
+    from bhandar_cli.storage.jobs import BackgroundJob
 
 HintKey = tuple[str, str, str]  # (target node, keyspace, key)
 
@@ -30,6 +33,13 @@ class Store(Protocol):
     def put_hint(self, hint: HintKey, record: Record, created: float) -> None: ...
     def remove_hint(self, hint: HintKey) -> None: ...
     def sync(self) -> None: ...
+    def begin_sync(self) -> Callable[[], None] | None:
+        """`sync` in two halves: this on the event loop, the function it returns in a worker."""
+        ...
+
+    def background_job(self) -> BackgroundJob | None:
+        """A flush or compaction due now (storage/jobs.py), to run in a worker and finish here."""
+        ...
 
 
 class MemoryStore:
@@ -84,3 +94,10 @@ class MemoryStore:
 
     def sync(self) -> None:
         self.syncs += 1
+
+    def begin_sync(self) -> Callable[[], None] | None:
+        self.syncs += 1
+        return None  # nothing to make durable beyond the process's memory
+
+    def background_job(self) -> BackgroundJob | None:
+        return None  # no files, no jobs

@@ -6,6 +6,10 @@
 - A new directory entry (file creation, rename, link, remove, mkdir) is durable only once the
   directory itself is fsynced, so every such call fsyncs the parent directory before returning.
 - `rename` is `os.replace`, atomic on POSIX file systems.
+- `sync_later` fsyncs through a duplicate descriptor (`os.dup`), so the engine may close or delete
+  a WAL while a worker thread is still syncing it: the file stays open until that sync ends.
+- Worker threads write their own files (see `storage.disk`), so the two counters are bumped
+  under a lock; nothing else here is shared between threads.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import mmap
 import os
+import threading
 
 
 def _fsync_dir(disk: RealDisk, path: str) -> None:
@@ -21,7 +26,31 @@ def _fsync_dir(disk: RealDisk, path: str) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-    disk.fsync_count += 1
+    disk.count_fsync()
+
+
+class _DetachedSync:
+    """An fsync to run later, from any thread, through a descriptor of its own (see `sync_later`)."""
+
+    def __init__(self, disk: RealDisk, fd: int) -> None:
+        self._disk, self._fd = disk, fd
+
+    def __call__(self) -> None:
+        if self._fd < 0:
+            raise RuntimeError("this fsync already ran (a sync function is called once)")
+        try:
+            os.fsync(self._fd)
+        finally:
+            self._release()
+        self._disk.count_fsync()
+
+    def _release(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def __del__(self) -> None:  # never called (an earlier fsync of its batch failed): free the fd
+        self._release()
 
 
 class RealAppendFile:
@@ -36,7 +65,7 @@ class RealAppendFile:
     def write(self, data: bytes) -> None:
         self._buf += data
         self._size += len(data)
-        self._disk.bytes_written += len(data)
+        self._disk.count_written(len(data))
         if len(self._buf) >= self._BUFFER:
             self.flush()
 
@@ -56,7 +85,11 @@ class RealAppendFile:
     def sync(self) -> None:
         self.flush()
         os.fsync(self._fd)
-        self._disk.fsync_count += 1
+        self._disk.count_fsync()
+
+    def sync_later(self) -> _DetachedSync:
+        self.flush()
+        return _DetachedSync(self._disk, os.dup(self._fd))
 
     def close(self) -> None:
         if self._fd < 0:
@@ -108,8 +141,25 @@ class RealDisk:
     """`Disk` over the local file system."""
 
     def __init__(self) -> None:
-        self.fsync_count = 0
-        self.bytes_written = 0
+        self._counts_lock = threading.Lock()  # guards the two counters below, and only them
+        self._fsyncs = 0
+        self._written = 0
+
+    @property
+    def fsync_count(self) -> int:
+        return self._fsyncs
+
+    @property
+    def bytes_written(self) -> int:
+        return self._written
+
+    def count_fsync(self) -> None:
+        with self._counts_lock:
+            self._fsyncs += 1
+
+    def count_written(self, n: int) -> None:
+        with self._counts_lock:
+            self._written += n
 
     def open_append(self, path: str) -> RealAppendFile:
         created = not os.path.exists(path)
@@ -132,7 +182,7 @@ class RealDisk:
             os.fsync(fd)
         finally:
             os.close(fd)
-        self.fsync_count += 1
+        self.count_fsync()
 
     def rename(self, src: str, dst: str) -> None:
         os.replace(src, dst)

@@ -9,13 +9,14 @@ from bhandar_cli.node.disk import RealDisk
 from bhandar_cli.storage.engine import EngineOptions
 from bhandar_cli.storage.record_store import RecordStore
 from bhandar_cli.storage.recovery import restore_snapshot
+from bhandar_cli.storage.wal import FsyncPolicy
 
 
 def open_node_store(data_dir: str, fsync: str = "batch") -> RecordStore:
     """The store of one node in `data_dir` (created if missing); recovery runs on open."""
     disk = RealDisk()
     disk.makedirs(data_dir)
-    return RecordStore(disk, data_dir, EngineOptions(fsync=fsync))
+    return RecordStore(disk, data_dir, EngineOptions(fsync=FsyncPolicy(fsync)))
 
 
 def restore_node_dir(snapshot_dir: str, data_dir: str, node: str) -> None:

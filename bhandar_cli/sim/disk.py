@@ -11,12 +11,33 @@ that reaches it raises `SimulatedCrash` (a write at that point lands in the unsy
 so it can be torn). Handles opened before a crash refuse to work afterwards, which catches a dead
 engine being used by mistake. `flip_bit` damages a file for corruption tests. Counts fsyncs and
 bytes written.
+
+A background job's worker thread may write its own file while the engine's thread appends to the
+WAL (see `storage.disk`), so one lock guards all of the disk's state, as a kernel serialises
+its file-system calls. The simulator itself runs jobs on one thread, so its crashes stay
+deterministic.
 """
 
 from __future__ import annotations
 
+import functools
 import posixpath
 import random
+import threading
+from collections.abc import Callable
+from typing import Concatenate, ParamSpec, TypeVar
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _locked(method: Callable[Concatenate[SimDisk, _P], _R]) -> Callable[Concatenate[SimDisk, _P], _R]:
+    @functools.wraps(method)
+    def locked(disk: SimDisk, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        with disk._lock:
+            return method(disk, *args, **kwargs)
+
+    return locked
 
 
 class SimulatedCrash(Exception):
@@ -49,10 +70,11 @@ class SimAppendFile:
             raise ValueError("write to a closed file")
 
     def write(self, data: bytes) -> None:
-        self._alive()
-        crash = self._disk._tick()
-        self._inode.data += data
-        self._disk.bytes_written += len(data)
+        with self._disk._lock:
+            self._alive()
+            crash = self._disk._tick()
+            self._inode.data += data
+            self._disk.bytes_written += len(data)
         if crash:
             raise SimulatedCrash("crash during write")
 
@@ -61,10 +83,12 @@ class SimAppendFile:
 
     def sync(self) -> None:
         self._alive()
-        if self._disk._tick():
-            raise SimulatedCrash("crash during fsync")
-        self._inode.synced = len(self._inode.data)
-        self._disk.fsync_count += 1
+        self._disk._fsync_inode(self._inode, self._gen)
+
+    def sync_later(self) -> Callable[[], None]:
+        self._alive()
+        disk, inode, gen = self._disk, self._inode, self._gen
+        return lambda: disk._fsync_inode(inode, gen)
 
     def close(self) -> None:
         self._closed = True
@@ -79,11 +103,12 @@ class SimReadFile:
         self._disk, self._inode, self._gen = disk, inode, disk.generation
 
     def pread(self, offset: int, length: int) -> bytes:
-        if self._disk.generation != self._gen:
-            raise RuntimeError(
-                "a file handle from before a simulated crash was used (the dead engine ran on)"
-            )
-        return bytes(self._inode.data[offset : offset + length])
+        with self._disk._lock:
+            if self._disk.generation != self._gen:
+                raise RuntimeError(
+                    "a file handle from before a simulated crash was used (the dead engine ran on)"
+                )
+            return bytes(self._inode.data[offset : offset + length])
 
     @property
     def size(self) -> int:
@@ -105,6 +130,18 @@ class SimDisk:
         self.crash_at: int | None = None
         self.generation = 0
         self.crashes = 0
+        self._lock = threading.RLock()  # guards every field above and every inode
+
+    def _fsync_inode(self, inode: _Inode, generation: int) -> None:
+        with self._lock:
+            if generation != self.generation:
+                raise RuntimeError(
+                    "a file handle from before a simulated crash was used (the dead engine ran on)"
+                )
+            if self._tick():
+                raise SimulatedCrash("crash during fsync")
+            inode.synced = len(inode.data)
+            self.fsync_count += 1
 
     def _tick(self) -> bool:
         """Count a mutating operation; True if the crash point is here (caller raises)."""
@@ -131,6 +168,7 @@ class SimDisk:
 
     # ---- the Disk interface -------------------------------------------------------------------
 
+    @_locked
     def open_append(self, path: str) -> SimAppendFile:
         p = _norm(path)
         if p not in self._files:
@@ -139,19 +177,23 @@ class SimDisk:
             self._files[p] = _Inode()
         return SimAppendFile(self, self._files[p])
 
+    @_locked
     def open_read(self, path: str) -> SimReadFile:
         return SimReadFile(self, self._inode(path))
 
+    @_locked
     def read(self, path: str, offset: int = 0, length: int | None = None) -> bytes:
         data = self._inode(path).data
         return bytes(data[offset:] if length is None else data[offset : offset + length])
 
+    @_locked
     def fsync(self, path: str) -> None:
         inode = self._inode(path)
         self._meta(f"fsync of {path}")
         inode.synced = len(inode.data)
         self.fsync_count += 1
 
+    @_locked
     def rename(self, src: str, dst: str) -> None:
         inode = self._inode(src)
         self._parent_exists(dst)
@@ -159,17 +201,20 @@ class SimDisk:
         del self._files[_norm(src)]
         self._files[_norm(dst)] = inode
 
+    @_locked
     def listdir(self, path: str) -> list[str]:
         p = _norm(path)
         names = {posixpath.basename(f) for f in self._files if posixpath.dirname(f) == p}
         names |= {posixpath.basename(d) for d in self._dirs if posixpath.dirname(d) == p and d != p}
         return sorted(names)
 
+    @_locked
     def remove(self, path: str) -> None:
         self._inode(path)
         self._meta(f"remove {path}")
         del self._files[_norm(path)]
 
+    @_locked
     def link(self, src: str, dst: str) -> None:
         inode = self._inode(src)
         self._parent_exists(dst)
@@ -178,13 +223,16 @@ class SimDisk:
         self._meta(f"link {src} -> {dst}")
         self._files[_norm(dst)] = inode
 
+    @_locked
     def size(self, path: str) -> int:
         return len(self._inode(path).data)
 
+    @_locked
     def exists(self, path: str) -> bool:
         p = _norm(path)
         return p in self._files or p in self._dirs
 
+    @_locked
     def makedirs(self, path: str) -> None:
         p = _norm(path)
         if p in self._dirs:
@@ -194,6 +242,7 @@ class SimDisk:
             self._dirs.add(p)
             p = posixpath.dirname(p) or "."
 
+    @_locked
     def truncate(self, path: str, size: int) -> None:
         inode = self._inode(path)
         self._meta(f"truncate {path}")
@@ -202,6 +251,7 @@ class SimDisk:
 
     # ---- faults -------------------------------------------------------------------------------
 
+    @_locked
     def crash(self, rng: random.Random | None = None, *, torn: bool = True) -> dict[str, int]:
         """Power loss: drop unsynced bytes (keeping a random prefix of each tail if `torn`).
 
@@ -226,6 +276,7 @@ class SimDisk:
             inode.synced = len(inode.data)
         return kept
 
+    @_locked
     def flip_bit(self, path: str, bit: int | None = None, rng: random.Random | None = None) -> int:
         """Flip one bit of a file (chosen by `rng` when `bit` is None); returns the bit index."""
         inode = self._inode(path)
@@ -238,5 +289,6 @@ class SimDisk:
         inode.data[bit >> 3] ^= 1 << (bit & 7)
         return bit
 
+    @_locked
     def unsynced_bytes(self) -> int:
         return sum(len(i.data) - i.synced for i in {id(i): i for i in self._files.values()}.values())

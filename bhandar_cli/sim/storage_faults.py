@@ -10,6 +10,10 @@ a crash strike *inside* one of the next disk operations instead (a WAL append, a
 a compaction, a MANIFEST rewrite): the engine raises `SimulatedCrash` in the middle of the node's
 step, and the driver kills the node there, between its write and its sync.
 
+Until the cluster drives the engines' background jobs, a flush happens in the write that seals
+a memtable while `max_sealed_memtables` others wait (a stall), followed by a due compaction; with
+jobs driven, crashes can also strike between a job's `run` and its `finish`.
+
 The torn-write choices come from the run's own `random.Random` (a child of the seed), so a seed
 replays its crashes byte for byte.
 """
@@ -23,6 +27,7 @@ from bhandar_cli.core.store import Store
 from bhandar_cli.sim.disk import SimDisk
 from bhandar_cli.storage.engine import EngineOptions
 from bhandar_cli.storage.record_store import RecordStore
+from bhandar_cli.storage.wal import FsyncPolicy
 
 STORAGE_KINDS: tuple[str, ...] = ("memory", "lsm")
 DIRECTORY = "/node"
@@ -60,7 +65,7 @@ class LSMHosts:
     _armed: set[str] = field(default_factory=set)
 
     def options(self) -> EngineOptions:
-        return EngineOptions(memtable_bytes=self.memtable_bytes, fsync="batch")
+        return EngineOptions(memtable_bytes=self.memtable_bytes, fsync=FsyncPolicy.BATCH)
 
     def create(self, name: str) -> Store:
         disk = self.disks[name] = SimDisk()

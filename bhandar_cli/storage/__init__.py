@@ -1,13 +1,17 @@
-"""Per-node storage: the LSM engine (WAL, memtable, SSTables, Bloom filters) over a Disk.
+"""Per-node storage: the LSM engine (WAL, memtables, SSTables, Bloom filters) over a Disk.
 
 Sans-I/O: every byte goes through an injected `disk.Disk` (`node.disk.RealDisk` for files,
-`sim.disk.SimDisk` for crash tests); nothing here reads the clock or the global `random`
-(except `bench.py`, the measurement harness, which says why).
+`sim.disk.SimDisk` for crash tests); nothing here reads the clock or the global `random`.
 
 - `engine.LSMEngine(disk, directory, options=EngineOptions(), merge=None)`: put, delete, get,
-  scan, sync (group commit), flush, compact, maybe_compact, snapshot, stats, close.
-- `wal.py` log records and recovery, `memtable.py`, `sstable.py` tables and the block cache,
-  `bloom.py` filters and `measure_false_positive_rate`, `compaction.py` size tiers and the
-  k-way merge, `manifest.py` the list of live files, `recovery.py` open after a crash,
-  `records.py` record kinds and the merge fold, `reports.py` reports and stats, `errors.py`.
+  scan, begin_sync / sync (group commit), background_job, flush, compact, maybe_compact,
+  snapshot, stats, close. Its docstring states who owns what: one owner thread, and workers
+  that only ever get a job (`jobs.py`) or a sync function (`syncs.py`).
+- `options.py` the tunables, `tree.py` sealed memtables, live tables and installing jobs,
+  `version.py` the live-table set, `reads.py` point lookups and scan runs, `status.py` closed
+  or poisoned, `wal.py` log records and recovery, `memtable.py`, `sstable.py` tables and the
+  block cache, `bloom.py` filters and `measure_false_positive_rate`, `compaction.py` size tiers
+  and the k-way merge, `manifest.py` the list of live files, `recovery.py` open after a crash,
+  `records.py` record kinds and the merge fold, `reports.py` reports and stats, `errors.py`,
+  `record_store.py` the node's `Store` on the engine.
 """

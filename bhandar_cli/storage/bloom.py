@@ -68,6 +68,8 @@ class BloomFilter:
     def add_hashes(self, hashes: Iterable[int]) -> None:
         """`add_hash` for many keys, with the loop state kept in locals (flushes build filters)."""
         bits, m, k = self.bits, self.m, self.hashes
+        if not isinstance(bits, bytearray):
+            raise TypeError("a Bloom filter read from a table is read-only (a bug: tables are immutable)")
         for h in hashes:
             p, d = (h & _MASK32) % m, (h >> 32) % m
             for _ in range(k):

@@ -11,12 +11,18 @@ Durability contract (both implementations keep it):
   directory (POSIX does not make a new directory entry durable otherwise).
 - `rename` is atomic: after a crash the destination holds either the old or the new file.
 
+Threads (see engine.py for the ownership rule): the engine's owner thread makes every call,
+except that a background job's worker writes, fsyncs, opens and may remove the one new file it
+was handed, reads immutable tables through handles opened before, and a function returned by
+`AppendFile.sync_later` runs in a worker. Implementations keep their counters exact under that.
+
 Paths are plain strings with `/` separators (`join` below), so the simulator needs no OS.
 """
 
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
 
@@ -32,6 +38,12 @@ class AppendFile(Protocol):
 
     def sync(self) -> None:
         """Make every byte written so far durable (flush, then fsync)."""
+        ...
+
+    def sync_later(self) -> Callable[[], None]:
+        """Hand buffered bytes to the operating system now, and return a function that makes them
+        durable when called (once), from any thread. It fsyncs through a descriptor of its own,
+        so this handle may be closed, and the file removed, before it runs."""
         ...
 
     def close(self) -> None: ...
@@ -58,8 +70,15 @@ class ReadFile(Protocol):
 class Disk(Protocol):
     """What an LSM tree needs from a file system."""
 
-    fsync_count: int  # fsyncs of files and directories since the disk was made
-    bytes_written: int  # bytes handed to files through AppendFile.write
+    @property
+    def fsync_count(self) -> int:
+        """Fsyncs of files and directories since the disk was made."""
+        ...
+
+    @property
+    def bytes_written(self) -> int:
+        """Bytes handed to files through `AppendFile.write`."""
+        ...
 
     def open_append(self, path: str) -> AppendFile:
         """Open `path` for appending, creating it (durably) if it does not exist."""

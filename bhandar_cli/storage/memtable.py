@@ -3,15 +3,21 @@
 It holds at most one record per key: a new write is combined with the one already there (see
 `records.resolve`), so the memtable behaves like the newest run of the LSM tree. Its size is
 approximate (key + value bytes plus a fixed per-entry overhead) and decides when to flush.
+
+A full memtable is *sealed* (`SealedMemtable`): nothing writes to it again, so the owner thread
+reads it while a flush job's worker iterates it. Reads of a `SortedDict` (`get`, `irange`,
+iteration) change nothing inside it, so the two need no lock.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from sortedcontainers import SortedDict
 
 from bhandar_cli.storage.records import DELETE, MERGE, VALUE, Merge
+from bhandar_cli.storage.wal import WALWriter
 
 ENTRY_OVERHEAD = 48  # rough cost of the tuple and dict slot, so tiny values still count
 
@@ -49,7 +55,8 @@ class Memtable:
         data[key] = entry
 
     def get(self, key: bytes) -> tuple[int, bytes | None] | None:
-        return self.data.get(key)
+        entry: tuple[int, bytes | None] | None = self.data.get(key)
+        return entry
 
     def items(
         self, start: bytes | None = None, end: bytes | None = None
@@ -65,4 +72,19 @@ class Memtable:
             yield key, kind, value
 
 
-__all__ = ["DELETE", "MERGE", "VALUE", "Memtable"]
+@dataclass(frozen=True)
+class SealedMemtable:
+    """A full memtable that no write changes any more, waiting for its flush, and its WAL.
+
+    `logs` are the WAL numbers holding its writes (more than one after a recovery replayed
+    several); they are replayed by a restart until its table is in the MANIFEST. `wal` is the
+    last of them, kept open so a sync can still take its unsynced records; it is closed when
+    the flush is installed.
+    """
+
+    memtable: Memtable
+    logs: tuple[int, ...]
+    wal: WALWriter
+
+
+__all__ = ["DELETE", "MERGE", "VALUE", "Memtable", "SealedMemtable"]

@@ -15,7 +15,7 @@ reported once and treated as absent, and stays on disk (see `record_format`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import cbor2
@@ -24,6 +24,7 @@ from bhandar_cli.core.records import Record
 from bhandar_cli.core.store import HintKey
 from bhandar_cli.storage.disk import Disk
 from bhandar_cli.storage.engine import EngineOptions, LSMEngine
+from bhandar_cli.storage.jobs import BackgroundJob
 from bhandar_cli.storage.record_format import (
     RecordFormatError,
     decode_data,
@@ -160,6 +161,12 @@ class RecordStore:
 
     def sync(self) -> None:
         self.engine.sync()
+
+    def begin_sync(self) -> Callable[[], None] | None:
+        return self.engine.begin_sync()
+
+    def background_job(self) -> BackgroundJob | None:
+        return self.engine.background_job()
 
     def flush(self) -> str | None:
         return self.engine.flush()

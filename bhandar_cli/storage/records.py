@@ -1,4 +1,4 @@
-"""Record kinds, the WAL operation payload, and the one rule that resolves a key across runs.
+"""Record kinds, the WAL payloads, and the one rule that resolves a key across runs.
 
 A key may appear in the memtable and in several SSTables ("runs"). Each appearance is a record of
 one of three kinds:
@@ -11,6 +11,12 @@ one of three kinds:
 `resolve` folds the records of one key from newest to oldest. The same fold is used by `get`,
 `scan` and compaction, so a compaction never changes what a read returns (given an associative
 merge; it need not be commutative because runs are only ever merged in age order).
+
+A WAL payload is one operation (`encode_op`), except the first record of a WAL started when a
+memtable was sealed: a link naming the WAL before it and that WAL's final length
+(`encode_log_link`). Both files hold unsynced bytes at that moment and a crash may keep the newer
+one's while losing the older one's tail; the link lets recovery see that gap and stop there, so
+what it replays is still a prefix of the writes (the acknowledged ones all lie before any gap).
 """
 
 from __future__ import annotations
@@ -27,6 +33,9 @@ Merge = Callable[[bytes, bytes], bytes]
 
 # WAL payload of one operation: kind u8, key length u32, key, value (the rest of the payload).
 _OP = struct.Struct("<BI")
+# WAL payload linking to the previous WAL: LOG_LINK u8, its number u64, its final length u64.
+LOG_LINK = 0xFF
+_LINK = struct.Struct("<BQQ")
 
 
 def encode_op(kind: int, key: bytes, value: bytes) -> bytes:
@@ -42,6 +51,18 @@ def decode_op(payload: bytes) -> tuple[int, bytes, bytes]:
     if kind not in KIND_NAMES or end > len(payload):
         raise ValueError(f"operation record has kind {kind} and key length {klen} of {len(payload)} bytes")
     return kind, payload[_OP.size : end], payload[end:]
+
+
+def encode_log_link(previous: int, length: int) -> bytes:
+    return _LINK.pack(LOG_LINK, previous, length)
+
+
+def decode_log_link(payload: bytes) -> tuple[int, int] | None:
+    """(previous WAL number, its final length) if `payload` is a link, else None."""
+    if len(payload) != _LINK.size or payload[0] != LOG_LINK:
+        return None
+    _, previous, length = _LINK.unpack(payload)
+    return previous, length
 
 
 def resolve(records: Iterable[tuple[int, bytes | None]], merge: Merge | None) -> tuple[int, bytes | None]:

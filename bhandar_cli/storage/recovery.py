@@ -7,14 +7,14 @@ moving corrupt tables to `quarantine/`. Each step is safe to repeat if the open 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from bhandar_cli.storage import manifest, wal
 from bhandar_cli.storage.disk import Disk, join
 from bhandar_cli.storage.errors import CorruptManifestError, CorruptTableError
 from bhandar_cli.storage.manifest import Manifest, file_name, file_number
 from bhandar_cli.storage.memtable import Memtable
-from bhandar_cli.storage.records import Merge, decode_op
+from bhandar_cli.storage.records import Merge, decode_log_link, decode_op
 from bhandar_cli.storage.reports import Quarantined
 from bhandar_cli.storage.sstable import BlockCache, Table
 from bhandar_cli.storage.wal import WALReport
@@ -42,7 +42,7 @@ def recover(disk: Disk, directory: str, cache: BlockCache, *, verify: bool, merg
     for name in names:
         if name.endswith(".tmp"):  # an interrupted atomic write: its target is intact
             disk.remove(join(directory, name))
-    files = {n: num for n in names if (num := file_number(n)) is not None}
+    files = {n: parsed for n in names if (parsed := file_number(n)) is not None}
     m = manifest.load(disk, directory)
     had_manifest = m is not None
     if m is None:
@@ -76,21 +76,41 @@ def recover(disk: Disk, directory: str, cache: BlockCache, *, verify: bool, merg
 
     memtable = Memtable()
     logs = sorted(num for num, ext in files.values() if ext == "log" and num >= m.log_number)
-    reports = [_replay(disk, directory, file_name(num, "log"), memtable, merge) for num in logs]
-    return Recovered(m, had_manifest, next_file, live, tables, memtable, logs, reports, orphans, quarantined)
+    kept, reports = _replay_logs(disk, directory, logs, memtable, merge)
+    return Recovered(m, had_manifest, next_file, live, tables, memtable, kept, reports, orphans, quarantined)
 
 
-def _replay(disk: Disk, directory: str, name: str, memtable: Memtable, merge: Merge | None) -> WALReport:
-    payloads, report = wal.replay(disk, join(directory, name), name)
-    for i, payload in enumerate(payloads):
-        try:
-            kind, key, value = decode_op(payload)
-        except ValueError as e:
-            raise CorruptManifestError(
-                directory, f"WAL {name} record {i} passes its checksum but is unreadable: {e} (a bug)"
-            ) from None
-        memtable.apply(kind, key, value, merge)
-    return report
+def _replay_logs(
+    disk: Disk, directory: str, logs: list[int], memtable: Memtable, merge: Merge | None
+) -> tuple[list[int], list[WALReport]]:
+    """Replay WALs in order into `memtable`, up to the first gap (see records.py's log links);
+    the WALs after a gap are deleted. Returns the WALs kept and a report for every WAL."""
+    reports: list[WALReport] = []
+    previous: tuple[int, int] | None = None  # (number, length kept) of the last WAL replayed
+    for i, number in enumerate(logs):
+        name = file_name(number, "log")
+        payloads, report = wal.replay(disk, join(directory, name), name)
+        link = decode_log_link(payloads[0]) if payloads else None
+        if link is not None and previous is not None and link[0] == previous[0] and previous[1] < link[1]:
+            for later in logs[i:]:
+                later_name = file_name(later, "log")
+                size = disk.size(join(directory, later_name))
+                disk.remove(join(directory, later_name))
+                reports.append(WALReport(later_name, 0, 0, size, "gap"))
+            return logs[:i], reports
+        if link is not None:
+            payloads, report = payloads[1:], replace(report, records=report.records - 1)
+        for j, payload in enumerate(payloads):
+            try:
+                kind, key, value = decode_op(payload)
+            except ValueError as e:
+                raise CorruptManifestError(
+                    directory, f"WAL {name} record {j} passes its checksum but is unreadable: {e} (a bug)"
+                ) from None
+            memtable.apply(kind, key, value, merge)
+        reports.append(report)
+        previous = (number, report.bytes_replayed)
+    return logs, reports
 
 
 def move_to_quarantine(disk: Disk, directory: str, name: str, reason: str) -> Quarantined:

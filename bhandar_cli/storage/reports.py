@@ -1,4 +1,4 @@
-"""Plain records the engine hands out: recovery and compaction reports, quarantine notes, stats."""
+"""Plain records the engine hands out: recovery, compaction and job reports, quarantine notes, stats."""
 
 from __future__ import annotations
 
@@ -57,16 +57,32 @@ class CompactionReport:
 
 
 @dataclass(frozen=True)
+class JobReport:
+    """How a background job ended (`BackgroundJob.finish`)."""
+
+    kind: str  # "flush" | "compaction"
+    installed: bool
+    table: str | None  # the table it added (None if discarded, or if no record was left to write)
+    reason: str = ""  # why it was discarded
+    compaction: CompactionReport | None = None  # an installed compaction's figures
+
+
+@dataclass(frozen=True)
 class EngineStats:
     disk_bytes: int
     sstables: int
     sstable_bytes: int
     compaction_backlog: int
     wal_bytes: int
-    memtable_bytes: int
+    memtable_bytes: int  # the live memtable
     memtable_keys: int
+    sealed_memtables: int  # full memtables waiting for their flush
+    sealed_bytes: int
     flushes: int
     compactions: int
+    write_stalls: int  # writes that flushed a sealed memtable themselves (too many were waiting)
+    jobs_in_flight: int  # background jobs handed out and not finished
+    jobs_discarded: int  # finished jobs whose inputs had changed: their output was deleted
     fsyncs: int
     bytes_written: int
     block_cache_hits: int

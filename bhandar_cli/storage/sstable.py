@@ -238,7 +238,12 @@ class TableWriter:
 
 
 class Table:
-    """An open, checked SSTable. Every read error is a `CorruptTableError` naming the file."""
+    """An open, checked SSTable. Every read error is a `CorruptTableError` naming the file.
+
+    Nothing in a table changes after it is opened. `get` and cached `entries` use the engine's
+    block cache (owner thread only); `entries(cached=False)` reads only the file, so a
+    compaction's worker thread may run it while the owner reads the same table.
+    """
 
     def __init__(
         self, disk: Disk, path: str, cache: BlockCache | None = None, *, verify: bool = True
@@ -365,12 +370,17 @@ class Table:
         return blk.kinds[j], blk.value(j)
 
     def entries(
-        self, start: bytes | None = None, end: bytes | None = None
+        self, start: bytes | None = None, end: bytes | None = None, *, cached: bool = True
     ) -> Iterator[tuple[bytes, int, bytes | None]]:
-        """(key, kind, value) for start ≤ key < end, in key order, one block in memory at a time."""
+        """(key, kind, value) for start ≤ key < end, in key order, one block in memory at a time.
+
+        Scans use blocks already cached but do not fill the cache; `cached=False` does not even
+        look there (a compaction's worker thread: the cache belongs to the engine's owner thread).
+        """
         i = 0 if start is None else bisect_left(self._last_keys, start)
+        cache = self._cache if cached else None
         for b in range(i, self.blocks):
-            blk = self._cache.get((self.uid, b)) or self._read_block(b)  # scans do not fill the cache
+            blk = (cache.get((self.uid, b)) if cache is not None else None) or self._read_block(b)
             keys, kinds, value = blk.keys or blk.slice_keys(), blk.kinds, blk.value
             first = 0 if start is None or b != i else bisect_left(keys, start)
             for j in range(first, len(keys)):

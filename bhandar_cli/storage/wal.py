@@ -8,6 +8,8 @@ Fsync policies (`FsyncPolicy`):
 - `always`: every `append` is fsynced before it returns (one fsync per write: slow, simplest).
 - `batch` (default, group commit): `append` only buffers; `sync()` makes every record appended
   so far durable with one fsync. A caller acknowledges writes only after `sync()` returned.
+  `begin_sync()` splits that in two: the owner thread takes the records to sync, a worker
+  thread runs the fsync it returns (see engine.py).
 - `none`: never fsync; `sync()` only hands the bytes to the OS. Writes survive a crash of the
   process but a power loss or kernel crash can lose any of them. For throwaway data only.
 
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import struct
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -54,12 +57,17 @@ class WALReport:
     records: int  # records replayed
     bytes_replayed: int
     bytes_truncated: int
-    problem: str  # "" (clean), "torn" or "corrupt"
+    problem: str  # "" (clean), "torn", "corrupt", or "gap" (dropped: an older WAL lost its tail)
 
     @property
     def message(self) -> str:
         if not self.problem:
             return f"WAL {self.name}: replayed {self.records} records ({self.bytes_replayed} bytes), clean"
+        if self.problem == "gap":
+            return (
+                f"WAL {self.name}: dropped {self.bytes_truncated} bytes written after writes an "
+                "older WAL lost (none of them was acknowledged)"
+            )
         what = "a torn tail" if self.problem == "torn" else "a corrupt record and everything after it"
         return (
             f"WAL {self.name}: truncated {what} of {self.bytes_truncated} bytes after {self.records} records"
@@ -108,32 +116,44 @@ class WALWriter:
         self.path = path
         self.policy = FsyncPolicy(policy)
         self._file: AppendFile = disk.open_append(path)
-        self._unsynced = 0  # records appended since the last sync
+        self._unsynced = 0  # records appended since the last begin_sync
+        self.closed = False
 
     def append(self, payload: bytes) -> None:
         self._file.write(frame(payload))
-        self._unsynced += 1
         if self.policy is FsyncPolicy.ALWAYS:
-            self.sync()
+            self._file.sync()
+        else:
+            self._unsynced += 1
+
+    def begin_sync(self) -> Callable[[], None] | None:
+        """Take every record appended so far into one fsync: returns the function that makes them
+        durable (any thread may call it, once, even after this writer is closed), or None if
+        there is nothing to fsync. Under `none` the records are only handed to the OS, here."""
+        if not self._unsynced:
+            return None
+        self._unsynced = 0
+        return self.resync()
+
+    def resync(self) -> Callable[[], None] | None:
+        """A new fsync of everything appended so far, for records an earlier `begin_sync` took
+        whose fsync may not have run yet; None under `none` (the bytes only go to the OS)."""
+        if self.policy is FsyncPolicy.NONE:
+            self._file.flush()
+            return None
+        return self._file.sync_later()
 
     def sync(self) -> None:
         """The group-commit point: every record appended so far is durable when this returns
         (under `none`, it is only handed to the OS)."""
-        if not self._unsynced:
-            return
-        if self.policy is FsyncPolicy.NONE:
-            self._file.flush()
-        else:
-            self._file.sync()
-        self._unsynced = 0
-
-    @property
-    def unsynced_records(self) -> int:
-        return self._unsynced
+        fsync = self.begin_sync()
+        if fsync is not None:
+            fsync()
 
     @property
     def size(self) -> int:
         return self._file.size
 
     def close(self) -> None:
+        self.closed = True
         self._file.close()

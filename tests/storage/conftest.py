@@ -1,10 +1,15 @@
-"""Shared helpers for the storage tests: small engines on the simulated disk."""
+"""Shared helpers for the storage tests: small engines on the simulated disk, and the model of
+what a crash may leave (a prefix of the issued writes that includes every acknowledged one)."""
 
 from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
 
 from bhandar_cli.sim.disk import SimDisk
 from bhandar_cli.storage.compaction import TierPolicy
 from bhandar_cli.storage.engine import EngineOptions, LSMEngine
+from bhandar_cli.storage.records import Merge
 
 # Tiny tables so a few hundred writes exercise flushes, several blocks per table and compaction.
 SMALL = EngineOptions(
@@ -15,7 +20,38 @@ SMALL = EngineOptions(
 )
 
 
-def small_engine(disk: SimDisk | None = None, directory: str = "/db", **overrides: object) -> LSMEngine:
-    from dataclasses import replace
-
+def small_engine(disk: SimDisk | None = None, directory: str = "/db", **overrides: Any) -> LSMEngine:
     return LSMEngine(disk or SimDisk(), directory, replace(SMALL, **overrides))
+
+
+Op = tuple[bytes, bytes | None]  # (key, value) or (key, None) for a delete
+
+
+def apply_op(model: dict[bytes, bytes], op: Op, merge: Merge | None) -> None:
+    key, value = op
+    if value is None:
+        model.pop(key, None)
+    elif merge is not None and key in model:
+        model[key] = merge(value, model[key])
+    else:
+        model[key] = value
+
+
+def union(newer: bytes, older: bytes) -> bytes:
+    """Set union of comma-separated tokens: a stand-in for the store's sibling merge."""
+    return b",".join(sorted(set(newer.split(b",")) | set(older.split(b","))))
+
+
+def matching_prefix(
+    history: list[Op], acked: int, state: dict[bytes, bytes], merge: Merge | None
+) -> int | None:
+    """The length of a prefix of `history`, at least `acked` long, whose result is `state`."""
+    model: dict[bytes, bytes] = {}
+    for op in history[:acked]:
+        apply_op(model, op, merge)
+    for p in range(acked, len(history) + 1):
+        if p > acked:
+            apply_op(model, history[p - 1], merge)
+        if model == state:
+            return p
+    return None

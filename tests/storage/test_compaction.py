@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 from bhandar_cli.sim.disk import SimDisk
-from bhandar_cli.storage.compaction import TierPolicy, backlog, merge_runs, pick, tiers
+from bhandar_cli.storage.compaction import Entry, TierPolicy, backlog, merge_runs, pick, tiers
 from bhandar_cli.storage.engine import LSMEngine
 from bhandar_cli.storage.records import DELETE, MERGE, VALUE
 
-from .conftest import SMALL, small_engine
+from .conftest import SMALL, small_engine, union
 
 P = TierPolicy(min_tables=4, small_table_bytes=10)
 
@@ -48,21 +48,16 @@ def test_merge_runs_folds_merge_operands_in_age_order() -> None:
     def merge(newer: bytes, older: bytes) -> bytes:
         return newer + b"|" + older  # associative, not commutative: order matters
 
-    runs = [[(b"k", MERGE, b"3")], [(b"k", MERGE, b"2")], [(b"k", MERGE, b"1")]]
+    runs: list[list[Entry]] = [[(b"k", MERGE, b"3")], [(b"k", MERGE, b"2")], [(b"k", MERGE, b"1")]]
     assert list(merge_runs(runs, merge, drop_deletes=False)) == [(b"k", MERGE, b"3|2|1")]
     assert list(merge_runs(runs, merge, drop_deletes=True)) == [(b"k", VALUE, b"3|2|1")]
-    over_delete = [[(b"k", MERGE, b"3")], [(b"k", DELETE, None)], [(b"k", MERGE, b"1")]]
+    over_delete: list[list[Entry]] = [[(b"k", MERGE, b"3")], [(b"k", DELETE, None)], [(b"k", MERGE, b"1")]]
     assert list(merge_runs(over_delete, merge, drop_deletes=False)) == [(b"k", VALUE, b"3")]
-
-
-def _union(newer: bytes, older: bytes) -> bytes:
-    """Set union of comma-separated tokens: a stand-in for the store's sibling merge."""
-    return b",".join(sorted(set(newer.split(b",")) | set(older.split(b","))))
 
 
 def test_compaction_with_a_merge_function_keeps_the_merged_value() -> None:
     disk = SimDisk()
-    eng = LSMEngine(disk, "/m", replace(SMALL, auto_compact=False), merge=_union)
+    eng = LSMEngine(disk, "/m", replace(SMALL, auto_compact=False), merge=union)
     for token in (b"a", b"b", b"c", b"d"):
         eng.put(b"k", token)  # each sibling lands in its own table
         eng.put(b"other", token)
@@ -74,7 +69,7 @@ def test_compaction_with_a_merge_function_keeps_the_merged_value() -> None:
     assert len(eng.table_names) == 1
     assert eng.get(b"k") == b"a,b,c,d"  # nothing lost by compaction
     eng.close()
-    assert LSMEngine(disk, "/m", SMALL, merge=_union).get(b"k") == b"a,b,c,d"
+    assert LSMEngine(disk, "/m", SMALL, merge=union).get(b"k") == b"a,b,c,d"
 
 
 def test_deletion_markers_survive_until_the_compaction_includes_the_oldest_table() -> None:

@@ -22,42 +22,14 @@ import pytest
 from bhandar_cli.sim.disk import SimDisk, SimulatedCrash
 from bhandar_cli.storage.compaction import TierPolicy
 from bhandar_cli.storage.engine import EngineOptions, LSMEngine
-from bhandar_cli.storage.records import Merge
+from bhandar_cli.storage.wal import FsyncPolicy
 
-Op = tuple[bytes, bytes | None]  # (key, value) or (key, None) for a delete
-
-
-def _apply(model: dict[bytes, bytes], op: Op, merge: Merge | None) -> None:
-    key, value = op
-    if value is None:
-        model.pop(key, None)
-    elif merge is not None and key in model:
-        model[key] = merge(value, model[key])
-    else:
-        model[key] = value
-
-
-def _union(newer: bytes, older: bytes) -> bytes:
-    return b",".join(sorted(set(newer.split(b",")) | set(older.split(b","))))
-
-
-def _matching_prefix(
-    history: list[Op], acked: int, state: dict[bytes, bytes], merge: Merge | None
-) -> int | None:
-    model: dict[bytes, bytes] = {}
-    for op in history[:acked]:
-        _apply(model, op, merge)
-    for p in range(acked, len(history) + 1):
-        if p > acked:
-            _apply(model, history[p - 1], merge)
-        if model == state:
-            return p
-    return None
+from .conftest import Op, matching_prefix, union
 
 
 def _options(rng: random.Random) -> EngineOptions:
     return EngineOptions(
-        fsync=rng.choice(["batch", "batch", "always", "none"]),
+        fsync=FsyncPolicy(rng.choice(["batch", "batch", "always", "none"])),
         memtable_bytes=rng.choice([200, 600, 2000]),
         block_bytes=rng.choice([64, 256]),
         tiers=TierPolicy(min_tables=rng.choice([2, 3, 4]), small_table_bytes=rng.choice([100, 5000])),
@@ -70,7 +42,7 @@ def run_seed(seed: int, rounds: int = 4, steps: int = 300) -> int:
     rng = random.Random(seed)
     disk = SimDisk()
     opts = _options(rng)
-    merge = _union if rng.random() < 0.3 else None
+    merge = union if rng.random() < 0.3 else None
     keys = [b"k%02d" % i for i in range(rng.choice([5, 30]))]
     history: list[Op] = []
     acked = 0
@@ -100,7 +72,7 @@ def run_seed(seed: int, rounds: int = 4, steps: int = 300) -> int:
                 if op[1] is None:
                     eng.delete(op[0])
                 else:
-                    eng.put(*op)
+                    eng.put(op[0], op[1])
                 if opts.fsync == "always":
                     acked = len(history)
         except SimulatedCrash:
@@ -109,7 +81,7 @@ def run_seed(seed: int, rounds: int = 4, steps: int = 300) -> int:
         eng = LSMEngine(disk, "/db", opts, merge)
         state = dict(eng.scan())
         assert all(eng.get(k) == state.get(k) for k in keys), f"seed {seed}: get and scan disagree"
-        p = _matching_prefix(history, acked, state, merge)
+        p = matching_prefix(history, acked, state, merge)
         assert p is not None, (
             f"seed {seed}: recovered state is not the result of any prefix ≥ {acked} acknowledged of "
             f"{len(history)} issued operations; recovery said: {eng.recovery.summary}"

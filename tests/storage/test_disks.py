@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
 
@@ -12,11 +13,11 @@ from bhandar_cli.storage.disk import Disk, write_file_atomically
 
 
 @pytest.fixture(params=["sim", "real"])
-def disk_and_root(request, tmp_path) -> tuple[Disk, str]:
+def disk_and_root(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[Disk, str]:
     return (SimDisk(), "/root") if request.param == "sim" else (RealDisk(), str(tmp_path / "root"))
 
 
-def test_contract(disk_and_root) -> None:
+def test_contract(disk_and_root: tuple[Disk, str]) -> None:
     disk, root = disk_and_root
     assert isinstance(disk, Disk)
     disk.makedirs(f"{root}/a/b")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import random
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
@@ -166,7 +167,7 @@ def test_corrupt_manifest_is_a_clear_error() -> None:
         small_engine(disk)
 
 
-def test_snapshot_is_hard_links_and_opens_as_an_engine(tmp_path) -> None:
+def test_snapshot_is_hard_links_and_opens_as_an_engine(tmp_path: Path) -> None:
     disk = RealDisk()
     data, snap, restored = str(tmp_path / "data"), str(tmp_path / "snap"), str(tmp_path / "restored")
     opts = replace(SMALL, memtable_bytes=4000)
@@ -193,7 +194,7 @@ def test_snapshot_is_hard_links_and_opens_as_an_engine(tmp_path) -> None:
         LSMEngine(disk, data, opts).snapshot(snap)
 
 
-def test_engine_on_the_real_disk_survives_reopen(tmp_path) -> None:
+def test_engine_on_the_real_disk_survives_reopen(tmp_path: Path) -> None:
     disk = RealDisk()
     opts = EngineOptions(memtable_bytes=2000, block_bytes=256)
     eng = LSMEngine(disk, str(tmp_path), opts)

@@ -26,6 +26,7 @@ from bhandar_cli.core.messages import (
 )
 from bhandar_cli.core.record_digest import digest
 from bhandar_cli.core.records import Versioned
+from bhandar_cli.core.store import MemoryStore
 from bhandar_cli.core.versions import Sibling
 from bhandar_cli.sim.cluster import SimCluster
 from bhandar_cli.sim.disk import SimDisk
@@ -90,6 +91,28 @@ def test_lww_policy_is_kept_beside_the_record() -> None:
     s.put("p", "k", Versioned((Sibling(("B", 1), {}, b"new", ts=2.0),)))
     got = s.get("p", "k")
     assert isinstance(got, Versioned) and [x.value for x in got.siblings] == [b"new"]
+
+
+def test_jobs_and_deferred_syncs_pass_through_and_the_memory_store_has_none() -> None:
+    s, disk = store()
+    s.put_meta("keyspaces", [["ks", "siblings", 3, "sloppy"]])
+    assert s.background_job() is None
+    i = 0
+    while s.stats().sealed_memtables == 0:
+        s.put("ks", f"k{i}", Versioned((sib("A", i + 1, b"x" * 50),)))
+        i += 1
+    job = s.background_job()
+    assert job is not None and job.kind == "flush"
+    job.run()
+    assert job.finish().installed and s.stats().sstables == 1
+    fsync = s.begin_sync()
+    assert fsync is not None
+    fsync()
+    disk.crash(torn=False)
+    again, _ = store(disk)
+    assert again.count() == i
+    memory = MemoryStore()
+    assert memory.background_job() is None and memory.begin_sync() is None
 
 
 def test_synced_writes_survive_a_crash_with_a_torn_tail() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -20,7 +22,7 @@ def _write(disk: SimDisk | RealDisk, path: str, payloads: list[bytes], policy: s
     w.close()
 
 
-def test_round_trip_on_the_real_disk(tmp_path) -> None:
+def test_round_trip_on_the_real_disk(tmp_path: Path) -> None:
     path = str(tmp_path / "000001.log")
     payloads = [b"", b"a", b"x" * 5000, bytes(range(256))]
     _write(RealDisk(), path, payloads)
@@ -31,7 +33,9 @@ def test_round_trip_on_the_real_disk(tmp_path) -> None:
 
 
 @given(st.lists(st.binary(max_size=64), max_size=20), st.data())
-def test_any_cut_of_the_log_replays_exactly_the_whole_records_before_it(payloads, data) -> None:
+def test_any_cut_of_the_log_replays_exactly_the_whole_records_before_it(
+    payloads: list[bytes], data: st.DataObject
+) -> None:
     blob = b"".join(wal.frame(p) for p in payloads)
     cut = data.draw(st.integers(0, len(blob)))
     got, good, problem = wal.parse(blob[:cut])

@@ -1,0 +1,245 @@
+"""The tree behind the live memtable: sealed memtables, live tables, file numbers, the MANIFEST,
+and how flush and compaction jobs change them.
+
+Owner thread only (engine.py states the ownership rule). `next_job` hands a job its inputs;
+`_install_flush` / `_install_compaction` run from the job's `finish` and either install the
+result (MANIFEST first, then deleting what it made obsolete) or discard it, when the inputs
+changed meanwhile: a memtable flushed inline, an input compacted away or quarantined. A job
+finished after the engine was closed or poisoned changes nothing on disk.
+"""
+
+from __future__ import annotations
+
+from typing import NoReturn
+
+from bhandar_cli.storage import compaction, manifest, recovery
+from bhandar_cli.storage.disk import Disk, join
+from bhandar_cli.storage.errors import CorruptTableError
+from bhandar_cli.storage.jobs import COMPACTION, FLUSH, BackgroundJob, CompactionJob, FlushJob, TableOutput
+from bhandar_cli.storage.manifest import Manifest, file_name
+from bhandar_cli.storage.memtable import Memtable, SealedMemtable
+from bhandar_cli.storage.options import EngineOptions
+from bhandar_cli.storage.records import Merge, encode_log_link
+from bhandar_cli.storage.recovery import Recovered
+from bhandar_cli.storage.reports import CompactionReport, JobReport, Quarantined
+from bhandar_cli.storage.sstable import BlockCache, TableWriter
+from bhandar_cli.storage.status import EngineStatus
+from bhandar_cli.storage.version import Version
+from bhandar_cli.storage.wal import WALWriter
+
+
+class Tree:
+    def __init__(
+        self,
+        disk: Disk,
+        directory: str,
+        options: EngineOptions,
+        cache: BlockCache,
+        merge: Merge | None,
+        status: EngineStatus,
+        recovered: Recovered,
+    ) -> None:
+        self.disk, self.directory, self.options = disk, directory, options
+        self._cache, self._merge, self._status = cache, merge, status
+        self.version = Version(tuple(recovered.tables), tuple(recovered.names))
+        self.sealed: list[SealedMemtable] = []  # oldest first
+        self.quarantined: list[Quarantined] = list(recovered.quarantined)
+        self._next_file, self._log_number = recovered.next_file, recovered.manifest.log_number
+        if recovered.manifest.tables != tuple(recovered.names) or not recovered.had_manifest:
+            self.store_manifest()
+        # WAL numbers of the live memtable: replay resumes appending after the last good record.
+        self.live_logs = recovered.logs or [self.alloc()]
+        self.flushing: FlushJob | None = None  # background jobs handed out, not finished
+        self.compacting: CompactionJob | None = None
+        self.flushes = self.compactions = self.jobs_discarded = 0
+
+    # ---- files -------------------------------------------------------------------------------
+
+    def alloc(self) -> int:
+        self._next_file += 1
+        return self._next_file - 1
+
+    def log_path(self, number: int) -> str:
+        return join(self.directory, file_name(number, "log"))
+
+    def store_manifest(self) -> None:
+        m = Manifest(self._next_file, self._log_number, self.version.names)
+        manifest.store(self.disk, self.directory, m)
+
+    def snapshot(self, directory: str) -> list[str]:
+        """Hard-link every live table into `directory` (new or empty), then its MANIFEST."""
+        if self.disk.listdir(directory):
+            raise ValueError(f"snapshot directory {directory} is not empty")
+        self.disk.makedirs(directory)
+        version = self.version
+        for table, name in zip(version.tables, version.names, strict=True):
+            self.disk.link(table.path, join(directory, name))
+        # Written last: a snapshot cut short by a crash has no MANIFEST and refuses to open.
+        manifest.store(self.disk, directory, Manifest(self._next_file, self._next_file, version.names))
+        return list(version.names)
+
+    # ---- sealing -----------------------------------------------------------------------------
+
+    def seal(self, memtable: Memtable, wal: WALWriter) -> WALWriter:
+        """Queue a full memtable (written to `wal`) for its flush; returns the next memtable's WAL."""
+        with self._status.poison_on_error():
+            log = self.alloc()
+            new_wal = WALWriter(self.disk, self.log_path(log), self.options.fsync)
+            new_wal.append(encode_log_link(self.live_logs[-1], wal.size))
+        self.sealed.append(SealedMemtable(memtable, tuple(self.live_logs), wal))
+        self.live_logs = [log]
+        return new_wal
+
+    # ---- jobs --------------------------------------------------------------------------------
+
+    def due_compaction(self) -> range | None:
+        return compaction.pick(self.version.sizes(), self.options.tiers)
+
+    def next_job(self) -> BackgroundJob | None:
+        """A flush first, then a due compaction; at most one of each kind in flight."""
+        if self.flushing is None and self.sealed:
+            self.flushing = self.flush_job()
+            return self.flushing
+        if self.compacting is None and self.options.auto_compact:
+            span = self.due_compaction()
+            if span is not None:
+                self.compacting = self.compaction_job(span)
+                return self.compacting
+        return None
+
+    def full_compaction_job(self) -> CompactionJob | None:
+        """Every table into one, as the compaction in flight; None if one is, or no table exists."""
+        if self.compacting is not None or not self.version.tables:
+            return None
+        self.compacting = self.compaction_job(range(len(self.version.tables)))
+        return self.compacting
+
+    def _output(self) -> TableOutput:
+        """Create the next table file (so no reopen can hand its number out again)."""
+        o = self.options
+        with self._status.poison_on_error():
+            number = self.alloc()
+            name = file_name(number, "sst")
+            path = join(self.directory, name)
+            writer = TableWriter(
+                self.disk,
+                path,
+                block_bytes=o.block_bytes,
+                bits_per_key=o.bloom_bits_per_key,
+                hashes=o.bloom_hashes,
+            )
+        return TableOutput(self.disk, path, name, writer, self._cache)
+
+    def flush_job(self) -> FlushJob:
+        """The flush of the oldest sealed memtable."""
+        return FlushJob(
+            self.sealed[0],
+            self._output(),
+            drop_deletes=not self.version.tables,
+            merge=self._merge,
+            install=self._install_flush,
+        )
+
+    def compaction_job(self, span: range) -> CompactionJob:
+        return CompactionJob(
+            self.version.tables[span.start : span.stop],
+            self._output(),
+            drop_deletes=span.start == 0,  # nothing older exists, so deletions shadow nothing
+            merge=self._merge,
+            install=self._install_compaction,
+        )
+
+    # ---- installing --------------------------------------------------------------------------
+
+    def _unusable(self, kind: str, output: TableOutput) -> JobReport | None:
+        """The report of a job finished after close or poisoning: it changes nothing on disk."""
+        if self._status.usable:
+            return None
+        output.release()
+        reason = "the engine was closed" if self._status.closed else "the engine failed"
+        return JobReport(kind, False, None, reason)
+
+    def _discard(self, kind: str, output: TableOutput, reason: str) -> JobReport:
+        with self._status.poison_on_error():
+            output.discard()
+        self.jobs_discarded += 1
+        return JobReport(kind, False, None, reason)
+
+    def _fail(self, error: Exception) -> NoReturn:
+        self._status.poison(error)
+        raise error
+
+    def _install_flush(self, job: FlushJob) -> JobReport:
+        if self.flushing is job:
+            self.flushing = None
+        if (report := self._unusable(FLUSH, job.output)) is not None:
+            return report
+        if job.error is not None:
+            self._fail(job.error)
+        if not self.sealed or self.sealed[0] is not job.sealed:
+            return self._discard(FLUSH, job.output, "its memtable was flushed meanwhile")
+        table, name = job.output.table, job.output.name
+        with self._status.poison_on_error():
+            if table is not None:
+                self.version = self.version.with_newest(table, name)
+            self.sealed.pop(0)
+            self._log_number = self.sealed[0].logs[0] if self.sealed else self.live_logs[0]
+            self.store_manifest()
+            job.sealed.wal.close()
+            for log in job.sealed.logs:
+                self.disk.remove(self.log_path(log))
+        self.flushes += 1
+        return JobReport(FLUSH, True, None if table is None else name)
+
+    def _install_compaction(self, job: CompactionJob) -> JobReport:
+        if self.compacting is job:
+            self.compacting = None
+        if (report := self._unusable(COMPACTION, job.output)) is not None:
+            return report
+        if isinstance(job.error, CorruptTableError):
+            self.quarantine(job.error)
+            return self._discard(COMPACTION, job.output, f"an input was corrupt: {job.error.what}")
+        if job.error is not None:
+            self._fail(job.error)
+        span = self.version.span_of(job.inputs)
+        if span is None:
+            return self._discard(COMPACTION, job.output, "its inputs were compacted or quarantined meanwhile")
+        table, name = job.output.table, job.output.name
+        old_names = self.version.names[span.start : span.stop]
+        with self._status.poison_on_error():
+            self.version = self.version.replaced(span, table, name)
+            self.store_manifest()
+            # Inputs are not closed: a running scan may still read them (POSIX keeps removed files
+            # readable while open); their handles close when the last reference goes.
+            for t in job.inputs:
+                self.disk.remove(t.path)
+        self.compactions += 1
+        figures = CompactionReport(
+            tuple(old_names),
+            None if table is None else name,
+            sum(t.records for t in job.inputs),
+            0 if table is None else table.records,
+            sum(t.size for t in job.inputs),
+            0 if table is None else table.size,
+            job.drop_deletes,
+        )
+        return JobReport(COMPACTION, True, figures.output, compaction=figures)
+
+    def quarantine(self, error: CorruptTableError) -> bool:
+        """Take a live table out of service; False if it is no longer live (nothing to do)."""
+        name = error.path.rsplit("/", 1)[-1]
+        version = self.version.without(name)
+        if version is None:
+            return False  # already quarantined, or replaced by a compaction meanwhile
+        with self._status.poison_on_error():
+            self.version = version
+            self.store_manifest()
+            self.quarantined.append(recovery.move_to_quarantine(self.disk, self.directory, name, error.what))
+        return True
+
+    def close(self) -> None:
+        """Release the sealed memtables' WALs and the tables' files (jobs in flight are abandoned)."""
+        for s in self.sealed:
+            s.wal.close()
+        for t in self.version.tables:
+            t.close()
