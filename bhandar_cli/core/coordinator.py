@@ -184,9 +184,14 @@ class Coordinator:
             if len(self._tokens) >= TOKEN_CACHE:
                 self._tokens.clear()  # a bound on memory; hashing again is cheap
             token = self._tokens[(ks.name, key)] = key_token(ks.name, key)
+        ring = view.ring
+        if not ring.nodes:
+            # A joining node that has not heard from anyone yet (it knows only seed addresses).
+            # Found by `bhandar chaos --seed 8 --ops 1500 --faults all --storage lsm`.
+            raise Unavailable(f"{self.node_id} has not found the cluster yet (no member known); retry")
         liveness = view.liveness
         return plan_replicas(
-            view.ring, token, ks.n, ks.quorum, lambda n: liveness.is_up(n, now), view.pending_ring()
+            ring, token, ks.n, ks.quorum, lambda n: liveness.is_up(n, now), view.pending_ring()
         )
 
     def _forward(

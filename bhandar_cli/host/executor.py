@@ -12,8 +12,10 @@ alike:
    takes the node down;
 2. the node's timers fire if due (`tick`);
 3. the effects that need no durability go out, in order (sends, answers, notes);
-4. if any effect is durable the step yields once, handing the environment the store's blocking
-   sync; the environment runs it (inline, in a worker thread, or after a simulated fsync delay)
+4. if any effect is durable the step yields once, handing the environment the blocking half of
+   the store's sync (`Store.begin_sync`, taken here on the owner's thread; the half it returns
+   touches only file descriptors); the environment runs it (inline, in a worker thread, or after
+   a simulated fsync delay)
    and resumes the step, which then sends the durable effects in order. One sync covers every
    write of the batch: group commit. A node killed while the sync runs sends none of them, so
    nothing is acknowledged that a crash could lose.
@@ -31,7 +33,7 @@ import logging
 from collections import deque
 from collections.abc import Callable, Iterator
 from random import Random
-from typing import Any, Protocol
+from typing import Any
 
 from bhandar_cli.core.config import NodeConfig
 from bhandar_cli.core.messages import ClientRequest, Failure, Note, Respond, Result, Send
@@ -39,6 +41,7 @@ from bhandar_cli.core.metrics import NodeMetrics
 from bhandar_cli.core.node import Node
 from bhandar_cli.core.ring import Ring
 from bhandar_cli.core.store import Store
+from bhandar_cli.storage.jobs import BackgroundJob
 
 log = logging.getLogger("bhandar.node")
 
@@ -49,15 +52,6 @@ SendFn = Callable[[str, str, Any], None]  # (src, dst, message): the environment
 NoteFn = Callable[[str, Note], None]  # (node, note): what a person watching is told
 Responder = Callable[[Result], None]
 Sync = Callable[[], None]  # blocking: makes every write made so far durable
-
-
-class BackgroundJob(Protocol):
-    """A store's flush or compaction: `run` may go to a worker thread, `finish` may not."""
-
-    kind: str
-
-    def run(self) -> None: ...
-    def finish(self) -> object: ...
 
 
 class NodeHost:
@@ -140,9 +134,7 @@ class NodeHost:
         """The store's next due flush or compaction, for the environment to run (None: nothing)."""
         if self.node is None:
             return None
-        getter = getattr(self.store, "background_job", None)  # TODO(merge storagejobs): Store protocol
-        job: BackgroundJob | None = None if getter is None else getter()
-        return job
+        return self.store.background_job()
 
     # --- inputs ------------------------------------------------------------------------------
 
@@ -198,7 +190,9 @@ class NodeHost:
             self._dispatch(effects)
             return
         self._dispatch([e for e in effects if not getattr(e, "durable", False)])
-        yield self.store.sync
+        fsync = self.store.begin_sync()  # here, on the owner's thread; None: nothing to wait for
+        if fsync is not None:
+            yield fsync
         if self.node is node:  # not killed while the store synced
             self._dispatch(durable)
 

@@ -21,6 +21,7 @@ import trio
 
 from bhandar_cli.host.executor import NodeHost
 from bhandar_cli.storage.errors import StorageError
+from bhandar_cli.storage.jobs import BackgroundJob
 
 # Errors that end a node's life rather than one message: its disk failed, its store is in doubt.
 FATAL: tuple[type[BaseException], ...] = (StorageError, OSError)
@@ -107,16 +108,18 @@ class NodeRunner:
                 jobs.start_soon(self._run_job, job)
             await trio.lowlevel.checkpoint()  # a busy node still lets the others run
 
-    async def _run_job(self, job: object) -> None:
-        host = self.host
-        try:
+    async def _run_job(self, job: BackgroundJob) -> None:
+        """Build the job's output (in a worker thread with `offload`), then install it here. `finish`
+        runs whatever happened meanwhile (a kill included): it discards what no longer fits, and
+        only then may the store hand out the next job of that kind."""
+        with trio.CancelScope(shield=True):  # a kill waits for it: the next life needs the slot
             if self.offload:
-                await trio.to_thread.run_sync(job.run)  # type: ignore[attr-defined]
+                await trio.to_thread.run_sync(job.run)
             else:
-                job.run()  # type: ignore[attr-defined]
-            if host.alive:
-                job.finish()  # type: ignore[attr-defined]
-        except Exception as exc:
-            host.crash(exc, f"failed in a background {getattr(job, 'kind', 'job')}")
+                job.run()
+        try:
+            job.finish()
+        except Exception as exc:  # the job's disk failed: the store is in doubt
+            self.host.crash(exc, f"failed in a background {job.kind}")
             if self._scope is not None:
                 self._scope.cancel()

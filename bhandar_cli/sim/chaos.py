@@ -286,6 +286,7 @@ def _build_cluster(params: ChaosParams, config: NodeConfig, disks: LSMHosts | No
             "arm_crash": disks.arm,
             "crash_errors": (SimulatedCrash,),
             "sync_delay": _fsync_seconds,
+            "job_delay": _job_seconds,
         }
     return SimCluster(
         seed=params.cluster_seed,
@@ -302,6 +303,12 @@ def _fsync_seconds(rng: Random) -> float:
     """How long one fsync of a simulated disk takes: 0.2 to 3 ms, as on an SSD. Writes that arrive
     meanwhile wait for the next step: group commit, as in production."""
     return rng.uniform(0.0002, 0.003)
+
+
+def _job_seconds(rng: Random) -> float:
+    """How long a background flush or compaction takes to write its table: 5 to 100 ms. The node
+    goes on meanwhile, so crashes and reads land while jobs are in flight."""
+    return rng.uniform(0.005, 0.1)
 
 
 def _internal_errors(cluster: SimCluster) -> list[Violation]:

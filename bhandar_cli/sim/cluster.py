@@ -62,6 +62,8 @@ class SimCluster:
     crash_errors: tuple[type[BaseException], ...] = ()
     # Seconds an fsync takes, drawn per sync (None: syncs take no simulated time).
     sync_delay: Callable[[Random], float] | None = None
+    # Seconds a background flush or compaction takes to build its table, drawn per job.
+    job_delay: Callable[[Random], float] = lambda _rng: 0.0
     addressing: bool = False  # boot as node processes do: seeds by address, no initial ring
     moves: float = 0.3  # with addressing: the chance that a revived node listens at a new address
 
@@ -125,6 +127,7 @@ class SimCluster:
             self.crash_errors,
             self.sync_delay,
             self._disk_rng,
+            self.job_delay,
         )
         return host
 

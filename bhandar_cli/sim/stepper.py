@@ -8,6 +8,9 @@ duration (`sync_delay`, none by default); inputs arriving meanwhile wait for the
 is how group commit batches writes in production. The sync itself runs when the delay ends, so a
 crash during it loses the batch's unsynced writes and sends none of its acks.
 
+Background jobs (flush, compaction) run beside the node as they do in production: handed out
+after a step, built and installed `job_delay` simulated seconds later while the node goes on.
+
 Exceptions: one of `crash_errors` (a simulated power cut inside a disk operation) is the
 machine's death, reported to `on_machine_crash`; any other is a bug: the node crashes, as it would
 in production, and `on_internal_error` is told, for the checker to report.
@@ -21,6 +24,7 @@ from random import Random
 
 from bhandar_cli.host.executor import NodeHost, Sync
 from bhandar_cli.sim.loop import EventLoop
+from bhandar_cli.storage.jobs import BackgroundJob
 
 
 class SimStepper:
@@ -33,6 +37,7 @@ class SimStepper:
         crash_errors: tuple[type[BaseException], ...] = (),
         sync_delay: Callable[[Random], float] | None = None,
         disk_rng: Random | None = None,
+        job_delay: Callable[[Random], float] = lambda rng: 0.0,
     ) -> None:
         self.loop = loop
         self.host = host
@@ -41,6 +46,7 @@ class SimStepper:
         self.crash_errors = crash_errors
         self.sync_delay = sync_delay
         self.disk_rng = disk_rng or Random(0)
+        self.job_delay = job_delay
         self._token = 0  # bumped to cancel the scheduled step
         self._at = math.inf  # when the scheduled step runs (inf: none)
         self._busy = False  # a step is waiting for its fsync
@@ -109,3 +115,34 @@ class SimStepper:
         if host.alive:
             now = self.loop.now
             self._step_at(now if host.ready(now) else host.next_deadline())
+            self._start_job()
+
+    def _start_job(self) -> None:
+        """A due flush or compaction runs as in production, beside the node: built in simulated
+        time (`job_delay`), installed at its end; the node goes on stepping meanwhile."""
+        try:
+            job = self.host.background_job()
+        except self.crash_errors:
+            self.on_machine_crash()
+            return
+        if job is not None:
+            when = self.loop.now + self.job_delay(self.disk_rng)
+            self.loop.push(when, self._finish_job, (self.host.generation, job))
+
+    def _finish_job(self, life: int, job: BackgroundJob) -> None:
+        host = self.host
+        if host.generation != life or not host.alive:
+            return  # the machine died meanwhile: its store was crashed and reopened without it
+        job.run()
+        try:
+            if isinstance(job.error, self.crash_errors):
+                raise job.error  # the power went out inside the job's disk writes
+            job.finish()
+        except self.crash_errors:
+            self.on_machine_crash()
+            return
+        except Exception as exc:
+            self.on_internal_error(f"background {job.kind}: {type(exc).__name__}: {exc}")
+            host.crash(exc, f"failed in a background {job.kind}")
+            return
+        self._start_job()  # another may be due (a compaction after a flush)

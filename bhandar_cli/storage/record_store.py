@@ -171,6 +171,10 @@ class RecordStore:
     def flush(self) -> str | None:
         return self.engine.flush()
 
+    def full_compaction_job(self) -> BackgroundJob | None:
+        """A forced full compaction as a background job (run it in a worker, finish it here)."""
+        return self.engine.full_compaction_job()
+
     def compact(self) -> int:
         return len(self.engine.compact(full=True))
 

@@ -294,3 +294,21 @@ def test_a_forwarded_answer_for_an_op_that_is_not_a_forward_is_ignored() -> None
     wire.tick("A")  # the write is still there, and times out as it should
     [failure] = wire.answers["A"]
     assert isinstance(failure, Failure) and failure.code == "timeout"
+
+
+def test_a_joining_node_that_has_found_nobody_yet_answers_unavailable() -> None:
+    """Found by `bhandar chaos --seed 8 --ops 1500 --faults all --storage lsm` (seed addresses)."""
+    node = Node(
+        "G",
+        Ring.build(["G"], 8),
+        MemoryStore(),
+        Random(1),
+        0.0,
+        status="joining",
+        seeds=["10.0.0.1:7000"],
+        address="10.0.0.7:7000",
+        tokens=(1, 2, 3),
+    )
+    [answer] = node.request(0.0, GetRequest(1, "counters", "k"))
+    assert isinstance(answer, Respond) and isinstance(answer.result, Failure)
+    assert answer.result.code == "unavailable" and "not found the cluster" in answer.result.error

@@ -10,7 +10,7 @@ import pytest
 from bhandar_cli.core.messages import GetRequest, Ping, PutRequest
 from bhandar_cli.node import clusterfile
 from bhandar_cli.node.clusterfile import ClusterFile, ClusterFileError, NodeEntry
-from bhandar_cli.node.process import check_request
+from bhandar_cli.node.rpc_service import check_request
 from bhandar_cli.node.supervisor import free_ports, pid_alive, plan
 
 

@@ -44,13 +44,13 @@ class Recorder:
         return lambda result: self.effects.append((self.clock(), "answer", rid, result))
 
     def wrap_sync(self, host: NodeHost) -> None:
-        sync = host.store.sync
+        """Record each sync a step waits for (the store's in-memory sync hands out nothing to wait
+        for, so the recorder hands out one of its own)."""
 
-        def recorded() -> None:
-            self.effects.append((self.clock(), "sync"))
-            sync()
+        def begin_sync() -> Callable[[], None]:
+            return lambda: self.effects.append((self.clock(), "sync"))
 
-        host.store.sync = recorded  # type: ignore[method-assign]
+        host.store.begin_sync = begin_sync  # type: ignore[method-assign]
 
 
 def record_cluster_run() -> tuple[list[Input], list[Effect], float, NodeHost, Ring, NodeConfig]:

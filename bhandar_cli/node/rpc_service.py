@@ -1,0 +1,248 @@
+"""The RPC a node process serves on its port: client requests, and the admin operations.
+
+One map per frame, answers carry the same `id`: `request` (a client request in wire form: the
+node's coordinator answers it), and the admin operations `info`, `records`, `hints`, `metrics`,
+`digest`, `members`, `tree`, `partition`, `heal`, `delay`, `flush`, `compact`, `snapshot` and
+`shutdown`. Fast operations are answered at once; slow ones (`compact`) run in a task of the
+connection and are answered when done, so the node's event loop never waits for them. A request
+from the network is checked field by field before the core sees it (the core trusts its inputs).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import fields
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from bhandar_cli.core.messages import (
+    ClientRequest,
+    DecommissionRequest,
+    GetRequest,
+    IncrRequest,
+    KeyspaceRequest,
+    PutRequest,
+    RepairRequest,
+    Result,
+)
+from bhandar_cli.core.wire import from_wire, to_wire
+from bhandar_cli.node import admin
+from bhandar_cli.node.codec import ProtocolError, encode_frame
+from bhandar_cli.node.frames import FrameConn, Outbox, wire_frame
+
+if TYPE_CHECKING:
+    from bhandar_cli.node.process import NodeProcess
+
+log = logging.getLogger("bhandar.node")
+
+COMPACT_WAIT = 60.0  # seconds a `compact` waits for a compaction already in flight
+
+# What the fields of a client request must hold; the core trusts its inputs' types, the network
+# must not be trusted, so a request is checked here before it reaches the coordinator.
+_FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    "rid": (int,),
+    "keyspace": (str, type(None)),  # None only in RepairRequest (every keyspace)
+    "key": (str,),
+    "value": (bytes, type(None)),
+    "ctype": (str,),
+    "context": (dict, type(None)),
+    "consistency": (str,),
+    "trace": (bool,),
+    "hops": (int,),
+    "delta": (int,),
+    "request_id": (str,),
+}
+
+
+def check_request(req: Any) -> ClientRequest:
+    """The request if it is a well-typed client request; raises ValueError saying what is wrong."""
+    if not isinstance(
+        req, PutRequest | GetRequest | IncrRequest | KeyspaceRequest | RepairRequest | DecommissionRequest
+    ):
+        raise ValueError(f"expected a client request, got {type(req).__name__}")
+    for f in fields(req):
+        expected = _FIELD_TYPES.get(f.name)
+        value = getattr(req, f.name)
+        if expected is not None and (
+            not isinstance(value, expected) or (isinstance(value, bool) and bool not in expected)
+        ):
+            raise ValueError(f"{type(req).__name__}.{f.name} has the wrong type ({type(value).__name__})")
+    context = getattr(req, "context", None)
+    if context is not None and not all(
+        isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) for k, v in context.items()
+    ):
+        raise ValueError("the context must map node names to counters")
+    return req
+
+
+class RpcService:
+    """Serves one node process's RPC connections (its collaborator: the process)."""
+
+    def __init__(self, process: NodeProcess) -> None:
+        self.process = process
+
+    async def serve(self, conn: FrameConn) -> None:
+        """One client connection: RPC frames in, answers out (in any order: each names its call)."""
+        out = Outbox(conn.stream)
+        error: ProtocolError | None = None
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_write_until_broken, out, nursery.cancel_scope)
+            try:
+                while (body := await conn.receive()) is not None:
+                    if not isinstance(body, dict) or not isinstance(body.get("op"), str):
+                        raise ProtocolError("an RPC frame must be a map with an 'op'")
+                    self._dispatch(body, out, nursery)
+            except ProtocolError as exc:
+                error = exc  # re-raised outside the nursery so it is not wrapped in a group
+            nursery.cancel_scope.cancel()
+        if error is not None:
+            raise error
+
+    def _dispatch(self, body: dict[str, Any], out: Outbox, nursery: trio.Nursery) -> None:
+        call_id, op = body.get("id"), body["op"]
+        if op == "request":
+            try:
+                request = check_request(from_wire(body.get("msg")))
+            except Exception as exc:  # whatever from_wire or the dataclasses object to
+                _answer(out, call_id, error=f"bad request: {exc}")
+                return
+
+            def respond(result: Result) -> None:
+                try:
+                    out.put(wire_frame({"id": call_id, "ok": True, "body": to_wire(result)}))
+                except ValueError as exc:  # never raise into the node that calls us
+                    _answer(out, call_id, error=f"internal error: cannot encode the result: {exc}")
+
+            self.process.submit(request, respond)
+            return
+        slow = getattr(self, f"_slow_{op}", None)
+        if slow is not None:  # work off the event loop: answered when it is done
+            nursery.start_soon(self._answer_later, slow, body, out, call_id)
+            return
+        handler = getattr(self, f"_op_{op}", None)
+        if handler is None:
+            _answer(out, call_id, error=f"unknown operation {op!r}")
+            return
+        try:
+            _answer(out, call_id, handler(body))
+        except (ValueError, TypeError, KeyError) as exc:
+            _answer(out, call_id, error=f"bad {op} arguments: {exc}")
+
+    def _op_info(self, body: dict[str, Any]) -> Any:
+        return self.process.info(counts=bool(body.get("counts", True)))
+
+    def _op_records(self, body: dict[str, Any]) -> Any:
+        node = self.process.host.node
+        if node is None:
+            return None
+        return admin.records_to_plain(node.records(str(body["keyspace"]), str(body["key"])))
+
+    def _op_hints(self, body: dict[str, Any]) -> Any:
+        node = self.process.host.node
+        return [] if node is None else node.hints_summary(trio.current_time())
+
+    def _op_metrics(self, body: dict[str, Any]) -> Any:
+        node = self.process.host.node
+        if node is None:
+            return None
+        plain = admin.metrics_to_plain(node.metrics)
+        # CBOR map keys must be text here; metrics_from_plain reads the bucket numbers back.
+        plain["ops"] = [[*row[:4], {str(b): c for b, c in row[4].items()}, *row[5:]] for row in plain["ops"]]
+        return plain
+
+    def _op_digest(self, body: dict[str, Any]) -> Any:
+        node = self.process.host.node
+        return [] if node is None else node.digests()
+
+    def _op_partition(self, body: dict[str, Any]) -> Any:
+        groups = [[str(n) for n in g] for g in body["groups"]]
+        everyone = [str(n) for n in body.get("nodes", ())]
+        model = self.process.transport.model
+        model.partition(groups, [*everyone, self.process.id])
+        return sorted(peer for (me, peer) in model.blocked if me == self.process.id)
+
+    def _op_heal(self, body: dict[str, Any]) -> Any:
+        self.process.transport.model.heal()
+        return True
+
+    def _op_delay(self, body: dict[str, Any]) -> Any:
+        delays = {str(n): float(ms) / 1000.0 for n, ms in body["delays"].items() if float(ms) > 0}
+        self.process.transport.model.extra_delay = delays
+        return True
+
+    def _op_members(self, body: dict[str, Any]) -> Any:
+        node = self.process.host.node
+        return [] if node is None else node.members(trio.current_time())
+
+    def _op_tree(self, body: dict[str, Any]) -> Any:
+        node = self.process.host.node
+        if node is None:
+            return []
+        return node.tree_entries(str(body["keyspace"]), int(body["lo"]), int(body["hi"]))
+
+    def _op_flush(self, body: dict[str, Any]) -> Any:
+        return self.process.store.flush()
+
+    def _op_snapshot(self, body: dict[str, Any]) -> Any:
+        return len(self.process.store.snapshot(str(body["dir"])))
+
+    def _op_shutdown(self, body: dict[str, Any]) -> Any:
+        # Answer first, stop just after: the caller learns the stop was accepted.
+        trio.lowlevel.spawn_system_task(_set_soon, self.process.shutdown)
+        return True
+
+    async def _answer_later(
+        self,
+        slow: Callable[[dict[str, Any]], Awaitable[Any]],
+        body: dict[str, Any],
+        out: Outbox,
+        call_id: Any,
+    ) -> None:
+        try:
+            _answer(out, call_id, await slow(body))
+        except (ValueError, TypeError, KeyError) as exc:
+            _answer(out, call_id, error=f"bad {body['op']} arguments: {exc}")
+        except trio.TooSlowError:
+            _answer(out, call_id, error=f"{body['op']}: busy for more than {COMPACT_WAIT:g} s; retry")
+
+    async def _slow_compact(self, body: dict[str, Any]) -> Any:
+        """A full compaction, built in a worker thread while the node goes on; the event loop only
+        installs the result (milliseconds). Waits (bounded) for a compaction already running."""
+        store = self.process.store
+        with trio.fail_after(COMPACT_WAIT):
+            while (job := store.full_compaction_job()) is None:
+                if store.stats().sstables <= 1:
+                    return 0  # nothing to merge
+                await trio.sleep(0.05)  # the background compaction in flight finishes first
+        with trio.CancelScope(shield=True):  # the job's slot must be given back (finish)
+            await trio.to_thread.run_sync(job.run)
+            report = job.finish()
+        return 1 if report.installed else 0
+
+
+async def _set_soon(event: trio.Event) -> None:
+    await trio.sleep(0.05)
+    event.set()
+
+
+async def _write_until_broken(out: Outbox, scope: trio.CancelScope) -> None:
+    with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError, OSError):
+        await out.run()
+    scope.cancel()
+
+
+def _answer(out: Outbox, call_id: Any, body: Any = None, error: str | None = None) -> None:
+    reply = {
+        "id": call_id,
+        "ok": error is None,
+        "body" if error is None else "error": body if error is None else error,
+    }
+    try:
+        frame = encode_frame(reply)
+    except ValueError as exc:
+        log.error("cannot encode the answer to call %r: %s", call_id, exc)
+        frame = encode_frame({"id": call_id, "ok": False, "error": f"internal error: {exc}"})
+    out.put(frame)  # a client that stops reading loses its answers, not the node's time
