@@ -303,3 +303,44 @@ def storage(
     console.print(
         "[dim]sqlite3 with synchronous=NORMAL does not fsync at commit; the engine's batch sync does[/dim]"
     )
+
+
+@bench_app.command("compaction")
+def compaction(
+    cluster: str | None = typer.Option(None, "--cluster", metavar="DIR", help="The running process cluster."),
+    node: str = typer.Option("A", "--node", help="The node that compacts."),
+    mb: int = typer.Option(50, "--mb", help="Fill until the node holds this many MB on disk."),
+    concurrency: int = typer.Option(8, "--concurrency", help="Concurrent clients reading."),
+    seconds: float = typer.Option(5.0, "--seconds", help="Length of the baseline phase."),
+    output: OutputFormat = OUTPUT_OPTION,
+) -> None:
+    """QUORUM gets (p50/p99) and peers' view of NODE, first as a baseline, then while NODE runs a
+    forced full compaction of at least MB megabytes; fills the store first if needed."""
+    from bhandar_cli.cmd.cluster import open_tcp_client, run_async
+    from bhandar_cli.node.compaction_bench import run_compaction_bench
+
+    if not 1 <= mb <= 100_000 or not 1 <= concurrency <= 1024 or not 0.5 <= seconds <= 3600:
+        fail("--mb must be 1..100000, --concurrency 1..1024 and --seconds 0.5..3600", EXIT_USAGE)
+
+    async def body() -> dict[str, Any]:
+        async with open_tcp_client(cluster) as client:
+            return await run_compaction_bench(client, client.node(node), mb, concurrency, seconds)
+
+    report = run_async("bench compaction", output, body)
+    if output is OutputFormat.json:
+        emit_json(report)
+        return
+    b, d = report["baseline"], report["during"]
+    print(
+        f"bench compaction: node {report['target']}, {report['disk_mb']} MB in {report['sstables']} "
+        f"SSTables, full compaction {report['compaction_s']} s {report['compaction_error']}".rstrip()
+    )
+    for label, p in (("baseline", b), ("during compaction", d)):
+        print(
+            f"  {label:18} {p['gets']:6} QUORUM gets  p50 {p['p50_ms']} ms  p99 {p['p99_ms']} ms  "
+            f"max {p['max_ms']} ms  errors {p['errors']}"
+        )
+    print(
+        f"  peers saw {report['target']} down in {d['marked_down']} of {d['samples']} samples "
+        f"during the compaction (baseline: {b['marked_down']} of {b['samples']})"
+    )
