@@ -214,14 +214,14 @@ def _fault(
     if output is OutputFormat.json:
         emit_json(data)
         return
-    detail = {
+    details: dict[str, Callable[[dict[str, Any]], str]] = {
         "kill": lambda d: f"killed {d['node']}" if d["changed"] else f"{d['node']} was not running",
         "start": lambda d: f"started {d['node']}" if d["changed"] else f"{d['node']} is already running",
         "partition": lambda d: "partitioned: " + " | ".join(" ".join(g) for g in d["groups"]),
         "heal": lambda d: "healed: every node reaches every other",
         "delay": lambda d: f"{d['node']}: +{d['ms']:g} ms on every message to or from it",
-    }[cmd]
-    _print(detail(data))
+    }
+    _print(details[cmd](data))
 
 
 @cluster_app.command("kill")

@@ -24,7 +24,7 @@ def parse_level(text: str) -> Consistency:
     level = text.strip().upper()
     if level not in LEVELS:
         raise BadInput(f"unknown consistency level {text!r} (use {one_of(LEVELS)})")
-    return level  # type: ignore[return-value]
+    return level
 
 
 def required(level: str, n: int) -> int:

@@ -226,7 +226,6 @@ class Node:
             self._ops.next_deadline(),
         )
 
-
     # --- views for clients and tools (pure reads) ------------------------------------------------
 
     @property

@@ -41,6 +41,10 @@ class Store(Protocol):
         """A flush or compaction due now (storage/jobs.py), to run in a worker and finish here."""
         ...
 
+    def close(self) -> None:
+        """Sync and release files; the store is not used again."""
+        ...
+
 
 class MemoryStore:
     """Dictionaries; survives a simulated crash of its node because the runtime keeps the object."""
@@ -101,3 +105,6 @@ class MemoryStore:
 
     def background_job(self) -> BackgroundJob | None:
         return None  # no files, no jobs
+
+    def close(self) -> None:
+        pass  # nothing to release

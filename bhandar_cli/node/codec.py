@@ -49,7 +49,7 @@ _PREFIX = struct.Struct(">I")
 PREFIX_SIZE: Final = _PREFIX.size
 
 
-class _Sentinel:
+class Sentinel:
     __slots__ = ("_name",)
 
     def __init__(self, name: str) -> None:
@@ -59,10 +59,10 @@ class _Sentinel:
         return self._name
 
 
-NEED_DATA: Final = _Sentinel("NEED_DATA")
+NEED_DATA: Final = Sentinel("NEED_DATA")
 """`next_frame` needs more bytes before it can return a frame."""
 
-CLOSED: Final = _Sentinel("CLOSED")
+CLOSED: Final = Sentinel("CLOSED")
 """The peer closed the connection cleanly, between two frames; no more frames will come."""
 
 Body = None | bool | int | float | str | bytes | list["Body"] | dict[str | bytes, "Body"]
@@ -146,7 +146,7 @@ class FrameDecoder:
         # long stream before pulling frames never buffers the body of an oversized frame.
         self._read_prefix()
 
-    def next_frame(self) -> Body | _Sentinel:
+    def next_frame(self) -> Body | Sentinel:
         """The next frame's body, `NEED_DATA`, or `CLOSED`; raises `ProtocolError`."""
         if self._error is not None:
             raise self._error
@@ -157,7 +157,7 @@ class FrameDecoder:
             self._buffer.clear()
             raise
 
-    def _next_frame(self) -> Body | _Sentinel:
+    def _next_frame(self) -> Body | Sentinel:
         self._read_prefix()
         if self._error is not None:
             raise self._error
@@ -218,7 +218,8 @@ class FrameDecoder:
                 f"{MIN_COMPATIBLE_VERSION}..{PROTOCOL_VERSION} (the peer is too old)"
             )
         self.peer_version = version
-        return body
+        decoded: Body = body
+        return decoded
 
 
 def _reject_tag(*args: object) -> NoReturn:

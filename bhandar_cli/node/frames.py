@@ -23,6 +23,7 @@ from bhandar_cli.node.codec import (
     Body,
     FrameDecoder,
     ProtocolError,
+    Sentinel,
 )
 
 RECV_SIZE = 65536
@@ -67,6 +68,7 @@ class FrameConn:
                 self._frame_deadline = (
                     math.inf if not decoder.buffered else trio.current_time() + (self.frame_timeout)
                 )
+                assert not isinstance(body, Sentinel)  # CLOSED and NEED_DATA are handled above
                 return body
             if decoder.buffered and self._frame_deadline == math.inf:
                 self._frame_deadline = trio.current_time() + self.frame_timeout

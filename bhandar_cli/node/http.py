@@ -35,6 +35,7 @@ from bhandar_cli.core.messages import (
     IncrRequest,
     IncrResult,
     PutRequest,
+    PutResult,
     Result,
 )
 from bhandar_cli.core.metrics import NodeMetrics
@@ -56,6 +57,7 @@ TIMEOUT = 10.0
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
+Response = tuple[int, bytes, str, list[tuple[bytes, bytes]]]  # status, body, content type, headers
 
 
 class Gateway(Protocol):
@@ -108,9 +110,7 @@ class Api:
         await send({"type": "http.response.start", "status": status, "headers": head})
         await send({"type": "http.response.body", "body": body})
 
-    async def route(
-        self, scope: Scope, receive: Receive
-    ) -> tuple[int, bytes, str, list[tuple[bytes, bytes]]]:
+    async def route(self, scope: Scope, receive: Receive) -> Response:
         raw = scope.get("raw_path") or scope["path"].encode()
         # Split the raw path, then unquote each part, so a key may hold an encoded '/' (%2F).
         parts = [unquote(p.decode("latin-1")) for p in raw.split(b"?")[0].strip(b"/").split(b"/")]
@@ -170,7 +170,7 @@ class Api:
             raise _Failed(STATUS.get(result.code, 500), out)
         return result
 
-    async def get(self, ks: str, key: str, level: str) -> tuple[int, bytes, str, list[tuple[bytes, bytes]]]:
+    async def get(self, ks: str, key: str, level: str) -> Response:
         result = await self.call(GetRequest(0, ks, key, level))
         assert isinstance(result, GetResult)
         headers = [(b"x-bhandar-coordinator", result.coordinator.encode())]
@@ -185,18 +185,20 @@ class Api:
             return 404, _json(body), "application/json", headers
         return 200, _json({"values": values, "context": context}), "application/json", headers
 
-    async def put(self, ks: str, key: str, level: str, body: dict[str, Any]) -> Any:
+    async def put(self, ks: str, key: str, level: str, body: dict[str, Any]) -> Response:
         if "value" not in body:
             raise BadInput('the body needs a "value" (any JSON), e.g. {"value": "hello"}')
         context = _context(body.get("context"))
         result = await self.call(PutRequest(0, ks, key, encode_json(body["value"]), JSON, context, level))
+        assert isinstance(result, PutResult)
         return 204, b"", "application/json", [(b"x-bhandar-coordinator", result.coordinator.encode())]
 
-    async def delete(self, ks: str, key: str, level: str, context: str | None) -> Any:
+    async def delete(self, ks: str, key: str, level: str, context: str | None) -> Response:
         result = await self.call(PutRequest(0, ks, key, None, "", _context(context), level))
+        assert isinstance(result, PutResult)
         return 204, b"", "application/json", [(b"x-bhandar-coordinator", result.coordinator.encode())]
 
-    async def increment(self, ks: str, key: str, level: str, body: dict[str, Any]) -> Any:
+    async def increment(self, ks: str, key: str, level: str, body: dict[str, Any]) -> Response:
         delta = body.get("delta", 1)
         if not isinstance(delta, int) or isinstance(delta, bool) or abs(delta) >= 2**53:
             raise BadInput('"delta" must be an integer')

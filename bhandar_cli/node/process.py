@@ -107,10 +107,7 @@ class NodeProcess:
                 await self.shutdown.wait()
                 nursery.cancel_scope.cancel()
         finally:
-            self.store.sync()
-            close = getattr(self.store, "close", None)
-            if close is not None:
-                close()
+            self.store.close()
             log.info("node %s stopped", opts.id)
 
     async def _life(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -225,11 +222,11 @@ def run_node(options: NodeOptions) -> None:
         trio.run(process.run, clock=EpochClock())
     except BaseExceptionGroup as group:
         # A port already taken surfaces from inside the nurseries; say it plainly.
-        errors = group.subgroup(OSError)
-        while isinstance(errors, BaseExceptionGroup):
-            errors = errors.exceptions[0]
-        if isinstance(errors, OSError):
-            raise errors from None
+        found: BaseException | None = group.subgroup(OSError)
+        while isinstance(found, BaseExceptionGroup):
+            found = found.exceptions[0]
+        if isinstance(found, OSError):
+            raise found from None
         raise
     if process.host.crash_reason is not None:
         raise NodeCrashed(f"node {options.id} {process.host.crash_reason}")

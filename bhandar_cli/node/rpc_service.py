@@ -94,7 +94,7 @@ class RpcService:
                 while (body := await conn.receive()) is not None:
                     if not isinstance(body, dict) or not isinstance(body.get("op"), str):
                         raise ProtocolError("an RPC frame must be a map with an 'op'")
-                    self._dispatch(body, out, nursery)
+                    self._dispatch({str(k): v for k, v in body.items()}, out, nursery)
             except ProtocolError as exc:
                 error = exc  # re-raised outside the nursery so it is not wrapped in a group
             nursery.cancel_scope.cancel()

@@ -115,7 +115,9 @@ class TcpTransport:
 
     # --- listening ---------------------------------------------------------------------------
 
-    async def serve(self, host: str, port: int, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED):
+    async def serve(
+        self, host: str, port: int, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED
+    ) -> None:
         """Listen on host:port; reports the bound port when ready; runs until cancelled."""
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
@@ -129,9 +131,10 @@ class TcpTransport:
                 hello = await conn.receive()
             if hello is None:
                 return
-            kind = hello.get("hello") if isinstance(hello, dict) else None
-            if kind == "peer" and isinstance(hello.get("id"), str):  # type: ignore[union-attr]
-                await self._peer_loop(conn, hello["id"])  # type: ignore[index]
+            fields = hello if isinstance(hello, dict) else {}
+            kind, peer = fields.get("hello"), fields.get("id")
+            if kind == "peer" and isinstance(peer, str):
+                await self._peer_loop(conn, peer)
             elif kind == "client":
                 await self.on_client(conn)
             else:

@@ -43,11 +43,11 @@ from bhandar_cli.sim.chaos_report import (
     report_json,
     reproduce_command,
 )
-from bhandar_cli.sim.checker import History, check
+from bhandar_cli.sim.checker import check
 from bhandar_cli.sim.cluster import SimCluster
 from bhandar_cli.sim.disk import SimulatedCrash
 from bhandar_cli.sim.faults import FAULT_KINDS, MEMBERSHIP_KINDS, NETWORK_KINDS, FaultInjector, FaultParams
-from bhandar_cli.sim.history import Violation
+from bhandar_cli.sim.history import History, Violation
 from bhandar_cli.sim.storage_faults import STORAGE_KINDS, LSMHosts
 from bhandar_cli.sim.workload import Workload, WorkloadParams, workload_keyspaces
 

@@ -29,8 +29,9 @@ from bhandar_cli.core.config import KeyspaceDef, NodeConfig
 from bhandar_cli.core.messages import GetRequest, KeyspaceRequest, PutRequest, Result
 from bhandar_cli.core.records import Versioned
 from bhandar_cli.core.versions import JSON, context_of
-from bhandar_cli.sim.checker import History, Operation, count_stale_reads
+from bhandar_cli.sim.checker import count_stale_reads
 from bhandar_cli.sim.cluster import SimCluster
+from bhandar_cli.sim.history import History, Operation
 
 MODES: tuple[str, ...] = ("strict", "sloppy, no handoff", "sloppy + hints")
 DEFAULT_SEED = 54

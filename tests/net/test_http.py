@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import httpx
 import pytest
 
@@ -17,9 +19,9 @@ def base(cluster: ClusterFile, node: str) -> str:
 
 
 @pytest.fixture
-def http(shared_cluster: ClusterFile) -> httpx.Client:
+def http(shared_cluster: ClusterFile) -> Iterator[httpx.Client]:
     with httpx.Client(base_url=base(shared_cluster, "B"), timeout=15) as client:
-        yield client  # type: ignore[misc]
+        yield client
 
 
 def test_put_get_delete_and_contexts(http: httpx.Client) -> None:

@@ -158,7 +158,7 @@ async def heal_and_converge(client: Client, cluster: InProcessCluster) -> None:
 
 
 async def cluster_problems(client: Client) -> list[str]:
-    return await client.backend.convergence_problems()  # type: ignore[attr-defined,no-any-return]
+    return await client.backend.convergence_problems()
 
 
 Replicas = dict[tuple[str, str], dict[str, Record | None]]

@@ -19,7 +19,7 @@ from random import Random
 
 import pytest
 import typer
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from bhandar_cli.cmd.chaos import chaos
 from bhandar_cli.core.messages import Failure, PutRequest, PutResult
@@ -73,7 +73,7 @@ def make_app() -> typer.Typer:
 runner = CliRunner()
 
 
-def invoke(*args: str):
+def invoke(*args: str) -> Result:
     return runner.invoke(make_app(), ["chaos", *args])
 
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from bhandar_cli.core.config import KeyspaceDef
 from bhandar_cli.core.crdt import EMPTY_COUNTER
 from bhandar_cli.core.messages import Failure, GetResult, IncrResult, PutResult
 from bhandar_cli.core.records import Record, Versioned
 from bhandar_cli.core.versions import Sibling
-from bhandar_cli.sim.checker import History, check, count_stale_reads
+from bhandar_cli.sim.checker import check, count_stale_reads
+from bhandar_cli.sim.history import History, Operation
 
 SLOPPY = KeyspaceDef("sibs")
 STRICT = KeyspaceDef("strict", quorum="strict")
@@ -24,19 +27,23 @@ def sib(actor: str, n: int, value: str | None, **context: int) -> Sibling:
     return Sibling((actor, n), context, None if value is None else value.encode())
 
 
-def put(h: History, t: float, value: str, ctx: dict[str, int] | None = None, ks: str = "sibs", **kw: object):
+def put(
+    h: History, t: float, value: str, ctx: dict[str, int] | None = None, ks: str = "sibs", **kw: object
+) -> Operation:
     op = h.invoke(t, 0, "put", ks, "k", str(kw.get("level", "QUORUM")), value.encode(), ctx)
     h.complete(op, t + 0.01, kw.get("result", OK))  # type: ignore[arg-type]
     return op
 
 
-def read(h: History, t: float, record: Record | None, ks: str = "sibs", level: str = "QUORUM"):
+def read(h: History, t: float, record: Record | None, ks: str = "sibs", level: str = "QUORUM") -> Operation:
     op = h.invoke(t, 0, "get", ks, "k", level)
     h.complete(op, t + 0.01, GetResult("A", record, 2, 2))
     return op
 
 
-def kinds(h: History, final: Record | None, ks: str = "sibs", replicas=None, **kw: object) -> list[str]:
+def kinds(
+    h: History, final: Record | None, ks: str = "sibs", replicas: Any = None, **kw: object
+) -> list[str]:
     result = check(h, KEYSPACES, {(ks, "k"): final}, replicas or {}, **kw)  # type: ignore[arg-type]
     return [v.kind for v in result.violations]
 

@@ -107,6 +107,7 @@ def sim_json(*args: str) -> dict[str, Any]:
     assert out.endswith("\n") and out.count("\n") == 1
     obj = json.loads(out)
     assert obj["ok"] is True and obj["cmd"] == f"sim {args[0]}"
+    assert isinstance(obj, dict)
     return obj
 
 
