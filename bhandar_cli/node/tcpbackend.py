@@ -30,6 +30,7 @@ from bhandar_cli.node.rpc import RpcClient, RpcError
 
 ALIVE_CACHE = 0.2  # seconds a liveness answer is reused (the client asks per request)
 ADMIN_TIMEOUT = 3.0
+STORAGE_TIMEOUT = 600.0  # flush, compact, snapshot
 _CODES = {"timeout": "timeout", "lost": "timeout", "unreachable": "unavailable", "remote": "internal"}
 
 
@@ -169,9 +170,11 @@ class TcpBackend:
     # --- storage -------------------------------------------------------------------------------
 
     async def _timed(self, name: str, op: str, **args: Any) -> tuple[Any, float]:
+        """A storage operation: it takes as long as the data it works on (a compaction of a large
+        store runs for minutes, off the node's event loop), so it gets a long timeout."""
         started = time.perf_counter()
         try:
-            result = await self.rpc(name, op, **args)
+            result = await self.rpc(name, op, STORAGE_TIMEOUT, **args)
         except RpcError as exc:
             raise Unavailable(f"{op} on {name}: {exc}") from exc
         return result, round((time.perf_counter() - started) * 1000, 3)
