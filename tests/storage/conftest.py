@@ -55,3 +55,27 @@ def matching_prefix(
         if model == state:
             return p
     return None
+
+
+def recover_and_check(
+    disk: SimDisk,
+    options: EngineOptions,
+    merge: Merge | None,
+    keys: list[bytes],
+    history: list[Op],
+    acked: int,
+    seed: int,
+) -> None:
+    """Reopen after a crash and check that what survived is the result of some prefix of the issued
+    operations holding every acknowledged one; then that prefix is the history (it is durable now:
+    the acknowledged history of the next round)."""
+    eng = LSMEngine(disk, "/db", options, merge)
+    state = dict(eng.scan())
+    assert all(eng.get(k) == state.get(k) for k in keys), f"seed {seed}: get and scan disagree"
+    p = matching_prefix(history, acked, state, merge)
+    assert p is not None, (
+        f"seed {seed}: recovered state is not the result of any prefix ≥ {acked} acknowledged of "
+        f"{len(history)} issued operations; recovery said: {eng.recovery.summary}"
+    )
+    del history[p:]
+    eng.close()

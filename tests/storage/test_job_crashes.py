@@ -22,7 +22,7 @@ from bhandar_cli.storage.engine import EngineOptions, LSMEngine
 from bhandar_cli.storage.jobs import BackgroundJob
 from bhandar_cli.storage.wal import FsyncPolicy
 
-from .conftest import Op, matching_prefix, union
+from .conftest import Op, recover_and_check, union
 
 
 def _options(rng: random.Random) -> EngineOptions:
@@ -119,17 +119,8 @@ def run_seed(seed: int, rounds: int = 4, steps: int = 300) -> Counter[str]:
         except SimulatedCrash:
             crashed_in[doing] += 1
         disk.crash(rng, torn=rng.random() < 0.8)
-        eng = LSMEngine(disk, "/db", opts, merge)
-        state = dict(eng.scan())
-        assert all(eng.get(k) == state.get(k) for k in keys), f"seed {seed}: get and scan disagree"
-        p = matching_prefix(history, acked, state, merge)
-        assert p is not None, (
-            f"seed {seed}: recovered state is not the result of any prefix ≥ {acked} acknowledged of "
-            f"{len(history)} issued operations; recovery said: {eng.recovery.summary}"
-        )
-        del history[p:]
+        recover_and_check(disk, opts, merge, keys, history, acked, seed)
         acked = len(history)
-        eng.close()
     return crashed_in
 
 
