@@ -142,9 +142,7 @@ class NodeHost:
         """A message from the network; False if the node is down or its inbox is full (dropped)."""
         if self.node is None or len(self._inbox) >= INBOX_SIZE:
             return False
-        self._inbox.append((src, msg))
-        if len(self._inbox) == 1:
-            self.wake()
+        self._enqueue(src, msg)
         return True
 
     def submit(self, request: ClientRequest, responder: Responder) -> None:
@@ -156,8 +154,11 @@ class NodeHost:
             responder(Failure("unavailable", f"node {self.name} is overloaded (inbox full)"))
             return
         self._responders[request.rid] = responder
-        self._inbox.append((None, request))
-        if len(self._inbox) == 1:
+        self._enqueue(None, request)
+
+    def _enqueue(self, src: str | None, msg: Any) -> None:
+        self._inbox.append((src, msg))
+        if len(self._inbox) == 1:  # it was empty: the environment may be waiting for input
             self.wake()
 
     def forget(self, rid: int) -> None:

@@ -15,8 +15,6 @@ engine states.
 
 from __future__ import annotations
 
-import math
-
 import trio
 
 from bhandar_cli.host.executor import NodeHost
@@ -90,7 +88,7 @@ class NodeRunner:
             now = trio.current_time()
             if not host.ready(now):
                 deadline = host.next_deadline()
-                with trio.move_on_at(deadline if deadline < math.inf else math.inf):
+                with trio.move_on_at(deadline):
                     await self._wakeup.wait()
                 self._wakeup = trio.Event()
                 continue
