@@ -2,7 +2,9 @@
 
 This module only parses and validates options, shows progress and prints; the run itself is in
 `bhandar_cli/sim/chaos.py` (imported inside the command so `bhandar --help` stays fast).
-Register it with `app.command("chaos")(chaos)`.
+Register it with `app.command("chaos")(chaos)`. `--swarm N` runs N seeds in worker processes
+instead of one: `sim/swarm.py` runs them and `cmd/chaos_swarm.py` prints them, after the same
+validation as a single run, so every failing seed's replay command is a valid `--seed` run.
 
 Output: a summary whose every line depends only on the seed and options, then one line of real-time
 figures (the only line that differs between two runs of the same seed). With `-o json`, one object.
@@ -14,10 +16,12 @@ Fault kinds include range movements (`join`, `decommission`); `--storage lsm` pu
 the LSM engine over a simulated disk that crashes can tear. `--bug` (hidden) plants a known bug,
 so tests can show the checker catches it: `ack_before_quorum` in the store, `ack_before_sync` in
 the simulator's driver (acknowledging before the store is synced; only storage faults expose it).
+`--swarm N` validates the same options, then hands them to `cmd/chaos_swarm.py`.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import secrets
 import sys
@@ -35,6 +39,11 @@ STORAGES = ("memory", "lsm")
 # Test-only planted bugs: each must make the checker fail (tests/sim/test_chaos.py shows it does).
 KNOWN_BUGS = ("ack_before_quorum", "ack_before_sync")
 SHOWN_VIOLATIONS = 20
+SWARM_MAX = 1_000_000
+SWARM_OPTIONS = ("--swarm", "--start", "--jobs", "--seed-timeout")
+JOBS_MAX = 256
+SEED_TIMEOUT = 300  # seconds; a seed of the default size takes one to a few
+SEED_TIMEOUT_MAX = 86_400
 _INT = re.compile(r"[0-9]+")
 
 
@@ -116,18 +125,61 @@ def chaos(
         metavar="NAME",
         help="Run a fixed experiment instead: ministore (the seed's part 4).",
     ),
+    swarm: str = typer.Option(
+        None,
+        "--swarm",
+        metavar="INT",
+        help="Run this many consecutive seeds (from --start) with the other options in worker "
+        "processes instead of one, and print each failing seed with its first violation and the "
+        "command that replays it; exit 1 if any failed. A seed whose run raises or outlives "
+        "--seed-timeout fails too. Ctrl-C stops the workers and prints the tally so far (exit 130 "
+        "if none had failed).",
+    ),
+    start: str = typer.Option(
+        None, "--start", metavar="INT", help="First seed of a swarm (default: a random one, printed)."
+    ),
+    jobs: str = typer.Option(
+        None, "--jobs", "-j", metavar="INT", help="Worker processes of a swarm (default: the CPU count)."
+    ),
+    seed_timeout: str = typer.Option(
+        None,
+        "--seed-timeout",
+        metavar="SECONDS",
+        help=f"A swarm seed still running after this long fails (default: {SEED_TIMEOUT}).",
+    ),
     bug: list[str] = typer.Option([], "--bug", hidden=True, help="Test only: plant a store bug."),
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
     """Run a seeded workload under faults on a simulated cluster and check that nothing acknowledged
-    was lost, counters add up and replicas converge. The same seed replays the same run."""
+    was lost, counters add up and replicas converge. The same seed replays the same run; --swarm runs
+    many seeds in parallel."""
+    swarm_options = (swarm, start, jobs, seed_timeout)
     if scenario is not None:
         _scenario(
-            scenario, seed, ops, output, nodes, replicas, faults, consistency, keys, clients, storage, bug
+            scenario,
+            seed,
+            ops,
+            output,
+            nodes,
+            replicas,
+            faults,
+            consistency,
+            keys,
+            clients,
+            storage,
+            bug,
+            *swarm_options,
         )
         return
     from bhandar_cli.sim.chaos import ChaosOptions
 
+    swarm_n = _int("--swarm", swarm, 1, SWARM_MAX)
+    if swarm_n is None:
+        for option, value in zip(SWARM_OPTIONS[1:], swarm_options[1:], strict=True):
+            if value is not None:
+                fail(f"{option} applies only with --swarm", EXIT_USAGE)
+    elif seed is not None:
+        fail("--seed and --swarm cannot be combined (a swarm starts at --start)", EXIT_USAGE)
     seed_n = _int("--seed", seed, 0, SEED_MAX)
     ops_n = _int("--ops", ops, 1, OPS_MAX)
     nodes_n = _int("--nodes", nodes, 2, 26)
@@ -161,8 +213,30 @@ def chaos(
         bugs=tuple(bug),
         storage=kind,
     )
+    if swarm_n is not None:
+        _swarm(options, swarm_n, start, jobs, seed_timeout, output)
+        return
     report = _run_with_progress(options, output)
     _print_report(report, output)
+
+
+def _swarm(
+    options: Any, count: int, start: str | None, jobs: str | None, timeout: str | None, output: OutputFormat
+) -> None:
+    from dataclasses import replace
+
+    from bhandar_cli.cmd.chaos_swarm import run_swarm_command
+
+    start_n = _int("--start", start, 0, SEED_MAX - count + 1)
+    jobs_n = _int("--jobs", jobs, 1, JOBS_MAX)
+    timeout_n = _int("--seed-timeout", timeout, 1, SEED_TIMEOUT_MAX)
+    run_swarm_command(
+        replace(options, seed=secrets.randbelow(2**32) if start_n is None else start_n),
+        count,
+        jobs_n if jobs_n is not None else os.cpu_count() or 1,
+        SEED_TIMEOUT if timeout_n is None else timeout_n,
+        output,
+    )
 
 
 def _run_with_progress(options: Any, output: OutputFormat) -> Any:
@@ -215,6 +289,7 @@ def _scenario(name: str, seed: str | None, ops: str | None, output: OutputFormat
         "--clients",
         "--storage",
         "--bug",
+        *SWARM_OPTIONS,
     )
     for option, value in zip(names, others, strict=True):
         if value:
