@@ -264,6 +264,12 @@ sim ministore  {"cmd":"sim ministore","ok":true,"seed":N,"ops":N,"keys":N,"detec
                           "hints_stored":N,"hints_delivered":N}]}
 """
 
+JSON_CHAOS_SWARM_SHAPE = """
+chaos --swarm  {"start":N,"count":N,"options":{"ops":N,"faults":[...]|null,"storage":S|null,...,
+                "jobs":N,"seed_timeout":N},"finished":N,"passed":N,"failed":[{"seed":N,"violation":S,
+                "violations":N,"command":S}],"interrupted":bool,"ok":bool,"command":S,"seconds":F}
+"""
+
 EXIT_STATUS = [
     ("0", "Success."),
     ("1", "The operation failed: unavailable, timed out, or refused input."),
@@ -287,6 +293,12 @@ def fixed_sections() -> dict[str, list[str]]:
         as the seed's JavaScript does); CLOCK is an object from node to counter."""
     )
     json_out += example(JSON_SIM_SHAPES)
+    json_out += para(
+        """chaos --swarm prints one object when its seeds have finished (or at Ctrl-C): each failed
+        seed with its first violation, how many the checker found and the command that replays it;
+        options left to be drawn per seed are null."""
+    )
+    json_out += example(JSON_CHAOS_SWARM_SHAPE)
     exit_status = [line for code, text in EXIT_STATUS for line in item(bold(code), text)]
     exit_status += para("Errors are written to standard error, whatever the output mode.")
     environment = item(
