@@ -27,7 +27,8 @@ from bhandar_cli.sim.chaos import ChaosOptions
 from bhandar_cli.sim.swarm import SeedOutcome, run_swarm
 
 CI_SWARM = ("--swarm", "8", "--start", "9000000", "--ops", "1000", "--jobs", "2")
-# Seed 13 of these options fails with the planted bug (test_chaos.py's PLANTED); 14 passes.
+# Seed 13 of these options fails with the planted bug (test_chaos.py's PLANTED). Whether the
+# seeds after it fail depends on the store's timing, so the tests below only rely on seed 13.
 PLANTED = (
     "--start",
     "13",
@@ -83,33 +84,39 @@ def test_failing_seeds_print_their_violation_and_a_replay_that_fails_the_same_wa
     result = invoke("--swarm", "2", *PLANTED, "--jobs", "2")
     assert result.exit_code == 1
     lines = result.stdout.splitlines()
-    assert lines[1].startswith("FAILED seed 13: stale_read_strict: strict/")
+    # Failing seeds print as they finish, so seed 14 (if it fails too) may come first.
+    at = next(i for i, line in enumerate(lines) if line.startswith("FAILED seed 13: "))
+    assert lines[at].startswith("FAILED seed 13: stale_read_strict: strict/")
     replay = (
         "bhandar chaos --seed 13 --ops 1500 --faults clog,loss --consistency QUORUM --bug ack_before_quorum"
     )
-    assert lines[2] == f"  replay: {replay}"
-    assert lines[3].startswith("swarm: 2 seeds: 1 passed, 1 failed in ")
-    assert lines[4] == "failed seeds: 13"
+    assert lines[at + 1] == f"  replay: {replay}"
+    failed = sorted(line.split()[2].rstrip(":") for line in lines if line.startswith("FAILED seed "))
+    assert failed in (["13"], ["13", "14"])
+    assert lines[-3].startswith(f"swarm: 2 seeds: {2 - len(failed)} passed, {len(failed)} failed in ")
+    assert lines[-2] == "failed seeds: " + " ".join(failed)
     alone = invoke(*shlex.split(replay)[2:])
     assert alone.exit_code == 1
     first = next(line for line in alone.stderr.splitlines() if line.startswith("violation: "))
-    violation = lines[1].removeprefix("FAILED seed 13: ").rsplit(" (+", 1)[0]
+    violation = lines[at].removeprefix("FAILED seed 13: ").rsplit(" (+", 1)[0]
     assert words(first) == f"violation: {violation}"
 
 
 def test_json_has_one_object_with_the_tally_and_every_failure(planted_json: dict[str, Any]) -> None:
     obj = planted_json
-    assert (obj["start"], obj["count"], obj["finished"], obj["passed"]) == (13, 3, 3, 2)
+    failed = obj["failed"]
+    assert (obj["start"], obj["count"], obj["finished"]) == (13, 3, 3)
+    assert obj["passed"] == 3 - len(failed) and [f["seed"] for f in failed][:1] == [13]
     assert obj["ok"] is False and obj["interrupted"] is False
     assert obj["options"]["ops"] == 1500 and obj["options"]["faults"] == ["clog", "loss"]
     assert obj["options"]["bugs"] == ["ack_before_quorum"] and obj["options"]["nodes"] is None
     assert obj["options"]["jobs"] == 2 and obj["options"]["seed_timeout"] == 300
     assert isinstance(obj["seconds"], float) and obj["seconds"] > 0
-    [failed] = obj["failed"]
-    assert set(failed) == {"seed", "violation", "violations", "command"}
-    assert failed["seed"] == 13 and failed["violation"].startswith("stale_read_strict: ")
-    assert "\n" not in failed["violation"] and failed["violations"] >= 1
-    assert failed["command"].startswith("bhandar chaos --seed 13 --ops 1500 ")
+    for seed in failed:
+        assert set(seed) == {"seed", "violation", "violations", "command"}
+        assert "\n" not in seed["violation"] and seed["violations"] >= 1
+        assert seed["command"].startswith(f"bhandar chaos --seed {seed['seed']} --ops 1500 ")
+    assert failed[0]["violation"].startswith("stale_read_strict: ")
     assert obj["command"].startswith("bhandar chaos --swarm 3 --start 13 --ops 1500 ")
 
 
