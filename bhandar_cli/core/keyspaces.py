@@ -26,7 +26,6 @@ class Keyspaces:
 
     def __init__(self, store: Store, default_n: int) -> None:
         self._store = store
-        self._default_n = default_n
         self._defs: dict[str, KeyspaceDef] = {ks.name: replace(ks, n=default_n) for ks in (KV, COUNTERS)}
         for fields in store.get_meta("keyspaces") or []:
             ks = KeyspaceDef(*fields)

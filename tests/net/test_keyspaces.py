@@ -107,8 +107,9 @@ def test_keyspace_commands_and_an_unknown_keyspace_on_the_command_line(shared_cl
     missed = run_cli("get", "cli_ks", "k", *where)
     assert missed.returncode == 2, missed.stderr
     error = missed.stderr.decode()
-    assert error.count("\n") == 1 and "unknown keyspace 'cli_ks'" in error and "counters, kv" in error
-    as_json = run_cli("put", "kb", "k", "v", *where, "-o", "json")
+    assert error.count("\n") == 1 and "unknown keyspace 'cli_ks'; did you mean cli?" in error
+    assert "counters, crash, kv" in error  # the keyspaces that exist, sorted
+    as_json = run_cli("put", "kvs", "k", "v", *where, "-o", "json")
     assert as_json.returncode == 2
     assert one_json(as_json) | {"error": ""} == {
         "cmd": "put",
