@@ -16,6 +16,7 @@ from bhandar_cli.cmd.chaos import chaos
 from bhandar_cli.cmd.cluster import cluster_app
 from bhandar_cli.cmd.data import delete, get, incr, put
 from bhandar_cli.cmd.demo import demo
+from bhandar_cli.cmd.keyspace import keyspace_app
 from bhandar_cli.cmd.node import node_app
 from bhandar_cli.cmd.repl import repl
 from bhandar_cli.cmd.sim import sim_app
@@ -35,6 +36,7 @@ app.command("get")(get)
 app.command("put")(put)
 app.command("delete")(delete)
 app.command("incr")(incr)
+app.add_typer(keyspace_app, name="keyspace")
 app.add_typer(bench_app, name="bench")
 app.add_typer(cluster_app, name="cluster")
 app.add_typer(node_app, name="node")

@@ -118,6 +118,7 @@ class Client(ClusterViews, ClusterOps):
         return result
 
     def _remember(self, keyspace: str, key: str) -> None:
+        # After an answer only: a misspelled keyspace must not become a completion.
         self.keys_seen.setdefault(keyspace, set()).add(key)
 
     def _context(self, keyspace: str, key: str, ctx: str | None) -> tuple[dict[str, int] | None, str]:
@@ -145,9 +146,9 @@ class Client(ClusterViews, ClusterOps):
         node = self._via(keyspace, key, via)
         rid = self.backend.new_rid()
         request = PutRequest(rid, keyspace, key, value, ctype, context, lvl, self.trace)
-        self._remember(keyspace, key)
         result = await self._call(node, request)
         assert isinstance(result, PutResult)
+        self._remember(keyspace, key)
         return WriteOutcome(
             "put" if value is not None else "delete",
             keyspace,
@@ -176,9 +177,9 @@ class Client(ClusterViews, ClusterOps):
     ) -> GetOutcome:
         lvl = self._level(level)
         node = self._via(keyspace, key, via)
-        self._remember(keyspace, key)
         result = await self._call(node, GetRequest(self.backend.new_rid(), keyspace, key, lvl, self.trace))
         assert isinstance(result, GetResult)
+        self._remember(keyspace, key)
         record = result.record
         if isinstance(record, Versioned) or record is None:
             siblings = record.siblings if record is not None else ()
@@ -228,10 +229,10 @@ class Client(ClusterViews, ClusterOps):
         lvl = self._level(level)
         node = self._via(keyspace, key, via)
         rid = request_id or uuid.uuid4().hex[:16]
-        self._remember(keyspace, key)
         request = IncrRequest(self.backend.new_rid(), keyspace, key, delta, rid, lvl, self.trace)
         result = await self._call(node, request)
         assert isinstance(result, IncrResult)
+        self._remember(keyspace, key)
         return IncrOutcome(
             keyspace, key, result.value, rid, result.coordinator, result.acks, result.needed, result.trace
         )
@@ -253,6 +254,7 @@ class Client(ClusterViews, ClusterOps):
             raise ClientError("unavailable", "every node is down; revive one first")
         result = await self._call(via, KeyspaceRequest(self.backend.new_rid(), definition))
         assert isinstance(result, KeyspaceResult)
+        await self._schema_agreed(via, name)
         d = result.definition
         return {
             "cmd": "keyspace",
@@ -263,6 +265,23 @@ class Client(ClusterViews, ClusterOps):
             "quorum": d.quorum,
             "created": result.created,
         }
+
+    async def _schema_agreed(self, via: str, name: str) -> None:
+        """Wait (at most the request timeout) until every live node `via` can reach knows keyspace
+        `name`, as Cassandra's drivers wait for schema agreement: a put right after the create
+        may go to any of them, and one that has not heard of it yet refuses it."""
+        group = next((g for g in self.backend.partitions() if via in g), self.backend.names)
+        with trio.move_on_after(self.timeout):
+            while True:
+                waiting = []
+                for node in group:
+                    if self.backend.is_alive(node):
+                        info = await self.backend.node_info(node, counts=False)
+                        if name not in {k["name"] for k in info.get("keyspaces", [])}:
+                            waiting.append(node)
+                if not waiting:
+                    return
+                await trio.sleep(0.05)
 
     async def keyspace_list(self) -> dict[str, Any]:
         info = await self._any_info()

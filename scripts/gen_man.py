@@ -7,8 +7,8 @@ The COMMANDS and SYNOPSIS sections come from the click command tree that typer b
 (`typer.main.get_command`): every group and command, recursively, with usage, help, arguments
 and options with their defaults. REPL COMMANDS comes from the REPL's command table
 (`bhandar_cli.repl.commands.COMMANDS`): usage, summary, help, aliases and examples of each entry.
-DESCRIPTION, JSON OUTPUT, EXIT STATUS, ENVIRONMENT and SEE ALSO are fixed text below, taken from
-DESIGN.md §5, with the consistency levels and error codes read from their declarations. The
+DESCRIPTION, JSON OUTPUT, HTTP API, EXIT STATUS, ENVIRONMENT and SEE ALSO are fixed text below, taken
+from DESIGN.md §5, with the consistency levels and error codes read from their declarations. The
 output carries no date and nothing from the environment, so the same code always gives the same
 page and `tests/test_man.py` can tell when the committed page is stale.
 """
@@ -26,8 +26,9 @@ import typer
 
 from bhandar_cli import __version__
 from bhandar_cli.cli import app
-from bhandar_cli.core.config import LEVELS
+from bhandar_cli.core.config import KEYSPACE_NAME_RULE, LEVELS
 from bhandar_cli.core.errors import ERROR_CODES
+from bhandar_cli.core.keyspaces import MAX_KEYSPACES
 from bhandar_cli.repl.commands import COMMANDS
 from bhandar_cli.repl.table import CommandTable
 
@@ -231,6 +232,8 @@ JSON_SHAPES = """
 get     {"cmd":"get","ok":true,"keyspace":K,"key":K,"found":bool,"values":[...],"context":S,"siblings":N}
 put     {"cmd":"put","ok":true,"coordinator":NODE,"acks":N}            (delete: the same)
 incr    {"cmd":"incr","ok":true,"value":N}
+keyspace {"cmd":"keyspace","ok":true,"name":K,"policy":S,"n":N,"quorum":S,"created":bool}
+         (keyspace list: {"cmd":"keyspace","ok":true,"keyspaces":[{"name":K,"policy":S,"n":N,"quorum":S}]})
 failure {"cmd":...,"ok":false,"error":"human sentence","code":"CODES|..."}
 status  {"cmd":"status","nodes":[{"id":"A","zone":"z1","up":true,"status":"normal","tokens":8,
          "owns":0.21,"keys":N}]}
@@ -270,10 +273,28 @@ chaos --swarm  {"start":N,"count":N,"options":{"ops":N,"faults":[...]|null,"stor
                 "violations":N,"command":S}],"interrupted":bool,"ok":bool,"command":S,"seconds":F}
 """
 
+HTTP_ENDPOINTS = """
+GET    /v1/kv/KS/KEY?consistency=QUORUM     200 {"values":[...],"context":"..."} | 404
+PUT    /v1/kv/KS/KEY?consistency=QUORUM     body {"value":...,"context":"..."}    204
+DELETE /v1/kv/KS/KEY?consistency=QUORUM&context=...                             204
+POST   /v1/kv/KS/KEY/increment              body {"delta":1,"request_id":"..."}   200 {"value":N}
+GET    /v1/keyspaces                        200 {"keyspaces":[{"name":K,"policy":S,"n":N,"quorum":S}]}
+PUT    /v1/keyspaces/NAME                   body {"policy":"siblings","n":3,"quorum":"sloppy"}
+                                            201 created | 200 the same exists | 409 defined otherwise
+GET    /v1/status    GET /metrics (Prometheus text format)
+"""
+
+HTTP_TEXT = f"""Each node process serves HTTP on the port cluster status shows. A keyspace must be
+created (PUT /v1/keyspaces/NAME; every field of the body is optional) before a key of it is read
+or written; kv and counters exist from the start. A name is {KEYSPACE_NAME_RULE}, and a cluster
+holds at most {MAX_KEYSPACES} keyspaces. Failures answer {{"error":"human sentence","code":CODE}}:
+bad input 400, key not found or unknown keyspace 404, too many siblings or a keyspace defined
+otherwise 409, too large 413, unavailable 503, timeout 504."""
+
 EXIT_STATUS = [
     ("0", "Success."),
     ("1", "The operation failed: unavailable, timed out, or refused input."),
-    ("2", "Usage error: an unknown command or option, or a bad option value."),
+    ("2", "Usage error: an unknown command or option, a bad option value, or a keyspace nobody created."),
     ("3", "Key not found (get)."),
 ]
 
@@ -299,12 +320,14 @@ def fixed_sections() -> dict[str, list[str]]:
         options left to be drawn per seed are null."""
     )
     json_out += example(JSON_CHAOS_SWARM_SHAPE)
+    http = para(HTTP_TEXT) + example(HTTP_ENDPOINTS)
     exit_status = [line for code, text in EXIT_STATUS for line in item(bold(code), text)]
     exit_status += para("Errors are written to standard error, whatever the output mode.")
     environment = item(
         bold("BHANDAR_CLUSTER"),
-        """The cluster directory used by the one-shot data commands (get, put, delete, incr) and
-        the cluster commands when --cluster is not given; the default is ./.bhandar.""",
+        """The cluster directory used by the one-shot data commands (get, put, delete, incr), the
+        keyspace commands and the cluster commands when --cluster is not given; the default is
+        ./.bhandar.""",
     )
     see_also = para(
         """node(1), which runs the seed's original simulators in seed/sims/; README.md and
@@ -315,6 +338,7 @@ def fixed_sections() -> dict[str, list[str]]:
         "DESCRIPTION": description,
         "REPL COMMANDS": repl,
         "JSON OUTPUT": json_out,
+        "HTTP API": http,
         "EXIT STATUS": exit_status,
         "ENVIRONMENT": environment,
         "SEE ALSO": see_also,
@@ -347,7 +371,7 @@ def render_man() -> str:
     lines += [".SH DESCRIPTION", *fixed["DESCRIPTION"], ".SH COMMANDS"]
     for cmd, ctx in tree:
         lines += command_section(cmd, ctx)
-    for title in ("REPL COMMANDS", "JSON OUTPUT", "EXIT STATUS", "ENVIRONMENT", "SEE ALSO"):
+    for title in ("REPL COMMANDS", "JSON OUTPUT", "HTTP API", "EXIT STATUS", "ENVIRONMENT", "SEE ALSO"):
         lines += [f".SH {arg(title)}", *fixed[title]]
     return "\n".join(lines) + "\n"
 

@@ -20,6 +20,7 @@ from bhandar_cli.repl.batch import ClusterOptions, open_session
 from bhandar_cli.repl.views import render
 
 LINES = [
+    "keyspace create carts",
     "put carts cart:42 '[\"rice\"]'",
     "get carts cart:42",
     "partition A | B C",

@@ -162,6 +162,8 @@ async def _store_load(
     rng = random.Random(7)
     written = [f"p{i}" for i in range(min(PRELOAD, ops))]
 
+    await client.keyspace_create(KEYSPACE)  # or find it there from an earlier run
+
     async def preload(worker: int, i: int) -> str:
         await client.put(KEYSPACE, written[i], value, ctype, "none")
         return "put"

@@ -3,7 +3,8 @@
 Output: `-o table` (rich on a terminal, plain when piped), `-o json` (one object, the DESIGN.md
 shapes, failures included) or `-o raw` (the bare value for `$(...)`: a JSON string without its
 quotes, other JSON as JSON, one value per line when there are siblings, binary values exactly).
-Errors go to standard error in every mode. Exit codes: 0 ok, 1 failed, 2 usage, 3 not found (get).
+Errors go to standard error in every mode. Exit codes: 0 ok, 1 failed, 2 usage (an unknown keyspace
+too), 3 not found (get).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 import typer
 
 from bhandar_cli.cmd.cluster import open_tcp_client, run_async
-from bhandar_cli.cmd.output import EXIT_FAILED, EXIT_NOT_FOUND, EXIT_USAGE, emit_json, fail
+from bhandar_cli.cmd.output import EXIT_NOT_FOUND, EXIT_USAGE, emit_json, exit_code, fail
 
 
 class DataOutput(StrEnum):
@@ -53,7 +54,8 @@ def _level(text: str | None) -> str | None:
 
 
 def _run(cmd: str, output: DataOutput, cluster: str | None, action: Any) -> Any:
-    """Run `action(client)` on the cluster; a failure is told on stderr (and as JSON) with exit 1."""
+    """Run `action(client)` on the cluster; a failure is told on stderr (and as JSON) with exit 1
+    (2 for an unknown keyspace)."""
     from bhandar_cli.outcomes import ClientError
 
     async def body() -> Any:
@@ -67,7 +69,7 @@ def _run(cmd: str, output: DataOutput, cluster: str | None, action: Any) -> Any:
     if isinstance(result, ClientError):
         if output is DataOutput.json:
             emit_json(result.to_json(cmd))
-        fail(f"{cmd} failed ({result.code}): {result}", EXIT_FAILED)
+        fail(f"{cmd} failed ({result.code}): {result}", exit_code(result.code))
     return result
 
 

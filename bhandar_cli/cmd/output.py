@@ -28,6 +28,11 @@ OUTPUT_OPTION = typer.Option(
 )
 
 
+def exit_code(error_code: str) -> int:
+    """The exit code of a failed operation: a keyspace nobody created is a usage error (a typo)."""
+    return EXIT_USAGE if error_code == "unknown_keyspace" else EXIT_FAILED
+
+
 def emit_json(obj: dict[str, Any]) -> None:
     """One JSON object per line, flushed at once so a pipe sees it immediately."""
     sys.stdout.write(json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Literal, get_args
 
@@ -13,6 +14,9 @@ Consistency = Literal["ONE", "QUORUM", "ALL"]
 LEVELS: tuple[Consistency, ...] = get_args(Consistency)
 POLICIES = ("siblings", "lww", "counter")
 QUORUM_MODES = ("sloppy", "strict")
+# Keyspace names travel in URLs, file names and completions: a small safe alphabet, no `.` or `..`.
+KEYSPACE_NAME = re.compile(r"[a-z0-9_-]{1,64}")
+KEYSPACE_NAME_RULE = "1 to 64 characters of a-z, 0-9, _ and -"
 
 
 def one_of(choices: tuple[str, ...]) -> str:
@@ -52,10 +56,16 @@ class KeyspaceDef:
             raise BadInput(f"unknown quorum mode {self.quorum!r} (use {one_of(QUORUM_MODES)})")
         if not 1 <= self.n <= 9:
             raise BadInput(f"replication factor n={self.n} out of range (1..9)")
-        if not self.name or len(self.name) > 64 or not all(c.isalnum() or c in "_-." for c in self.name):
-            raise BadInput(f"bad keyspace name {self.name!r} (letters, digits, _ - . up to 64)")
+        if not valid_keyspace_name(self.name):
+            raise BadInput(f"bad keyspace name {self.name!r}: use {KEYSPACE_NAME_RULE}")
 
 
+def valid_keyspace_name(name: object) -> bool:
+    return isinstance(name, str) and KEYSPACE_NAME.fullmatch(name) is not None
+
+
+# The keyspaces every node has from the start (with the node's default replication factor).
+KV = KeyspaceDef("kv")
 COUNTERS = KeyspaceDef("counters", policy="counter")
 
 
@@ -63,7 +73,7 @@ COUNTERS = KeyspaceDef("counters", policy="counter")
 class NodeConfig:
     """Tunables of one node. Times are seconds."""
 
-    default_n: int = 3  # replication factor of keyspaces created by first use
+    default_n: int = 3  # replication factor of kv, counters and keyspaces created without n=
     request_timeout: float = 1.0
     # After answering a read, how long the coordinator keeps listening for slower replicas so it can
     # repair them (bounded by request_timeout).

@@ -85,20 +85,20 @@ class Coordinator:
                 return self.anti_entropy.repair_now(now, req.rid, origin, req.keyspace)
             if isinstance(req, DecommissionRequest):
                 return self.streaming.decommission(now, req.rid, origin)
-            ks, out = self._keyspace_for(req)
+            ks = self._keyspace_for(req)
             self._validate(req, ks)
             plan = self._plan(ks, req.key, now)
             if isinstance(req, GetRequest):
-                return out + self.reads.get(now, req, origin, ks, plan)
+                return self.reads.get(now, req, origin, ks, plan)
             needed = required(req.consistency, ks.n) + len(plan.pending)
             if len(plan.targets) + len(plan.pending) < needed:
-                return [*out, answer(req.rid, origin, unavailable(self.node_id, ks, plan, req.consistency))]
+                return [answer(req.rid, origin, unavailable(self.node_id, ks, plan, req.consistency))]
             # A fallback coordinates only when no home replica is up: each write it coordinates
             # mints a new actor, and contexts bloated with them get pruned, which can bring
             # superseded siblings back. Found by `bhandar chaos --seed 2138 --ops 5000 --faults all`.
             me = self.node_id
             if me not in plan.targets or (me not in plan.home and plan.targets[0] in plan.home):
-                return out + self._forward(now, req, origin, plan)
+                return self._forward(now, req, origin, plan)
             if self.ring_view.status in ("leaving", "left"):
                 # A leaving node has streamed (or is about to stream) its data away: a write it
                 # coordinated could rest on its own copy alone and leave with it. Another replica
@@ -106,11 +106,11 @@ class Coordinator:
                 others = tuple(t for t in plan.targets if t != me)
                 if not others:
                     raise Unavailable(f"{me} is leaving the ring and no other replica is reachable")
-                return out + self._forward(now, req, origin, replace(plan, targets=others))
+                return self._forward(now, req, origin, replace(plan, targets=others))
             self.metrics.coordinated += 1
             if isinstance(req, IncrRequest):
-                return out + self.writes.incr(now, req, origin, ks, plan, needed)
-            return out + self.writes.put(now, req, origin, ks, plan, needed)
+                return self.writes.incr(now, req, origin, ks, plan, needed)
+            return self.writes.put(now, req, origin, ks, plan, needed)
         except BhandarError as exc:
             return [answer(req.rid, origin, Failure(exc.code, str(exc), coordinator=self.node_id))]
 
@@ -145,21 +145,19 @@ class Coordinator:
         recent[(origin, rid)] = now + self.config.request_timeout * 2
         return False
 
-    def _keyspace_for(self, req: PutRequest | GetRequest | IncrRequest) -> tuple[KeyspaceDef, list[Effect]]:
+    def _keyspace_for(self, req: PutRequest | GetRequest | IncrRequest) -> KeyspaceDef:
         ks = self.keyspaces.get(req.keyspace)
         if ks is not None:
-            return ks, []
+            return ks
         if self.ring_view.status == "joining":
-            # A joining node may not have heard the cluster's keyspaces yet: creating this one
-            # with the defaults would serve a strict keyspace as sloppy (or a counter keyspace as
-            # siblings). Found by `bhandar chaos --seed 38 --ops 3000 --faults all`.
+            # A joining node may not have heard the cluster's keyspaces yet: the keyspace may well
+            # exist, so this is the node's state, not the caller's mistake.
             raise Unavailable(
                 f"{self.node_id} is joining and does not know keyspace {req.keyspace} yet; retry"
             )
-        # Using a new keyspace name creates it with the default policy, everywhere.
-        ks = self.keyspaces.implicit(req.keyspace)
-        self.keyspaces.learn(ks)
-        return ks, self._broadcast_schema()
+        # A node that has not heard of a keyspace created elsewhere says so too: the schema
+        # broadcast or gossip brings it soon, and the client retries.
+        return self.keyspaces.require(req.keyspace)
 
     def _validate(self, req: PutRequest | GetRequest | IncrRequest, ks: KeyspaceDef) -> None:
         if req.consistency not in LEVELS:
@@ -206,17 +204,10 @@ class Coordinator:
         return [Send(target, replace(req, rid=op_id, hops=req.hops + 1))]
 
     def _create_keyspace(self, req: KeyspaceRequest, origin: str | None) -> list[Effect]:
-        new = req.definition
-        existing = self.keyspaces.get(new.name)
-        if existing is not None and existing != new:
-            raise BadInput(
-                f"keyspace {new.name} already exists with policy={existing.policy} n={existing.n} "
-                f"quorum={existing.quorum}"
-            )
-        self.keyspaces.learn(new)
+        created = self.keyspaces.create(req.definition)
         return [
             *self._broadcast_schema(),
-            answer(req.rid, origin, KeyspaceResult(new, existing is None), durable=True),
+            answer(req.rid, origin, KeyspaceResult(req.definition, created), durable=True),
         ]
 
     def _broadcast_schema(self) -> list[Effect]:

@@ -1,14 +1,25 @@
 """Error kinds, named by whose fault they are.
 
-`bad_input` and `too_large` are the caller's fault; `unavailable`, `timeout` and `refused` are the
-cluster's state; `not_found` is an answer, not a failure; `internal` is our bug.
+`bad_input`, `too_large`, `unknown_keyspace` and `conflict` are the caller's fault; `unavailable`,
+`timeout` and `refused` are the cluster's state; `not_found` is an answer, not a failure; `internal`
+is our bug.
 """
 
 from __future__ import annotations
 
 from typing import Literal, get_args
 
-ErrorCode = Literal["bad_input", "too_large", "unavailable", "timeout", "refused", "not_found", "internal"]
+ErrorCode = Literal[
+    "bad_input",
+    "too_large",
+    "unknown_keyspace",
+    "conflict",
+    "unavailable",
+    "timeout",
+    "refused",
+    "not_found",
+    "internal",
+]
 ERROR_CODES: tuple[ErrorCode, ...] = get_args(ErrorCode)
 
 
@@ -28,6 +39,18 @@ class TooLarge(BadInput):
     """A key or value above the configured limit."""
 
     code: ErrorCode = "too_large"
+
+
+class UnknownKeyspace(BadInput):
+    """A request names a keyspace nobody created (keyspaces are never created by first use)."""
+
+    code: ErrorCode = "unknown_keyspace"
+
+
+class KeyspaceConflict(BadInput):
+    """A keyspace of that name exists with another definition."""
+
+    code: ErrorCode = "conflict"
 
 
 class Unavailable(BhandarError):

@@ -3,7 +3,8 @@
 It is part of the node: requests go to this node's own coordinator (`NodeProcess.call`), never
 through client.py. Hypercorn does all the HTTP; this module only routes, converts JSON to
 requests and results to JSON, and maps failures to status codes: bad input 400, too large 413,
-not found 404, refused (too many siblings) 409, unavailable 503, timeout 504. `/metrics` is the
+not found and unknown keyspace 404, refused (too many siblings) and a keyspace defined otherwise
+409, unavailable 503, timeout 504. `/metrics` is the
 Prometheus text format from a custom collector that reads the node's counters when scraped.
 """
 
@@ -23,7 +24,7 @@ from hypercorn.trio import serve
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from bhandar_cli.core.config import NodeConfig, parse_level
+from bhandar_cli.core.config import KeyspaceDef, NodeConfig, parse_level
 from bhandar_cli.core.context import decode_context, encode_context
 from bhandar_cli.core.crdt import PNCounter
 from bhandar_cli.core.errors import BadInput, BhandarError
@@ -34,6 +35,8 @@ from bhandar_cli.core.messages import (
     GetResult,
     IncrRequest,
     IncrResult,
+    KeyspaceRequest,
+    KeyspaceResult,
     PutRequest,
     PutResult,
     Result,
@@ -46,7 +49,9 @@ from bhandar_cli.values import decode_value, encode_json
 STATUS = {
     "bad_input": 400,
     "not_found": 404,
+    "unknown_keyspace": 404,
     "refused": 409,
+    "conflict": 409,
     "too_large": 413,
     "internal": 500,
     "unavailable": 503,
@@ -120,6 +125,12 @@ class Api:
             return 200, generate_latest(self.registry), CONTENT_TYPE_LATEST, []
         if parts == ["v1", "status"] and method == "GET":
             return 200, _json(self.node.info()), "application/json", []
+        if parts == ["v1", "keyspaces"]:
+            _allow(method, "GET")
+            return 200, _json({"keyspaces": self.node.info().get("keyspaces", [])}), "application/json", []
+        if len(parts) == 3 and parts[:2] == ["v1", "keyspaces"]:
+            _allow(method, "PUT")
+            return await self.create_keyspace(parts[2], await self.body(scope, receive))
         if len(parts) in (4, 5) and parts[:2] == ["v1", "kv"] and all(parts[2:4]):
             ks, key = parts[2], parts[3]
             level = parse_level(query.get("consistency", "QUORUM"))
@@ -208,6 +219,23 @@ class Api:
         result = await self.call(IncrRequest(0, ks, key, delta, request_id, level))
         assert isinstance(result, IncrResult)
         return 200, _json({"value": result.value, "request_id": request_id}), "application/json", []
+
+    async def create_keyspace(self, name: str, body: dict[str, Any]) -> Response:
+        """201 with the definition when new, 200 when an identical one exists, 409 when it differs."""
+        unknown = sorted(set(body) - {"policy", "n", "quorum"})
+        if unknown:
+            raise BadInput(f"unknown field {unknown[0]!r} (a keyspace takes policy, n and quorum)")
+        policy, quorum = body.get("policy", "siblings"), body.get("quorum", "sloppy")
+        n = body.get("n", self.node.config.default_n)
+        if not isinstance(policy, str) or not isinstance(quorum, str):
+            raise BadInput('"policy" and "quorum" must be strings')
+        if not isinstance(n, int) or isinstance(n, bool):
+            raise BadInput('"n" must be an integer')
+        result = await self.call(KeyspaceRequest(0, KeyspaceDef(name, policy, n, quorum)))
+        assert isinstance(result, KeyspaceResult)
+        d = result.definition
+        out = {"name": d.name, "policy": d.policy, "n": d.n, "quorum": d.quorum, "created": result.created}
+        return 201 if result.created else 200, _json(out), "application/json", []
 
 
 class _Failed(HttpError):

@@ -35,9 +35,9 @@ QUORUM = Demo(
         Step(
             "Every key has a preference list: the N = 3 nodes that hold its replicas, "
             "found by walking the ring clockwise from the key's token. "
-            "Here is the preference list of cart:7. "
+            "We create the keyspace carts and show the preference list of cart:7. "
             "QUORUM means floor(3 / 2) + 1 = 2 replicas: W = 2 for a write, R = 2 for a read.",
-            ["prefs carts cart:7"],
+            ["keyspace create carts", "prefs carts cart:7"],
             (Expect("cart:7 has three replicas", prefs_sizes(3, 0)),),
         ),
         Step(
@@ -170,9 +170,10 @@ HANDOFF = Demo(
     options=ClusterOptions(nodes=5, zones=3),
     steps=(
         Step(
-            "Five nodes now, and N = 3. The preference list of cart:7 has three home replicas, "
+            "Five nodes now, and N = 3. We create the keyspace carts. "
+            "The preference list of cart:7 has three home replicas, "
             "and after them the fallbacks: the next healthy nodes on the ring walk.",
-            ["prefs carts cart:7"],
+            ["keyspace create carts", "prefs carts cart:7"],
             (Expect("cart:7 has 3 home replicas and 2 fallbacks", prefs_sizes(3, 2)),),
         ),
         Step(
@@ -259,8 +260,8 @@ READREPAIR = Demo(
     options=ClusterOptions(nodes=3, zones=3),
     steps=(
         Step(
-            "The preference list of cart:9: three replicas.",
-            ["prefs carts cart:9"],
+            "We create the keyspace carts. The preference list of cart:9: three replicas.",
+            ["keyspace create carts", "prefs carts cart:9"],
         ),
         Step(
             lambda ctx: (

@@ -59,7 +59,7 @@ JOIN = Demo(
     steps=(
         Step(
             f"Four nodes, A to D. We write {KEYS} keys at QUORUM.",
-            [f"put ks k{i} {i}" for i in range(KEYS)],
+            [f"put kv k{i} {i}" for i in range(KEYS)],
         ),
         Step(
             "status shows how the ring is shared among the four.",
@@ -78,7 +78,7 @@ JOIN = Demo(
         ),
         Step(
             "Every key is still there: we read all of them at c=ALL, from the new replica sets.",
-            [f"get ks k{i} c=ALL" for i in range(KEYS)],
+            [f"get kv k{i} c=ALL" for i in range(KEYS)],
             (Expect(f"all {KEYS} keys are found at ALL", _every_key_readable),),
         ),
         Step(
@@ -90,7 +90,7 @@ JOIN = Demo(
         ),
         Step(
             "And every key is still there.",
-            [f"get ks k{i} c=ALL" for i in range(KEYS)],
+            [f"get kv k{i} c=ALL" for i in range(KEYS)],
             (Expect(f"all {KEYS} keys are found at ALL", _every_key_readable),),
             then="No acknowledged write was lost while the ring changed twice.",
         ),

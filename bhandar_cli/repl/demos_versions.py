@@ -58,11 +58,12 @@ SIBLINGS = Demo(
     steps=(
         Step(
             "We have three nodes, A, B and C, and every key has three replicas. "
-            "First we put rice into cart:42 through A, then read it back. "
+            "We create the keyspace carts (a keyspace exists only once created), "
+            "put rice into cart:42 through A, then read it back. "
             "Each version carries a vector clock; Bhandar uses a dotted version vector. "
             "Look at the dot A:1: coordinator A, its first write. "
             "The get also returns a context: the version vector of everything this read has seen.",
-            ["put carts cart:42 '[\"rice\"]' via=A", "get carts cart:42"],
+            ["keyspace create carts", "put carts cart:42 '[\"rice\"]' via=A", "get carts cart:42"],
             (
                 Expect("the get shows one value, rice", get_values([RICE])),
                 Expect("its dot is A:1 and its clock {A:1}", _first_dot),
@@ -269,8 +270,14 @@ TOMBSTONE = Demo(
     options=ClusterOptions(nodes=3, zones=3),
     steps=(
         Step(
-            "We write a value to all three replicas and read it, which gives us its context.",
-            ["prefs carts cart:5", "put carts cart:5 '[\"ghee\"]' c=ALL", "get carts cart:5"],
+            "We create the keyspace carts, write a value to all three replicas and read it, "
+            "which gives us its context.",
+            [
+                "keyspace create carts",
+                "prefs carts cart:5",
+                "put carts cart:5 '[\"ghee\"]' c=ALL",
+                "get carts cart:5",
+            ],
             (Expect("the get returns ghee", get_values([["ghee"]])),),
         ),
         Step(

@@ -28,13 +28,13 @@ JSON = "application/json"
 
 
 def put(c: SimCluster, via: str, key: str, value: bytes | None, level: str = "QUORUM") -> PutResult:
-    result = c.call(via, PutRequest(c.new_rid(), "ks", key, value, JSON, None, level))
+    result = c.call(via, PutRequest(c.new_rid(), "kv", key, value, JSON, None, level))
     assert isinstance(result, PutResult), result
     return result
 
 
 def get(c: SimCluster, via: str, key: str, level: str = "ALL") -> GetResult:
-    result = c.call(via, GetRequest(c.new_rid(), "ks", key, level))
+    result = c.call(via, GetRequest(c.new_rid(), "kv", key, level))
     assert isinstance(result, GetResult), result
     return result
 
@@ -79,7 +79,7 @@ def test_no_false_downs_on_a_healthy_cluster() -> None:
 
 def owners(c: SimCluster, keys: list[str]) -> dict[str, str]:
     ring = c.hosts["A"].node.ring  # type: ignore[union-attr]
-    return {k: ring.owner(key_token("ks", k)) for k in keys}
+    return {k: ring.owner(key_token("kv", k)) for k in keys}
 
 
 def wait_status(c: SimCluster, node: str, status: str, limit: float = 60.0) -> float:
@@ -122,7 +122,7 @@ def replicas_equal(c: SimCluster, keys: list[str]) -> list[str]:
     ring = c.hosts["A"].node.ring  # type: ignore[union-attr]
     differ = []
     for k in keys:
-        copies = [c.hosts[r].store.get("ks", k) for r in ring.preference_list(key_token("ks", k), 3)]
+        copies = [c.hosts[r].store.get("kv", k) for r in ring.preference_list(key_token("kv", k), 3)]
         if any(x != copies[0] for x in copies[1:]):
             differ.append(k)
     return differ
@@ -180,26 +180,26 @@ def test_a_replica_down_through_a_delete_does_not_resurrect_the_value() -> None:
     c.run_for(config.detection_bound())
     seen = get(c, "A", "k", "QUORUM").record
     assert isinstance(seen, Versioned)
-    delete = PutRequest(c.new_rid(), "ks", "k", None, JSON, context_of(seen.siblings), "QUORUM")
+    delete = PutRequest(c.new_rid(), "kv", "k", None, JSON, context_of(seen.siblings), "QUORUM")
     assert isinstance(c.call("A", delete), PutResult)  # the delete: a tombstone on A and B
     c.run_for(config.tombstone_grace + 1)
     for name in ("A", "B"):  # C cannot confirm it holds the tombstone: nothing is reaped
         c.call(name, RepairRequest(c.new_rid()), timeout=30)
-    assert c.hosts["A"].store.get("ks", "k") is not None
+    assert c.hosts["A"].store.get("kv", "k") is not None
     c.revive("C")
     c.run_for(config.detection_bound())
-    assert [s.value for s in c.hosts["C"].store.get("ks", "k").siblings] == [b'"alive"']  # type: ignore[union-attr]
+    assert [s.value for s in c.hosts["C"].store.get("kv", "k").siblings] == [b'"alive"']  # type: ignore[union-attr]
     for _ in range(3):  # a few rounds: every replica must see every other hold the tombstone
         for name in ("A", "B", "C"):
             c.call(name, RepairRequest(c.new_rid()), timeout=30)
             c.run_for(0.5)
-    reaped = [n for n in ("A", "B", "C") if c.hosts[n].store.get("ks", "k") is None]
+    reaped = [n for n in ("A", "B", "C") if c.hosts[n].store.get("kv", "k") is None]
     assert reaped == ["A", "B", "C"], reaped
     result = get(c, "C", "k")
     assert result.record is None or not [s for s in result.record.siblings if s.value]  # type: ignore[union-attr]
     c.call("A", RepairRequest(c.new_rid()), timeout=30)
     for name in ("A", "B", "C"):
-        record = c.hosts[name].store.get("ks", "k")
+        record = c.hosts[name].store.get("kv", "k")
         assert record is None or (
             isinstance(record, Versioned) and all(s.value is None for s in record.siblings)
         )

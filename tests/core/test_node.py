@@ -21,6 +21,8 @@ from bhandar_cli.core.messages import (
     Failure,
     GetRequest,
     GetResult,
+    KeyspaceRequest,
+    KeyspaceResult,
     Pong,
     PutRequest,
     PutResult,
@@ -71,9 +73,16 @@ class Wire:
 
 
 def cluster(names: str = "ABCDE", config: NodeConfig = CONFIG) -> tuple[Wire, Ring]:
+    """Nodes on one ring that all know keyspace `ks` (created through the first, as a client would)."""
     ring = Ring.build(list(names), 8)
     nodes = {n: Node(n, ring, MemoryStore(), Random(i), 0.0, config) for i, n in enumerate(names)}
-    return Wire(nodes), ring
+    wire = Wire(nodes)
+    first = names[0]
+    wire.run(first, nodes[first].request(0.0, KeyspaceRequest(0, KeyspaceDef("ks"))))
+    assert wire.answers[first] == [KeyspaceResult(KeyspaceDef("ks"), True)]
+    wire.answers[first].clear()
+    wire.sent.clear()
+    return wire, ring
 
 
 def key_where(ring: Ring, test: Callable[[tuple[str, ...]], bool], n: int = 3) -> str:
@@ -208,7 +217,7 @@ def test_views_describe_the_node_without_changing_it() -> None:
     assert info["keys"] == 20 and info["hints"] == 0
     assert info["peers"] == {"A": True, "C": True}
     assert "status" not in info  # a node without gossip leaves its status to the driver
-    assert [k["name"] for k in info["keyspaces"]] == ["counters", "ks"]
+    assert [k["name"] for k in info["keyspaces"]] == ["kv", "counters", "ks"]
     assert "keys" not in node.info(wire.now, counts=False)
     assert [m["id"] for m in node.members(wire.now)] == ["A", "B", "C"]
     assert (node.status, node.status_of("A"), node.moving) == ("normal", "unknown", False)

@@ -1,5 +1,5 @@
-"""Roles of a node built alone from their collaborators: keyspaces, the ring view, membership across
-restarts, hinted handoff and tombstone reaping."""
+"""Roles of a node built alone from their collaborators: the ring view, membership across restarts,
+hinted handoff and tombstone reaping (keyspaces: test_keyspaces.py)."""
 
 from __future__ import annotations
 
@@ -32,35 +32,6 @@ CONFIG = NodeConfig(liveness="ping", hint_batch=2, hint_delivery_interval=0.1)
 
 def value(v: bytes | None, ts: float = 0.0, actor: str = "A") -> Versioned:
     return Versioned((Sibling((actor, 1), {}, v, JSON, ts),))
-
-
-# --- keyspaces ---------------------------------------------------------------------------------
-
-
-def test_keyspaces_start_with_counters_and_survive_a_restart() -> None:
-    store = MemoryStore()
-    keyspaces = Keyspaces(store, default_n=2)
-    assert [(k.name, k.policy, k.n) for k in keyspaces.all()] == [("counters", "counter", 2)]
-    strict = KeyspaceDef("orders", quorum="strict", n=3)
-    keyspaces.learn(strict)
-    again = Keyspaces(store, default_n=2)
-    assert again["orders"] == strict and again.all() == keyspaces.all()
-    assert again.widest() == 3
-    assert again.policy("orders") == "siblings" and again.policy("never-heard") == "siblings"
-
-
-def test_an_implicit_definition_never_replaces_a_defined_keyspace() -> None:
-    keyspaces = Keyspaces(MemoryStore(), default_n=3)
-    strict = KeyspaceDef("orders", quorum="strict")
-    keyspaces.learn(strict)
-    keyspaces.learn(keyspaces.implicit("orders"))  # another node created it by first use
-    assert keyspaces["orders"] == strict
-    lww = KeyspaceDef("orders", policy="lww")
-    keyspaces.learn(lww)  # an explicit definition does
-    assert keyspaces.get("orders") == lww
-    view = keyspaces.view()
-    with pytest.raises(TypeError):
-        view["x"] = lww  # type: ignore[index]
 
 
 # --- ring view and membership -------------------------------------------------------------------

@@ -23,6 +23,7 @@ from bhandar_cli.core.records import Versioned
 from bhandar_cli.core.ring import key_token
 from bhandar_cli.core.versions import JSON, context_of
 from bhandar_cli.sim.cluster import SimCluster
+from tests.core.keyspace_setup import create_keyspace
 
 KS = "carts"
 
@@ -72,6 +73,7 @@ def detect(c: SimCluster) -> None:
 
 def test_cart_story_siblings_then_merge() -> None:
     c = SimCluster(seed=1, nodes=3, zones=3)
+    create_keyspace(c, KS)
     assert isinstance(put(c, "A", "cart:42", ["rice"], None), PutResult)
     ctx = context(get(c, "C", "cart:42"))
     c.model.partition([["A"], ["B", "C"]], c.ring.nodes)
@@ -92,6 +94,7 @@ def test_cart_story_siblings_then_merge() -> None:
 
 def test_delete_leaves_a_tombstone_a_stale_replica_cannot_undo() -> None:
     c = SimCluster(seed=2, nodes=3, zones=3)
+    create_keyspace(c, KS)
     assert isinstance(put(c, "A", "k", "v1", None, "ALL"), PutResult)
     ctx = context(get(c, "A", "k", "ALL"))
     c.kill("C")  # C keeps v1 and misses the delete
@@ -112,6 +115,7 @@ def test_delete_leaves_a_tombstone_a_stale_replica_cannot_undo() -> None:
 
 def test_killed_home_replica_gets_the_write_back_through_a_hint() -> None:
     c = SimCluster(seed=3, nodes=5, zones=3)
+    create_keyspace(c, KS)
     key = "cart:1"
     homes = home(c, key)
     victim = homes[1]
@@ -134,6 +138,7 @@ def test_killed_home_replica_gets_the_write_back_through_a_hint() -> None:
 
 def test_strict_quorum_with_two_of_three_down_is_unavailable() -> None:
     c = SimCluster(seed=4, nodes=5, zones=3)
+    create_keyspace(c, KS)
     assert not isinstance(
         c.call("A", KeyspaceRequest(c.new_rid(), KeyspaceDef("ledger", quorum="strict"))), Failure
     )
@@ -151,6 +156,7 @@ def test_strict_quorum_with_two_of_three_down_is_unavailable() -> None:
 
 def test_read_repair_fixes_a_replica_that_missed_a_write_and_counts_it() -> None:
     c = SimCluster(seed=5, nodes=3, zones=3)
+    create_keyspace(c, KS)
     coordinator, _, laggard = home(c, "k")
     c.model.cut(coordinator, laggard)
     assert isinstance(put(c, coordinator, "k", "new", None), PutResult)
@@ -172,6 +178,7 @@ def test_read_repair_merges_into_the_coordinators_current_copy() -> None:
     the merge of replies gathered before a newer write landed there, so the write vanished from it
     and the coordinator later handed out the same dot again."""
     c = SimCluster(seed=6, nodes=3, zones=3)
+    create_keyspace(c, KS)
     a, b, cc = home(c, "k")
     c.model.cut(a, b)  # b misses v0, so it is stale when it coordinates the read
     assert isinstance(put(c, a, "k", "v0", None), PutResult)
@@ -200,6 +207,7 @@ def test_a_duplicated_forwarded_put_is_stored_once() -> None:
     """`bhandar chaos --seed 2 --ops 2000`: the network delivered a forwarded put twice and the
     coordinator stored it twice, as two siblings with the same value."""
     c = SimCluster(seed=7, nodes=5, zones=3)
+    create_keyspace(c, KS)
     key = "cart:3"
     outsider = next(n for n in c.ring.nodes if n not in home(c, key))
     c.model.duplicate = 1.0  # every message twice
@@ -214,6 +222,7 @@ def test_replies_to_a_previous_life_are_not_taken_for_new_ones() -> None:
     from 1 again, and a late reply to a read of its previous life was merged into a read of
     another key (and read-repaired into it)."""
     c = SimCluster(seed=8, nodes=3, zones=3)
+    create_keyspace(c, KS)
     # Written through B and C (not A), so the read below is the first request A numbers in each
     # life, and with different dots, so a mixed-up merge would show both values.
     assert isinstance(put(c, "C", "k1", "from k1", None, "ALL"), PutResult)
@@ -240,6 +249,7 @@ def test_a_fallback_forwards_writes_while_a_home_replica_is_up() -> None:
     replicas were up, each under a new actor, until contexts were pruned and replicas no longer
     converged after one round of read repair."""
     c = SimCluster(seed=9, nodes=5, zones=3)
+    create_keyspace(c, KS)
     key = "cart:2"
     homes = home(c, key)
     c.kill(homes[2])
@@ -255,6 +265,7 @@ def test_a_fallback_forwards_writes_while_a_home_replica_is_up() -> None:
 
 def test_a_fallback_coordinates_when_no_home_replica_is_up() -> None:
     c = SimCluster(seed=10, nodes=5, zones=5)
+    create_keyspace(c, KS)
     key = "cart:2"
     for node in home(c, key):
         c.kill(node)
@@ -268,6 +279,7 @@ def test_a_fallback_coordinates_when_no_home_replica_is_up() -> None:
 def test_config_bug_switch_acknowledges_before_quorum() -> None:
     """The planted bug the chaos tests use: with it, a QUORUM put is acknowledged on one copy."""
     c = SimCluster(seed=11, nodes=3, zones=3, config=NodeConfig(bugs=frozenset({"ack_before_quorum"})))
+    create_keyspace(c, KS)
     coordinator, other, third = home(c, "k")
     c.model.cut(coordinator, other)
     c.model.cut(coordinator, third)

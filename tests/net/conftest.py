@@ -28,8 +28,21 @@ REPO = Path(__file__).resolve().parents[2]
 NODE_ARGS = ("--frame-timeout", "1", "--fsync", "batch")
 
 
+# The keyspaces the tests write to (besides kv and counters), created as a user would first.
+TEST_KEYSPACES = ("web", "cli", "crash")
+
+
 def start_cluster(directory: Path, nodes: int = 5) -> ClusterFile:
-    return trio.run(lambda: supervisor.up(directory, nodes, 3, 0, 8, 3, NODE_ARGS, 30.0))
+    from bhandar_cli.cmd.cluster import open_tcp_client
+
+    async def up() -> ClusterFile:
+        cluster = await supervisor.up(directory, nodes, 3, 0, 8, 3, NODE_ARGS, 30.0)
+        async with open_tcp_client(directory) as client:
+            for name in TEST_KEYSPACES:
+                await client.keyspace_create(name)  # returns once every node knows it
+        return cluster
+
+    return trio.run(up)
 
 
 def kill_all(directory: Path) -> None:

@@ -115,7 +115,7 @@ COPIES = [
     r"sloppy\|strict",
     r"use sloppy or strict",
     r"unavailable\|timeout",
-    r'"bad_input",\s*"too_large",\s*"unavailable"',
+    r'"bad_input",\s*"too_large",\s*"unknown_keyspace"',
 ]
 DECLARED_IN = {"bhandar_cli/core/config.py", "bhandar_cli/core/errors.py"}
 

@@ -106,7 +106,7 @@ def test_a_store_that_drops_concurrent_writes_fails_the_siblings_demo(
 
 
 def test_an_unexpected_failed_command_is_shown_and_fails_the_demo() -> None:
-    code, out, err = run(tiny(Step("Kill a node that does not exist.", ["put ks k v", "kill Z", "status"])))
+    code, out, err = run(tiny(Step("Kill a node that does not exist.", ["put kv k v", "kill Z", "status"])))
     assert code == EXIT_FAILED
     assert "bhandar> kill Z" in out and "error (bad_input): unknown node 'Z'" in out
     assert "bhandar> status" not in out

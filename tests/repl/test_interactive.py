@@ -73,12 +73,12 @@ def drive(keys: str, history: Path, on_started: object | None = None) -> str:
 
 def test_commands_run_and_history_is_kept(tmp_path: Path) -> None:
     history = tmp_path / "history"
-    out = drive("put ks k hello\nget ks k\nbogus\n\x04", history)
-    assert "OK put ks/k" in out
+    out = drive("put kv k hello\nget kv k\nbogus\n\x04", history)
+    assert "OK put kv/k" in out
     assert "hello" in out
     assert "unknown command 'bogus'" in out
     saved = history.read_text()
-    assert "+put ks k hello" in saved and "+get ks k" in saved
+    assert "+put kv k hello" in saved and "+get kv k" in saved
 
 
 def test_tab_completes_a_command(tmp_path: Path) -> None:
@@ -102,6 +102,6 @@ def test_ctrl_c_during_a_command_cancels_only_that_command(tmp_path: Path) -> No
 
         threading.Thread(target=watch, daemon=True).start()
 
-    out = drive("sleep 60s\nput ks k after\n\x04", tmp_path / "h", interrupt_when_running)
+    out = drive("sleep 60s\nput kv k after\n\x04", tmp_path / "h", interrupt_when_running)
     assert "cancelled" in out
-    assert "OK put ks/k" in out  # the session went on
+    assert "OK put kv/k" in out  # the session went on

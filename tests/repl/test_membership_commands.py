@@ -9,8 +9,8 @@ Run = Any
 
 
 def test_add_and_decommission_move_keys_and_keep_every_key_readable(repl: Run) -> None:
-    puts = [f"put ks k{i} {i}" for i in range(40)]
-    gets = [f"get ks k{i} c=ALL" for i in range(40)]
+    puts = [f"put kv k{i} {i}" for i in range(40)]
+    gets = [f"get kv k{i} c=ALL" for i in range(40)]
     out = repl([*puts, "add F zone=z2", "status", "members from=B", *gets, "decommission F", "status", *gets])
     assert all(o["ok"] for o in out), [o for o in out if not o["ok"]]
     add = out[40]
@@ -47,7 +47,7 @@ def test_merkle_shows_differences_and_repair_exchanges_exactly_them(repl: Run) -
         [
             "partition C",
             "sleep 4s",
-            *[f"put ks k{i} {i} c=ONE via=A" for i in range(12)],
+            *[f"put kv k{i} {i} c=ONE via=A" for i in range(12)],
             "heal",
             "sleep 1s",  # before hints are delivered: C still lacks the writes... unless handed off
             "merkle A C",
@@ -66,15 +66,15 @@ def test_merkle_shows_differences_and_repair_exchanges_exactly_them(repl: Run) -
 def test_flush_compact_snapshot_restore(repl: Run, tmp_path: Path) -> None:
     out = repl(
         [
-            "put ks a 1",
-            "put ks b 2",
+            "put kv a 1",
+            "put kv b 2",
             "flush",
             "compact A",
             "snapshot s1",
-            "put ks a 99",
+            "put kv a 99",
             "sleep 1s",  # let the third replica's copy land: a restore does not wait for it
             "restore s1",
-            "get ks a c=ALL",
+            "get kv a c=ALL",
         ],
         data_dir=str(tmp_path),
     )
@@ -83,13 +83,13 @@ def test_flush_compact_snapshot_restore(repl: Run, tmp_path: Path) -> None:
     assert out[4]["files"] > 0 and (tmp_path / "snapshots" / "s1").is_dir()
     assert out[7]["nodes"] == ["A", "B", "C", "D", "E"]
     assert out[8]["values"] == [1]
-    again = repl(["put ks c 3", "get ks c"], data_dir=str(tmp_path))
+    again = repl(["put kv c 3", "get kv c"], data_dir=str(tmp_path))
     assert again[1]["values"] == [3]
 
 
 def test_upgrade_restarts_one_node_at_a_time_and_loses_nothing(repl: Run) -> None:
     out = repl(
-        [*[f"put ks k{i} {i}" for i in range(10)], "upgrade", *[f"get ks k{i} c=ALL" for i in range(10)]]
+        [*[f"put kv k{i} {i}" for i in range(10)], "upgrade", *[f"get kv k{i} c=ALL" for i in range(10)]]
     )
     upgrade = out[10]
     assert [r["node"] for r in upgrade["nodes"]] == ["A", "B", "C", "D", "E"]
@@ -111,7 +111,7 @@ def test_wait_converged_waits_for_hints_and_replicas(repl: Run) -> None:
         [
             "kill C",
             "sleep 4s",
-            *[f"put ks k{i} {i}" for i in range(10)],
+            *[f"put kv k{i} {i}" for i in range(10)],
             "revive C",
             "wait converged",
             "hints",
@@ -123,6 +123,6 @@ def test_wait_converged_waits_for_hints_and_replicas(repl: Run) -> None:
 
 
 def test_wait_converged_times_out_with_the_reason(repl: Run) -> None:
-    out = repl(["kill C", "sleep 4s", "put ks k v", "partition C", "revive C", "wait converged timeout=3s"])
+    out = repl(["kill C", "sleep 4s", "put kv k v", "partition C", "revive C", "wait converged timeout=3s"])
     assert out[-1]["ok"] is False and out[-1]["code"] == "timeout"
     assert "hint" in out[-1]["error"] or "differ" in out[-1]["error"]

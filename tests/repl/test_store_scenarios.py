@@ -10,17 +10,17 @@ Run = Any
 def test_cart42_story_siblings_then_merge(repl: Run) -> None:
     out = repl(
         [
-            "put carts cart:42 '[\"rice\"]'",
-            "get carts cart:42",
+            "put kv cart:42 '[\"rice\"]'",
+            "get kv cart:42",
             "partition A | B C",
             "sleep 4s",
-            'put carts cart:42 \'["rice","oil"]\' via=A c=ONE',
-            'put carts cart:42 \'["rice","salt"]\' via=B',
+            'put kv cart:42 \'["rice","oil"]\' via=A c=ONE',
+            'put kv cart:42 \'["rice","salt"]\' via=B',
             "heal",
             "sleep 4s",
-            "get carts cart:42 c=ALL",
-            'put carts cart:42 \'["oil","rice","salt"]\'',
-            "get carts cart:42 c=ALL",
+            "get kv cart:42 c=ALL",
+            'put kv cart:42 \'["oil","rice","salt"]\'',
+            "get kv cart:42 c=ALL",
         ],
         nodes=3,
     )
@@ -37,7 +37,7 @@ def test_cart42_story_siblings_then_merge(repl: Run) -> None:
 
 
 def test_two_puts_with_the_same_context_through_one_coordinator_both_survive(repl: Run) -> None:
-    out = repl(["put ks k one via=A", "put ks k two via=A", "get ks k c=ALL"], nodes=3)
+    out = repl(["put kv k one via=A", "put kv k two via=A", "get kv k c=ALL"], nodes=3)
     assert sorted(out[2]["values"]) == ["one", "two"]
     assert out[2]["siblings"] == 2
 
@@ -65,18 +65,18 @@ def test_counter_partition_and_retry(repl: Run) -> None:
 def test_delete_leaves_a_tombstone_a_stale_replica_cannot_resurrect(repl: Run) -> None:
     out = repl(
         [
-            "put ks k alive c=ALL",
-            "get ks k",
+            "put kv k alive c=ALL",
+            "get kv k",
             "kill C",
             "sleep 4s",
-            "delete ks k",
+            "delete kv k",
             "revive C",
             "sleep 4s",
-            "clock ks k",
-            "get ks k c=ALL",
-            "get ks k via=C c=ONE",
+            "clock kv k",
+            "get kv k c=ALL",
+            "get kv k via=C c=ONE",
             "sleep 1s",
-            "get ks k via=C c=ONE",
+            "get kv k via=C c=ONE",
         ],
         nodes=3,
     )
@@ -89,19 +89,19 @@ def test_delete_leaves_a_tombstone_a_stale_replica_cannot_resurrect(repl: Run) -
 
 
 def test_killed_home_replica_hinted_handoff(repl: Run) -> None:
-    out = repl(["prefs carts cart:7"], nodes=5)
+    out = repl(["prefs kv cart:7"], nodes=5)
     home = out[0]["replicas"]
     victim, fallback = home[1], out[0]["fallbacks"][0]
     out = repl(
         [
             f"kill {victim}",
             "sleep 4s",
-            "put carts cart:7 '[\"tea\"]'",
+            "put kv cart:7 '[\"tea\"]'",
             "hints",
             f"revive {victim}",
             "sleep 4s",
             "hints",
-            "clock carts cart:7",
+            "clock kv cart:7",
         ],
         nodes=5,
     )
@@ -132,13 +132,13 @@ def test_read_repair_fixes_a_replica_that_missed_a_write(repl: Run) -> None:
         [
             "partition A B | C",
             "sleep 4s",
-            "put ks k v1 via=A",
+            "put kv k v1 via=A",
             "heal",
             "sleep 4s",
-            "clock ks k",
-            "get ks k via=A",
+            "clock kv k",
+            "get kv k via=A",
             "sleep 1s",
-            "clock ks k",
+            "clock kv k",
             "metrics",
         ],
         nodes=3,
@@ -153,13 +153,13 @@ def test_bad_input_gives_one_line_errors_and_the_session_goes_on(repl: Run) -> N
         [
             "bogus",
             "stauts",
-            'put ks k \'["unclosed"',
-            "put ks k v ctx=not-a-context",
+            'put kv k \'["unclosed"',
+            "put kv k v ctx=not-a-context",
             "kill Z",
-            "get ks k c=TWO",
+            "get kv k c=TWO",
             "delay A lots",
-            "incr ks k",
-            "put ks k fine",
+            "incr kv k",
+            "put kv k fine",
         ]
     )
     assert [o["ok"] for o in out] == [False] * 8 + [True]
@@ -169,7 +169,7 @@ def test_bad_input_gives_one_line_errors_and_the_session_goes_on(repl: Run) -> N
 
 
 def test_json_shapes_of_views(repl: Run) -> None:
-    lines = ["put ks k v", "sleep 1s", "get ks k", "status", "prefs ks k", "clock ks k", "hints", "metrics"]
+    lines = ["put kv k v", "sleep 1s", "get kv k", "status", "prefs kv k", "clock kv k", "hints", "metrics"]
     put, _, get, status, prefs, clock, hints, metrics, incr = repl([*lines, "incr counters c 2"])
     assert {"cmd", "ok", "coordinator", "acks"} <= put.keys()
     assert {"cmd", "ok", "keyspace", "key", "found", "values", "context", "siblings"} <= get.keys()
@@ -203,7 +203,7 @@ def test_a_message_that_breaks_the_handler_is_dropped_and_the_node_lives_on() ->
             cluster.host("A").deliver("B", ReplicaWrite(1, "not a keyspace", "k", "garbage"))  # type: ignore[arg-type]
             await trio.sleep(0.1)
             assert cluster.host("A").errors == 1 and cluster.host("A").alive
-            return [r.to_json() for r in await session.run_line("put ks k v via=A; get ks k via=A")]
+            return [r.to_json() for r in await session.run_line("put kv k v via=A; get kv k via=A")]
 
     put, get = trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
     assert put["ok"] and get["values"] == ["v"]

@@ -376,17 +376,17 @@ def test_a_crash_inside_a_write_loses_only_what_was_not_acknowledged() -> None:
     )
     cluster.run_for(2.0)
     first = cluster.call(
-        "A", PutRequest(cluster.new_rid(), "ks", "k", b'"acked"', "application/json", None, "ALL")
+        "A", PutRequest(cluster.new_rid(), "kv", "k", b'"acked"', "application/json", None, "ALL")
     )
     assert isinstance(first, PutResult)
     disks.arm("A", cluster.hosts["A"].store)
     disk = disks.disks["A"]
     disk.crash_at = disk.ops + 1  # the very next disk write of A fails halfway
     second = cluster.call(
-        "A", PutRequest(cluster.new_rid(), "ks", "k2", b'"lost"', "application/json", None, "ONE")
+        "A", PutRequest(cluster.new_rid(), "kv", "k2", b'"lost"', "application/json", None, "ONE")
     )
     assert isinstance(second, Failure) and second.code == "timeout"  # never acknowledged
     assert not cluster.is_alive("A") and disks.stats.mid_io == 1
     cluster.revive("A")
-    record = cluster.hosts["A"].store.get("ks", "k")
+    record = cluster.hosts["A"].store.get("kv", "k")
     assert isinstance(record, Versioned) and [s.value for s in record.siblings] == [b'"acked"']

@@ -20,7 +20,6 @@ from bhandar_cli.core.messages import (
     PutResult,
     ReplicaAck,
     ReplicaWrite,
-    SchemaUpdate,
     Send,
 )
 from bhandar_cli.core.records import Versioned
@@ -31,13 +30,13 @@ from bhandar_cli.sim.cluster import SimCluster
 JSON = "application/json"
 
 
-def put(c: SimCluster, via: str, key: str, value: bytes, level: str = "ONE", ks: str = "ks") -> PutResult:
+def put(c: SimCluster, via: str, key: str, value: bytes, level: str = "ONE", ks: str = "kv") -> PutResult:
     result = c.call(via, PutRequest(c.new_rid(), ks, key, value, JSON, None, level))
     assert isinstance(result, PutResult), result
     return result
 
 
-def values(c: SimCluster, via: str, key: str, level: str = "ALL", ks: str = "ks") -> list[bytes | None]:
+def values(c: SimCluster, via: str, key: str, level: str = "ALL", ks: str = "kv") -> list[bytes | None]:
     result = c.call(via, GetRequest(c.new_rid(), ks, key, level))
     assert isinstance(result, GetResult), result
     record = result.record
@@ -52,10 +51,11 @@ def wait_until(c: SimCluster, condition, limit: float = 120.0) -> None:  # type:
     assert c.loop.run_until_true(condition, c.now + limit), "the cluster never got there"
 
 
-def test_a_joining_node_neither_serves_nor_redefines_a_keyspace_it_has_not_heard_of() -> None:
+def test_a_joining_node_does_not_serve_a_keyspace_it_has_not_heard_of() -> None:
     """Found by `bhandar chaos --seed 38 --ops 3000 --faults all`: a node that had just joined got a
     request for the strict keyspace before gossip told it the schema, created it with the defaults
-    (sloppy), served it so, and gossip spread that definition to the whole cluster."""
+    (sloppy), served it so, and gossip spread that definition to the whole cluster. Keyspaces are
+    no longer created by use; a joining node that has not heard of one says to retry."""
     c = SimCluster(seed=4, nodes=4)
     strict = KeyspaceDef("strict", quorum="strict")
     assert not isinstance(c.call("A", KeyspaceRequest(c.new_rid(), strict)), Failure)
@@ -64,11 +64,6 @@ def test_a_joining_node_neither_serves_nor_redefines_a_keyspace_it_has_not_heard
     c.add_node("E", "z1")
     refused = c.call("E", GetRequest(c.new_rid(), "strict", "k", "QUORUM"))
     assert isinstance(refused, Failure) and refused.code == "unavailable", refused
-    # And a node that does receive the implicit definition keeps the one it knows.
-    node_a = c.hosts["A"].node
-    assert node_a is not None
-    node_a.handle(c.now, "E", SchemaUpdate((KeyspaceDef("strict", n=c.config.default_n),)))
-    assert node_a.keyspaces["strict"] == strict
     c.net.heal()
     wait_until(c, lambda: c.status_of("E", "A") == "normal")
     for name in c.members:
@@ -76,10 +71,10 @@ def test_a_joining_node_neither_serves_nor_redefines_a_keyspace_it_has_not_heard
 
 
 def _key_with_home(ring: Ring, n: int, wanted: set[str], outside: str) -> str:
-    """A key of keyspace `ks` whose N home replicas are exactly `wanted` (and not `outside`)."""
+    """A key of keyspace `kv` whose N home replicas are exactly `wanted` (and not `outside`)."""
     for i in range(10_000):
         key = f"k{i}"
-        home = set(ring.preference_list(key_token("ks", key), n))
+        home = set(ring.preference_list(key_token("kv", key), n))
         if home == wanted and outside not in home:
             return key
     raise AssertionError("no such key")
@@ -118,14 +113,14 @@ def test_a_hint_for_a_leaving_node_goes_to_the_future_replicas() -> None:
     key = _key_with_home(ring, 1, {"C"}, "A")
     # C also holds a key whose new home, once C is gone, will be unreachable for a while: its
     # stream stalls, so C stays `leaving` (its data already streamed) while the hint comes in.
-    expected_holder = ring.fallbacks(key_token("ks", key), 1)[0]
+    expected_holder = ring.fallbacks(key_token("kv", key), 1)[0]
     slow_key = next(
         k
         for k in (f"s{i}" for i in range(10_000))
-        if ring.preference_list(key_token("ks", k), 1) == ("C",)
-        and ring.without_node("C").preference_list(key_token("ks", k), 1)[0] not in ("A", expected_holder)
+        if ring.preference_list(key_token("kv", k), 1) == ("C",)
+        and ring.without_node("C").preference_list(key_token("kv", k), 1)[0] not in ("A", expected_holder)
     )
-    (slow,) = ring.without_node("C").preference_list(key_token("ks", slow_key), 1)
+    (slow,) = ring.without_node("C").preference_list(key_token("kv", slow_key), 1)
     put(c, "C", slow_key, b'"slow"')
     c.kill("C")
     c.run_for(config.detection_bound())
@@ -149,8 +144,8 @@ def test_a_hint_for_a_leaving_node_goes_to_the_future_replicas() -> None:
     wait_until(c, lambda: c.hints_pending() == 0)
     ring = ring_of(c)
     for k, value in ((key, b'"hinted"'), (slow_key, b'"slow"')):
-        (home,) = ring.preference_list(key_token("ks", k), 1)
-        record = c.hosts[home].store.get("ks", k)
+        (home,) = ring.preference_list(key_token("kv", k), 1)
+        record = c.hosts[home].store.get("kv", k)
         assert isinstance(record, Versioned) and [s.value for s in record.siblings] == [value], k
 
 
@@ -164,7 +159,7 @@ def test_a_node_that_left_refuses_writes() -> None:
     node = c.hosts["E"].node
     assert node is not None and c.status_of("E") == "left"
     record = Versioned(())
-    ks = KeyspaceDef("ks")
+    ks = KeyspaceDef("kv")
     for kind in ("write", "handoff"):
         out = node.handle(c.now, "A", ReplicaWrite(7, ks, "k", record, None, kind))
         assert out == [Send("A", ReplicaAck(7, False, "E is leaving the ring"))]
@@ -177,7 +172,7 @@ def test_a_bootstrap_waits_for_a_source_that_is_down() -> None:
     c = SimCluster(seed=11, nodes=4, zones=1, vnodes=16, config=config)
     c.run_for(2.0)
     ring = ring_of(c)
-    keys = [f"k{i}" for i in range(300) if "B" in ring.preference_list(key_token("ks", f"k{i}"), 2)]
+    keys = [f"k{i}" for i in range(300) if "B" in ring.preference_list(key_token("kv", f"k{i}"), 2)]
     for other in ("A", "C", "D"):
         c.model.cut("B", other)  # B's copies reach nobody: B alone holds these writes
     for key in keys:
@@ -191,10 +186,10 @@ def test_a_bootstrap_waits_for_a_source_that_is_down() -> None:
     wait_until(c, lambda: all(c.status_of("E", n) == "normal" for n in c.members))
     c.run_for(2.0)
     ring = ring_of(c)
-    moved = [k for k in keys if "E" in ring.preference_list(key_token("ks", k), 2)]
+    moved = [k for k in keys if "E" in ring.preference_list(key_token("kv", k), 2)]
     assert moved, "E took none of B's ranges"
     for key in moved:
-        assert c.hosts["E"].store.get("ks", key) is not None, key
+        assert c.hosts["E"].store.get("kv", key) is not None, key
 
 
 def test_a_dot_forgotten_by_a_pruned_context_is_not_minted_again() -> None:
@@ -205,11 +200,11 @@ def test_a_dot_forgotten_by_a_pruned_context_is_not_minted_again() -> None:
     c.run_for(2.0)
 
     def write(via: str, value: bytes | None, context: dict[str, int] | None) -> None:
-        result = c.call(via, PutRequest(c.new_rid(), "ks", "k", value, JSON, context, "ALL"))
+        result = c.call(via, PutRequest(c.new_rid(), "kv", "k", value, JSON, context, "ALL"))
         assert isinstance(result, PutResult), result
 
     def context() -> dict[str, int]:
-        result = c.call("A", GetRequest(c.new_rid(), "ks", "k", "ALL"))
+        result = c.call("A", GetRequest(c.new_rid(), "kv", "k", "ALL"))
         assert isinstance(result, GetResult) and isinstance(result.record, Versioned)
         return context_of(result.record.siblings)
 
@@ -236,9 +231,9 @@ def test_a_leaving_node_does_not_coordinate_a_write_alone() -> None:
     key = next(
         k
         for k in (f"k{i}" for i in range(10_000))
-        if set(ring.preference_list(key_token("ks", k), 2)) == {"C", "D"}
+        if set(ring.preference_list(key_token("kv", k), 2)) == {"C", "D"}
     )
-    (newcomer,) = set(ring.without_node("C").preference_list(key_token("ks", key), 2)) - {"D"}
+    (newcomer,) = set(ring.without_node("C").preference_list(key_token("kv", key), 2)) - {"D"}
     put(c, "C", key, b'"early"', "ALL")
     c.kill(newcomer)  # C's stream of the key to it stalls, so C stays `leaving`
     c.run_for(config.detection_bound())
@@ -248,7 +243,7 @@ def test_a_leaving_node_does_not_coordinate_a_write_alone() -> None:
     assert c.status_of("C") == "leaving"
     c.model.partition([["C"]], c.members)
     c.run_for(config.detection_bound())  # C sees every other node down
-    result = c.call("C", PutRequest(c.new_rid(), "ks", key, b'"late"', JSON, None, "ONE"))
+    result = c.call("C", PutRequest(c.new_rid(), "kv", key, b'"late"', JSON, None, "ONE"))
     c.net.heal()
     c.revive(newcomer)
     wait_until(c, lambda: bool(answers))
@@ -256,7 +251,7 @@ def test_a_leaving_node_does_not_coordinate_a_write_alone() -> None:
     c.retire("C")
     c.run_for(config.detection_bound())
     if isinstance(result, PutResult):  # an acknowledged write must survive C's departure
-        for node in ring_of(c).preference_list(key_token("ks", key), 2):
-            record = c.hosts[node].store.get("ks", key)
+        for node in ring_of(c).preference_list(key_token("kv", key), 2):
+            record = c.hosts[node].store.get("kv", key)
             assert isinstance(record, Versioned) and b'"late"' in [s.value for s in record.siblings]
     assert isinstance(result, Failure) and result.code == "unavailable", result

@@ -143,6 +143,9 @@ def test_data_dir_survives_sigkill_of_the_whole_process(tmp_path: Path) -> None:
     acked: list[str] = []
     try:
         assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write("keyspace create ks\n")  # the keyspace definition must survive too
+        proc.stdin.flush()
+        assert json.loads(proc.stdout.readline())["created"] is True
         for i in range(30):
             proc.stdin.write(f"put ks key{i} value{i}\n")
             proc.stdin.flush()

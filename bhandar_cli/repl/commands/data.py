@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from bhandar_cli.core.config import KEYSPACE_NAME_RULE
 from bhandar_cli.core.errors import BadInput
+from bhandar_cli.core.keyspaces import MAX_KEYSPACES
 from bhandar_cli.outcomes import GetOutcome, IncrOutcome, WriteOutcome
 from bhandar_cli.repl.kinds import (
     CONTEXT,
@@ -49,7 +51,7 @@ LEVEL_SHORT = Option("c", LEVEL, metavar="...")  # keeps the longer usage lines 
     else none (a blind write); a TOKEN is a context a get printed. c= sets the consistency level of
     this write (default: the session's, see consistency); via= chooses the coordinator (default: the
     first live replica of the key).""",
-    examples=("put carts cart:42 '[\"rice\"]'", 'put carts cart:42 \'["rice","oil"]\' via=A c=ONE'),
+    examples=("put kv cart:42 '[\"rice\"]'", 'put kv cart:42 \'["rice","oil"]\' via=A c=ONE'),
     renderer=render_write,
 )
 async def put(session: Session, cmd: Command) -> WriteOutcome:
@@ -68,7 +70,7 @@ async def put(session: Session, cmd: Command) -> WriteOutcome:
     help="""Reads the key from as many replicas as the level needs and shows every sibling with its
     dot and version vector, and the context the next put or delete of the key writes back with. For a
     counter keyspace get returns values: [N], one merged number, and the P/N table per replica.""",
-    examples=("get carts cart:42", "get carts cart:42 c=ALL"),
+    examples=("get kv cart:42", "get kv cart:42 c=ALL"),
     renderer=render_get,
 )
 async def get(session: Session, cmd: Command) -> GetOutcome:
@@ -84,7 +86,7 @@ async def get(session: Session, cmd: Command) -> GetOutcome:
     aliases=("del",),
     help="""A delete is a write: a tombstone that carries the causal context (ctx=, c= and via= as
     for put), so a replica that missed it cannot bring the value back.""",
-    examples=("delete carts cart:42",),
+    examples=("delete kv cart:42",),
     renderer=render_write,
 )
 async def delete(session: Session, cmd: Command) -> WriteOutcome:
@@ -115,11 +117,12 @@ async def incr(session: Session, cmd: Command) -> IncrOutcome:
     args=(Arg(keyword("create", "list")), Arg(NEW_KEYSPACE, optional=True)),
     options=(Option("policy", POLICY), Option("n", REPLICAS, metavar="3"), Option("quorum", QUORUM_MODE)),
     usage_template="{name} create NAME {options} | {name} list",
-    help="""keyspace create sets a keyspace's conflict policy (siblings keeps concurrent writes side
+    help=f"""keyspace create sets a keyspace's conflict policy (siblings keeps concurrent writes side
     by side, lww keeps the last by timestamp, counter holds PN-Counters), its replication factor n
     (default: the cluster's) and its quorum mode (sloppy lets fallbacks stand in for down replicas,
-    strict counts home replicas only). The first put to an unknown keyspace creates it with the
-    defaults. keyspace list shows every keyspace.""",
+    strict counts home replicas only). A keyspace must be created before it is used; kv (siblings)
+    and counters (counter) exist from the start. A name is {KEYSPACE_NAME_RULE}; a cluster holds at
+    most {MAX_KEYSPACES} keyspaces. keyspace list shows every keyspace.""",
     examples=("keyspace create prices policy=lww", "keyspace list"),
     renderer=render_keyspaces,
 )

@@ -53,7 +53,7 @@ async def ring(session: Session, cmd: Command) -> dict[str, Any]:
     help="""Where a key lives: its token, the node owning the first token clockwise, the keyspace's
     N replicas with their zones and whether they are up, then the fallbacks a write uses (with a
     hint) while a replica is down.""",
-    examples=("prefs carts cart:42",),
+    examples=("prefs kv cart:42",),
     renderer=render_prefs,
 )
 async def prefs(session: Session, cmd: Command) -> dict[str, Any]:
@@ -67,7 +67,7 @@ async def prefs(session: Session, cmd: Command) -> dict[str, Any]:
     help="""Asks each replica of the key (and any fallback holding it) what it stores: dots, version
     vectors and values, or counter entries; then how the versions relate (equal, descends,
     concurrent). It reads replicas directly and repairs nothing.""",
-    examples=("clock carts cart:42",),
+    examples=("clock kv cart:42",),
     renderer=render_clock,
 )
 async def clock(session: Session, cmd: Command) -> dict[str, Any]:
