@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 from bhandar_cli.core.errors import BadInput
+from bhandar_cli.core.limits import NotJson, parse_json
 from bhandar_cli.outcomes import GetOutcome, IncrOutcome, WriteOutcome
 from bhandar_cli.repl.kinds import (
     CONTEXT,
@@ -137,8 +137,8 @@ async def keyspace(session: Session, cmd: Command) -> dict[str, Any]:
 def _value_text(word: Word) -> str:
     """The raw word when it is JSON as typed (unquoted [\"a\"]), else the unquoted text."""
     try:
-        json.loads(word.raw)
-    except ValueError:
+        parse_json(word.raw)
+    except (NotJson, BadInput):
         return word.text
     return word.raw
 
