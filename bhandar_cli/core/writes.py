@@ -75,7 +75,9 @@ class WriteCoordinator:
             self._refuse_future(ks.name, req.key, siblings, context)
         dot = self._dot(ks.name, req.key, siblings, actor, context)
         actor = dot[0]
-        sibling = Sibling(dot, prune(context, actor, self.config.max_vv_entries), req.value, req.ctype, now)
+        replaced = {s.dot[0] for s in siblings if covers(context, s.dot)}
+        pruned = prune(context, actor, self.config.max_vv_entries, replaced)
+        sibling = Sibling(dot, pruned, req.value, req.ctype, now)
         merged = (
             lww_merge(siblings, (sibling,)) if ks.policy == "lww" else merge_siblings(siblings, (sibling,))
         )

@@ -78,13 +78,16 @@ async def get(session: Session, cmd: Command) -> GetOutcome:
 
 @TABLE.command(
     "delete",
-    "delete (writes a tombstone)",
+    "delete what a get saw (writes a tombstone)",
     args=KS_KEY,
     options=(CTX, LEVEL_SHORT, VIA),
     aliases=("del",),
-    help="""A delete is a write: a tombstone that carries the causal context (ctx=, c= and via= as
-    for put), so a replica that missed it cannot bring the value back.""",
-    examples=("delete carts cart:42",),
+    help="""A delete is a write: a tombstone that carries the causal context, so a replica that
+    missed it cannot bring the value back. ctx=auto (the default) deletes what this session's last
+    get of the key saw, else reads the key first and deletes what the read found, and prints what
+    it removed. ctx=none is a blind tombstone: it covers no version, so every value already stored
+    survives it (a warning says so). c= and via= as for put.""",
+    examples=("delete carts cart:42", "delete carts cart:42 ctx=none"),
     renderer=render_write,
 )
 async def delete(session: Session, cmd: Command) -> WriteOutcome:
