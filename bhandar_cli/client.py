@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import inspect
 import uuid
+from dataclasses import replace
 from typing import Any, Protocol
 
 import trio
@@ -18,9 +19,10 @@ import trio
 from bhandar_cli.client_ops import ClusterOps
 from bhandar_cli.client_views import ClusterViews
 from bhandar_cli.core.config import KeyspaceDef, parse_level
-from bhandar_cli.core.context import decode_context, encode_context
+from bhandar_cli.core.context import BLIND_DELETE_WARNING, decode_context, encode_context
 from bhandar_cli.core.crdt import PNCounter
 from bhandar_cli.core.errors import BadInput
+from bhandar_cli.core.limits import check_delta, check_key, check_request_id
 from bhandar_cli.core.messages import (
     Failure,
     GetRequest,
@@ -141,6 +143,7 @@ class Client(ClusterViews, ClusterOps):
         level: str | None = None,
         via: str | None = None,
     ) -> WriteOutcome:
+        check_key(key)
         context, used = self._context(keyspace, key, ctx)
         lvl = self._level(level)
         node = self._via(keyspace, key, via)
@@ -170,11 +173,24 @@ class Client(ClusterViews, ClusterOps):
         level: str | None = None,
         via: str | None = None,
     ) -> WriteOutcome:
-        return await self.put(keyspace, key, None, "", ctx, level, via)
+        """Delete what was read: with ctx auto (the default) the context of this session's last
+        get of the key, else a read now, whose values the outcome lists as removed. ctx=none is the
+        blind tombstone, which removes nothing already stored (the outcome warns)."""
+        if ctx == "none":
+            outcome = await self.put(keyspace, key, None, "", "none", level, via)
+            return replace(outcome, warnings=(BLIND_DELETE_WARNING, *outcome.warnings))
+        if ctx is not None and ctx != "auto":
+            return await self.put(keyspace, key, None, "", ctx, level, via)
+        if (keyspace, key) in self._contexts:
+            return await self.put(keyspace, key, None, "", "auto", level, via)
+        read = await self.get(keyspace, key, level, via)
+        outcome = await self.put(keyspace, key, None, "", "auto", level, via)
+        return replace(outcome, context_used="read", removed=tuple(read.values))
 
     async def get(
         self, keyspace: str, key: str, level: str | None = None, via: str | None = None
     ) -> GetOutcome:
+        check_key(key)
         lvl = self._level(level)
         node = self._via(keyspace, key, via)
         result = await self._call(node, GetRequest(self.backend.new_rid(), keyspace, key, lvl, self.trace))
@@ -226,6 +242,10 @@ class Client(ClusterViews, ClusterOps):
         level: str | None = None,
         via: str | None = None,
     ) -> IncrOutcome:
+        check_key(key)
+        check_delta(delta)
+        if request_id is not None:
+            check_request_id(request_id)
         lvl = self._level(level)
         node = self._via(keyspace, key, via)
         rid = request_id or uuid.uuid4().hex[:16]

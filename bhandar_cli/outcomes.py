@@ -136,10 +136,15 @@ class WriteOutcome:
     coordinator: str
     acks: int
     needed: int
-    context_used: str  # "none", "auto" or "given"
+    context_used: str  # "none", "auto", "given" or (a delete that read the key first) "read"
     warnings: tuple[str, ...] = ()
     hinted: tuple[str, ...] = ()
     trace: Trace = ()
+    removed: tuple[Any, ...] | None = None  # a delete: the values it read and removed, if known
+
+    @property
+    def blind(self) -> bool:
+        return self.context_used == "none"
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -152,6 +157,10 @@ class WriteOutcome:
             "needed": self.needed,
             "context": self.context_used,
         }
+        if self.cmd == "delete":
+            out["blind"] = self.blind
+            if self.removed is not None:
+                out["removed"] = list(self.removed)
         if self.warnings:
             out["warnings"] = list(self.warnings)
         if self.hinted:

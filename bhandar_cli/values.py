@@ -4,6 +4,9 @@ In the REPL and CLI a VALUE is a JSON literal when it parses as one, else a bare
 it is stored as JSON (content type application/json). Bytes that are not JSON (`put ... -` from a
 binary stdin, or an HTTP body of another type) are stored as they are and shown in JSON output as
 {"base64": "..."}.
+
+JSON is parsed strictly (core/limits.py): text that is JSON except for NaN, Infinity or nesting
+deeper than the limit is an error, not a bare string, so `put ks k NaN` says why it is refused.
 """
 
 from __future__ import annotations
@@ -12,14 +15,16 @@ import base64
 import json
 from typing import Any
 
+from bhandar_cli.core.errors import BadInput
+from bhandar_cli.core.limits import NotJson, parse_json
 from bhandar_cli.core.versions import BYTES, JSON
 
 
 def parse_value_text(text: str) -> tuple[bytes, str]:
-    """REPL/CLI value text -> (bytes, content type)."""
+    """REPL/CLI value text -> (bytes, content type); raises BadInput for refused JSON."""
     try:
-        parsed = json.loads(text)
-    except (json.JSONDecodeError, ValueError):
+        parsed = parse_json(text)
+    except NotJson:
         parsed = text
     return encode_json(parsed), JSON
 
@@ -31,8 +36,8 @@ def encode_json(value: Any) -> bytes:
 def parse_value_bytes(data: bytes) -> tuple[bytes, str]:
     """Raw bytes (stdin): JSON if they are valid UTF-8 JSON, else opaque bytes kept exactly."""
     try:
-        parsed = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, ValueError):
+        parsed = parse_json(data)
+    except NotJson:
         text = _as_text(data)
         if text is None:
             return data, BYTES
@@ -53,9 +58,9 @@ def decode_value(data: bytes | None, ctype: str) -> Any:
     if data is None:
         return None
     if ctype == JSON:
-        try:
-            return json.loads(data.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError):
+        try:  # strictly: a value stored before the limits existed must not break a read
+            return parse_json(data)
+        except (NotJson, BadInput):
             pass
     return {"base64": base64.b64encode(data).decode("ascii")}
 

@@ -7,8 +7,9 @@ The COMMANDS and SYNOPSIS sections come from the click command tree that typer b
 (`typer.main.get_command`): every group and command, recursively, with usage, help, arguments
 and options with their defaults. REPL COMMANDS comes from the REPL's command table
 (`bhandar_cli.repl.commands.COMMANDS`): usage, summary, help, aliases and examples of each entry.
-DESCRIPTION, JSON OUTPUT, HTTP API, EXIT STATUS, ENVIRONMENT and SEE ALSO are fixed text below, taken
-from DESIGN.md §5, with the consistency levels and error codes read from their declarations. The
+DESCRIPTION, LIMITS, DELETE, JSON OUTPUT, HTTP API, EXIT STATUS, ENVIRONMENT and SEE ALSO are fixed
+text below, taken from DESIGN.md §5, with the consistency levels, error codes and limits read from
+their declarations. The
 output carries no date and nothing from the environment, so the same code always gives the same
 page and `tests/test_man.py` can tell when the committed page is stale.
 """
@@ -26,6 +27,7 @@ import typer
 
 from bhandar_cli import __version__
 from bhandar_cli.cli import app
+from bhandar_cli.core import limits
 from bhandar_cli.core.config import KEYSPACE_NAME_RULE, LEVELS
 from bhandar_cli.core.errors import ERROR_CODES
 from bhandar_cli.core.keyspaces import MAX_KEYSPACES
@@ -293,9 +295,51 @@ otherwise 409, too large 413, unavailable 503, timeout 504."""
 
 EXIT_STATUS = [
     ("0", "Success."),
-    ("1", "The operation failed: unavailable, timed out, or refused input."),
-    ("2", "Usage error: an unknown command or option, a bad option value, or a keyspace nobody created."),
+    ("1", "The operation failed: unavailable, timed out, or refused by the store (too many siblings)."),
+    (
+        "2",
+        "Usage error: an unknown command or option, a bad option value, a keyspace nobody created, "
+        "or input past a limit (error code bad_input or too_large; see LIMITS).",
+    ),
     ("3", "Key not found (get)."),
+]
+
+
+LIMITS = [
+    """Every input limit is checked by the command line, the REPL and the HTTP API before anything
+    is sent, and again by the node, so a limit cannot be bypassed; a request past one is an error
+    with code bad_input (too_large for sizes): exit 2, HTTP 400 (413), one line in the REPL. Nothing
+    is stored.""",
+    f"""Keys: 1 to {limits.MAX_KEY_BYTES} bytes of UTF-8. Values: at most {limits.MAX_VALUE_BYTES}
+    bytes. JSON values: nested at most {limits.MAX_JSON_DEPTH} levels of arrays and objects; NaN,
+    Infinity and numbers beyond a double's range are not JSON and are refused (quote them to store
+    a string). In the HTTP API a key or keyspace is percent-decoded strictly: an escape that is not
+    UTF-8 (%FF) is a 400, never a replacement character.""",
+    f"""Counters: a delta, and the value an increment leads to, stay within ±{limits.MAX_INTEGER}
+    (2^53-1, the integers every JSON client, JavaScript included, represents exactly); an increment
+    that would leave that range is refused unless it moves the value back towards zero. The check
+    uses the coordinator's view, so increments through different coordinators at the same moment
+    can together pass it; get then shows the exact value. Request ids: 1 to
+    {limits.MAX_REQUEST_ID_CHARS} characters.""",
+    f"""Contexts: a token of at most {limits.MAX_CONTEXT_CHARS} characters naming at most
+    {limits.MAX_CONTEXT_ACTORS} actors, each counter within 1..2^53-1. A context claiming a counter
+    of the coordinator's own actor that it never issued for the key is refused as a context from
+    the future. A forged claim about another node's actor, which the coordinator cannot disprove,
+    leaves the key writable: a node whose next counter for a key would pass 2^53-1 continues under
+    a new actor id (A~N).""",
+]
+
+DELETE = [
+    """A delete writes a tombstone that replaces the versions its context covers. Without a context
+    (the default: --context auto on the command line, ctx=auto in the REPL) it uses the context of
+    the session's last get of the key (REPL) or reads the key first and deletes what the read
+    found, and says what it removed ("deleted 2 siblings: ..."; -o json adds "removed" and
+    "blind"). --context none (ctx=none) is a blind tombstone: it covers no version, so in a siblings
+    keyspace every value already stored survives it; a warning says so.""",
+    """The HTTP API does the same: DELETE /v1/kv/KS/KEY without a context reads the key, deletes what
+    it found and answers 204 with the header X-Bhandar-Deleted (the number of values removed);
+    ?context=TOKEN deletes what that get saw (204); ?context=none writes the blind tombstone and
+    answers 200 with {"blind": true, "warning": "..."}.""",
 ]
 
 
@@ -337,6 +381,8 @@ def fixed_sections() -> dict[str, list[str]]:
     return {
         "DESCRIPTION": description,
         "REPL COMMANDS": repl,
+        "LIMITS": [line for p in LIMITS for line in para(p)],
+        "DELETE": [line for p in DELETE for line in para(p)],
         "JSON OUTPUT": json_out,
         "HTTP API": http,
         "EXIT STATUS": exit_status,
@@ -371,7 +417,16 @@ def render_man() -> str:
     lines += [".SH DESCRIPTION", *fixed["DESCRIPTION"], ".SH COMMANDS"]
     for cmd, ctx in tree:
         lines += command_section(cmd, ctx)
-    for title in ("REPL COMMANDS", "JSON OUTPUT", "HTTP API", "EXIT STATUS", "ENVIRONMENT", "SEE ALSO"):
+    for title in (
+        "REPL COMMANDS",
+        "LIMITS",
+        "DELETE",
+        "JSON OUTPUT",
+        "HTTP API",
+        "EXIT STATUS",
+        "ENVIRONMENT",
+        "SEE ALSO",
+    ):
         lines += [f".SH {arg(title)}", *fixed[title]]
     return "\n".join(lines) + "\n"
 

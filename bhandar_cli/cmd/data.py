@@ -3,8 +3,8 @@
 Output: `-o table` (rich on a terminal, plain when piped), `-o json` (one object, the DESIGN.md
 shapes, failures included) or `-o raw` (the bare value for `$(...)`: a JSON string without its
 quotes, other JSON as JSON, one value per line when there are siblings, binary values exactly).
-Errors go to standard error in every mode. Exit codes: 0 ok, 1 failed, 2 usage (an unknown keyspace
-too), 3 not found (get).
+Errors go to standard error in every mode. Exit codes: 0 ok, 1 failed, 2 usage or input the store
+refuses (an unknown keyspace, bad_input, too_large: core/limits.py), 3 not found (get).
 """
 
 from __future__ import annotations
@@ -39,6 +39,13 @@ CONTEXT = typer.Option(
     metavar="TOKEN|auto|none",
     help="Causal context from a get; auto reads the key first; none is a blind write.",
 )
+DELETE_CONTEXT = typer.Option(
+    "auto",
+    "--context",
+    metavar="TOKEN|auto|none",
+    help="Causal context from a get; auto reads the key first and deletes what it read; none is a "
+    "blind tombstone, which removes nothing already stored.",
+)
 
 
 def _level(text: str | None) -> str | None:
@@ -54,22 +61,24 @@ def _level(text: str | None) -> str | None:
 
 
 def _run(cmd: str, output: DataOutput, cluster: str | None, action: Any) -> Any:
-    """Run `action(client)` on the cluster; a failure is told on stderr (and as JSON) with exit 1
-    (2 for an unknown keyspace)."""
+    """Run `action(client)` on the cluster; a failure is told on stderr (and as JSON) with exit 1,
+    or 2 when the input was at fault."""
+    from bhandar_cli.core.errors import BhandarError
     from bhandar_cli.outcomes import ClientError
 
     async def body() -> Any:
         async with open_tcp_client(cluster) as client:
             try:
                 return await action(client)
-            except ClientError as exc:
+            except BhandarError as exc:  # ClientError from the cluster, BadInput from the client
                 return exc
 
     result = run_async(cmd, output, body)
-    if isinstance(result, ClientError):
+    if isinstance(result, BhandarError):
+        error = result if isinstance(result, ClientError) else ClientError(result.code, str(result))
         if output is DataOutput.json:
-            emit_json(result.to_json(cmd))
-        fail(f"{cmd} failed ({result.code}): {result}", exit_code(result.code))
+            emit_json(error.to_json(cmd))
+        fail(f"{cmd} failed ({error.code}): {error}", exit_code(error.code))
     return result
 
 
@@ -133,23 +142,32 @@ def put(
     output: DataOutput = OUTPUT,
 ) -> None:
     """Write a value (with the context of a previous get to replace what it read)."""
+    from bhandar_cli.core.errors import BadInput
     from bhandar_cli.values import parse_value_bytes, parse_value_text
 
-    data, ctype = parse_value_bytes(sys.stdin.buffer.read()) if value == "-" else parse_value_text(value)
+    try:
+        data, ctype = parse_value_bytes(sys.stdin.buffer.read()) if value == "-" else parse_value_text(value)
+    except BadInput as exc:
+        if output is DataOutput.json:
+            emit_json({"cmd": "put", "ok": False, "error": str(exc), "code": exc.code})
+        fail(f"put failed ({exc.code}): {exc}", EXIT_USAGE)
     _write("put", keyspace, key, data, ctype, context, consistency, via, cluster, output)
 
 
 def delete(
     keyspace: str = typer.Argument(..., metavar="KS", help="Keyspace."),
     key: str = typer.Argument(..., metavar="KEY", help="Key."),
-    context: str = CONTEXT,
+    context: str = DELETE_CONTEXT,
     consistency: str | None = LEVEL,
     via: str | None = VIA,
     cluster: str | None = CLUSTER,
     output: DataOutput = OUTPUT,
 ) -> None:
-    """Delete a key (a tombstone; with the context of a get it replaces what that get saw)."""
-    _write("delete", keyspace, key, None, "", context, consistency, via, cluster, output)
+    """Delete a key: read it and write a tombstone that replaces what the read found (prints what
+    it removed); with --context TOKEN it replaces what that get saw."""
+    level = _level(consistency)
+    outcome = _run("delete", output, cluster, lambda c: c.delete(keyspace, key, context, level, via))
+    _finish_write("delete", output, outcome)
 
 
 def _write(
@@ -164,7 +182,7 @@ def _write(
     cluster: str | None,
     output: DataOutput,
 ) -> None:
-    """put and delete (a delete is a put of a tombstone): `--context auto` reads the key first."""
+    """put: `--context auto` reads the key first."""
     level = _level(consistency)
 
     async def action(client: Any) -> Any:

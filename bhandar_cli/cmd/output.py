@@ -29,8 +29,9 @@ OUTPUT_OPTION = typer.Option(
 
 
 def exit_code(error_code: str) -> int:
-    """The exit code of a failed operation: a keyspace nobody created is a usage error (a typo)."""
-    return EXIT_USAGE if error_code == "unknown_keyspace" else EXIT_FAILED
+    """The exit code of a failed operation: input the store refuses (a keyspace nobody created, a
+    value past a limit) is a usage error; anything else failed."""
+    return EXIT_USAGE if error_code in ("unknown_keyspace", "bad_input", "too_large") else EXIT_FAILED
 
 
 def emit_json(obj: dict[str, Any]) -> None:

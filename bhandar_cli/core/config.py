@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Literal, get_args
 
 from bhandar_cli.core.errors import BadInput
+from bhandar_cli.core.limits import MAX_KEY_BYTES, MAX_VALUE_BYTES
 
 # The one declaration of each set of choices; every list, usage line, completion and message
 # elsewhere derives from these.
@@ -105,8 +106,8 @@ class NodeConfig:
     hint_delivery_interval: float = 0.5
     hint_batch: int = 64
     hinted_handoff: bool = True
-    max_key_bytes: int = 1024
-    max_value_bytes: int = 1 << 20
+    max_key_bytes: int = MAX_KEY_BYTES
+    max_value_bytes: int = MAX_VALUE_BYTES
     sibling_warn: int = 25
     sibling_max: int = 100
     max_vv_entries: int = 10

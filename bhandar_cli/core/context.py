@@ -7,16 +7,20 @@ the store validates it strictly, so a malformed or forged token is a clear `BadI
 from __future__ import annotations
 
 import base64
-import re
 
 import cbor2
 
 from bhandar_cli.core.errors import BadInput
+from bhandar_cli.core.limits import MAX_CONTEXT_CHARS, check_context
 from bhandar_cli.core.versions import VersionVector
 
-MAX_TOKEN_CHARS = 4096
-MAX_ENTRIES = 64
-_ACTOR = re.compile(r"^[A-Za-z0-9_.~-]{1,64}$")
+# What a delete without a context does not do, told wherever one is made (CLI, REPL, HTTP).
+BLIND_DELETE_WARNING = (
+    "a blind delete (no context) removes nothing already stored in a siblings keyspace: its "
+    "tombstone covers no version, so every existing value survives it as a sibling (an lww "
+    "keyspace keeps the newest by time instead). Delete without a context to read the key first "
+    "and delete what the read finds"
+)
 
 
 def encode_context(vv: VersionVector) -> str:
@@ -30,20 +34,13 @@ def decode_context(token: str | None) -> dict[str, int]:
     """Parse a token; '' or None means "no context" (a blind write)."""
     if not token:
         return {}
-    if len(token) > MAX_TOKEN_CHARS:
-        raise BadInput(f"context token too long ({len(token)} characters)")
+    if len(token) > MAX_CONTEXT_CHARS:
+        raise BadInput(f"context token too long ({len(token)} characters, the limit is {MAX_CONTEXT_CHARS})")
     try:
         raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
         data = cbor2.loads(raw)
     except Exception as exc:  # binascii, cbor2 and value errors all mean "not ours"
         raise BadInput("malformed context token (use the context a get returned)") from exc
-    if not isinstance(data, dict) or len(data) > MAX_ENTRIES:
+    if not isinstance(data, dict):
         raise BadInput("malformed context token (not a version vector)")
-    out: dict[str, int] = {}
-    for actor, counter in data.items():
-        if not isinstance(actor, str) or not _ACTOR.match(actor):
-            raise BadInput("malformed context token (bad node name inside)")
-        if not isinstance(counter, int) or isinstance(counter, bool) or not 0 < counter < 2**53:
-            raise BadInput("malformed context token (bad counter inside)")
-        out[actor] = counter
-    return out
+    return check_context(data)

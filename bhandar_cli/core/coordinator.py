@@ -12,8 +12,16 @@ from dataclasses import replace
 
 from bhandar_cli.core.antientropy import AntiEntropy
 from bhandar_cli.core.config import LEVELS, KeyspaceDef, NodeConfig, one_of, required
-from bhandar_cli.core.errors import BadInput, BhandarError, TooLarge, Unavailable
+from bhandar_cli.core.errors import BadInput, BhandarError, Unavailable
 from bhandar_cli.core.keyspaces import Keyspaces
+from bhandar_cli.core.limits import (
+    check_context,
+    check_delta,
+    check_json_value,
+    check_key,
+    check_request_id,
+    check_value_size,
+)
 from bhandar_cli.core.messages import (
     ClientReply,
     ClientRequest,
@@ -37,6 +45,7 @@ from bhandar_cli.core.reads import ReadCoordinator
 from bhandar_cli.core.ring import key_token
 from bhandar_cli.core.ringview import RingView
 from bhandar_cli.core.streaming import Streaming
+from bhandar_cli.core.versions import JSON
 from bhandar_cli.core.writes import WriteCoordinator
 
 MAX_HOPS = 2
@@ -160,20 +169,24 @@ class Coordinator:
         return self.keyspaces.require(req.keyspace)
 
     def _validate(self, req: PutRequest | GetRequest | IncrRequest, ks: KeyspaceDef) -> None:
+        """The limits of core/limits.py, checked again here: raw frames reach the core unchecked."""
         if req.consistency not in LEVELS:
             raise BadInput(f"unknown consistency level {req.consistency!r} (use {one_of(LEVELS)})")
-        size = len(req.key.encode("utf-8", "surrogatepass"))
-        if not 0 < size <= self.config.max_key_bytes:
-            raise BadInput(f"key must be 1 to {self.config.max_key_bytes} bytes (got {size})")
+        check_key(req.key, self.config.max_key_bytes)
         if isinstance(req, PutRequest):
             if ks.policy == "counter":
                 raise BadInput(f"keyspace {ks.name} holds counters: use incr, not put or delete")
-            if req.value is not None and len(req.value) > self.config.max_value_bytes:
-                raise TooLarge(
-                    f"value of {len(req.value)} bytes is over the limit of {self.config.max_value_bytes}"
-                )
-        if isinstance(req, IncrRequest) and ks.policy != "counter":
-            raise BadInput(f"keyspace {ks.name} has policy {ks.policy}: incr needs a counter keyspace")
+            if req.value is not None:
+                check_value_size(req.value, self.config.max_value_bytes)
+                if req.ctype == JSON:
+                    check_json_value(req.value)
+            if req.context:
+                check_context(req.context)
+        if isinstance(req, IncrRequest):
+            if ks.policy != "counter":
+                raise BadInput(f"keyspace {ks.name} has policy {ks.policy}: incr needs a counter keyspace")
+            check_delta(req.delta)
+            check_request_id(req.request_id)
 
     def _plan(self, ks: KeyspaceDef, key: str, now: float) -> Plan:
         view = self.ring_view

@@ -17,7 +17,7 @@ from bhandar_cli.core.store import Store
 
 # Each keyspace costs every node work in every round (gossip carries every definition, anti-entropy
 # walks each one), so their number is bounded.
-MAX_KEYSPACES = 64
+MAX_KEYSPACES = 1000
 NAMES_SHOWN = 10  # keyspaces an unknown-keyspace error lists by name
 
 

@@ -17,7 +17,7 @@ sibling, so a record that knows dot (A, n) also holds or covers every earlier A-
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from operator import attrgetter
 
@@ -119,15 +119,20 @@ def next_dot(siblings: Iterable[Sibling], actor: str, context: VersionVector) ->
     return (actor, top + 1)
 
 
-def prune(context: VersionVector, keep: str, limit: int = MAX_VV_ENTRIES) -> dict[str, int]:
-    """Bound a context to `limit` entries, dropping the smallest counters first (never `keep`).
+def prune(
+    context: VersionVector, keep: str, limit: int = MAX_VV_ENTRIES, prefer: Collection[str] = ()
+) -> dict[str, int]:
+    """Bound a context to `limit` entries: `keep`, then the actors in `prefer`, then the largest
+    counters.
 
     Dropping an entry only ever makes a write cover *less*, so pruning can add siblings but can
-    never make the store discard a write (Dynamo prunes the oldest entries the same way).
+    never make the store discard a write (Dynamo prunes the oldest entries the same way). The
+    coordinator prefers the actors of the siblings the write replaces: otherwise a context holding
+    ten forged huge counters would keep only those, and no write could replace anything again.
     """
     if len(context) <= limit:
         return dict(context)
-    ordered = sorted(context.items(), key=lambda kv: (kv[0] != keep, -kv[1], kv[0]))
+    ordered = sorted(context.items(), key=lambda kv: (kv[0] != keep, kv[0] not in prefer, -kv[1], kv[0]))
     return dict(ordered[:limit])
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from bhandar_cli.core.config import KeyspaceDef, NodeConfig
 from bhandar_cli.core.crdt import EMPTY_COUNTER, PNCounter
+from bhandar_cli.core.errors import BadInput
+from bhandar_cli.core.limits import MAX_INTEGER, check_counter_total
 from bhandar_cli.core.messages import (
     Effect,
     Failure,
@@ -27,7 +29,17 @@ from bhandar_cli.core.quorum import Plan
 from bhandar_cli.core.records import Record, Versioned
 from bhandar_cli.core.replica import Replica
 from bhandar_cli.core.store import Store
-from bhandar_cli.core.versions import Sibling, covers, live_values, lww_merge, merge_siblings, next_dot, prune
+from bhandar_cli.core.versions import (
+    Dot,
+    Sibling,
+    VersionVector,
+    covers,
+    live_values,
+    lww_merge,
+    merge_siblings,
+    next_dot,
+    prune,
+)
 
 
 class WriteCoordinator:
@@ -59,8 +71,13 @@ class WriteCoordinator:
         siblings = local.siblings if isinstance(local, Versioned) else ()
         actor = self._actor(plan)
         context = req.context or {}
-        dot = self._unused_dot(ks.name, req.key, next_dot(siblings, actor, context))
-        sibling = Sibling(dot, prune(context, actor, self.config.max_vv_entries), req.value, req.ctype, now)
+        if actor == self.home_actor:
+            self._refuse_future(ks.name, req.key, siblings, context)
+        dot = self._dot(ks.name, req.key, siblings, actor, context)
+        actor = dot[0]
+        replaced = {s.dot[0] for s in siblings if covers(context, s.dot)}
+        pruned = prune(context, actor, self.config.max_vv_entries, replaced)
+        sibling = Sibling(dot, pruned, req.value, req.ctype, now)
         merged = (
             lww_merge(siblings, (sibling,)) if ks.policy == "lww" else merge_siblings(siblings, (sibling,))
         )
@@ -118,7 +135,9 @@ class WriteCoordinator:
         counter = local if isinstance(local, PNCounter) else EMPTY_COUNTER
         # A retried request id already counted here is not applied again, but it is still
         # replicated: the first attempt may have failed before reaching W replicas.
+        before = counter.value
         counter = counter.increment(self._actor(plan), req.delta, req.request_id)
+        check_counter_total(req.key, before, counter.value)
         trace = None
         if req.trace:
             trace = Trace(now)
@@ -154,28 +173,75 @@ class WriteCoordinator:
         """
         if self.node_id in plan.home:
             return self.home_actor
+        return self._fresh_actor()
+
+    def _fresh_actor(self) -> str:
         epoch = int(self.store.get_meta("epoch") or 0) + 1
         self.store.put_meta("epoch", epoch)
         return f"{self.node_id}~{epoch}"
 
-    def _unused_dot(self, keyspace: str, key: str, dot: tuple[str, int]) -> tuple[str, int]:
-        """`dot`, or a later one if this node's actor already used its counter for this key.
+    def _refuse_future(
+        self, keyspace: str, key: str, siblings: tuple[Sibling, ...], context: VersionVector
+    ) -> None:
+        """Refuse a context that claims more of this node's own actor than it ever issued here.
 
-        The record alone may have forgotten a dot: once the sibling is superseded, only contexts
-        remember it, and contexts are pruned past `max_vv_entries` (smallest counters first), so
-        the actor would mint the same dot for a new write, which any context that saw the old one
-        covers. Found by `bhandar chaos --seed 350 --ops 3000 --faults all --storage lsm`.
-        Fallback actors are new for every write and need no memory.
+        Every dot this actor issued for the key is remembered durably (`_dot`), and every record
+        that knows one of its dots also knows it through the record's own dots and contexts, so a
+        claim above both is forged (or made up). Only the actor's own node can prove that; claims
+        about other actors are made harmless by `_dot` instead.
         """
-        actor, counter = dot
-        if actor != self.home_actor:
-            return dot
-        name = f"dot:{keyspace}/{key}"
-        used = int(self.store.get_meta(name) or 0)
-        if counter <= used:
-            counter = used + 1
-        self.store.put_meta(name, counter)  # durable with the write: the driver syncs before sending
+        claimed = context.get(self.home_actor, 0)
+        if not claimed:
+            return
+        issued = max(self._used(keyspace, key), next_dot(siblings, self.home_actor, {})[1] - 1)
+        if claimed > issued:
+            raise BadInput(
+                f"context from the future: it claims {self.home_actor}:{claimed} for {keyspace}/{key}, "
+                f"but {self.home_actor} has issued at most {self.home_actor}:{issued} for it "
+                "(use the context a get returned)"
+            )
+
+    def _dot(
+        self, keyspace: str, key: str, siblings: tuple[Sibling, ...], actor: str, context: VersionVector
+    ) -> Dot:
+        """A fresh dot for `actor` (or for a new actor), never above 2^53-1.
+
+        The counter is above everything the record and the context claim for the actor, so a
+        forged claim of another node's actor (B:2^53-1, sent to A, which cannot prove it forged)
+        reaches B's record through replication and would push B's next dot out of range: the key
+        would be locked for B forever. Instead B takes a new actor id (`B~epoch`, from the same
+        sequence as fallback actors, so never used before) and keeps it as its home actor for every
+        key from then on: a new id per write would bloat contexts past their pruning limit. The
+        claim is harmless otherwise: it covers only dots of the old id.
+        """
+        while True:
+            counter = next_dot(siblings, actor, context)[1]
+            if actor == self.home_actor:
+                counter = max(counter, self._used(keyspace, key) + 1)
+            if counter <= MAX_INTEGER:
+                break
+            fresh = self._fresh_actor()
+            if actor == self.home_actor:
+                self.home_actor = fresh
+                self.store.put_meta("actor", fresh)  # Node reads it at boot
+            actor = fresh
+        if actor == self.home_actor:
+            # Durable with the write (the driver syncs before sending). The record alone may forget
+            # a dot: once the sibling is superseded, only contexts remember it, and contexts are
+            # pruned past `max_vv_entries` (smallest counters first), so the actor would mint the
+            # same dot again for a new write, which any context that saw the old one covers. Found
+            # by `bhandar chaos --seed 350 --ops 3000 --faults all --storage lsm`. Fallback actors
+            # are new for every write and need no memory.
+            self.store.put_meta(self._used_name(actor, keyspace, key), counter)
         return (actor, counter)
+
+    def _used(self, keyspace: str, key: str) -> int:
+        """The highest counter this node's home actor issued for the key."""
+        return int(self.store.get_meta(self._used_name(self.home_actor, keyspace, key)) or 0)
+
+    @staticmethod
+    def _used_name(actor: str, keyspace: str, key: str) -> str:
+        return f"dot:{actor}:{keyspace}/{key}"
 
     def _replicate(
         self, now: float, op: WriteOp, ks: KeyspaceDef, record: Record, plan: Plan

@@ -11,6 +11,8 @@ Decoding is strict because a peer may be buggy or hostile. Before cbor2 sees a p
   floats is not randomised, so a peer could otherwise send a map of colliding keys and make
   decoding quadratic (hash flooding); `str` and `bytes` hashes are salted per process;
 - declared lengths larger than the bytes left in the frame, trailing bytes after the item;
+- NaN and infinite floats: no message of ours holds one, and a NaN time or a NaN in a value
+  would compare false with everything (core/limits.py refuses them from clients too);
 - nesting deeper than `max_depth` and more than `max_items` data items. cbor2 (6.x) does not
   preallocate from declared lengths (it reads long strings in 64 KiB chunks and grows lists as
   items arrive), so the frame size bounds what it allocates; but a one-byte item such as an empty
@@ -24,6 +26,7 @@ envelope (an array and the version int) as the codec writes it, so their limits 
 
 from __future__ import annotations
 
+import math
 from typing import Final, NoReturn
 
 # Bignums: cbor2 writes ints outside the 64-bit range as tag 2 / 3 around a byte string.
@@ -49,6 +52,8 @@ def check_encodable(body: object, *, max_items: int, max_depth: int) -> None:
             raise ValueError(f"body has more than {max_items} items")
         if depth > max_depth:
             raise ValueError(f"{path} is nested deeper than {max_depth} levels")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"{path} is {value}: NaN and infinite floats are not allowed")
         if value is None or isinstance(value, bool | int | float | str | bytes | bytearray):
             continue
         if isinstance(value, list | tuple):
@@ -74,6 +79,8 @@ def check_encodable(body: object, *, max_items: int, max_depth: int) -> None:
 _INFO_SIZES: Final = {24: 1, 25: 2, 26: 4, 27: 8}
 _SIMPLE_OK: Final = frozenset({20, 21, 22})  # false, true, null
 _FLOAT_SIZES: Final = {25: 2, 26: 4, 27: 8}
+# The exponent bits of a half, single and double float: all set means NaN or infinity.
+_FLOAT_EXPONENT: Final = {25: 0x7C00, 26: 0x7F80_0000, 27: 0x7FF0_0000_0000_0000}
 
 
 def validate_cbor(data: bytes, *, max_items: int, max_depth: int) -> None:
@@ -154,6 +161,9 @@ def validate_cbor(data: bytes, *, max_items: int, max_depth: int) -> None:
         else:  # major 7: floats and simple values
             if not (info in _FLOAT_SIZES or (info < 24 and arg in _SIMPLE_OK)):
                 fail(f"unexpected simple value (initial byte 0x{data[start]:02x})")
+            exponent = _FLOAT_EXPONENT.get(info)
+            if exponent is not None and arg & exponent == exponent:
+                fail("NaN and infinite floats are not allowed")
 
         if opened:
             continue

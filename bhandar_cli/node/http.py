@@ -16,7 +16,6 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from functools import partial
 from typing import Any, Protocol
-from urllib.parse import parse_qs, unquote
 
 import trio
 from hypercorn.config import Config
@@ -25,9 +24,17 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from bhandar_cli.core.config import KeyspaceDef, NodeConfig, parse_level
-from bhandar_cli.core.context import decode_context, encode_context
+from bhandar_cli.core.context import BLIND_DELETE_WARNING, decode_context, encode_context
 from bhandar_cli.core.crdt import PNCounter
 from bhandar_cli.core.errors import BadInput, BhandarError
+from bhandar_cli.core.limits import (
+    MAX_JSON_DEPTH,
+    NotJson,
+    check_delta,
+    check_request_id,
+    decode_url_part,
+    parse_json,
+)
 from bhandar_cli.core.messages import (
     ClientRequest,
     Failure,
@@ -118,9 +125,10 @@ class Api:
     async def route(self, scope: Scope, receive: Receive) -> Response:
         raw = scope.get("raw_path") or scope["path"].encode()
         # Split the raw path, then unquote each part, so a key may hold an encoded '/' (%2F).
-        parts = [unquote(p.decode("latin-1")) for p in raw.split(b"?")[0].strip(b"/").split(b"/")]
+        # Strictly: `%FF` is a 400, never U+FFFD (which made `%FF` and `%FE` the same key).
+        parts = [decode_url_part(p, "the path") for p in raw.split(b"?")[0].strip(b"/").split(b"/")]
         method = scope["method"]
-        query = {k: v[-1] for k, v in parse_qs(scope.get("query_string", b"").decode("latin-1")).items()}
+        query = _query(scope.get("query_string", b""))
         if parts == ["metrics"] and method == "GET":
             return 200, generate_latest(self.registry), CONTENT_TYPE_LATEST, []
         if parts == ["v1", "status"] and method == "GET":
@@ -164,9 +172,9 @@ class Api:
             chunks.append(chunk)
             if not message.get("more_body"):
                 break
-        try:
-            parsed = json.loads(b"".join(chunks) or b"{}")
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        try:  # the value inside may nest MAX_JSON_DEPTH levels, the body one more
+            parsed = parse_json(b"".join(chunks) or b"{}", "the request body", MAX_JSON_DEPTH + 1)
+        except NotJson as exc:
             raise HttpError(400, f"the body must be a JSON object: {exc}") from None
         if not isinstance(parsed, dict):
             raise HttpError(400, "the body must be a JSON object")
@@ -205,17 +213,42 @@ class Api:
         return 204, b"", "application/json", [(b"x-bhandar-coordinator", result.coordinator.encode())]
 
     async def delete(self, ks: str, key: str, level: str, context: str | None) -> Response:
-        result = await self.call(PutRequest(0, ks, key, None, "", _context(context), level))
+        """Without a context, read the key first and delete what the read found (as the CLI and
+        REPL do): a blind tombstone removes nothing already stored. `context=none` asks for the
+        blind tombstone anyway, and the reply says so."""
+        if context == "none":
+            result = await self.call(PutRequest(0, ks, key, None, "", None, level))
+            assert isinstance(result, PutResult)
+            body = {"blind": True, "warning": BLIND_DELETE_WARNING}
+            return (
+                200,
+                _json(body),
+                "application/json",
+                [(b"x-bhandar-coordinator", result.coordinator.encode())],
+            )
+        headers: list[tuple[bytes, bytes]] = []
+        vv = _context(context)
+        if vv is None:
+            read = await self.call(GetRequest(0, ks, key, level))
+            assert isinstance(read, GetResult)
+            siblings = read.record.siblings if isinstance(read.record, Versioned) else ()
+            vv = context_of(siblings) or None
+            headers.append((b"x-bhandar-deleted", str(sum(not s.tombstone for s in siblings)).encode()))
+        result = await self.call(PutRequest(0, ks, key, None, "", vv, level))
         assert isinstance(result, PutResult)
-        return 204, b"", "application/json", [(b"x-bhandar-coordinator", result.coordinator.encode())]
+        return (
+            204,
+            b"",
+            "application/json",
+            [(b"x-bhandar-coordinator", result.coordinator.encode()), *headers],
+        )
 
     async def increment(self, ks: str, key: str, level: str, body: dict[str, Any]) -> Response:
-        delta = body.get("delta", 1)
-        if not isinstance(delta, int) or isinstance(delta, bool) or abs(delta) >= 2**53:
-            raise BadInput('"delta" must be an integer')
+        delta = check_delta(body.get("delta", 1))
         request_id = body.get("request_id") or uuid.uuid4().hex[:16]
-        if not isinstance(request_id, str) or len(request_id) > 128:
-            raise BadInput('"request_id" must be a string of at most 128 characters')
+        if not isinstance(request_id, str):
+            raise BadInput('"request_id" must be a string')
+        check_request_id(request_id)
         result = await self.call(IncrRequest(0, ks, key, delta, request_id, level))
         assert isinstance(result, IncrResult)
         return 200, _json({"value": result.value, "request_id": request_id}), "application/json", []
@@ -255,6 +288,19 @@ def _context(token: Any) -> dict[str, int] | None:
     if not isinstance(token, str):
         raise BadInput('"context" must be the string a GET returned')
     return decode_context(token)
+
+
+def _query(raw: bytes) -> dict[str, str]:
+    """The query string's last value per name, strictly percent-decoded as the path is."""
+    out: dict[str, str] = {}
+    for pair in raw.split(b"&"):
+        if pair:
+            name, _, value = pair.partition(b"=")
+            what = "the query string"
+            out[decode_url_part(name.replace(b"+", b" "), what)] = decode_url_part(
+                value.replace(b"+", b" "), what
+            )
+    return out
 
 
 def _json(obj: Any) -> bytes:

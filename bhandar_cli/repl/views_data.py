@@ -93,7 +93,12 @@ def explain_siblings(out: GetOutcome) -> list[RenderableType]:
 
 
 def render_write(out: WriteOutcome) -> RenderableType:
-    ctx = {"auto": "context from your last get", "none": "no context (blind write)", "given": "given context"}
+    ctx = {
+        "auto": "context from your last get",
+        "none": "no context (blind write)",
+        "given": "given context",
+        "read": "context of a read just now",
+    }
     head = Text.assemble(
         ("OK ", "bold green"),
         f"{out.cmd} {out.keyspace}/{out.key} via ",
@@ -102,6 +107,8 @@ def render_write(out: WriteOutcome) -> RenderableType:
         (f"  ({ctx.get(out.context_used, out.context_used)})", "dim"),
     )
     parts: list[RenderableType] = [head]
+    if out.removed is not None:
+        parts.append(Text(_removed_line(out), "bold"))
     for hinted in out.hinted:
         fallback, _, home = hinted.partition(" for ")
         parts.append(
@@ -112,6 +119,21 @@ def render_write(out: WriteOutcome) -> RenderableType:
         )
     parts += [Text(f"warning: {w}", style="yellow") for w in out.warnings]
     return with_trace(Group(*parts), out.trace)
+
+
+def _removed_line(out: WriteOutcome) -> str:
+    """What a delete that read first removed: "deleted 2 siblings: "a", "b"."""
+    if not out.removed:
+        return f"nothing to delete: {out.keyspace}/{out.key} had no value (a tombstone was written)"
+    shown = ", ".join(_short(v) for v in out.removed[:5])
+    more = f" (and {len(out.removed) - 5} more)" if len(out.removed) > 5 else ""
+    noun = "sibling" if len(out.removed) == 1 else "siblings"
+    return f"deleted {len(out.removed)} {noun}: {shown}{more}"
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def render_incr(out: IncrOutcome) -> RenderableType:

@@ -105,9 +105,10 @@ def test_exit_codes(shared_cluster: ClusterFile, tmp_path: Path) -> None:
     usage = run_cli("get", "cli", "k", *where, "-c", "MOST")
     assert usage.returncode == 2 and b"consistency" in usage.stderr
     assert run_cli("get", "cli", *where).returncode == 2  # a missing argument
-    # Refused by the store: incr on a siblings keyspace; the JSON failure goes to stdout too.
+    # Input the store refuses (incr on a siblings keyspace) is the caller's fault: exit 2, and the
+    # JSON failure goes to stdout too.
     refused = run_cli("incr", "cli", "greeting", *where, "-o", "json")
-    assert refused.returncode == 1
+    assert refused.returncode == 2
     body = out_json(refused)
     assert body["ok"] is False and body["code"] == "bad_input" and body["cmd"] == "incr"
     assert b"counter" in refused.stderr

@@ -25,7 +25,7 @@ scalars = (
     st.none()
     | st.booleans()
     | st.integers(min_value=-(2**80), max_value=2**80)
-    | st.floats(allow_nan=False)
+    | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(max_size=20)
     | st.binary(max_size=20)
 )
@@ -205,6 +205,9 @@ def test_any_truncation_then_eof_is_an_error(body: object, data: st.DataObject) 
         (b"\x82\x01\xa1\x81\x01\x02", "map keys must be text or byte strings"),
         (b"\x82\x01\xa2\x61a\x01\x61a\x02", "duplicate map key"),
         (b"\x82\x01\xa2\x61a\x01\x78\x01a\x02", "duplicate map key"),  # same key, longer header
+        (b"\x82\x01\xf9\x7e\x00", "NaN and infinite floats"),  # half-precision NaN
+        (b"\x82\x01\xfa\xff\x80\x00\x00", "NaN and infinite floats"),  # single -infinity
+        (b"\x82\x01\xfb\x7f\xf0\x00\x00\x00\x00\x00\x00", "NaN and infinite floats"),  # double inf
     ],
 )
 def test_garbage_payloads(payload: bytes, message: str) -> None:
@@ -355,6 +358,7 @@ def test_encoder_refuses_versions_it_cannot_write() -> None:
         ({"a": {1, 2}}, r"cannot encode set at body\['a'\]"),
         ([object()], r"cannot encode object at body\[0\]"),
         (memoryview(b"x"), "cannot encode memoryview"),
+        ({"ts": [float("nan")]}, r"body\['ts'\]\[0\] is nan: NaN and infinite floats"),
     ],
 )
 def test_encoder_names_the_offending_value(body: object, message: str) -> None:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 from bhandar_cli.core.config import KEYSPACE_NAME_RULE
 from bhandar_cli.core.errors import BadInput
 from bhandar_cli.core.keyspaces import MAX_KEYSPACES
+from bhandar_cli.core.limits import NotJson, parse_json
 from bhandar_cli.outcomes import GetOutcome, IncrOutcome, WriteOutcome
 from bhandar_cli.repl.kinds import (
     CONTEXT,
@@ -80,13 +80,16 @@ async def get(session: Session, cmd: Command) -> GetOutcome:
 
 @TABLE.command(
     "delete",
-    "delete (writes a tombstone)",
+    "delete what a get saw (writes a tombstone)",
     args=KS_KEY,
     options=(CTX, LEVEL_SHORT, VIA),
     aliases=("del",),
-    help="""A delete is a write: a tombstone that carries the causal context (ctx=, c= and via= as
-    for put), so a replica that missed it cannot bring the value back.""",
-    examples=("delete kv cart:42",),
+    help="""A delete is a write: a tombstone that carries the causal context, so a replica that
+    missed it cannot bring the value back. ctx=auto (the default) deletes what this session's last
+    get of the key saw, else reads the key first and deletes what the read found, and prints what
+    it removed. ctx=none is a blind tombstone: it covers no version, so every value already stored
+    survives it (a warning says so). c= and via= as for put.""",
+    examples=("delete kv cart:42", "delete kv cart:42 ctx=none"),
     renderer=render_write,
 )
 async def delete(session: Session, cmd: Command) -> WriteOutcome:
@@ -140,8 +143,8 @@ async def keyspace(session: Session, cmd: Command) -> dict[str, Any]:
 def _value_text(word: Word) -> str:
     """The raw word when it is JSON as typed (unquoted [\"a\"]), else the unquoted text."""
     try:
-        json.loads(word.raw)
-    except ValueError:
+        parse_json(word.raw)
+    except (NotJson, BadInput):
         return word.text
     return word.raw
 
