@@ -12,6 +12,8 @@ from typing import Any, NoReturn
 
 import typer
 
+from bhandar_cli.core.errors import REFUSED_INPUT
+
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -31,7 +33,7 @@ OUTPUT_OPTION = typer.Option(
 def exit_code(error_code: str) -> int:
     """The exit code of a failed operation: input the store refuses (a keyspace nobody created, a
     value past a limit) is a usage error; anything else failed."""
-    return EXIT_USAGE if error_code in ("unknown_keyspace", "bad_input", "too_large") else EXIT_FAILED
+    return EXIT_USAGE if error_code in REFUSED_INPUT else EXIT_FAILED
 
 
 def emit_json(obj: dict[str, Any]) -> None:

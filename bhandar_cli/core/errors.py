@@ -21,6 +21,8 @@ ErrorCode = Literal[
     "internal",
 ]
 ERROR_CODES: tuple[ErrorCode, ...] = get_args(ErrorCode)
+# Input the store refuses before anything is applied: a usage error (exit 2) in the CLI.
+REFUSED_INPUT: frozenset[ErrorCode] = frozenset({"bad_input", "too_large", "unknown_keyspace"})
 
 
 class BhandarError(Exception):

@@ -4,12 +4,13 @@ checker concluded about it (violations, counts). `checker.py` judges it."""
 import math
 from dataclasses import dataclass
 
+from bhandar_cli.core.errors import REFUSED_INPUT
 from bhandar_cli.core.messages import Failure, GetResult, Result
 from bhandar_cli.core.records import Record
 
 # A failed write with one of these codes was refused before anything was stored, so it cannot
 # have superseded anything.
-NOT_APPLIED = frozenset({"unavailable", "bad_input", "too_large", "unknown_keyspace", "unreachable"})
+NOT_APPLIED = REFUSED_INPUT | {"unavailable", "unreachable"}
 
 WRITES = ("put", "delete")
 
