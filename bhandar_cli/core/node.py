@@ -215,8 +215,12 @@ class Node:
             self._next_housekeeping = now + HOUSEKEEPING
             out.extend(self._anti_entropy.expire(now))
             out.extend(self._streaming.tick(now))
-            if self._saver is not None:
-                self._saver.save()
+            actor = self._saver.save() if self._saver is not None else None
+            if actor is not None:
+                # The store is an older copy than the life peers remember: that life may have
+                # handed out the dots (and counter entries) this copy would hand out next. Like
+                # a restore from a snapshot, write as a new actor from now on.
+                self._writes.home_actor = actor
         out.extend(self._anti_entropy.tick(now))
         return out
 
