@@ -216,6 +216,7 @@ class Client(ClusterViews, ClusterOps):
                 result.needed,
                 trace=result.trace,
                 dropped=[SiblingView.of(s) for s in result.dropped],
+                warnings=result.warnings,
             )
         value, entries = counter_parts(record)
         return GetOutcome(

@@ -48,6 +48,7 @@ class ClusterViews:
                     "sees_down": sorted(p for p, ok in info.get("peers", {}).items() if not ok),
                     "streams": info.get("streams", {}),
                     "storage": info.get("storage", {}),
+                    "siblings_over_limit": info.get("siblings_over_limit", {}),
                 }
             )
             if info.get("crashed"):
@@ -191,6 +192,8 @@ class ClusterViews:
             },
             "requests": per_node,
             "forwarded": total.forwarded,
+            "forward_fallbacks": total.forward_fallbacks,
+            "sibling_limit_exceeded": total.sibling_limit_exceeded,
             "anti_entropy": {
                 "sessions": total.repair_sessions,
                 "keys_repaired": total.keys_repaired,

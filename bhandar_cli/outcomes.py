@@ -32,6 +32,8 @@ class ClientError(BhandarError):
         out: dict[str, Any] = {"cmd": cmd, "ok": False, "error": str(self), "code": self.code}
         if self.needed:
             out.update(answered=self.answered, needed=self.needed)
+        if self.trace:
+            out["trace"] = [list(step) for step in self.trace]
         return out
 
 
@@ -80,6 +82,7 @@ class GetOutcome:
     trace: Trace = ()
     dropped: list[SiblingView] = field(default_factory=list)  # lww: concurrent versions thrown away
     duplicates: int = 0  # counters: increments applied twice (retries) that the value counts once
+    warnings: tuple[str, ...] = ()  # e.g. merges left the key over the sibling limit
 
     @property
     def values(self) -> list[Any]:
@@ -117,6 +120,8 @@ class GetOutcome:
             out["duplicates"] = self.duplicates
         if self.dropped:
             out["dropped"] = [s.to_json() for s in self.dropped]
+        if self.warnings:
+            out["warnings"] = list(self.warnings)
         if self.trace:
             out["trace"] = [list(step) for step in self.trace]
         return out

@@ -123,6 +123,8 @@ def get(
             live = [s for s in outcome.siblings if not s.tombstone]
             values = [raw_value(s.raw, s.ctype) for s in live]
             _write_raw(values, len(live) == 1 and live[0].ctype == BYTES)
+        for warning in outcome.warnings:
+            sys.stderr.write(f"bhandar: warning: {warning}\n")
     else:
         _render("get", outcome)
     if not outcome.found:

@@ -27,6 +27,7 @@ from bhandar_cli.core.record_digest import digest
 from bhandar_cli.core.records import Record, merge_records
 from bhandar_cli.core.ring import key_token
 from bhandar_cli.core.ringview import RingView
+from bhandar_cli.core.sibling_limit import SiblingLimit
 from bhandar_cli.core.store import Store
 
 RangeKey = tuple[str, int, int]  # (keyspace, lo, hi)
@@ -139,6 +140,7 @@ class AntiEntropy:
         reaper: TombstoneReaper,
         metrics: NodeMetrics,
         first_round: float,
+        sibling_limit: SiblingLimit,
     ) -> None:
         self.node_id = node_id
         self.config = config
@@ -148,6 +150,7 @@ class AntiEntropy:
         self.ids = ids
         self.reaper = reaper
         self.metrics = metrics
+        self.sibling_limit = sibling_limit  # merges keep every sibling, over the limit or not
         self._sessions: dict[int, RepairSession] = {}
         self._batches: dict[int, RepairBatch] = {}
         self._last_repair: dict[RangeKey, float] = {}
@@ -276,6 +279,7 @@ class AntiEntropy:
                 continue
             if merged != mine:
                 self.store.put(ks.name, key, merged)
+                self.sibling_limit.stored(ks.name, key, merged)
             if merged != theirs:
                 pushes.append((key, merged))
         self.metrics.keys_repaired += len(session.keys)
@@ -339,4 +343,5 @@ class AntiEntropy:
             merged = merge_records(msg.keyspace.policy, mine, record)
             if merged is not None:
                 self.store.put(msg.keyspace.name, key, merged)
+                self.sibling_limit.stored(msg.keyspace.name, key, merged)
         return [Send(src, RepairDone(msg.session), durable=True)]

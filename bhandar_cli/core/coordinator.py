@@ -1,9 +1,10 @@
 """The coordinator role: every client request, local or forwarded, enters here.
 
 It validates the request, plans its replicas, and either coordinates it (reads.py, writes.py),
-forwards it once to the node that should (a replica: the first live home replica, or a fallback
-when none is up), or hands a command to its role: `repair` to anti-entropy, `decommission` to
-streaming. Keyspace definitions are created here and broadcast to every peer.
+forwards it to the node that should (a replica: the first live home replica, or a fallback when
+none is up; a put whose coordinator does not answer in time falls back to the next), or hands a
+command to its role: `repair` to anti-entropy, `decommission` to streaming. Keyspace definitions
+are created here and broadcast to every peer.
 """
 
 from __future__ import annotations
@@ -30,15 +31,17 @@ from bhandar_cli.core.messages import (
     Failure,
     GetRequest,
     IncrRequest,
+    IncrResult,
     KeyspaceRequest,
     KeyspaceResult,
     PutRequest,
+    PutResult,
     RepairRequest,
     SchemaUpdate,
     Send,
 )
 from bhandar_cli.core.metrics import NodeMetrics
-from bhandar_cli.core.ops import ForwardOp, answer
+from bhandar_cli.core.ops import ForwardOp, Trace, answer
 from bhandar_cli.core.optable import OpTable
 from bhandar_cli.core.quorum import Plan, plan_replicas, unavailable
 from bhandar_cli.core.reads import ReadCoordinator
@@ -102,24 +105,8 @@ class Coordinator:
             needed = required(req.consistency, ks.n) + len(plan.pending)
             if len(plan.targets) + len(plan.pending) < needed:
                 return [answer(req.rid, origin, unavailable(self.node_id, ks, plan, req.consistency))]
-            # A fallback coordinates only when no home replica is up: each write it coordinates
-            # mints a new actor, and contexts bloated with them get pruned, which can bring
-            # superseded siblings back. Found by `bhandar chaos --seed 2138 --ops 5000 --faults all`.
-            me = self.node_id
-            if me not in plan.targets or (me not in plan.home and plan.targets[0] in plan.home):
-                return self._forward(now, req, origin, plan)
-            if self.ring_view.status in ("leaving", "left"):
-                # A leaving node has streamed (or is about to stream) its data away: a write it
-                # coordinated could rest on its own copy alone and leave with it. Another replica
-                # coordinates. Found by `bhandar chaos --seed 105 --ops 3000` (LSM storage).
-                others = tuple(t for t in plan.targets if t != me)
-                if not others:
-                    raise Unavailable(f"{me} is leaving the ring and no other replica is reachable")
-                return self._forward(now, req, origin, replace(plan, targets=others))
-            self.metrics.coordinated += 1
-            if isinstance(req, IncrRequest):
-                return self.writes.incr(now, req, origin, ks, plan, needed)
-            return self.writes.put(now, req, origin, ks, plan, needed)
+            avoid = req.avoid if isinstance(req, PutRequest) else ()
+            return self._route(now, req, origin, ks, plan, needed, avoid, None)
         except BhandarError as exc:
             return [answer(req.rid, origin, Failure(exc.code, str(exc), coordinator=self.node_id))]
 
@@ -129,13 +116,65 @@ class Coordinator:
         if not isinstance(op, ForwardOp):
             return []
         self.ops.discard(msg.rid)
-        return [answer(op.rid, op.origin, msg.result)]
+        result = msg.result
+        if op.trace is not None and isinstance(result, PutResult | IncrResult | Failure):
+            # The coordinator's steps count from when it got the request: about when we sent it.
+            offset = round((op.sent - op.trace.started) * 1000.0, 3)
+            steps = (*op.trace.steps, *((round(ms + offset, 3), text) for ms, text in result.trace))
+            result = replace(result, trace=steps)
+        return [answer(op.rid, op.origin, result)]
 
-    def expire_forward(self, op: ForwardOp) -> list[Effect]:
-        failure = Failure(
-            "timeout", f"forwarded to {op.target}, which did not answer in time", coordinator=self.node_id
-        )
-        return [answer(op.rid, op.origin, failure)]
+    def expire_forward(self, now: float, op: ForwardOp) -> list[Effect]:
+        """`op.target` did not answer in time: fall back to another coordinator, or fail.
+
+        A put is handed to the next live replica, or coordinated here, while a quorum is reachable
+        without the coordinators already tried. The first may be slow rather than gone and apply
+        the put too; that is safe because no dot is ever issued twice: each coordinator mints the
+        dot from its own actor (a home actor never reuses a counter, see `_unused_dot`; a fallback
+        actor is new for every write), so the two copies are two siblings with the same value and
+        context, as after a client's retry, and the next write with a context that saw them
+        replaces both. An increment has no such safety: a second coordinator counts it under its
+        own actor, so it would count twice. Nothing proves a silent coordinator did not apply it
+        (the request may have arrived), so an increment is never retried elsewhere.
+        """
+        req = op.request
+        waited = (now - op.sent) * 1000.0
+        trace = op.trace
+        if trace is not None:
+            trace.note(now, f"{op.target} did not answer within {waited:.0f} ms")
+        if isinstance(req, IncrRequest):
+            return self._fail(
+                op,
+                f"forwarded to {op.target}, which did not answer in time: the outcome is unknown (the "
+                "increment may have been counted; it is not retried elsewhere, where it could count twice)",
+            )
+        ks = self.keyspaces.get(req.keyspace)
+        if ks is None:  # validated before it was forwarded; a definition is never forgotten
+            return self._fail(op, f"forwarded to {op.target}, which did not answer in time")
+        try:
+            plan = self._plan(ks, req.key, now)
+        except BhandarError as exc:
+            return self._fail(op, f"forwarded to {op.target}, which did not answer in time; {exc}")
+        needed = required(req.consistency, ks.n) + len(plan.pending)
+        reachable = [t for t in plan.targets if t not in op.tried]
+        if len(reachable) + len(plan.pending) < needed:
+            return self._fail(
+                op,
+                f"forwarded to {', '.join(op.tried)}, which did not answer in time; without "
+                f"{'it' if len(op.tried) == 1 else 'them'} {len(reachable)} replicas are reachable, "
+                f"{req.consistency} needs {needed}",
+            )
+        self.metrics.forward_fallbacks += 1
+        if trace is not None:
+            trace.note(now, f"{self.node_id} falls back: a coordinator other than {', '.join(op.tried)}")
+        try:
+            return self._route(now, req, op.origin, ks, plan, needed, op.tried, trace)
+        except BhandarError as exc:
+            return self._fail(op, f"forwarded to {op.target}, which did not answer in time; {exc}")
+
+    def _fail(self, op: ForwardOp, error: str) -> list[Effect]:
+        steps = tuple(op.trace.steps) if op.trace is not None else ()
+        return [answer(op.rid, op.origin, Failure("timeout", error, coordinator=self.node_id, trace=steps))]
 
     def on_schema(self, now: float, src: str, msg: SchemaUpdate) -> list[Effect]:
         self.keyspaces.learn_all(msg.keyspaces)
@@ -205,16 +244,68 @@ class Coordinator:
             ring, token, ks.n, ks.quorum, lambda n: liveness.is_up(n, now), view.pending_ring()
         )
 
+    def _route(
+        self,
+        now: float,
+        req: PutRequest | IncrRequest,
+        origin: str | None,
+        ks: KeyspaceDef,
+        plan: Plan,
+        needed: int,
+        avoid: tuple[str, ...],
+        trace: Trace | None,
+    ) -> list[Effect]:
+        """Coordinate the write here or forward it to the replica that should, never to `avoid`
+        (coordinators that did not answer it in time)."""
+        me = self.node_id
+        candidates = tuple(t for t in plan.targets if t not in avoid)
+        if not candidates:
+            raise Unavailable(f"no replica other than {', '.join(avoid)} is reachable")
+        # A fallback coordinates only when no home replica is up: each write it coordinates
+        # mints a new actor, and contexts bloated with them get pruned, which can bring
+        # superseded siblings back. Found by `bhandar chaos --seed 2138 --ops 5000 --faults all`.
+        if me not in candidates or (me not in plan.home and candidates[0] in plan.home):
+            return self._forward(now, req, origin, candidates[0], avoid, trace)
+        if self.ring_view.status in ("leaving", "left"):
+            # A leaving node has streamed (or is about to stream) its data away: a write it
+            # coordinated could rest on its own copy alone and leave with it. Another replica
+            # coordinates. Found by `bhandar chaos --seed 105 --ops 3000` (LSM storage).
+            others = tuple(t for t in candidates if t != me)
+            if not others:
+                raise Unavailable(f"{me} is leaving the ring and no other replica is reachable")
+            return self._forward(now, req, origin, others[0], avoid, trace)
+        self.metrics.coordinated += 1
+        if isinstance(req, IncrRequest):
+            return self.writes.incr(now, req, origin, ks, plan, needed)  # never a fallback
+        return self.writes.put(now, req, origin, ks, plan, needed, trace)
+
     def _forward(
-        self, now: float, req: PutRequest | IncrRequest, origin: str | None, plan: Plan
+        self,
+        now: float,
+        req: PutRequest | IncrRequest,
+        origin: str | None,
+        target: str,
+        avoid: tuple[str, ...],
+        trace: Trace | None,
     ) -> list[Effect]:
         if req.hops >= MAX_HOPS:
             failure = Failure("unavailable", "could not agree on a coordinator (ring views differ); retry")
+            if trace is not None:
+                failure = replace(failure, trace=tuple(trace.steps))
             return [answer(req.rid, origin, failure)]
-        target = plan.targets[0]
-        op_id = self.ops.add(ForwardOp(req.rid, origin, now + self.config.request_timeout * 2, target))
+        if trace is None and req.trace:
+            trace = Trace(now)
+        if trace is not None:
+            trace.note(now, f"{self.node_id} forwards to {target}")
+        forward = ForwardOp(
+            req.rid, origin, now + self.config.request_timeout * 2, target, req, (*avoid, target), now, trace
+        )
+        op_id = self.ops.add(forward)
         self.metrics.forwarded += 1
-        return [Send(target, replace(req, rid=op_id, hops=req.hops + 1))]
+        msg = replace(req, rid=op_id, hops=req.hops + 1)
+        if isinstance(msg, PutRequest):
+            msg = replace(msg, avoid=avoid)
+        return [Send(target, msg)]
 
     def _create_keyspace(self, req: KeyspaceRequest, origin: str | None) -> list[Effect]:
         created = self.keyspaces.create(req.definition)

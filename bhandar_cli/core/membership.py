@@ -62,8 +62,10 @@ class Membership:
         if incoming.id == self.me:
             # Never accept others' idea of ourselves. But peers that knew a later life of this node
             # (it was restarted on an older copy of its data) would take every state of this life
-            # for old news and call it down forever: start a generation above theirs.
-            if incoming.generation > self.mine.generation:
+            # for old news and call it down forever: start a generation above theirs. Only this
+            # node issues its states, so one newer than its own is from a previous life, also with
+            # the same generation and a higher heartbeat (the copy was one restart behind).
+            if incoming.version > self.mine.version:
                 self._set(replace(self.mine, generation=incoming.generation + 1, heartbeat=0))
                 self.regenerated = True
             return False, None

@@ -31,6 +31,7 @@ class PutRequest:
     consistency: str = "QUORUM"
     trace: bool = False
     hops: int = 0
+    avoid: tuple[str, ...] = ()  # coordinators that did not answer it in time (a fallback)
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +106,7 @@ class GetResult:
     trace: TraceSteps = ()
     # lww keyspaces: versions the replicas held that last-writer-wins discarded in this merge
     dropped: tuple[Sibling, ...] = ()
+    warnings: tuple[str, ...] = ()  # e.g. a key merges left over the sibling limit
 
 
 @dataclass(frozen=True, slots=True)

@@ -78,9 +78,11 @@ class NodeMetrics:
     coordinated: int = 0
     replica_requests: int = 0
     forwarded: int = 0
+    forward_fallbacks: int = 0  # forwarded puts handed to another coordinator after a timeout
     repair_sessions: int = 0
     keys_repaired: int = 0
     tombstones_reaped: int = 0
+    sibling_limit_exceeded: int = 0  # keys a merge took over the sibling limit (siblings all kept)
 
     def observe(self, op: str, level: str, ok: bool, ms: float) -> None:
         stats = self.ops.get((op, level))
@@ -104,8 +106,10 @@ class NodeMetrics:
             "coordinated",
             "replica_requests",
             "forwarded",
+            "forward_fallbacks",
             "repair_sessions",
             "keys_repaired",
             "tombstones_reaped",
+            "sibling_limit_exceeded",
         ):
             setattr(self, name, getattr(self, name) + getattr(other, name))

@@ -63,6 +63,7 @@ from bhandar_cli.core.records import Record
 from bhandar_cli.core.replica import Replica
 from bhandar_cli.core.ring import Ring
 from bhandar_cli.core.ringview import RingView
+from bhandar_cli.core.sibling_limit import SiblingLimit
 from bhandar_cli.core.store import Store
 from bhandar_cli.core.streaming import Streaming
 from bhandar_cli.core.views import NodeViews
@@ -133,12 +134,13 @@ class Node:
         ops = OpTable(ids)
         first_repair = now + config.repair_interval * (0.5 + rng.random())
 
-        replica = Replica(node_id, store, hints, keyspaces, view, metrics)
+        sibling_limit = SiblingLimit(config.sibling_max, metrics)
+        replica = Replica(node_id, store, hints, keyspaces, view, metrics, sibling_limit)
         reads = ReadCoordinator(node_id, config, store, keyspaces, replica, ops, metrics)
         writes = WriteCoordinator(node_id, home_actor, config, store, replica, ops, metrics)
         reaper = TombstoneReaper(node_id, config, store, view, metrics)
         anti_entropy = AntiEntropy(
-            node_id, config, store, keyspaces, view, ids, reaper, metrics, first_repair
+            node_id, config, store, keyspaces, view, ids, reaper, metrics, first_repair, sibling_limit
         )
         streaming = Streaming(node_id, config, store, keyspaces, hints, view, ids, now)
         handoff = HintedHandoff(node_id, config, hints, store, keyspaces, view, ops, metrics, now)
@@ -156,7 +158,9 @@ class Node:
         self._anti_entropy = anti_entropy
         self._streaming = streaming
         self._saver = MembershipSaver(store, gossip) if gossip is not None else None
-        self._views = NodeViews(node_id, store, view, keyspaces, hints, anti_entropy, streaming)
+        self._views = NodeViews(
+            node_id, store, view, keyspaces, hints, anti_entropy, streaming, sibling_limit
+        )
         self._next_housekeeping = now
         # Peer messages by exact type (messages are final dataclasses, never subclassed): this runs
         # for every message, and a chain of isinstance checks cost more than handling a small one.
@@ -211,8 +215,12 @@ class Node:
             self._next_housekeeping = now + HOUSEKEEPING
             out.extend(self._anti_entropy.expire(now))
             out.extend(self._streaming.tick(now))
-            if self._saver is not None:
-                self._saver.save()
+            actor = self._saver.save() if self._saver is not None else None
+            if actor is not None:
+                # The store is an older copy than the life peers remember: that life may have
+                # handed out the dots (and counter entries) this copy would hand out next. Like
+                # a restore from a snapshot, write as a new actor from now on.
+                self._writes.home_actor = actor
         out.extend(self._anti_entropy.tick(now))
         return out
 
@@ -301,5 +309,5 @@ class Node:
         if isinstance(op, PutOp | IncrOp):
             return self._writes.expire(now, op)
         if isinstance(op, ForwardOp):
-            return self._coordinator.expire_forward(op)
+            return self._coordinator.expire_forward(now, op)
         return self._handoff.expire(op)

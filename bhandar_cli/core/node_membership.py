@@ -80,14 +80,20 @@ class MembershipSaver:
         self._gossip = gossip
         self._saved_version = -1
 
-    def save(self) -> None:
+    def save(self) -> str | None:
+        """Returns the actor to write as from now on when peers turned out to know a later life of
+        this node (its store is an older copy: see `Node`), else None."""
         membership = self._gossip.membership
+        actor = None
         if membership.regenerated:
             # Peers knew a later life of this node: the next restart must start above it too.
             membership.regenerated = False
-            self._store.put_meta("generation", membership.mine.generation)
+            generation = membership.mine.generation
+            actor = f"{membership.me}~g{generation}"
+            self._store.put_meta("generation", generation)
+            self._store.put_meta("actor", actor)
         if membership.version == self._saved_version:
-            return
+            return actor
         self._saved_version = membership.version
         self._store.put_meta(
             "members",
@@ -97,6 +103,7 @@ class MembershipSaver:
             ],
         )
         self._store.put_meta("status", membership.mine.status)
+        return actor
 
 
 def saved_members(store: Store, node_id: str) -> list[MemberState]:

@@ -16,7 +16,9 @@ from bhandar_cli.core.messages import (
     Effect,
     Failure,
     GetResult,
+    IncrRequest,
     IncrResult,
+    PutRequest,
     PutResult,
     Respond,
     Result,
@@ -124,12 +126,21 @@ class ReadOp:
 
 @dataclass(frozen=True, slots=True)
 class ForwardOp:
-    """A client request this node handed to `target` to coordinate; its answer is relayed back."""
+    """A client request this node handed to `target` to coordinate; its answer is relayed back.
+
+    If `target` does not answer by `deadline`, the coordinator may fall back to another replica:
+    `request` is the request as this node received it, `tried` every coordinator asked so far
+    (`target` last), `sent` when it was handed to `target` (to place `target`'s trace in ours).
+    """
 
     rid: int
     origin: str | None
     deadline: float
     target: str
+    request: PutRequest | IncrRequest
+    tried: tuple[str, ...]
+    sent: float
+    trace: Trace | None
 
 
 @dataclass(frozen=True, slots=True)

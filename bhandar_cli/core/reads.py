@@ -28,6 +28,7 @@ from bhandar_cli.core.optable import OpTable
 from bhandar_cli.core.quorum import Plan, unavailable
 from bhandar_cli.core.records import Record, Versioned, merge_records
 from bhandar_cli.core.replica import Replica
+from bhandar_cli.core.sibling_limit import live_siblings, over_limit_warning
 from bhandar_cli.core.store import Store
 from bhandar_cli.core.versions import Sibling, covers
 
@@ -111,7 +112,10 @@ class ReadCoordinator:
             merged = self._merge_replies(op)
             lww = self.keyspaces.policy(op.keyspace) == "lww"
             dropped = _lww_dropped(progress.replies.values(), merged) if lww else ()
-            result = GetResult(self.node_id, merged, len(progress.replies), op.needed, (), dropped)
+            live = live_siblings(merged)
+            limit = self.config.sibling_max
+            warnings = (over_limit_warning(op.key, live, limit),) if live > limit else ()
+            result = GetResult(self.node_id, merged, len(progress.replies), op.needed, (), dropped, warnings)
             out.append(finish(now, op, result, self.metrics))
         if len(progress.replies) >= len(op.targets):
             self.ops.discard(op_id)
@@ -164,6 +168,7 @@ class ReadCoordinator:
                 repaired = merge_records(ks.policy, current, merged)
                 if repaired is not None and repaired != current:
                     self.store.put(ks.name, op.key, repaired)
+                    self.replica.sibling_limit.stored(ks.name, op.key, repaired)
             else:
                 out.append(Send(node, ReplicaWrite(0, ks, op.key, merged, None, "repair")))
             if op.trace is not None:

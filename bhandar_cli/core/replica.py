@@ -9,6 +9,7 @@ from bhandar_cli.core.messages import Effect, ReplicaAck, ReplicaRead, ReplicaRe
 from bhandar_cli.core.metrics import NodeMetrics
 from bhandar_cli.core.records import Record, merge_records
 from bhandar_cli.core.ringview import RingView
+from bhandar_cli.core.sibling_limit import SiblingLimit
 from bhandar_cli.core.store import Store
 
 
@@ -23,6 +24,7 @@ class Replica:
         keyspaces: Keyspaces,
         ring_view: RingView,
         metrics: NodeMetrics,
+        sibling_limit: SiblingLimit,
     ) -> None:
         self.node_id = node_id
         self.store = store
@@ -30,6 +32,7 @@ class Replica:
         self.keyspaces = keyspaces
         self.ring_view = ring_view
         self.metrics = metrics
+        self.sibling_limit = sibling_limit
 
     def local_view(self, keyspace: str, key: str) -> Record | None:
         """What this node holds for a key: its own copy merged with any hints it keeps for it."""
@@ -76,4 +79,5 @@ class Replica:
             merged = merge_records(msg.keyspace.policy, self.store.get(ks, msg.key), msg.record)
             assert merged is not None  # merging a record into anything gives a record
             self.store.put(ks, msg.key, merged)
+            self.sibling_limit.stored(ks, msg.key, merged)
         return [Send(src, ReplicaAck(msg.op), durable=True)]

@@ -12,6 +12,7 @@ from bhandar_cli.core.keyspaces import Keyspaces
 from bhandar_cli.core.record_digest import digest
 from bhandar_cli.core.records import Record
 from bhandar_cli.core.ringview import RingView
+from bhandar_cli.core.sibling_limit import SiblingLimit
 from bhandar_cli.core.store import Store
 from bhandar_cli.core.streaming import Streaming
 
@@ -28,6 +29,7 @@ class NodeViews:
         hints: HintQueue,
         anti_entropy: AntiEntropy,
         streaming: Streaming,
+        sibling_limit: SiblingLimit,
     ) -> None:
         self.node_id = node_id
         self.store = store
@@ -36,6 +38,7 @@ class NodeViews:
         self.hints = hints
         self.anti_entropy = anti_entropy
         self.streaming = streaming
+        self.sibling_limit = sibling_limit
 
     def info(self, now: float, counts: bool = True) -> dict[str, Any]:
         """The node's status. `counts=False` skips the key count, a scan of the whole store: views
@@ -49,6 +52,7 @@ class NodeViews:
             "streams": self.streaming.view(),
             "repair": _repair_summary(self.anti_entropy.repair_ages(now)),
             "storage": self.storage(),
+            "siblings_over_limit": self.sibling_limit.view(),
         }
         if counts:
             info["keys"] = self.store.count()

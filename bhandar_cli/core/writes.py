@@ -65,8 +65,16 @@ class WriteCoordinator:
         self.metrics = metrics
 
     def put(
-        self, now: float, req: PutRequest, origin: str | None, ks: KeyspaceDef, plan: Plan, needed: int
+        self,
+        now: float,
+        req: PutRequest,
+        origin: str | None,
+        ks: KeyspaceDef,
+        plan: Plan,
+        needed: int,
+        trace: Trace | None = None,
     ) -> list[Effect]:
+        """`trace`: the steps so far of a traced request that reached here by a fallback."""
         local = self.replica.local_view(ks.name, req.key)
         siblings = local.siblings if isinstance(local, Versioned) else ()
         actor = self._actor(plan)
@@ -103,9 +111,9 @@ class WriteCoordinator:
                     f"({', '.join(f'{s.dot[0]}:{s.dot[1]}' for s in lost)}): they are gone",
                 )
         verb = "delete" if req.value is None else "put"
-        trace = None
-        if req.trace:
+        if req.trace and trace is None:
             trace = Trace(now)
+        if trace is not None:
             trace.note(
                 now,
                 f"{self.node_id} coordinates {verb} {ks.name}/{req.key} as {dot[0]}:{dot[1]}, needs {needed}",

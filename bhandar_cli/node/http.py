@@ -202,7 +202,10 @@ class Api:
         if not values:
             body = {"error": f"{ks}/{key} not found", "code": "not_found", "values": [], "context": context}
             return 404, _json(body), "application/json", headers
-        return 200, _json({"values": values, "context": context}), "application/json", headers
+        body = {"values": values, "context": context}
+        if result.warnings:
+            body["warnings"] = list(result.warnings)
+        return 200, _json(body), "application/json", headers
 
     async def put(self, ks: str, key: str, level: str, body: dict[str, Any]) -> Response:
         if "value" not in body:
@@ -338,6 +341,8 @@ class NodeCollector:
             ("hints_expired", "Hints dropped for age."),
             ("hints_refused", "Hints refused because a queue was full."),
             ("forwarded", "Requests forwarded to a replica."),
+            ("forward_fallbacks", "Forwarded puts handed to another coordinator after a timeout."),
+            ("sibling_limit_exceeded", "Keys a merge took over the sibling limit (every sibling kept)."),
             ("replica_requests", "Reads and writes served as a replica."),
         ):
             yield CounterMetricFamily(f"bhandar_{name}", text, value=getattr(metrics, name))

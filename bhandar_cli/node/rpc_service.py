@@ -52,6 +52,7 @@ _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "consistency": (str,),
     "trace": (bool,),
     "hops": (int,),
+    "avoid": (tuple,),
     "delta": (int,),
     "request_id": (str,),
 }

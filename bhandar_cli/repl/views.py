@@ -14,6 +14,7 @@ from bhandar_cli.outcomes import ClientError
 from bhandar_cli.repl.commands import COMMANDS
 from bhandar_cli.repl.session import Reply
 from bhandar_cli.repl.table import CommandTable
+from bhandar_cli.repl.views_data import with_trace
 
 
 def render(reply: Reply, commands: CommandTable = COMMANDS) -> RenderableType:
@@ -27,7 +28,7 @@ def render(reply: Reply, commands: CommandTable = COMMANDS) -> RenderableType:
 
 
 def render_error(err: ClientError) -> RenderableType:
-    return Text.assemble(("error", "bold red"), f" ({err.code}): ", str(err))
+    return with_trace(Text.assemble(("error", "bold red"), f" ({err.code}): ", str(err)), err.trace)
 
 
 def print_reply(console: Console, reply: Reply, output: str, commands: CommandTable = COMMANDS) -> None:

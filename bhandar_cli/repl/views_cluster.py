@@ -42,6 +42,19 @@ def render_status(data: dict[str, Any]) -> RenderableType:
     parts: list[RenderableType] = [table]
     parts += [Text(f"{n['id']} {n['crashed']}", "bold red") for n in data["nodes"] if n.get("crashed")]
     parts += [Text(f"streaming {line}", "yellow") for line in moving]
+    for n in data["nodes"]:
+        over = n.get("siblings_over_limit") or {}
+        if over.get("count"):
+            keys = ", ".join(f"{k['keyspace']}/{k['key']} ({k['siblings']})" for k in over["keys"])
+            unlisted = over["count"] - len(over["keys"])
+            more = f" and {unlisted} more" if unlisted > 0 else ""
+            parts.append(
+                Text(
+                    f"{n['id']}: {over['count']} key(s) over the sibling limit of {over['limit']} "
+                    f"(merges keep every sibling): {keys}{more}",
+                    "yellow",
+                )
+            )
     if left:
         parts.append(Text(f"left the ring: {', '.join(left)}", "dim"))
     if data.get("partitions"):

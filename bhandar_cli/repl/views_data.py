@@ -66,6 +66,7 @@ def render_get(out: GetOutcome) -> RenderableType:
                     "bold yellow",
                 )
             )
+    parts += [Text(f"warning: {w}", style="yellow") for w in out.warnings]
     if out.context:
         parts.append(Text.assemble(("context ", "dim"), out.context))
     return with_trace(Group(*parts), out.trace)

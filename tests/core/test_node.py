@@ -143,12 +143,12 @@ def test_a_forwarded_request_delivered_twice_is_coordinated_once() -> None:
     assert node.metrics.coordinated == 1
 
 
-def test_a_forward_that_is_never_answered_times_out() -> None:
+def test_a_forward_that_is_never_answered_and_has_no_fallback_times_out() -> None:
     wire, ring = cluster()
     key = key_where(ring, lambda prefs: "E" not in prefs)
     coordinator = ring.preference_list(key_token("ks", key), 3)[0]
     wire.cut.add(coordinator)
-    wire.request("E", put(9, key, b"1"))
+    wire.request("E", put(9, key, b"1", "ALL"))  # ALL cannot be reached without the coordinator
     assert wire.answers["E"] == []
     node = wire.nodes["E"]
     deadline = 2 * CONFIG.request_timeout  # the forwarder waits twice a coordinator's timeout
@@ -157,7 +157,8 @@ def test_a_forward_that_is_never_answered_times_out() -> None:
     wire.tick("E")
     [failure] = wire.answers["E"]
     assert isinstance(failure, Failure) and failure.code == "timeout"
-    assert failure.error == f"forwarded to {coordinator}, which did not answer in time"
+    assert failure.error.startswith(f"forwarded to {coordinator}, which did not answer in time; without it")
+    assert node.metrics.forward_fallbacks == 0
 
 
 def test_a_write_the_replicas_never_acknowledge_times_out_and_is_not_undone() -> None:

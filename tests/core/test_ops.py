@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from bhandar_cli.core.messages import ClientReply, Failure, GetResult, PutResult, Respond, Send
+from bhandar_cli.core.messages import ClientReply, Failure, GetResult, PutRequest, PutResult, Respond, Send
 from bhandar_cli.core.metrics import NodeMetrics
 from bhandar_cli.core.ops import (
     ForwardOp,
@@ -25,7 +25,8 @@ from bhandar_cli.core.records import Versioned
 
 
 def forward(deadline: float, target: str = "B") -> ForwardOp:
-    return ForwardOp(7, None, deadline, target)
+    request = PutRequest(7, "ks", "k", b"1", "application/json", None)
+    return ForwardOp(7, None, deadline, target, request, (target,), 0.0, None)
 
 
 def put_op(started: float, trace: Trace | None = None, origin: str | None = None) -> PutOp:

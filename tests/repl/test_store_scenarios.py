@@ -207,3 +207,18 @@ def test_a_message_that_breaks_the_handler_is_dropped_and_the_node_lives_on() ->
 
     put, get = trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
     assert put["ok"] and get["values"] == ["v"]
+
+
+def test_a_put_forwarded_into_a_fresh_partition_falls_back_and_its_trace_says_so(repl: Run) -> None:
+    """Right after `partition A | B C D E`, B still believes A up and forwards to it: the put must
+    not fail with "forwarded to A, which did not answer in time" but go to another replica."""
+    keys = [f"k{i}" for i in range(8)]
+    out = repl(["trace on", "partition A | B C D E", *(f"put ks {k} v via=B" for k in keys)], nodes=5)
+    puts = out[2:]
+    assert [o["ok"] for o in puts] == [True] * len(keys), puts
+    fell_back = [o for o in puts if any("falls back" in step for _, step in o["trace"])]
+    assert fell_back, "no key was forwarded to A: the test lost its point"
+    for o in fell_back:
+        steps = [step for _, step in o["trace"]]
+        assert steps[0] == "B forwards to A" and steps[1].startswith("A did not answer within")
+        assert o["coordinator"] != "A"

@@ -69,7 +69,12 @@ async def put(session: Session, cmd: Command) -> WriteOutcome:
     options=(Option("c", LEVEL), VIA),
     help="""Reads the key from as many replicas as the level needs and shows every sibling with its
     dot and version vector, and the context the next put or delete of the key writes back with. For a
-    counter keyspace get returns values: [N], one merged number, and the P/N table per replica.""",
+    counter keyspace get returns values: [N], one merged number, and the P/N table per replica.
+    A key holds at most 100 live siblings: a put that would add one more is refused. Merges between
+    replicas (read repair, anti-entropy, hints, streams) never drop a sibling a replica acknowledged,
+    so they can take a key past the limit; then get warns (warnings in the JSON reply), status lists
+    the key and the metric bhandar_sibling_limit_exceeded counts it. Read the key, merge its siblings
+    and write back with the context.""",
     examples=("get kv cart:42", "get kv cart:42 c=ALL"),
     renderer=render_get,
 )
