@@ -152,6 +152,7 @@ class AntiEntropy:
         self._batches: dict[int, RepairBatch] = {}
         self._last_repair: dict[RangeKey, float] = {}
         self._queue: list[tuple[KeyspaceDef, int, int, str]] = []  # background comparisons, next last
+        self._urgent: list[tuple[KeyspaceDef, int, int, str]] = []  # repair_ranges' waiting for a peer
         self._next_round = first_round
 
     # --- what to compare --------------------------------------------------------------------
@@ -202,12 +203,34 @@ class AntiEntropy:
             out.extend(self._finish_batch(batch_id, batch))
         return out
 
+    def repair_ranges(self, now: float, ranges: list[ReplicatedRange]) -> list[Effect]:
+        """Compare these ranges with each of their other replicas now, not in the background
+        round: this node lost records there (storage damage). Comparisons with a peer that is
+        not up wait for it (retried at every tick) while it is a member."""
+        self._urgent.extend((ks, lo, hi, peer) for ks, lo, hi, peers in ranges for peer in peers)
+        return self._start_urgent(now)
+
+    def _start_urgent(self, now: float) -> list[Effect]:
+        out: list[Effect] = []
+        waiting = []
+        members = set(self.ring_view.peers())
+        for ks, lo, hi, peer in self._urgent:
+            if self.ring_view.is_up(peer, now):
+                out.extend(self._start(now, ks, lo, hi, peer, 0))
+            elif peer in members:
+                waiting.append((ks, lo, hi, peer))
+        self._urgent = waiting
+        return out
+
     def next_deadline(self) -> float:
         """When the next background comparison is due (inf when background repair is off)."""
         return self._next_round if self.config.repair_interval > 0 else math.inf
 
     def tick(self, now: float) -> list[Effect]:
-        """Every repair interval, compare the next (range, peer) in turn."""
+        """Start the comparisons `repair_ranges` left waiting for their peer; and every repair
+        interval, compare the next (range, peer) in turn."""
+        if self._urgent and (started := self._start_urgent(now)):
+            return started
         if self.config.repair_interval <= 0 or now < self._next_round:
             return []
         self._next_round = now + self.config.repair_interval

@@ -3,6 +3,7 @@ as plain data: the in-process client renders them directly, a node process serve
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import asdict
 from typing import Any
 
@@ -28,6 +29,7 @@ class NodeViews:
         hints: HintQueue,
         anti_entropy: AntiEntropy,
         streaming: Streaming,
+        conditions: Collection[str] = (),
     ) -> None:
         self.node_id = node_id
         self.store = store
@@ -36,6 +38,7 @@ class NodeViews:
         self.hints = hints
         self.anti_entropy = anti_entropy
         self.streaming = streaming
+        self.conditions = conditions  # what is wrong with the node now (storage corruption)
 
     def info(self, now: float, counts: bool = True) -> dict[str, Any]:
         """The node's status. `counts=False` skips the key count, a scan of the whole store: views
@@ -50,6 +53,8 @@ class NodeViews:
             "repair": _repair_summary(self.anti_entropy.repair_ages(now)),
             "storage": self.storage(),
         }
+        if self.conditions:
+            info["conditions"] = list(self.conditions)
         if counts:
             info["keys"] = self.store.count()
         if view.gossiping:

@@ -300,6 +300,11 @@ class Table:
         self.blocks, self.records = len(found.offsets), found.records
         self.bloom = _EveryKey()
 
+    def block_index(self) -> list[tuple[int, int, bytes]]:
+        """(offset, length, last key) of every data block: block i holds the keys after block
+        i-1's last key through its own."""
+        return list(zip(self._offsets, self._lengths, self._last_keys, strict=True))
+
     def verify(self) -> None:
         """Check every block's CRC and structure (reads the whole table once)."""
         for i in range(self.blocks):
