@@ -30,6 +30,7 @@ from bhandar_cli.core.ringview import RingView
 from bhandar_cli.core.store import Store
 
 RangeKey = tuple[str, int, int]  # (keyspace, lo, hi)
+URGENT = -1  # the batch of the comparisons `repair_ranges` starts (0: background, >0: commands)
 ReplicatedRange = tuple[KeyspaceDef, int, int, tuple[str, ...]]  # (keyspace, lo, hi, other replicas)
 
 
@@ -206,7 +207,7 @@ class AntiEntropy:
     def repair_ranges(self, now: float, ranges: list[ReplicatedRange]) -> list[Effect]:
         """Compare these ranges with each of their other replicas now, not in the background
         round: this node lost records there (storage damage). Comparisons with a peer that is
-        not up wait for it (retried at every tick) while it is a member."""
+        not up wait for it, and failed ones are tried again, at every tick while it is a member."""
         self._urgent.extend((ks, lo, hi, peer) for ks, lo, hi, peers in ranges for peer in peers)
         return self._start_urgent(now)
 
@@ -216,7 +217,7 @@ class AntiEntropy:
         members = set(self.ring_view.peers())
         for ks, lo, hi, peer in self._urgent:
             if self.ring_view.is_up(peer, now):
-                out.extend(self._start(now, ks, lo, hi, peer, 0))
+                out.extend(self._start(now, ks, lo, hi, peer, URGENT))
             elif peer in members:
                 waiting.append((ks, lo, hi, peer))
         self._urgent = waiting
@@ -319,6 +320,8 @@ class AntiEntropy:
         if not error:
             self._last_repair[(session.keyspace.name, session.lo, session.hi)] = now
             self.reaper.confirm(now, session.keyspace, session.hi, session.peer, session.tombstones)
+        elif session.batch == URGENT:  # records were lost here: try again (at the next tick)
+            self._urgent.append((session.keyspace, session.lo, session.hi, session.peer))
         batch = self._batches.get(session.batch)
         if batch is not None:
             batch.pending.discard(session.id)
