@@ -53,6 +53,8 @@ class ClusterViews:
             )
             if info.get("crashed"):
                 nodes[-1]["crashed"] = info["crashed"]  # why it is down: a bug, not a kill
+            if info.get("conditions"):
+                nodes[-1]["conditions"] = info["conditions"]  # what is wrong while it is up
         return {"cmd": "status", "ok": True, "nodes": nodes, "partitions": self.backend.partitions()}
 
     async def ring(self) -> dict[str, Any]:

@@ -182,6 +182,9 @@ def status(directory: str | None = DIR_OPTION, output: OutputFormat = OUTPUT_OPT
             ", ".join(n.get("sees_down", [])) if up else "-",
         )
     _print(table)
+    for n in data["nodes"]:
+        for condition in n.get("conditions", []):
+            _print(Text(f"{n['id']} {condition}", style="yellow"))
     if data["partitions"]:
         _print(Text("partitioned: " + " | ".join(" ".join(g) for g in data["partitions"]), style="yellow"))
     for node, ms in data["delays"].items():

@@ -31,6 +31,7 @@ from bhandar_cli.core.sibling_limit import SiblingLimit
 from bhandar_cli.core.store import Store
 
 RangeKey = tuple[str, int, int]  # (keyspace, lo, hi)
+URGENT = -1  # the batch of the comparisons `repair_ranges` starts (0: background, >0: commands)
 ReplicatedRange = tuple[KeyspaceDef, int, int, tuple[str, ...]]  # (keyspace, lo, hi, other replicas)
 
 
@@ -155,6 +156,7 @@ class AntiEntropy:
         self._batches: dict[int, RepairBatch] = {}
         self._last_repair: dict[RangeKey, float] = {}
         self._queue: list[tuple[KeyspaceDef, int, int, str]] = []  # background comparisons, next last
+        self._urgent: list[tuple[KeyspaceDef, int, int, str]] = []  # repair_ranges' waiting for a peer
         self._next_round = first_round
 
     # --- what to compare --------------------------------------------------------------------
@@ -205,12 +207,34 @@ class AntiEntropy:
             out.extend(self._finish_batch(batch_id, batch))
         return out
 
+    def repair_ranges(self, now: float, ranges: list[ReplicatedRange]) -> list[Effect]:
+        """Compare these ranges with each of their other replicas now, not in the background
+        round: this node lost records there (storage damage). Comparisons with a peer that is
+        not up wait for it, and failed ones are tried again, at every tick while it is a member."""
+        self._urgent.extend((ks, lo, hi, peer) for ks, lo, hi, peers in ranges for peer in peers)
+        return self._start_urgent(now)
+
+    def _start_urgent(self, now: float) -> list[Effect]:
+        out: list[Effect] = []
+        waiting = []
+        members = set(self.ring_view.peers())
+        for ks, lo, hi, peer in self._urgent:
+            if self.ring_view.is_up(peer, now):
+                out.extend(self._start(now, ks, lo, hi, peer, URGENT))
+            elif peer in members:
+                waiting.append((ks, lo, hi, peer))
+        self._urgent = waiting
+        return out
+
     def next_deadline(self) -> float:
         """When the next background comparison is due (inf when background repair is off)."""
         return self._next_round if self.config.repair_interval > 0 else math.inf
 
     def tick(self, now: float) -> list[Effect]:
-        """Every repair interval, compare the next (range, peer) in turn."""
+        """Start the comparisons `repair_ranges` left waiting for their peer; and every repair
+        interval, compare the next (range, peer) in turn."""
+        if self._urgent and (started := self._start_urgent(now)):
+            return started
         if self.config.repair_interval <= 0 or now < self._next_round:
             return []
         self._next_round = now + self.config.repair_interval
@@ -300,6 +324,8 @@ class AntiEntropy:
         if not error:
             self._last_repair[(session.keyspace.name, session.lo, session.hi)] = now
             self.reaper.confirm(now, session.keyspace, session.hi, session.peer, session.tombstones)
+        elif session.batch == URGENT:  # records were lost here: try again (at the next tick)
+            self._urgent.append((session.keyspace, session.lo, session.hi, session.peer))
         batch = self._batches.get(session.batch)
         if batch is not None:
             batch.pending.discard(session.id)

@@ -83,6 +83,7 @@ class NodeMetrics:
     keys_repaired: int = 0
     tombstones_reaped: int = 0
     sibling_limit_exceeded: int = 0  # keys a merge took over the sibling limit (siblings all kept)
+    corruptions: dict[str, int] = field(default_factory=dict)  # storage corruption found, by kind
 
     def observe(self, op: str, level: str, ok: bool, ms: float) -> None:
         stats = self.ops.get((op, level))
@@ -96,6 +97,8 @@ class NodeMetrics:
     def merge(self, other: NodeMetrics) -> None:
         for key, stats in other.ops.items():
             self.ops.setdefault(key, OpStats()).merge(stats)
+        for kind, n in other.corruptions.items():
+            self.corruptions[kind] = self.corruptions.get(kind, 0) + n
         for name in (
             "read_repairs",
             "stale_reads",

@@ -32,6 +32,7 @@ from bhandar_cli.core import streaming as st
 from bhandar_cli.core.antientropy import AntiEntropy
 from bhandar_cli.core.config import KeyspaceDef, NodeConfig
 from bhandar_cli.core.coordinator import Coordinator
+from bhandar_cli.core.damage_repair import DamageRepair
 from bhandar_cli.core.gossip import GossipLiveness
 from bhandar_cli.core.handoff import HintedHandoff
 from bhandar_cli.core.hints import HintQueue
@@ -64,7 +65,7 @@ from bhandar_cli.core.replica import Replica
 from bhandar_cli.core.ring import Ring
 from bhandar_cli.core.ringview import RingView
 from bhandar_cli.core.sibling_limit import SiblingLimit
-from bhandar_cli.core.store import Store
+from bhandar_cli.core.store import Store, StoreDamage
 from bhandar_cli.core.streaming import Streaming
 from bhandar_cli.core.views import NodeViews
 from bhandar_cli.core.writes import WriteCoordinator
@@ -158,8 +159,17 @@ class Node:
         self._anti_entropy = anti_entropy
         self._streaming = streaming
         self._saver = MembershipSaver(store, gossip) if gossip is not None else None
+        self._damage = DamageRepair(anti_entropy, metrics)
         self._views = NodeViews(
-            node_id, store, view, keyspaces, hints, anti_entropy, streaming, sibling_limit
+            node_id,
+            store,
+            view,
+            keyspaces,
+            hints,
+            anti_entropy,
+            streaming,
+            sibling_limit,
+            self._damage.conditions,
         )
         self._next_housekeeping = now
         # Peer messages by exact type (messages are final dataclasses, never subclassed): this runs
@@ -204,6 +214,10 @@ class Node:
             return handler(now, src, msg)
         out = liveness.handle(now, src, msg)
         return [] if out is None else out
+
+    def storage_damaged(self, now: float, damage: list[StoreDamage]) -> list[Effect]:
+        """The store found corruption (`Store.take_damage`): count and show it, repair it now."""
+        return self._damage.on_damage(now, damage)
 
     def tick(self, now: float) -> list[Effect]:
         """Time passed: call whenever `now >= next_deadline()`."""

@@ -9,6 +9,7 @@ store is durable for the life of the process, so a `kill`ed in-process node keep
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from bhandar_cli.core.records import Record
@@ -17,6 +18,17 @@ if TYPE_CHECKING:  # a type only: core imports nothing from storage at run time
     from bhandar_cli.storage.jobs import BackgroundJob
 
 HintKey = tuple[str, str, str]  # (target node, keyspace, key)
+
+
+@dataclass(frozen=True)
+class StoreDamage:
+    """Corruption the store found on its disk: what it was, where, and what it may have cost."""
+
+    kind: str  # sstable_block, sstable_index, sstable_bloom, sstable_footer, sstable, wal_record
+    file: str
+    offset: int
+    message: str  # says the file, the offset and the keys lost
+    keyspaces: tuple[str, ...] | None  # the keyspaces that may have lost records; None: any
 
 
 class Store(Protocol):
@@ -39,6 +51,10 @@ class Store(Protocol):
 
     def background_job(self) -> BackgroundJob | None:
         """A flush or compaction due now (storage/jobs.py), to run in a worker and finish here."""
+        ...
+
+    def take_damage(self) -> list[StoreDamage]:
+        """Corruption found since the last call (each reported once), for the node to repair."""
         ...
 
     def close(self) -> None:
@@ -76,6 +92,9 @@ class MemoryStore:
 
     def keyspaces(self) -> list[str]:
         return sorted(self._data)
+
+    def take_damage(self) -> list[StoreDamage]:
+        return []  # memory is not a disk: nothing to find
 
     def count(self) -> int:
         return sum(len(space) for space in self._data.values())

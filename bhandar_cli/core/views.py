@@ -3,6 +3,7 @@ as plain data: the in-process client renders them directly, a node process serve
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import asdict
 from typing import Any
 
@@ -30,6 +31,7 @@ class NodeViews:
         anti_entropy: AntiEntropy,
         streaming: Streaming,
         sibling_limit: SiblingLimit,
+        conditions: Collection[str] = (),
     ) -> None:
         self.node_id = node_id
         self.store = store
@@ -39,6 +41,7 @@ class NodeViews:
         self.anti_entropy = anti_entropy
         self.streaming = streaming
         self.sibling_limit = sibling_limit
+        self.conditions = conditions  # what is wrong with the node now (storage corruption)
 
     def info(self, now: float, counts: bool = True) -> dict[str, Any]:
         """The node's status. `counts=False` skips the key count, a scan of the whole store: views
@@ -54,6 +57,8 @@ class NodeViews:
             "storage": self.storage(),
             "siblings_over_limit": self.sibling_limit.view(),
         }
+        if self.conditions:
+            info["conditions"] = list(self.conditions)
         if counts:
             info["keys"] = self.store.count()
         if view.gossiping:

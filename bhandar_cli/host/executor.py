@@ -10,6 +10,8 @@ alike:
 1. up to `BATCH` inputs go through the core in arrival order; an input whose handling raises is
    dropped and logged (and its client, if any, gets an internal error): one bad message never
    takes the node down;
+   then corruption the store found (at open, or in this batch's reads) is logged with its file and
+   offset and handed to the node (`storage_damaged`), which repairs it from other replicas;
 2. the node's timers fire if due (`tick`);
 3. the effects that need no durability go out, in order (sends, answers, notes);
 4. if any effect is durable the step yields once, handing the environment the blocking half of
@@ -183,6 +185,11 @@ class NodeHost:
         if node is None:
             return
         effects = self._handle_batch(node, now)
+        damage = self.store.take_damage()  # found at open, or by this batch's reads
+        if damage:
+            for d in damage:
+                log.error("node %s: storage %s", self.name, d.message)
+            effects.extend(node.storage_damaged(now, damage))
         if now >= node.next_deadline():
             effects.extend(node.tick(now))
         durable = [e for e in effects if getattr(e, "durable", False)]

@@ -346,6 +346,12 @@ class NodeCollector:
             ("replica_requests", "Reads and writes served as a replica."),
         ):
             yield CounterMetricFamily(f"bhandar_{name}", text, value=getattr(metrics, name))
+        corruptions = CounterMetricFamily(
+            "bhandar_corruptions", "Storage corruption found on this node's disk.", labels=["kind"]
+        )
+        for kind, n in sorted(metrics.corruptions.items()):
+            corruptions.add_metric([kind], n)
+        yield corruptions
         transport = CounterMetricFamily("bhandar_messages", "Peer messages.", labels=["event"])
         for event in ("sent", "received", "dropped"):
             transport.add_metric([event], info.get("transport", {}).get(event, 0))

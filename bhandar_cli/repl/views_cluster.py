@@ -41,6 +41,7 @@ def render_status(data: dict[str, Any]) -> RenderableType:
         )
     parts: list[RenderableType] = [table]
     parts += [Text(f"{n['id']} {n['crashed']}", "bold red") for n in data["nodes"] if n.get("crashed")]
+    parts += [Text(f"{n['id']} {c}", "yellow") for n in data["nodes"] for c in n.get("conditions", [])]
     parts += [Text(f"streaming {line}", "yellow") for line in moving]
     for n in data["nodes"]:
         over = n.get("siblings_over_limit") or {}

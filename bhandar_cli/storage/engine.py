@@ -46,17 +46,21 @@ Crash safety, step by step (a crash can stop any line; the Disk contract says wh
   no write in them was acknowledged, since a sync fsyncs the older WALs too). Then keep
   appending to the newest WAL kept.
 
-Corruption policy: a table that fails a check is moved to `quarantine/`, dropped from the
-MANIFEST and reported (`stats().quarantined`, `recovery`); the engine keeps serving the other
-tables. The keys it held may read as older or missing until the store's anti-entropy repairs
-them from other replicas; serving a damaged table could instead return garbage as data.
+Corruption policy: damage costs only the records it hit (a bad SSTable block, a bad WAL stretch;
+sstable.py and wal.py say how) and each corruption is reported once, with its file, offset and
+the keys lost, through `take_corruptions()` (counted by kind in `stats().corruptions`). The
+keys lost may read as older or missing until the store's anti-entropy repairs them from other
+replicas; the caller asks for that repair at once. A damaged table is rewritten without its bad
+blocks by the next compaction (tree.py); a WAL with a bad stretch is flushed at open; a table
+that cannot be opened at all is moved to `quarantine/` and dropped from the MANIFEST.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from bhandar_cli.storage import compaction, reads, recovery
+from bhandar_cli.storage import compaction, reads, recovery, wal
+from bhandar_cli.storage.damage import Corruption, DamageLog
 from bhandar_cli.storage.disk import Disk
 from bhandar_cli.storage.errors import CorruptTableError
 from bhandar_cli.storage.jobs import BackgroundJob
@@ -111,17 +115,24 @@ class LSMEngine:
         self._cache = BlockCache(self.options.block_cache_bytes)
         self._status = EngineStatus(directory)
         self._commits = GroupCommit()
+        self._damage = DamageLog()
         self.write_stalls = 0
         self.recovery = self._open()
 
     def _open(self) -> RecoveryReport:
+        o, damage = self.options, self._damage
         r = recovery.recover(
-            self.disk, self.directory, self._cache, verify=self.options.verify_on_open, merge=self._merge
+            self.disk, self.directory, self._cache, damage, verify=o.verify_on_open, merge=self._merge
         )
-        self._tree = Tree(self.disk, self.directory, self.options, self._cache, self._merge, self._status, r)
+        self._tree = Tree(self.disk, self.directory, o, self._cache, self._merge, self._status, r, damage)
         self._mem = r.memtable
-        self._wal = WALWriter(self.disk, self._tree.log_path(self._tree.live_logs[-1]), self.options.fsync)
-        if self._mem.approx_bytes >= self.options.memtable_bytes:
+        self._wal = WALWriter(self.disk, self._tree.log_path(self._tree.live_logs[-1]), o.fsync)
+        if any(w.corrupt or w.version < wal.FORMAT_VERSION for w in r.wal_reports):
+            # Retire these logs now: a damaged one would be reported again at every open, and an
+            # older format's file must not get records of this one appended.
+            self._seal()
+            self.flush()
+        elif self._mem.approx_bytes >= o.memtable_bytes:
             self.flush()
         return RecoveryReport(
             self.directory, len(r.tables), tuple(r.wal_reports), tuple(r.orphans), tuple(r.quarantined)
@@ -289,6 +300,10 @@ class LSMEngine:
         self.flush()
         return self._tree.snapshot(directory)
 
+    def take_corruptions(self) -> list[Corruption]:
+        """The corruptions found since the last call (at open, in reads, scans, compactions)."""
+        return self._damage.take()
+
     @property
     def flushes(self) -> int:
         return self._tree.flushes
@@ -326,6 +341,7 @@ class LSMEngine:
             block_cache_hits=self._cache.hits,
             block_cache_misses=self._cache.misses,
             quarantined=tuple(f"{q.table}: {q.reason}" for q in tree.quarantined),
+            corruptions=dict(self._damage.counts),
             last_recovery=self.recovery.summary,
         )
 

@@ -9,7 +9,9 @@ taken on disk before any reopen could hand the number out again. The driver then
     job.finish()   # back on the owner thread: installs it and returns a `JobReport`
 
 `run` touches only the job's own fields and its output file: it has no way to reach the engine.
-It never raises; what went wrong is kept for `finish`, which the driver must always call.
+It never raises; what went wrong is kept for `finish`, which the driver must always call. A bad
+block of an input is skipped (its records are lost from the output) and kept in `damage`, for
+`finish` to report.
 `finish` hands the job to the engine's install routine (the `install` collaborator), which
 decides there, on the owner thread, whether the result still fits the engine's current state.
 """
@@ -21,6 +23,7 @@ from collections.abc import Callable, Iterable
 from typing import Protocol
 
 from bhandar_cli.storage.compaction import Entry, merge_runs
+from bhandar_cli.storage.damage import Corruption, DamageLog
 from bhandar_cli.storage.disk import Disk
 from bhandar_cli.storage.errors import CorruptTableError
 from bhandar_cli.storage.memtable import SealedMemtable
@@ -80,9 +83,9 @@ class TableOutput:
             self.removed = True
             return
         writer.finish()
-        # Opening reads only the new file; the table uses the shared block cache once the owner
-        # reads through it, after the install.
-        self.table = Table(self.disk, self.path, self._cache, verify=False)
+        # Opening reads only the new file; the table uses the shared block cache (and reports to
+        # the engine's damage log) once the owner reads through it, after the install.
+        self.table = Table(self.disk, self.path, self._cache, verify=False, damage_log=DamageLog())
 
     def release(self) -> None:
         """Owner thread: let go of the output without touching the disk (the engine is closed)."""
@@ -175,6 +178,7 @@ class CompactionJob:
         self.drop_deletes, self._merge = drop_deletes, merge
         self._install = install
         self._steps = _Steps()
+        self.damage: list[Corruption] = []  # bad input blocks skipped (read on the owner, after run)
 
     @property
     def error(self) -> Exception | None:
@@ -185,8 +189,8 @@ class CompactionJob:
         self._steps.run(self._build)
 
     def _build(self) -> None:
-        # Uncached reads: the block cache belongs to the owner thread.
-        runs = [t.entries(cached=False) for t in reversed(self.inputs)]
+        # Uncached reads: the block cache (and the damage log) belong to the owner thread.
+        runs = [t.entries(cached=False, on_damage=self.damage.append) for t in reversed(self.inputs)]
         self.output.build(merge_runs(runs, self._merge, drop_deletes=self.drop_deletes))
 
     def finish(self) -> JobReport:

@@ -9,7 +9,9 @@ Values are in the versioned format of `storage/record_format.py`, which also pro
 engine's merge operator: it applies the versioning core's own merge (siblings, lww or counter,
 from the policy stored beside the record), so compaction and reads can never drop a sibling.
 Reaping a tombstone is a hard delete. A record this build cannot read (a newer format) is
-reported once and treated as absent, and stays on disk (see `record_format`).
+reported once and treated as absent, and stays on disk (see `record_format`). Corruption the
+engine finds (storage/damage.py) is handed to the node by `take_damage`, naming the keyspaces whose
+records the damaged keys held, so the node repairs those from their replicas.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from typing import Any
 import cbor2
 
 from bhandar_cli.core.records import Record
-from bhandar_cli.core.store import HintKey
+from bhandar_cli.core.store import HintKey, StoreDamage
+from bhandar_cli.storage.damage import Corruption, KeyInterval
 from bhandar_cli.storage.disk import Disk
 from bhandar_cli.storage.engine import EngineOptions, LSMEngine
 from bhandar_cli.storage.jobs import BackgroundJob
@@ -183,6 +186,25 @@ class RecordStore:
 
     def stats(self) -> EngineStats:
         return self.engine.stats()
+
+    def take_damage(self) -> list[StoreDamage]:
+        return [self._damage(c) for c in self.engine.take_corruptions()]
+
+    def _damage(self, c: Corruption) -> StoreDamage:
+        return StoreDamage(c.kind, c.file, c.offset, c.message, self._keyspaces_in(c.lost))
+
+    def _keyspaces_in(self, lost: KeyInterval | None) -> tuple[str, ...] | None:
+        """The keyspaces with records among the keys lost; None when they may be any."""
+        if lost is None:
+            return ()
+        if lost == KeyInterval():
+            return None
+        names = set(self._policies)
+        for key in (lost.after, lost.through):  # the keyspaces of the interval's ends, surely
+            if key is not None and key[:1] == DATA and len(key) >= 3:
+                size = int.from_bytes(key[1:3], "big")
+                names.add(key[3 : 3 + size].decode("utf-8", "replace"))
+        return tuple(sorted(n for n in names if lost.overlaps(data_key(n, ""), _prefix_end(data_key(n, "")))))
 
     def close(self) -> None:
         self.engine.close()

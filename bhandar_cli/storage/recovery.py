@@ -2,14 +2,17 @@
 
 `recover` reads the directory and returns what the engine needs to resume; its only writes are
 the ones recovery must make: deleting `*.tmp` files and orphans, truncating a torn WAL tail and
-moving corrupt tables to `quarantine/`. Each step is safe to repeat if the open itself crashes.
+moving tables that cannot be opened at all to `quarantine/`. Each step is safe to repeat if the
+open itself crashes. Every corruption met (a bad block, a skipped WAL stretch, a quarantined
+table) goes to the engine's `DamageLog`; a torn WAL tail is a crash's normal trace, not one.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from bhandar_cli.storage import manifest, wal
+from bhandar_cli.storage import damage, manifest, wal
+from bhandar_cli.storage.damage import Corruption, DamageLog, KeyInterval
 from bhandar_cli.storage.disk import Disk, join
 from bhandar_cli.storage.errors import CorruptManifestError, CorruptTableError
 from bhandar_cli.storage.manifest import Manifest, file_name, file_number
@@ -36,7 +39,9 @@ class Recovered:
     quarantined: list[Quarantined]
 
 
-def recover(disk: Disk, directory: str, cache: BlockCache, *, verify: bool, merge: Merge | None) -> Recovered:
+def recover(
+    disk: Disk, directory: str, cache: BlockCache, log: DamageLog, *, verify: bool, merge: Merge | None
+) -> Recovered:
     disk.makedirs(directory)
     names = disk.listdir(directory)
     for name in names:
@@ -60,8 +65,9 @@ def recover(disk: Disk, directory: str, cache: BlockCache, *, verify: bool, merg
             quarantined.append(Quarantined(name, "listed in MANIFEST but missing", None))
             continue
         try:
-            tables.append(Table(disk, path, cache, verify=verify))
+            tables.append(Table(disk, path, cache, verify=verify, damage_log=log))
         except CorruptTableError as e:
+            log.add(table_lost(path, disk.size(path), e.what))
             quarantined.append(move_to_quarantine(disk, directory, name, e.what))
             continue
         live.append(name)
@@ -77,6 +83,13 @@ def recover(disk: Disk, directory: str, cache: BlockCache, *, verify: bool, merg
     memtable = Memtable()
     logs = sorted(num for num, ext in files.values() if ext == "log" and num >= m.log_number)
     kept, reports = _replay_logs(disk, directory, logs, memtable, merge)
+    for report in reports:
+        for span in report.corrupt:
+            what = "no valid WAL record here; replay resumed at the next one"
+            if report.problem == "corrupt":
+                what = "a bad WAL record (format 1: replay stopped there)"
+            path = join(directory, report.name)
+            log.add(Corruption(damage.WAL_RECORD, path, span.offset, span.length, what, KeyInterval()))
     return Recovered(m, had_manifest, next_file, live, tables, memtable, kept, reports, orphans, quarantined)
 
 
@@ -111,6 +124,11 @@ def _replay_logs(
         reports.append(report)
         previous = (number, report.bytes_replayed)
     return logs, reports
+
+
+def table_lost(path: str, size: int, what: str) -> Corruption:
+    """The corruption of a table that cannot be served at all: any of its keys may be lost."""
+    return Corruption(damage.SSTABLE, path, 0, size, f"{what} (the table is quarantined)", KeyInterval())
 
 
 def move_to_quarantine(disk: Disk, directory: str, name: str, reason: str) -> Quarantined:

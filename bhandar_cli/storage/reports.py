@@ -32,7 +32,7 @@ class RecoveryReport:
 
     @property
     def messages(self) -> list[str]:
-        out = [r.message for r in self.wal if r.problem]
+        out = [r.message for r in self.wal if r.problem or r.corrupt]
         out += [f"SSTable {q.table} quarantined: {q.reason}" for q in self.quarantined]
         return out
 
@@ -88,4 +88,5 @@ class EngineStats:
     block_cache_hits: int
     block_cache_misses: int
     quarantined: tuple[str, ...]
+    corruptions: dict[str, int]  # corruptions found since the open, by kind (storage/damage.py)
     last_recovery: str

@@ -4,20 +4,26 @@ File layout (all integers little-endian):
 
     data block 0 | data block 1 | ... | index block | Bloom block | footer (64 bytes)
 
-- data block: `payload | crc32(payload) u32`, payload columnar so CPython reads it with one
-  `struct` call: `n u32 | kinds n×u8 | offsets (2n+1)×u32 | keys | values`, where key j is
-  payload[off[j]:off[j+1]] and value j is payload[off[n+j]:off[n+j+1]]. Blocks close once they
-  pass `block_bytes` (default 4 KiB).
+- data block: see blocks.py (columnar records and their CRC). Blocks close once they pass
+  `block_bytes` (default 4 KiB).
 - index block: `n u32 | offsets n×u64 | lengths n×u32 | last-key lengths n×u32 | last keys`;
   the block holding key k is the first whose last key is ≥ k.
 - Bloom block: `BloomFilter.to_bytes()` over every key in the table.
 - footer: `magic 8s | version u32 | index offset u64, length u32, crc32 u32 | Bloom offset u64,
   length u32, crc32 u32 | records u64 | blocks u32 | pad | crc32 of the footer so far u32`.
 
-Every byte is covered by a CRC. A table that fails any check raises `CorruptTableError` naming the
-file and the check, and is never served (the engine quarantines it). Opening with `verify=True`
-checks every block up front, so a flipped bit anywhere is caught before the first read; blocks are
-checked again whenever they are read from disk, for damage that happens later.
+Every byte is covered by a CRC, and damage costs only what it must (each case is a `Corruption`
+in the engine's `DamageLog`, naming the file, the offset and the keys lost):
+- a bad data block loses its own records: reads of its keys fall through to older tables, scans
+  and compactions skip it. Its keys are known from the index: after the previous block's last
+  key, through its own.
+- a bad index block is rebuilt by walking the data blocks (each block says how long it is); a
+  bad Bloom filter is replaced by one that passes every key; a bad footer is rebuilt by walking
+  the blocks until the index. No record is lost to any of these.
+- a table whose first block cannot be found (a torn or truncated file) raises
+  `CorruptTableError` naming the file and the check: the engine quarantines it whole.
+Opening with `verify=True` checks every block up front; blocks are checked again whenever they
+are read from disk, for damage that happens later.
 """
 
 from __future__ import annotations
@@ -27,46 +33,32 @@ import struct
 import zlib
 from array import array
 from bisect import bisect_left
-from collections import OrderedDict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
+from bhandar_cli.storage import damage
+from bhandar_cli.storage.blocks import (
+    DEFAULT_BLOCK_BYTES,
+    Block,
+    BlockCache,
+    encode_block,
+    parse_block,
+    walk_blocks,
+)
 from bhandar_cli.storage.bloom import DEFAULT_BITS_PER_KEY, DEFAULT_HASHES, BloomFilter, bloom_hash
+from bhandar_cli.storage.damage import Corruption, DamageLog, KeyInterval
 from bhandar_cli.storage.disk import AppendFile, Disk, ReadFile
 from bhandar_cli.storage.errors import CorruptTableError
-from bhandar_cli.storage.records import DELETE, KIND_NAMES
+
+__all__ = ["DEFAULT_BLOCK_BYTES", "FOOTER_SIZE", "BlockCache", "Table", "TableInfo", "TableWriter"]
 
 MAGIC = b"BHNDRSST"
 FORMAT_VERSION = 2
 _FOOTER = struct.Struct("<8sIQIIQIIQI8xI")
 FOOTER_SIZE = _FOOTER.size  # 64
 _U32 = struct.Struct("<I")
-DEFAULT_BLOCK_BYTES = 4096
-_KINDS = bytes(KIND_NAMES)  # translate(None, _KINDS) leaves only invalid kind bytes
 _uids = itertools.count(1)  # cache keys: unique per opened table, even across engines
-
-
-class Block:
-    """A checked data block: the raw payload and where each record's key and value lie in it."""
-
-    __slots__ = ("keys", "kinds", "n", "offs", "raw", "ref", "uses")
-
-    def __init__(self, raw: bytes, kinds: bytes, offs: tuple[int, ...], n: int) -> None:
-        self.raw, self.kinds, self.offs, self.n = raw, kinds, offs, n
-        self.ref = False  # read again since it entered the cache (CLOCK's reference bit)
-        self.keys: list[bytes] | None = None  # sliced once the block proves hot (Table.get)
-        self.uses = 0
-
-    def slice_keys(self) -> list[bytes]:
-        raw, offs = self.raw, self.offs
-        self.keys = [raw[a:b] for a, b in itertools.pairwise(offs[: self.n + 1])]
-        return self.keys
-
-    def value(self, j: int) -> bytes | None:
-        if self.kinds[j] == DELETE:
-            return None
-        offs = self.offs
-        return self.raw[offs[self.n + j] : offs[self.n + j + 1]]
+DamageSink = Callable[[Corruption], None]
 
 
 @dataclass(frozen=True)
@@ -77,62 +69,11 @@ class TableInfo:
     blocks: int
 
 
-class BlockCache:
-    """Checked blocks shared by every table of an engine, bounded by raw block bytes.
+class _EveryKey:
+    """The Bloom filter of a table whose own filter is damaged: every key may be there."""
 
-    Eviction is CLOCK (second chance) rather than strict LRU: a hit only sets a flag instead of
-    reordering, which is measurably cheaper per `get` in CPython, with LRU-like hit rates.
-    Once full, a block is admitted only on its second miss (TinyLFU's "doorkeeper"): when the
-    data is much larger than the cache, blocks read once would only churn it, and measured
-    slower than no cache at all.
-    """
-
-    def __init__(self, capacity_bytes: int = 16 << 20) -> None:
-        self.capacity = capacity_bytes
-        self.used = 0
-        self.hits = self.misses = 0
-        self._blocks: OrderedDict[tuple[int, int], Block] = OrderedDict()
-        self._seen: set[tuple[int, int]] = set()  # missed once while the cache was full
-        self._seen_limit = max(64, capacity_bytes // DEFAULT_BLOCK_BYTES)
-
-    def get(self, key: tuple[int, int]) -> Block | None:
-        block = self._blocks.get(key)
-        if block is None:
-            self.misses += 1
-        else:
-            self.hits += 1
-            block.ref = True
-        return block
-
-    def put(self, key: tuple[int, int], block: Block) -> None:
-        if self.capacity <= 0:
-            return
-        if self.used + len(block.raw) > self.capacity:
-            seen = self._seen
-            if key not in seen:
-                if len(seen) >= self._seen_limit:
-                    seen.clear()
-                seen.add(key)
-                return
-            seen.discard(key)
-        blocks = self._blocks
-        blocks[key] = block
-        self.used += len(block.raw)
-        while self.used > self.capacity and blocks:
-            old_key, old = blocks.popitem(last=False)
-            if old.ref:  # used since it came in: a second chance at the back
-                old.ref = False
-                blocks[old_key] = old
-            else:
-                self.used -= len(old.raw)
-
-
-def _encode_block(keys: list[bytes], kinds: list[int], values: list[bytes]) -> bytes:
-    n = len(keys)
-    lengths = itertools.chain(map(len, keys), map(len, values))
-    offsets = itertools.accumulate(lengths, initial=4 + 9 * n + 4)
-    payload = b"".join([_U32.pack(n), bytes(kinds), struct.pack(f"<{2 * n + 1}I", *offsets), *keys, *values])
-    return payload + _U32.pack(zlib.crc32(payload))
+    def may_contain_hash(self, h: int) -> bool:
+        return True
 
 
 class TableWriter:
@@ -184,7 +125,7 @@ class TableWriter:
     def _emit(self) -> None:
         if not self._keys:
             return
-        data = _encode_block(self._keys, self._kinds, self._values)
+        data = encode_block(self._keys, self._kinds, self._values)
         self._hashes_seen.extend(map(bloom_hash, self._keys))
         self._file.write(data)
         self._index.append((self._offset, len(data), self._keys[-1]))
@@ -238,19 +179,30 @@ class TableWriter:
 
 
 class Table:
-    """An open, checked SSTable. Every read error is a `CorruptTableError` naming the file.
+    """An open, checked SSTable (see the module docstring for what damage costs).
 
-    Nothing in a table changes after it is opened. `get` and cached `entries` use the engine's
-    block cache (owner thread only); `entries(cached=False)` reads only the file, so a
-    compaction's worker thread may run it while the owner reads the same table.
+    Nothing in a table changes after it is opened but the set of blocks found bad, which only
+    grows. `get` and cached `entries` use the engine's block cache and report damage to the
+    engine's `DamageLog` (owner thread only); `entries(cached=False, on_damage=...)` reads only
+    the file and reports to its caller, so a compaction's worker thread may run it while the
+    owner reads the same table.
     """
 
     def __init__(
-        self, disk: Disk, path: str, cache: BlockCache | None = None, *, verify: bool = True
+        self,
+        disk: Disk,
+        path: str,
+        cache: BlockCache | None = None,
+        *,
+        verify: bool = True,
+        damage_log: DamageLog | None = None,
     ) -> None:
         self.path = path
         self.uid = next(_uids)
         self._cache = cache if cache is not None else BlockCache(0)
+        self._log = damage_log if damage_log is not None else DamageLog()
+        self._bad: set[int] = set()  # data blocks that failed their check
+        self.damaged = False  # a check failed: the engine rewrites the table without the damage
         self._file: ReadFile = disk.open_read(path)
         try:
             self._load()
@@ -269,74 +221,114 @@ class Table:
             raise self._fail(f"{what} at offset {offset} is cut short ({len(data)} of {length} bytes)")
         return data
 
+    def _damaged(self, kind: str, offset: int, length: int, what: str, lost: KeyInterval | None) -> None:
+        self.damaged = True
+        self._log.add(Corruption(kind, self.path, offset, length, what, lost))
+
+    def report_to(self, log: DamageLog) -> None:
+        """Report damage to `log` from now on (the engine's, once a job's output is installed)."""
+        for c in self._log.take():
+            log.add(c)
+        self._log = log
+
     def _load(self) -> None:
         self.size = size = self._file.size
         if size < FOOTER_SIZE:
             raise self._fail(f"{size} bytes is too short for a footer (a torn or truncated table)")
         footer = self._read(size - FOOTER_SIZE, FOOTER_SIZE, "footer")
         fields = _FOOTER.unpack(footer)
-        if fields[0] != MAGIC:
-            raise self._fail(f"bad magic number {fields[0]!r} (not a Bhandar SSTable, or a torn one)")
-        if zlib.crc32(footer[:-4]) != fields[-1]:
-            raise self._fail("footer checksum mismatch")
+        if fields[0] != MAGIC or zlib.crc32(footer[:-4]) != fields[-1]:
+            what = "footer checksum mismatch" if fields[0] == MAGIC else f"bad magic number {fields[0]!r}"
+            self._walk(size - FOOTER_SIZE, None)
+            self._damaged(damage.SSTABLE_FOOTER, size - FOOTER_SIZE, FOOTER_SIZE, what, None)
+            return
         _, version, index_off, index_len, index_crc, bloom_off, bloom_len, bloom_crc, records, n = fields[:10]
         if version != FORMAT_VERSION:
             raise self._fail(f"format version {version}, this build reads {FORMAT_VERSION}")
         if bloom_off != index_off + index_len or bloom_off + bloom_len != size - FOOTER_SIZE:
             raise self._fail("footer offsets do not tile the file")
         index = self._read(index_off, index_len, "index block")
-        if zlib.crc32(index) != index_crc:
-            raise self._fail("index block checksum mismatch")
-        bloom = self._read(bloom_off, bloom_len, "Bloom filter")
-        if zlib.crc32(bloom) != bloom_crc:
-            raise self._fail("Bloom filter checksum mismatch")
         try:
-            self.bloom = BloomFilter.from_bytes(bloom)
-            (count,) = _U32.unpack_from(index)
-            if count != n:
-                raise ValueError(f"index lists {count} blocks, footer says {n}")
-            self._offsets = struct.unpack_from(f"<{n}Q", index, 4)
-            self._lengths = struct.unpack_from(f"<{n}I", index, 4 + 8 * n)
-            klens = struct.unpack_from(f"<{n}I", index, 4 + 12 * n)
-            offs = list(itertools.accumulate(klens, initial=4 + 16 * n))
-            if offs[-1] != len(index):
-                raise ValueError("last keys do not fill the index block")
-            self._last_keys = [index[a:b] for a, b in itertools.pairwise(offs)]
+            if zlib.crc32(index) != index_crc:
+                raise ValueError("checksum mismatch")
+            self._parse_index(index, n)
+            self.records = records
         except (ValueError, struct.error) as e:
-            raise self._fail(f"index or Bloom filter malformed: {e}") from None
+            self._walk(index_off, index_off)
+            self._damaged(damage.SSTABLE_INDEX, index_off, index_len, f"index block {e}", None)
+        bloom = self._read(bloom_off, bloom_len, "Bloom filter")
+        try:
+            if zlib.crc32(bloom) != bloom_crc:
+                raise ValueError("checksum mismatch")
+            self.bloom: BloomFilter | _EveryKey = BloomFilter.from_bytes(bloom)
+        except (ValueError, struct.error) as e:
+            self.bloom = _EveryKey()
+            self._damaged(damage.SSTABLE_BLOOM, bloom_off, bloom_len, f"Bloom filter {e}", None)
+
+    def _parse_index(self, index: bytes, n: int) -> None:
+        (count,) = _U32.unpack_from(index)
+        if count != n:
+            raise ValueError(f"lists {count} blocks, footer says {n}")
+        offsets = struct.unpack_from(f"<{n}Q", index, 4)
+        lengths = struct.unpack_from(f"<{n}I", index, 4 + 8 * n)
+        klens = struct.unpack_from(f"<{n}I", index, 4 + 12 * n)
+        offs = list(itertools.accumulate(klens, initial=4 + 16 * n))
+        if offs[-1] != len(index):
+            raise ValueError("last keys do not fill the index block")
         pos = 0
-        for off, ln in zip(self._offsets, self._lengths, strict=True):
+        for off, ln in zip(offsets, lengths, strict=True):
             if off != pos or ln < 8:
-                raise self._fail("block offsets in the index are not contiguous")
+                raise ValueError("block offsets are not contiguous")
             pos += ln
-        if pos != index_off:
-            raise self._fail("data blocks do not end where the index starts")
-        self.records = records
+        self._offsets, self._lengths = list(offsets), list(lengths)
+        self._last_keys = [index[a:b] for a, b in itertools.pairwise(offs)]
         self.blocks = n
+
+    def _walk(self, end: int, index_off: int | None) -> None:
+        """Find the data blocks by reading them from the start, when the index or the footer that
+        lists them is damaged (see `blocks.walk_blocks`)."""
+        found = walk_blocks(
+            self._file.pread, end if index_off is None else index_off, until_index=index_off is None
+        )
+        if found.bad_at is not None:
+            after = found.last_keys[-1] if found.last_keys else None
+            what = "unreadable while walking the blocks (the rest of the table is lost)"
+            self._damaged(damage.SSTABLE_BLOCK, found.bad_at, end - found.bad_at, what, KeyInterval(after))
+        if not found.offsets:
+            raise self._fail("no data block can be found (a torn or truncated table)")
+        self._offsets, self._lengths, self._last_keys = found.offsets, found.lengths, found.last_keys
+        self.blocks, self.records = len(found.offsets), found.records
+        self.bloom = _EveryKey()
+
+    def block_index(self) -> list[tuple[int, int, bytes]]:
+        """(offset, length, last key) of every data block: block i holds the keys after block
+        i-1's last key through its own."""
+        return list(zip(self._offsets, self._lengths, self._last_keys, strict=True))
 
     def verify(self) -> None:
         """Check every block's CRC and structure (reads the whole table once)."""
         for i in range(self.blocks):
             self._read_block(i)
 
-    def _parse(self, i: int, data: bytes) -> Block:
-        """Check a block and find its record offsets; key slices are made on a second read."""
-        raw, (crc,) = data[:-4], _U32.unpack_from(data, len(data) - 4)
-        if zlib.crc32(raw) != crc:
-            raise self._fail(f"block {i} checksum mismatch (offset {self._offsets[i]})")
-        try:
-            (n,) = _U32.unpack_from(raw)
-            offs = struct.unpack_from(f"<{2 * n + 1}I", raw, 4 + n)
-        except struct.error as e:
-            raise self._fail(f"block {i} is malformed: {e}") from None
-        kinds = raw[4 : 4 + n]
-        # The CRC already passed, so these catch writer bugs, not disk damage.
-        if n == 0 or offs[0] != 8 + 9 * n or offs[-1] != len(raw) or kinds.translate(None, _KINDS):
-            raise self._fail(f"block {i} is malformed (record offsets or kinds do not add up)")
-        return Block(raw, kinds, offs, n)
+    def _lost(self, i: int) -> KeyInterval:
+        return KeyInterval(self._last_keys[i - 1] if i else None, self._last_keys[i])
 
-    def _read_block(self, i: int) -> Block:
-        return self._parse(i, self._read(self._offsets[i], self._lengths[i], f"block {i}"))
+    def _read_block(self, i: int, on_damage: DamageSink | None = None) -> Block | None:
+        """Block i, checked; None if it is bad (reported to `on_damage`, or the engine's log)."""
+        if on_damage is None and i in self._bad:
+            return None
+        off, length = self._offsets[i], self._lengths[i]
+        try:
+            return parse_block(self._read(off, length, f"block {i}"))
+        except ValueError as e:
+            c = Corruption(damage.SSTABLE_BLOCK, self.path, off, length, f"block {i} {e}", self._lost(i))
+        if on_damage is not None:
+            on_damage(c)
+        else:
+            self._bad.add(i)
+            self.damaged = True
+            self._log.add(c)
+        return None
 
     def may_contain_hash(self, h: int) -> bool:
         return self.bloom.may_contain_hash(h)
@@ -350,6 +342,8 @@ class Table:
         blk = self._cache.get(cache_key)
         if blk is None:
             blk = self._read_block(i)
+            if blk is None:
+                return None
             self._cache.put(cache_key, blk)
         keys = blk.keys
         if keys is None:
@@ -361,26 +355,35 @@ class Table:
             else:
                 raw, offs = blk.raw, blk.offs
                 j = bisect_left(range(blk.n), key, key=lambda x: raw[offs[x] : offs[x + 1]])
-                if raw[offs[j] : offs[j + 1]] != key:  # j is in range: key ≤ the block's last key
+                if j == blk.n or raw[offs[j] : offs[j + 1]] != key:
                     return None
                 return blk.kinds[j], blk.value(j)
         j = bisect_left(keys, key)
-        if keys[j] != key:
+        if j == len(keys) or keys[j] != key:
             return None
         return blk.kinds[j], blk.value(j)
 
     def entries(
-        self, start: bytes | None = None, end: bytes | None = None, *, cached: bool = True
+        self,
+        start: bytes | None = None,
+        end: bytes | None = None,
+        *,
+        cached: bool = True,
+        on_damage: DamageSink | None = None,
     ) -> Iterator[tuple[bytes, int, bytes | None]]:
-        """(key, kind, value) for start ≤ key < end, in key order, one block in memory at a time.
+        """(key, kind, value) for start ≤ key < end, in key order, one block in memory at a time;
+        bad blocks are skipped (and reported).
 
         Scans use blocks already cached but do not fill the cache; `cached=False` does not even
-        look there (a compaction's worker thread: the cache belongs to the engine's owner thread).
+        look there (a compaction's worker thread: the cache belongs to the engine's owner thread),
+        and needs `on_damage`, as the engine's log is the owner's too.
         """
         i = 0 if start is None else bisect_left(self._last_keys, start)
         cache = self._cache if cached else None
         for b in range(i, self.blocks):
-            blk = (cache.get((self.uid, b)) if cache is not None else None) or self._read_block(b)
+            blk = (cache.get((self.uid, b)) if cache is not None else None) or self._read_block(b, on_damage)
+            if blk is None:
+                continue
             keys, kinds, value = blk.keys or blk.slice_keys(), blk.kinds, blk.value
             first = 0 if start is None or b != i else bisect_left(keys, start)
             for j in range(first, len(keys)):

@@ -5,7 +5,9 @@ Owner thread only (engine.py states the ownership rule). `next_job` hands a job 
 `_install_flush` / `_install_compaction` run from the job's `finish` and either install the
 result (MANIFEST first, then deleting what it made obsolete) or discard it, when the inputs
 changed meanwhile: a memtable flushed inline, an input compacted away or quarantined. A job
-finished after the engine was closed or poisoned changes nothing on disk.
+finished after the engine was closed or poisoned changes nothing on disk. A table found damaged
+(storage/damage.py) is compacted alone before any other compaction: its readable records are
+rewritten and the damaged file goes to `quarantine/`, so its damage is reported once.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 from typing import NoReturn
 
 from bhandar_cli.storage import compaction, manifest, recovery
+from bhandar_cli.storage.damage import DamageLog
 from bhandar_cli.storage.disk import Disk, join
 from bhandar_cli.storage.errors import CorruptTableError
 from bhandar_cli.storage.jobs import COMPACTION, FLUSH, BackgroundJob, CompactionJob, FlushJob, TableOutput
@@ -38,9 +41,10 @@ class Tree:
         merge: Merge | None,
         status: EngineStatus,
         recovered: Recovered,
+        damage: DamageLog,
     ) -> None:
         self.disk, self.directory, self.options = disk, directory, options
-        self._cache, self._merge, self._status = cache, merge, status
+        self._cache, self._merge, self._status, self._damage = cache, merge, status, damage
         self.version = Version(tuple(recovered.tables), tuple(recovered.names))
         self.sealed: list[SealedMemtable] = []  # oldest first
         self.quarantined: list[Quarantined] = list(recovered.quarantined)
@@ -93,6 +97,10 @@ class Tree:
     # ---- jobs --------------------------------------------------------------------------------
 
     def due_compaction(self) -> range | None:
+        """A damaged table alone (to rewrite it without its damage), else the tier due, if any."""
+        for i, table in enumerate(self.version.tables):
+            if table.damaged:
+                return range(i, i + 1)
         return compaction.pick(self.version.sizes(), self.options.tiers)
 
     def next_job(self) -> BackgroundJob | None:
@@ -181,6 +189,7 @@ class Tree:
         table, name = job.output.table, job.output.name
         with self._status.poison_on_error():
             if table is not None:
+                table.report_to(self._damage)
                 self.version = self.version.with_newest(table, name)
             self.sealed.pop(0)
             self._log_number = self.sealed[0].logs[0] if self.sealed else self.live_logs[0]
@@ -196,6 +205,8 @@ class Tree:
             self.compacting = None
         if (report := self._unusable(COMPACTION, job.output)) is not None:
             return report
+        for corruption in job.damage:
+            self._damage.add(corruption)
         if isinstance(job.error, CorruptTableError):
             self.quarantine(job.error)
             return self._discard(COMPACTION, job.output, f"an input was corrupt: {job.error.what}")
@@ -206,13 +217,20 @@ class Tree:
             return self._discard(COMPACTION, job.output, "its inputs were compacted or quarantined meanwhile")
         table, name = job.output.table, job.output.name
         old_names = self.version.names[span.start : span.stop]
+        damaged = {c.file for c in job.damage}
         with self._status.poison_on_error():
+            if table is not None:
+                table.report_to(self._damage)
             self.version = self.version.replaced(span, table, name)
             self.store_manifest()
             # Inputs are not closed: a running scan may still read them (POSIX keeps removed files
             # readable while open); their handles close when the last reference goes.
-            for t in job.inputs:
-                self.disk.remove(t.path)
+            for t, old in zip(job.inputs, old_names, strict=True):
+                if t.damaged or t.path in damaged:  # kept for inspection
+                    why = "damaged; its readable records were rewritten"
+                    self.quarantined.append(recovery.move_to_quarantine(self.disk, self.directory, old, why))
+                else:
+                    self.disk.remove(t.path)
         self.compactions += 1
         figures = CompactionReport(
             tuple(old_names),
@@ -231,6 +249,7 @@ class Tree:
         version = self.version.without(name)
         if version is None:
             return False  # already quarantined, or replaced by a compaction meanwhile
+        self._damage.add(recovery.table_lost(error.path, self.disk.size(error.path), error.what))
         with self._status.poison_on_error():
             self.version = version
             self.store_manifest()

@@ -1,8 +1,16 @@
-"""The write-ahead log: framed records, fsync policies, and recovery that truncates a torn tail.
+"""The write-ahead log: framed records, fsync policies, and recovery that skips damage.
 
-Record frame (little-endian): `length u32 | crc32 u32 | payload`, where the CRC (zlib.crc32)
-covers the length field and the payload, so a damaged length is caught too. Files are named
-`NNNNNN.log`; the engine decides what a payload means.
+File format 2 (what this build writes; little-endian):
+
+    file header: magic "BHNDRWAL" | version u32 (2) | crc32 of the 12 bytes before it u32
+    record:      magic b"\\xb1\\xa9W\\x02" | length u32 | crc32 u32 | payload
+
+The record CRC (zlib.crc32) covers the length field and the payload, so a damaged length is
+caught too. The record magic is what makes resynchronisation cheap: after a bad record, recovery
+looks for the next magic whose record checks (`bytes.find`, not a CRC at every offset). Format 1
+(no file header; records `length u32 | crc32 u32 | payload`) is still read, as it always was: up
+to its first bad record. A format-1 file is never appended to: the engine flushes it at open.
+Files are named `NNNNNN.log`; the engine decides what a payload means.
 
 Fsync policies (`FsyncPolicy`):
 - `always`: every `append` is fsynced before it returns (one fsync per write: slow, simplest).
@@ -13,10 +21,16 @@ Fsync policies (`FsyncPolicy`):
 - `none`: never fsync; `sync()` only hands the bytes to the OS. Writes survive a crash of the
   process but a power loss or kernel crash can lose any of them. For throwaway data only.
 
-Recovery (`replay`) reads records until the first one that is incomplete ("torn": the crash hit
-mid-append) or fails its CRC ("corrupt"), truncates the file there and says so in a `WALReport`.
-Stopping at the first bad record keeps the log a prefix of what was written (point-in-time
-recovery): skipping a bad record and replaying later ones could reorder history.
+Recovery (`replay`) tells two kinds of damage apart by what follows it:
+- a torn tail: bytes that do not form a valid record and are followed by no valid record. A
+  crash mid-append leaves exactly that (normal, not corruption): the file is truncated there.
+- corruption in the middle: a bad stretch followed by a valid record. Only the records in that
+  stretch are lost; replay resumes at the next valid record and reports the stretch (offset,
+  length). Records after it are replayed although one before them is missing: every data write
+  merges a replicated record (order does not matter) and the later records are still applied in
+  their order, so the result is as if only the lost writes never happened. Data records come
+  back from the replicas (the node repairs at once); a lost metadata or hint write shows its
+  previous value, as after a lost unsynced write.
 """
 
 from __future__ import annotations
@@ -24,13 +38,22 @@ from __future__ import annotations
 import struct
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 from bhandar_cli.storage.disk import AppendFile, Disk
+from bhandar_cli.storage.errors import StorageError
 
-_HEADER = struct.Struct("<II")
-HEADER_SIZE = _HEADER.size
+FORMAT_VERSION = 2
+FILE_MAGIC = b"BHNDRWAL"
+_FILE_HEAD = struct.Struct("<8sI")
+FILE_HEADER = _FILE_HEAD.pack(FILE_MAGIC, FORMAT_VERSION)
+FILE_HEADER += zlib.crc32(FILE_HEADER).to_bytes(4, "little")
+FILE_HEADER_SIZE = len(FILE_HEADER)  # 16
+RECORD_MAGIC = b"\xb1\xa9W\x02"
+_HEADER = struct.Struct("<4sII")
+HEADER_SIZE = _HEADER.size  # 12
+_V1_HEADER = struct.Struct("<II")
 MAX_RECORD = 1 << 30  # a length above this is damage, not a record (values are ≤ 1 MiB)
 
 
@@ -41,12 +64,29 @@ class FsyncPolicy(StrEnum):
 
 
 def frame(payload: bytes) -> bytes:
-    """One framed record: length, CRC of (length, payload), payload."""
+    """One framed record: magic, length, CRC of (length, payload), payload."""
     n = len(payload)
     if n > MAX_RECORD:
         raise ValueError(f"WAL record of {n} bytes exceeds the {MAX_RECORD}-byte limit")
     length = n.to_bytes(4, "little")
-    return length + zlib.crc32(payload, zlib.crc32(length)).to_bytes(4, "little") + payload
+    return RECORD_MAGIC + length + zlib.crc32(payload, zlib.crc32(length)).to_bytes(4, "little") + payload
+
+
+@dataclass(frozen=True)
+class CorruptSpan:
+    """A stretch of a log that held no valid record, followed by a valid one."""
+
+    offset: int
+    length: int
+
+
+@dataclass(frozen=True)
+class ParsedLog:
+    payloads: list[bytes]
+    end: int  # the end of the last valid record: what recovery keeps of the file
+    problem: str  # "" (ends cleanly), "torn" (a tail cut there) or "corrupt" (format 1: cut there)
+    corrupt: tuple[CorruptSpan, ...] = ()
+    version: int = FORMAT_VERSION
 
 
 @dataclass(frozen=True)
@@ -55,62 +95,146 @@ class WALReport:
 
     name: str
     records: int  # records replayed
-    bytes_replayed: int
+    bytes_replayed: int  # the end of the last valid record (the file's length after recovery)
     bytes_truncated: int
-    problem: str  # "" (clean), "torn", "corrupt", or "gap" (dropped: an older WAL lost its tail)
+    problem: str  # "" (clean tail), "torn", "corrupt" (format 1), or "gap" (an older WAL lost its tail)
+    corrupt: tuple[CorruptSpan, ...] = field(default=())  # stretches skipped in the middle
+    version: int = FORMAT_VERSION
 
     @property
     def message(self) -> str:
-        if not self.problem:
-            return f"WAL {self.name}: replayed {self.records} records ({self.bytes_replayed} bytes), clean"
         if self.problem == "gap":
             return (
                 f"WAL {self.name}: dropped {self.bytes_truncated} bytes written after writes an "
                 "older WAL lost (none of them was acknowledged)"
             )
-        what = "a torn tail" if self.problem == "torn" else "a corrupt record and everything after it"
-        return (
-            f"WAL {self.name}: truncated {what} of {self.bytes_truncated} bytes after {self.records} records"
-        )
+        parts = [
+            f"WAL {self.name}: skipped {s.length} corrupt bytes at offset {s.offset} "
+            "(the records there are lost; replay resumed at the next valid record)"
+            for s in self.corrupt
+            if self.problem != "corrupt" or s.offset != self.bytes_replayed
+        ]
+        if self.problem:
+            what = "a torn tail" if self.problem == "torn" else "a corrupt record and everything after it"
+            parts.append(
+                f"WAL {self.name}: truncated {what} of {self.bytes_truncated} bytes at offset "
+                f"{self.bytes_replayed} after {self.records} records"
+            )
+        if not parts:
+            return f"WAL {self.name}: replayed {self.records} records ({self.bytes_replayed} bytes), clean"
+        return "; ".join(parts)
 
 
-def parse(data: bytes) -> tuple[list[bytes], int, str]:
-    """Split a log's bytes into payloads; return (payloads, end of the last good record, problem)."""
+class WALVersionError(StorageError):
+    """A log written by a newer build (its file header names a version this build cannot read)."""
+
+
+def _record_at(data: bytes, pos: int) -> bytes | None:
+    """The payload of the valid format-2 record at `pos`, or None."""
+    if len(data) - pos < HEADER_SIZE:
+        return None
+    magic, n, crc = _HEADER.unpack_from(data, pos)
+    start = pos + HEADER_SIZE
+    if magic != RECORD_MAGIC or n > MAX_RECORD or start + n > len(data):
+        return None
+    payload = data[start : start + n]
+    return payload if zlib.crc32(payload, zlib.crc32(data[pos + 4 : pos + 8])) == crc else None
+
+
+def _next_record(data: bytes, pos: int) -> int | None:
+    """The offset of the first valid record after `pos`, or None."""
+    i = data.find(RECORD_MAGIC, pos + 1)
+    while i != -1:
+        if _record_at(data, i) is not None:
+            return i
+        i = data.find(RECORD_MAGIC, i + 1)
+    return None
+
+
+def parse(data: bytes) -> ParsedLog:
+    """Split a log's bytes into payloads, skipping corrupt stretches and finding a torn tail."""
+    if not data:
+        return ParsedLog([], 0, "")
+    if len(data) < FILE_HEADER_SIZE and FILE_HEADER.startswith(data):
+        return ParsedLog([], 0, "")  # a header never synced (no record was): an empty log
+    if data.startswith(FILE_MAGIC) and len(data) >= FILE_HEADER_SIZE:
+        _, version = _FILE_HEAD.unpack_from(data)
+        if data[:FILE_HEADER_SIZE] == FILE_HEADER or version == FORMAT_VERSION:
+            return _parse_v2(data, FILE_HEADER_SIZE)
+        if zlib.crc32(data[:12]) == int.from_bytes(data[12:16], "little"):
+            raise WALVersionError(
+                f"WAL format version {version}, written by a newer Bhandar; this build reads 1 and 2"
+            )
+        return _parse_v2(data, 0)  # a damaged header: resynchronise on the first record
+    (first,) = struct.unpack_from("<I", data) if len(data) >= 4 else (0,)
+    if first <= MAX_RECORD and not data.startswith(RECORD_MAGIC):
+        return _parse_v1(data)
+    return _parse_v2(data, 0)  # no file header and no format-1 length: the header is damaged
+
+
+def _parse_v2(data: bytes, pos: int) -> ParsedLog:
+    payloads: list[bytes] = []
+    corrupt: list[CorruptSpan] = []
+    size = len(data)
+    if pos == 0:  # the file header is damaged: what precedes the first record is the damage
+        nxt = _next_record(data, -1)
+        if nxt is None:
+            return ParsedLog([], 0, "torn", version=FORMAT_VERSION)
+        corrupt.append(CorruptSpan(0, nxt))
+        pos = nxt
+    while pos < size:
+        payload = _record_at(data, pos)
+        if payload is None:
+            nxt = _next_record(data, pos)
+            if nxt is None:
+                return ParsedLog(payloads, pos, "torn", tuple(corrupt))
+            corrupt.append(CorruptSpan(pos, nxt - pos))
+            pos = nxt
+            continue
+        payloads.append(payload)
+        pos += HEADER_SIZE + len(payload)
+    return ParsedLog(payloads, pos, "", tuple(corrupt))
+
+
+def _parse_v1(data: bytes) -> ParsedLog:
+    """Format 1: up to the first bad record (it has no magic to resynchronise on)."""
     payloads: list[bytes] = []
     pos, size = 0, len(data)
-    crc32, unpack_from = zlib.crc32, _HEADER.unpack_from
+    crc32, unpack_from = zlib.crc32, _V1_HEADER.unpack_from
     while pos < size:
-        if size - pos < HEADER_SIZE:
-            return payloads, pos, "torn"
+        if size - pos < _V1_HEADER.size:
+            return ParsedLog(payloads, pos, "torn", version=1)
         n, crc = unpack_from(data, pos)
-        start = pos + HEADER_SIZE
+        start = pos + _V1_HEADER.size
         if n > MAX_RECORD:
-            # A length this large is garbage; if it fits in the file it is corruption, else torn.
-            return payloads, pos, "corrupt"
+            return ParsedLog(payloads, pos, "corrupt", (CorruptSpan(pos, size - pos),), 1)
         if start + n > size:
-            return payloads, pos, "torn"
+            return ParsedLog(payloads, pos, "torn", version=1)
         payload = data[start : start + n]
         if crc32(payload, crc32(data[pos : pos + 4])) != crc:
-            # A complete record with a bad CRC at the very end is the typical torn write whose
-            # length landed but whose payload did not; earlier in the file it is real damage.
-            return payloads, pos, "torn" if start + n == size else "corrupt"
+            if start + n == size:  # a complete last record with a bad CRC: a torn write
+                return ParsedLog(payloads, pos, "torn", version=1)
+            return ParsedLog(payloads, pos, "corrupt", (CorruptSpan(pos, size - pos),), 1)
         payloads.append(payload)
         pos = start + n
-    return payloads, pos, ""
+    return ParsedLog(payloads, pos, "", version=1)
 
 
 def replay(disk: Disk, path: str, name: str) -> tuple[list[bytes], WALReport]:
-    """Read a log, truncate it after its last good record, and report what happened."""
+    """Read a log, truncate a torn tail (or, in format 1, everything from a bad record), and
+    report what happened. Corrupt stretches in the middle stay in the file: the engine flushes
+    the replayed records and deletes the log, so they are reported once."""
     data = disk.read(path)
-    payloads, good, problem = parse(data)
-    if good < len(data):
-        disk.truncate(path, good)
-    report = WALReport(name, len(payloads), good, len(data) - good, problem)
-    return payloads, report
+    log = parse(data)
+    if log.end < len(data):
+        disk.truncate(path, log.end)
+    truncated = len(data) - log.end if log.problem else 0  # not the bytes of a torn file header
+    report = WALReport(name, len(log.payloads), log.end, truncated, log.problem, log.corrupt, log.version)
+    return log.payloads, report
 
 
 class WALWriter:
-    """Appends records to one log file under a fsync policy."""
+    """Appends records to one log file under a fsync policy; a new (empty) file gets the header."""
 
     def __init__(self, disk: Disk, path: str, policy: FsyncPolicy = FsyncPolicy.BATCH) -> None:
         self.path = path
@@ -118,6 +242,8 @@ class WALWriter:
         self._file: AppendFile = disk.open_append(path)
         self._unsynced = 0  # records appended since the last begin_sync
         self.closed = False
+        if self._file.size == 0:
+            self._file.write(FILE_HEADER)  # synced with the first record; a torn one reads as empty
 
     def append(self, payload: bytes) -> None:
         self._file.write(frame(payload))

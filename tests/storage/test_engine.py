@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import random
+import zlib
 from dataclasses import replace
 from pathlib import Path
 
@@ -14,9 +15,11 @@ from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invar
 
 from bhandar_cli.node.disk import RealDisk
 from bhandar_cli.sim.disk import SimDisk, SimulatedCrash
+from bhandar_cli.storage import wal
 from bhandar_cli.storage.compaction import TierPolicy
 from bhandar_cli.storage.engine import EngineOptions, LSMEngine, restore_snapshot
 from bhandar_cli.storage.errors import CorruptManifestError, EngineClosedError, EngineFailedError
+from bhandar_cli.storage.records import encode_op
 
 from .conftest import SMALL, small_engine
 
@@ -136,13 +139,17 @@ def test_recovery_report_after_a_torn_tail() -> None:
     for i in range(10):
         eng.put(b"k%d" % i, b"v" * 20)
     eng.sync()
-    eng.put(b"late", b"x" * 30)  # a 47-byte record, never synced
+    eng.put(b"late", b"x" * 30)  # a 51-byte record, never synced
     kept = disk.crash(random.Random(0))  # seed 0 keeps 24 of its 47 bytes: a torn tail
     assert list(kept.values()) == [24]
     eng = small_engine(disk)
     r = eng.recovery
     assert (r.records_replayed, r.bytes_truncated) == (10, 24)
-    assert r.messages == [f"WAL {r.wal[0].name}: truncated a torn tail of 24 bytes after 10 records"]
+    end = r.wal[0].bytes_replayed
+    assert r.messages == [
+        f"WAL {r.wal[0].name}: truncated a torn tail of 24 bytes at offset {end} after 10 records"
+    ]
+    assert eng.take_corruptions() == []  # a torn tail is not corruption
     assert r.messages[0] in r.summary and r.messages[0] in eng.stats().last_recovery
     assert all(eng.get(b"k%d" % i) == b"v" * 20 for i in range(10))
     assert eng.get(b"late") is None
@@ -210,3 +217,47 @@ def test_engine_on_the_real_disk_survives_reopen(tmp_path: Path) -> None:
     again = LSMEngine(disk, str(tmp_path), opts)
     assert dict(again.scan()) == want
     assert sorted(f for f in os.listdir(tmp_path) if not f.endswith((".sst", ".log"))) == ["MANIFEST"]
+
+
+def test_a_corrupt_wal_record_costs_only_itself_is_reported_once_and_the_log_retired() -> None:
+    disk = SimDisk()
+    eng = small_engine(disk, memtable_bytes=1 << 20)
+    for i in range(500):
+        eng.put(b"k%03d" % i, b"v" * 20)
+    eng.sync()
+    [log] = [n for n in disk.listdir("/db") if n.endswith(".log")]
+    eng.close()
+    record = wal.HEADER_SIZE + len(encode_op(1, b"k000", b"v" * 20))
+    at = wal.FILE_HEADER_SIZE + 3 * record  # k003's record
+    disk.flip_bit(f"/db/{log}", bit=8 * (at + 20))
+    eng = small_engine(disk, memtable_bytes=1 << 20)
+    [c] = eng.take_corruptions()
+    assert (c.kind, c.file, c.offset, c.length) == ("wal_record", f"/db/{log}", at, record)
+    assert eng.get(b"k003") is None
+    assert all(eng.get(b"k%03d" % i) == b"v" * 20 for i in range(500) if i != 3)  # 499 of 500
+    assert not disk.exists(f"/db/{log}")  # flushed at open: the damage is not met again
+    eng.close()
+    again = small_engine(disk)
+    assert again.take_corruptions() == [] and again.get(b"k499") == b"v" * 20
+
+
+def test_a_directory_with_a_format_1_wal_still_opens() -> None:
+    disk = SimDisk()
+    small_engine(disk).close()  # a directory as an older build leaves it: MANIFEST, one log
+    [log] = [n for n in disk.listdir("/db") if n.endswith(".log")]
+    disk.remove(f"/db/{log}")
+    f = disk.open_append(f"/db/{log}")
+    for i in range(5):
+        payload = encode_op(1, b"old%d" % i, b"value %d" % i)
+        length = len(payload).to_bytes(4, "little")
+        f.write(length + zlib.crc32(payload, zlib.crc32(length)).to_bytes(4, "little") + payload)
+    f.sync()
+    f.close()
+    eng = small_engine(disk)
+    assert [eng.get(b"old%d" % i) for i in range(5)] == [b"value %d" % i for i in range(5)]
+    assert eng.recovery.wal[0].version == 1 and eng.take_corruptions() == []
+    assert not disk.exists(f"/db/{log}")  # flushed at open: no format-2 record joins a format-1 file
+    eng.put(b"new", b"x")
+    eng.close()
+    again = small_engine(disk)
+    assert again.get(b"old4") == b"value 4" and again.get(b"new") == b"x"

@@ -151,7 +151,7 @@ def test_a_compaction_whose_input_was_quarantined_meanwhile_is_discarded() -> No
     assert isinstance(job, CompactionJob) and len(job.inputs) == 3
     job.run()
     newest = eng.table_names[-1]
-    disk.flip_bit(f"/db/{newest}", bit=8 * 5)  # block 0 of the newest table
+    disk.truncate(f"/db/{newest}", 3)  # cut short: the table cannot be read any more
     assert eng.get(b"t2") is None  # the read finds the damage: quarantined
     report = job.finish()
     assert not report.installed and "quarantined" in report.reason
@@ -160,18 +160,21 @@ def test_a_compaction_whose_input_was_quarantined_meanwhile_is_discarded() -> No
     assert eng.get(b"shared") == b"from table 1" and eng.stats().jobs_discarded == 1
 
 
-def test_a_compaction_that_meets_a_corrupt_input_quarantines_it_and_installs_nothing() -> None:
+def test_a_compaction_that_meets_a_bad_block_skips_it_says_so_and_keeps_the_file_aside() -> None:
     disk = SimDisk()
     eng = _three_tables(disk)
     oldest = eng.table_names[0]
-    disk.flip_bit(f"/db/{oldest}", bit=8 * 5)
+    disk.flip_bit(f"/db/{oldest}", bit=8 * 5)  # its only block: t0 and shared from table 0
     job = eng.background_job()
     assert isinstance(job, CompactionJob)
     job.run()
     report = job.finish()
-    assert not report.installed and report.reason.startswith("an input was corrupt: block 0")
-    assert oldest not in eng.table_names and not disk.exists(job.output.path)
+    assert report.installed and report.compaction is not None
+    [c] = eng.take_corruptions()
+    assert (c.kind, c.file, c.offset) == ("sstable_block", f"/db/{oldest}", 0)
+    assert oldest not in eng.table_names and disk.exists(f"/db/quarantine/{oldest}")
     assert eng.get(b"t1") == b"only in table 1" and eng.get(b"t0") is None
+    assert eng.get(b"shared") == b"from table 2"
 
 
 def test_a_compaction_whose_inputs_were_compacted_inline_is_discarded() -> None:

@@ -1,13 +1,16 @@
-"""SSTable round trip, and corruption: a flipped bit anywhere is caught and never served."""
+"""SSTable round trip, and corruption: a flipped bit anywhere is caught, never served, and costs
+only the records of the block it hit."""
 
 from __future__ import annotations
 
+import bisect
 import random
 
 import pytest
 
 from bhandar_cli.sim.disk import SimDisk
 from bhandar_cli.storage.bloom import bloom_hash
+from bhandar_cli.storage.damage import Corruption, DamageLog, KeyInterval
 from bhandar_cli.storage.errors import CorruptTableError
 from bhandar_cli.storage.records import DELETE, VALUE
 from bhandar_cli.storage.sstable import FOOTER_SIZE, BlockCache, Table, TableWriter
@@ -47,37 +50,76 @@ def test_round_trip_get_and_ranges() -> None:
     assert list(table.entries(None, records[0][0])) == []
 
 
-def test_every_bit_of_the_footer_and_random_bits_elsewhere_are_detected() -> None:
+def _opened(disk: SimDisk, path: str) -> tuple[Table, list[Corruption]]:
+    log = DamageLog()
+    table = Table(disk, path, BlockCache(0), verify=True, damage_log=log)
+    return table, log.take()
+
+
+def _block_of(table: Table, key: bytes) -> int:
+    return bisect.bisect_left(table._last_keys, key)
+
+
+def test_a_bad_data_block_loses_only_its_own_records_and_says_where() -> None:
     disk = SimDisk()
-    path = _table(disk, _records(300))
+    records = _records(300)
+    path = _table(disk, records)
+    clean = Table(disk, path)
+    bad = 2
+    offset, length = clean._offsets[bad], clean._lengths[bad]
+    disk.flip_bit(path, bit=8 * (offset + length // 2))
+    table, [c] = _opened(disk, path)
+    assert (c.kind, c.file, c.offset, c.length) == ("sstable_block", path, offset, length)
+    assert c.lost == KeyInterval(clean._last_keys[bad - 1], clean._last_keys[bad])
+    assert f"{path} at offset {offset}" in c.message
+    lost = [r for r in records if _block_of(clean, r[0]) == bad]
+    kept = [r for r in records if _block_of(clean, r[0]) != bad]
+    assert lost and all(c.lost.overlaps(k, k + b"\0") for k, _, _ in lost)
+    assert list(table.entries()) == kept  # scans skip the block
+    for key, kind, value in records:
+        assert table.get(key) == (None if (key, kind, value) in lost else (kind, value))
+
+
+@pytest.mark.parametrize("part", ["index", "bloom", "footer"])
+def test_damage_to_the_index_bloom_or_footer_is_rebuilt_from_the_data(part: str) -> None:
+    disk = SimDisk()
+    records = _records(300)
+    path = _table(disk, records)
     size = disk.size(path)
-    rng = random.Random(7)
-    bits = list(range((size - FOOTER_SIZE) * 8, size * 8)) + [rng.randrange(size * 8) for _ in range(400)]
-    for bit in bits:
-        disk.flip_bit(path, bit)
-        with pytest.raises(CorruptTableError) as info:
-            Table(disk, path, verify=True)
-        assert info.value.path == path
-        assert str(info.value).startswith(f"corrupt SSTable {path}: ")
-        disk.flip_bit(path, bit)  # flip it back
-    Table(disk, path, verify=True)  # and the intact file opens
+    clean = Table(disk, path)
+    index_off = clean._offsets[-1] + clean._lengths[-1]
+    at = {"index": index_off + 3, "bloom": size - FOOTER_SIZE - 5, "footer": size - FOOTER_SIZE + 9}[part]
+    disk.flip_bit(path, bit=8 * at + 1)
+    table, [c] = _opened(disk, path)
+    assert c.kind == f"sstable_{part}" and c.file == path and c.offset <= at < c.offset + c.length
+    assert c.lost is None and "no record lost" in c.message
+    assert list(table.entries()) == records
+    assert all(table.get(k) == (kind, v) for k, kind, v in records)
 
 
 def test_damage_after_open_is_caught_when_the_block_is_read() -> None:
     disk = SimDisk()
     records = _records(300)
     path = _table(disk, records)
-    table = Table(disk, path, BlockCache(0), verify=True)
+    log = DamageLog()
+    table = Table(disk, path, BlockCache(0), verify=True, damage_log=log)
     disk.flip_bit(path, bit=8 * 20)  # inside block 0
-    with pytest.raises(CorruptTableError, match="block 0 checksum mismatch"):
-        table.get(records[0][0])
+    assert table.get(records[0][0]) is None
+    [c] = log.take()
+    assert c.kind == "sstable_block" and c.offset == 0 and "block 0 checksum mismatch" in c.what
+    table.get(records[0][0])
+    assert log.take() == [] and log.counts["sstable_block"] == 1  # reported once
 
 
-def test_a_torn_table_is_not_a_table() -> None:
+def test_a_torn_table_keeps_its_blocks() -> None:
     disk = SimDisk()
-    path = _table(disk, _records(100))
+    records = _records(100)
+    path = _table(disk, records)
     disk.truncate(path, disk.size(path) - 10)
-    with pytest.raises(CorruptTableError, match=r"bad magic number|footer"):
+    table, [c] = _opened(disk, path)
+    assert c.kind == "sstable_footer" and list(table.entries()) == records
+    disk.truncate(path, FOOTER_SIZE + 6)  # not even one block is left
+    with pytest.raises(CorruptTableError, match="no data block"):
         Table(disk, path)
 
 
@@ -94,32 +136,31 @@ def _two_generations(disk: SimDisk) -> str | None:
     return newer
 
 
-def test_engine_quarantines_a_corrupt_table_at_open_and_serves_the_rest() -> None:
+def test_engine_loses_only_the_bad_block_reports_it_and_rewrites_the_table() -> None:
     disk = SimDisk()
     newer = _two_generations(disk)
-    disk.flip_bit(f"/db/{newer}", rng=random.Random(1))
+    disk.flip_bit(f"/db/{newer}", bit=8 * 5)  # block 0 of the newer table: both its keys
     eng = small_engine(disk)
-    # Never served: the damaged newer table is gone, the older one still answers.
-    assert eng.get(b"k") == b"old"
-    assert eng.get(b"only-new") is None
-    assert eng.get(b"only-old") == b"x"
-    assert eng.table_names == [n for n in eng.table_names if n != newer]
-    [q] = eng.recovery.quarantined
-    assert q.table == newer and q.moved_to == f"/db/quarantine/{newer}"
-    assert disk.exists(q.moved_to) and not disk.exists(f"/db/{newer}")
-    assert any(m.startswith(f"SSTable {newer} quarantined: ") for m in eng.recovery.messages)
-    assert eng.stats().quarantined[0].startswith(f"{newer}: ")
+    [c] = eng.take_corruptions()
+    assert (c.kind, c.file, c.offset) == ("sstable_block", f"/db/{newer}", 0)
+    assert eng.get(b"k") == b"old" and eng.get(b"only-new") is None and eng.get(b"only-old") == b"x"
+    assert eng.stats().corruptions == {"sstable_block": 1}
+    assert eng.needs_compaction
+    eng.compact()  # the damaged table alone, rewritten; the file goes to quarantine/
+    assert newer not in eng.table_names and disk.exists(f"/db/quarantine/{newer}")
     eng.close()
-    assert small_engine(disk).get(b"k") == b"old"  # the MANIFEST no longer lists it
+    again = small_engine(disk)
+    assert again.take_corruptions() == [] and again.get(b"only-old") == b"x"
 
 
-def test_engine_quarantines_a_table_damaged_while_open() -> None:
+def test_engine_quarantines_a_table_cut_short_while_open() -> None:
     disk = SimDisk()
     newer = _two_generations(disk)
     eng = small_engine(disk, block_cache_bytes=0)
-    disk.flip_bit(f"/db/{newer}", bit=8 * 5)  # block 0 of the newer table
+    disk.truncate(f"/db/{newer}", 3)
     assert eng.get(b"k") == b"old"
     assert [q.split(":")[0] for q in eng.stats().quarantined] == [newer]
-    assert "block 0 checksum mismatch" in eng.stats().quarantined[0]
+    [c] = eng.take_corruptions()
+    assert c.kind == "sstable" and c.file == f"/db/{newer}" and c.lost == KeyInterval()
     eng.put(b"k", b"newest")
     assert eng.get(b"k") == b"newest"
