@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from bhandar_cli.core.antientropy import AntiEntropy
-from bhandar_cli.core.config import LEVELS, KeyspaceDef, NodeConfig, one_of, required
+from bhandar_cli.core.config import LEVELS, KeyspaceDef, NodeConfig, one_of
 from bhandar_cli.core.errors import BadInput, BhandarError, TooLarge, Unavailable
 from bhandar_cli.core.keyspaces import Keyspaces
 from bhandar_cli.core.messages import (
@@ -32,7 +32,7 @@ from bhandar_cli.core.messages import (
 from bhandar_cli.core.metrics import NodeMetrics
 from bhandar_cli.core.ops import ForwardOp, answer
 from bhandar_cli.core.optable import OpTable
-from bhandar_cli.core.quorum import Plan, plan_replicas, unavailable
+from bhandar_cli.core.quorum import Plan, plan_replicas, unavailable, write_quorum
 from bhandar_cli.core.reads import ReadCoordinator
 from bhandar_cli.core.ring import key_token
 from bhandar_cli.core.ringview import RingView
@@ -90,9 +90,10 @@ class Coordinator:
             plan = self._plan(ks, req.key, now)
             if isinstance(req, GetRequest):
                 return out + self.reads.get(now, req, origin, ks, plan)
-            needed = required(req.consistency, ks.n) + len(plan.pending)
+            needed = write_quorum(plan, req.consistency, ks.n)
             if len(plan.targets) + len(plan.pending) < needed:
-                return [*out, answer(req.rid, origin, unavailable(self.node_id, ks, plan, req.consistency))]
+                failure = unavailable(self.node_id, ks, plan, req.consistency, write=True)
+                return [*out, answer(req.rid, origin, failure)]
             # A fallback coordinates only when no home replica is up: each write it coordinates
             # mints a new actor, and contexts bloated with them get pruned, which can bring
             # superseded siblings back. Found by `bhandar chaos --seed 2138 --ops 5000 --faults all`.

@@ -14,7 +14,13 @@ replicas too. After the same delay it streams every record it holds (its hinted 
 to the replicas the future ring gives each key, waits for every batch to be acknowledged and for
 its hint queue to be empty (handoff delivers or redirects hints while the node is leaving), then
 announces `left`. Streaming to every future replica, not only the new one, costs a little more
-traffic and means no acknowledged write depends on a replica that happened to miss it.
+traffic and means no acknowledged write depends on a replica that happened to miss it. A target
+that starts leaving (or has left) meanwhile refuses nothing but would leave with the records: what
+it has not acknowledged is re-planned to the ring as it is now. A decommission never waits forever:
+when neither a stream nor the hint queue has moved for `leave_stall` seconds (a target down all
+that time, no replica up to take a hint), it stops, the node announces `normal` again, and the
+request fails saying what it waited for (found by `bhandar chaos --seed 999482 --ops 8000`, where
+the leaving node streamed to one that had left and waited for it forever).
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from bhandar_cli.core.errors import BadInput, Refused
 from bhandar_cli.core.hints import HintQueue
 from bhandar_cli.core.keyspaces import Keyspaces
 from bhandar_cli.core.membership import MemberState
-from bhandar_cli.core.messages import Effect, MoveResult, Note, Send
+from bhandar_cli.core.messages import Effect, Failure, MoveResult, Note, Send
 from bhandar_cli.core.ops import answer
 from bhandar_cli.core.optable import IdSource
 from bhandar_cli.core.records import Record, merge_records
@@ -95,6 +101,10 @@ class Movement:
     started: bool = False
     inbound: dict[str, InStream] = field(default_factory=dict)
     finished_at: float | None = None
+    outbound: set[tuple[str, int]] = field(default_factory=set)  # a leave's own streams
+    progress_at: float = 0.0  # a leave's last progress: a batch acknowledged, a hint gone
+    hints_left: int = 0
+    stopped: str = ""  # why a leave stopped before the node left
 
 
 class Streaming:
@@ -201,11 +211,19 @@ class Streaming:
             if hinted is not None and known is not None:
                 for node in future.preference_list(key_token(keyspace, key), known.n):
                     per_target.setdefault(node, []).append((known, key, hinted))
+        assert self.movement is not None
+        self.movement.progress_at, self.movement.hints_left = now, self.hints.pending()
+        return self._stream_out(now, per_target)
+
+    def _stream_out(self, now: float, per_target: dict[str, list[Item]]) -> list[Effect]:
+        """Start one stream of this node's leave per target."""
+        assert self.movement is not None
         out: list[Effect] = []
         for target, items in sorted(per_target.items()):
             session = self.ids.take()
             stream = OutStream(target, session, items, last_ack=now)
             self._outgoing[(target, session)] = stream
+            self.movement.outbound.add((target, session))
             out.extend(self._send_next(now, stream))
         return out
 
@@ -221,21 +239,73 @@ class Streaming:
         ]
 
     def _check_leave(self, now: float, mv: Movement) -> list[Effect]:
-        mine = [s for s in self._outgoing.values() if s.session and not s.done]
+        out = self._replan_departed(now, mv)
+        mine = [self._outgoing[k] for k in mv.outbound if not self._outgoing[k].done]
+        hints = self.hints.pending()
+        if hints < mv.hints_left:
+            mv.progress_at = now
+        mv.hints_left = hints
         # Hints stored here after the streams began would leave with the node: wait until handoff
         # has given each to a replica (it redirects them while this node is leaving). Found by
         # `bhandar chaos --seed 18 --ops 3000 --faults all`.
-        if mine or self.hints.pending():
-            return []
+        if mine or hints:
+            if now - mv.progress_at > self.config.leave_stall:
+                out.extend(self._stop_leave(now, mv, mine, hints))
+            return out
         mv.finished_at = now
         self.ring_view.set_status("left")
-        sent = sum(len(s.items) for s in self._outgoing.values())
+        sent = sum(len(self._outgoing[k].items) for k in mv.outbound)
         self.store.put_meta("status", "left")
-        out: list[Effect] = [
+        out.append(
             Note(f"{self.node_id} left: {sent} records streamed out", {"node": self.node_id, "keys": sent})
-        ]
+        )
         if mv.rid:
             out.append(answer(mv.rid, mv.origin, MoveResult(self.node_id, "leave", sent), durable=True))
+        return out
+
+    def _replan_departed(self, now: float, mv: Movement) -> list[Effect]:
+        """Send what a target that is leaving (or left) has not acknowledged to the replicas the
+        ring gives those records now."""
+        view = self.ring_view
+        departed = [
+            self._outgoing[k]
+            for k in sorted(mv.outbound)
+            if not self._outgoing[k].done and view.status_of(k[0]) in ("leaving", "left")
+        ]
+        if not departed:
+            return []
+        future = view.future_ring()
+        per_target: dict[str, list[Item]] = {}
+        for stream in departed:
+            stream.done = True  # abandoned: its target will not keep the records
+            for ks, key, record in stream.items[stream.sent :]:
+                for target in future.preference_list(key_token(ks.name, key), ks.n):
+                    per_target.setdefault(target, []).append((ks, key, record))
+        names = ", ".join(s.peer for s in departed)
+        mv.progress_at = now
+        return [
+            Note(f"{self.node_id} re-plans its streams to {names} (leaving the ring) to the current owners"),
+            *self._stream_out(now, per_target),
+        ]
+
+    def _stop_leave(self, now: float, mv: Movement, stalled: list[OutStream], hints: int) -> list[Effect]:
+        """The decommission made no progress for `leave_stall` seconds: stop it, normal again."""
+        waits = [f"a stream to {s.peer} ({s.sent} of {len(s.items)} records acknowledged)" for s in stalled]
+        if hints:
+            waits.append(f"{hints} hint(s) that no replica up could take")
+        reason = (
+            f"decommission of {self.node_id} stopped: no progress for {self.config.leave_stall:g} s "
+            f"waiting for {'; '.join(waits)}. {self.node_id} is normal again and keeps its data; "
+            "decommission it again once those nodes are up"
+        )
+        for key in mv.outbound:
+            self._outgoing[key].done = True
+        mv.finished_at, mv.stopped = now, reason
+        self.ring_view.set_status("normal")
+        self.store.put_meta("status", "normal")
+        out: list[Effect] = [Note(reason, {"node": self.node_id, "stopped": True})]
+        if mv.rid:
+            out.append(answer(mv.rid, mv.origin, Failure("unavailable", reason, coordinator=self.node_id)))
         return out
 
     # --- sending -------------------------------------------------------------------------------
@@ -269,6 +339,8 @@ class Streaming:
             return []
         stream.acked = True
         stream.sent = min(len(stream.items), stream.sent + self.config.stream_batch)
+        if self.movement is not None and (src, msg.session) in self.movement.outbound:
+            self.movement.progress_at = now
         if stream.sent >= len(stream.items):
             stream.done = True
             return []
@@ -277,16 +349,14 @@ class Streaming:
     def _resend_stalled(self, now: float) -> list[Effect]:
         out: list[Effect] = []
         for stream in self._outgoing.values():
+            stalled = not stream.done and not stream.acked
             if (
-                not stream.done
-                and not stream.acked
+                stalled
                 and now - stream.last_ack > self.config.request_timeout * 2
+                and (self.ring_view.is_up(stream.peer, now))
             ):
-                if self.ring_view.is_up(stream.peer, now):
-                    stream.seq -= 1  # the same batch again
-                    out.extend(self._send_next(now, stream))
-                elif self.movement is not None and self.movement.kind == "leave":
-                    stream.last_ack = now  # keep trying while the peer is down
+                stream.seq -= 1  # the same batch again
+                out.extend(self._send_next(now, stream))
         return out
 
     # --- receiving -----------------------------------------------------------------------------
@@ -324,6 +394,7 @@ class Streaming:
         return {
             "movement": None if mv is None else mv.kind,
             "finished": mv is not None and mv.finished_at is not None,
+            "stopped": "" if mv is None else mv.stopped,
             "inbound": inbound,
             "outbound": outbound,
         }
