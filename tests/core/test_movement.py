@@ -186,3 +186,17 @@ def test_a_node_that_heard_of_a_join_late_hands_over_the_write_it_took() -> None
     result = c.call("D", GetRequest(c.new_rid(), "strict", key, "ALL"))
     assert isinstance(result, GetResult) and isinstance(result.record, Versioned), result
     assert [s.value for s in result.record.siblings] == [b'"late"']
+
+
+def test_a_joining_node_that_has_found_nobody_waits_instead_of_joining_alone() -> None:
+    """Found by `bhandar chaos --seed 999482 --ops 8000`: a node joined while its seeds had all
+    been decommissioned; it bootstrapped from nobody and became a cluster of its own."""
+    c = SimCluster(seed=5, nodes=3, zones=1, addressing=True)
+    c.run_for(1.0)
+    c.model.partition([["D"]], [*c.hosts, "D"])  # D reaches none of its seeds
+    c.add_node("D", "z1")
+    c.run_for(5 * c.config.join_delay)
+    assert c.status_of("D") == "joining"
+    c.net.heal()
+    wait_until(c, lambda: all(c.status_of("D", n) == "normal" for n in "ABCD"))
+    assert set(node(c, "D").ring.nodes) == {"A", "B", "C", "D"}
