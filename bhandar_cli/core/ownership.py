@@ -13,6 +13,12 @@ that only what changed goes again. It keeps its copy: a counter's actor must nev
 entry (crdt.py), and a key that comes back to it (a decommission stopped) is still whole.
 A node walks only while it is normal: a joining one is gaining ranges and a leaving one streams
 everything away (streaming.py).
+
+Once every replica it was sent to has acknowledged a record, the node notes its digest in the
+store's metadata and never sends that record again, after a restart or a later ring change alike:
+the kept copy only ages, and sent again once the replicas have deleted the key and reaped the
+tombstone (reaping.py asks only the replicas), it would bring the deleted value back. Only a record
+that changed since (a late write merged into it) goes again.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ class Handed:
 
     digest: bytes
     acked: set[str] = field(default_factory=set)
+    targets: set[str] = field(default_factory=set)  # the replicas it goes to, as of the last walk
 
 
 class OwnershipHandoff:
@@ -83,21 +90,25 @@ class OwnershipHandoff:
         out: list[Effect] = []
         foreign: set[tuple[str, str]] = set()
         for ks in self.keyspaces.all():
-            for key, record in self.store.items(ks.name):
+            for key in self.store.keys(ks.name):  # no record decoded for the keys this node owns
                 token = key_token(ks.name, key)
                 owners = current.preference_list(token, ks.n)
                 pending = future.preference_list(token, ks.n)
                 if self.node_id in owners or self.node_id in pending:
                     continue
-                foreign.add((ks.name, key))
+                record = self.store.get(ks.name, key)
+                if record is None:
+                    continue
                 d = digest(record)
+                if self.store.get_meta(_handed_name(ks.name, key)) == d:
+                    continue  # its replicas have it: see the module docstring
+                foreign.add((ks.name, key))
                 handed = self._handed.get((ks.name, key))
                 if handed is None or handed.digest != d:
                     handed = self._handed[(ks.name, key)] = Handed(d)
-                for target in dict.fromkeys(owners + pending):
-                    if target in handed.acked or not view.is_up(target, now):
-                        continue
-                    if view.status_of(target) in ("leaving", "left"):
+                handed.targets = {t for t in owners + pending if view.status_of(t) not in ("leaving", "left")}
+                for target in sorted(handed.targets - handed.acked):
+                    if not view.is_up(target, now):
                         continue
                     if self._in_flight >= IN_FLIGHT:
                         self._next_walk = now  # more to hand over: walk again at the next tick
@@ -107,7 +118,7 @@ class OwnershipHandoff:
                     )
                     self._in_flight += 1
                     out.append(Send(target, ReplicaWrite(op_id, ks, key, record, None, "handoff")))
-        # Keys this node replicates again, or holds no more, need no memory.
+        # Keys this node replicates again, holds no more, or has handed over need no memory.
         for gone in [k for k in self._handed if k not in foreign]:
             del self._handed[gone]
         return out
@@ -119,9 +130,17 @@ class OwnershipHandoff:
         if msg.ok and handed is not None and handed.digest == op.digest:
             handed.acked.add(src)
             self.handed_over += 1
+            if handed.targets <= handed.acked:
+                self.store.put_meta(_handed_name(op.keyspace, op.key), handed.digest)
+                del self._handed[(op.keyspace, op.key)]
         return []
 
     def expire(self, op: OwnershipOp) -> list[Effect]:
         """No acknowledgement in time: the next walk sends it again."""
         self._in_flight = max(0, self._in_flight - 1)
         return []
+
+
+def _handed_name(keyspace: str, key: str) -> str:
+    """The metadata entry holding the digest of the record of `key` its replicas acknowledged."""
+    return f"handed:{keyspace}/{key}"
