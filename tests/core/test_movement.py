@@ -9,11 +9,14 @@ replaying a chaos seed, so it keeps failing without its fix whatever else change
 from __future__ import annotations
 
 from bhandar_cli.core.config import KeyspaceDef, NodeConfig
+from bhandar_cli.core.crdt import EMPTY_COUNTER, PNCounter
 from bhandar_cli.core.messages import (
     DecommissionRequest,
     Failure,
     GetRequest,
     GetResult,
+    IncrRequest,
+    IncrResult,
     KeyspaceRequest,
     MoveResult,
     PutRequest,
@@ -200,3 +203,36 @@ def test_a_joining_node_that_has_found_nobody_waits_instead_of_joining_alone() -
     c.net.heal()
     wait_until(c, lambda: all(c.status_of("D", n) == "normal" for n in "ABCD"))
     assert set(node(c, "D").ring.nodes) == {"A", "B", "C", "D"}
+
+
+def test_a_counter_keeps_the_increments_a_dropped_replica_took_late() -> None:
+    """Increments as the dropped replica's own actor, taken after the join: they count once the
+    replica hands the counter over, added to those of every other actor."""
+    counters = KeyspaceDef("counters", policy="counter")
+    c = SimCluster(seed=5, nodes=3, zones=1)
+    assert not isinstance(c.call("A", KeyspaceRequest(c.new_rid(), counters)), Failure)
+    c.run_for(1.0)
+    future = with_joiner(c, "D")
+    key = next(
+        k
+        for k in (f"k{i}" for i in range(10_000))
+        if "D" in future.preference_list(key_token("counters", k), 3)
+    )
+    dropped = next(n for n in "ABC" if n not in future.preference_list(key_token("counters", key), 3))
+    first = c.call("A", IncrRequest(c.new_rid(), "counters", key, 5, "r1", "ALL"))
+    assert isinstance(first, IncrResult), first
+    c.add_node("D", "z1")
+    wait_until(c, lambda: all(c.status_of("D", n) == "normal" for n in "ABCD"))
+    late = EMPTY_COUNTER.increment("X", 7, "r2")  # an actor only the dropped replica heard from
+    sender = next(n for n in "ABC" if n != dropped)
+    c.net.send(sender, dropped, ReplicaWrite(999_999, counters, key, late))
+
+    def total() -> int | None:
+        result = c.call("D", GetRequest(c.new_rid(), "counters", key, "ALL"))
+        return (
+            result.record.value
+            if isinstance(result, GetResult) and isinstance(result.record, PNCounter)
+            else None
+        )
+
+    wait_until(c, lambda: total() == 12, limit=30.0)
