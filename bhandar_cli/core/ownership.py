@@ -9,16 +9,15 @@ a join: `bhandar chaos --seed 918996 --ops 8000 --faults all`). As Riak's owners
 the node walks its store after every change of the ring, and every `WALK_EVERY` seconds for what
 stale views sent it since, and sends each such record to every replica of its key (those of the
 future ring too, while a range moves), each acknowledgement remembered with the record's digest so
-that only what changed goes again. It keeps its copy: a counter's actor must never forget its own
-entry (crdt.py), and a key that comes back to it (a decommission stopped) is still whole.
-A node walks only while it is normal: a joining one is gaining ranges and a leaving one streams
-everything away (streaming.py).
+that only what changed goes again.
 
-Once every replica it was sent to has acknowledged a record, the node notes its digest in the
-store's metadata and never sends that record again, after a restart or a later ring change alike:
-the kept copy only ages, and sent again once the replicas have deleted the key and reaped the
-tombstone (reaping.py asks only the replicas), it would bring the deleted value back. Only a record
-that changed since (a late write merged into it) goes again.
+Once every replica it was sent to has acknowledged a record, the node drops its copy, as Riak
+does: kept, the copy only ages, and once the replicas have deleted the key and reaped the tombstone
+(reaping.py asks only the replicas) it would bring the deleted value back, sent again after a
+restart or served again when the range moves back to this node. The node's dots stay remembered
+without the record (writes.py notes each it mints). A counter is kept, as its actor must never
+forget its own entry (crdt.py), and a counter cannot be deleted; the digest of what its replicas
+acknowledged goes to the store's metadata so that it is not sent again after a restart.
 """
 
 from __future__ import annotations
@@ -31,6 +30,7 @@ from bhandar_cli.core.messages import Effect, ReplicaAck, ReplicaWrite, Send
 from bhandar_cli.core.ops import OwnershipOp
 from bhandar_cli.core.optable import OpTable
 from bhandar_cli.core.record_digest import digest
+from bhandar_cli.core.records import Versioned
 from bhandar_cli.core.ring import Ring, key_token
 from bhandar_cli.core.ringview import RingView
 from bhandar_cli.core.store import Store
@@ -101,7 +101,7 @@ class OwnershipHandoff:
                     continue
                 d = digest(record)
                 if self.store.get_meta(_handed_name(ks.name, key)) == d:
-                    continue  # its replicas have it: see the module docstring
+                    continue  # a counter its replicas have: see the module docstring
                 foreign.add((ks.name, key))
                 handed = self._handed.get((ks.name, key))
                 if handed is None or handed.digest != d:
@@ -131,9 +131,19 @@ class OwnershipHandoff:
             handed.acked.add(src)
             self.handed_over += 1
             if handed.targets <= handed.acked:
-                self.store.put_meta(_handed_name(op.keyspace, op.key), handed.digest)
-                del self._handed[(op.keyspace, op.key)]
+                self._handed_over(op.keyspace, op.key, handed.digest)
         return []
+
+    def _handed_over(self, keyspace: str, key: str, handed: bytes) -> None:
+        """Every replica holds the record: drop it (a counter: note it), unless it changed since."""
+        del self._handed[(keyspace, key)]
+        record = self.store.get(keyspace, key)
+        if record is None or digest(record) != handed:
+            return  # a late write merged into it since: the next walk hands the new record over
+        if isinstance(record, Versioned):
+            self.store.remove(keyspace, key)
+        else:
+            self.store.put_meta(_handed_name(keyspace, key), handed)
 
     def expire(self, op: OwnershipOp) -> list[Effect]:
         """No acknowledgement in time: the next walk sends it again."""
@@ -142,5 +152,5 @@ class OwnershipHandoff:
 
 
 def _handed_name(keyspace: str, key: str) -> str:
-    """The metadata entry holding the digest of the record of `key` its replicas acknowledged."""
+    """The metadata entry holding the digest of the counter of `key` its replicas acknowledged."""
     return f"handed:{keyspace}/{key}"
