@@ -102,6 +102,9 @@ class NodeConfig:
     tombstone_grace: float = 900.0
     # Range movement (join, decommission).
     join_delay: float = 2.0
+    # A decommission that makes no progress this long (a stream target down, no replica up to take
+    # its hints) stops: the node is normal again and the request fails, saying why.
+    leave_stall: float = 60.0
     stream_batch: int = 100
     hint_delivery_interval: float = 0.5
     hint_batch: int = 64

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from bhandar_cli.core.antientropy import AntiEntropy
-from bhandar_cli.core.config import LEVELS, KeyspaceDef, NodeConfig, one_of, required
+from bhandar_cli.core.config import LEVELS, KeyspaceDef, NodeConfig, one_of
 from bhandar_cli.core.errors import BadInput, BhandarError, Unavailable
 from bhandar_cli.core.keyspaces import Keyspaces
 from bhandar_cli.core.limits import (
@@ -43,7 +43,7 @@ from bhandar_cli.core.messages import (
 from bhandar_cli.core.metrics import NodeMetrics
 from bhandar_cli.core.ops import ForwardOp, Trace, answer
 from bhandar_cli.core.optable import OpTable
-from bhandar_cli.core.quorum import Plan, plan_replicas, unavailable
+from bhandar_cli.core.quorum import Plan, plan_replicas, unavailable, write_quorum
 from bhandar_cli.core.reads import ReadCoordinator
 from bhandar_cli.core.ring import key_token
 from bhandar_cli.core.ringview import RingView
@@ -102,9 +102,10 @@ class Coordinator:
             plan = self._plan(ks, req.key, now)
             if isinstance(req, GetRequest):
                 return self.reads.get(now, req, origin, ks, plan)
-            needed = required(req.consistency, ks.n) + len(plan.pending)
+            needed = write_quorum(plan, req.consistency, ks.n)
             if len(plan.targets) + len(plan.pending) < needed:
-                return [answer(req.rid, origin, unavailable(self.node_id, ks, plan, req.consistency))]
+                failure = unavailable(self.node_id, ks, plan, req.consistency, write=True)
+                return [answer(req.rid, origin, failure)]
             avoid = req.avoid if isinstance(req, PutRequest) else ()
             return self._route(now, req, origin, ks, plan, needed, avoid, None)
         except BhandarError as exc:
@@ -155,7 +156,7 @@ class Coordinator:
             plan = self._plan(ks, req.key, now)
         except BhandarError as exc:
             return self._fail(op, f"forwarded to {op.target}, which did not answer in time; {exc}")
-        needed = required(req.consistency, ks.n) + len(plan.pending)
+        needed = write_quorum(plan, req.consistency, ks.n)
         reachable = [t for t in plan.targets if t not in op.tried]
         if len(reachable) + len(plan.pending) < needed:
             return self._fail(

@@ -1,10 +1,12 @@
 """Hinted handoff delivery: a fallback sends its hints home when the target is seen up again.
 
 Some hints must not wait for their target: expired ones (the target has been away longer than
-`hint_max_age`), those for a target that left the ring, and all of them when this node is leaving
-the ring itself. Each goes instead to a home replica of its key that is up (and stays here if this
-node has become one); anti-entropy carries it to the target later. Under a sloppy quorum a hint
-may be the only copy of an acknowledged write, so a hint is removed only once a replica holds it.
+`hint_max_age`), those for a target that is leaving or left the ring (a leaving node refuses
+handoffs, and a departed one never comes back), and all of them when this node is leaving the ring
+itself. Each goes instead to a replica of its key that is up: one of the current ring, or of the
+future ring when this node or the target is leaving (and stays here if this node has become one);
+anti-entropy carries it to the other replicas later. Under a sloppy quorum a hint may be the only
+copy of an acknowledged write, so a hint is removed only once a replica holds it.
 """
 
 from __future__ import annotations
@@ -65,7 +67,7 @@ class HintedHandoff:
         for target in self.hints.targets():
             if self._in_flight.get(target):
                 continue
-            if self.ring_view.is_up(target, now):
+            if self.ring_view.is_up(target, now) and not self._departing(target):
                 batch: list[Delivery] = [
                     (target, h) for h in self.hints.batch(target, self.config.hint_batch)
                 ]
@@ -79,16 +81,24 @@ class HintedHandoff:
                 out.append(Send(destination, ReplicaWrite(op_id, ks, key, record, None, "handoff")))
         return out
 
+    def _departing(self, target: str) -> bool:
+        """Is `target` leaving or gone? A leaving node refuses handoffs, so its hints waited (and
+        were refused) for as long as its decommission ran; for good when that never ended."""
+        return self.ring_view.status_of(target) in ("leaving", "left")
+
     def _redirected(self, now: float, target: str) -> list[Delivery]:
-        """Hints for `target` (down) that must not wait for it, each with a home replica to take it."""
+        """Hints for `target` (down, or leaving the ring) that must not wait for it, each with a
+        replica of its key to take it."""
         view = self.ring_view
         leaving = view.status in ("leaving", "left")
-        gone = view.status_of(target) == "left"
+        departing = self._departing(target)
         limit = self.config.hint_batch
-        hints = self.hints.batch(target, limit) if leaving or gone else self.hints.overdue(target, now, limit)
+        must_go = leaving or departing
+        hints = self.hints.batch(target, limit) if must_go else self.hints.overdue(target, now, limit)
         if not hints:
             return []
-        ring = view.future_ring() if leaving else view.ring
+        # The ring the key will have: a leaving target is still in the current one.
+        ring = view.future_ring() if leaving or view.status_of(target) == "leaving" else view.ring
         out: list[Delivery] = []
         for keyspace, key, record in hints:
             ks = self.keyspaces.get(keyspace) or KeyspaceDef(keyspace)
@@ -100,7 +110,11 @@ class HintedHandoff:
                 if self.hints.remove(target, keyspace, key, delivered=record):
                     self.metrics.hints_delivered += 1
                 continue
-            up = [node for node in home if node != target and view.is_up(node, now)]
+            up = [
+                node
+                for node in home
+                if node != target and view.is_up(node, now) and not self._departing(node)
+            ]
             if up:
                 out.append((up[0], (keyspace, key, record)))
         return out

@@ -16,9 +16,10 @@ with older versions (read repair).
 
 The node only wires its roles together, each an object handed its collaborators: the coordinator
 (coordinator.py, with reads.py and writes.py), the replica (replica.py), hinted handoff
-(handoff.py), anti-entropy (antientropy.py, reaping.py), streaming (streaming.py) and the
-membership it routes by (ringview.py, node_membership.py). The state several of them share is
-its own object: the op table (optable.py), keyspace definitions (keyspaces.py), metrics.
+(handoff.py), ownership handoff (ownership.py), anti-entropy (antientropy.py, reaping.py),
+streaming (streaming.py) and the membership it routes by (ringview.py, node_membership.py). The
+state several of them share is its own object: the op table (optable.py), keyspace definitions
+(keyspaces.py), metrics.
 """
 
 from __future__ import annotations
@@ -56,8 +57,9 @@ from bhandar_cli.core.messages import (
 )
 from bhandar_cli.core.metrics import NodeMetrics
 from bhandar_cli.core.node_membership import MembershipSaver, boot_gossip
-from bhandar_cli.core.ops import ForwardOp, HandoffOp, IncrOp, Op, PutOp, ReadOp
+from bhandar_cli.core.ops import ForwardOp, HandoffOp, IncrOp, Op, OwnershipOp, PutOp, ReadOp
 from bhandar_cli.core.optable import IdSource, OpTable
+from bhandar_cli.core.ownership import OwnershipHandoff
 from bhandar_cli.core.reads import ReadCoordinator
 from bhandar_cli.core.reaping import TombstoneReaper
 from bhandar_cli.core.records import Record
@@ -145,6 +147,7 @@ class Node:
         )
         streaming = Streaming(node_id, config, store, keyspaces, hints, view, ids, now)
         handoff = HintedHandoff(node_id, config, hints, store, keyspaces, view, ops, metrics, now)
+        ownership = OwnershipHandoff(node_id, config, store, keyspaces, view, ops, now)
         coordinator = Coordinator(
             node_id, config, keyspaces, view, ops, metrics, reads, writes, anti_entropy, streaming
         )
@@ -156,6 +159,7 @@ class Node:
         self._reads = reads
         self._writes = writes
         self._handoff = handoff
+        self._ownership = ownership
         self._anti_entropy = anti_entropy
         self._streaming = streaming
         self._saver = MembershipSaver(store, gossip) if gossip is not None else None
@@ -229,6 +233,7 @@ class Node:
             self._next_housekeeping = now + HOUSEKEEPING
             out.extend(self._anti_entropy.expire(now))
             out.extend(self._streaming.tick(now))
+            out.extend(self._ownership.tick(now))
             actor = self._saver.save() if self._saver is not None else None
             if actor is not None:
                 # The store is an older copy than the life peers remember: that life may have
@@ -313,6 +318,8 @@ class Node:
         op = self._ops.get(msg.op)
         if isinstance(op, HandoffOp):
             return self._handoff.on_ack(msg.op, msg, op)
+        if isinstance(op, OwnershipOp):
+            return self._ownership.on_ack(msg.op, src, msg, op)
         if isinstance(op, PutOp | IncrOp):
             return self._writes.on_ack(now, src, msg, op)
         return []
@@ -324,4 +331,6 @@ class Node:
             return self._writes.expire(now, op)
         if isinstance(op, ForwardOp):
             return self._coordinator.expire_forward(now, op)
+        if isinstance(op, OwnershipOp):
+            return self._ownership.expire(op)
         return self._handoff.expire(op)

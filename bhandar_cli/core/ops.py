@@ -1,7 +1,8 @@
 """Operations a node waits on, one frozen record per kind, and how a waiting client is answered.
 
 `Op` is a tagged union: `PutOp` (a put or delete), `IncrOp`, `ReadOp`, `ForwardOp` (a request
-handed to another coordinator) and `HandoffOp` (one hint on its way to a replica). Each has exactly
+handed to another coordinator), `HandoffOp` (one hint on its way to a replica) and `OwnershipOp`
+(a record of a key this node no longer replicates, on its way to a replica of it). Each has exactly
 the fields of its kind, fixed when it starts. What changes while a client op waits (the replicas
 that acknowledged or answered, those that refused, whether the client has its answer) lives in the
 small mutable progress object the op holds, and the steps of a traced request in its `Trace`.
@@ -154,9 +155,20 @@ class HandoffOp:
     record: Record
 
 
+@dataclass(frozen=True, slots=True)
+class OwnershipOp:
+    """A record of a key this node no longer replicates, sent to `target`, a replica of it."""
+
+    deadline: float
+    target: str
+    keyspace: str
+    key: str
+    digest: bytes  # of the record sent: an acknowledgement counts only if it has not changed since
+
+
 WriteOp = PutOp | IncrOp
 ClientOp = PutOp | IncrOp | ReadOp
-Op = PutOp | IncrOp | ReadOp | ForwardOp | HandoffOp
+Op = PutOp | IncrOp | ReadOp | ForwardOp | HandoffOp | OwnershipOp
 
 
 def answer(rid: int, origin: str | None, result: Result, durable: bool = False) -> Effect:

@@ -2,39 +2,46 @@
 
 Join: the new node announces itself `joining` with its tokens. Coordinators then also send writes
 for its future ranges to it (pending ranges). After a short delay (so that everyone has heard, and
-new writes already reach it) it asks every normal node to stream the records it will replicate;
-each source walks its store against the *future* ring and sends them in acknowledged batches.
-A source that is down is asked once it is back, and one that went silent is asked again: the join
-waits for every normal node (as Cassandra's consistent range movement does), because a node that
-loses a range to the joiner is no longer a replica of it and anti-entropy would never look there.
-When every source is done the node announces `normal` and starts owning its ranges.
+new writes already reach it), and once it has found a normal member at all (a join from nobody
+would make it a cluster of its own: found by `bhandar chaos --seed 999482 --ops 8000`, whose
+joiner had only retired seeds), it asks every normal node to stream the records it will
+replicate; each source walks its store against the *future* ring and sends them in acknowledged
+batches. A source that is down is asked once it is back, and one that went silent is asked again:
+the join waits for every normal node (as Cassandra's consistent range movement does), because a
+node that loses a range to the joiner is no longer a replica of it and anti-entropy would never
+look there. When every source is done the node announces `normal` and starts owning its ranges.
 
 Decommission: the node announces `leaving`; coordinators send writes for its ranges to the future
 replicas too. After the same delay it streams every record it holds (its hinted records as well)
-to the replicas the future ring gives each key, waits for every batch to be acknowledged and for
-its hint queue to be empty (handoff delivers or redirects hints while the node is leaving), then
-announces `left`. Streaming to every future replica, not only the new one, costs a little more
-traffic and means no acknowledged write depends on a replica that happened to miss it.
+to the replicas the future ring gives each key (leaving.py), waits for every batch to be
+acknowledged and for its hint queue to be empty (handoff delivers or redirects hints while the
+node is leaving), then announces `left`. Streaming to every future replica, not only the new one,
+costs a little more traffic and means no acknowledged write depends on a replica that happened to
+miss it. A target that starts leaving (or has left) meanwhile would leave with the records: what
+it has not acknowledged is re-planned to the ring as it is now. A decommission never waits
+forever: when neither a stream nor the hint queue has moved for `leave_stall` seconds (a target
+down all that time, no replica up to take a hint), it stops, the node announces `normal` again,
+and the request fails saying what it waited for (as in `bhandar chaos --seed 999482 --ops 8000`
+on an older main, where the leaving node streamed to one that had left and waited for it forever).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from bhandar_cli.core.config import KeyspaceDef, NodeConfig
+from bhandar_cli.core.config import NodeConfig
 from bhandar_cli.core.errors import BadInput, Refused
 from bhandar_cli.core.hints import HintQueue
 from bhandar_cli.core.keyspaces import Keyspaces
+from bhandar_cli.core.leaving import Item, by_replica, held_items, stop_reason
 from bhandar_cli.core.membership import MemberState
-from bhandar_cli.core.messages import Effect, MoveResult, Note, Send
+from bhandar_cli.core.messages import Effect, Failure, MoveResult, Note, Send
 from bhandar_cli.core.ops import answer
 from bhandar_cli.core.optable import IdSource
-from bhandar_cli.core.records import Record, merge_records
+from bhandar_cli.core.records import merge_records
 from bhandar_cli.core.ring import key_token
 from bhandar_cli.core.ringview import RingView
 from bhandar_cli.core.store import Store
-
-Item = tuple[KeyspaceDef, str, Record]
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +102,10 @@ class Movement:
     started: bool = False
     inbound: dict[str, InStream] = field(default_factory=dict)
     finished_at: float | None = None
+    outbound: set[tuple[str, int]] = field(default_factory=set)  # a leave's own streams
+    progress_at: float = 0.0  # a leave's last progress: a batch acknowledged, a hint gone
+    hints_left: int = 0
+    stopped: str = ""  # why a leave stopped before the node left
 
 
 class Streaming:
@@ -150,6 +161,10 @@ class Streaming:
         out: list[Effect] = []
         mv = self.movement
         if mv is not None and not mv.started and now >= mv.start_at:
+            if mv.kind == "join" and not self._normal_peers():
+                # It has found no member of the cluster yet (its seeds are unreachable): a join
+                # from nobody would make it a cluster of its own. It waits for one.
+                return self._resend_stalled(now)
             mv.started = True
             out.extend(self._begin_join(now) if mv.kind == "join" else self._begin_leave(now))
         if mv is not None and mv.started and mv.finished_at is None:
@@ -159,17 +174,20 @@ class Streaming:
 
     def _begin_join(self, now: float) -> list[Effect]:
         assert self.movement is not None
-        view = self.ring_view
         # Every normal member, up or not: one that is down now is asked when it is back. Skipping
         # it lost what only it held of the ranges this node takes over (it stops being a replica
         # of them, so anti-entropy never looks there again). Found by `bhandar chaos --seed 128
         # --ops 3000`.
-        sources = [p for p in view.peers() if view.status_of(p) == "normal"]
+        sources = self._normal_peers()
         out: list[Effect] = [Note(f"{self.node_id} bootstraps from {', '.join(sources) or 'nobody'}")]
         for src in sources:
             self.movement.inbound[src] = InStream(src, last_heard=now)
         out.extend(self._ask_sources(now))
         return out
+
+    def _normal_peers(self) -> list[str]:
+        view = self.ring_view
+        return [p for p in view.peers() if view.status_of(p) == "normal"]
 
     def _ask_sources(self, now: float) -> list[Effect]:
         """Ask each source that is up and has not answered (or went silent) for its stream."""
@@ -189,23 +207,20 @@ class Streaming:
         return out
 
     def _begin_leave(self, now: float) -> list[Effect]:
-        future = self.ring_view.future_ring()
-        per_target: dict[str, list[Item]] = {}
-        for ks in self.keyspaces.all():
-            for key, record in self.store.items(ks.name):
-                for target in future.preference_list(key_token(ks.name, key), ks.n):
-                    per_target.setdefault(target, []).append((ks, key, record))
-        for _, keyspace, key in list(self.hints.keys()):
-            hinted = self.hints.record_for(keyspace, key)
-            known = self.keyspaces.get(keyspace)
-            if hinted is not None and known is not None:
-                for node in future.preference_list(key_token(keyspace, key), known.n):
-                    per_target.setdefault(node, []).append((known, key, hinted))
+        items = held_items(self.store, self.keyspaces, self.hints)
+        assert self.movement is not None
+        self.movement.progress_at, self.movement.hints_left = now, self.hints.pending()
+        return self._stream_out(now, by_replica(items, self.ring_view.future_ring()))
+
+    def _stream_out(self, now: float, per_target: dict[str, list[Item]]) -> list[Effect]:
+        """Start one stream of this node's leave per target."""
+        assert self.movement is not None
         out: list[Effect] = []
         for target, items in sorted(per_target.items()):
             session = self.ids.take()
             stream = OutStream(target, session, items, last_ack=now)
             self._outgoing[(target, session)] = stream
+            self.movement.outbound.add((target, session))
             out.extend(self._send_next(now, stream))
         return out
 
@@ -221,21 +236,63 @@ class Streaming:
         ]
 
     def _check_leave(self, now: float, mv: Movement) -> list[Effect]:
-        mine = [s for s in self._outgoing.values() if s.session and not s.done]
+        out = self._replan_departed(now, mv)
+        mine = [self._outgoing[k] for k in mv.outbound if not self._outgoing[k].done]
+        hints = self.hints.pending()
+        if hints < mv.hints_left:
+            mv.progress_at = now
+        mv.hints_left = hints
         # Hints stored here after the streams began would leave with the node: wait until handoff
         # has given each to a replica (it redirects them while this node is leaving). Found by
         # `bhandar chaos --seed 18 --ops 3000 --faults all`.
-        if mine or self.hints.pending():
-            return []
+        if mine or hints:
+            if now - mv.progress_at > self.config.leave_stall:
+                out.extend(self._stop_leave(now, mv, mine, hints))
+            return out
         mv.finished_at = now
         self.ring_view.set_status("left")
-        sent = sum(len(s.items) for s in self._outgoing.values())
+        sent = sum(len(self._outgoing[k].items) for k in mv.outbound)
         self.store.put_meta("status", "left")
-        out: list[Effect] = [
+        out.append(
             Note(f"{self.node_id} left: {sent} records streamed out", {"node": self.node_id, "keys": sent})
-        ]
+        )
         if mv.rid:
             out.append(answer(mv.rid, mv.origin, MoveResult(self.node_id, "leave", sent), durable=True))
+        return out
+
+    def _replan_departed(self, now: float, mv: Movement) -> list[Effect]:
+        """Send what a target that is leaving (or left) has not acknowledged to the replicas the
+        ring gives those records now."""
+        view = self.ring_view
+        departed = [
+            self._outgoing[k]
+            for k in sorted(mv.outbound)
+            if not self._outgoing[k].done and view.status_of(k[0]) in ("leaving", "left")
+        ]
+        if not departed:
+            return []
+        for stream in departed:
+            stream.done = True  # abandoned: its target will not keep the records
+        unacknowledged = [item for stream in departed for item in stream.items[stream.sent :]]
+        per_target = by_replica(unacknowledged, view.future_ring())
+        names = ", ".join(s.peer for s in departed)
+        mv.progress_at = now
+        return [
+            Note(f"{self.node_id} re-plans its streams to {names} (leaving the ring) to the current owners"),
+            *self._stream_out(now, per_target),
+        ]
+
+    def _stop_leave(self, now: float, mv: Movement, stalled: list[OutStream], hints: int) -> list[Effect]:
+        """The decommission made no progress for `leave_stall` seconds: stop it, normal again."""
+        reason = stop_reason(self.node_id, self.config.leave_stall, stalled, hints)
+        for key in mv.outbound:
+            self._outgoing[key].done = True
+        mv.finished_at, mv.stopped = now, reason
+        self.ring_view.set_status("normal")
+        self.store.put_meta("status", "normal")
+        out: list[Effect] = [Note(reason, {"node": self.node_id, "stopped": True})]
+        if mv.rid:
+            out.append(answer(mv.rid, mv.origin, Failure("unavailable", reason, coordinator=self.node_id)))
         return out
 
     # --- sending -------------------------------------------------------------------------------
@@ -269,6 +326,8 @@ class Streaming:
             return []
         stream.acked = True
         stream.sent = min(len(stream.items), stream.sent + self.config.stream_batch)
+        if self.movement is not None and (src, msg.session) in self.movement.outbound:
+            self.movement.progress_at = now
         if stream.sent >= len(stream.items):
             stream.done = True
             return []
@@ -277,16 +336,14 @@ class Streaming:
     def _resend_stalled(self, now: float) -> list[Effect]:
         out: list[Effect] = []
         for stream in self._outgoing.values():
+            stalled = not stream.done and not stream.acked
             if (
-                not stream.done
-                and not stream.acked
+                stalled
                 and now - stream.last_ack > self.config.request_timeout * 2
+                and (self.ring_view.is_up(stream.peer, now))
             ):
-                if self.ring_view.is_up(stream.peer, now):
-                    stream.seq -= 1  # the same batch again
-                    out.extend(self._send_next(now, stream))
-                elif self.movement is not None and self.movement.kind == "leave":
-                    stream.last_ack = now  # keep trying while the peer is down
+                stream.seq -= 1  # the same batch again
+                out.extend(self._send_next(now, stream))
         return out
 
     # --- receiving -----------------------------------------------------------------------------
@@ -324,6 +381,7 @@ class Streaming:
         return {
             "movement": None if mv is None else mv.kind,
             "finished": mv is not None and mv.finished_at is not None,
+            "stopped": "" if mv is None else mv.stopped,
             "inbound": inbound,
             "outbound": outbound,
         }

@@ -2,7 +2,9 @@
 
 The coordinator merges the write into its own view of the key (its copy and any hints), stores the
 result as a replica (or a fallback's hint), then sends the whole merged record to the other targets
-and answers once `needed` of them, itself included, acknowledged.
+and answers once `needed` of them, itself included, acknowledged. While a range moves, the targets
+include the key's pending replicas; the coordinator keeps a hint for each pending replica it
+believes down (see quorum.py for why they count in `needed` all the same).
 """
 
 from __future__ import annotations
@@ -129,7 +131,8 @@ class WriteCoordinator:
             key=req.key,
             needed=self._needed(needed),
             targets=plan.targets + plan.pending,
-            hinted=tuple(f"{f} for {h}" for f, h in plan.hint_for.items()),
+            hinted=tuple(f"{f} for {h}" for f, h in plan.hint_for.items())
+            + tuple(f"{self.node_id} for {p}" for p in plan.pending_down),
             warnings=warnings,
             trace=trace,
             progress=WriteProgress(acks={self.node_id}),
@@ -258,6 +261,14 @@ class WriteCoordinator:
         if not self.replica.store_local(now, ks.name, op.key, record, hint_for):
             failure = Failure("refused", f"{self.node_id} cannot take another hint for {hint_for}")
             return [answer(op.rid, op.origin, failure)]
+        for pending in plan.pending_down:
+            # The future replica would miss this write: its stream may already have been built.
+            # A full queue does not fail the write: the W + P acks it needs put it on W replicas
+            # of the future ring without the hint, which only spares anti-entropy the work.
+            stored = self.replica.store_local(now, ks.name, op.key, record, pending)
+            if op.trace is not None:
+                kept = "kept" if stored else "could not keep"
+                op.trace.note(now, f"{kept} a hint for {pending} (pending, down)")
         op_id = self.ops.add(op)
         out: list[Effect] = []
         for target in op.targets:

@@ -258,12 +258,20 @@ class SimCluster:
         chosen = zone or zones[len(self.hosts) % len(zones)]
         live = [n for n, h in self.hosts.items() if h.alive]
         host = self._new_host(name, chosen)
-        seeds = sorted(self._seed_addresses) if self.addressing else live
+        seeds = self._join_seeds() if self.addressing else live
         host.boot.update(
             status="joining", seeds=seeds, zone=chosen, tokens=tuple(node_tokens(name, self.vnodes))
         )
         self.members = [*self.members, name]
         self._steppers[name].start()
+
+    def _join_seeds(self) -> list[str]:
+        """The seed addresses a new node is given: the seeds still in service, or, once every seed
+        has been decommissioned, the addresses of the members in service (as an operator would
+        name them). Retired seeds led a joining node nowhere: it found nobody and stayed alone."""
+        serving = {self.hosts[n].boot["address"] for n in self.members}
+        seeds = sorted(self._seed_addresses & serving)
+        return seeds or sorted(serving)
 
     def status_of(self, name: str, seen_by: str | None = None) -> str:
         """A member's status as `seen_by` (default: the member itself) knows it."""

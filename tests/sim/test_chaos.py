@@ -53,6 +53,9 @@ TORN_SEED = 16  # its crashes tear tails and strike inside disk operations: reco
 # bug as soon as anything else changes the run, as the seeds that first found them did.
 STORE_BUG_SEEDS = {
     "a decommissioned node left holding hints": ChaosOptions(18, 3000, faults=FAULT_KINDS),
+    # Writes acknowledged at ONE during a join rested on the one replica the join dropped: the
+    # joining node was down, so it was no pending replica and got no hint (core/quorum.py).
+    "a pending replica that was down": ChaosOptions(901936, 8000),
 }
 PLANTED = ChaosOptions(13, 1500, faults=("clog", "loss"), consistency="QUORUM", bugs=("ack_before_quorum",))
 # The driver acknowledges before syncing the store: only a disk that loses unsynced writes shows it.

@@ -102,7 +102,11 @@ async def add(session: Session, cmd: Command) -> dict[str, Any]:
     "stream a node's ranges away and remove it",
     args=(Arg(NODE),),
     help="""The node streams every range it replicates to the nodes that take it over, then leaves
-    the ring and stops; every key stays readable throughout.""",
+    the ring and stops; every key stays readable throughout. While it leaves, writes go to the old
+    and the new replicas of its ranges. If a node it streams to starts leaving too, what that node
+    has not acknowledged goes to the ranges' current owners. If the decommission makes no progress
+    for 60 s (a node it streams to is down, or no replica is up to take its hints), it stops: the
+    node is normal again, keeps its data, and the command fails saying what it waited for.""",
     examples=("decommission F",),
     renderer=render_decommission,
 )

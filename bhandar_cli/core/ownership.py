@@ -1,0 +1,156 @@
+"""Ownership handoff: records this node holds for keys it no longer replicates go to their replicas.
+
+After the ring moves, a node may hold records of keys it is no replica of: a write it took as a
+replica before it heard of a join, or one a coordinator that had not heard of it yet sent it
+later, a stream or repair from a node with an older view. Anti-entropy compares only the replicas
+of a range, and reads go only to them, so such a record is lost to every read although it is
+stored, and it may be the only copy of an acknowledged write (a coordinator that had not heard of
+a join: `bhandar chaos --seed 918996 --ops 8000 --faults all`). As Riak's ownership handoff does,
+the node walks its store after every change of the ring, and every `WALK_EVERY` seconds for what
+stale views sent it since, and sends each such record to every replica of its key (those of the
+future ring too, while a range moves), each acknowledgement remembered with the record's digest so
+that only what changed goes again.
+
+Once every replica it was sent to has acknowledged a record, the node drops its copy, as Riak
+does: kept, the copy only ages, and once the replicas have deleted the key and reaped the tombstone
+(reaping.py asks only the replicas) it would bring the deleted value back, sent again after a
+restart or served again when the range moves back to this node. The node's dots stay remembered
+without the record (writes.py notes each it mints). A counter is kept, as its actor must never
+forget its own entry (crdt.py), and a counter cannot be deleted; the digest of what its replicas
+acknowledged goes to the store's metadata so that it is not sent again after a restart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from bhandar_cli.core.config import NodeConfig
+from bhandar_cli.core.keyspaces import Keyspaces
+from bhandar_cli.core.messages import Effect, ReplicaAck, ReplicaWrite, Send
+from bhandar_cli.core.ops import OwnershipOp
+from bhandar_cli.core.optable import OpTable
+from bhandar_cli.core.record_digest import digest
+from bhandar_cli.core.records import Versioned
+from bhandar_cli.core.ring import Ring, key_token
+from bhandar_cli.core.ringview import RingView
+from bhandar_cli.core.store import Store
+
+WALK_EVERY = 10.0  # seconds between two walks of the store while the ring stands still
+IN_FLIGHT = 256  # handoffs awaiting acknowledgement, at most; the rest go at the next walk
+
+
+@dataclass
+class Handed:
+    """What the replicas of one foreign key acknowledged: the digest of the record they took."""
+
+    digest: bytes
+    acked: set[str] = field(default_factory=set)
+    targets: set[str] = field(default_factory=set)  # the replicas it goes to, as of the last walk
+
+
+class OwnershipHandoff:
+    """Walks the store for keys this node no longer replicates and hands them to their replicas."""
+
+    def __init__(
+        self,
+        node_id: str,
+        config: NodeConfig,
+        store: Store,
+        keyspaces: Keyspaces,
+        ring_view: RingView,
+        ops: OpTable,
+        now: float,
+    ) -> None:
+        self.node_id = node_id
+        self.config = config
+        self.store = store
+        self.keyspaces = keyspaces
+        self.ring_view = ring_view
+        self.ops = ops
+        self._handed: dict[tuple[str, str], Handed] = {}
+        self._rings: tuple[Ring, Ring] | None = None  # the rings of the last walk
+        self._next_walk = now
+        self._in_flight = 0
+        self.handed_over = 0  # records a replica acknowledged (this life)
+
+    def tick(self, now: float) -> list[Effect]:
+        view = self.ring_view
+        if not view.gossiping or view.status != "normal":
+            return []
+        rings = (view.ring, view.future_ring())
+        moved = self._rings is None or rings[0] is not self._rings[0] or rings[1] is not self._rings[1]
+        if not moved and now < self._next_walk:
+            return []
+        self._rings = rings
+        self._next_walk = now + WALK_EVERY
+        return self._walk(now, *rings)
+
+    def _walk(self, now: float, current: Ring, future: Ring) -> list[Effect]:
+        view = self.ring_view
+        out: list[Effect] = []
+        foreign: set[tuple[str, str]] = set()
+        for ks in self.keyspaces.all():
+            for key in self.store.keys(ks.name):  # no record decoded for the keys this node owns
+                token = key_token(ks.name, key)
+                owners = current.preference_list(token, ks.n)
+                pending = future.preference_list(token, ks.n)
+                if self.node_id in owners or self.node_id in pending:
+                    continue
+                record = self.store.get(ks.name, key)
+                if record is None:
+                    continue
+                d = digest(record)
+                if self.store.get_meta(_handed_name(ks.name, key)) == d:
+                    continue  # a counter its replicas have: see the module docstring
+                foreign.add((ks.name, key))
+                handed = self._handed.get((ks.name, key))
+                if handed is None or handed.digest != d:
+                    handed = self._handed[(ks.name, key)] = Handed(d)
+                handed.targets = {t for t in owners + pending if view.status_of(t) not in ("leaving", "left")}
+                for target in sorted(handed.targets - handed.acked):
+                    if not view.is_up(target, now):
+                        continue
+                    if self._in_flight >= IN_FLIGHT:
+                        self._next_walk = now  # more to hand over: walk again at the next tick
+                        break
+                    op_id = self.ops.add(
+                        OwnershipOp(now + self.config.request_timeout, target, ks.name, key, d)
+                    )
+                    self._in_flight += 1
+                    out.append(Send(target, ReplicaWrite(op_id, ks, key, record, None, "handoff")))
+        # Keys this node replicates again, holds no more, or has handed over need no memory.
+        for gone in [k for k in self._handed if k not in foreign]:
+            del self._handed[gone]
+        return out
+
+    def on_ack(self, op_id: int, src: str, msg: ReplicaAck, op: OwnershipOp) -> list[Effect]:
+        self.ops.discard(op_id)
+        self._in_flight = max(0, self._in_flight - 1)
+        handed = self._handed.get((op.keyspace, op.key))
+        if msg.ok and handed is not None and handed.digest == op.digest:
+            handed.acked.add(src)
+            self.handed_over += 1
+            if handed.targets <= handed.acked:
+                self._handed_over(op.keyspace, op.key, handed.digest)
+        return []
+
+    def _handed_over(self, keyspace: str, key: str, handed: bytes) -> None:
+        """Every replica holds the record: drop it (a counter: note it), unless it changed since."""
+        del self._handed[(keyspace, key)]
+        record = self.store.get(keyspace, key)
+        if record is None or digest(record) != handed:
+            return  # a late write merged into it since: the next walk hands the new record over
+        if isinstance(record, Versioned):
+            self.store.remove(keyspace, key)
+        else:
+            self.store.put_meta(_handed_name(keyspace, key), handed)
+
+    def expire(self, op: OwnershipOp) -> list[Effect]:
+        """No acknowledgement in time: the next walk sends it again."""
+        self._in_flight = max(0, self._in_flight - 1)
+        return []
+
+
+def _handed_name(keyspace: str, key: str) -> str:
+    """The metadata entry holding the digest of the counter of `key` its replicas acknowledged."""
+    return f"handed:{keyspace}/{key}"
