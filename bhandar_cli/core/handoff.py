@@ -21,6 +21,7 @@ from bhandar_cli.core.optable import OpTable
 from bhandar_cli.core.records import Record, merge_records
 from bhandar_cli.core.ring import key_token
 from bhandar_cli.core.ringview import RingView
+from bhandar_cli.core.sibling_limit import SiblingLimit
 from bhandar_cli.core.store import Store
 
 Delivery = tuple[str, tuple[str, str, Record]]  # (destination, (keyspace, key, record))
@@ -41,8 +42,10 @@ class HintedHandoff:
         ops: OpTable,
         metrics: NodeMetrics,
         now: float,
+        sibling_limit: SiblingLimit,
     ) -> None:
         self.node_id = node_id
+        self.sibling_limit = sibling_limit  # a hint merged here can take a key past the limit
         self.config = config
         self.hints = hints
         self.store = store
@@ -107,6 +110,7 @@ class HintedHandoff:
                 merged = merge_records(ks.policy, self.store.get(keyspace, key), record)
                 if merged is not None:
                     self.store.put(keyspace, key, merged)
+                    self.sibling_limit.stored(keyspace, key, merged)
                 if self.hints.remove(target, keyspace, key, delivered=record):
                     self.metrics.hints_delivered += 1
                 continue

@@ -145,8 +145,10 @@ class Node:
         anti_entropy = AntiEntropy(
             node_id, config, store, keyspaces, view, ids, reaper, metrics, first_repair, sibling_limit
         )
-        streaming = Streaming(node_id, config, store, keyspaces, hints, view, ids, now)
-        handoff = HintedHandoff(node_id, config, hints, store, keyspaces, view, ops, metrics, now)
+        streaming = Streaming(node_id, config, store, keyspaces, hints, view, ids, now, sibling_limit)
+        handoff = HintedHandoff(
+            node_id, config, hints, store, keyspaces, view, ops, metrics, now, sibling_limit
+        )
         ownership = OwnershipHandoff(node_id, config, store, keyspaces, view, ops, now)
         coordinator = Coordinator(
             node_id, config, keyspaces, view, ops, metrics, reads, writes, anti_entropy, streaming

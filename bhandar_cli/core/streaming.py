@@ -41,6 +41,7 @@ from bhandar_cli.core.optable import IdSource
 from bhandar_cli.core.records import merge_records
 from bhandar_cli.core.ring import key_token
 from bhandar_cli.core.ringview import RingView
+from bhandar_cli.core.sibling_limit import SiblingLimit
 from bhandar_cli.core.store import Store
 
 
@@ -121,8 +122,10 @@ class Streaming:
         ring_view: RingView,
         ids: IdSource,
         now: float,
+        sibling_limit: SiblingLimit,
     ) -> None:
         self.node_id = node_id
+        self.sibling_limit = sibling_limit  # a streamed record merged here can take a key past it
         self.config = config
         self.store = store
         self.keyspaces = keyspaces
@@ -354,6 +357,7 @@ class Streaming:
             merged = merge_records(ks.policy, self.store.get(ks.name, key), record)
             if merged is not None:
                 self.store.put(ks.name, key, merged)
+                self.sibling_limit.stored(ks.name, key, merged)
         mv = self.movement
         if mv is not None and mv.kind == "join" and src in mv.inbound:
             stream = mv.inbound[src]

@@ -22,6 +22,7 @@ from bhandar_cli.core.record_digest import digest
 from bhandar_cli.core.records import Versioned
 from bhandar_cli.core.ring import Ring, key_token
 from bhandar_cli.core.ringview import RingView
+from bhandar_cli.core.sibling_limit import SiblingLimit
 from bhandar_cli.core.store import MemoryStore
 from bhandar_cli.core.versions import Sibling
 
@@ -112,7 +113,10 @@ def handoff_parts(now: float = 0.0) -> tuple[HintedHandoff, HintQueue, MemorySto
     hints = HintQueue(store, keyspaces.policy, max_age=CONFIG.hint_max_age)
     view = RingView("D", PingLiveness("D", ring.nodes, now), None, ring)
     metrics = NodeMetrics()
-    handoff = HintedHandoff("D", CONFIG, hints, store, keyspaces, view, OpTable(IdSource(1)), metrics, now)
+    limit = SiblingLimit(CONFIG.sibling_max, metrics)
+    handoff = HintedHandoff(
+        "D", CONFIG, hints, store, keyspaces, view, OpTable(IdSource(1)), metrics, now, limit
+    )
     return handoff, hints, store, metrics
 
 
