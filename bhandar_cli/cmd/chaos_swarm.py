@@ -3,8 +3,8 @@
 `cmd/chaos.py` validates the options and calls `run_swarm_command`; the seeds run in
 `bhandar_cli/sim/swarm.py`. On a terminal a rich progress bar runs while failing seeds print above
 it; piped, there is no bar: one line per failing seed as it finishes, then the tally. With
-`-o json`, one object at the end. Exit 0 only if every seed ran and passed; 1 if any failed or
-Ctrl-C stopped the swarm (as click answers a Ctrl-C elsewhere).
+`-o json`, one object at the end. Exit 0 only if every seed ran and passed; 1 if any failed; 130
+if Ctrl-C stopped the swarm before any failed (as typer answers a Ctrl-C elsewhere, and `demo`).
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ from bhandar_cli.cmd.output import EXIT_FAILED, OutputFormat, emit_json
 if TYPE_CHECKING:
     from bhandar_cli.sim.chaos import ChaosOptions
     from bhandar_cli.sim.swarm import SeedOutcome, SwarmResult
+
+EXIT_INTERRUPTED = 130  # the shell's convention for a program stopped by SIGINT
 
 
 def run_swarm_command(
@@ -38,8 +40,10 @@ def run_swarm_command(
         else:
             result = run_swarm(base, count, jobs, seed_timeout, lambda o: _write(_failure(o)))
         _write(_tally(result))
-    if result.failed or result.interrupted:
+    if result.failed:
         raise typer.Exit(EXIT_FAILED)
+    if result.interrupted:
+        raise typer.Exit(EXIT_INTERRUPTED)
 
 
 def _write(text: str) -> None:

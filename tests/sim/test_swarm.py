@@ -156,6 +156,32 @@ def test_an_interrupt_stops_the_workers_and_keeps_the_tally() -> None:
     assert multiprocessing.active_children() == []
 
 
+@pytest.mark.parametrize("output", ["table", "json"])
+def test_a_swarm_interrupted_before_any_failure_exits_130(
+    output: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bhandar_cli.sim import swarm
+
+    real = swarm.run_swarm
+
+    def interrupted_after_one_seed(
+        base: ChaosOptions, count: int, jobs: int, seed_timeout: float, on_outcome: object = None
+    ) -> swarm.SwarmResult:
+        def interrupt(outcome: SeedOutcome) -> None:
+            raise KeyboardInterrupt  # as a Ctrl-C while the seed's outcome is shown
+
+        return real(base, count, jobs, seed_timeout, interrupt)
+
+    monkeypatch.setattr(swarm, "run_swarm", interrupted_after_one_seed)
+    result = invoke("--swarm", "5", "--start", "9000400", "--ops", "300", "--jobs", "1", "-o", output)
+    assert result.exit_code == 130
+    if output == "json":
+        obj = json.loads(result.stdout)
+        assert (obj["interrupted"], obj["ok"], obj["finished"], obj["passed"]) == (True, False, 1, 1)
+    else:
+        assert "swarm: interrupted after 1 of 5 seeds: 1 passed, 0 failed in " in result.stdout
+
+
 def test_ctrl_c_prints_the_tally_so_far() -> None:
     args = ["--swarm", "200", *PLANTED, "--jobs", "1"]
     command = [sys.executable, "-m", "bhandar_cli", "chaos", *args]
