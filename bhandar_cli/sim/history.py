@@ -9,7 +9,7 @@ from bhandar_cli.core.records import Record
 
 # A failed write with one of these codes was refused before anything was stored, so it cannot
 # have superseded anything.
-NOT_APPLIED = frozenset({"unavailable", "bad_input", "too_large", "unknown_keyspace", "unreachable"})
+NOT_APPLIED = frozenset({"unavailable", "unknown_keyspace", "bad_input", "too_large", "unreachable"})
 
 WRITES = ("put", "delete")
 
