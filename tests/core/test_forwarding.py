@@ -19,7 +19,7 @@ from bhandar_cli.core.ring import key_token
 from bhandar_cli.core.versions import JSON
 from bhandar_cli.sim.cluster import SimCluster
 
-KS = "carts"
+KS = "kv"
 
 
 def a_key(c: SimCluster, keyspace: str, first: str, outsider: str) -> str:

@@ -240,7 +240,7 @@ def test_a_node_restarted_on_an_older_copy_of_its_store_is_up_again_at_once_and_
     c.run_for(30)
     c.kill("D")
     c.run_for(c.config.detection_bound())
-    keys = [f"k{i}" for i in range(40) if "D" in c.ring.preference_list(key_token("ks", f"k{i}"), 3)]
+    keys = [f"k{i}" for i in range(40) if "D" in c.ring.preference_list(key_token("kv", f"k{i}"), 3)]
     for key in keys:
         put(c, "A", key, b"1")
     assert c.hints_pending() >= len(keys) > 0
@@ -253,11 +253,11 @@ def test_a_node_restarted_on_an_older_copy_of_its_store_is_up_again_at_once_and_
     c.run_for(5.0)
     assert c.hints_pending() == 0
     for key in keys:
-        own = c.hosts["D"].store.get("ks", key)
+        own = c.hosts["D"].store.get("kv", key)
         assert isinstance(own, Versioned) and [s.value for s in own.siblings] == [b"1"]
     # The older copy may hand out dots its later life already issued: it writes as a new actor.
     assert put(c, "D", keys[0], b"2").coordinator == "D"
-    own = c.hosts["D"].store.get("ks", keys[0])
+    own = c.hosts["D"].store.get("kv", keys[0])
     assert isinstance(own, Versioned)
     actors = {s.dot[0] for s in own.siblings}  # a blind put: a sibling of the first write
     assert f"D~g{older.get_meta('generation')}" in actors and "D" not in actors

@@ -145,10 +145,10 @@ def test_hints_for_a_leaving_node_go_to_the_keys_future_owners() -> None:
     refused, and waited for as long as the decommission ran, for good if it never finished."""
     c = SimCluster(seed=7, nodes=5, zones=1, config=NodeConfig(join_delay=60.0))
     c.run_for(1.0)
-    key = next(f"k{i}" for i in range(1000) if "D" in c.ring.preference_list(key_token("ks", f"k{i}"), 3))
+    key = next(f"k{i}" for i in range(1000) if "D" in c.ring.preference_list(key_token("kv", f"k{i}"), 3))
     c.kill("D")
     wait_until(c, lambda: not node(c, "A").is_up("D", c.now))
-    put(c, "A", key, b'"v"', level="QUORUM", ks="ks")
+    put(c, "A", key, b'"v"', level="QUORUM", ks="kv")
     holders = [h for h in "ABCE" if any(s["target"] == "D" for s in node(c, h).hints_summary(c.now))]
     assert holders
     for holder in holders:  # the hints cannot reach D while it is still normal...
@@ -161,9 +161,9 @@ def test_hints_for_a_leaving_node_go_to_the_keys_future_owners() -> None:
     c.net.heal()
     wait_until(c, lambda: not any(node(c, h).hints_summary(c.now) for h in holders), limit=20.0)
     assert c.status_of("D") == "leaving"  # the hints did not wait for the decommission to end
-    owners = c.ring.without_node("D").preference_list(key_token("ks", key), 3)
+    owners = c.ring.without_node("D").preference_list(key_token("kv", key), 3)
     assert "D" not in owners
-    assert any(held(c, o, key, ks="ks") == [b'"v"'] for o in owners)
+    assert any(held(c, o, key, ks="kv") == [b'"v"'] for o in owners)
 
 
 def test_a_node_that_heard_of_a_join_late_hands_over_the_write_it_took() -> None:

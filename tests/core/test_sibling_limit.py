@@ -20,7 +20,7 @@ from bhandar_cli.core.sibling_limit import LISTED, TRACKED, SiblingLimit
 from bhandar_cli.core.versions import JSON, Sibling
 from bhandar_cli.sim.cluster import SimCluster
 
-KS = "carts"
+KS = "kv"
 LIMIT = 10
 EACH_SIDE = 7  # under the limit on each side of the partition, over it once merged
 
