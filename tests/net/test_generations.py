@@ -66,8 +66,8 @@ def test_a_node_started_on_an_older_copy_of_its_data_is_up_within_10_s_and_its_h
             await until(lambda: seen_up_by_all(False), 30, f"{VICTIM} seen down")
             keys = [f"g{i}" for i in range(60)]
             for key in keys:
-                await client.put("gen", key, encode_json(key), "application/json", "none", "QUORUM", "A")
-            mine = [k for k in keys if VICTIM in backend.ring.preference_list(key_token("gen", k), 3)]
+                await client.put("kv", key, encode_json(key), "application/json", "none", "QUORUM", "A")
+            mine = [k for k in keys if VICTIM in backend.ring.preference_list(key_token("kv", k), 3)]
 
             async def hints_held() -> bool:
                 return int((await client.hints())["pending"]) >= len(mine)
@@ -90,7 +90,7 @@ def test_a_node_started_on_an_older_copy_of_its_data_is_up_within_10_s_and_its_h
 
             await until(drained, 60, "the hints to drain")
             for key in mine:
-                own, _ = await backend.node_records(VICTIM, "gen", key)
+                own, _ = await backend.node_records(VICTIM, "kv", key)
                 assert own is not None, f"{key} never reached {VICTIM}"
             return took, len(mine)
 
