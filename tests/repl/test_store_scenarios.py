@@ -213,7 +213,7 @@ def test_a_put_forwarded_into_a_fresh_partition_falls_back_and_its_trace_says_so
     """Right after `partition A | B C D E`, B still believes A up and forwards to it: the put must
     not fail with "forwarded to A, which did not answer in time" but go to another replica."""
     keys = [f"k{i}" for i in range(8)]
-    out = repl(["trace on", "partition A | B C D E", *(f"put ks {k} v via=B" for k in keys)], nodes=5)
+    out = repl(["trace on", "partition A | B C D E", *(f"put kv {k} v via=B" for k in keys)], nodes=5)
     puts = out[2:]
     assert [o["ok"] for o in puts] == [True] * len(keys), puts
     fell_back = [o for o in puts if any("falls back" in step for _, step in o["trace"])]
