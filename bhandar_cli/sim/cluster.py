@@ -40,6 +40,8 @@ from bhandar_cli.host.topology import node_names, zone_map
 from bhandar_cli.sim.loop import EventLoop
 from bhandar_cli.sim.stepper import SimStepper
 
+SEEDS = 2  # nodes whose addresses every node boots with (the way back in after a move)
+
 
 @dataclass
 class SimCluster:
@@ -94,7 +96,7 @@ class SimCluster:
         self._seed_addresses: set[str] = set()
         self.address_moves = 0
         if self.addressing:
-            seeds = [self.hosts[n].boot["address"] for n in names[:2]]
+            seeds = [self.hosts[n].boot["address"] for n in names[:SEEDS]]
             self._seed_addresses = set(seeds)
             for name in names:
                 self.hosts[name].boot["seeds"] = [a for a in seeds if a != self.hosts[name].boot["address"]]
@@ -249,6 +251,21 @@ class SimCluster:
         self._steppers[name].halt()
         self.retired.add(name)
         self.members = [n for n in self.members if n != name]
+        if self.addressing:
+            self._keep_seeds()
+
+    def _keep_seeds(self) -> None:
+        """After a seed left, name members in service as seeds (they keep their addresses from now
+        on) and give every node the new list, as an operator edits the seed list. Without it, once
+        every seed had left and every other node had restarted on a new port, no node knew where any
+        other listened: a join waited forever (found by `bhandar chaos --seed 7100017 --ops 3000
+        --faults all`)."""
+        serving = [self.hosts[n].boot["address"] for n in self.members]
+        seeds = [a for a in serving if a in self._seed_addresses]
+        seeds += [a for a in serving if a not in seeds][: max(0, SEEDS - len(seeds))]
+        self._seed_addresses = set(seeds)
+        for host in self.hosts.values():
+            host.boot["seeds"] = [a for a in seeds if a != host.boot.get("address")]
 
     def add_node(self, name: str, zone: str | None = None) -> None:
         """Start a new node that bootstraps into the ring (it announces itself joining)."""
