@@ -37,10 +37,10 @@ def blind_put(c: SimCluster, via: str, value: str, level: str) -> PutResult | Fa
     return result
 
 
-def split_brain() -> SimCluster:
+def split_brain(seed: int = 31, read_repair: bool = False) -> SimCluster:
     """Three replicas; A and {B, C} each take EACH_SIDE blind writes of the same key while cut off."""
-    config = NodeConfig(sibling_warn=5, sibling_max=LIMIT, read_repair=False, repair_interval=0)
-    c = SimCluster(seed=31, nodes=3, zones=3, config=config)
+    config = NodeConfig(sibling_warn=5, sibling_max=LIMIT, read_repair=read_repair, repair_interval=0)
+    c = SimCluster(seed=seed, nodes=3, zones=3, config=config)
     c.model.partition([["A"], ["B", "C"]], c.ring.nodes)
     c.run_for(config.detection_bound())
     for i in range(EACH_SIDE):
@@ -84,15 +84,7 @@ def test_anti_entropy_merging_two_replicas_near_the_limit_keeps_every_sibling_an
 
 
 def test_read_repair_merging_two_replicas_near_the_limit_keeps_every_sibling_and_reports_it() -> None:
-    config = NodeConfig(sibling_warn=5, sibling_max=LIMIT, repair_interval=0)
-    c = SimCluster(seed=32, nodes=3, zones=3, config=config)
-    c.model.partition([["A"], ["B", "C"]], c.ring.nodes)
-    c.run_for(config.detection_bound())
-    for i in range(EACH_SIDE):
-        assert isinstance(blind_put(c, "A", f"a{i}", "ONE"), PutResult)
-        assert isinstance(blind_put(c, "B", f"b{i}", "QUORUM"), PutResult)
-    c.net.release(c.model.heal())
-    c.run_for(config.detection_bound())
+    c = split_brain(seed=32, read_repair=True)
     read = c.call("A", GetRequest(c.new_rid(), KS, "cart", "ALL"))
     assert isinstance(read, GetResult) and read.warnings, read
     c.run_for(1.0)  # read repair sends the merge to the replicas that answered with less
