@@ -71,7 +71,6 @@ class OwnershipHandoff:
         self._rings: tuple[Ring, Ring] | None = None  # the rings of the last walk
         self._next_walk = now
         self._in_flight = 0
-        self.handed_over = 0  # records a replica acknowledged (this life)
 
     def tick(self, now: float) -> list[Effect]:
         view = self.ring_view
@@ -129,7 +128,6 @@ class OwnershipHandoff:
         handed = self._handed.get((op.keyspace, op.key))
         if msg.ok and handed is not None and handed.digest == op.digest:
             handed.acked.add(src)
-            self.handed_over += 1
             if handed.targets <= handed.acked:
                 self._handed_over(op.keyspace, op.key, handed.digest)
         return []
