@@ -18,10 +18,7 @@ from dataclasses import replace
 from random import Random
 
 import pytest
-import typer
-from typer.testing import CliRunner, Result
 
-from bhandar_cli.cmd.chaos import chaos
 from bhandar_cli.core.messages import Failure, PutRequest, PutResult
 from bhandar_cli.core.records import Versioned
 from bhandar_cli.sim.chaos import (
@@ -38,6 +35,7 @@ from bhandar_cli.sim.disk import SimulatedCrash
 from bhandar_cli.sim.faults import FAULT_KINDS, NETWORK_KINDS
 from bhandar_cli.sim.ministore_scenario import run_ministore_scenario
 from bhandar_cli.sim.storage_faults import LSMHosts
+from tests.sim.chaos_cli import invoke
 
 # 128-2138 once found bugs; 7100017: every seed had left and the others had moved ports, so a
 # joining node never found the cluster (the simulated operator now names new seeds).
@@ -62,24 +60,6 @@ STORE_BUG_SEEDS = {
 PLANTED = ChaosOptions(13, 1500, faults=("clog", "loss"), consistency="QUORUM", bugs=("ack_before_quorum",))
 # The driver acknowledges before syncing the store: only a disk that loses unsynced writes shows it.
 PLANTED_STORAGE = ChaosOptions(8, 1000, faults=("kill", "restart"), storage="lsm", bugs=("ack_before_sync",))
-
-
-def make_app() -> typer.Typer:
-    app = typer.Typer(add_completion=False)
-
-    @app.callback()
-    def root() -> None:
-        """Test harness."""
-
-    app.command("chaos")(chaos)
-    return app
-
-
-runner = CliRunner()
-
-
-def invoke(*args: str) -> Result:
-    return runner.invoke(make_app(), ["chaos", *args])
 
 
 @pytest.mark.parametrize("seed", ALL_FAULTS_SEEDS)

@@ -19,12 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import typer
-from typer.testing import CliRunner, Result
 
-from bhandar_cli.cmd.chaos import chaos
 from bhandar_cli.sim.chaos import ChaosOptions
 from bhandar_cli.sim.swarm import SeedOutcome, run_swarm
+from tests.sim.chaos_cli import invoke
 
 CI_SWARM = ("--swarm", "8", "--start", "9000000", "--ops", "1000", "--jobs", "2")
 # Seed 13 of these options fails with the planted bug (test_chaos.py's PLANTED). Whether the
@@ -41,21 +39,6 @@ PLANTED = (
     "--bug",
     "ack_before_quorum",
 )
-
-
-def make_app() -> typer.Typer:
-    app = typer.Typer(add_completion=False)
-
-    @app.callback()
-    def root() -> None:
-        """Test harness."""
-
-    app.command("chaos")(chaos)
-    return app
-
-
-def invoke(*args: str) -> Result:
-    return CliRunner().invoke(make_app(), ["chaos", *args])
 
 
 def words(text: str) -> str:
