@@ -50,6 +50,8 @@ class ClusterFile:
     partitions: tuple[tuple[str, ...], ...] = ()
     delays: dict[str, float] = field(default_factory=dict)  # node -> extra milliseconds
     extra_args: tuple[str, ...] = ()  # more `node run` options (tests shorten timeouts)
+    tls: bool = False  # nodes speak TLS with certificates of the CA in DIR/tls (node/pki.py)
+    token: str = ""  # the token this directory's CLI shows (the admin token `cluster up` made)
 
     @property
     def names(self) -> list[str]:
@@ -78,6 +80,8 @@ class ClusterFile:
             "partitions": [list(g) for g in self.partitions],
             "delays": dict(self.delays),
             "extra_args": list(self.extra_args),
+            "tls": self.tls,
+            "token": self.token,
             "nodes": [asdict(n) for n in self.nodes],
         }
 
@@ -119,6 +123,8 @@ def load(directory: str | Path) -> ClusterFile:
             tuple(tuple(g) for g in raw.get("partitions", ())),
             {str(k): float(v) for k, v in raw.get("delays", {}).items()},
             tuple(raw.get("extra_args", ())),
+            bool(raw.get("tls", False)),
+            str(raw.get("token", "")),
         )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise ClusterFileError(
@@ -130,5 +136,9 @@ def save(cluster: ClusterFile) -> None:
     path = path_of(cluster.dir)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{FILE_NAME}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(cluster.to_json(), indent=2) + "\n", encoding="utf-8")
+    # 0600: the file may hold the cluster's admin token.
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(json.dumps(cluster.to_json(), indent=2) + "\n")
+    os.chmod(tmp, 0o600)
     os.replace(tmp, path)
