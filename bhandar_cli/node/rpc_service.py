@@ -85,8 +85,9 @@ class RpcService:
     def __init__(self, process: NodeProcess) -> None:
         self.process = process
 
-    async def serve(self, conn: FrameConn) -> None:
-        """One client connection: RPC frames in, answers out (in any order: each names its call)."""
+    async def serve(self, conn: FrameConn, hello: dict[str, Any]) -> None:
+        """One client connection, opened by `hello`: RPC frames in, answers out (in any order:
+        each names its call)."""
         out = Outbox(conn.stream)
         error: ProtocolError | None = None
         async with trio.open_nursery() as nursery:

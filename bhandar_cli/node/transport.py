@@ -55,7 +55,7 @@ class TcpTransport:
         self,
         me: str,
         on_message: Callable[[str, Any], None],
-        on_client: Callable[[FrameConn], Awaitable[None]],
+        on_client: Callable[[FrameConn, dict[str, Any]], Awaitable[None]],
         frame_timeout: float = FRAME_TIMEOUT,
         resolve: Callable[[str], str] = lambda dst: dst,
     ) -> None:
@@ -136,7 +136,7 @@ class TcpTransport:
             if kind == "peer" and isinstance(peer, str):
                 await self._peer_loop(conn, peer)
             elif kind == "client":
-                await self.on_client(conn)
+                await self.on_client(conn, {str(k): v for k, v in fields.items()})
             else:
                 raise ProtocolError("the first frame must be a hello ({'hello': 'peer'|'client'})")
         except (ProtocolError, trio.TooSlowError) as exc:

@@ -81,7 +81,7 @@ class Peer:
         self.inbox.append((src, msg, trio.current_time()))
         self.arrived.set()
 
-    async def _no_clients(self, conn: FrameConn) -> None:
+    async def _no_clients(self, conn: FrameConn, hello: dict[str, Any]) -> None:
         return None
 
     async def next(self, timeout: float = 5.0) -> tuple[str, Any, float]:
