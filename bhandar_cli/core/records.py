@@ -88,7 +88,7 @@ def from_plain(data: Any) -> Record:
                 Sibling(
                     (str(actor), int(counter)),
                     {str(k): int(v) for k, v in ctx.items()},
-                    None if value is None else bytes(value),
+                    _value_bytes(value),
                     str(ctype),
                     float(ts),
                 )
@@ -105,3 +105,10 @@ def from_plain(data: Any) -> Record:
     except (TypeError, ValueError, AttributeError) as exc:
         raise ValueError(f"malformed record: {exc}") from exc
     raise ValueError(f"malformed record: unknown kind {kind!r}")
+
+
+def _value_bytes(value: Any) -> bytes | None:
+    # Strictly bytes: `bytes(n)` of an int from a peer would allocate n zero bytes (2^62: MemoryError).
+    if value is None or isinstance(value, bytes):
+        return value
+    raise ValueError(f"a sibling's value must be bytes or null, not {type(value).__name__}")

@@ -1,0 +1,78 @@
+"""Hypothesis strategies shared by the fuzz tests: frame bodies, byte mutations, wire messages."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from hypothesis import strategies as st
+
+from bhandar_cli.core.wire import REGISTRY
+
+scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=12)
+    | st.binary(max_size=12)
+)
+# Bodies the codec accepts: what a peer can make a node's `from_wire` see.
+bodies = st.recursive(
+    scalars,
+    lambda children: (
+        st.lists(children, max_size=5)
+        | st.dictionaries(st.text(max_size=8) | st.binary(max_size=8), children, max_size=5)
+    ),
+    max_leaves=25,
+)
+
+
+def message_of(name: str) -> st.SearchStrategy[dict[str, object]]:
+    """A wire message `{"$t": name, ...}` with the type's field names (some missing, some extra)
+    holding arbitrary bodies: what a buggy or hostile peer would send."""
+    fields = [f.name for f in dataclasses.fields(REGISTRY[name])]
+    return st.builds(
+        lambda chosen, extra: {"$t": name, **chosen, **extra},
+        st.fixed_dictionaries({}, optional={f: bodies | records for f in fields}),
+        st.dictionaries(st.text(max_size=6), bodies, max_size=2),
+    )
+
+
+# A record's plain form (`records.to_plain`), well formed or nearly so.
+sibling_plain = st.lists(
+    st.one_of(
+        st.text(max_size=4),
+        st.integers(min_value=-(2**64), max_value=2**64),
+        st.dictionaries(st.text(max_size=4), st.integers(-5, 2**64) | st.text(max_size=3), max_size=3),
+        st.none() | st.binary(max_size=8) | st.integers(min_value=-(2**64), max_value=2**64),
+        st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=4),
+    ),
+    min_size=5,
+    max_size=7,
+)
+records = st.builds(
+    lambda kind, body: {"$r": [kind, body]},
+    st.sampled_from(["v", "c", "x"]),
+    st.lists(sibling_plain, max_size=3) | st.dictionaries(st.text(max_size=3), bodies, max_size=3) | bodies,
+)
+wire_messages = st.sampled_from(sorted(REGISTRY)).flatmap(message_of)
+
+
+@st.composite
+def mutated(draw: st.DrawFn, data: bytes) -> bytes:
+    """`data` with a few bytes flipped, inserted, deleted or the tail cut off."""
+    out = bytearray(data)
+    for _ in range(draw(st.integers(1, 4))):
+        action = draw(st.sampled_from(["flip", "set", "insert", "delete", "truncate"]))
+        at = draw(st.integers(0, max(len(out) - 1, 0)))
+        if action == "flip" and out:
+            out[at] ^= 1 << draw(st.integers(0, 7))
+        elif action == "set" and out:
+            out[at] = draw(st.sampled_from([0x00, 0x1B, 0x5B, 0x7B, 0x9B, 0xBB, 0xC1, 0xD8, 0xF7, 0xFF]))
+        elif action == "insert":
+            out[at:at] = draw(st.binary(min_size=1, max_size=9))
+        elif action == "delete" and out:
+            del out[at : at + draw(st.integers(1, 4))]
+        elif action == "truncate":
+            del out[at:]
+    return bytes(out)
