@@ -137,6 +137,9 @@ def _command(words: list[Word], commands: CommandTable) -> Command:
     return Command(spec, tuple(args), options, " ".join(w.raw for w in words))
 
 
+MAX_DURATION = 24 * 3600.0  # seconds: a sleep or wait longer than a day is a typo
+
+
 def parse_duration(text: str) -> float:
     """'2s', '500ms', '1.5', '1m' -> seconds."""
     match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m)?\s*", text)
@@ -144,7 +147,10 @@ def parse_duration(text: str) -> float:
         raise BadInput(f"bad duration {text!r} (use e.g. 2s, 500ms, 1m)")
     value = float(match.group(1))
     unit = match.group(2) or "s"
-    return value / 1000.0 if unit == "ms" else value * 60.0 if unit == "m" else value
+    seconds = value / 1000.0 if unit == "ms" else value * 60.0 if unit == "m" else value
+    if seconds > MAX_DURATION:  # also infinity: float() of 400 nines is one, a sleep without end
+        raise BadInput(f"duration {text.strip()!r} is over the limit of {MAX_DURATION / 3600:g} hours")
+    return seconds
 
 
 def partition_groups(args: tuple[Word, ...]) -> list[list[str]]:
