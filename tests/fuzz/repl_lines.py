@@ -20,7 +20,7 @@ BY_KIND: dict[str, st.SearchStrategy[str]] = {
     "keyspace": st.sampled_from(["kv", "counters", "web", "nope", "KV", ""]) | odd_text,
     "new-keyspace": st.sampled_from(["fuzz", "kv", "a" * 70, "x/y", ""]) | odd_text,
     "key": st.sampled_from(["k", "a/b", "", " ", "k" * 300]) | odd_text,
-    "value": st.sampled_from(['1', '"x"', "[1,2]", '{"a":1}', '{"a":', "nan", "1e999", "[" * 70]) | odd_text,
+    "value": st.sampled_from(["1", '"x"', "[1,2]", '{"a":1}', '{"a":', "nan", "1e999", "[" * 70]) | odd_text,
     "integer": st.sampled_from(["1", "-5", "0", "9" * 30, "1e3", "x"]) | odd_text,
     "node": node_names,
     "new-node": node_names,
