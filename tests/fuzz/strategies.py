@@ -16,6 +16,10 @@ scalars = (
     | st.text(max_size=12)
     | st.binary(max_size=12)
 )
+# Small bodies, cheap to draw, for tests that send many of them over a socket.
+small_bodies = (
+    scalars | st.lists(scalars, max_size=3) | st.dictionaries(st.text(max_size=4), scalars, max_size=3)
+)
 # Bodies the codec accepts: what a peer can make a node's `from_wire` see.
 bodies = st.recursive(
     scalars,
@@ -27,15 +31,21 @@ bodies = st.recursive(
 )
 
 
-def message_of(name: str) -> st.SearchStrategy[dict[str, object]]:
+def message_of(
+    name: str, values: st.SearchStrategy[object] | None = None
+) -> st.SearchStrategy[dict[str, object]]:
     """A wire message `{"$t": name, ...}` with the type's field names (some missing, some extra)
-    holding arbitrary bodies: what a buggy or hostile peer would send."""
+    holding arbitrary `values` (bodies and records by default): what a buggy or hostile peer sends."""
     fields = [f.name for f in dataclasses.fields(REGISTRY[name])]
-    return st.builds(
-        lambda chosen, extra: {"$t": name, **chosen, **extra},
-        st.fixed_dictionaries({}, optional={f: bodies | records for f in fields}),
-        st.dictionaries(st.text(max_size=6), bodies, max_size=2),
+    values = bodies | records if values is None else values
+    # Every field present gets past the constructor to the code that uses the values.
+    complete = st.fixed_dictionaries(dict.fromkeys(fields, values))
+    loose = st.builds(
+        lambda chosen, extra: {**chosen, **extra},
+        st.fixed_dictionaries({}, optional=dict.fromkeys(fields, values)),
+        st.dictionaries(st.text(max_size=6), values, max_size=2),
     )
+    return (complete | loose).map(lambda message: {"$t": name, **message})
 
 
 # A record's plain form (`records.to_plain`), well formed or nearly so.

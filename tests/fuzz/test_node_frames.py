@@ -1,0 +1,136 @@
+"""Fuzz a real node process over plain TCP (an insecure cluster): hundreds of random and mutated
+frames on its peer port, as a peer or as a client, then the node must still be running, answer a
+normal client, and its log must show no internal error (a bug its connection handler caught).
+
+Frames that would legitimately stop or reconfigure the node are left out: the `shutdown`,
+`partition`, `delay` and `snapshot` operations and decommission requests. Any outsider can send
+those to an insecure cluster; refusing them is the job of TLS and tokens, not of the decoder.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import trio
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from bhandar_cli.core.wire import REGISTRY
+from bhandar_cli.node import supervisor
+from bhandar_cli.node.clusterfile import ClusterFile
+from bhandar_cli.node.codec import encode_frame
+
+from ..net.conftest import NODE_ARGS, kill_all, rpc
+from .conftest import fuzz_settings
+from .strategies import message_of, mutated, small_bodies
+
+SAFE_OPS = ["info", "records", "hints", "metrics", "digest", "members", "tree", "flush", "heal", "compact"]
+# What stops or reconfigures the node (see the module docstring).
+OPERATOR_OPS = frozenset({"shutdown", "partition", "delay", "snapshot"})
+PEER_MESSAGES = sorted(set(REGISTRY) - {"DecommissionRequest"})
+CLOSE_WITHIN = 10.0  # the node closes a connection at our end of stream at once; this only bounds a hang
+
+
+@pytest.fixture(scope="module")
+def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterFile]:
+    """A one-node cluster of the module's own: the fuzz may leave odd keyspaces and records."""
+    directory = tmp_path_factory.mktemp("fuzz") / "cluster"
+    try:
+        yield trio.run(lambda: supervisor.up(directory, 1, 1, 0, 8, 1, NODE_ARGS, 30.0))
+    finally:
+        kill_all(directory)
+
+
+HELLOS = [
+    encode_frame({"hello": "peer", "id": "Z"}),
+    encode_frame({"hello": "peer", "id": "A"}),
+    encode_frame({"hello": "client"}),
+    encode_frame({"hello": "client", "token": "x"}),
+]
+# Mostly a real hello, so the frames after it reach the node's message handling.
+hellos = st.sampled_from([*HELLOS, b""]).flatmap(
+    lambda hello: st.just(hello) if hello else small_bodies.map(encode_frame)
+)
+peer_frames = (
+    st.sampled_from(PEER_MESSAGES).flatmap(lambda name: message_of(name, small_bodies)).map(encode_frame)
+)
+rpc_frames = st.builds(
+    lambda op, call_id, args: encode_frame({"op": op, "id": call_id, **args}),
+    st.sampled_from(SAFE_OPS) | st.text(max_size=8).filter(lambda op: op not in OPERATOR_OPS),
+    st.integers(0, 2**64) | small_bodies,
+    st.dictionaries(
+        st.sampled_from(["keyspace", "key", "lo", "hi", "counts", "msg", "x"]), small_bodies, max_size=4
+    ),
+)
+request_frames = st.builds(
+    lambda call_id, msg: encode_frame({"op": "request", "id": call_id, "msg": msg}),
+    st.integers(0, 100),
+    st.sampled_from(["PutRequest", "GetRequest", "IncrRequest", "KeyspaceRequest", "RepairRequest"]).flatmap(
+        lambda name: message_of(name, small_bodies)
+    ),
+)
+
+
+@st.composite
+def connections(draw: st.DrawFn) -> bytes:
+    """One connection's bytes: a hello, then frames, some mutated, or bytes of no protocol at all."""
+    if draw(st.integers(0, 9)) == 0:
+        return draw(st.binary(min_size=1, max_size=200))
+    frames = [draw(hellos)]
+    frames += draw(
+        st.lists(peer_frames | rpc_frames | request_frames | small_bodies.map(encode_frame), max_size=8)
+    )
+    stream = b"".join(frames)
+    return draw(mutated(stream)) if draw(st.integers(0, 2)) == 0 else stream
+
+
+def exchange(cluster: ClusterFile, data: bytes) -> None:
+    """Send `data`, end our side, and read until the node closes the connection."""
+    entry = cluster.node("A")
+    with socket.create_connection((entry.host, entry.port), timeout=5) as sock:
+        try:
+            sock.sendall(data)
+            sock.shutdown(socket.SHUT_WR)
+        except (BrokenPipeError, ConnectionResetError):
+            return  # the node already closed it: fine
+        sock.settimeout(CLOSE_WITHIN)
+        deadline = time.monotonic() + CLOSE_WITHIN
+        try:
+            while time.monotonic() < deadline:
+                if sock.recv(65536) == b"":
+                    return
+        except ConnectionResetError:
+            return
+        raise AssertionError(f"the node kept the connection open after our end of stream: {data!r}")
+
+
+@fuzz_settings(0.5)
+@given(data=connections())
+@example(data=encode_frame({"hello": "client"}) + encode_frame({"op": "tree", "id": 1, "lo": 2**70, "hi": 0}))
+def test_random_frames_never_take_the_node_down(node: ClusterFile, data: bytes) -> None:
+    exchange(node, data)
+
+
+def test_the_node_still_serves_after_the_fuzz(node: ClusterFile) -> None:
+    """Runs after the fuzz test above (pytest keeps a module's order)."""
+    entry = node.node("A")
+    assert supervisor.pid_alive(entry.pid)
+    assert rpc(node, "A", "info")["up"]
+    put = {
+        "$t": "PutRequest",
+        "rid": 1,
+        "keyspace": "kv",
+        "key": "after-fuzz",
+        "value": b"1",
+        "ctype": "",
+        "context": None,
+    }
+    assert rpc(node, "A", "request", msg=put)["$t"] == "PutResult"
+    got = rpc(node, "A", "request", msg={"$t": "GetRequest", "rid": 2, "keyspace": "kv", "key": "after-fuzz"})
+    assert got["$t"] == "GetResult"
+    log = Path(entry.log).read_text(encoding="utf-8", errors="replace")
+    assert "internal error" not in log and "Traceback" not in log, log[-3000:]
