@@ -19,6 +19,7 @@ from typing import Any
 from bhandar_cli.core import antientropy, gossip, membership, merkle, messages, streaming
 from bhandar_cli.core.config import KeyspaceDef
 from bhandar_cli.core.crdt import PNCounter
+from bhandar_cli.core.errors import BhandarError
 from bhandar_cli.core.records import Versioned, from_plain, to_plain
 
 REGISTRY: dict[str, type] = {
@@ -100,7 +101,7 @@ def from_wire(data: Any) -> Any:
             fields = {k: from_wire(v) for k, v in data.items() if k != "$t"}
             try:
                 return cls(**fields)
-            except TypeError as exc:
+            except (TypeError, BhandarError) as exc:  # BadInput: a type's own checks (KeyspaceDef)
                 raise ValueError(f"malformed {data['$t']}: {exc}") from exc
         return {k: from_wire(v) for k, v in data.items()}
     if isinstance(data, list):

@@ -37,7 +37,7 @@ def message_of(
     """A wire message `{"$t": name, ...}` with the type's field names (some missing, some extra)
     holding arbitrary `values` (bodies and records by default): what a buggy or hostile peer sends."""
     fields = [f.name for f in dataclasses.fields(REGISTRY[name])]
-    values = bodies | records if values is None else values
+    values = bodies | well_formed_records | records if values is None else values
     # Every field present gets past the constructor to the code that uses the values.
     complete = st.fixed_dictionaries(dict.fromkeys(fields, values))
     loose = st.builds(
@@ -60,7 +60,37 @@ sibling_plain = st.lists(
     min_size=5,
     max_size=7,
 )
-records = st.builds(
+counters = st.integers(0, 2**64)
+well_formed_records = st.one_of(
+    st.builds(
+        lambda sibs: {"$r": ["v", sibs]},
+        st.lists(
+            st.tuples(
+                st.text(max_size=3),
+                counters,
+                st.dictionaries(st.text(max_size=3), counters, max_size=3),
+                st.none() | st.binary(max_size=8),
+                st.sampled_from(["", "json", "x"]),
+                st.floats(allow_nan=False, allow_infinity=False),
+            ).map(list),
+            max_size=3,
+        ),
+    ),
+    st.builds(
+        lambda actors: {"$r": ["c", actors]},
+        st.dictionaries(
+            st.text(max_size=3),
+            st.tuples(
+                counters,
+                counters,
+                counters,
+                st.lists(st.tuples(st.text(max_size=3), counters).map(list), max_size=2),
+            ).map(list),
+            max_size=3,
+        ),
+    ),
+)
+records = well_formed_records | st.builds(
     lambda kind, body: {"$r": [kind, body]},
     st.sampled_from(["v", "c", "x"]),
     st.lists(sibling_plain, max_size=3) | st.dictionaries(st.text(max_size=3), bodies, max_size=3) | bodies,

