@@ -30,9 +30,10 @@ def through_the_codec(body: object) -> object | None:
     decoder = FrameDecoder()
     decoder.receive_data(encode_frame(body))
     try:
-        return from_wire(decoder.next_frame())
+        message: object = from_wire(decoder.next_frame())
     except ValueError:
         return None
+    return message
 
 
 forged = st.tuples(
