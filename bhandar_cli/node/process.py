@@ -18,6 +18,7 @@ import signal
 import sys
 import time
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import trio
@@ -33,6 +34,8 @@ from bhandar_cli.core.ring import Ring
 from bhandar_cli.host.executor import NodeHost
 from bhandar_cli.node import admin
 from bhandar_cli.node.frames import FRAME_TIMEOUT
+from bhandar_cli.node.join import JoinDesk
+from bhandar_cli.node.join_token import JoinTokens
 from bhandar_cli.node.rpc_service import RpcService
 from bhandar_cli.node.runtime import FATAL, NodeRunner
 from bhandar_cli.node.storage import open_node_store
@@ -54,6 +57,7 @@ class NodeOptions:
     replicas: int = 3
     fsync: str = "batch"
     frame_timeout: float = FRAME_TIMEOUT
+    ca_key: str = ""  # the cluster CA's key (DIR/tls/ca.key): this node may admit joiners
 
 
 class NodeProcess:
@@ -63,8 +67,20 @@ class NodeProcess:
         self.config = NodeConfig(default_n=options.replicas)
         self.store = open_node_store(options.data_dir, options.fsync)
         self.rpc = RpcService(self)
+        self.join_desk = JoinDesk(
+            JoinTokens(options.data_dir),
+            Path(options.ca_key).parent if options.ca_key else None,
+            lambda: f"{options.host}:{self.port}",
+            self._known_ids,
+            trio.current_time,  # the EpochClock: Unix seconds, as token expiries are
+        )
         self.transport = TcpTransport(
-            options.id, self.deliver, self.rpc.serve, options.frame_timeout, self._resolve
+            options.id,
+            self.deliver,
+            self.rpc.serve,
+            options.frame_timeout,
+            self._resolve,
+            self.join_desk.serve,
         )
         ring = Ring.build([options.id], options.vnodes, {options.id: options.zone})
         seed = random.SystemRandom().getrandbits(64)  # a real process: real randomness
@@ -129,6 +145,12 @@ class NodeProcess:
     def _resolve(self, dst: str) -> str:
         """Where `dst` listens: a seed's "host:port" as given, a node id through membership."""
         return dst if ":" in dst else self.host.address_of(dst)
+
+    def _known_ids(self) -> set[str]:
+        """Every id this node's membership has a record of, decommissioned ones included."""
+        node = self.host.node
+        rows = [] if node is None else node.members(trio.current_time())
+        return {self.id, *(str(m["id"]) for m in rows)}
 
     def deliver(self, src: str, msg: Any) -> None:
         self.host.deliver(src, msg)

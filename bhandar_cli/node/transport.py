@@ -9,7 +9,8 @@ This module owns:
   filter, on both the sending and receiving side; the latency is the real network's.
 - The listener. Every connection opens with a hello frame: `{"hello": "peer", "id": X}` starts a
   one-way stream of messages from node X; `{"hello": "client"}` starts request/response RPC,
-  served by the node (`on_client`). Garbage, an oversized length prefix or a frame left half-sent
+  served by the node (`on_client`); `{"hello": "join"}` is a new machine asking for a certificate
+with a join token (`on_join`, node/join.py). Garbage, an oversized length prefix or a frame left half-sent
   for `frame_timeout` seconds closes the connection; the node goes on serving the others.
 Frames (reading and batched writing) are in frames.py; the RPC client in rpc.py.
 """
@@ -58,6 +59,7 @@ class TcpTransport:
         on_client: Callable[[FrameConn, dict[str, Any]], Awaitable[None]],
         frame_timeout: float = FRAME_TIMEOUT,
         resolve: Callable[[str], str] = lambda dst: dst,
+        on_join: Callable[[FrameConn], Awaitable[None]] | None = None,
     ) -> None:
         self.me = me
         # Where a destination listens ("host:port"; "" if unknown): the node's membership knows,
@@ -65,6 +67,7 @@ class TcpTransport:
         self.resolve = resolve
         self.on_message = on_message
         self.on_client = on_client
+        self.on_join = on_join
         self.frame_timeout = frame_timeout
         # Partitions and extra delays set by the operator; no loss or latency of its own.
         self.model = NetworkModel(Random(), latency=None)
@@ -137,6 +140,8 @@ class TcpTransport:
                 await self._peer_loop(conn, peer)
             elif kind == "client":
                 await self.on_client(conn, {str(k): v for k, v in fields.items()})
+            elif kind == "join" and self.on_join is not None:
+                await self.on_join(conn)  # a new machine redeeming a join token (node/join.py)
             else:
                 raise ProtocolError("the first frame must be a hello ({'hello': 'peer'|'client'})")
         except (ProtocolError, trio.TooSlowError) as exc:
