@@ -75,13 +75,9 @@ class NodeProcess:
             trio.current_time,  # the EpochClock: Unix seconds, as token expiries are
         )
         self.transport = TcpTransport(
-            options.id,
-            self.deliver,
-            self.rpc.serve,
-            options.frame_timeout,
-            self._resolve,
-            self.join_desk.serve,
+            options.id, self.deliver, self.rpc.serve, options.frame_timeout, self._resolve
         )
+        self.transport.on_join = self.join_desk.serve
         ring = Ring.build([options.id], options.vnodes, {options.id: options.zone})
         seed = random.SystemRandom().getrandbits(64)  # a real process: real randomness
         self.host = NodeHost(

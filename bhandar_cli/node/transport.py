@@ -59,7 +59,6 @@ class TcpTransport:
         on_client: Callable[[FrameConn, dict[str, Any]], Awaitable[None]],
         frame_timeout: float = FRAME_TIMEOUT,
         resolve: Callable[[str], str] = lambda dst: dst,
-        on_join: Callable[[FrameConn], Awaitable[None]] | None = None,
     ) -> None:
         self.me = me
         # Where a destination listens ("host:port"; "" if unknown): the node's membership knows,
@@ -67,7 +66,8 @@ class TcpTransport:
         self.resolve = resolve
         self.on_message = on_message
         self.on_client = on_client
-        self.on_join = on_join
+        # Set by a node that admits new machines (node/join.py); None: join hellos are refused.
+        self.on_join: Callable[[FrameConn], Awaitable[None]] | None = None
         self.frame_timeout = frame_timeout
         # Partitions and extra delays set by the operator; no loss or latency of its own.
         self.model = NetworkModel(Random(), latency=None)
