@@ -16,6 +16,7 @@ from bhandar_cli.cmd.chaos import chaos
 from bhandar_cli.cmd.cluster import cluster_app
 from bhandar_cli.cmd.data import delete, get, incr, put
 from bhandar_cli.cmd.demo import demo
+from bhandar_cli.cmd.join_token import join_token_app
 from bhandar_cli.cmd.keyspace import keyspace_app
 from bhandar_cli.cmd.node import node_app
 from bhandar_cli.cmd.repl import repl
@@ -38,6 +39,7 @@ app.command("delete")(delete)
 app.command("incr")(incr)
 app.add_typer(keyspace_app, name="keyspace")
 app.add_typer(bench_app, name="bench")
+cluster_app.add_typer(join_token_app, name="join-token")
 app.add_typer(cluster_app, name="cluster")
 app.add_typer(node_app, name="node")
 app.add_typer(sim_app, name="sim")
