@@ -93,10 +93,21 @@ def up(
     replicas: int = typer.Option(3, "--replicas", help="Replication factor N of new keyspaces."),
     fsync: str = typer.Option("batch", "--fsync", help="Nodes' WAL fsync policy: always, batch or none."),
     timeout: float = typer.Option(30.0, "--timeout", help="Seconds to wait for the cluster to be ready."),
+    hosts: str = typer.Option(
+        "", "--hosts", help="Each node's address, in order: 127.0.0.2,127.0.0.3 or 127.0.0.2-6 (a range)."
+    ),
     node_args: list[str] = typer.Option([], "--node-arg", hidden=True, help="Extra `node run` option."),
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
     """Start node processes (detached, logs in the cluster directory) and wait until they all answer."""
+    from bhandar_cli.node.placement import parse_hosts
+
+    try:
+        addresses = tuple(parse_hosts(hosts)) if hosts else ()
+    except ValueError as exc:
+        fail(f"--hosts: {exc}", EXIT_USAGE)
+    if addresses and len(addresses) != nodes:
+        fail(f"--hosts names {len(addresses)} addresses for {nodes} nodes (one per node)", EXIT_USAGE)
     if not 1 <= nodes <= 26:
         fail(f"--nodes must be between 1 and 26 (got {nodes})", EXIT_USAGE)
     if not 1 <= zones <= nodes:
@@ -117,7 +128,9 @@ def up(
         import trio
 
         started = trio.current_time()
-        cluster = await supervisor.up(where, nodes, zones, base_port, vnodes, replicas, extra, timeout)
+        cluster = await supervisor.up(
+            where, nodes, zones, base_port, vnodes, replicas, extra, timeout, hosts=addresses
+        )
         return cluster, trio.current_time() - started
 
     cluster, took = run_async("cluster up", output, body)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 from collections.abc import Iterable
@@ -27,6 +26,7 @@ from bhandar_cli.host.network import partition_groups
 from bhandar_cli.host.topology import node_names, zone_map
 from bhandar_cli.node import clusterfile
 from bhandar_cli.node.clusterfile import ClusterFile, ClusterFileError, NodeEntry
+from bhandar_cli.node.placement import DEFAULT_HOST, node_ports
 from bhandar_cli.node.rpc import RpcError, rpc_once
 
 START_TIMEOUT = 30.0
@@ -40,20 +40,6 @@ _children: dict[int, subprocess.Popen[bytes]] = {}
 
 class StartError(Exception):
     """Nodes did not come up (their logs say why)."""
-
-
-def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
-    """`count` distinct ports free right now (held open together so none is handed out twice)."""
-    socks = []
-    try:
-        for _ in range(count):
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            sock.bind((host, 0))
-            socks.append(sock)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for sock in socks:
-            sock.close()
 
 
 def pid_alive(pid: int) -> bool:
@@ -125,16 +111,19 @@ def spawn(cluster: ClusterFile, entry: NodeEntry) -> NodeEntry:
     return replace(entry, pid=proc.pid)
 
 
-def plan(directory: Path, nodes: int, zones: int, base_port: int, vnodes: int, replicas: int) -> ClusterFile:
+def plan(
+    directory: Path, nodes: int, zones: int, base_port: int, vnodes: int, replicas: int,
+    hosts: tuple[str, ...] = (),
+) -> ClusterFile:
     names = node_names(nodes)
     zone_of = zone_map(names, zones)
-    # Base port P: node i listens on P+2i and serves HTTP on P+2i+1.
-    ports = free_ports(2 * nodes) if base_port == 0 else list(range(base_port, base_port + 2 * nodes))
+    host_of = list(hosts) or [DEFAULT_HOST] * nodes  # node i listens on host_of[i]
+    ports = node_ports(host_of, base_port)
     entries = tuple(
         NodeEntry(
             name,
             zone_of[name],
-            "127.0.0.1",
+            host_of[i],
             ports[2 * i],
             ports[2 * i + 1],
             str(directory / "data" / name),
@@ -154,6 +143,7 @@ async def up(
     replicas: int = 3,
     extra_args: Iterable[str] = (),
     timeout: float = START_TIMEOUT,
+    hosts: tuple[str, ...] = (),
 ) -> ClusterFile:
     """Start a cluster in `directory` and wait until every node knows every other."""
     directory = Path(directory).resolve()
@@ -168,7 +158,7 @@ async def up(
         )
     directory.mkdir(parents=True, exist_ok=True)
     cluster = replace(
-        plan(directory, nodes, zones, base_port, vnodes, replicas), extra_args=tuple(extra_args)
+        plan(directory, nodes, zones, base_port, vnodes, replicas, hosts), extra_args=tuple(extra_args)
     )
     for entry in cluster.nodes:
         cluster = cluster.with_node(spawn(cluster, entry))
