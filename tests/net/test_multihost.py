@@ -112,6 +112,9 @@ def test_a_node_on_another_address_joins_with_a_token_and_serves_quorum_requests
     assert cluster.tls
     minted = mint(cluster)
     assert minted["id"] == "E" and minted["token"] in minted["command"]
+    assert minted["via"] == "A" and minted["address"] == cluster.node("A").address
+    unknown = run_cli("cluster", "join-token", "create", "--dir", cluster.dir, "--via", "Q")
+    assert unknown.returncode == 1 and "unknown node 'Q'" in unknown.stderr.decode()
     (port,) = free_ports(1, JOINER_HOST)
     joiner = joiners.start("E", minted["token"], minted["address"], JOINER_HOST, port)
 
@@ -159,6 +162,13 @@ def test_a_node_on_another_address_joins_with_a_token_and_serves_quorum_requests
     assert code != 0 and "not the one the token pins" in out, out
     assert not (tmp_path / "G" / "tls").exists()
     assert set(member_rows(cluster, "A")) == {"A", "B", "C", "D", "E"}
+
+
+def test_join_token_create_says_what_is_wrong_with_its_options(tmp_path: Path) -> None:
+    bad_ttl = run_cli("cluster", "join-token", "create", "--dir", str(tmp_path), "--ttl", "8d")
+    assert bad_ttl.returncode == 2 and "at most 7 days" in bad_ttl.stderr.decode()
+    no_cluster = run_cli("cluster", "join-token", "create", "--dir", str(tmp_path))
+    assert no_cluster.returncode == 1 and "no cluster in" in no_cluster.stderr.decode()
 
 
 def test_a_node_without_tls_refuses_a_non_loopback_address(tmp_path: Path) -> None:
