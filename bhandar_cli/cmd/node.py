@@ -51,6 +51,11 @@ def run(
     frame_timeout: float = typer.Option(
         5.0, "--frame-timeout", hidden=True, help="Seconds a client may leave a frame half-sent."
     ),
+    tls_dir: str | None = typer.Option(
+        None,
+        "--tls-dir",
+        help="Directory with ca.crt, node.crt and node.key: speak TLS (without it, loopback only).",
+    ),
 ) -> None:
     """Run one node until it is told to stop (RPC shutdown, SIGTERM or Ctrl-C)."""
     if not _NAME.match(node_id):
@@ -63,7 +68,8 @@ def run(
         fail("--vnodes must be 1..1024 and --replicas 1..9", EXIT_USAGE)
     if not 0.05 <= frame_timeout <= 3600:
         fail("--frame-timeout must be between 0.05 and 3600 seconds", EXIT_USAGE)
-    from bhandar_cli.node.process import NodeCrashed, NodeOptions, run_node
+    from bhandar_cli.node.pki import PkiError
+    from bhandar_cli.node.process import ListenRefused, NodeCrashed, NodeOptions, run_node
 
     options = NodeOptions(
         node_id,
@@ -77,9 +83,12 @@ def run(
         replicas,
         fsync,
         frame_timeout,
+        tls_dir,
     )
     try:
         run_node(options)
+    except (ListenRefused, PkiError) as exc:
+        fail(str(exc), EXIT_USAGE)
     except OSError as exc:
         fail(f"node {node_id} could not start: {exc}")
     except NodeCrashed as exc:

@@ -1,5 +1,7 @@
 """Process clusters on 127.0.0.1 for the tests, and the `bhandar` command line as a subprocess.
 
+Clusters are secure, as `cluster up` makes them by default: every process test runs over TLS.
+
 Every process a test starts is stopped by a finalizer, also when the test fails: each node leads
 its own process group and the group is SIGKILLed. Waits poll a condition under a deadline.
 """
@@ -19,7 +21,7 @@ from typing import Any
 import pytest
 import trio
 
-from bhandar_cli.node import clusterfile, supervisor
+from bhandar_cli.node import access, clusterfile, supervisor
 from bhandar_cli.node.clusterfile import ClusterFile
 from bhandar_cli.node.rpc import rpc_once
 
@@ -103,7 +105,8 @@ def bhandar() -> Callable[..., subprocess.CompletedProcess[bytes]]:
 
 def rpc(cluster: ClusterFile, node: str, op: str, **args: Any) -> Any:
     entry = cluster.node(node)
-    return trio.run(lambda: rpc_once(entry.host, entry.port, op, 3.0, node, **args))
+    reach = access.for_cluster(cluster)
+    return trio.run(lambda: rpc_once(entry.host, entry.port, op, 3.0, node, reach, **args))
 
 
 def wait_for(condition: Callable[[], bool], timeout: float = 10.0, what: str = "condition") -> None:
