@@ -11,6 +11,8 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -107,6 +109,29 @@ def rpc(cluster: ClusterFile, node: str, op: str, **args: Any) -> Any:
     entry = cluster.node(node)
     reach = access.for_cluster(cluster)
     return trio.run(lambda: rpc_once(entry.host, entry.port, op, 3.0, node, reach, **args))
+
+
+def tls_verify(cluster: ClusterFile) -> ssl.SSLContext | bool:
+    """What an HTTP client checks a node's certificate with (the cluster CA), or True if plain."""
+    ca = access.for_cluster(cluster).ca_cert
+    return ssl.create_default_context(cafile=str(ca)) if ca else True
+
+
+def http_base(cluster: ClusterFile, node: str) -> str:
+    """The node's HTTP API: https with a secure cluster (its certificate names its address)."""
+    entry = cluster.node(node)
+    scheme = "https" if cluster.tls else "http"
+    return f"{scheme}://{entry.host}:{entry.http_port}"
+
+
+def raw_connection(cluster: ClusterFile, node: str, timeout: float = 5.0) -> socket.socket:
+    """A socket to the node's port for hand-made frames, inside TLS with a secure cluster."""
+    entry = cluster.node(node)
+    sock = socket.create_connection((entry.host, entry.port), timeout=timeout)
+    ca = access.for_cluster(cluster).ca_cert
+    if ca is None:
+        return sock
+    return ssl.create_default_context(cafile=str(ca)).wrap_socket(sock, server_hostname=entry.id)
 
 
 def wait_for(condition: Callable[[], bool], timeout: float = 10.0, what: str = "condition") -> None:
