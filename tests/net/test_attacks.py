@@ -98,11 +98,7 @@ def attacks(cluster: ClusterFile) -> dict[str, Any]:
         ),
         "phantom-member": GossipSyn((MemberState("P", "z1", tokens, "normal", 1, 1, "127.0.0.1:9"),)),
         "redirect-an-address": GossipSyn(
-            (
-                MemberState(
-                    "D", victim["zone"], tokens, "normal", victim["generation"], 2**40, "127.0.0.1:9"
-                ),
-            )
+            (MemberState("D", victim["zone"], tokens, "normal", victim["generation"], 2**40, "127.0.0.1:9"),)
         ),
     }
 
@@ -176,9 +172,7 @@ def state(cluster: ClusterFile) -> dict[str, Any]:
         seen[node] = {
             "records": sorted(map(tuple, rpc(cluster, node, "digest"))),
             "keyspaces": sorted((k["name"], k["policy"], k["n"]) for k in info["keyspaces"]),
-            "members": sorted(
-                tuple(m[f] for f in _MEMBER_FIELDS) for m in rpc(cluster, node, "members")
-            ),
+            "members": sorted(tuple(m[f] for f in _MEMBER_FIELDS) for m in rpc(cluster, node, "members")),
         }
         data = Path(cluster.node(node).data_dir)
         seen[node]["files"] = {
@@ -240,7 +234,5 @@ def test_outsiders_are_refused_and_nothing_changes(cluster: ClusterFile, tmp_pat
             encode_frame({"hello": "peer", "id": MEMBER})
             + encode_frame(to_wire(attacks(cluster)["phantom-member"]))
         )
-        wait_for(
-            lambda: any(m["id"] == "P" for m in rpc(cluster, TARGET, "members")), 10, "A to learn of P"
-        )
+        wait_for(lambda: any(m["id"] == "P" for m in rpc(cluster, TARGET, "members")), 10, "A to learn of P")
     assert state(cluster) != before
