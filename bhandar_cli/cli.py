@@ -6,6 +6,7 @@ Heavy modules (trio, the store) are imported inside the commands that need them 
 
 from __future__ import annotations
 
+import os
 import sys
 
 import typer
@@ -69,6 +70,8 @@ def root(
 
 
 def main() -> None:
+    # Cluster files, keys, logs and data: whatever a command creates is its owner's only.
+    os.umask(0o077)
     app(prog_name="bhandar")
 
 

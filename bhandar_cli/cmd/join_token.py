@@ -43,7 +43,7 @@ def create(
 
         from bhandar_cli.core.errors import BadInput, Refused, Unavailable
         from bhandar_cli.host.topology import next_node_name
-        from bhandar_cli.node import clusterfile, supervisor
+        from bhandar_cli.node import access, clusterfile, supervisor
         from bhandar_cli.node.rpc import RpcError, rpc_once
 
         cluster = clusterfile.load(clusterfile.resolve_dir(directory))
@@ -57,9 +57,10 @@ def create(
             if not running:
                 raise Unavailable(f"no node of the cluster in {cluster.dir} is running (bhandar cluster up)")
             entry = running[0]
+        reach = access.for_cluster(cluster)
         try:
-            answer = await rpc_once(entry.host, entry.port, "join_token", 5.0, entry.id, ttl=seconds)
-            members = await rpc_once(entry.host, entry.port, "members", 5.0, entry.id)
+            answer = await rpc_once(entry.host, entry.port, "join_token", 5.0, entry.id, reach, ttl=seconds)
+            members = await rpc_once(entry.host, entry.port, "members", 5.0, entry.id, reach)
         except (RpcError, trio.TooSlowError) as exc:
             raise Unavailable(str(exc) or f"node {entry.id} did not answer") from None
         if "refused" in answer:

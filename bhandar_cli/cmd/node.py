@@ -57,6 +57,11 @@ def run(
     frame_timeout: float = typer.Option(
         5.0, "--frame-timeout", hidden=True, help="Seconds a client may leave a frame half-sent."
     ),
+    tls_dir: str | None = typer.Option(
+        None,
+        "--tls-dir",
+        help="Directory with ca.crt, node.crt and node.key: speak TLS (without it, loopback only).",
+    ),
 ) -> None:
     """Run one node until it is told to stop (RPC shutdown, SIGTERM or Ctrl-C)."""
     if not NODE_ID.fullmatch(node_id):
@@ -69,21 +74,26 @@ def run(
         fail("--vnodes must be 1..1024 and --replicas 1..9", EXIT_USAGE)
     if not 0.05 <= frame_timeout <= 3600:
         fail("--frame-timeout must be between 0.05 and 3600 seconds", EXIT_USAGE)
-    from bhandar_cli.node.process import NodeCrashed, NodeOptions, run_node
+    from bhandar_cli.node.pki import PkiError
+    from bhandar_cli.node.process import ListenRefused, NodeCrashed, NodeOptions, run_node
 
     seed_list = parse_seeds(seeds)
     if join or token:
         join_seeds = parse_seeds(join)
         if len(join_seeds) != 1 or not token:
             fail("--join takes one HOST:PORT, and goes with --token", EXIT_USAGE)
+        if tls_dir is not None:
+            fail("--join keeps the node's certificate in DATA_DIR/tls; leave out --tls-dir", EXIT_USAGE)
         from bhandar_cli.node.join import JoinUnreachable, join_once
         from bhandar_cli.node.join_token import JoinRefused
 
         try:
-            join_once(join_seeds[0], token, node_id, host, data_dir)
+            tls_dir = str(join_once(join_seeds[0], token, node_id, host, data_dir))
         except (JoinRefused, JoinUnreachable) as exc:
             fail(f"node {node_id} cannot join: {exc}")
         seed_list = (*join_seeds, *seed_list)
+    if ca_key and tls_dir is None:
+        fail("--ca-key needs --tls-dir: new nodes join over TLS", EXIT_USAGE)
     if ca_key:
         from bhandar_cli.node.pki import CA_CERT, CA_KEY
 
@@ -103,10 +113,13 @@ def run(
         replicas,
         fsync,
         frame_timeout,
+        tls_dir,
         str(Path(ca_key).resolve()) if ca_key else "",
     )
     try:
         run_node(options)
+    except (ListenRefused, PkiError) as exc:
+        fail(str(exc), EXIT_USAGE)
     except OSError as exc:
         fail(f"node {node_id} could not start: {exc}")
     except NodeCrashed as exc:

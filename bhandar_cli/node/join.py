@@ -188,7 +188,7 @@ async def _exchange(
     tls_dir: Path,
 ) -> pki.NodeTls:
     await stream.do_handshake()
-    conn = FrameConn(stream)  # type: ignore[arg-type]  # any trio stream carries frames
+    conn = FrameConn(stream)
     await stream.send_all(encode_frame({"hello": "join"}))
     ca_pem = (await _ask(conn, "ca")).encode()
     if pki.fingerprint(ca_pem) != token.ca_fingerprint:

@@ -60,10 +60,6 @@ class Issuer:
         return (self.ca_dir / pki.CA_CERT).read_bytes()
 
 
-class _TlsConn(FrameConn):
-    peer = "a joiner"  # an SSLStream has no socket to name
-
-
 @asynccontextmanager
 async def listening(issuer: Issuer, identity: pki.NodeTls | None = None) -> AsyncIterator[int]:
     """Serve join hellos over TLS with node A's certificate (or `identity`'s) until the block ends."""
@@ -72,7 +68,7 @@ async def listening(issuer: Issuer, identity: pki.NodeTls | None = None) -> Asyn
     async def handle(tcp: trio.SocketStream) -> None:
         stream = trio.SSLStream(tcp, ctx, server_side=True)
         try:
-            conn = _TlsConn(stream)  # type: ignore[arg-type]
+            conn = FrameConn(stream)
             hello = await conn.receive()
             assert hello == {"hello": "join"}
             await issuer.desk.serve(conn)
