@@ -13,6 +13,7 @@ import typer
 
 from bhandar_cli import __version__
 from bhandar_cli.cmd.bench import bench_app
+from bhandar_cli.cmd.bench_security import security as bench_security
 from bhandar_cli.cmd.chaos import chaos
 from bhandar_cli.cmd.cluster import cluster_app
 from bhandar_cli.cmd.data import delete, get, incr, put
@@ -39,6 +40,7 @@ app.command("put")(put)
 app.command("delete")(delete)
 app.command("incr")(incr)
 app.add_typer(keyspace_app, name="keyspace")
+bench_app.command("security")(bench_security)
 app.add_typer(bench_app, name="bench")
 cluster_app.add_typer(join_token_app, name="join-token")
 app.add_typer(cluster_app, name="cluster")
