@@ -6,16 +6,19 @@ Heavy modules (trio, the store) are imported inside the commands that need them 
 
 from __future__ import annotations
 
+import os
 import sys
 
 import typer
 
 from bhandar_cli import __version__
 from bhandar_cli.cmd.bench import bench_app
+from bhandar_cli.cmd.bench_security import security as bench_security
 from bhandar_cli.cmd.chaos import chaos
 from bhandar_cli.cmd.cluster import cluster_app
 from bhandar_cli.cmd.data import delete, get, incr, put
 from bhandar_cli.cmd.demo import demo
+from bhandar_cli.cmd.join_token import join_token_app
 from bhandar_cli.cmd.keyspace import keyspace_app
 from bhandar_cli.cmd.node import node_app
 from bhandar_cli.cmd.repl import repl
@@ -37,7 +40,9 @@ app.command("put")(put)
 app.command("delete")(delete)
 app.command("incr")(incr)
 app.add_typer(keyspace_app, name="keyspace")
+bench_app.command("security")(bench_security)
 app.add_typer(bench_app, name="bench")
+cluster_app.add_typer(join_token_app, name="join-token")
 app.add_typer(cluster_app, name="cluster")
 app.add_typer(node_app, name="node")
 app.add_typer(sim_app, name="sim")
@@ -67,6 +72,8 @@ def root(
 
 
 def main() -> None:
+    # Cluster files, keys, logs and data: whatever a command creates is its owner's only.
+    os.umask(0o077)
     app(prog_name="bhandar")
 
 

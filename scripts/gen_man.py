@@ -7,7 +7,7 @@ The COMMANDS and SYNOPSIS sections come from the click command tree that typer b
 (`typer.main.get_command`): every group and command, recursively, with usage, help, arguments
 and options with their defaults. REPL COMMANDS comes from the REPL's command table
 (`bhandar_cli.repl.commands.COMMANDS`): usage, summary, help, aliases and examples of each entry.
-DESCRIPTION, LIMITS, DELETE, JSON OUTPUT, HTTP API, EXIT STATUS, ENVIRONMENT and SEE ALSO are fixed
+DESCRIPTION, LIMITS, DELETE, JSON OUTPUT, HTTP API, SECURITY, EXIT STATUS, ENVIRONMENT and SEE ALSO are fixed
 text below, taken from DESIGN.md §5, with the consistency levels, error codes and limits read from
 their declarations. The
 output carries no date and nothing from the environment, so the same code always gives the same
@@ -286,12 +286,29 @@ PUT    /v1/keyspaces/NAME                   body {"policy":"siblings","n":3,"quo
 GET    /v1/status    GET /metrics (Prometheus text format)
 """
 
-HTTP_TEXT = f"""Each node process serves HTTP on the port cluster status shows. A keyspace must be
+HTTP_TEXT = f"""Each node process serves HTTP on the port cluster status shows (HTTPS with the node's
+certificate in a secure cluster: curl --cacert DIR/tls/ca.crt https://127.0.0.1:PORT/...). A keyspace must be
 created (PUT /v1/keyspaces/NAME; every field of the body is optional) before a key of it is read
 or written; kv and counters exist from the start. A name is {KEYSPACE_NAME_RULE}, and a cluster
 holds at most {MAX_KEYSPACES} keyspaces. Failures answer {{"error":"human sentence","code":CODE}}:
 bad input 400, key not found or unknown keyspace 404, too many siblings or a keyspace defined
 otherwise 409, too large 413, unavailable 503, timeout 504."""
+
+SECURITY = [
+    """cluster up is secure by default: it makes a cluster CA in DIR/tls and a key and certificate
+    per node in DATA_DIR/tls, whose name is the node id. Nodes talk mutual TLS: a peer is heard only
+    if its certificate, from the cluster CA, names the node it claims to be (and a message naming
+    its sender must name that node too); a decommissioned node's certificate is refused. Refusals
+    are logged and counted (bhandar_peer_rejections_total{reason}). Clients and the HTTP API use
+    TLS and check the node's certificate against the cluster CA.""",
+    """Everything a cluster writes is its owner's only: directories 0700; keys, certificates, the
+    cluster file, logs, WAL segments, SSTables and manifests 0600.""",
+    """cluster up --insecure runs plain TCP. A node without --tls-dir refuses to listen on any
+    address that is not loopback (exit 2). For a cluster grown by hand: cluster init makes the CA,
+    cluster cert NODE --host H --out DIR issues a node's certificate, node run --tls-dir DIR uses
+    it. See docs/security.md in the source tree; look at a certificate with
+    openssl x509 -in DATA_DIR/tls/node.crt -noout -subject.""",
+]
 
 EXIT_STATUS = [
     ("0", "Success."),
@@ -385,6 +402,7 @@ def fixed_sections() -> dict[str, list[str]]:
         "DELETE": [line for p in DELETE for line in para(p)],
         "JSON OUTPUT": json_out,
         "HTTP API": http,
+        "SECURITY": [line for p in SECURITY for line in para(p)],
         "EXIT STATUS": exit_status,
         "ENVIRONMENT": environment,
         "SEE ALSO": see_also,
@@ -423,6 +441,7 @@ def render_man() -> str:
         "DELETE",
         "JSON OUTPUT",
         "HTTP API",
+        "SECURITY",
         "EXIT STATUS",
         "ENVIRONMENT",
         "SEE ALSO",

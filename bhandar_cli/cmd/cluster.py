@@ -1,4 +1,4 @@
-"""`bhandar cluster up|down|status|kill|start|partition|heal|delay`: real node processes on 127.0.0.1.
+"""`bhandar cluster up|down|status|kill|start|partition|heal|delay|init|cert`: real node processes.
 
 Parsing and rendering only: processes are started and stopped by node/supervisor.py, and everything
 else goes through client.py over the TCP backend (node/tcpbackend.py). Also home of the two
@@ -53,6 +53,7 @@ def run_async(cmd: str, output: OutputFormat | str, body: Callable[[], Awaitable
 
     from bhandar_cli.core.errors import BhandarError
     from bhandar_cli.node.clusterfile import ClusterFileError
+    from bhandar_cli.node.pki import PkiError
     from bhandar_cli.node.supervisor import StartError
 
     try:
@@ -61,6 +62,8 @@ def run_async(cmd: str, output: OutputFormat | str, body: Callable[[], Awaitable
         fail_json(
             cmd, output, str(exc), "no_cluster" if isinstance(exc, ClusterFileError) else "start_failed"
         )
+    except PkiError as exc:
+        fail_json(cmd, output, str(exc), "tls")
     except BhandarError as exc:
         fail_json(cmd, output, str(exc), exc.code)
     except KeyboardInterrupt:
@@ -93,10 +96,26 @@ def up(
     replicas: int = typer.Option(3, "--replicas", help="Replication factor N of new keyspaces."),
     fsync: str = typer.Option("batch", "--fsync", help="Nodes' WAL fsync policy: always, batch or none."),
     timeout: float = typer.Option(30.0, "--timeout", help="Seconds to wait for the cluster to be ready."),
+    hosts: str = typer.Option(
+        "", "--hosts", help="Each node's address, in order: 127.0.0.2,127.0.0.3 or 127.0.0.2-6 (a range)."
+    ),
     node_args: list[str] = typer.Option([], "--node-arg", hidden=True, help="Extra `node run` option."),
+    insecure: bool = typer.Option(
+        False, "--insecure", help="Plain TCP without certificates (loopback only; for experiments)."
+    ),
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
-    """Start node processes (detached, logs in the cluster directory) and wait until they all answer."""
+    """Start node processes (detached, logs in the cluster directory) and wait until they all answer.
+
+    The nodes speak TLS with certificates of a cluster CA made in DIR/tls, unless --insecure."""
+    from bhandar_cli.node.placement import parse_hosts
+
+    try:
+        addresses = tuple(parse_hosts(hosts)) if hosts else ()
+    except ValueError as exc:
+        fail(f"--hosts: {exc}", EXIT_USAGE)
+    if addresses and len(addresses) != nodes:
+        fail(f"--hosts names {len(addresses)} addresses for {nodes} nodes (one per node)", EXIT_USAGE)
     if not 1 <= nodes <= 26:
         fail(f"--nodes must be between 1 and 26 (got {nodes})", EXIT_USAGE)
     if not 1 <= zones <= nodes:
@@ -117,7 +136,10 @@ def up(
         import trio
 
         started = trio.current_time()
-        cluster = await supervisor.up(where, nodes, zones, base_port, vnodes, replicas, extra, timeout)
+        cluster = await supervisor.up(
+            where, nodes, zones, base_port, vnodes, replicas, extra, timeout, tls=not insecure,
+            hosts=addresses,
+        )
         return cluster, trio.current_time() - started
 
     cluster, took = run_async("cluster up", output, body)
@@ -128,7 +150,8 @@ def up(
     ]
     if output is OutputFormat.json:
         emit_json(
-            {"cmd": "cluster up", "ok": True, "dir": cluster.dir, "ready_s": round(took, 3), "nodes": rows}
+            {"cmd": "cluster up", "ok": True, "dir": cluster.dir, "ready_s": round(took, 3)}
+            | {"tls": cluster.tls, "nodes": rows}
         )
         return
     from rich.table import Table
@@ -137,8 +160,10 @@ def up(
     for r in rows:
         table.add_row(r["id"], r["zone"], f"{r['host']}:{r['port']}", str(r["http_port"]), str(r["pid"]))
     _print(table)
+    security = "TLS, CA in " + str(Path(cluster.dir) / "tls") if cluster.tls else "plain TCP (insecure)"
     _print(
-        f"[green]ready[/green]: {len(rows)} nodes in {took:.1f} s; cluster file {cluster.dir}/cluster.json"
+        f"[green]ready[/green]: {len(rows)} nodes in {took:.1f} s ({security}); "
+        f"cluster file {cluster.dir}/cluster.json"
     )
 
 
@@ -286,3 +311,56 @@ def delay(
 ) -> None:
     """Slow every message to or from a node."""
     _fault("delay", output, directory, lambda c: c.delay(node, ms))
+
+
+@cluster_app.command("init")
+def init(directory: str | None = DIR_OPTION, output: OutputFormat = OUTPUT_OPTION) -> None:
+    """Make the cluster CA in DIR/tls, for a cluster whose nodes you start by hand.
+
+    Then give each node a certificate with `bhandar cluster cert NODE --host HOST --out DATA_DIR/tls`
+    and start it with `bhandar node run --id NODE --host HOST --data-dir DATA_DIR --tls-dir DATA_DIR/tls`.
+    """
+    from bhandar_cli.node import pki
+    from bhandar_cli.node.clusterfile import resolve_dir
+
+    where = resolve_dir(directory).resolve()
+
+    async def body() -> Path:
+        pki.private_dir(where)
+        return pki.create_ca(where / pki.TLS_DIR, where.name)
+
+    ca = run_async("cluster init", output, body)
+    if output is OutputFormat.json:
+        emit_json({"cmd": "cluster init", "ok": True, "dir": str(where), "ca_cert": str(ca)})
+        return
+    _print(f"cluster CA made: {ca} (its key {ca.with_name(pki.CA_KEY)} stays with you)")
+    _print(f"next, per node: bhandar cluster cert NODE --host HOST --out DATA_DIR/tls --dir {where}")
+
+
+@cluster_app.command("cert")
+def cert(
+    node: str = typer.Argument(..., help="The node's id (its certificate's name)."),
+    host: list[str] = typer.Option(..., "--host", help="Address or name the node listens on (repeatable)."),
+    out: str = typer.Option(..., "--out", help="Directory for ca.crt, node.crt and node.key."),
+    directory: str | None = DIR_OPTION,
+    output: OutputFormat = OUTPUT_OPTION,
+) -> None:
+    """Issue a node certificate from the cluster CA (made by `cluster init` or `cluster up`)."""
+    from bhandar_cli.node import pki
+    from bhandar_cli.node.clusterfile import resolve_dir
+
+    where = resolve_dir(directory)
+    target = Path(out)
+
+    async def body() -> pki.NodeTls:
+        if not (where / pki.TLS_DIR / pki.CA_KEY).is_file():
+            raise pki.PkiError(f"no cluster CA in {where / pki.TLS_DIR} (make one with bhandar cluster init)")
+        if (target / pki.NODE_KEY).exists():
+            raise pki.PkiError(f"{target / pki.NODE_KEY} exists already; a node keeps its key")
+        return pki.issue_node(where / pki.TLS_DIR, node, host, target)
+
+    files = run_async("cluster cert", output, body)
+    if output is OutputFormat.json:
+        emit_json({"cmd": "cluster cert", "ok": True, "node": node, "cert": str(files.cert)})
+        return
+    _print(f"certificate for node {node} ({', '.join(host)}): {files.cert}; start it with --tls-dir {target}")

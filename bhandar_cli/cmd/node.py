@@ -6,19 +6,18 @@ nodes: it does not depend on a `bhandar` script being on PATH.
 
 from __future__ import annotations
 
-import re
+from pathlib import Path
 
 import typer
 
 from bhandar_cli.cmd.output import EXIT_USAGE, fail
+from bhandar_cli.core.config import NODE_ID, NODE_ID_RULE
 
 node_app = typer.Typer(
     help="Run one node of a process cluster (cluster up starts these for you).",
     no_args_is_help=True,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-
-_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,32}$")
 
 
 @node_app.callback()
@@ -48,13 +47,25 @@ def run(
     vnodes: int = typer.Option(8, "--vnodes", help="Tokens per node (the same on every node)."),
     replicas: int = typer.Option(3, "--replicas", help="Replication factor of new keyspaces."),
     fsync: str = typer.Option("batch", "--fsync", help="WAL fsync policy: always, batch or none."),
+    join: str = typer.Option(
+        "", "--join", metavar="HOST:PORT", help="Join a cluster through this node (with --token)."
+    ),
+    token: str = typer.Option("", "--token", help="Join token from `bhandar cluster join-token create`."),
+    ca_key: str = typer.Option(
+        "", "--ca-key", help="The cluster CA's key (DIR/tls/ca.key): this node may admit new nodes."
+    ),
     frame_timeout: float = typer.Option(
         5.0, "--frame-timeout", hidden=True, help="Seconds a client may leave a frame half-sent."
     ),
+    tls_dir: str | None = typer.Option(
+        None,
+        "--tls-dir",
+        help="Directory with ca.crt, node.crt and node.key: speak TLS (without it, loopback only).",
+    ),
 ) -> None:
     """Run one node until it is told to stop (RPC shutdown, SIGTERM or Ctrl-C)."""
-    if not _NAME.match(node_id):
-        fail(f"--id must be 1-32 letters, digits, '_', '-' or '.' (got {node_id!r})", EXIT_USAGE)
+    if not NODE_ID.fullmatch(node_id):
+        fail(f"--id must be {NODE_ID_RULE} (got {node_id!r})", EXIT_USAGE)
     if not 0 <= port < 65536 or not -1 <= http_port < 65536:
         fail("ports must be between 0 and 65535", EXIT_USAGE)
     if fsync not in ("always", "batch", "none"):
@@ -63,7 +74,32 @@ def run(
         fail("--vnodes must be 1..1024 and --replicas 1..9", EXIT_USAGE)
     if not 0.05 <= frame_timeout <= 3600:
         fail("--frame-timeout must be between 0.05 and 3600 seconds", EXIT_USAGE)
-    from bhandar_cli.node.process import NodeCrashed, NodeOptions, run_node
+    from bhandar_cli.node.pki import PkiError
+    from bhandar_cli.node.process import ListenRefused, NodeCrashed, NodeOptions, run_node
+
+    seed_list = parse_seeds(seeds)
+    if join or token:
+        join_seeds = parse_seeds(join)
+        if len(join_seeds) != 1 or not token:
+            fail("--join takes one HOST:PORT, and goes with --token", EXIT_USAGE)
+        if tls_dir is not None:
+            fail("--join keeps the node's certificate in DATA_DIR/tls; leave out --tls-dir", EXIT_USAGE)
+        from bhandar_cli.node.join import JoinUnreachable, join_once
+        from bhandar_cli.node.join_token import JoinRefused
+
+        try:
+            tls_dir = str(join_once(join_seeds[0], token, node_id, host, data_dir))
+        except (JoinRefused, JoinUnreachable) as exc:
+            fail(f"node {node_id} cannot join: {exc}")
+        seed_list = (*join_seeds, *seed_list)
+    if ca_key and tls_dir is None:
+        fail("--ca-key needs --tls-dir: new nodes join over TLS", EXIT_USAGE)
+    if ca_key:
+        from bhandar_cli.node.pki import CA_CERT, CA_KEY
+
+        key = Path(ca_key)
+        if key.name != CA_KEY or not key.is_file() or not key.with_name(CA_CERT).is_file():
+            fail(f"--ca-key must name a cluster CA's {CA_KEY} with its {CA_CERT} beside it", EXIT_USAGE)
 
     options = NodeOptions(
         node_id,
@@ -72,14 +108,18 @@ def run(
         port,
         http_port,
         zone,
-        parse_seeds(seeds),
+        seed_list,
         vnodes,
         replicas,
         fsync,
         frame_timeout,
+        tls_dir,
+        str(Path(ca_key).resolve()) if ca_key else "",
     )
     try:
         run_node(options)
+    except (ListenRefused, PkiError) as exc:
+        fail(str(exc), EXIT_USAGE)
     except OSError as exc:
         fail(f"node {node_id} could not start: {exc}")
     except NodeCrashed as exc:

@@ -18,6 +18,9 @@ QUORUM_MODES = ("sloppy", "strict")
 # Keyspace names travel in URLs, file names and completions: a small safe alphabet, no `.` or `..`.
 KEYSPACE_NAME = re.compile(r"[a-z0-9_-]{1,64}")
 KEYSPACE_NAME_RULE = "1 to 64 characters of a-z, 0-9, _ and -"
+# Node ids name certificates, files and log lines: the same kind of safe alphabet.
+NODE_ID = re.compile(r"[A-Za-z0-9_.-]{1,32}")
+NODE_ID_RULE = "1 to 32 letters, digits, '_', '-' or '.'"
 
 
 def one_of(choices: tuple[str, ...]) -> str:

@@ -43,7 +43,7 @@ STREAM_ERRORS = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
 class FrameConn:
     """The receiving half of a connection: frames out of a stream, with a per-frame deadline."""
 
-    def __init__(self, stream: trio.SocketStream, frame_timeout: float = FRAME_TIMEOUT) -> None:
+    def __init__(self, stream: trio.abc.Stream, frame_timeout: float = FRAME_TIMEOUT) -> None:
         self.stream = stream
         self.frame_timeout = frame_timeout
         self.decoder = FrameDecoder()
@@ -51,9 +51,13 @@ class FrameConn:
 
     @property
     def peer(self) -> str:
+        """The other end's "host:port", whatever the stream is layered on (TLS over TCP)."""
+        stream: Any = self.stream
+        while isinstance(stream, trio.SSLStream):
+            stream = stream.transport_stream
         try:
-            host, port = self.stream.socket.getpeername()[:2]
-        except OSError:
+            host, port = stream.socket.getpeername()[:2]
+        except (OSError, AttributeError):
             return "?"
         return f"{host}:{port}"
 
@@ -76,7 +80,7 @@ class FrameConn:
             # hold a connection (and its buffer) open forever.
             with trio.move_on_at(self._frame_deadline):
                 try:
-                    data = await self.stream.receive_some(RECV_SIZE)
+                    data = bytes(await self.stream.receive_some(RECV_SIZE))
                 except STREAM_ERRORS:
                     data = b""
                 decoder.receive_data(data)

@@ -51,6 +51,7 @@ from bhandar_cli.core.messages import (
 from bhandar_cli.core.metrics import NodeMetrics
 from bhandar_cli.core.records import Versioned
 from bhandar_cli.core.versions import JSON, context_of
+from bhandar_cli.node.pki import NodeTls
 from bhandar_cli.values import decode_value, encode_json
 
 STATUS = {
@@ -352,6 +353,12 @@ class NodeCollector:
         for kind, n in sorted(metrics.corruptions.items()):
             corruptions.add_metric([kind], n)
         yield corruptions
+        rejections = CounterMetricFamily(
+            "bhandar_peer_rejections", "Peer connections and messages refused.", labels=["reason"]
+        )
+        for reason, n in sorted(info.get("peer_rejections", {}).items()):
+            rejections.add_metric([reason], n)
+        yield rejections
         transport = CounterMetricFamily("bhandar_messages", "Peer messages.", labels=["event"])
         for event in ("sent", "received", "dropped"):
             transport.add_metric([event], info.get("transport", {}).get(event, 0))
@@ -368,11 +375,18 @@ class NodeCollector:
 
 
 async def serve_http(
-    node: Gateway, host: str, port: int, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED
+    node: Gateway,
+    host: str,
+    port: int,
+    tls: NodeTls | None = None,
+    task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Serve the API on host:port until cancelled; reports the bound port when ready."""
+    """Serve the API on host:port until cancelled (HTTPS with the node's certificate when it has
+    one); reports the bound port when ready."""
     config = Config()
     config.bind = [f"{host}:{port}"]
+    if tls is not None:
+        config.certfile, config.keyfile = str(tls.cert), str(tls.key)
     config.accesslog = None
     config.errorlog = logging.getLogger("bhandar.http")
     app = Api(node)

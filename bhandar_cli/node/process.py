@@ -6,18 +6,26 @@ address and its seeds' addresses: the node's gossip membership finds the cluster
 the transport asks it where each peer listens. It stops cleanly on an
 RPC `shutdown`, SIGTERM or SIGINT (store synced and closed); SIGKILL is the crash.
 
+With a TLS directory (`tls_dir`: ca.crt, node.crt, node.key) the peer port and the HTTP API run
+over TLS with the node's certificate (node/pki.py); without one the node listens in plain TCP,
+which it refuses to do anywhere but on a loopback address. Everything it writes is its owner's
+only (umask 077).
+
 The RPC its port serves (client requests and admin operations) is node/rpc_service.py.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import os
 import random
 import signal
+import socket
 import sys
 import time
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import trio
@@ -31,8 +39,10 @@ from bhandar_cli.core.messages import (
 )
 from bhandar_cli.core.ring import Ring
 from bhandar_cli.host.executor import NodeHost
-from bhandar_cli.node import admin
+from bhandar_cli.node import admin, pki
 from bhandar_cli.node.frames import FRAME_TIMEOUT
+from bhandar_cli.node.join import JoinDesk
+from bhandar_cli.node.join_token import JoinTokens
 from bhandar_cli.node.rpc_service import RpcService
 from bhandar_cli.node.runtime import FATAL, NodeRunner
 from bhandar_cli.node.storage import open_node_store
@@ -54,18 +64,67 @@ class NodeOptions:
     replicas: int = 3
     fsync: str = "batch"
     frame_timeout: float = FRAME_TIMEOUT
+    tls_dir: str | None = None  # ca.crt, node.crt, node.key; None: plain TCP, loopback only
+    ca_key: str = ""  # the cluster CA's key (DIR/tls/ca.key): this node may admit joiners
+
+
+class ListenRefused(Exception):
+    """The node was asked to listen where it will not (the operator's options)."""
+
+
+def is_loopback(host: str) -> bool:
+    """Whether every address `host` names is a loopback one (names are resolved first)."""
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        pass
+    try:
+        infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except OSError:
+        return False
+    return bool(infos) and all(ipaddress.ip_address(info[4][0]).is_loopback for info in infos)
+
+
+def node_tls(options: NodeOptions) -> pki.NodeTls | None:
+    """The node's TLS files, checked; raises ListenRefused for plain TCP off loopback and
+    PkiError for a TLS directory without its files."""
+    if options.tls_dir is None:
+        if not is_loopback(options.host):
+            raise ListenRefused(
+                f"refusing to listen on {options.host} without TLS: anyone who can reach it could "
+                "join the cluster; give the node --tls-dir (cluster up makes one) or listen on 127.0.0.1"
+            )
+        return None
+    files = pki.NodeTls.in_dir(options.tls_dir)
+    if not files.exists():
+        raise pki.PkiError(
+            f"{options.tls_dir} lacks {pki.CA_CERT}, {pki.NODE_CERT} or {pki.NODE_KEY} "
+            "(bhandar cluster cert makes them)"
+        )
+    return files
 
 
 class NodeProcess:
-    def __init__(self, options: NodeOptions) -> None:
+    def __init__(self, options: NodeOptions, tls: pki.NodeTls | None) -> None:
         self.options = options
         self.id = options.id
+        self.tls = tls
         self.config = NodeConfig(default_n=options.replicas)
         self.store = open_node_store(options.data_dir, options.fsync)
         self.rpc = RpcService(self)
-        self.transport = TcpTransport(
-            options.id, self.deliver, self.rpc.serve, options.frame_timeout, self._resolve
+        self.join_desk = JoinDesk(
+            JoinTokens(options.data_dir),
+            Path(options.ca_key).parent if options.ca_key else None,
+            lambda: f"{options.host}:{self.port}",
+            self._known_ids,
+            trio.current_time,  # the EpochClock: Unix seconds, as token expiries are
         )
+        self.transport = TcpTransport(
+            options.id, self.deliver, self.rpc.serve, options.frame_timeout, self._resolve, self.tls
+        )
+        self.transport.on_join = self.join_desk.serve
+        # A decommissioned node's certificate stays valid: the membership says it is gone.
+        self.transport.gate.decommissioned = self._decommissioned
         ring = Ring.build([options.id], options.vnodes, {options.id: options.zone})
         seed = random.SystemRandom().getrandbits(64)  # a real process: real randomness
         self.host = NodeHost(
@@ -92,7 +151,9 @@ class NodeProcess:
                 if opts.http_port >= 0:
                     from bhandar_cli.node.http import serve_http
 
-                    self.http_port = await nursery.start(serve_http, self, opts.host, opts.http_port)
+                    self.http_port = await nursery.start(
+                        serve_http, self, opts.host, opts.http_port, self.tls
+                    )
                 self.port = await nursery.start(self.transport.serve, opts.host, opts.port)
                 self.host.boot = {
                     "seeds": [f"{host}:{port}" for host, port in opts.seeds],
@@ -129,6 +190,16 @@ class NodeProcess:
     def _resolve(self, dst: str) -> str:
         """Where `dst` listens: a seed's "host:port" as given, a node id through membership."""
         return dst if ":" in dst else self.host.address_of(dst)
+
+    def _known_ids(self) -> set[str]:
+        """Every id this node's membership has a record of, decommissioned ones included."""
+        node = self.host.node
+        rows = [] if node is None else node.members(trio.current_time())
+        return {self.id, *(str(m["id"]) for m in rows)}
+
+    def _decommissioned(self, member: str) -> bool:
+        node = self.host.node
+        return node is not None and node.status_of(member) == "left"
 
     def deliver(self, src: str, msg: Any) -> None:
         self.host.deliver(src, msg)
@@ -173,6 +244,7 @@ class NodeProcess:
             partitions=self.transport.model.groups,
             delays={k: v * 1000.0 for k, v in self.transport.model.extra_delay.items()},
             transport=dict(self.transport.stats),
+            peer_rejections=dict(self.transport.gate.rejections),
             connected=self.transport.connected(),
         )
         return info
@@ -212,12 +284,14 @@ class EpochClock(trio.abc.Clock):
 def run_node(options: NodeOptions) -> None:
     """The body of `bhandar node run` (blocks until the node stops)."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    os.makedirs(options.data_dir, exist_ok=True)
+    tls = node_tls(options)  # before anything is created: a refused node leaves nothing behind
+    os.umask(0o077)  # data, WAL, SSTables, manifests: the owner's only
+    pki.private_dir(Path(options.data_dir))
     # A flush or compaction thread is pure Python and holds the GIL until asked for it; the event
     # loop asks many times per request. 5 ms (the default) per ask put p99 of gets during a 50 MB
     # compaction at ~105 ms; 1 ms keeps it near the baseline (`bhandar bench compaction`).
     sys.setswitchinterval(0.001)
-    process = NodeProcess(options)
+    process = NodeProcess(options, tls)
     try:
         trio.run(process.run, clock=EpochClock())
     except BaseExceptionGroup as group:

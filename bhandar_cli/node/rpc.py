@@ -1,5 +1,8 @@
 """RPC over frames: a pipelined client (many calls in flight, answers matched by id), one-shot
-calls for probes, and a helper that runs background services around a block."""
+calls for probes, and a helper that runs background services around a block.
+
+A client reaches a secure cluster over TLS, checking the node's certificate against the cluster
+CA and its name against the node id (`ClientAccess`, node/access.py)."""
 
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ from typing import Any
 
 import trio
 
+from bhandar_cli.node.access import PLAIN, ClientAccess
 from bhandar_cli.node.codec import (
     ProtocolError,
     encode_frame,
@@ -22,6 +26,7 @@ from bhandar_cli.node.frames import (
     Outbox,
     wire_frame,
 )
+from bhandar_cli.node.tls_streams import HandshakeError, client_ctx, open_stream
 
 log = logging.getLogger("bhandar.rpc")
 
@@ -44,17 +49,27 @@ class _Slot:
 
 
 class RpcClient:
-    """One client connection to a node; `call` may be used by many tasks at once."""
+    """One client connection to a node; `call` may be used by many tasks at once.
 
-    def __init__(self, host: str, port: int, label: str = "", frame_timeout: float = FRAME_TIMEOUT) -> None:
+    `label` names the node in messages; over TLS it is the node id its certificate must show."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        label: str = "",
+        frame_timeout: float = FRAME_TIMEOUT,
+        access: ClientAccess = PLAIN,
+    ) -> None:
         self.host, self.port = host, port
         self.label = label or f"{host}:{port}"
         self.frame_timeout = frame_timeout
+        self.access = access
         self.closed = False
         self._pending: dict[int, _Slot] = {}
         self._next_id = 0
         self._outbox: Outbox | None = None
-        self._stream: trio.SocketStream | None = None
+        self._stream: trio.abc.Stream | None = None
         self._lost = "not connected"
 
     async def connect(self) -> None:
@@ -63,9 +78,16 @@ class RpcClient:
         Kept apart from `serve` so the error reaches the caller as itself, not wrapped in the
         exception group of whatever nursery will host `serve`.
         """
+        ca = self.access.ca_cert
         try:
-            with trio.fail_after(CONNECT_TIMEOUT):
-                self._stream = await trio.open_tcp_stream(self.host, self.port)
+            self._stream = await open_stream(
+                self.host, self.port, CONNECT_TIMEOUT, client_ctx(ca) if ca else None, self.label
+            )
+        except HandshakeError as exc:
+            self.closed = True
+            raise RpcError(
+                f"node {self.label} at {self.host}:{self.port} failed the TLS check ({exc})", "unreachable"
+            ) from None
         except (OSError, trio.TooSlowError) as exc:
             self.closed = True
             why = "no answer" if isinstance(exc, trio.TooSlowError) else _why(exc)
@@ -145,9 +167,11 @@ class RpcClient:
 
 
 @asynccontextmanager
-async def open_rpc(host: str, port: int, label: str = "") -> AsyncIterator[RpcClient]:
+async def open_rpc(
+    host: str, port: int, label: str = "", access: ClientAccess = PLAIN
+) -> AsyncIterator[RpcClient]:
     """An RpcClient for the duration of the block; errors in the block come out as themselves."""
-    client = RpcClient(host, port, label)
+    client = RpcClient(host, port, label, access=access)
     await client.connect()
     async with hosting(client.serve) as error:
         try:
@@ -180,8 +204,16 @@ def _why(exc: OSError) -> str:
     return exc.strerror or str(exc)
 
 
-async def rpc_once(host: str, port: int, op: str, timeout: float = 2.0, label: str = "", **args: Any) -> Any:
+async def rpc_once(
+    host: str,
+    port: int,
+    op: str,
+    timeout: float = 2.0,
+    label: str = "",
+    access: ClientAccess = PLAIN,
+    **args: Any,
+) -> Any:
     """Connect, make one call, disconnect (for probes and one-off admin commands)."""
     with trio.fail_after(timeout + CONNECT_TIMEOUT + 1.0):
-        async with open_rpc(host, port, label) as client:
+        async with open_rpc(host, port, label, access) as client:
             return await client.call(op, timeout, **args)

@@ -2,8 +2,8 @@
 
 One map per frame, answers carry the same `id`: `request` (a client request in wire form: the
 node's coordinator answers it), and the admin operations `info`, `records`, `hints`, `metrics`,
-`digest`, `members`, `tree`, `partition`, `heal`, `delay`, `flush`, `compact`, `snapshot` and
-`shutdown`. Fast operations are answered at once; slow ones (`compact`) run in a task of the
+`digest`, `members`, `tree`, `partition`, `heal`, `delay`, `flush`, `compact`, `snapshot`,
+`join_token` and `shutdown`. Fast operations are answered at once; slow ones (`compact`) run in a task of the
 connection and are answered when done, so the node's event loop never waits for them. A request
 from the network is checked field by field before the core sees it (the core trusts its inputs).
 """
@@ -32,6 +32,7 @@ from bhandar_cli.core.wire import from_wire, to_wire
 from bhandar_cli.node import admin
 from bhandar_cli.node.codec import ProtocolError, encode_frame
 from bhandar_cli.node.frames import FrameConn, Outbox, wire_frame
+from bhandar_cli.node.join_token import DEFAULT_TTL, JoinRefused
 
 if TYPE_CHECKING:
     from bhandar_cli.node.process import NodeProcess
@@ -190,6 +191,14 @@ class RpcService:
 
     def _op_snapshot(self, body: dict[str, Any]) -> Any:
         return len(self.process.store.snapshot(str(body["dir"])))
+
+    def _op_join_token(self, body: dict[str, Any]) -> Any:
+        """Mint a join token (node/join.py): {"token", "expires"}, or {"refused": why}."""
+        try:
+            token = self.process.join_desk.mint(float(body.get("ttl", DEFAULT_TTL)))
+        except JoinRefused as exc:
+            return {"refused": str(exc)}
+        return {"token": str(token), "expires": token.expires}
 
     def _op_shutdown(self, body: dict[str, Any]) -> Any:
         # Answer first, stop just after: the caller learns the stop was accepted.

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 import shutil
+from pathlib import Path
 
 from bhandar_cli.node.disk import RealDisk
+from bhandar_cli.node.pki import TLS_DIR
 from bhandar_cli.storage.engine import EngineOptions
 from bhandar_cli.storage.record_store import RecordStore
 from bhandar_cli.storage.recovery import restore_snapshot
@@ -23,14 +25,21 @@ def restore_node_dir(snapshot_dir: str, data_dir: str, node: str) -> None:
     """Replace a stopped node's data directory by its snapshot (hard links), as a new actor.
 
     The restored node's own dot counters go back in time; writing under a new actor id
-    (`Node.home_actor`) keeps it from reusing dots it handed out after the snapshot.
+    (`Node.home_actor`) keeps it from reusing dots it handed out after the snapshot. The node's
+    TLS identity (DATA_DIR/tls) is not data: it waits beside the directory and comes back.
     """
     old = open_node_store(data_dir)
     restores = int(old.get_meta("restores") or 0) + 1
     old.close()
+    identity = Path(data_dir) / TLS_DIR
+    kept = Path(data_dir).with_name(f".{Path(data_dir).name}.{TLS_DIR}")  # same file system
+    if identity.is_dir():
+        identity.rename(kept)
     shutil.rmtree(data_dir)
-    os.makedirs(data_dir)
+    os.makedirs(data_dir, mode=0o700)
     restore_snapshot(RealDisk(), snapshot_dir, data_dir)
+    if kept.is_dir():
+        kept.rename(identity)
     fresh = open_node_store(data_dir)
     fresh.put_meta("restores", restores)
     fresh.put_meta("actor", f"{node}~r{restores}")

@@ -6,6 +6,10 @@ node in the cluster directory. Every wait here is bounded by a deadline and poll
 node that dies while we wait is reported with the end of its log. Faults that the operator injects
 through the nodes' admin RPC (partition, heal, delay) are also kept in the cluster file, so a
 restarted node is given them again.
+
+A cluster is secure unless asked otherwise: `up` makes the cluster CA in DIR/tls and a certificate
+per node in DATA_DIR/tls (node/pki.py), starts every node with `--tls-dir`, and reaches the nodes
+over TLS (`access.for_cluster`). Everything it creates is its owner's only.
 """
 
 from __future__ import annotations
@@ -13,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 from collections.abc import Iterable
@@ -25,10 +28,12 @@ import trio
 
 from bhandar_cli.host.network import partition_groups
 from bhandar_cli.host.topology import node_names, zone_map
-from bhandar_cli.node import clusterfile
+from bhandar_cli.node import access, clusterfile, pki
 from bhandar_cli.node.clusterfile import ClusterFile, ClusterFileError, NodeEntry
+from bhandar_cli.node.placement import DEFAULT_HOST, node_ports
 from bhandar_cli.node.rpc import RpcError, rpc_once
 
+DATA_DIR = "data"  # the nodes' data directories, under the cluster directory
 START_TIMEOUT = 30.0
 STOP_TIMEOUT = 5.0
 POLL = 0.05
@@ -40,20 +45,6 @@ _children: dict[int, subprocess.Popen[bytes]] = {}
 
 class StartError(Exception):
     """Nodes did not come up (their logs say why)."""
-
-
-def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
-    """`count` distinct ports free right now (held open together so none is handed out twice)."""
-    socks = []
-    try:
-        for _ in range(count):
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            sock.bind((host, 0))
-            socks.append(sock)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for sock in socks:
-            sock.close()
 
 
 def pid_alive(pid: int) -> bool:
@@ -89,6 +80,22 @@ def log_tail(entry: NodeEntry, lines: int = 5) -> str:
     return " | ".join(tail) if tail else "(empty log)"
 
 
+def node_tls_dir(entry: NodeEntry) -> Path:
+    """Where a node of a secure cluster keeps its certificate and key."""
+    return Path(entry.data_dir) / pki.TLS_DIR
+
+
+def issue_certificates(cluster: ClusterFile) -> None:
+    """The cluster CA in DIR/tls (made if missing) and a certificate for every node lacking one."""
+    ca_dir = Path(cluster.dir) / pki.TLS_DIR
+    if not (ca_dir / pki.CA_KEY).exists():
+        pki.create_ca(ca_dir, Path(cluster.dir).name)
+    for entry in cluster.nodes:
+        if not pki.NodeTls.in_dir(node_tls_dir(entry)).exists():
+            pki.private_dir(Path(entry.data_dir))
+            pki.issue_node(ca_dir, entry.id, [entry.host], node_tls_dir(entry))
+
+
 def node_command(cluster: ClusterFile, entry: NodeEntry) -> list[str]:
     seeds = [cluster.node(s) for s in cluster.seeds if s != entry.id] or [
         n for n in cluster.nodes if n.id != entry.id
@@ -103,14 +110,19 @@ def node_command(cluster: ClusterFile, entry: NodeEntry) -> list[str]:
         *("--http-port", str(entry.http_port), "--data-dir", entry.data_dir, "--zone", entry.zone),
         *("--seeds", ",".join(s.address for s in seeds)),
         *("--vnodes", str(cluster.vnodes), "--replicas", str(cluster.replicas)),
+        *(("--tls-dir", str(node_tls_dir(entry))) if cluster.tls else ()),
+        # Every node may admit a new machine with a join token (node/join.py).
+        *(("--ca-key", str(Path(cluster.dir) / pki.TLS_DIR / pki.CA_KEY)) if cluster.tls else ()),
         *cluster.extra_args,
     ]
 
 
 def spawn(cluster: ClusterFile, entry: NodeEntry) -> NodeEntry:
     """Start one node detached; returns its entry with the new pid."""
-    Path(entry.data_dir).mkdir(parents=True, exist_ok=True)
-    with open(entry.log, "ab") as log:
+    pki.private_dir(Path(entry.data_dir))
+    fd = os.open(entry.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.chmod(entry.log, 0o600)  # a log from before may be world-readable
+    with open(fd, "ab") as log:
         log.write(f"--- starting node {entry.id}\n".encode())
         log.flush()
         proc = subprocess.Popen(
@@ -125,19 +137,22 @@ def spawn(cluster: ClusterFile, entry: NodeEntry) -> NodeEntry:
     return replace(entry, pid=proc.pid)
 
 
-def plan(directory: Path, nodes: int, zones: int, base_port: int, vnodes: int, replicas: int) -> ClusterFile:
+def plan(
+    directory: Path, nodes: int, zones: int, base_port: int, vnodes: int, replicas: int,
+    hosts: tuple[str, ...] = (),
+) -> ClusterFile:
     names = node_names(nodes)
     zone_of = zone_map(names, zones)
-    # Base port P: node i listens on P+2i and serves HTTP on P+2i+1.
-    ports = free_ports(2 * nodes) if base_port == 0 else list(range(base_port, base_port + 2 * nodes))
+    host_of = list(hosts) or [DEFAULT_HOST] * nodes  # node i listens on host_of[i]
+    ports = node_ports(host_of, base_port)
     entries = tuple(
         NodeEntry(
             name,
             zone_of[name],
-            "127.0.0.1",
+            host_of[i],
             ports[2 * i],
             ports[2 * i + 1],
-            str(directory / "data" / name),
+            str(directory / DATA_DIR / name),
             str(directory / f"{name}.log"),
         )
         for i, name in enumerate(names)
@@ -154,8 +169,11 @@ async def up(
     replicas: int = 3,
     extra_args: Iterable[str] = (),
     timeout: float = START_TIMEOUT,
+    hosts: tuple[str, ...] = (),
+    tls: bool = True,
 ) -> ClusterFile:
-    """Start a cluster in `directory` and wait until every node knows every other."""
+    """Start a cluster in `directory` and wait until every node knows every other; over TLS
+    with a new CA and node certificates, unless `tls` is False (plain TCP on loopback)."""
     directory = Path(directory).resolve()
     try:
         old = clusterfile.load(directory)
@@ -166,10 +184,15 @@ async def up(
             f"a cluster is already running in {directory}: "
             f"stop it first (bhandar cluster down --dir {directory})"
         )
-    directory.mkdir(parents=True, exist_ok=True)
+    pki.private_dir(directory / DATA_DIR)
+    pki.private_dir(directory)
     cluster = replace(
-        plan(directory, nodes, zones, base_port, vnodes, replicas), extra_args=tuple(extra_args)
+        plan(directory, nodes, zones, base_port, vnodes, replicas, hosts),
+        extra_args=tuple(extra_args),
+        tls=tls,
     )
+    if tls:
+        issue_certificates(cluster)
     for entry in cluster.nodes:
         cluster = cluster.with_node(spawn(cluster, entry))
         clusterfile.save(cluster)  # after each start, so `down` finds whatever did start
@@ -187,6 +210,7 @@ async def wait_ready(
 ) -> None:
     """Until each node (of `names`) answers and reports every member of the cluster."""
     wanted = set(cluster.names)
+    reach = access.for_cluster(cluster)
     waiting = {n: cluster.node(n) for n in (names or cluster.names)}
     seen: dict[str, str] = {}
 
@@ -199,7 +223,9 @@ async def wait_ready(
                 scope.cancel()  # no use waiting for the others
                 return
             try:
-                info = await rpc_once(entry.host, entry.port, "info", 1.0, entry.id, counts=False)
+                info = await rpc_once(
+                    entry.host, entry.port, "info", 1.0, entry.id, reach, counts=False
+                )
                 members = set(info.get("members", ()))
                 seen[entry.id] = "knows " + ", ".join(sorted(members))
                 if members >= wanted:
@@ -249,12 +275,14 @@ async def wait_exit(pid: int, timeout: float) -> bool:
     return False
 
 
-async def stop(entry: NodeEntry, timeout: float = STOP_TIMEOUT) -> str:
+async def stop(
+    entry: NodeEntry, timeout: float = STOP_TIMEOUT, reach: access.ClientAccess = access.PLAIN
+) -> str:
     """Stop one node cleanly if it lets us: RPC shutdown, then SIGTERM, then SIGKILL."""
     if not pid_alive(entry.pid):
         return "not running"
     with contextlib.suppress(RpcError, trio.TooSlowError):
-        await rpc_once(entry.host, entry.port, "shutdown", 1.0, entry.id)
+        await rpc_once(entry.host, entry.port, "shutdown", 1.0, entry.id, reach)
     if await wait_exit(entry.pid, timeout):
         return "stopped"
     _signal(entry.pid, signal.SIGTERM)
@@ -267,8 +295,10 @@ async def stop(entry: NodeEntry, timeout: float = STOP_TIMEOUT) -> str:
 async def down(cluster: ClusterFile) -> dict[str, str]:
     outcome: dict[str, str] = {}
 
+    reach = access.for_cluster(cluster)
+
     async def one(entry: NodeEntry) -> None:
-        outcome[entry.id] = await stop(entry)
+        outcome[entry.id] = await stop(entry, reach=reach)
 
     async with trio.open_nursery() as nursery:
         for entry in cluster.nodes:
@@ -288,11 +318,13 @@ async def start(cluster: ClusterFile, name: str, timeout: float = START_TIMEOUT)
     clusterfile.save(cluster)
     await wait_ready(cluster, [entry.id], timeout)
     # Give it back the faults in force: the rest of the cluster still applies them.
-    entry = cluster.node(name)
+    entry, reach = cluster.node(name), access.for_cluster(cluster)
     if cluster.partitions:
-        await rpc_once(entry.host, entry.port, "partition", 2.0, entry.id, **partition_args(cluster))
+        await rpc_once(
+            entry.host, entry.port, "partition", 2.0, entry.id, reach, **partition_args(cluster)
+        )
     if cluster.delays:
-        await rpc_once(entry.host, entry.port, "delay", 2.0, entry.id, delays=cluster.delays)
+        await rpc_once(entry.host, entry.port, "delay", 2.0, entry.id, reach, delays=cluster.delays)
     return cluster, True
 
 
@@ -315,13 +347,14 @@ def partition_args(cluster: ClusterFile) -> dict[str, Any]:
 async def broadcast(cluster: ClusterFile, op: str, **args: Any) -> dict[str, str]:
     """Send an admin RPC to every running node; node -> 'ok' or why not."""
     outcome: dict[str, str] = {}
+    reach = access.for_cluster(cluster)
 
     async def one(entry: NodeEntry) -> None:
         if not pid_alive(entry.pid):
             outcome[entry.id] = "down"
             return
         try:
-            await rpc_once(entry.host, entry.port, op, 2.0, entry.id, **args)
+            await rpc_once(entry.host, entry.port, op, 2.0, entry.id, reach, **args)
             outcome[entry.id] = "ok"
         except (RpcError, trio.TooSlowError) as exc:
             outcome[entry.id] = str(exc) or "no answer"

@@ -24,7 +24,7 @@ from bhandar_cli.core.metrics import NodeMetrics
 from bhandar_cli.core.records import Record
 from bhandar_cli.core.ring import Ring
 from bhandar_cli.core.wire import from_wire, to_wire
-from bhandar_cli.node import admin, clusterfile, supervisor
+from bhandar_cli.node import access, admin, clusterfile, supervisor
 from bhandar_cli.node.clusterfile import ClusterFile, ClusterFileError
 from bhandar_cli.node.rpc import RpcClient, RpcError
 
@@ -111,7 +111,7 @@ class TcpBackend:
             conn = self._conns.get(name)
             if conn is None or conn.closed:
                 entry = self.cluster.node(name)
-                conn = RpcClient(entry.host, entry.port, name)
+                conn = RpcClient(entry.host, entry.port, name, access=access.for_cluster(self.cluster))
                 await conn.connect()
                 self._nursery.start_soon(conn.serve)
                 self._conns[name] = conn

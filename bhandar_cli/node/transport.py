@@ -9,8 +9,12 @@ This module owns:
   filter, on both the sending and receiving side; the latency is the real network's.
 - The listener. Every connection opens with a hello frame: `{"hello": "peer", "id": X}` starts a
   one-way stream of messages from node X; `{"hello": "client"}` starts request/response RPC,
-  served by the node (`on_client`). Garbage, an oversized length prefix or a frame left half-sent
+  served by the node (`on_client`); `{"hello": "join"}` is a new machine asking for a certificate
+with a join token (`on_join`, node/join.py). Garbage, an oversized length prefix or a frame left half-sent
   for `frame_timeout` seconds closes the connection; the node goes on serving the others.
+With the node's TLS files (`tls`), both run over TLS: the listener asks for a certificate of the
+cluster CA (clients show none, peers must; the checks on who speaks as whom are peer_gate.py's),
+and a link to a peer shows this node's certificate and checks the peer's against its node id.
 Frames (reading and batched writing) are in frames.py; the RPC client in rpc.py.
 """
 
@@ -27,6 +31,7 @@ import trio
 
 from bhandar_cli.core.wire import from_wire, to_wire
 from bhandar_cli.host.network import NetworkModel
+from bhandar_cli.node import pki
 from bhandar_cli.node.codec import (
     ProtocolError,
     encode_frame,
@@ -44,6 +49,8 @@ from bhandar_cli.node.frames import (
     FrameConn,
     wire_frame,
 )
+from bhandar_cli.node.peer_gate import PeerGate, PeerRefused
+from bhandar_cli.node.tls_streams import HandshakeError, client_ctx, handshake, open_stream, server_ctx
 
 log = logging.getLogger("bhandar.transport")
 
@@ -58,13 +65,18 @@ class TcpTransport:
         on_client: Callable[[FrameConn, dict[str, Any]], Awaitable[None]],
         frame_timeout: float = FRAME_TIMEOUT,
         resolve: Callable[[str], str] = lambda dst: dst,
+        tls: pki.NodeTls | None = None,
     ) -> None:
         self.me = me
+        self.tls = tls
+        self.gate = PeerGate(me, tls is not None)
         # Where a destination listens ("host:port"; "" if unknown): the node's membership knows,
         # and a seed is named by its address before anyone knows its id.
         self.resolve = resolve
         self.on_message = on_message
         self.on_client = on_client
+        # Set by a node that admits new machines (node/join.py); None: join hellos are refused.
+        self.on_join: Callable[[FrameConn], Awaitable[None]] | None = None
         self.frame_timeout = frame_timeout
         # Partitions and extra delays set by the operator; no loss or latency of its own.
         self.model = NetworkModel(Random(), latency=None)
@@ -124,9 +136,20 @@ class TcpTransport:
             listeners = await nursery.start(partial(trio.serve_tcp, self._handle, port, host=host))
             task_status.started(listeners[0].socket.getsockname()[1])
 
-    async def _handle(self, stream: trio.SocketStream) -> None:
+    async def _handle(self, tcp: trio.SocketStream) -> None:
+        stream: trio.abc.Stream = tcp
         conn = FrameConn(stream, self.frame_timeout)
         try:
+            certified: str | None = None
+            if self.tls is not None:
+                stream = trio.SSLStream(tcp, server_ctx(self.tls), server_side=True)
+                conn = FrameConn(stream, self.frame_timeout)
+                try:
+                    await handshake(stream, HELLO_TIMEOUT)
+                except (HandshakeError, trio.TooSlowError) as exc:
+                    why = str(exc) or "no handshake in time"
+                    raise self.gate.refuse("handshake", f"TLS handshake failed: {why}", conn.peer) from None
+                certified = pki.peer_node_id(stream)
             with trio.fail_after(HELLO_TIMEOUT):
                 hello = await conn.receive()
             if hello is None:
@@ -134,13 +157,19 @@ class TcpTransport:
             fields = hello if isinstance(hello, dict) else {}
             kind, peer = fields.get("hello"), fields.get("id")
             if kind == "peer" and isinstance(peer, str):
+                self.gate.admit_hello(peer, certified, conn.peer)
                 await self._peer_loop(conn, peer)
             elif kind == "client":
                 await self.on_client(conn, {str(k): v for k, v in fields.items()})
+            elif kind == "join" and self.on_join is not None:
+                await self.on_join(conn)  # a new machine redeeming a join token (node/join.py)
             else:
                 raise ProtocolError("the first frame must be a hello ({'hello': 'peer'|'client'})")
+        except PeerRefused:
+            self.stats["rejected"] += 1  # the gate logged it, naming both sides
         except (ProtocolError, trio.TooSlowError) as exc:
             self.stats["rejected"] += 1
+            self.gate.rejections["protocol"] += 1
             log.warning("closed the connection from %s: %s", conn.peer, exc or "no hello in time")
         except STREAM_ERRORS:
             pass  # the other side went away; nothing to tell
@@ -156,6 +185,7 @@ class TcpTransport:
                 msg = from_wire(body)
             except Exception as exc:  # from_wire's checks and the dataclasses' own validation
                 raise ProtocolError(f"peer {src} sent a message this node cannot read: {exc}") from exc
+            self.gate.admit_message(src, msg, conn.peer)
             self.stats["received"] += 1
             if not self.model.admits(src, self.me):
                 self.stats["dropped"] += 1
@@ -201,9 +231,11 @@ class _PeerLink:
             host, _, port = self.address.rpartition(":")
             with trio.CancelScope() as self._scope:
                 try:
-                    with trio.fail_after(CONNECT_TIMEOUT):
-                        stream = await trio.open_tcp_stream(host, int(port))
-                except (OSError, trio.TooSlowError, ValueError):  # ValueError: a malformed address
+                    stream = await self._connect(host, int(port))
+                except (OSError, trio.TooSlowError, ValueError, HandshakeError) as exc:
+                    # ValueError: a malformed address
+                    if isinstance(exc, HandshakeError):
+                        log.warning("link to %s at %s: TLS check failed: %s", self.peer, self.address, exc)
                     stats["connect_failures"] += 1
                     # While the peer is unreachable its messages are dropped, not saved for later:
                     # a burst of stale pings and writes on reconnect would only mislead it.
@@ -226,13 +258,26 @@ class _PeerLink:
                 self._scope = None
                 await trio.aclose_forcefully(stream)
 
+    async def _connect(self, host: str, port: int) -> trio.abc.Stream:
+        """Open the link; over TLS, show this node's certificate and check the peer's: by node id,
+        or for a seed known only by its address, by chain (its id is then read from it)."""
+        files = self.transport.tls
+        if files is None:
+            return await open_stream(host, port, CONNECT_TIMEOUT)
+        by_name = ":" not in self.peer
+        ctx = client_ctx(files.ca_cert, files, by_name)
+        stream = await open_stream(host, port, CONNECT_TIMEOUT, ctx, self.peer if by_name else None)
+        if not by_name:
+            log.debug("seed %s is node %s", self.address, pki.peer_node_id(stream))
+        return stream
+
     async def _drop_for(self, seconds: float) -> None:
         with trio.move_on_after(seconds):
             while True:
                 await self._recv.receive()
                 self.transport.stats["dropped"] += 1
 
-    async def _pump(self, stream: trio.SocketStream) -> None:
+    async def _pump(self, stream: trio.abc.Stream) -> None:
         transport, recv = self.transport, self._recv
         while True:
             batch = [await recv.receive()]
@@ -256,7 +301,7 @@ class _PeerLink:
                 await _send_frames(stream, frames)
 
 
-async def _send_frames(stream: trio.SocketStream, frames: list[bytes]) -> None:
+async def _send_frames(stream: trio.abc.Stream, frames: list[bytes]) -> None:
     with trio.fail_after(SEND_TIMEOUT):
         await stream.send_all(b"".join(frames))
 

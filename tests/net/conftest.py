@@ -1,5 +1,7 @@
 """Process clusters on 127.0.0.1 for the tests, and the `bhandar` command line as a subprocess.
 
+Clusters are secure, as `cluster up` makes them by default: every process test runs over TLS.
+
 Every process a test starts is stopped by a finalizer, also when the test fails: each node leads
 its own process group and the group is SIGKILLed. Waits poll a condition under a deadline.
 """
@@ -9,6 +11,8 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -19,7 +23,7 @@ from typing import Any
 import pytest
 import trio
 
-from bhandar_cli.node import clusterfile, supervisor
+from bhandar_cli.node import access, clusterfile, supervisor
 from bhandar_cli.node.clusterfile import ClusterFile
 from bhandar_cli.node.rpc import rpc_once
 
@@ -103,7 +107,31 @@ def bhandar() -> Callable[..., subprocess.CompletedProcess[bytes]]:
 
 def rpc(cluster: ClusterFile, node: str, op: str, **args: Any) -> Any:
     entry = cluster.node(node)
-    return trio.run(lambda: rpc_once(entry.host, entry.port, op, 3.0, node, **args))
+    reach = access.for_cluster(cluster)
+    return trio.run(lambda: rpc_once(entry.host, entry.port, op, 3.0, node, reach, **args))
+
+
+def tls_verify(cluster: ClusterFile) -> ssl.SSLContext | bool:
+    """What an HTTP client checks a node's certificate with (the cluster CA), or True if plain."""
+    ca = access.for_cluster(cluster).ca_cert
+    return ssl.create_default_context(cafile=str(ca)) if ca else True
+
+
+def http_base(cluster: ClusterFile, node: str) -> str:
+    """The node's HTTP API: https with a secure cluster (its certificate names its address)."""
+    entry = cluster.node(node)
+    scheme = "https" if cluster.tls else "http"
+    return f"{scheme}://{entry.host}:{entry.http_port}"
+
+
+def raw_connection(cluster: ClusterFile, node: str, timeout: float = 5.0) -> socket.socket:
+    """A socket to the node's port for hand-made frames, inside TLS with a secure cluster."""
+    entry = cluster.node(node)
+    sock = socket.create_connection((entry.host, entry.port), timeout=timeout)
+    ca = access.for_cluster(cluster).ca_cert
+    if ca is None:
+        return sock
+    return ssl.create_default_context(cafile=str(ca)).wrap_socket(sock, server_hostname=entry.id)
 
 
 def wait_for(condition: Callable[[], bool], timeout: float = 10.0, what: str = "condition") -> None:

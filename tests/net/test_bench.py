@@ -55,3 +55,20 @@ def test_parse_mix() -> None:
     assert parse_mix("get:put") == (1, 1)
     assert parse_mix("9:1") == (9, 1)
     assert parse_mix("get") == (1, 0)
+
+
+def test_bench_security_measures_both_sides_in_one_run() -> None:
+    proc = run_cli("bench", "security", "--nodes", "1", "--ops", "100", "--rounds", "2", "-o", "json")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["cmd"] == "bench security" and report["ok"] is True and report["errors"] == 0
+    assert report["secure"]["tls"] is True and report["plain"]["tls"] is False
+    for side in ("secure", "plain"):
+        assert len(report[side]["rounds_ops_per_s"]) == 2
+        assert report[side]["ops_per_s"] == max(report[side]["rounds_ops_per_s"]) > 0
+    assert report["ratio"] == round(report["secure"]["ops_per_s"] / report["plain"]["ops_per_s"], 3)
+
+
+@pytest.mark.parametrize("args", [("--nodes", "0"), ("--rounds", "0"), ("-c", "TWO"), ("--mix", "1:x")])
+def test_bench_security_usage_errors(args: tuple[str, ...]) -> None:
+    assert run_cli("bench", "security", *args).returncode == 2

@@ -12,6 +12,7 @@ damaged block or record, from one or both peers, not the rest of the node's keys
 from __future__ import annotations
 
 import json
+import ssl
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ from bhandar_cli.storage.records import decode_op
 from bhandar_cli.storage.sstable import Table
 from bhandar_cli.values import encode_json
 
-from .conftest import run_cli, wait_for
+from .conftest import http_base, run_cli, tls_verify, wait_for
 
 VICTIM = "D"
 KEYS = 1500
@@ -64,8 +65,9 @@ def _holds(record: Any, key: str) -> bool:
 
 
 def _metrics(cluster: ClusterFile) -> str:
-    entry = cluster.node(VICTIM)
-    with urllib.request.urlopen(f"http://127.0.0.1:{entry.http_port}/metrics", timeout=5) as r:
+    verify = tls_verify(cluster)
+    context = verify if isinstance(verify, ssl.SSLContext) else None
+    with urllib.request.urlopen(f"{http_base(cluster, VICTIM)}/metrics", timeout=5, context=context) as r:
         return str(r.read().decode())
 
 

@@ -13,24 +13,21 @@ import pytest
 
 from bhandar_cli.node.clusterfile import ClusterFile
 
-from .conftest import run_cli, wait_for
+from .conftest import http_base as base
+from .conftest import run_cli, tls_verify, wait_for
 
 BAD_NAMES = ["%2E", "%2E%2E", "A", "a" * 65, "a%2Fb"]  # ".", "..", "A", 65 characters, "a/b"
 
 
-def base(cluster: ClusterFile, node: str) -> str:
-    entry = cluster.node(node)
-    return f"http://{entry.host}:{entry.http_port}"
-
-
 @pytest.fixture
 def http(shared_cluster: ClusterFile) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=base(shared_cluster, "C"), timeout=15) as client:
+    verify = tls_verify(shared_cluster)
+    with httpx.Client(base_url=base(shared_cluster, "C"), verify=verify, timeout=15) as client:
         yield client
 
 
 def keyspace_names(cluster: ClusterFile, node: str) -> list[str]:
-    listed = httpx.get(base(cluster, node) + "/v1/keyspaces", timeout=15)
+    listed = httpx.get(base(cluster, node) + "/v1/keyspaces", verify=tls_verify(cluster), timeout=15)
     assert listed.status_code == 200, listed.text
     return sorted(k["name"] for k in listed.json()["keyspaces"])
 
@@ -82,7 +79,8 @@ def test_create_a_keyspace_over_http_then_use_it_through_another_node(
     assert other.status_code == 409 and other.json()["code"] == "conflict", other.text
     assert "policy=lww" in other.json()["error"]
     wait_for(lambda: "prices-http" in keyspace_names(shared_cluster, "E"), 10, "E to learn prices-http")
-    with httpx.Client(base_url=base(shared_cluster, "E"), timeout=15) as through_e:
+    verify = tls_verify(shared_cluster)
+    with httpx.Client(base_url=base(shared_cluster, "E"), verify=verify, timeout=15) as through_e:
         assert through_e.put("/v1/kv/prices-http/rice", json={"value": 50}).status_code == 204
         assert through_e.get("/v1/kv/prices-http/rice").json()["values"] == [50]
 

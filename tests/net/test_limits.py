@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import base64
 import json
-import socket
 import struct
 import subprocess
 from typing import Any
@@ -19,7 +18,7 @@ from bhandar_cli.core.ring import Ring, key_token
 from bhandar_cli.node.clusterfile import ClusterFile
 from bhandar_cli.node.codec import encode_frame
 
-from .conftest import rpc, run_cli
+from .conftest import http_base, raw_connection, rpc, run_cli, tls_verify
 from .test_rogue import closed_by_node, still_serves
 
 
@@ -181,8 +180,9 @@ def test_every_bad_input_through_every_face_is_a_clear_error_and_changes_nothing
         assert body["ok"] is False and body["code"] in ("bad_input", "too_large"), (what, body)
 
     for node in ("A", "C"):
-        entry = fresh_cluster.node(node)
-        with httpx.Client(base_url=f"http://{entry.host}:{entry.http_port}", timeout=15) as http:
+        with httpx.Client(
+            base_url=http_base(fresh_cluster, node), verify=tls_verify(fresh_cluster), timeout=15
+        ) as http:
             for what, method, path, kwargs, status in HTTP_CASES:
                 response = http.request(method, path, **kwargs)
                 assert response.status_code == status, (what, response.status_code, response.text)
@@ -192,9 +192,8 @@ def test_every_bad_input_through_every_face_is_a_clear_error_and_changes_nothing
         reply = rpc(fresh_cluster, "B", "request", msg=msg)
         assert reply["$t"] == "Failure" and reply["code"] in ("bad_input", "too_large"), (what, reply)
     # A NaN float anywhere in a frame is not CBOR we accept: the connection is closed.
-    entry = fresh_cluster.node("D")
     nan_request = {"op": "request", "id": 1, "msg": {"$t": "GetRequest", "rid": float("nan")}}
-    with socket.create_connection((entry.host, entry.port), timeout=5) as sock:
+    with raw_connection(fresh_cluster, "D") as sock:
         sock.sendall(encode_frame({"hello": "client"}) + raw_frame(nan_request))
         assert closed_by_node(sock, within=4.0)
     still_serves(fresh_cluster, "D")
@@ -259,13 +258,12 @@ def test_cli_delete_reads_first_and_prints_what_it_removed(shared_cluster: Clust
 
 
 def test_http_delete_reads_first_unless_asked_for_a_blind_one(shared_cluster: ClusterFile) -> None:
-    entry = shared_cluster.node("C")
-    with httpx.Client(base_url=f"http://{entry.host}:{entry.http_port}", timeout=15) as http:
+    verify = tls_verify(shared_cluster)
+    with httpx.Client(base_url=http_base(shared_cluster, "C"), verify=verify, timeout=15) as http:
         replicas = homes(shared_cluster, "kv", "del-http")
         for via, value in zip(replicas[:2], ("one", "two"), strict=False):
-            other = shared_cluster.node(via)
-            url = f"http://{other.host}:{other.http_port}/v1/kv/kv/del-http?consistency=ALL"
-            assert httpx.put(url, json={"value": value}, timeout=15).status_code == 204
+            url = f"{http_base(shared_cluster, via)}/v1/kv/kv/del-http?consistency=ALL"
+            assert httpx.put(url, json={"value": value}, verify=verify, timeout=15).status_code == 204
         assert len(http.get("/v1/kv/kv/del-http", params={"consistency": "ALL"}).json()["values"]) == 2
         deleted = http.delete("/v1/kv/kv/del-http", params={"consistency": "ALL"})
         assert deleted.status_code == 204 and deleted.headers["x-bhandar-deleted"] == "2"

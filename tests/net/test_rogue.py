@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import ssl
 import struct
 import time
 
@@ -11,7 +12,7 @@ import pytest
 from bhandar_cli.node.clusterfile import ClusterFile
 from bhandar_cli.node.codec import encode_frame
 
-from .conftest import rpc
+from .conftest import raw_connection, rpc
 
 
 def closed_by_node(sock: socket.socket, within: float) -> bool:
@@ -22,7 +23,7 @@ def closed_by_node(sock: socket.socket, within: float) -> bool:
         while time.monotonic() < deadline:
             if sock.recv(4096) == b"":
                 return True
-    except (ConnectionResetError, BrokenPipeError):
+    except (ConnectionResetError, BrokenPipeError, ssl.SSLError):  # SSLError: closed without TLS goodbye
         return True
     except TimeoutError:
         return False
@@ -48,8 +49,7 @@ def still_serves(cluster: ClusterFile, node: str) -> None:
     ],
 )
 def test_rogue_bytes_get_the_connection_closed(shared_cluster: ClusterFile, payload: bytes) -> None:
-    entry = shared_cluster.node("A")
-    with socket.create_connection((entry.host, entry.port), timeout=5) as sock:
+    with raw_connection(shared_cluster, "A") as sock:
         sock.sendall(payload)
         # The half frame waits out the node's frame timeout (1 s in these tests); the rest is at once.
         assert closed_by_node(sock, within=4.0), "the node kept a rogue connection open"
@@ -57,8 +57,7 @@ def test_rogue_bytes_get_the_connection_closed(shared_cluster: ClusterFile, payl
 
 
 def test_silent_connection_without_hello_is_closed(shared_cluster: ClusterFile) -> None:
-    entry = shared_cluster.node("B")
-    with socket.create_connection((entry.host, entry.port), timeout=5) as sock:
+    with raw_connection(shared_cluster, "B") as sock:
         sock.sendall(b"\x00\x00")  # two bytes of a length prefix, then nothing
         assert closed_by_node(sock, within=4.0)
     still_serves(shared_cluster, "B")

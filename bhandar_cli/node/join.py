@@ -1,0 +1,229 @@
+"""Joining a cluster from another machine: a join token buys a node certificate.
+
+The exchange, over TLS on the issuing node's port (the joiner has no CA yet, so it checks nothing
+in the handshake and everything after it):
+
+    joiner -> {"hello": "join"}
+    node   -> {"ca": CA_PEM}
+    joiner    checks sha256(CA) against the token's pin and that the node's own certificate was
+              issued by that CA; otherwise it stops here (a man in the middle, or another
+              cluster), before the secret has left the machine
+    joiner -> {"token": T, "id": F, "csr": CSR_PEM, "hosts": [H]}
+    node   -> {"cert": CERT_PEM} | {"error": "one line"}
+
+The joiner's private key never travels: it sends a certificate signing request (`pki.make_csr`)
+and the node signs the id it checked, not the CSR's subject. The node grants a join only with an
+unused, unexpired token of its own (join_token.JoinTokens) for an id that is well formed and that
+no member, past (decommissioned) or present, and no earlier join already has.
+
+`JoinDesk` is the issuing node's side (the transport hands it connections that open with a join
+hello); `redeem` is the joiner's (`bhandar node run --join`).
+"""
+
+from __future__ import annotations
+
+import logging
+import ssl
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from bhandar_cli.core.config import NODE_ID, NODE_ID_RULE
+from bhandar_cli.node import pki
+from bhandar_cli.node.codec import ProtocolError, encode_frame
+from bhandar_cli.node.frames import CONNECT_TIMEOUT, STREAM_ERRORS, FrameConn
+from bhandar_cli.node.join_token import JoinRefused, JoinToken, JoinTokens
+
+log = logging.getLogger("bhandar.join")
+
+JOIN_TIMEOUT = 10.0
+MAX_HOSTS = 8
+MAX_PEM = 16384
+
+
+class JoinUnreachable(Exception):
+    """The issuing node could not be reached or broke off the exchange (the network, not the token)."""
+
+
+class JoinDesk:
+    """Where a node mints join tokens and grants joins (its collaborators: the token book, the CA
+    directory if this node holds the CA key, its own address, and the ids its membership knows)."""
+
+    def __init__(
+        self,
+        tokens: JoinTokens,
+        ca_dir: Path | None,
+        address: Callable[[], str],
+        known_ids: Callable[[], set[str]],
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.tokens = tokens
+        self.ca_dir = ca_dir
+        self.address = address
+        self.known_ids = known_ids
+        self.clock = clock
+
+    def _ca_pem(self) -> bytes:
+        if self.ca_dir is None:
+            raise JoinRefused(
+                "this node holds no CA key, so it cannot admit new nodes; use a node started with --ca-key"
+            )
+        return (self.ca_dir / pki.CA_CERT).read_bytes()
+
+    def mint(self, ttl: float) -> JoinToken:
+        """A new single-use token naming this node; JoinRefused if this node cannot sign."""
+        fingerprint = pki.fingerprint(self._ca_pem())
+        return self.tokens.mint(self.address(), fingerprint, self.clock(), ttl)
+
+    def grant(self, request: Any) -> bytes:
+        """The certificate for a well-formed join request with a good token; JoinRefused otherwise.
+
+        Synchronous from the first check to the token book's file, so two joins cannot both use
+        one token or one id."""
+        assert self.ca_dir is not None, "grant is only reached after _ca_pem"
+        if not isinstance(request, dict):
+            raise JoinRefused("a join request is a map of token, id, csr and hosts")
+        token, node_id, csr, hosts = (request.get(k) for k in ("token", "id", "csr", "hosts"))
+        if not isinstance(node_id, str) or not NODE_ID.fullmatch(node_id):
+            raise JoinRefused(f"bad node id {node_id!r}: use {NODE_ID_RULE}")
+        if node_id in self.known_ids():
+            raise JoinRefused(f"node id {node_id} is taken (a member now or before); pick another --id")
+        if node_id in self.tokens.issued:
+            raise JoinRefused(f"node id {node_id} was given to an earlier join; pick another --id")
+        if not isinstance(csr, str) or len(csr) > MAX_PEM:
+            raise JoinRefused("the join request has no certificate signing request")
+        if not isinstance(hosts, list) or not 1 <= len(hosts) <= MAX_HOSTS:
+            raise JoinRefused(f"the join request must name 1 to {MAX_HOSTS} hosts of the new node")
+        if not all(isinstance(h, str) and 0 < len(h) <= 253 for h in hosts):
+            raise JoinRefused("the join request's hosts must be addresses or names")
+        if not isinstance(token, str):
+            raise JoinRefused("the join request carries no token")
+        try:
+            # Signed before the token is spent, so a broken CSR does not cost the operator a token.
+            cert = pki.sign_node_csr(self.ca_dir, csr.encode(), node_id, hosts)
+        except pki.PkiError as exc:
+            raise JoinRefused(str(exc)) from None
+        self.tokens.redeem(JoinToken.parse(token).secret, self.clock())
+        self.tokens.record_issued(node_id)
+        return cert
+
+    async def serve(self, conn: FrameConn) -> None:
+        """One join exchange on `conn` (its hello already read); every refusal is logged and told."""
+        stream, peer = conn.stream, conn.peer
+        try:
+            await stream.send_all(encode_frame({"ca": self._ca_pem().decode()}))
+            request = await conn.receive()
+            if request is None:
+                return  # the joiner did not like our CA (or gave up): nothing was asked
+            cert = self.grant(request)
+        except JoinRefused as exc:
+            log.warning("refused a join from %s: %s", peer, exc)
+            await stream.send_all(encode_frame({"error": str(exc)}))
+            return
+        log.info("admitted node %s from %s: certificate issued", _field(request, "id"), peer)
+        await stream.send_all(encode_frame({"cert": cert.decode()}))
+
+
+def _joiner_context() -> ssl.SSLContext:
+    # No CA to check against yet: the check is the pin, after the handshake (see the docstring).
+    ctx = ssl.create_default_context(ssl.Purpose.SERVER_AUTH)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    return ctx
+
+
+def _field(body: Any, name: str) -> Any:
+    return body.get(name) if isinstance(body, dict) else None
+
+
+async def _ask(conn: FrameConn, what: str) -> str:
+    """The text field `what` of the node's next frame; its refusal raised as JoinRefused."""
+    body = await conn.receive()
+    if body is None:
+        raise JoinUnreachable(f"the node closed the connection before sending its {what}")
+    error, value = _field(body, "error"), _field(body, what)
+    if isinstance(error, str):
+        raise JoinRefused(f"the cluster refused the join: {error}")
+    if not isinstance(value, str):
+        raise JoinUnreachable(f"the node answered without its {what}")
+    return value
+
+
+async def redeem(
+    token: JoinToken, address: tuple[str, int], node_id: str, hosts: list[str], tls_dir: Path
+) -> pki.NodeTls:
+    """Join through the node at `address` with `token`; the node identity written in `tls_dir`.
+
+    Raises JoinRefused (the token, the id or the CA is not right) or JoinUnreachable."""
+    if token.expires <= time.time():
+        raise JoinRefused("join token expired; mint a new one with `bhandar cluster join-token create`")
+    host, port = address
+    try:
+        with trio.fail_after(JOIN_TIMEOUT):
+            with trio.fail_after(CONNECT_TIMEOUT):
+                tcp = await trio.open_tcp_stream(host, port)
+            stream = trio.SSLStream(tcp, _joiner_context(), server_hostname=None)
+            try:
+                return await _exchange(stream, token, f"{host}:{port}", node_id, hosts, tls_dir)
+            finally:
+                await trio.aclose_forcefully(stream)
+    except trio.TooSlowError:
+        raise JoinUnreachable(f"the node at {host}:{port} did not complete the join in time") from None
+    except ProtocolError as exc:
+        raise JoinUnreachable(f"the node at {host}:{port} sent bad frames ({exc})") from None
+    except STREAM_ERRORS as exc:
+        raise JoinUnreachable(f"cannot join through {host}:{port}: {exc}") from None
+
+
+async def _exchange(
+    stream: trio.SSLStream[trio.SocketStream],
+    token: JoinToken,
+    where: str,
+    node_id: str,
+    hosts: list[str],
+    tls_dir: Path,
+) -> pki.NodeTls:
+    await stream.do_handshake()
+    conn = FrameConn(stream)
+    await stream.send_all(encode_frame({"hello": "join"}))
+    ca_pem = (await _ask(conn, "ca")).encode()
+    if pki.fingerprint(ca_pem) != token.ca_fingerprint:
+        raise JoinRefused(
+            f"the node at {where} shows a cluster CA that is not the one the token pins "
+            "(a man in the middle, or a token of another cluster); not joining"
+        )
+    server_der = stream.getpeercert(binary_form=True)
+    if not server_der or not pki.issued_by(ssl.DER_cert_to_PEM_cert(server_der).encode(), ca_pem):
+        raise JoinRefused(
+            f"the node at {where} holds no certificate of the pinned CA (a man in the middle?); not joining"
+        )
+    key_pem, csr_pem = pki.make_csr(node_id)
+    request = {"token": str(token), "id": node_id, "csr": csr_pem.decode(), "hosts": hosts}
+    await stream.send_all(encode_frame(request))
+    cert_pem = (await _ask(conn, "cert")).encode()
+    if not pki.issued_by(cert_pem, ca_pem):
+        raise JoinRefused(f"the node at {where} sent a certificate its CA did not sign; not joining")
+    pki.private_dir(tls_dir)
+    files = pki.NodeTls.in_dir(tls_dir)
+    pki.write_private(files.key, key_pem)
+    pki.write_private(files.cert, cert_pem)
+    pki.write_private(files.ca_cert, ca_pem)  # last: its presence says the join is complete
+    return files
+
+
+def join_once(address: tuple[str, int], token_text: str, node_id: str, host: str, data_dir: str) -> Path:
+    """The TLS directory of a node started with a join token: DATA_DIR/tls, made by redeeming
+    the token on the first run; a rerun finds it complete and does not join again."""
+    tls_dir = Path(data_dir) / pki.TLS_DIR
+    if pki.NodeTls.in_dir(tls_dir).exists():
+        log.info("node %s has its certificate in %s already: not joining again", node_id, tls_dir)
+        return tls_dir
+    token = JoinToken.parse(token_text)
+    pki.private_dir(Path(data_dir))
+    trio.run(redeem, token, address, node_id, [host], tls_dir)
+    log.info("node %s joined through %s:%d; certificate in %s", node_id, *address, tls_dir)
+    return tls_dir
