@@ -1,7 +1,7 @@
-"""Fuzz a real node process over plain TCP (an insecure cluster): hundreds of random and mutated
-frames on its peer port, as a peer or as a client, then the node must still be running, answer a
-normal client, and its log must show no internal error (a bug its connection handler caught) and
-no crash.
+"""Fuzz a real node process: hundreds of random and mutated frames on its port, as a peer or as a
+client, over plain TCP (an insecure cluster) and inside TLS (a secure one). Then the node must
+still be running, answer a normal client, and its log must show no internal error (a bug its
+connection handler caught) and no crash.
 
 Frames that would legitimately stop or reconfigure the node are left out: the `shutdown`,
 `partition`, `delay` and `snapshot` operations and decommission requests. Any outsider can send
@@ -25,7 +25,7 @@ from bhandar_cli.node import supervisor
 from bhandar_cli.node.clusterfile import ClusterFile
 from bhandar_cli.node.codec import encode_frame
 
-from ..net.conftest import NODE_ARGS, kill_all, rpc
+from ..net.conftest import NODE_ARGS, kill_all, raw_connection, rpc
 from .conftest import fuzz_settings
 from .strategies import message_of, mutated, small_bodies
 
@@ -36,14 +36,15 @@ PEER_MESSAGES = sorted(set(REGISTRY) - {"DecommissionRequest"})
 CLOSE_WITHIN = 10.0  # the node closes a connection at our end of stream at once; this only bounds a hang
 
 
-@pytest.fixture(scope="module")
-def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterFile]:
-    """A one-node cluster of the module's own: the fuzz may leave odd keyspaces and records."""
+@pytest.fixture(scope="module", params=[False, True], ids=["insecure", "tls"])
+def node(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterFile]:
+    """A one-node cluster of the module's own (the fuzz may leave odd keyspaces and records):
+    insecure, where every frame reaches the decoder, and secure, where a client's frames do inside
+    TLS and a peer hello without a node certificate meets the peer gate."""
     directory = tmp_path_factory.mktemp("fuzz") / "cluster"
+    tls: bool = request.param
     try:
-        # --insecure: plain TCP, so the frames reach the decoder (with TLS, an outsider without a
-        # certificate never gets that far: the attack tests in tests/net cover that gate).
-        yield trio.run(lambda: supervisor.up(directory, 1, 1, 0, 8, 1, NODE_ARGS, 30.0, tls=False))
+        yield trio.run(lambda: supervisor.up(directory, 1, 1, 0, 8, 1, NODE_ARGS, 30.0, tls=tls))
     finally:
         kill_all(directory)
 
@@ -93,11 +94,10 @@ def connections(draw: st.DrawFn) -> bytes:
 
 def exchange(cluster: ClusterFile, data: bytes) -> None:
     """Send `data`, end our side, and read until the node closes the connection."""
-    entry = cluster.node("A")
-    with socket.create_connection((entry.host, entry.port), timeout=5) as sock:
+    with raw_connection(cluster, "A") as sock:
         try:
             sock.sendall(data)
-            sock.shutdown(socket.SHUT_WR)
+            sock.shutdown(socket.SHUT_WR)  # (on a TLS socket: a TCP half-close, no close_notify)
         except (BrokenPipeError, ConnectionResetError):
             return  # the node already closed it: fine
         sock.settimeout(CLOSE_WITHIN)
