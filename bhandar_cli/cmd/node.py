@@ -51,6 +51,16 @@ def run(
     frame_timeout: float = typer.Option(
         5.0, "--frame-timeout", hidden=True, help="Seconds a client may leave a frame half-sent."
     ),
+    auth_file: str = typer.Option(
+        "",
+        "--auth-file",
+        metavar="FILE",
+        help="Admit clients by token: FILE (JSON, mode 0600) holds the first token records, hashed. "
+        "Without it every client is admitted.",
+    ),
+    snapshot_dir: str = typer.Option(
+        "", "--snapshot-dir", metavar="DIR", help="Where snapshots go (default: DATA_DIR/../snapshots)."
+    ),
 ) -> None:
     """Run one node until it is told to stop (RPC shutdown, SIGTERM or Ctrl-C)."""
     if not _NAME.match(node_id):
@@ -63,6 +73,7 @@ def run(
         fail("--vnodes must be 1..1024 and --replicas 1..9", EXIT_USAGE)
     if not 0.05 <= frame_timeout <= 3600:
         fail("--frame-timeout must be between 0.05 and 3600 seconds", EXIT_USAGE)
+    from bhandar_cli.node.auth import AuthFileError
     from bhandar_cli.node.process import NodeCrashed, NodeOptions, run_node
 
     options = NodeOptions(
@@ -77,9 +88,13 @@ def run(
         replicas,
         fsync,
         frame_timeout,
+        auth_file,
+        snapshot_dir,
     )
     try:
         run_node(options)
+    except AuthFileError as exc:
+        fail(f"node {node_id} could not start: {exc}", EXIT_USAGE)
     except OSError as exc:
         fail(f"node {node_id} could not start: {exc}")
     except NodeCrashed as exc:

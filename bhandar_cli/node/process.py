@@ -18,6 +18,7 @@ import signal
 import sys
 import time
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import trio
@@ -30,8 +31,10 @@ from bhandar_cli.core.messages import (
     Result,
 )
 from bhandar_cli.core.ring import Ring
+from bhandar_cli.core.tokens import TokenTable
 from bhandar_cli.host.executor import NodeHost
 from bhandar_cli.node import admin
+from bhandar_cli.node.auth import Authenticator, load_auth_file
 from bhandar_cli.node.frames import FRAME_TIMEOUT
 from bhandar_cli.node.rpc_service import RpcService
 from bhandar_cli.node.runtime import FATAL, NodeRunner
@@ -54,6 +57,8 @@ class NodeOptions:
     replicas: int = 3
     fsync: str = "batch"
     frame_timeout: float = FRAME_TIMEOUT
+    auth_file: str = ""  # token records to start with; "" admits every client
+    snapshot_dir: str = ""  # where `snapshot NAME` links tables ("": DATA_DIR/../snapshots)
 
 
 class NodeProcess:
@@ -62,6 +67,14 @@ class NodeProcess:
         self.id = options.id
         self.config = NodeConfig(default_n=options.replicas)
         self.store = open_node_store(options.data_dir, options.fsync)
+        self.snapshot_root = Path(options.snapshot_dir or Path(options.data_dir).parent / "snapshots")
+        self.auth: Authenticator | None = None
+        self._boot_tokens = TokenTable(self.store)
+        if options.auth_file:
+            # Merged into the table the store keeps: a restart with the same file changes nothing,
+            # and a token revoked since stays revoked (revocation wins the merge).
+            self._boot_tokens.merge(load_auth_file(Path(options.auth_file)))
+            self.auth = Authenticator(self.token_table)
         self.rpc = RpcService(self)
         self.transport = TcpTransport(
             options.id, self.deliver, self.rpc.serve, options.frame_timeout, self._resolve
@@ -135,6 +148,12 @@ class NodeProcess:
 
     def _note(self, name: str, note: Note) -> None:
         log.info("%s: %s", name, note.text)
+
+    def token_table(self) -> TokenTable:
+        """The tokens this node knows: its core node's table (kept by gossip), or before the node
+        boots, the one read from the store and the auth file."""
+        node = self.host.node
+        return node.client_tokens if node is not None else self._boot_tokens
 
     # --- the coordinator, for the RPC and HTTP faces ---------------------------------------------
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import trio
 
+from bhandar_cli.node.access import PLAIN, ClientAccess
 from bhandar_cli.node.codec import (
     ProtocolError,
     encode_frame,
@@ -28,11 +29,13 @@ log = logging.getLogger("bhandar.rpc")
 
 class RpcError(Exception):
     """An RPC that got no answer (`kind` unreachable: never sent; lost: sent, then the connection
-    broke; timeout: no answer in time) or an error answer (remote)."""
+    broke; timeout: no answer in time) or an error answer (remote), with the error's `code` when
+    the node gave one (unauthenticated, forbidden, rate_limited, bad_input)."""
 
-    def __init__(self, message: str, kind: str = "remote") -> None:
+    def __init__(self, message: str, kind: str = "remote", code: str = "") -> None:
         super().__init__(message)
         self.kind = kind
+        self.code = code
 
 
 class _Slot:
@@ -46,8 +49,16 @@ class _Slot:
 class RpcClient:
     """One client connection to a node; `call` may be used by many tasks at once."""
 
-    def __init__(self, host: str, port: int, label: str = "", frame_timeout: float = FRAME_TIMEOUT) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        label: str = "",
+        frame_timeout: float = FRAME_TIMEOUT,
+        access: ClientAccess = PLAIN,
+    ) -> None:
         self.host, self.port = host, port
+        self.access = access
         self.label = label or f"{host}:{port}"
         self.frame_timeout = frame_timeout
         self.closed = False
@@ -73,7 +84,10 @@ class RpcClient:
                 f"node {self.label} is not answering at {self.host}:{self.port} ({why})", "unreachable"
             ) from None
         self._outbox = Outbox(self._stream)
-        self._outbox.put(encode_frame({"hello": "client"}))
+        hello = {"hello": "client"}
+        if self.access.token:
+            hello["token"] = self.access.token  # checked by the node at each call
+        self._outbox.put(encode_frame(hello))
 
     async def serve(self) -> None:
         """Write calls and read answers until the connection ends (never raises)."""
@@ -140,14 +154,17 @@ class RpcClient:
                 )
             raise RpcError(f"node {self.label} did not answer {op!r} within {timeout:g} s", "timeout")
         if not body.get("ok"):
-            raise RpcError(f"node {self.label}: {body.get('error', 'failed')}")
+            code = str(body.get("code", ""))
+            raise RpcError(f"node {self.label}: {body.get('error', 'failed')}", code=code)
         return body.get("body")
 
 
 @asynccontextmanager
-async def open_rpc(host: str, port: int, label: str = "") -> AsyncIterator[RpcClient]:
+async def open_rpc(
+    host: str, port: int, label: str = "", access: ClientAccess = PLAIN
+) -> AsyncIterator[RpcClient]:
     """An RpcClient for the duration of the block; errors in the block come out as themselves."""
-    client = RpcClient(host, port, label)
+    client = RpcClient(host, port, label, access=access)
     await client.connect()
     async with hosting(client.serve) as error:
         try:
@@ -180,8 +197,16 @@ def _why(exc: OSError) -> str:
     return exc.strerror or str(exc)
 
 
-async def rpc_once(host: str, port: int, op: str, timeout: float = 2.0, label: str = "", **args: Any) -> Any:
+async def rpc_once(
+    host: str,
+    port: int,
+    op: str,
+    timeout: float = 2.0,
+    label: str = "",
+    access: ClientAccess = PLAIN,
+    **args: Any,
+) -> Any:
     """Connect, make one call, disconnect (for probes and one-off admin commands)."""
     with trio.fail_after(timeout + CONNECT_TIMEOUT + 1.0):
-        async with open_rpc(host, port, label) as client:
+        async with open_rpc(host, port, label, access) as client:
             return await client.call(op, timeout, **args)

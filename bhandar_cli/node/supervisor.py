@@ -5,7 +5,9 @@ Ctrl-C or the end of `cluster up` does not reach them), with stdout and stderr i
 node in the cluster directory. Every wait here is bounded by a deadline and polls a condition; a
 node that dies while we wait is reported with the end of its log. Faults that the operator injects
 through the nodes' admin RPC (partition, heal, delay) are also kept in the cluster file, so a
-restarted node is given them again.
+restarted node is given them again. `cluster up` makes the cluster's admin token: its hash goes
+into the auth file every node is started with (DIR/auth.json), the token itself into the cluster
+file; every call here shows the token `access.for_cluster` picks.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
@@ -23,12 +26,17 @@ from typing import Any
 
 import trio
 
+from bhandar_cli.core.tokens import ALL_KEYSPACES
 from bhandar_cli.host.network import partition_groups
 from bhandar_cli.host.topology import node_names, zone_map
 from bhandar_cli.node import clusterfile
+from bhandar_cli.node.access import for_cluster
+from bhandar_cli.node.auth import mint, write_auth_file
 from bhandar_cli.node.clusterfile import ClusterFile, ClusterFileError, NodeEntry
 from bhandar_cli.node.rpc import RpcError, rpc_once
+from bhandar_cli.outcomes import ClientError
 
+AUTH_FILE = "auth.json"
 START_TIMEOUT = 30.0
 STOP_TIMEOUT = 5.0
 POLL = 0.05
@@ -103,6 +111,8 @@ def node_command(cluster: ClusterFile, entry: NodeEntry) -> list[str]:
         *("--http-port", str(entry.http_port), "--data-dir", entry.data_dir, "--zone", entry.zone),
         *("--seeds", ",".join(s.address for s in seeds)),
         *("--vnodes", str(cluster.vnodes), "--replicas", str(cluster.replicas)),
+        *("--snapshot-dir", str(Path(cluster.dir) / "snapshots")),
+        *(("--auth-file", str(Path(cluster.dir) / AUTH_FILE)) if cluster.token else ()),
         *cluster.extra_args,
     ]
 
@@ -154,8 +164,10 @@ async def up(
     replicas: int = 3,
     extra_args: Iterable[str] = (),
     timeout: float = START_TIMEOUT,
+    tokens: bool = True,
 ) -> ClusterFile:
-    """Start a cluster in `directory` and wait until every node knows every other."""
+    """Start a cluster in `directory` and wait until every node knows every other. With `tokens`
+    its nodes admit clients by token, starting with a new admin token kept in the cluster file."""
     directory = Path(directory).resolve()
     try:
         old = clusterfile.load(directory)
@@ -170,6 +182,10 @@ async def up(
     cluster = replace(
         plan(directory, nodes, zones, base_port, vnodes, replicas), extra_args=tuple(extra_args)
     )
+    if tokens:
+        token, record = mint({ALL_KEYSPACES: "admin"}, 0.0, 0, time.time())
+        write_auth_file(directory / AUTH_FILE, [record])
+        cluster = replace(cluster, token=token)
     for entry in cluster.nodes:
         cluster = cluster.with_node(spawn(cluster, entry))
         clusterfile.save(cluster)  # after each start, so `down` finds whatever did start
@@ -199,13 +215,19 @@ async def wait_ready(
                 scope.cancel()  # no use waiting for the others
                 return
             try:
-                info = await rpc_once(entry.host, entry.port, "info", 1.0, entry.id, counts=False)
+                info = await rpc_once(
+                    entry.host, entry.port, "info", 1.0, entry.id, for_cluster(cluster), counts=False
+                )
                 members = set(info.get("members", ()))
                 seen[entry.id] = "knows " + ", ".join(sorted(members))
                 if members >= wanted:
                     return
             except (RpcError, trio.TooSlowError) as exc:
                 seen[entry.id] = str(exc)
+                if isinstance(exc, RpcError) and exc.code:  # refused (a token): waiting cannot help
+                    failed.append(str(exc))
+                    scope.cancel()
+                    return
             await trio.sleep(POLL)
 
     with trio.move_on_after(timeout) as scope:
@@ -249,12 +271,12 @@ async def wait_exit(pid: int, timeout: float) -> bool:
     return False
 
 
-async def stop(entry: NodeEntry, timeout: float = STOP_TIMEOUT) -> str:
+async def stop(cluster: ClusterFile, entry: NodeEntry, timeout: float = STOP_TIMEOUT) -> str:
     """Stop one node cleanly if it lets us: RPC shutdown, then SIGTERM, then SIGKILL."""
     if not pid_alive(entry.pid):
         return "not running"
     with contextlib.suppress(RpcError, trio.TooSlowError):
-        await rpc_once(entry.host, entry.port, "shutdown", 1.0, entry.id)
+        await rpc_once(entry.host, entry.port, "shutdown", 1.0, entry.id, for_cluster(cluster))
     if await wait_exit(entry.pid, timeout):
         return "stopped"
     _signal(entry.pid, signal.SIGTERM)
@@ -268,7 +290,7 @@ async def down(cluster: ClusterFile) -> dict[str, str]:
     outcome: dict[str, str] = {}
 
     async def one(entry: NodeEntry) -> None:
-        outcome[entry.id] = await stop(entry)
+        outcome[entry.id] = await stop(cluster, entry)
 
     async with trio.open_nursery() as nursery:
         for entry in cluster.nodes:
@@ -289,10 +311,11 @@ async def start(cluster: ClusterFile, name: str, timeout: float = START_TIMEOUT)
     await wait_ready(cluster, [entry.id], timeout)
     # Give it back the faults in force: the rest of the cluster still applies them.
     entry = cluster.node(name)
+    access = for_cluster(cluster)
     if cluster.partitions:
-        await rpc_once(entry.host, entry.port, "partition", 2.0, entry.id, **partition_args(cluster))
+        await rpc_once(entry.host, entry.port, "partition", 2.0, entry.id, access, **partition_args(cluster))
     if cluster.delays:
-        await rpc_once(entry.host, entry.port, "delay", 2.0, entry.id, delays=cluster.delays)
+        await rpc_once(entry.host, entry.port, "delay", 2.0, entry.id, access, delays=cluster.delays)
     return cluster, True
 
 
@@ -313,22 +336,29 @@ def partition_args(cluster: ClusterFile) -> dict[str, Any]:
 
 
 async def broadcast(cluster: ClusterFile, op: str, **args: Any) -> dict[str, str]:
-    """Send an admin RPC to every running node; node -> 'ok' or why not."""
+    """Send an admin RPC to every running node; node -> 'ok' or why not. A refusal (the token
+    may not do it) raises ClientError: the operator's fault, not a node's state."""
     outcome: dict[str, str] = {}
+    refused: list[RpcError] = []
+    access = for_cluster(cluster)
 
     async def one(entry: NodeEntry) -> None:
         if not pid_alive(entry.pid):
             outcome[entry.id] = "down"
             return
         try:
-            await rpc_once(entry.host, entry.port, op, 2.0, entry.id, **args)
+            await rpc_once(entry.host, entry.port, op, 2.0, entry.id, access, **args)
             outcome[entry.id] = "ok"
         except (RpcError, trio.TooSlowError) as exc:
             outcome[entry.id] = str(exc) or "no answer"
+            if isinstance(exc, RpcError) and exc.code:
+                refused.append(exc)
 
     async with trio.open_nursery() as nursery:
         for entry in cluster.nodes:
             nursery.start_soon(one, entry)
+    if refused:
+        raise ClientError(refused[0].code, str(refused[0]))
     return outcome
 
 
