@@ -221,7 +221,7 @@ class RpcService:
         return self.process.store.flush()
 
     def _op_snapshot(self, body: dict[str, Any]) -> Any:
-        path = snapshot_path(self.process.snapshot_root, body["name"], self.process.id)
+        path = snapshot_path(self.process.snapshot_root, body["snapshot"], self.process.id)
         return len(self.process.store.snapshot(str(path)))
 
     def _op_token_create(self, body: dict[str, Any]) -> Any:
@@ -234,7 +234,7 @@ class RpcService:
         return [{k: v for k, v in r.to_plain().items() if k != "digest"} for r in records]  # never a hash
 
     def _op_token_revoke(self, body: dict[str, Any]) -> Any:
-        return self.process.token_table().revoke(str(body["id"])).id
+        return self.process.token_table().revoke(str(body["token_id"])).id
 
     def _op_shutdown(self, body: dict[str, Any]) -> Any:
         # Answer first, stop just after: the caller learns the stop was accepted.

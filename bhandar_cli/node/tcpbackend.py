@@ -207,7 +207,7 @@ class TcpBackend:
         files = 0
         for name in self.names:
             if self.is_alive(name):
-                count, _ = await self._timed(name, "snapshot", name=snapshot)
+                count, _ = await self._timed(name, "snapshot", snapshot=snapshot)
                 files += int(count)
         return {"name": snapshot, "files": files, "ms": round((time.perf_counter() - started) * 1000, 3)}
 

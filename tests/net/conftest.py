@@ -20,6 +20,7 @@ import pytest
 import trio
 
 from bhandar_cli.node import clusterfile, supervisor
+from bhandar_cli.node.access import for_cluster
 from bhandar_cli.node.clusterfile import ClusterFile
 from bhandar_cli.node.rpc import rpc_once
 
@@ -103,7 +104,12 @@ def bhandar() -> Callable[..., subprocess.CompletedProcess[bytes]]:
 
 def rpc(cluster: ClusterFile, node: str, op: str, **args: Any) -> Any:
     entry = cluster.node(node)
-    return trio.run(lambda: rpc_once(entry.host, entry.port, op, 3.0, node, **args))
+    return trio.run(lambda: rpc_once(entry.host, entry.port, op, 3.0, node, for_cluster(cluster), **args))
+
+
+def bearer(cluster: ClusterFile, token: str | None = None) -> dict[str, str]:
+    """The HTTP header that shows `token` (default: the cluster's admin token)."""
+    return {"Authorization": f"Bearer {token or cluster.token}"}
 
 
 def wait_for(condition: Callable[[], bool], timeout: float = 10.0, what: str = "condition") -> None:

@@ -10,7 +10,7 @@ import pytest
 from bhandar_cli.core.ring import Ring, key_token
 from bhandar_cli.node.clusterfile import ClusterFile
 
-from .conftest import rpc, run_cli, wait_for
+from .conftest import bearer, rpc, run_cli, wait_for
 
 
 def base(cluster: ClusterFile, node: str) -> str:
@@ -20,7 +20,8 @@ def base(cluster: ClusterFile, node: str) -> str:
 
 @pytest.fixture
 def http(shared_cluster: ClusterFile) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=base(shared_cluster, "B"), timeout=15) as client:
+    url = base(shared_cluster, "B")
+    with httpx.Client(base_url=url, headers=bearer(shared_cluster), timeout=15) as client:
         yield client
 
 
@@ -96,7 +97,9 @@ def test_unavailable_is_503_and_timeout_is_504(fresh_cluster: ClusterFile) -> No
     ring = Ring.build(fresh_cluster.names, fresh_cluster.vnodes, fresh_cluster.zones)
     replicas = ring.preference_list(key_token("web", "slow"), 3)
     coordinator, others = replicas[0], replicas[1:]
-    with httpx.Client(base_url=base(fresh_cluster, coordinator), timeout=15) as http:
+    with httpx.Client(
+        base_url=base(fresh_cluster, coordinator), headers=bearer(fresh_cluster), timeout=15
+    ) as http:
         # Both other replicas answer 0.6 s late each way: after the 1 s request timeout, yet soon
         # enough that the coordinator still believes them up.
         for node in others:

@@ -19,7 +19,7 @@ from bhandar_cli.core.ring import Ring, key_token
 from bhandar_cli.node.clusterfile import ClusterFile
 from bhandar_cli.node.codec import encode_frame
 
-from .conftest import rpc, run_cli
+from .conftest import bearer, rpc, run_cli
 from .test_rogue import closed_by_node, still_serves
 
 
@@ -182,7 +182,8 @@ def test_every_bad_input_through_every_face_is_a_clear_error_and_changes_nothing
 
     for node in ("A", "C"):
         entry = fresh_cluster.node(node)
-        with httpx.Client(base_url=f"http://{entry.host}:{entry.http_port}", timeout=15) as http:
+        url = f"http://{entry.host}:{entry.http_port}"
+        with httpx.Client(base_url=url, headers=bearer(fresh_cluster), timeout=15) as http:
             for what, method, path, kwargs, status in HTTP_CASES:
                 response = http.request(method, path, **kwargs)
                 assert response.status_code == status, (what, response.status_code, response.text)
@@ -260,12 +261,14 @@ def test_cli_delete_reads_first_and_prints_what_it_removed(shared_cluster: Clust
 
 def test_http_delete_reads_first_unless_asked_for_a_blind_one(shared_cluster: ClusterFile) -> None:
     entry = shared_cluster.node("C")
-    with httpx.Client(base_url=f"http://{entry.host}:{entry.http_port}", timeout=15) as http:
+    url = f"http://{entry.host}:{entry.http_port}"
+    with httpx.Client(base_url=url, headers=bearer(shared_cluster), timeout=15) as http:
         replicas = homes(shared_cluster, "kv", "del-http")
         for via, value in zip(replicas[:2], ("one", "two"), strict=False):
             other = shared_cluster.node(via)
             url = f"http://{other.host}:{other.http_port}/v1/kv/kv/del-http?consistency=ALL"
-            assert httpx.put(url, json={"value": value}, timeout=15).status_code == 204
+            put = httpx.put(url, json={"value": value}, headers=bearer(shared_cluster), timeout=15)
+            assert put.status_code == 204
         assert len(http.get("/v1/kv/kv/del-http", params={"consistency": "ALL"}).json()["values"]) == 2
         deleted = http.delete("/v1/kv/kv/del-http", params={"consistency": "ALL"})
         assert deleted.status_code == 204 and deleted.headers["x-bhandar-deleted"] == "2"
