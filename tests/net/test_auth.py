@@ -119,7 +119,11 @@ def test_admin_operations_over_rpc_need_admin_and_a_snapshot_name_cannot_escape(
         return trio.run(lambda: rpc_once(entry.host, entry.port, op, 3.0, "A", access, **args))
 
     wait_for(lambda: _code(lambda: call(writer, "info")) == "", 10, "A to learn the token")
-    admin_ops = (("shutdown", {}), ("partition", {"groups": [["A"]]}), ("snapshot", {"snapshot": "../x"}))
+    admin_ops: list[tuple[str, dict[str, Any]]] = [
+        ("shutdown", {}),
+        ("partition", {"groups": [["A"]]}),
+        ("snapshot", {"snapshot": "../x"}),
+    ]
     for op, args in admin_ops:
         assert _code(lambda: call(writer, op, **args)) == "forbidden", op  # noqa: B023
     escape = tmp_path / "escaped"
