@@ -136,7 +136,7 @@ class Authenticator:
         record = self.identify(credential)
         need = NEEDS.get(op)
         if need is None:
-            raise Forbidden(f"operation {op!r} is not allowed to any token")
+            raise Forbidden(f"unknown operation {op!r}: no token may call it")
         if need in ON_KEYSPACE:
             where = keyspace or ALL_KEYSPACES
             if not record.allows(where, need):

@@ -65,7 +65,10 @@ def _holds(record: Any, key: str) -> bool:
 
 def _metrics(cluster: ClusterFile) -> str:
     entry = cluster.node(VICTIM)
-    with urllib.request.urlopen(f"http://127.0.0.1:{entry.http_port}/metrics", timeout=5) as r:
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{entry.http_port}/metrics", headers={"Authorization": f"Bearer {cluster.token}"}
+    )
+    with urllib.request.urlopen(request, timeout=5) as r:
         return str(r.read().decode())
 
 
