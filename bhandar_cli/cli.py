@@ -23,6 +23,7 @@ from bhandar_cli.cmd.keyspace import keyspace_app
 from bhandar_cli.cmd.node import node_app
 from bhandar_cli.cmd.repl import repl
 from bhandar_cli.cmd.sim import sim_app
+from bhandar_cli.cmd.token import token_app
 
 app = typer.Typer(
     name="bhandar",
@@ -43,6 +44,7 @@ app.add_typer(keyspace_app, name="keyspace")
 bench_app.command("security")(bench_security)
 app.add_typer(bench_app, name="bench")
 cluster_app.add_typer(join_token_app, name="join-token")
+cluster_app.add_typer(token_app, name="token")
 app.add_typer(cluster_app, name="cluster")
 app.add_typer(node_app, name="node")
 app.add_typer(sim_app, name="sim")

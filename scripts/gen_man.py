@@ -292,7 +292,10 @@ created (PUT /v1/keyspaces/NAME; every field of the body is optional) before a k
 or written; kv and counters exist from the start. A name is {KEYSPACE_NAME_RULE}, and a cluster
 holds at most {MAX_KEYSPACES} keyspaces. Failures answer {{"error":"human sentence","code":CODE}}:
 bad input 400, key not found or unknown keyspace 404, too many siblings or a keyspace defined
-otherwise 409, too large 413, unavailable 503, timeout 504."""
+otherwise 409, too large 413, unavailable 503, timeout 504. A cluster started by cluster up admits
+requests by token: send Authorization: Bearer TOKEN. No valid token 401 (unauthenticated, with
+WWW-Authenticate: Bearer), a token without the role 403 (forbidden), a token past its rate 429
+(rate_limited, with Retry-After)."""
 
 SECURITY = [
     """cluster up is secure by default: it makes a cluster CA in DIR/tls and a key and certificate
@@ -312,7 +315,11 @@ SECURITY = [
 
 EXIT_STATUS = [
     ("0", "Success."),
-    ("1", "The operation failed: unavailable, timed out, or refused by the store (too many siblings)."),
+    (
+        "1",
+        "The operation failed: unavailable, timed out, refused by the store (too many siblings), or "
+        "refused to the token (unauthenticated, forbidden, rate_limited).",
+    ),
     (
         "2",
         "Usage error: an unknown command or option, a bad option value, a keyspace nobody created, "
@@ -389,6 +396,13 @@ def fixed_sections() -> dict[str, list[str]]:
         """The cluster directory used by the one-shot data commands (get, put, delete, incr), the
         keyspace commands and the cluster commands when --cluster is not given; the default is
         ./.bhandar.""",
+    )
+    environment += item(
+        bold("BHANDAR_TOKEN"),
+        """The token the command line shows the cluster; the default is the one in the cluster
+        file (the admin token cluster up made). Roles: read (get), write (put, delete, incr),
+        admin on * (keyspace create, partition, heal, delay, shutdown, snapshot, cluster token
+        create|list|revoke); views need any valid token.""",
     )
     see_also = para(
         """node(1), which runs the seed's original simulators in seed/sims/; README.md and

@@ -62,6 +62,16 @@ def run(
         "--tls-dir",
         help="Directory with ca.crt, node.crt and node.key: speak TLS (without it, loopback only).",
     ),
+    auth_file: str = typer.Option(
+        "",
+        "--auth-file",
+        metavar="FILE",
+        help="Admit clients by token: FILE (JSON, mode 0600) holds the first token records, hashed. "
+        "Without it every client is admitted.",
+    ),
+    snapshot_dir: str = typer.Option(
+        "", "--snapshot-dir", metavar="DIR", help="Where snapshots go (default: DATA_DIR/../snapshots)."
+    ),
 ) -> None:
     """Run one node until it is told to stop (RPC shutdown, SIGTERM or Ctrl-C)."""
     if not NODE_ID.fullmatch(node_id):
@@ -100,6 +110,7 @@ def run(
         key = Path(ca_key)
         if key.name != CA_KEY or not key.is_file() or not key.with_name(CA_CERT).is_file():
             fail(f"--ca-key must name a cluster CA's {CA_KEY} with its {CA_CERT} beside it", EXIT_USAGE)
+    from bhandar_cli.node.auth import AuthFileError
 
     options = NodeOptions(
         node_id,
@@ -115,11 +126,15 @@ def run(
         frame_timeout,
         tls_dir,
         str(Path(ca_key).resolve()) if ca_key else "",
+        auth_file,
+        snapshot_dir,
     )
     try:
         run_node(options)
     except (ListenRefused, PkiError) as exc:
         fail(str(exc), EXIT_USAGE)
+    except AuthFileError as exc:
+        fail(f"node {node_id} could not start: {exc}", EXIT_USAGE)
     except OSError as exc:
         fail(f"node {node_id} could not start: {exc}")
     except NodeCrashed as exc:

@@ -1,8 +1,9 @@
 """Error kinds, named by whose fault they are.
 
-`bad_input`, `too_large`, `unknown_keyspace` and `conflict` are the caller's fault; `unavailable`,
-`timeout` and `refused` are the cluster's state; `not_found` is an answer, not a failure; `internal`
-is our bug.
+`bad_input`, `too_large`, `unknown_keyspace` and `conflict` are the caller's fault, and so are
+`unauthenticated` (no valid token), `forbidden` (a token without the role) and `rate_limited` (a
+token past its rate: slow down); `unavailable`, `timeout` and `refused` are the cluster's state;
+`not_found` is an answer, not a failure; `internal` is our bug.
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ ErrorCode = Literal[
     "refused",
     "not_found",
     "internal",
+    "unauthenticated",
+    "forbidden",
+    "rate_limited",
 ]
 ERROR_CODES: tuple[ErrorCode, ...] = get_args(ErrorCode)
 # Input the store refuses before anything is applied: a usage error (exit 2) in the CLI.
@@ -77,3 +81,26 @@ class NotFound(BhandarError):
     """The key has no live value."""
 
     code: ErrorCode = "not_found"
+
+
+class Unauthenticated(BhandarError):
+    """The client showed no token, or one the cluster does not know (or revoked)."""
+
+    code: ErrorCode = "unauthenticated"
+
+
+class Forbidden(BhandarError):
+    """The client's token is valid but lacks the role the operation needs."""
+
+    code: ErrorCode = "forbidden"
+
+
+class RateLimited(BhandarError):
+    """The client's token went past its rate on this node; `retry_after` seconds from now a
+    request passes again."""
+
+    code: ErrorCode = "rate_limited"
+
+    def __init__(self, message: str, retry_after: float) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after

@@ -2,8 +2,12 @@
 
 Every interval a node bumps its own heartbeat and sends its whole membership table to a few random
 live peers (plus, sometimes, one that looks down, and a seed), who merge it and answer with theirs
-(push-pull). Seeing a peer's heartbeat go up feeds that peer's phi detector; a peer whose phi
-passes the threshold is down *for routing only*: ownership never changes because of it.
+(push-pull). The node's keyspace definitions and token table (core/tokens.py) ride along: the
+syn names its table's version; the ack carries the whole table only when that version differs
+from its own, and the syn's sender pushes its table back (`GossipTokens`) only when the ack's
+version still differs after merging. Seeing a peer's heartbeat go up feeds that peer's phi
+detector; a peer whose phi passes the threshold is down *for routing only*: ownership never
+changes because of it.
 
 It implements the `Liveness` interface, so the rest of the node does not know gossip from pings.
 """
@@ -18,18 +22,29 @@ from typing import Any
 from bhandar_cli.core.membership import Membership, MemberState
 from bhandar_cli.core.messages import Effect, Note, Send
 from bhandar_cli.core.phi import PhiConfig, PhiDetectors
+from bhandar_cli.core.tokens import TokenRecord, TokenTable
 
 
 @dataclass(frozen=True, slots=True)
 class GossipSyn:
     members: tuple[MemberState, ...]
     schema: tuple[Any, ...] = ()  # keyspace definitions travel with membership
+    client_tokens_version: int = 0  # the sender's token table, by version
 
 
 @dataclass(frozen=True, slots=True)
 class GossipAck:
     members: tuple[MemberState, ...]
     schema: tuple[Any, ...] = ()
+    client_tokens_version: int = 0  # the table before merging the syn's sender's
+    client_tokens: tuple[Any, ...] = ()  # the whole table, only when the syn's version differed
+
+
+@dataclass(frozen=True, slots=True)
+class GossipTokens:
+    """The token table of an ack's receiver whose table the ack's sender lacks part of."""
+
+    client_tokens: tuple[Any, ...]
 
 
 class GossipLiveness:
@@ -47,6 +62,7 @@ class GossipLiveness:
         phi: PhiConfig | None = None,
         schema: Callable[[], tuple[Any, ...]] = tuple,
         on_schema: Callable[[tuple[Any, ...]], None] = lambda _schema: None,
+        client_tokens: TokenTable | None = None,
     ) -> None:
         self.me = me.id
         self.membership = Membership(me, known)
@@ -61,6 +77,7 @@ class GossipLiveness:
         # (partitioned, or joining later) still learns every keyspace.
         self.schema = schema
         self.on_schema = on_schema
+        self.client_tokens = client_tokens
         self._next = now
         self._was_up: dict[str, bool] = {}
         # Members whose state reached this node during this life (directly or second-hand): their
@@ -93,11 +110,24 @@ class GossipLiveness:
         if isinstance(msg, GossipSyn):
             self.on_schema(msg.schema)
             out = self._merge(now, msg.members)
-            out.append(Send(src, GossipAck(self.digest(), self.schema())))
+            version = self._client_tokens_version()
+            table: tuple[TokenRecord, ...] = ()
+            if self.client_tokens is not None and msg.client_tokens_version != version:
+                table = self.client_tokens.records()
+            out.append(Send(src, GossipAck(self.digest(), self.schema(), version, table)))
             return out
         if isinstance(msg, GossipAck):
             self.on_schema(msg.schema)
-            return self._merge(now, msg.members)
+            out = self._merge(now, msg.members)
+            if self.client_tokens is not None:
+                self.client_tokens.merge(msg.client_tokens)
+                if self.client_tokens.version != msg.client_tokens_version:  # the peer lacks some of ours
+                    out.append(Send(src, GossipTokens(self.client_tokens.records())))
+            return out
+        if isinstance(msg, GossipTokens):
+            if self.client_tokens is not None:
+                self.client_tokens.merge(msg.client_tokens)
+            return []
         return None
 
     def tick(self, now: float) -> list[Effect]:
@@ -105,7 +135,7 @@ class GossipLiveness:
             return []
         self._next = now + self.interval
         self.membership.update_mine()
-        digest = GossipSyn(self.digest(), self.schema())
+        digest = GossipSyn(self.digest(), self.schema(), self._client_tokens_version())
         out: list[Effect] = [Send(peer, digest) for peer in self._targets(now)]
         out.extend(self._transitions(now))
         return out
@@ -114,6 +144,9 @@ class GossipLiveness:
 
     def digest(self) -> tuple[MemberState, ...]:
         return tuple(self.membership.members.values())
+
+    def _client_tokens_version(self) -> int:
+        return 0 if self.client_tokens is None else self.client_tokens.version
 
     def set_status(self, status: str) -> MemberState:
         """Announce a new status of this node (joining -> normal, normal -> leaving -> left)."""

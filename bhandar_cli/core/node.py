@@ -19,7 +19,7 @@ The node only wires its roles together, each an object handed its collaborators:
 (handoff.py), ownership handoff (ownership.py), anti-entropy (antientropy.py, reaping.py),
 streaming (streaming.py) and the membership it routes by (ringview.py, node_membership.py). The
 state several of them share is its own object: the op table (optable.py), keyspace definitions
-(keyspaces.py), metrics.
+(keyspaces.py), client tokens (tokens.py), metrics.
 """
 
 from __future__ import annotations
@@ -69,6 +69,7 @@ from bhandar_cli.core.ringview import RingView
 from bhandar_cli.core.sibling_limit import SiblingLimit
 from bhandar_cli.core.store import Store, StoreDamage
 from bhandar_cli.core.streaming import Streaming
+from bhandar_cli.core.tokens import TokenTable
 from bhandar_cli.core.views import NodeViews
 from bhandar_cli.core.writes import WriteCoordinator
 
@@ -106,6 +107,7 @@ class Node:
         # a new actor keeps it from reusing dots (and counter entries) it handed out since.
         home_actor = str(store.get_meta("actor") or node_id)
         keyspaces = Keyspaces(store, config.default_n)
+        client_tokens = TokenTable(store)
         gossip: GossipLiveness | None = None
         if liveness is None and config.liveness == "gossip":
             liveness = gossip = boot_gossip(
@@ -123,6 +125,7 @@ class Node:
                 http=http,
                 schema=keyspaces.all,
                 on_schema=keyspaces.learn_all,
+                client_tokens=client_tokens,
             )
         elif isinstance(liveness, GossipLiveness):
             gossip = liveness
@@ -155,6 +158,7 @@ class Node:
         )
         self._ring_view = view
         self._keyspaces = keyspaces
+        self._client_tokens = client_tokens
         self._metrics = metrics
         self._ops = ops
         self._coordinator = coordinator
@@ -287,6 +291,11 @@ class Node:
     @property
     def keyspaces(self) -> Mapping[str, KeyspaceDef]:
         return self._keyspaces.view()
+
+    @property
+    def client_tokens(self) -> TokenTable:
+        """The client tokens this node knows (gossip keeps them; the node's driver checks them)."""
+        return self._client_tokens
 
     @property
     def metrics(self) -> NodeMetrics:

@@ -12,6 +12,7 @@ from bhandar_cli.core.membership import MemberState
 from bhandar_cli.core.phi import PhiConfig
 from bhandar_cli.core.ring import Ring
 from bhandar_cli.core.store import Store
+from bhandar_cli.core.tokens import TokenTable
 
 
 def boot_gossip(
@@ -30,10 +31,12 @@ def boot_gossip(
     http: str,
     schema: Callable[[], tuple[KeyspaceDef, ...]],
     on_schema: Callable[[Iterable[KeyspaceDef]], None],
+    client_tokens: TokenTable | None = None,
 ) -> GossipLiveness:
     """Gossip for a node starting (or restarting) with `store`: the members of the boot `ring`
     and of the table it saved, itself under a new generation, and `status` unless the store
-    remembers one. `schema`/`on_schema` carry keyspace definitions along with membership."""
+    remembers one. `schema`/`on_schema` carry keyspace definitions along with membership, and
+    `client_tokens` the token table."""
     # A restart must look newer than anything gossip still carries about this node.
     generation = int(store.get_meta("generation") or 0) + 1
     store.put_meta("generation", generation)
@@ -67,6 +70,7 @@ def boot_gossip(
         phi,
         schema=schema,
         on_schema=on_schema,
+        client_tokens=client_tokens,
     )
     store.put_meta("status", me.status)
     return gossip

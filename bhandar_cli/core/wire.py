@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from bhandar_cli.core import antientropy, gossip, membership, merkle, messages, streaming
+from bhandar_cli.core import antientropy, gossip, membership, merkle, messages, streaming, tokens
 from bhandar_cli.core.config import KeyspaceDef
 from bhandar_cli.core.crdt import PNCounter
 from bhandar_cli.core.errors import BhandarError
@@ -50,6 +50,8 @@ REGISTRY: dict[str, type] = {
         membership.MemberState,
         gossip.GossipSyn,
         gossip.GossipAck,
+        gossip.GossipTokens,
+        tokens.TokenRecord,
         merkle.HashProbe,
         antientropy.RepairProbe,
         antientropy.RepairProbeReply,

@@ -4,16 +4,19 @@ It is part of the node: requests go to this node's own coordinator (`NodeProcess
 through client.py. Hypercorn does all the HTTP; this module only routes, converts JSON to
 requests and results to JSON, and maps failures to status codes: bad input 400, too large 413,
 not found and unknown keyspace 404, refused (too many siblings) and a keyspace defined otherwise
-409, unavailable 503, timeout 504. `/metrics` is the
-Prometheus text format from a custom collector that reads the node's counters when scraped.
+409, unavailable 503, timeout 504. When the node checks tokens, every route is checked (before its
+body is read) against `Authorization: Bearer TOKEN` by node/auth.py under the operation name it
+has there: no valid token 401 (with `WWW-Authenticate: Bearer`), no role 403, past the token's rate
+429 (with `Retry-After`). `/metrics` is the Prometheus text format from node/prometheus.py.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import math
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any, Protocol
 
@@ -21,12 +24,11 @@ import trio
 from hypercorn.config import Config
 from hypercorn.trio import serve
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from bhandar_cli.core.config import KeyspaceDef, NodeConfig, parse_level
 from bhandar_cli.core.context import BLIND_DELETE_WARNING, decode_context, encode_context
 from bhandar_cli.core.crdt import PNCounter
-from bhandar_cli.core.errors import BadInput, BhandarError
+from bhandar_cli.core.errors import BadInput, BhandarError, RateLimited
 from bhandar_cli.core.limits import (
     MAX_JSON_DEPTH,
     NotJson,
@@ -51,11 +53,16 @@ from bhandar_cli.core.messages import (
 from bhandar_cli.core.metrics import NodeMetrics
 from bhandar_cli.core.records import Versioned
 from bhandar_cli.core.versions import JSON, context_of
+from bhandar_cli.node.auth import Authenticator, Credential
 from bhandar_cli.node.pki import NodeTls
+from bhandar_cli.node.prometheus import NodeCollector
 from bhandar_cli.values import decode_value, encode_json
 
 STATUS = {
     "bad_input": 400,
+    "unauthenticated": 401,
+    "forbidden": 403,
+    "rate_limited": 429,
     "not_found": 404,
     "unknown_keyspace": 404,
     "refused": 409,
@@ -78,6 +85,7 @@ class Gateway(Protocol):
 
     id: str
     config: NodeConfig
+    auth: Authenticator | None  # None: every client is admitted
 
     def info(self) -> dict[str, Any]: ...
     def current_metrics(self) -> NodeMetrics | None: ...
@@ -117,7 +125,7 @@ class Api:
         except HttpError as exc:
             status, body, ctype, headers = exc.status, _json({"error": str(exc)}), "application/json", []
         except BhandarError as exc:
-            status, ctype, headers = STATUS.get(exc.code, 400), "application/json", []
+            status, ctype, headers = STATUS.get(exc.code, 400), "application/json", _refusal_headers(exc)
             body = _json({"error": str(exc), "code": exc.code})
         head = [(b"content-type", ctype.encode()), (b"content-length", str(len(body)).encode()), *headers]
         await send({"type": "http.response.start", "status": status, "headers": head})
@@ -131,23 +139,29 @@ class Api:
         method = scope["method"]
         query = _query(scope.get("query_string", b""))
         if parts == ["metrics"] and method == "GET":
+            self.authorize(scope, "metrics")
             return 200, generate_latest(self.registry), CONTENT_TYPE_LATEST, []
         if parts == ["v1", "status"] and method == "GET":
+            self.authorize(scope, "info")
             return 200, _json(self.node.info()), "application/json", []
         if parts == ["v1", "keyspaces"]:
             _allow(method, "GET")
+            self.authorize(scope, "keyspaces")
             return 200, _json({"keyspaces": self.node.info().get("keyspaces", [])}), "application/json", []
         if len(parts) == 3 and parts[:2] == ["v1", "keyspaces"]:
             _allow(method, "PUT")
+            self.authorize(scope, "keyspace_create")
             return await self.create_keyspace(parts[2], await self.body(scope, receive))
         if len(parts) in (4, 5) and parts[:2] == ["v1", "kv"] and all(parts[2:4]):
             ks, key = parts[2], parts[3]
             level = parse_level(query.get("consistency", "QUORUM"))
             if len(parts) == 5 and parts[4] == "increment":
                 _allow(method, "POST")
+                self.authorize(scope, "incr", ks)
                 return await self.increment(ks, key, level, await self.body(scope, receive))
             if len(parts) == 4:
                 _allow(method, "GET", "PUT", "DELETE")
+                self.authorize(scope, {"GET": "get", "PUT": "put", "DELETE": "delete"}[method], ks)
                 if method == "GET":
                     return await self.get(ks, key, level)
                 if method == "PUT":
@@ -156,6 +170,13 @@ class Api:
         raise HttpError(
             404, f"no such endpoint: {method} {scope['path']} (see GET /v1/status, /v1/kv/KS/KEY)"
         )
+
+    def authorize(self, scope: Scope, op: str, keyspace: str | None = None) -> None:
+        """Raise Unauthenticated, Forbidden or RateLimited unless the request's bearer token may do
+        `op` (on `keyspace`) now; nothing when the node admits every client."""
+        if self.node.auth is None:
+            return
+        self.node.auth.check(_bearer(scope), op, keyspace, trio.current_time())
 
     async def body(self, scope: Scope, receive: Receive) -> dict[str, Any]:
         for name, value in scope.get("headers", []):
@@ -281,6 +302,25 @@ class _Failed(HttpError):
         self.body = body
 
 
+def _bearer(scope: Scope) -> Credential:
+    for name, value in scope.get("headers", []):
+        if name == b"authorization":
+            scheme, _, token = value.decode("latin-1").strip().partition(" ")
+            if scheme.lower() != "bearer":
+                return Credential(problem="use the header Authorization: Bearer TOKEN")
+            return Credential.of(token.strip())
+    return Credential(problem="no token given (send the header Authorization: Bearer TOKEN)")
+
+
+def _refusal_headers(exc: BhandarError) -> list[tuple[bytes, bytes]]:
+    """What a 401 and a 429 must say besides the body: the scheme to use, when to retry."""
+    if exc.code == "unauthenticated":
+        return [(b"www-authenticate", b'Bearer realm="bhandar"')]
+    if isinstance(exc, RateLimited):
+        return [(b"retry-after", str(max(1, math.ceil(exc.retry_after))).encode())]
+    return []
+
+
 def _allow(method: str, *allowed: str) -> None:
     if method not in allowed:
         raise HttpError(405, f"{method} is not allowed here (use {', '.join(allowed)})")
@@ -309,69 +349,6 @@ def _query(raw: bytes) -> dict[str, str]:
 
 def _json(obj: Any) -> bytes:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-
-
-class NodeCollector:
-    """Prometheus metrics read from the node at scrape time (nothing is kept twice)."""
-
-    def __init__(self, node: Gateway) -> None:
-        self.node = node
-
-    def collect(self) -> Iterator[Metric]:
-        metrics = self.node.current_metrics() or NodeMetrics()
-        info = self.node.info()
-        labels = ["op", "consistency"]
-        requests = CounterMetricFamily(
-            "bhandar_requests", "Client requests coordinated here.", labels=[*labels, "outcome"]
-        )
-        latency = GaugeMetricFamily(
-            "bhandar_request_latency_seconds", "Latency of successful requests.", labels=[*labels, "quantile"]
-        )
-        for (op, level), stats in sorted(metrics.ops.items()):
-            requests.add_metric([op, level, "ok"], stats.ok)
-            requests.add_metric([op, level, "failed"], stats.count - stats.ok)
-            for q in (0.5, 0.99):
-                latency.add_metric([op, level, str(q)], stats.latency.percentile(q * 100) / 1000.0)
-        yield requests
-        yield latency
-        for name, text in (
-            ("read_repairs", "Replicas repaired after reads."),
-            ("stale_reads", "Reads that found a stale replica (the stale-read SLI)."),
-            ("hints_stored", "Hints stored for down replicas."),
-            ("hints_delivered", "Hints handed off to their owners."),
-            ("hints_expired", "Hints dropped for age."),
-            ("hints_refused", "Hints refused because a queue was full."),
-            ("forwarded", "Requests forwarded to a replica."),
-            ("forward_fallbacks", "Forwarded puts handed to another coordinator after a timeout."),
-            ("sibling_limit_exceeded", "Keys a merge took over the sibling limit (every sibling kept)."),
-            ("replica_requests", "Reads and writes served as a replica."),
-        ):
-            yield CounterMetricFamily(f"bhandar_{name}", text, value=getattr(metrics, name))
-        corruptions = CounterMetricFamily(
-            "bhandar_corruptions", "Storage corruption found on this node's disk.", labels=["kind"]
-        )
-        for kind, n in sorted(metrics.corruptions.items()):
-            corruptions.add_metric([kind], n)
-        yield corruptions
-        rejections = CounterMetricFamily(
-            "bhandar_peer_rejections", "Peer connections and messages refused.", labels=["reason"]
-        )
-        for reason, n in sorted(info.get("peer_rejections", {}).items()):
-            rejections.add_metric([reason], n)
-        yield rejections
-        transport = CounterMetricFamily("bhandar_messages", "Peer messages.", labels=["event"])
-        for event in ("sent", "received", "dropped"):
-            transport.add_metric([event], info.get("transport", {}).get(event, 0))
-        yield transport
-        yield GaugeMetricFamily(
-            "bhandar_hints_pending", "Hints waiting for delivery.", value=info.get("hints", 0)
-        )
-        yield GaugeMetricFamily("bhandar_keys", "Keys stored on this node.", value=info.get("keys", 0))
-        yield GaugeMetricFamily(
-            "bhandar_members", "Members this node knows.", value=len(info.get("members", []))
-        )
-        peers = info.get("peers", {})
-        yield GaugeMetricFamily("bhandar_peers_up", "Peers this node believes up.", value=sum(peers.values()))
 
 
 async def serve_http(

@@ -38,8 +38,10 @@ from bhandar_cli.core.messages import (
     Result,
 )
 from bhandar_cli.core.ring import Ring
+from bhandar_cli.core.tokens import TokenTable
 from bhandar_cli.host.executor import NodeHost
 from bhandar_cli.node import admin, pki
+from bhandar_cli.node.auth import Authenticator, load_auth_file
 from bhandar_cli.node.frames import FRAME_TIMEOUT
 from bhandar_cli.node.join import JoinDesk
 from bhandar_cli.node.join_token import JoinTokens
@@ -66,6 +68,8 @@ class NodeOptions:
     frame_timeout: float = FRAME_TIMEOUT
     tls_dir: str | None = None  # ca.crt, node.crt, node.key; None: plain TCP, loopback only
     ca_key: str = ""  # the cluster CA's key (DIR/tls/ca.key): this node may admit joiners
+    auth_file: str = ""  # token records to start with; "" admits every client
+    snapshot_dir: str = ""  # where `snapshot NAME` links tables ("": DATA_DIR/../snapshots)
 
 
 class ListenRefused(Exception):
@@ -111,6 +115,14 @@ class NodeProcess:
         self.tls = tls
         self.config = NodeConfig(default_n=options.replicas)
         self.store = open_node_store(options.data_dir, options.fsync)
+        self.snapshot_root = Path(options.snapshot_dir or Path(options.data_dir).parent / "snapshots")
+        self.auth: Authenticator | None = None
+        self._boot_tokens = TokenTable(self.store)
+        if options.auth_file:
+            # Merged into the table the store keeps: a restart with the same file changes nothing,
+            # and a token revoked since stays revoked (revocation wins the merge).
+            self._boot_tokens.merge(load_auth_file(Path(options.auth_file)))
+            self.auth = Authenticator(self.token_table)
         self.rpc = RpcService(self)
         self.join_desk = JoinDesk(
             JoinTokens(options.data_dir),
@@ -206,6 +218,12 @@ class NodeProcess:
 
     def _note(self, name: str, note: Note) -> None:
         log.info("%s: %s", name, note.text)
+
+    def token_table(self) -> TokenTable:
+        """The tokens this node knows: its core node's table (kept by gossip), or before the node
+        boots, the one read from the store and the auth file."""
+        node = self.host.node
+        return node.client_tokens if node is not None else self._boot_tokens
 
     # --- the coordinator, for the RPC and HTTP faces ---------------------------------------------
 

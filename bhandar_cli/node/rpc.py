@@ -33,11 +33,13 @@ log = logging.getLogger("bhandar.rpc")
 
 class RpcError(Exception):
     """An RPC that got no answer (`kind` unreachable: never sent; lost: sent, then the connection
-    broke; timeout: no answer in time) or an error answer (remote)."""
+    broke; timeout: no answer in time) or an error answer (remote), with the error's `code` when
+    the node gave one (unauthenticated, forbidden, rate_limited, bad_input)."""
 
-    def __init__(self, message: str, kind: str = "remote") -> None:
+    def __init__(self, message: str, kind: str = "remote", code: str = "") -> None:
         super().__init__(message)
         self.kind = kind
+        self.code = code
 
 
 class _Slot:
@@ -95,7 +97,10 @@ class RpcClient:
                 f"node {self.label} is not answering at {self.host}:{self.port} ({why})", "unreachable"
             ) from None
         self._outbox = Outbox(self._stream)
-        self._outbox.put(encode_frame({"hello": "client"}))
+        hello = {"hello": "client"}
+        if self.access.token:
+            hello["token"] = self.access.token  # checked by the node at each call
+        self._outbox.put(encode_frame(hello))
 
     async def serve(self) -> None:
         """Write calls and read answers until the connection ends (never raises)."""
@@ -162,7 +167,8 @@ class RpcClient:
                 )
             raise RpcError(f"node {self.label} did not answer {op!r} within {timeout:g} s", "timeout")
         if not body.get("ok"):
-            raise RpcError(f"node {self.label}: {body.get('error', 'failed')}")
+            code = str(body.get("code", ""))
+            raise RpcError(f"node {self.label}: {body.get('error', 'failed')}", code=code)
         return body.get("body")
 
 

@@ -3,7 +3,11 @@
 One map per frame, answers carry the same `id`: `request` (a client request in wire form: the
 node's coordinator answers it), and the admin operations `info`, `records`, `hints`, `metrics`,
 `digest`, `members`, `tree`, `partition`, `heal`, `delay`, `flush`, `compact`, `snapshot`,
-`join_token` and `shutdown`. Fast operations are answered at once; slow ones (`compact`) run in a task of the
+`join_token`, `shutdown` and `token_create|list|revoke`. When the node checks tokens
+(node/auth.py), each call is checked against the token the connection's hello showed, at the time
+of the call (a revocation counts at once); a refusal answers with its `code` (unauthenticated,
+forbidden, rate_limited). Fast operations are answered at once; slow ones (`compact`) run in a
+task of the
 connection and are answered when done, so the node's event loop never waits for them. A request
 from the network is checked field by field before the core sees it (the core trusts its inputs).
 """
@@ -18,9 +22,11 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from bhandar_cli.core.errors import BhandarError, RateLimited
 from bhandar_cli.core.messages import (
     ClientRequest,
     DecommissionRequest,
+    Failure,
     GetRequest,
     IncrRequest,
     KeyspaceRequest,
@@ -28,11 +34,14 @@ from bhandar_cli.core.messages import (
     RepairRequest,
     Result,
 )
+from bhandar_cli.core.tokens import check_record
 from bhandar_cli.core.wire import from_wire, to_wire
 from bhandar_cli.node import admin
+from bhandar_cli.node.auth import Credential, request_op
 from bhandar_cli.node.codec import ProtocolError, encode_frame
 from bhandar_cli.node.frames import FrameConn, Outbox, wire_frame
 from bhandar_cli.node.join_token import DEFAULT_TTL, JoinRefused
+from bhandar_cli.node.storage import snapshot_path
 
 if TYPE_CHECKING:
     from bhandar_cli.node.process import NodeProcess
@@ -90,6 +99,7 @@ class RpcService:
         """One client connection, opened by `hello`: RPC frames in, answers out (in any order:
         each names its call)."""
         out = Outbox(conn.stream)
+        credential = Credential.of(hello.get("token"))
         error: ProtocolError | None = None
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_write_until_broken, out, nursery.cancel_scope)
@@ -97,20 +107,37 @@ class RpcService:
                 while (body := await conn.receive()) is not None:
                     if not isinstance(body, dict) or not isinstance(body.get("op"), str):
                         raise ProtocolError("an RPC frame must be a map with an 'op'")
-                    self._dispatch({str(k): v for k, v in body.items()}, out, nursery)
+                    self._dispatch({str(k): v for k, v in body.items()}, out, nursery, credential)
             except ProtocolError as exc:
                 error = exc  # re-raised outside the nursery so it is not wrapped in a group
             nursery.cancel_scope.cancel()
         if error is not None:
             raise error
 
-    def _dispatch(self, body: dict[str, Any], out: Outbox, nursery: trio.Nursery) -> None:
+    def _refusal(self, credential: Credential, op: str, keyspace: str | None) -> BhandarError | None:
+        """Why this connection's token may not do `op` now (None: it may, or tokens are off)."""
+        if self.process.auth is None:
+            return None
+        try:
+            self.process.auth.check(credential, op, keyspace, trio.current_time())
+        except BhandarError as exc:
+            return exc
+        return None
+
+    def _dispatch(
+        self, body: dict[str, Any], out: Outbox, nursery: trio.Nursery, credential: Credential
+    ) -> None:
         call_id, op = body.get("id"), body["op"]
         if op == "request":
             try:
                 request = check_request(from_wire(body.get("msg")))
             except Exception as exc:  # whatever from_wire or the dataclasses object to
                 _answer(out, call_id, error=f"bad request: {exc}")
+                return
+            refused = self._refusal(credential, *request_op(request))
+            if refused is not None:  # a failed request, as the client reads any other
+                failure = Failure(refused.code, str(refused))
+                out.put(wire_frame({"id": call_id, "ok": True, "body": to_wire(failure)}))
                 return
 
             def respond(result: Result) -> None:
@@ -120,6 +147,10 @@ class RpcService:
                     _answer(out, call_id, error=f"internal error: cannot encode the result: {exc}")
 
             self.process.submit(request, respond)
+            return
+        refused = self._refusal(credential, op, None)
+        if refused is not None:
+            _refuse(out, call_id, refused)
             return
         slow = getattr(self, f"_slow_{op}", None)
         if slow is not None:  # work off the event loop: answered when it is done
@@ -133,6 +164,8 @@ class RpcService:
             _answer(out, call_id, handler(body))
         except (ValueError, TypeError, KeyError) as exc:
             _answer(out, call_id, error=f"bad {op} arguments: {exc}")
+        except BhandarError as exc:
+            _refuse(out, call_id, exc)
 
     def _op_info(self, body: dict[str, Any]) -> Any:
         return self.process.info(counts=bool(body.get("counts", True)))
@@ -190,7 +223,20 @@ class RpcService:
         return self.process.store.flush()
 
     def _op_snapshot(self, body: dict[str, Any]) -> Any:
-        return len(self.process.store.snapshot(str(body["dir"])))
+        path = snapshot_path(self.process.snapshot_root, body["snapshot"], self.process.id)
+        return len(self.process.store.snapshot(str(path)))
+
+    def _op_token_create(self, body: dict[str, Any]) -> Any:
+        record = check_record(from_wire(body["record"]))
+        self.process.token_table().add(record)
+        return record.id
+
+    def _op_token_list(self, body: dict[str, Any]) -> Any:
+        records = self.process.token_table().records()
+        return [{k: v for k, v in r.to_plain().items() if k != "digest"} for r in records]  # never a hash
+
+    def _op_token_revoke(self, body: dict[str, Any]) -> Any:
+        return self.process.token_table().revoke(str(body["token_id"])).id
 
     def _op_join_token(self, body: dict[str, Any]) -> Any:
         """Mint a join token (node/join.py): {"token", "expires"}, or {"refused": why}."""
@@ -245,11 +291,20 @@ async def _write_until_broken(out: Outbox, scope: trio.CancelScope) -> None:
     scope.cancel()
 
 
-def _answer(out: Outbox, call_id: Any, body: Any = None, error: str | None = None) -> None:
+def _refuse(out: Outbox, call_id: Any, refused: BhandarError) -> None:
+    """An error answer that says whose fault it is (`code`), and when to retry if rate limited."""
+    extra: dict[str, Any] = {"code": refused.code}
+    if isinstance(refused, RateLimited):
+        extra["retry_after"] = refused.retry_after
+    _answer(out, call_id, error=str(refused), **extra)
+
+
+def _answer(out: Outbox, call_id: Any, body: Any = None, error: str | None = None, **extra: Any) -> None:
     reply = {
         "id": call_id,
         "ok": error is None,
         "body" if error is None else "error": body if error is None else error,
+        **extra,
     }
     try:
         frame = encode_frame(reply)

@@ -1,11 +1,14 @@
-"""Opening a node's durable store in its data directory: the LSM engine on the real disk."""
+"""Opening a node's durable store in its data directory (the LSM engine on the real disk), and
+where its snapshots go."""
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 
+from bhandar_cli.core.errors import BadInput
 from bhandar_cli.node.disk import RealDisk
 from bhandar_cli.node.pki import TLS_DIR
 from bhandar_cli.storage.engine import EngineOptions
@@ -19,6 +22,21 @@ def open_node_store(data_dir: str, fsync: str = "batch") -> RecordStore:
     disk = RealDisk()
     disk.makedirs(data_dir)
     return RecordStore(disk, data_dir, EngineOptions(fsync=FsyncPolicy(fsync)))
+
+
+_SNAPSHOT_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
+
+
+def snapshot_path(root: Path, name: object, node: str) -> Path:
+    """Where node `node` links the tables of snapshot `name`: ROOT/NAME/NODE. The name comes from
+    a client: one that is not a plain name (a `/`, `..`, a leading dot) would make the node link
+    its files outside its snapshot directory, so it is refused."""
+    if not isinstance(name, str) or not _SNAPSHOT_NAME.fullmatch(name) or ".." in name:
+        raise BadInput(
+            f"bad snapshot name {name!r}: use 1-64 letters, digits, '_', '-' or '.', with no '..' "
+            "and not starting with '.'"
+        )
+    return root / name / node
 
 
 def restore_node_dir(snapshot_dir: str, data_dir: str, node: str) -> None:

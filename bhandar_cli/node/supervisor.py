@@ -9,7 +9,10 @@ restarted node is given them again.
 
 A cluster is secure unless asked otherwise: `up` makes the cluster CA in DIR/tls and a certificate
 per node in DATA_DIR/tls (node/pki.py), starts every node with `--tls-dir`, and reaches the nodes
-over TLS (`access.for_cluster`). Everything it creates is its owner's only.
+over TLS (`access.for_cluster`). It also makes the cluster's admin token: its hash goes into the
+auth file every node is started with (DIR/auth.json), the token itself into the cluster file;
+every call here shows the token `access.for_cluster` picks. Everything it creates is its owner's
+only.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
@@ -26,14 +30,18 @@ from typing import Any
 
 import trio
 
+from bhandar_cli.core.tokens import ALL_KEYSPACES
 from bhandar_cli.host.network import partition_groups
 from bhandar_cli.host.topology import node_names, zone_map
 from bhandar_cli.node import access, clusterfile, pki
+from bhandar_cli.node.auth import mint, write_auth_file
 from bhandar_cli.node.clusterfile import ClusterFile, ClusterFileError, NodeEntry
 from bhandar_cli.node.placement import DEFAULT_HOST, node_ports
 from bhandar_cli.node.rpc import RpcError, rpc_once
+from bhandar_cli.outcomes import ClientError
 
 DATA_DIR = "data"  # the nodes' data directories, under the cluster directory
+AUTH_FILE = "auth.json"
 START_TIMEOUT = 30.0
 STOP_TIMEOUT = 5.0
 POLL = 0.05
@@ -113,6 +121,8 @@ def node_command(cluster: ClusterFile, entry: NodeEntry) -> list[str]:
         *(("--tls-dir", str(node_tls_dir(entry))) if cluster.tls else ()),
         # Every node may admit a new machine with a join token (node/join.py).
         *(("--ca-key", str(Path(cluster.dir) / pki.TLS_DIR / pki.CA_KEY)) if cluster.tls else ()),
+        *("--snapshot-dir", str(Path(cluster.dir) / "snapshots")),
+        *(("--auth-file", str(Path(cluster.dir) / AUTH_FILE)) if cluster.token else ()),
         *cluster.extra_args,
     ]
 
@@ -171,9 +181,12 @@ async def up(
     timeout: float = START_TIMEOUT,
     hosts: tuple[str, ...] = (),
     tls: bool = True,
+    tokens: bool | None = None,
 ) -> ClusterFile:
     """Start a cluster in `directory` and wait until every node knows every other; over TLS
-    with a new CA and node certificates, unless `tls` is False (plain TCP on loopback)."""
+    with a new CA and node certificates, unless `tls` is False (plain TCP on loopback). With
+    `tokens` (default: as `tls`) its nodes admit clients by token, starting with a new admin
+    token kept in the cluster file."""
     directory = Path(directory).resolve()
     try:
         old = clusterfile.load(directory)
@@ -193,6 +206,10 @@ async def up(
     )
     if tls:
         issue_certificates(cluster)
+    if tls if tokens is None else tokens:
+        token, record = mint({ALL_KEYSPACES: "admin"}, 0.0, 0, time.time())
+        write_auth_file(directory / AUTH_FILE, [record])
+        cluster = replace(cluster, token=token)
     for entry in cluster.nodes:
         cluster = cluster.with_node(spawn(cluster, entry))
         clusterfile.save(cluster)  # after each start, so `down` finds whatever did start
@@ -232,6 +249,10 @@ async def wait_ready(
                     return
             except (RpcError, trio.TooSlowError) as exc:
                 seen[entry.id] = str(exc)
+                if isinstance(exc, RpcError) and exc.code:  # refused (a token): waiting cannot help
+                    failed.append(str(exc))
+                    scope.cancel()
+                    return
             await trio.sleep(POLL)
 
     with trio.move_on_after(timeout) as scope:
@@ -345,9 +366,11 @@ def partition_args(cluster: ClusterFile) -> dict[str, Any]:
 
 
 async def broadcast(cluster: ClusterFile, op: str, **args: Any) -> dict[str, str]:
-    """Send an admin RPC to every running node; node -> 'ok' or why not."""
+    """Send an admin RPC to every running node; node -> 'ok' or why not. A refusal (the token
+    may not do it) raises ClientError: the operator's fault, not a node's state."""
     outcome: dict[str, str] = {}
     reach = access.for_cluster(cluster)
+    refused: list[RpcError] = []
 
     async def one(entry: NodeEntry) -> None:
         if not pid_alive(entry.pid):
@@ -358,10 +381,14 @@ async def broadcast(cluster: ClusterFile, op: str, **args: Any) -> dict[str, str
             outcome[entry.id] = "ok"
         except (RpcError, trio.TooSlowError) as exc:
             outcome[entry.id] = str(exc) or "no answer"
+            if isinstance(exc, RpcError) and exc.code:
+                refused.append(exc)
 
     async with trio.open_nursery() as nursery:
         for entry in cluster.nodes:
             nursery.start_soon(one, entry)
+    if refused:
+        raise ClientError(refused[0].code, str(refused[0]))
     return outcome
 
 

@@ -27,6 +27,7 @@ from bhandar_cli.core.wire import from_wire, to_wire
 from bhandar_cli.node import access, admin, clusterfile, supervisor
 from bhandar_cli.node.clusterfile import ClusterFile, ClusterFileError
 from bhandar_cli.node.rpc import RpcClient, RpcError
+from bhandar_cli.outcomes import ClientError
 
 ALIVE_CACHE = 0.2  # seconds a liveness answer is reused (the client asks per request)
 ADMIN_TIMEOUT = 3.0
@@ -118,8 +119,15 @@ class TcpBackend:
             return conn
 
     async def rpc(self, name: str, op: str, timeout: float = ADMIN_TIMEOUT, **args: Any) -> Any:
+        """One call to node `name`; a refusal that says whose fault it is (a token without the
+        role, a bad snapshot name) comes out as a ClientError with its code, not as an RpcError."""
         conn = await self._conn(name)
-        return await conn.call(op, timeout, **args)
+        try:
+            return await conn.call(op, timeout, **args)
+        except RpcError as exc:
+            if exc.code:
+                raise ClientError(exc.code, str(exc)) from None
+            raise
 
     async def request(self, via: str, request: Any, timeout: float) -> Result:
         try:
@@ -169,14 +177,14 @@ class TcpBackend:
 
     # --- storage -------------------------------------------------------------------------------
 
-    async def _timed(self, name: str, op: str, **args: Any) -> tuple[Any, float]:
+    async def _timed(self, node: str, op: str, **args: Any) -> tuple[Any, float]:
         """A storage operation: it takes as long as the data it works on (a compaction of a large
         store runs for minutes, off the node's event loop), so it gets a long timeout."""
         started = time.perf_counter()
         try:
-            result = await self.rpc(name, op, STORAGE_TIMEOUT, **args)
+            result = await self.rpc(node, op, STORAGE_TIMEOUT, **args)
         except RpcError as exc:
-            raise Unavailable(f"{op} on {name}: {exc}") from exc
+            raise Unavailable(f"{op} on {node}: {exc}") from exc
         return result, round((time.perf_counter() - started) * 1000, 3)
 
     async def flush(self, name: str) -> dict[str, Any]:
@@ -198,7 +206,7 @@ class TcpBackend:
         files = 0
         for name in self.names:
             if self.is_alive(name):
-                count, _ = await self._timed(name, "snapshot", dir=str(base / name))
+                count, _ = await self._timed(name, "snapshot", snapshot=snapshot)
                 files += int(count)
         return {"name": snapshot, "files": files, "ms": round((time.perf_counter() - started) * 1000, 3)}
 

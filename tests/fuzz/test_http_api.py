@@ -23,6 +23,7 @@ from bhandar_cli.core.config import NodeConfig
 from bhandar_cli.core.messages import ClientRequest, Result
 from bhandar_cli.core.metrics import NodeMetrics
 from bhandar_cli.node import admin
+from bhandar_cli.node.auth import Authenticator
 from bhandar_cli.node.cluster import InProcessCluster
 from bhandar_cli.node.http import Api
 
@@ -38,6 +39,7 @@ class ClusterNode:
         self.cluster = cluster
         self.id = via
         self.config = cluster.config
+        self.auth: Authenticator | None = None  # every client admitted: the fuzz reaches the routes
 
     def info(self) -> dict[str, Any]:
         host = self.cluster.host(self.id)

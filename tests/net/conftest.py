@@ -134,6 +134,11 @@ def raw_connection(cluster: ClusterFile, node: str, timeout: float = 5.0) -> soc
     return ssl.create_default_context(cafile=str(ca)).wrap_socket(sock, server_hostname=entry.id)
 
 
+def bearer(cluster: ClusterFile, token: str | None = None) -> dict[str, str]:
+    """The HTTP header that shows `token` (default: the cluster's admin token)."""
+    return {"Authorization": f"Bearer {token or cluster.token}"}
+
+
 def wait_for(condition: Callable[[], bool], timeout: float = 10.0, what: str = "condition") -> None:
     """Poll `condition` until it holds; fail the test at the deadline."""
     deadline = time.monotonic() + timeout

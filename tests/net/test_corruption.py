@@ -30,7 +30,7 @@ from bhandar_cli.storage.records import decode_op
 from bhandar_cli.storage.sstable import Table
 from bhandar_cli.values import encode_json
 
-from .conftest import http_base, run_cli, tls_verify, wait_for
+from .conftest import bearer, http_base, run_cli, tls_verify, wait_for
 
 VICTIM = "D"
 KEYS = 1500
@@ -67,7 +67,8 @@ def _holds(record: Any, key: str) -> bool:
 def _metrics(cluster: ClusterFile) -> str:
     verify = tls_verify(cluster)
     context = verify if isinstance(verify, ssl.SSLContext) else None
-    with urllib.request.urlopen(f"{http_base(cluster, VICTIM)}/metrics", timeout=5, context=context) as r:
+    request = urllib.request.Request(f"{http_base(cluster, VICTIM)}/metrics", headers=bearer(cluster))
+    with urllib.request.urlopen(request, timeout=5, context=context) as r:
         return str(r.read().decode())
 
 

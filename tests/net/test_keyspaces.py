@@ -13,8 +13,8 @@ import pytest
 
 from bhandar_cli.node.clusterfile import ClusterFile
 
+from .conftest import bearer, run_cli, tls_verify, wait_for
 from .conftest import http_base as base
-from .conftest import run_cli, tls_verify, wait_for
 
 BAD_NAMES = ["%2E", "%2E%2E", "A", "a" * 65, "a%2Fb"]  # ".", "..", "A", 65 characters, "a/b"
 
@@ -22,12 +22,15 @@ BAD_NAMES = ["%2E", "%2E%2E", "A", "a" * 65, "a%2Fb"]  # ".", "..", "A", 65 char
 @pytest.fixture
 def http(shared_cluster: ClusterFile) -> Iterator[httpx.Client]:
     verify = tls_verify(shared_cluster)
-    with httpx.Client(base_url=base(shared_cluster, "C"), verify=verify, timeout=15) as client:
+    url = base(shared_cluster, "C")
+    with httpx.Client(base_url=url, headers=bearer(shared_cluster), verify=verify, timeout=15) as client:
         yield client
 
 
 def keyspace_names(cluster: ClusterFile, node: str) -> list[str]:
-    listed = httpx.get(base(cluster, node) + "/v1/keyspaces", verify=tls_verify(cluster), timeout=15)
+    listed = httpx.get(
+        base(cluster, node) + "/v1/keyspaces", headers=bearer(cluster), verify=tls_verify(cluster), timeout=15
+    )
     assert listed.status_code == 200, listed.text
     return sorted(k["name"] for k in listed.json()["keyspaces"])
 
@@ -80,7 +83,8 @@ def test_create_a_keyspace_over_http_then_use_it_through_another_node(
     assert "policy=lww" in other.json()["error"]
     wait_for(lambda: "prices-http" in keyspace_names(shared_cluster, "E"), 10, "E to learn prices-http")
     verify = tls_verify(shared_cluster)
-    with httpx.Client(base_url=base(shared_cluster, "E"), verify=verify, timeout=15) as through_e:
+    url = base(shared_cluster, "E")
+    with httpx.Client(base_url=url, headers=bearer(shared_cluster), verify=verify, timeout=15) as through_e:
         assert through_e.put("/v1/kv/prices-http/rice", json={"value": 50}).status_code == 204
         assert through_e.get("/v1/kv/prices-http/rice").json()["values"] == [50]
 

@@ -18,7 +18,7 @@ from bhandar_cli.core.ring import Ring, key_token
 from bhandar_cli.node.clusterfile import ClusterFile
 from bhandar_cli.node.codec import encode_frame
 
-from .conftest import http_base, raw_connection, rpc, run_cli, tls_verify
+from .conftest import bearer, http_base, raw_connection, rpc, run_cli, tls_verify
 from .test_rogue import closed_by_node, still_serves
 
 
@@ -181,7 +181,10 @@ def test_every_bad_input_through_every_face_is_a_clear_error_and_changes_nothing
 
     for node in ("A", "C"):
         with httpx.Client(
-            base_url=http_base(fresh_cluster, node), verify=tls_verify(fresh_cluster), timeout=15
+            base_url=http_base(fresh_cluster, node),
+            headers=bearer(fresh_cluster),
+            verify=tls_verify(fresh_cluster),
+            timeout=15,
         ) as http:
             for what, method, path, kwargs, status in HTTP_CASES:
                 response = http.request(method, path, **kwargs)
@@ -259,11 +262,15 @@ def test_cli_delete_reads_first_and_prints_what_it_removed(shared_cluster: Clust
 
 def test_http_delete_reads_first_unless_asked_for_a_blind_one(shared_cluster: ClusterFile) -> None:
     verify = tls_verify(shared_cluster)
-    with httpx.Client(base_url=http_base(shared_cluster, "C"), verify=verify, timeout=15) as http:
+    headers = bearer(shared_cluster)
+    with httpx.Client(
+        base_url=http_base(shared_cluster, "C"), headers=headers, verify=verify, timeout=15
+    ) as http:
         replicas = homes(shared_cluster, "kv", "del-http")
         for via, value in zip(replicas[:2], ("one", "two"), strict=False):
             url = f"{http_base(shared_cluster, via)}/v1/kv/kv/del-http?consistency=ALL"
-            assert httpx.put(url, json={"value": value}, verify=verify, timeout=15).status_code == 204
+            put = httpx.put(url, json={"value": value}, headers=headers, verify=verify, timeout=15)
+            assert put.status_code == 204
         assert len(http.get("/v1/kv/kv/del-http", params={"consistency": "ALL"}).json()["values"]) == 2
         deleted = http.delete("/v1/kv/kv/del-http", params={"consistency": "ALL"})
         assert deleted.status_code == 204 and deleted.headers["x-bhandar-deleted"] == "2"
