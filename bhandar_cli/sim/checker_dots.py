@@ -34,14 +34,18 @@ def learn_dots(
     history: History, final: Mapping[tuple[str, str], Record | None]
 ) -> tuple[dict[bytes, Dot], list[Violation], set[bytes]]:
     """value -> dot for every value seen; violations where one dot named two different writes; and
-    the values stored twice (one put under two dots with the same context: a request the network
-    duplicated and a coordinator took twice, having restarted in between and forgotten the first).
+    the values stored twice: one put under two dots, each with the put's context (a request the
+    network duplicated and a coordinator took twice, having restarted in between and forgotten the
+    first) or with the part of it a coordinator kept (a forwarded put that timed out and was
+    coordinated again by another node; each coordinator prunes a long context on its own).
     """
     dot_of: dict[bytes, Dot] = {}
     context_of_value: dict[bytes, Mapping[str, int]] = {}
     seen: dict[tuple[str, str, Dot], tuple[bytes | None, tuple[tuple[str, int], ...]]] = {}
     violations: list[Violation] = []
     twice: set[bytes] = set()
+    # Values are unique per put, so a value names the request that wrote it.
+    put_context = {op.value: op.context or {} for op in history.ops if op.kind == "put" and op.value}
     for ks, key, record in _records_seen(history, final):
         for s in record.siblings:
             ident = (s.value, tuple(sorted(s.context.items())))
@@ -57,13 +61,24 @@ def learn_dots(
             known = dot_of.setdefault(s.value, s.dot)
             if known == s.dot:
                 context_of_value.setdefault(s.value, s.context)
-            elif context_of_value.get(s.value) == s.context:
+            elif context_of_value.get(s.value) == s.context or (
+                _kept_from(s.context, put_context.get(s.value))
+                and _kept_from(context_of_value.get(s.value), put_context.get(s.value))
+            ):
                 twice.add(s.value)
             else:
                 seen_as = f"{dot_text(known)} and {dot_text(s.dot)}"
                 detail = f"value {show_value(s.value)} seen under dots {seen_as}"
                 violations.append(Violation("dot_reused", ks, key, detail))
     return dot_of, violations, twice
+
+
+def _kept_from(stored: Mapping[str, int] | None, sent: Mapping[str, int] | None) -> bool:
+    """Whether a sibling's context is the put's context or a pruned part of it (entries dropped,
+    none changed)."""
+    if stored is None or sent is None:
+        return False
+    return all(sent.get(actor) == counter for actor, counter in stored.items())
 
 
 def superseded_at(writes: list[Operation], dot_of: Mapping[bytes, Dot]) -> dict[int, float]:

@@ -40,7 +40,9 @@ from tests.sim.chaos_cli import invoke
 # 128-2138 once found bugs; 7100017: every seed had left and the others had moved ports, so a
 # joining node never found the cluster (the simulated operator now names new seeds).
 ALL_FAULTS_SEEDS = (1, 2, 3, 5, 8, 13, 21, 34, 128, 155, 189, 2138, 7100017)
-SWARM_SEEDS = (4, 6, 7, 9, 10, 11, 12, 42, 99, 211, 218, 3287)
+# 7300431: a forwarded put coordinated again after a timeout, its long context pruned differently
+# by each coordinator, was taken for two writes under one value (the checker's rule, not the store).
+SWARM_SEEDS = (4, 6, 7, 9, 10, 11, 12, 42, 99, 211, 218, 3287, 7300431)
 # Every fault kind, including joins and decommissions; each of these seeds moves the ring.
 MEMBERSHIP_SEEDS = (2, 8, 9, 17, 19, 31, 34, 36)
 # Network faults with every node on the LSM engine: crashes lose unsynced writes, tear WAL tails,

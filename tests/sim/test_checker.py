@@ -161,6 +161,22 @@ def test_one_put_stored_twice_with_its_context_is_counted_not_a_violation() -> N
     assert "dot_reused" in kinds(h2, rec(sib("A", 1, "x")))
 
 
+def test_one_put_coordinated_twice_with_differently_pruned_contexts_is_stored_twice() -> None:
+    # A forwarded put timed out and another node coordinated it again; each coordinator pruned the
+    # put's long context on its own (seed 7300431).
+    sent = {"B": 1, "C": 4, "D": 2}
+    h = History()
+    put(h, 1.0, "x", sent)
+    twice = rec(sib("C", 5, "x", B=1, C=4), sib("E", 1, "x", C=4, D=2))
+    read(h, 2.0, twice)
+    result = check(h, KEYSPACES, {("sibs", "k"): twice}, {})
+    assert result.violations == () and result.stored_twice == 1
+    h2 = History()
+    put(h2, 1.0, "x", sent)
+    read(h2, 2.0, rec(sib("C", 5, "x", B=1, C=4), sib("E", 1, "x", C=3)))  # C=3: not the put's context
+    assert "dot_reused" in kinds(h2, rec(sib("C", 5, "x")))
+
+
 def test_a_value_from_another_key_is_a_phantom() -> None:
     h = History()
     other = h.invoke(1.0, 0, "put", "sibs", "other", "QUORUM", b"z", None)
