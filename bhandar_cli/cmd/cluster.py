@@ -1,4 +1,4 @@
-"""`bhandar cluster up|down|status|kill|start|partition|heal|delay|init|cert`: real node processes.
+"""`bhandar cluster up|down|status|kill|start|partition|heal|delay|init|cert|add`: real node processes.
 
 Parsing and rendering only: processes are started and stopped by node/supervisor.py, and everything
 else goes through client.py over the TCP backend (node/tcpbackend.py). Also home of the two
@@ -364,3 +364,30 @@ def cert(
         emit_json({"cmd": "cluster cert", "ok": True, "node": node, "cert": str(files.cert)})
         return
     _print(f"certificate for node {node} ({', '.join(host)}): {files.cert}; start it with --tls-dir {target}")
+
+
+@cluster_app.command("add")
+def add(
+    node: str | None = typer.Argument(
+        None, metavar="[NODE]", help="Name of the new node (default: the next free name)."
+    ),
+    zone: str | None = typer.Option(None, "--zone", help="Its zone (default: the zones in turn)."),
+    directory: str | None = DIR_OPTION,
+    output: OutputFormat = OUTPUT_OPTION,
+) -> None:
+    """Start a new node that joins the running cluster; waits until it owns its ranges."""
+
+    async def body() -> Any:
+        from bhandar_cli.node.growth import next_free_name
+
+        async with open_tcp_client(directory) as client:
+            return await client.add(node or next_free_name(client.backend.cluster), zone)
+
+    data = run_async("add", output, body)
+    if output is OutputFormat.json:
+        emit_json(data)
+        return
+    _print(
+        f"added {data['node']} (zone {data['zone']}): {data['keys_streamed']} keys streamed "
+        f"in {data['seconds']:g} s"
+    )

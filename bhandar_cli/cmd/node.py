@@ -72,6 +72,9 @@ def run(
     snapshot_dir: str = typer.Option(
         "", "--snapshot-dir", metavar="DIR", help="Where snapshots go (default: DATA_DIR/../snapshots)."
     ),
+    bootstrap: bool = typer.Option(
+        False, "--bootstrap", help="Join a running cluster: stream this node's ranges, then serve."
+    ),
 ) -> None:
     """Run one node until it is told to stop (RPC shutdown, SIGTERM or Ctrl-C)."""
     if not NODE_ID.fullmatch(node_id):
@@ -128,6 +131,7 @@ def run(
         str(Path(ca_key).resolve()) if ca_key else "",
         auth_file,
         snapshot_dir,
+        bootstrap,
     )
     try:
         run_node(options)

@@ -70,6 +70,7 @@ class NodeOptions:
     ca_key: str = ""  # the cluster CA's key (DIR/tls/ca.key): this node may admit joiners
     auth_file: str = ""  # token records to start with; "" admits every client
     snapshot_dir: str = ""  # where `snapshot NAME` links tables ("": DATA_DIR/../snapshots)
+    bootstrap: bool = False  # first start of a node added to a running cluster: join, stream
 
 
 class ListenRefused(Exception):
@@ -173,6 +174,8 @@ class NodeProcess:
                     "http": f"{opts.host}:{self.http_port}" if self.http_port >= 0 else "",
                     "zone": opts.zone,
                 }
+                if opts.bootstrap:
+                    self.host.boot["status"] = "joining"
                 await nursery.start(self._life)
                 nursery.start_soon(self._watch_signals)
                 log.info("node %s serving on %s:%d (http %d)", opts.id, opts.host, self.port, self.http_port)

@@ -3,8 +3,10 @@
 Requests and admin views go through one pipelined RPC connection per node, opened on first use and
 reopened after a failure. `kill` is a SIGKILL of the node's process group, `revive` restarts it
 with the same data directory and ports; partition, heal and delay are admin RPCs to every node,
-recorded in the cluster file. Liveness is whether the node's process runs, re-read from the
-cluster file when another command (another terminal's `cluster start`) has changed it.
+recorded in the cluster file. `add_node` starts a new node process that joins (node/growth.py);
+`retire` stops one that left and strikes it from the file. Liveness is whether the node's process
+runs, re-read from the cluster file when another command (another terminal's `cluster start` or
+`cluster add`) has changed it.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from bhandar_cli.core.metrics import NodeMetrics
 from bhandar_cli.core.records import Record
 from bhandar_cli.core.ring import Ring
 from bhandar_cli.core.wire import from_wire, to_wire
-from bhandar_cli.node import access, admin, clusterfile, supervisor
+from bhandar_cli.node import access, admin, clusterfile, growth, supervisor
 from bhandar_cli.node.clusterfile import ClusterFile, ClusterFileError
 from bhandar_cli.node.rpc import RpcClient, RpcError
 from bhandar_cli.outcomes import ClientError
@@ -86,9 +88,7 @@ class TcpBackend:
                 fresh = clusterfile.load(self.cluster.dir)
             except ClusterFileError:
                 return  # keep what we know; the next command will say what is wrong
-            if fresh.names == self.names:
-                self.cluster = fresh
-                self._alive.clear()
+            self._adopt(fresh)  # another command may have added or retired a node, too
 
     def is_alive(self, name: str) -> bool:
         if name in self._starting:
@@ -231,8 +231,28 @@ class TcpBackend:
             self._forget(name)
         return {"name": snapshot, "nodes": restored, "ms": round((time.perf_counter() - started) * 1000, 3)}
 
+    # --- membership ----------------------------------------------------------------------------
+
     async def add_node(self, name: str, zone: str | None) -> str:
-        raise BadInput("add works on in-process clusters; a process cluster is sized by `cluster up --nodes`")
+        """Start a new node process that joins the ring (node/growth.py); returns its zone."""
+        self._reload_if_changed()
+        self._adopt(await growth.add_node(self.cluster, name, zone))
+        return self.cluster.node(name).zone
+
+    async def retire(self, name: str) -> None:
+        """Stop a node that has left the ring and strike it from the cluster file."""
+        self._forget(name)
+        self._adopt(await growth.retire_node(self.cluster, name))
+
+    def _adopt(self, cluster: ClusterFile) -> None:
+        """Take a cluster file with other members: names, zones, routing ring, connection locks."""
+        self.cluster = cluster
+        self.names = cluster.names
+        self.zones = cluster.zones
+        self.ring = Ring.build(self.names, cluster.vnodes, self.zones)
+        self._locks = {name: self._locks.get(name) or trio.Lock() for name in self.names}
+        self._alive.clear()
+        self._mtime = self._file_mtime()
 
     # --- faults --------------------------------------------------------------------------------
 
