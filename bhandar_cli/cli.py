@@ -23,6 +23,7 @@ from bhandar_cli.cmd.keyspace import keyspace_app
 from bhandar_cli.cmd.node import node_app
 from bhandar_cli.cmd.repl import repl
 from bhandar_cli.cmd.sim import sim_app
+from bhandar_cli.cmd.soak import soak
 from bhandar_cli.cmd.token import token_app
 
 app = typer.Typer(
@@ -40,6 +41,7 @@ app.command("get")(get)
 app.command("put")(put)
 app.command("delete")(delete)
 app.command("incr")(incr)
+app.command("soak")(soak)
 app.add_typer(keyspace_app, name="keyspace")
 bench_app.command("security")(bench_security)
 app.add_typer(bench_app, name="bench")
