@@ -63,7 +63,8 @@ class FaultSchedule:
         self.original = list(client.backend.names)
 
     async def run(self, seconds: float) -> None:
-        """Inject faults for `seconds` (the fault in progress at the end finishes)."""
+        """Inject faults for `seconds`. The fault in progress at the end finishes, and the join and
+        the decommission always happen: a fault before them may push them past the end."""
         start = trio.current_time()
         end = start + seconds
         movements: list[tuple[float, Callable[[], Awaitable[None]]]] = [
@@ -71,14 +72,12 @@ class FaultSchedule:
             (start + seconds * (0.6 + 0.15 * self.rng.random()), self._decommission),
         ]
         next_fault = start + self._gap()
-        while trio.current_time() < end:
-            if movements and movements[0][0] <= next_fault:
+        while movements or next_fault < end:
+            if movements and (movements[0][0] <= next_fault or next_fault >= end):
                 at, action = movements.pop(0)
             else:
                 at, action = next_fault, self._crash if self.rng.random() < 0.5 else self._partition
                 next_fault = max(at, trio.current_time()) + self._gap()
-            if at >= end:
-                return
             await trio.sleep_until(at)
             await self._attempt(action)
 
