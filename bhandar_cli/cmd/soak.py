@@ -1,6 +1,6 @@
 """`bhandar soak`: parsing, the live progress view and the rendering of the verdict.
 
-The soak itself (load, faults, heal, check) is node/soak.py.
+The soak itself (load, faults, heal, check) is soak/run.py.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def soak(
     if not 1 <= clients <= 256:
         fail(f"--clients must be between 1 and 256 (got {clients})", EXIT_USAGE)
     from bhandar_cli.cmd.cluster import open_tcp_client, run_async
-    from bhandar_cli.node.soak import SoakOptions, SoakProgress, own_cluster, run_soak
+    from bhandar_cli.soak.run import SoakOptions, SoakProgress, own_cluster, run_soak
 
     options = SoakOptions(duration, seed, clients)
     progress = SoakProgress()

@@ -22,10 +22,10 @@ from bhandar_cli.core.config import NodeConfig
 from bhandar_cli.core.ring import key_token
 from bhandar_cli.node import clusterfile
 from bhandar_cli.node.clusterfile import ClusterFile
-from bhandar_cli.node.soak import collect, heal_and_converge, prepare_keyspaces
-from bhandar_cli.node.soak_load import TALLY, VERSIONED, LoadStats, SoakClient
 from bhandar_cli.sim.checker import check
 from bhandar_cli.sim.history import History
+from bhandar_cli.soak.load import TALLY, VERSIONED, LoadStats, SoakClient
+from bhandar_cli.soak.run import collect, heal_and_converge, prepare_keyspaces
 from bhandar_cli.values import encode_json
 
 from .conftest import REPO, rpc
@@ -103,8 +103,10 @@ def test_the_soak_check_reports_writes_the_cluster_never_got(shared_cluster: Clu
 
             async def verdict() -> Any:
                 assert (await heal_and_converge(client, 60)).converged
-                final, replicas, hints = await collect(client.backend, history, keyspaces)
-                return check(history, keyspaces, final, replicas, hints, NodeConfig().max_vv_entries)
+                held = await collect(client.backend, history, keyspaces)
+                assert not held.unreadable
+                vv_limit = NodeConfig().max_vv_entries
+                return check(history, keyspaces, held.final, held.replicas, held.hints_left, vv_limit)
 
             honest = await verdict()
             # Plant: an acknowledged put of a value nobody stored, an acknowledged +1000 nobody sent.

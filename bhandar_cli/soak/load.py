@@ -151,10 +151,12 @@ class SoakClient:
         else:
             via = self.rng.choice(live)
             try:
-                with trio.move_on_after(self.timeout + 1.0):  # the RPC has its own timeout
+                with trio.move_on_after(self.timeout + 1.0) as waited:  # the RPC has its own timeout
                     result = await backend.request(via, request, self.timeout)
+                if waited.cancelled_caught:
+                    History.fail(op, trio.current_time(), "timeout", "client_timeout")
+                else:
                     History.complete(op, trio.current_time(), result)
-                History.fail(op, trio.current_time(), "timeout", "client_timeout")
             except ClusterFileError as exc:  # the node was retired between the pick and the send
                 History.complete(op, trio.current_time(), Failure("unreachable", str(exc)))
         self.stats.record(op)

@@ -12,10 +12,10 @@ import trio
 import trio.testing
 
 from bhandar_cli.cmd.soak import live_line
-from bhandar_cli.node.soak import SoakProgress, percentile
-from bhandar_cli.node.soak_faults import FaultLog, FaultSchedule, FaultTimes
-from bhandar_cli.node.soak_load import LoadStats, outcome_of
 from bhandar_cli.sim.history import History
+from bhandar_cli.soak.faults import FaultLog, FaultSchedule, FaultTimes
+from bhandar_cli.soak.load import LoadStats, outcome_of
+from bhandar_cli.soak.run import SoakProgress, percentile
 
 
 def test_outcomes_are_acknowledged_failed_or_unknown() -> None:
@@ -82,7 +82,7 @@ class FakeOperator:
 
 
 def test_a_short_schedule_still_joins_and_decommissions(monkeypatch: Any) -> None:
-    monkeypatch.setattr("bhandar_cli.node.soak_faults.next_free_name", lambda cluster: "F")
+    monkeypatch.setattr("bhandar_cli.soak.faults.next_free_name", lambda cluster: "F")
     operator, log = FakeOperator(), FaultLog()
 
     async def main() -> float:

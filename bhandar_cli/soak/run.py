@@ -1,7 +1,7 @@
 """`bhandar soak`: hours of a cluster's life in minutes, on real processes, and a verdict.
 
-A soak runs clients (node/soak_load.py) against a process cluster for a while, with a fault
-schedule drawn from its seed (node/soak_faults.py): crashes by SIGKILL and restarts, partitions
+A soak runs clients (soak/load.py) against a process cluster for a while, with a fault
+schedule drawn from its seed (soak/faults.py): crashes by SIGKILL and restarts, partitions
 and heals, one join and one decommission. Then it heals everything, restarts what is down, waits
 (bounded) until the replicas converge, asking the nodes for an anti-entropy repair now and then,
 reads every key's record from each of its home replicas (the ring of the nodes in service at the
@@ -32,11 +32,11 @@ from bhandar_cli.core.records import Record, merge_records
 from bhandar_cli.core.ring import key_token
 from bhandar_cli.node import admin, clusterfile, supervisor
 from bhandar_cli.node.rpc import RpcError
-from bhandar_cli.node.soak_faults import FaultLog, FaultSchedule, FaultTimes
-from bhandar_cli.node.soak_load import KEYSPACES, LoadStats, SoakClient
 from bhandar_cli.outcomes import ClientError
 from bhandar_cli.sim.checker import check
 from bhandar_cli.sim.history import CheckResult, History
+from bhandar_cli.soak.faults import FAULT_ERRORS, FaultLog, FaultSchedule, FaultTimes
+from bhandar_cli.soak.load import KEYSPACES, LoadStats, SoakClient
 
 OWN_CLUSTER_NODES = 5
 REPAIR_EVERY = 10.0  # seconds between repair requests while waiting for convergence
@@ -91,18 +91,18 @@ async def run_soak(client: Any, options: SoakOptions, progress: SoakProgress) ->
     progress.phase = "converging"
     convergence = await heal_and_converge(client, options.converge_timeout)
     progress.phase = "checking"
-    final, replicas, hints_left = await collect(client.backend, history, keyspaces)
+    held = await collect(client.backend, history, keyspaces)
     result = check(
         history,
         keyspaces,
-        final,
-        replicas,
-        hints_left,
+        held.final,
+        held.replicas,
+        held.hints_left,
         NodeConfig().max_vv_entries,
         progress.faults.movements,
     )
     progress.phase = "done"
-    return summary(options, progress, result, convergence, client.backend.cluster.dir)
+    return summary(options, progress, result, convergence, held.unreadable, client.backend.cluster.dir)
 
 
 async def prepare_keyspaces(client: Any) -> dict[str, KeyspaceDef]:
@@ -124,11 +124,15 @@ async def heal_and_converge(client: Any, timeout: float) -> Convergence:
     backend = client.backend
     started = trio.current_time()
     problems: list[str] = []
+    down: list[str] = []  # a node that does not come back leaves the cluster unconverged
     with trio.move_on_after(timeout):
         await client.heal()
         for name in backend.names:
             if not backend.is_alive(name):
-                await client.revive(name)
+                try:
+                    await client.revive(name)
+                except FAULT_ERRORS as exc:
+                    down.append(f"{name} did not restart: {exc}")
         next_repair = trio.current_time() + REPAIR_EVERY
         while problems := await backend.convergence_problems():
             if trio.current_time() >= next_repair:
@@ -138,33 +142,44 @@ async def heal_and_converge(client: Any, timeout: float) -> Convergence:
                     problems.append(f"repair: {exc}")
                 next_repair = trio.current_time() + REPAIR_EVERY
             await trio.sleep(POLL)
-        return Convergence(True, trio.current_time() - started, ())
-    return Convergence(False, trio.current_time() - started, tuple(problems or ["heal or restart timed out"]))
+        return Convergence(not down, trio.current_time() - started, tuple(down))
+    problems = down + (problems or ["the heal or a restart timed out"])
+    return Convergence(False, trio.current_time() - started, tuple(problems))
 
 
-async def collect(
-    backend: Any, history: History, keyspaces: dict[str, KeyspaceDef]
-) -> tuple[dict[tuple[str, str], Record | None], dict[tuple[str, str], dict[str, Record | None]], int]:
+@dataclass
+class Collected:
+    """What the replicas hold after the heal, for the checker."""
+
+    final: dict[tuple[str, str], Record | None] = field(default_factory=dict)  # merged per key
+    replicas: dict[tuple[str, str], dict[str, Record | None]] = field(default_factory=dict)
+    hints_left: int = 0  # held for live nodes
+    unreadable: list[str] = field(default_factory=list)  # home replicas that did not answer
+
+
+async def collect(backend: Any, history: History, keyspaces: dict[str, KeyspaceDef]) -> Collected:
     """Each key's record at each home replica (by the ring of the members now), their merge, and
-    the hints still held for live nodes."""
+    the hints still held for live nodes. A replica that does not answer is left out and named:
+    it is not taken for an empty one."""
     ring = backend.ring
-    final: dict[tuple[str, str], Record | None] = {}
-    replicas: dict[tuple[str, str], dict[str, Record | None]] = {}
+    out = Collected()
     for ks_name, key in sorted({(op.keyspace, op.key) for op in history.ops}):
         ks = keyspaces[ks_name]
-        copies = {
-            node: await _own_record(backend, node, ks_name, key)
-            for node in ring.preference_list(key_token(ks_name, key), ks.n)
-        }
+        copies: dict[str, Record | None] = {}
+        for node in ring.preference_list(key_token(ks_name, key), ks.n):
+            try:
+                copies[node] = await _own_record(backend, node, ks_name, key)
+            except Unavailable as exc:
+                out.unreadable.append(str(exc))
         merged: Record | None = None
         for record in copies.values():
             merged = merge_records(ks.policy, merged, record)
-        replicas[(ks_name, key)] = copies
-        final[(ks_name, key)] = merged
-    hints_left = 0
+        out.replicas[(ks_name, key)] = copies
+        out.final[(ks_name, key)] = merged
     for name in backend.names:
-        hints_left += sum(q["count"] for q in await backend.node_hints(name) if q["target"] in backend.names)
-    return final, replicas, hints_left
+        held = await backend.node_hints(name)
+        out.hints_left += sum(q["count"] for q in held if q["target"] in backend.names)
+    return out
 
 
 async def _own_record(backend: Any, node: str, keyspace: str, key: str) -> Record | None:
@@ -186,13 +201,18 @@ def percentile(sorted_values: list[float], fraction: float) -> float:
 
 
 def summary(
-    options: SoakOptions, progress: SoakProgress, result: CheckResult, convergence: Convergence, where: str
+    options: SoakOptions,
+    progress: SoakProgress,
+    result: CheckResult,
+    convergence: Convergence,
+    unreadable: list[str],
+    where: str,
 ) -> dict[str, Any]:
     stats = progress.stats
     latencies = sorted(stats.latencies_ms)
     lost = [str(v) for v in result.violations if v.kind == "lost_write"]
     counters = [str(v) for v in result.violations if v.kind == "counter"]
-    ok = result.passed and convergence.converged
+    ok = result.passed and convergence.converged and not unreadable
     return {
         "cmd": "soak",
         "ok": ok,
@@ -218,7 +238,7 @@ def summary(
         "violations": [str(v) for v in result.violations],
         "converged": convergence.converged,
         "convergence_s": round(convergence.seconds, 2),
-        "not_converged": list(convergence.problems),
+        "not_converged": [*convergence.problems, *unreadable],
         "checked": {
             "keys": result.keys_checked,
             "acknowledged_writes": result.acked_writes,
