@@ -12,6 +12,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from random import Random
 from typing import Any
 
@@ -20,7 +21,7 @@ import trio
 from bhandar_cli.cmd.cluster import open_tcp_client
 from bhandar_cli.core.config import NodeConfig
 from bhandar_cli.core.ring import key_token
-from bhandar_cli.node import clusterfile
+from bhandar_cli.node import clusterfile, pki
 from bhandar_cli.node.clusterfile import ClusterFile
 from bhandar_cli.sim.checker import check
 from bhandar_cli.sim.history import History
@@ -49,6 +50,9 @@ def test_an_added_node_becomes_a_member_and_gets_its_data(fresh_cluster: Cluster
     assert (added["node"], added["zone"]) == ("F", "z2")  # the next free name
     grown = clusterfile.load(directory)
     assert grown.names == ["A", "B", "C", "D", "E", "F"]
+    # A secure cluster's new node got its own certificate from the cluster CA, key owner-only.
+    key = Path(grown.node("F").data_dir) / pki.TLS_DIR / pki.NODE_KEY
+    assert grown.tls and key.stat().st_mode & 0o777 == 0o600
     for name in grown.names:  # every node sees F in service
         members = {m["id"]: m["status"] for m in rpc(grown, name, "members")}
         assert members.get("F") == "normal", (name, members)
