@@ -84,10 +84,12 @@ async def show_live(progress: Any) -> None:
     import trio
     from rich.console import Console
     from rich.live import Live
+    from rich.text import Text
 
     with Live(console=Console(), auto_refresh=False, transient=True) as view:
         while True:
-            view.update(live_line(progress, trio.current_time()), refresh=True)
+            # Text, not markup: a fault's description is shown as it is.
+            view.update(Text(live_line(progress, trio.current_time()), no_wrap=True), refresh=True)
             await trio.sleep(REFRESH)
 
 
