@@ -105,6 +105,8 @@ def run(
         except (JoinRefused, JoinUnreachable) as exc:
             fail(f"node {node_id} cannot join: {exc}")
         seed_list = (*join_seeds, *seed_list)
+        # A new member streams its ranges before it serves them (a restart keeps its saved status).
+        bootstrap = True
     if ca_key and tls_dir is None:
         fail("--ca-key needs --tls-dir: new nodes join over TLS", EXIT_USAGE)
     if ca_key:

@@ -22,7 +22,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
@@ -30,18 +29,16 @@ from typing import Any
 
 import trio
 
-from bhandar_cli.core.tokens import ALL_KEYSPACES
 from bhandar_cli.host.network import partition_groups
 from bhandar_cli.host.topology import node_names, zone_map
 from bhandar_cli.node import access, clusterfile, pki
-from bhandar_cli.node.auth import mint, write_auth_file
+from bhandar_cli.node.cluster_secrets import AUTH_FILE, issue_certificates, make_admin_token, node_tls_dir
 from bhandar_cli.node.clusterfile import ClusterFile, ClusterFileError, NodeEntry
 from bhandar_cli.node.placement import DEFAULT_HOST, node_ports
 from bhandar_cli.node.rpc import RpcError, rpc_once
 from bhandar_cli.outcomes import ClientError
 
 DATA_DIR = "data"  # the nodes' data directories, under the cluster directory
-AUTH_FILE = "auth.json"
 START_TIMEOUT = 30.0
 STOP_TIMEOUT = 5.0
 POLL = 0.05
@@ -86,22 +83,6 @@ def log_tail(entry: NodeEntry, lines: int = 5) -> str:
         return "(no log)"
     tail = [line for line in text.splitlines() if line.strip()][-lines:]
     return " | ".join(tail) if tail else "(empty log)"
-
-
-def node_tls_dir(entry: NodeEntry) -> Path:
-    """Where a node of a secure cluster keeps its certificate and key."""
-    return Path(entry.data_dir) / pki.TLS_DIR
-
-
-def issue_certificates(cluster: ClusterFile) -> None:
-    """The cluster CA in DIR/tls (made if missing) and a certificate for every node lacking one."""
-    ca_dir = Path(cluster.dir) / pki.TLS_DIR
-    if not (ca_dir / pki.CA_KEY).exists():
-        pki.create_ca(ca_dir, Path(cluster.dir).name)
-    for entry in cluster.nodes:
-        if not pki.NodeTls.in_dir(node_tls_dir(entry)).exists():
-            pki.private_dir(Path(entry.data_dir))
-            pki.issue_node(ca_dir, entry.id, [entry.host], node_tls_dir(entry))
 
 
 def node_command(cluster: ClusterFile, entry: NodeEntry) -> list[str]:
@@ -207,9 +188,7 @@ async def up(
     if tls:
         issue_certificates(cluster)
     if tls if tokens is None else tokens:
-        token, record = mint({ALL_KEYSPACES: "admin"}, 0.0, 0, time.time())
-        write_auth_file(directory / AUTH_FILE, [record])
-        cluster = replace(cluster, token=token)
+        cluster = make_admin_token(cluster)
     for entry in cluster.nodes:
         cluster = cluster.with_node(spawn(cluster, entry))
         clusterfile.save(cluster)  # after each start, so `down` finds whatever did start
