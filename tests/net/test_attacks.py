@@ -32,14 +32,16 @@ from bhandar_cli.core.antientropy import RepairPush
 from bhandar_cli.core.config import KeyspaceDef
 from bhandar_cli.core.gossip import GossipSyn
 from bhandar_cli.core.membership import MemberState
-from bhandar_cli.core.messages import ReplicaWrite
+from bhandar_cli.core.messages import DecommissionRequest, KeyspaceRequest, PutRequest, ReplicaWrite
 from bhandar_cli.core.records import Versioned
 from bhandar_cli.core.streaming import StreamRequest
 from bhandar_cli.core.versions import JSON, Sibling
 from bhandar_cli.core.wire import to_wire
 from bhandar_cli.node import pki, supervisor
+from bhandar_cli.node.access import ClientAccess
 from bhandar_cli.node.clusterfile import ClusterFile
 from bhandar_cli.node.codec import encode_frame
+from bhandar_cli.node.rpc import RpcError, rpc_once
 
 from .conftest import kill_all, rpc, run_cli, start_cluster, wait_for
 from .test_rogue import closed_by_node
@@ -236,3 +238,50 @@ def test_outsiders_are_refused_and_nothing_changes(cluster: ClusterFile, tmp_pat
         )
         wait_for(lambda: any(m["id"] == "P" for m in rpc(cluster, TARGET, "members")), 10, "A to learn of P")
     assert state(cluster) != before
+
+
+def test_outsider_clients_without_a_valid_token_change_nothing(cluster: ClusterFile, tmp_path: Path) -> None:
+    """The client side of the same port: anyone may open TLS to it, but without a valid token no
+    write, keyspace change, decommission, fault, shutdown or snapshot gets through."""
+
+    def member_ids(node: str) -> frozenset[str]:
+        return frozenset(m["id"] for m in rpc(cluster, node, "members"))
+
+    # Whatever an earlier test taught one node (the phantom of its positive control) has spread.
+    wait_for(lambda: len({member_ids(n) for n in "ABCD"}) == 1, 15, "the members' views to agree")
+    before = state(cluster)
+    entry = cluster.node(TARGET)
+    ca = Path(cluster.dir) / pki.TLS_DIR / pki.CA_CERT
+    requests = {
+        "write-a-key": PutRequest(1, "kv", KEY, b'"owned"', JSON, None),
+        "keyspace-lww-n1": KeyspaceRequest(2, KeyspaceDef("kv", policy="lww", n=1)),
+        "decommission": DecommissionRequest(3),
+    }
+    admin: dict[str, dict[str, Any]] = {
+        "partition": {"groups": [[TARGET]], "nodes": list(cluster.names)},
+        "delay": {"delays": {TARGET: 500.0}},
+        "shutdown": {},
+        "snapshot": {"snapshot": str(tmp_path / "stolen")},
+        "compact": {},
+    }
+
+    def code_of(token: str | None, op: str, **args: Any) -> str:
+        access = ClientAccess(ca, token)
+        try:
+            body = trio.run(lambda: rpc_once(entry.host, entry.port, op, 3.0, TARGET, access, **args))
+        except RpcError as exc:
+            return exc.code or str(exc)
+        return str(body.get("code", "")) if isinstance(body, dict) else ""  # a refused request: Failure
+
+    tried = 0
+    for token in (None, "bht_000000000000_forged", "not a token at all"):
+        for name, request in requests.items():
+            assert code_of(token, "request", msg=to_wire(request)) == "unauthenticated", (token, name)
+            tried += 1
+        for op, args in admin.items():
+            assert code_of(token, op, **args) == "unauthenticated", (token, op)
+            tried += 1
+    assert tried == 3 * (len(requests) + len(admin))
+    assert state(cluster) == before
+    assert supervisor.pid_alive(entry.pid) and not (tmp_path / "stolen").exists()
+    assert rpc(cluster, TARGET, "info", counts=False)["partitions"] == []
