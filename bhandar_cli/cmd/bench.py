@@ -34,6 +34,26 @@ def parse_mix(text: str) -> tuple[int, int]:
     return int(parts[0]), int(parts[1])
 
 
+# The load both `bench` and `bench security` drive: declared and checked once.
+CONCURRENCY_OPTION = typer.Option(16, "--concurrency", help="Concurrent clients.")
+CONSISTENCY_OPTION = typer.Option("QUORUM", "--consistency", "-c", help=f"{one_of(LEVELS)}.")
+MIX_OPTION = typer.Option("get:put", "--mix", metavar="GET:PUT", help="Weights of gets and puts, e.g. 9:1.")
+
+
+def load_shape(concurrency: int, consistency: str, mix: str) -> tuple[str, tuple[int, int]]:
+    """(level, (get weight, put weight)) of the load options; a bad one is a usage error."""
+    from bhandar_cli.core.config import parse_level
+    from bhandar_cli.core.errors import BadInput
+
+    if not 1 <= concurrency <= 1024:
+        fail(f"--concurrency must be 1..1024 (got {concurrency})", EXIT_USAGE)
+    try:
+        level = parse_level(consistency)
+    except BadInput as exc:
+        fail(str(exc), EXIT_USAGE)
+    return level, parse_mix(mix)
+
+
 bench_app = typer.Typer(
     help="Measure the store (ops/s, p50/p99) beside a baseline measured in the same run.",
     invoke_without_command=True,
@@ -49,11 +69,9 @@ def bench(
     ),
     nodes: int | None = typer.Option(None, "--nodes", help="Bench an in-process cluster of N nodes instead."),
     ops: int = typer.Option(10_000, "--ops", help="Operations to run."),
-    concurrency: int = typer.Option(16, "--concurrency", help="Concurrent clients."),
-    consistency: str = typer.Option("QUORUM", "--consistency", "-c", help=f"{one_of(LEVELS)}."),
-    mix: str = typer.Option(
-        "get:put", "--mix", metavar="GET:PUT", help="Weights of gets and puts, e.g. 9:1."
-    ),
+    concurrency: int = CONCURRENCY_OPTION,
+    consistency: str = CONSISTENCY_OPTION,
+    mix: str = MIX_OPTION,
     latency: str = typer.Option("none", "--latency", help="In-process network latency: none or seed."),
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
@@ -63,22 +81,15 @@ def bench(
     """
     if ctx.invoked_subcommand is not None:
         return
-    from bhandar_cli.core.config import parse_level
-    from bhandar_cli.core.errors import BadInput
-
     if cluster is not None and nodes is not None:
         fail("give --cluster DIR or --nodes N, not both", EXIT_USAGE)
-    if not 1 <= ops <= 10_000_000 or not 1 <= concurrency <= 1024:
-        fail("--ops must be 1..10000000 and --concurrency 1..1024", EXIT_USAGE)
+    if not 1 <= ops <= 10_000_000:
+        fail(f"--ops must be 1..10000000 (got {ops})", EXIT_USAGE)
     if nodes is not None and not 1 <= nodes <= 26:
         fail(f"--nodes must be between 1 and 26 (got {nodes})", EXIT_USAGE)
     if latency not in ("none", "seed"):
         fail(f"--latency must be none or seed (got {latency!r})", EXIT_USAGE)
-    try:
-        level = parse_level(consistency)
-    except BadInput as exc:
-        fail(str(exc), EXIT_USAGE)
-    weights = parse_mix(mix)
+    level, weights = load_shape(concurrency, consistency, mix)
     from bhandar_cli.cmd.cluster import run_async
 
     async def body() -> dict[str, Any]:

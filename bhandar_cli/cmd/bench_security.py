@@ -15,9 +15,17 @@ from typing import Any
 
 import typer
 
-from bhandar_cli.cmd.bench import KEYSPACE, VALUE, _progress, _store_load, parse_mix
+from bhandar_cli.cmd.bench import (
+    CONCURRENCY_OPTION,
+    CONSISTENCY_OPTION,
+    KEYSPACE,
+    MIX_OPTION,
+    VALUE,
+    _progress,
+    _store_load,
+    load_shape,
+)
 from bhandar_cli.cmd.output import EXIT_USAGE, OUTPUT_OPTION, OutputFormat, emit_json, fail
-from bhandar_cli.core.config import LEVELS, one_of
 
 SIDES = ("secure", "plain")
 
@@ -26,25 +34,17 @@ def security(
     nodes: int = typer.Option(3, "--nodes", help="Nodes in each of the two clusters."),
     ops: int = typer.Option(5_000, "--ops", help="Operations per round and side."),
     rounds: int = typer.Option(2, "--rounds", help="Rounds; each runs both sides, alternating first."),
-    concurrency: int = typer.Option(16, "--concurrency", help="Concurrent clients."),
-    consistency: str = typer.Option("QUORUM", "--consistency", "-c", help=f"{one_of(LEVELS)}."),
-    mix: str = typer.Option("get:put", "--mix", metavar="GET:PUT", help="Weights of gets and puts."),
+    concurrency: int = CONCURRENCY_OPTION,
+    consistency: str = CONSISTENCY_OPTION,
+    mix: str = MIX_OPTION,
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
     """The same load against a secure cluster (TLS, tokens) and a plain one, in one run, side by side."""
     from bhandar_cli.cmd.cluster import run_async
-    from bhandar_cli.core.config import parse_level
-    from bhandar_cli.core.errors import BadInput
 
     if not 1 <= nodes <= 9 or not 1 <= ops <= 1_000_000 or not 1 <= rounds <= 20:
         fail("--nodes must be 1..9, --ops 1..1000000 and --rounds 1..20", EXIT_USAGE)
-    if not 1 <= concurrency <= 1024:
-        fail("--concurrency must be 1..1024", EXIT_USAGE)
-    try:
-        level = parse_level(consistency)
-    except BadInput as exc:
-        fail(str(exc), EXIT_USAGE)
-    weights = parse_mix(mix)
+    level, weights = load_shape(concurrency, consistency, mix)
 
     async def body() -> dict[str, Any]:
         with tempfile.TemporaryDirectory(prefix="bhandar-bench-security-") as tmp:
