@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import trio
 
@@ -132,6 +133,17 @@ def raw_connection(cluster: ClusterFile, node: str, timeout: float = 5.0) -> soc
     if ca is None:
         return sock
     return ssl.create_default_context(cafile=str(ca)).wrap_socket(sock, server_hostname=entry.id)
+
+
+def http_client(cluster: ClusterFile, node: str | None = None, token: str | None = None) -> httpx.Client:
+    """An HTTP client of the cluster: its CA, `token` (default: the admin token), and the base URL
+    of `node` when one is given."""
+    return httpx.Client(
+        base_url=http_base(cluster, node) if node else "",
+        headers=bearer(cluster, token),
+        verify=tls_verify(cluster),
+        timeout=15,
+    )
 
 
 def bearer(cluster: ClusterFile, token: str | None = None) -> dict[str, str]:

@@ -19,7 +19,16 @@ from bhandar_cli.node.access import ClientAccess, for_cluster
 from bhandar_cli.node.clusterfile import ClusterFile
 from bhandar_cli.node.rpc import RpcError, rpc_once
 
-from .conftest import bearer, http_base, kill_all, rpc, run_cli, start_cluster, tls_verify, wait_for
+from .conftest import (
+    http_base,
+    http_client,
+    kill_all,
+    rpc,
+    run_cli,
+    start_cluster,
+    tls_verify,
+    wait_for,
+)
 
 
 @pytest.fixture(scope="module")
@@ -65,11 +74,11 @@ def test_http_refuses_without_a_valid_token_with_401_and_says_why(cluster: Clust
 
 
 def test_a_read_token_cannot_write_and_a_write_token_stays_in_its_keyspace(cluster: ClusterFile) -> None:
-    admin = httpx.Client(headers=bearer(cluster), verify=tls_verify(cluster), timeout=15)
+    admin = http_client(cluster)
     assert admin.put(url(cluster, "A", "/v1/kv/web/roles"), json={"value": 1}).status_code == 204
     reader, writer = new_token(cluster, "web", "read"), new_token(cluster, "web", "write")
-    as_reader = httpx.Client(headers=bearer(cluster, reader["token"]), verify=tls_verify(cluster), timeout=15)
-    as_writer = httpx.Client(headers=bearer(cluster, writer["token"]), verify=tls_verify(cluster), timeout=15)
+    as_reader = http_client(cluster, token=reader["token"])
+    as_writer = http_client(cluster, token=writer["token"])
     wait_for(lambda: as_reader.get(url(cluster, "B", "/v1/kv/web/roles")).status_code == 200, 10, "gossip")
     refused = as_reader.put(url(cluster, "B", "/v1/kv/web/roles"), json={"value": 2})
     assert refused.status_code == 403 and refused.json()["code"] == "forbidden"
@@ -151,7 +160,7 @@ def supervisor_alive(cluster: ClusterFile, node: str) -> bool:
 
 def test_past_its_rate_a_token_gets_429_with_retry_after_then_recovers(cluster: ClusterFile) -> None:
     limited = new_token(cluster, "web", "read", "--rate", "2", "--burst", "2")
-    client = httpx.Client(headers=bearer(cluster, limited["token"]), verify=tls_verify(cluster), timeout=15)
+    client = http_client(cluster, token=limited["token"])
     target = url(cluster, "A", "/v1/kv/web/rate")
     wait_for(lambda: client.get(target).status_code != 401, 10, "A to learn the token")
     statuses = [client.get(target) for _ in range(10)]
@@ -168,7 +177,7 @@ def test_through_the_cli_a_limited_token_is_told_to_slow_down_then_passes(cluste
     wait_for(lambda: cli(cluster, *args, token=token).returncode != 1, 10, "B to learn the token")
     # A CLI process takes seconds to start on a busy machine: use up the bucket just before it
     # asks (one request comes back every 20 s).
-    http = httpx.Client(headers=bearer(cluster, token), verify=tls_verify(cluster), timeout=15)
+    http = http_client(cluster, token=token)
     assert http.get(url(cluster, "B", "/v1/kv/cli/slow")).status_code in (404, 429)
     refused = cli(cluster, *args, token=token)
     assert refused.returncode == 1, refused.stderr
@@ -186,7 +195,7 @@ def test_tokens_are_listed_without_secrets_and_a_revoked_one_is_refused_by_every
     rows = {r["id"]: r for r in one_json(listed)["tokens"]}
     assert rows[made["id"]]["grants"] == {"web": "read"} and rows[made["id"]]["revoked"] is False
     assert "digest" not in rows[made["id"]]
-    client = httpx.Client(headers=bearer(cluster, token), verify=tls_verify(cluster), timeout=15)
+    client = http_client(cluster, token=token)
     def status(node: str) -> int:
         return client.get(url(cluster, node, "/v1/status")).status_code
 

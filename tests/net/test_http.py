@@ -10,15 +10,12 @@ import pytest
 from bhandar_cli.core.ring import Ring, key_token
 from bhandar_cli.node.clusterfile import ClusterFile
 
-from .conftest import bearer, rpc, run_cli, tls_verify, wait_for
-from .conftest import http_base as base
+from .conftest import http_client, rpc, run_cli, wait_for
 
 
 @pytest.fixture
 def http(shared_cluster: ClusterFile) -> Iterator[httpx.Client]:
-    verify = tls_verify(shared_cluster)
-    url = base(shared_cluster, "B")
-    with httpx.Client(base_url=url, headers=bearer(shared_cluster), verify=verify, timeout=15) as client:
+    with http_client(shared_cluster, "B") as client:
         yield client
 
 
@@ -94,12 +91,7 @@ def test_unavailable_is_503_and_timeout_is_504(fresh_cluster: ClusterFile) -> No
     ring = Ring.build(fresh_cluster.names, fresh_cluster.vnodes, fresh_cluster.zones)
     replicas = ring.preference_list(key_token("web", "slow"), 3)
     coordinator, others = replicas[0], replicas[1:]
-    with httpx.Client(
-        base_url=base(fresh_cluster, coordinator),
-        headers=bearer(fresh_cluster),
-        verify=tls_verify(fresh_cluster),
-        timeout=15,
-    ) as http:
+    with http_client(fresh_cluster, coordinator) as http:
         # Both other replicas answer 0.6 s late each way: after the 1 s request timeout, yet soon
         # enough that the coordinator still believes them up.
         for node in others:

@@ -13,7 +13,7 @@ import pytest
 
 from bhandar_cli.node.clusterfile import ClusterFile
 
-from .conftest import bearer, run_cli, tls_verify, wait_for
+from .conftest import bearer, http_client, run_cli, tls_verify, wait_for
 from .conftest import http_base as base
 
 BAD_NAMES = ["%2E", "%2E%2E", "A", "a" * 65, "a%2Fb"]  # ".", "..", "A", 65 characters, "a/b"
@@ -21,9 +21,7 @@ BAD_NAMES = ["%2E", "%2E%2E", "A", "a" * 65, "a%2Fb"]  # ".", "..", "A", 65 char
 
 @pytest.fixture
 def http(shared_cluster: ClusterFile) -> Iterator[httpx.Client]:
-    verify = tls_verify(shared_cluster)
-    url = base(shared_cluster, "C")
-    with httpx.Client(base_url=url, headers=bearer(shared_cluster), verify=verify, timeout=15) as client:
+    with http_client(shared_cluster, "C") as client:
         yield client
 
 
@@ -82,9 +80,7 @@ def test_create_a_keyspace_over_http_then_use_it_through_another_node(
     assert other.status_code == 409 and other.json()["code"] == "conflict", other.text
     assert "policy=lww" in other.json()["error"]
     wait_for(lambda: "prices-http" in keyspace_names(shared_cluster, "E"), 10, "E to learn prices-http")
-    verify = tls_verify(shared_cluster)
-    url = base(shared_cluster, "E")
-    with httpx.Client(base_url=url, headers=bearer(shared_cluster), verify=verify, timeout=15) as through_e:
+    with http_client(shared_cluster, "E") as through_e:
         assert through_e.put("/v1/kv/prices-http/rice", json={"value": 50}).status_code == 204
         assert through_e.get("/v1/kv/prices-http/rice").json()["values"] == [50]
 

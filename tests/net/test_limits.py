@@ -18,7 +18,7 @@ from bhandar_cli.core.ring import Ring, key_token
 from bhandar_cli.node.clusterfile import ClusterFile
 from bhandar_cli.node.codec import encode_frame
 
-from .conftest import bearer, http_base, raw_connection, rpc, run_cli, tls_verify
+from .conftest import bearer, http_base, http_client, raw_connection, rpc, run_cli, tls_verify
 from .test_rogue import closed_by_node, still_serves
 
 
@@ -180,12 +180,7 @@ def test_every_bad_input_through_every_face_is_a_clear_error_and_changes_nothing
         assert body["ok"] is False and body["code"] in ("bad_input", "too_large"), (what, body)
 
     for node in ("A", "C"):
-        with httpx.Client(
-            base_url=http_base(fresh_cluster, node),
-            headers=bearer(fresh_cluster),
-            verify=tls_verify(fresh_cluster),
-            timeout=15,
-        ) as http:
+        with http_client(fresh_cluster, node) as http:
             for what, method, path, kwargs, status in HTTP_CASES:
                 response = http.request(method, path, **kwargs)
                 assert response.status_code == status, (what, response.status_code, response.text)
@@ -263,9 +258,7 @@ def test_cli_delete_reads_first_and_prints_what_it_removed(shared_cluster: Clust
 def test_http_delete_reads_first_unless_asked_for_a_blind_one(shared_cluster: ClusterFile) -> None:
     verify = tls_verify(shared_cluster)
     headers = bearer(shared_cluster)
-    with httpx.Client(
-        base_url=http_base(shared_cluster, "C"), headers=headers, verify=verify, timeout=15
-    ) as http:
+    with http_client(shared_cluster, "C") as http:
         replicas = homes(shared_cluster, "kv", "del-http")
         for via, value in zip(replicas[:2], ("one", "two"), strict=False):
             url = f"{http_base(shared_cluster, via)}/v1/kv/kv/del-http?consistency=ALL"
