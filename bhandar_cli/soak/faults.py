@@ -16,7 +16,8 @@ recorded as such and the schedule goes on; the end of the soak restarts whatever
 from __future__ import annotations
 
 import math
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from random import Random
 from typing import Any
@@ -120,11 +121,8 @@ class FaultSchedule:
 
     async def _join(self) -> None:
         name = next_free_name(self.client.backend.cluster)
-        started = trio.current_time()
-        try:
+        async with self._movement():
             await self.client.add(name)
-        finally:
-            self.log.movements.append((started, trio.current_time() + self.times.settle))
         self.log.note("join", f"{name} joined")
 
     async def _decommission(self) -> None:
@@ -135,9 +133,15 @@ class FaultSchedule:
             return
         candidates = [n for n in self._live() if n in self.original]
         victim = self.rng.choice(candidates)
+        async with self._movement():
+            await self.client.decommission(victim)
+        self.log.note("decommission", f"{victim} decommissioned")
+
+    @asynccontextmanager
+    async def _movement(self) -> AsyncIterator[None]:
+        """Record the window of a ring movement (plus settling), whether it finished or failed."""
         started = trio.current_time()
         try:
-            await self.client.decommission(victim)
+            yield
         finally:
             self.log.movements.append((started, trio.current_time() + self.times.settle))
-        self.log.note("decommission", f"{victim} decommissioned")

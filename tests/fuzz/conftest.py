@@ -15,22 +15,16 @@ from hypothesis import HealthCheck, settings
 CI_EXAMPLES = 200
 LONG_EXAMPLES = 20_000
 
-settings.register_profile(
-    "ci",
-    max_examples=CI_EXAMPLES,
-    deadline=None,
-    derandomize=True,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-    print_blob=True,
-)
-settings.register_profile(
-    "long",
-    max_examples=LONG_EXAMPLES,
-    deadline=None,
-    derandomize=False,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-    print_blob=True,
-)
+# ci: few examples, derandomized so a failure replays on any machine; long: many, random.
+for name, examples, derandomize in (("ci", CI_EXAMPLES, True), ("long", LONG_EXAMPLES, False)):
+    settings.register_profile(
+        name,
+        max_examples=examples,
+        deadline=None,
+        derandomize=derandomize,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+        print_blob=True,
+    )
 PROFILE = os.environ.get("BHANDAR_FUZZ", "ci")
 if PROFILE not in ("ci", "long"):
     raise ValueError(f"BHANDAR_FUZZ must be 'ci' or 'long', not {PROFILE!r}")
