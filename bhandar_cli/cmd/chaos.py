@@ -7,7 +7,8 @@ instead of one: `sim/swarm.py` runs them and `cmd/chaos_swarm.py` prints them, a
 validation as a single run, so every failing seed's replay command is a valid `--seed` run.
 
 Output: a summary whose every line depends only on the seed and options, then one line of real-time
-figures (the only line that differs between two runs of the same seed). With `-o json`, one object.
+figures (the only line that differs between two runs of the same seed), with a bare event loop's
+events/s measured after the run for comparison. With `-o json`, one object.
 On any violation the violations and a `reproduce with: bhandar chaos ...` line go to standard error
 and the exit code is 1. Numeric options are parsed here rather than typed as `int` so that every bad
 value gives the same one-line error and exit code 2 (click would print a usage box).
@@ -216,7 +217,7 @@ def chaos(
     if swarm_n is not None:
         _swarm(options, swarm_n, start, jobs, seed_timeout, output)
         return
-    report = _run_with_progress(options, output)
+    report = _with_baseline(_run_with_progress(options, output))
     _print_report(report, output)
 
 
@@ -255,6 +256,15 @@ def _run_with_progress(options: Any, output: OutputFormat) -> Any:
     ) as progress:
         task = progress.add_task("ops", total=options.ops)
         return run_chaos(options, lambda done: progress.update(task, completed=done))
+
+
+def _with_baseline(report: Any) -> Any:
+    """The report with a bare event loop's speed measured now, in this process, beside the run's."""
+    from dataclasses import replace
+
+    from bhandar_cli.sim.loop_baseline import bare_loop_rate
+
+    return replace(report, bare_loop_events_per_second=bare_loop_rate())
 
 
 def _print_report(report: Any, output: OutputFormat) -> None:

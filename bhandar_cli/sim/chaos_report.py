@@ -16,7 +16,13 @@ from bhandar_cli.sim.storage_faults import StorageStats
 if TYPE_CHECKING:
     from bhandar_cli.sim.chaos import ChaosOptions, ChaosParams
 
-REAL_TIME_FIELDS = ("real_seconds", "events_per_second", "ops_per_second")
+REAL_TIME_FIELDS = (
+    "real_seconds",
+    "events_per_second",
+    "ops_per_second",
+    "bare_loop_events_per_second",
+    "events_ratio",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +58,9 @@ class ChaosReport:
     disagreeing_keys: int = 0  # keys whose replicas differed when the repair rounds began
     movements: MovementSummary = field(default_factory=MovementSummary)
     storage: StorageStats | None = None  # with `--storage lsm`
+    # A bare heapq loop's events per real second in the same process (sim/loop_baseline.py); 0: not
+    # measured (a swarm's seeds skip it).
+    bare_loop_events_per_second: float = 0.0
 
     @property
     def ok(self) -> bool:
@@ -64,6 +73,12 @@ class ChaosReport:
     @property
     def ops_per_second(self) -> float:
         return self.check.ops / self.real_seconds if self.real_seconds > 0 else 0.0
+
+    @property
+    def events_ratio(self) -> float:
+        """The run's events/s as a share of the bare loop's (0 when the loop was not measured)."""
+        bare = self.bare_loop_events_per_second
+        return self.events_per_second / bare if bare > 0 else 0.0
 
 
 def reproduce_command(options: ChaosOptions) -> str:
@@ -160,8 +175,11 @@ def render_summary(report: ChaosReport) -> str:
 
 def render_timing(report: ChaosReport) -> str:
     """Real-time figures, on their own line because they differ from run to run."""
+    bare = ""
+    if (loop := report.bare_loop_events_per_second) > 0:
+        bare = f" (bare loop {loop:,.0f} events/s, ratio {report.events_ratio:.3f})"
     return (
-        f"real time        {report.real_seconds:.2f} s, {report.events_per_second:,.0f} events/s, "
+        f"real time        {report.real_seconds:.2f} s, {report.events_per_second:,.0f} events/s{bare}, "
         f"{report.ops_per_second:,.0f} ops/s\n"
     )
 
@@ -237,6 +255,8 @@ def report_json(report: ChaosReport) -> dict[str, Any]:
         "real_seconds": round(report.real_seconds, 3),
         "events_per_second": round(report.events_per_second),
         "ops_per_second": round(report.ops_per_second),
+        "bare_loop_events_per_second": round(report.bare_loop_events_per_second),
+        "events_ratio": round(report.events_ratio, 4),
         "ok": report.ok,
         "violations": [str(v) for v in c.violations[:100]],
         "reproduce": None if report.ok else reproduce_command(report.options),

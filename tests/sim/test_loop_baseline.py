@@ -1,0 +1,40 @@
+"""The bare event loop chaos measures itself against, and how its figure reaches the output.
+
+No test asserts a speed: only that the baseline runs, counts events and is printed beside the
+run's own events/s on the real-time line and in the JSON object.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from bhandar_cli.sim.loop_baseline import bare_loop_rate
+from tests.sim.chaos_cli import invoke
+
+
+def test_the_bare_loop_measures_a_rate() -> None:
+    assert bare_loop_rate(0.01) > 0
+
+
+def test_the_real_time_line_puts_the_bare_loop_beside_the_run() -> None:
+    result = invoke("--seed", "4", "--ops", "200")
+    assert result.exit_code == 0, result.stderr
+    line = result.stdout.splitlines()[-1]
+    found = re.fullmatch(
+        r"real time +[0-9.]+ s, ([0-9,]+) events/s \(bare loop ([0-9,]+) events/s, ratio ([0-9.]+)\), "
+        r"[0-9,]+ ops/s",
+        line,
+    )
+    assert found, line
+    run, bare, ratio = (float(g.replace(",", "")) for g in found.groups())
+    assert bare > 0 and abs(ratio - run / bare) < 0.01
+
+
+def test_the_json_object_has_the_bare_loop_and_the_ratio() -> None:
+    result = invoke("--seed", "4", "--ops", "200", "-o", "json")
+    assert result.exit_code == 0, result.stderr
+    obj = json.loads(result.stdout)
+    assert obj["bare_loop_events_per_second"] > 0
+    # events_per_second is rounded to a whole number, the ratio computed before rounding.
+    assert abs(obj["events_ratio"] - obj["events_per_second"] / obj["bare_loop_events_per_second"]) < 1e-3
