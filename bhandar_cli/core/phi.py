@@ -39,6 +39,7 @@ import math
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 
 DEFAULT_THRESHOLD = 8.0  # Cassandra's phi_convict_threshold and Akka cluster's default
 
@@ -73,6 +74,26 @@ def phi_of(elapsed: float, mean: float, std_deviation: float) -> float:
     y = (elapsed - mean) / std_deviation
     z = y * (1.5976 + 0.070566 * y * y)
     return (max(z, 0.0) + math.log1p(math.exp(-abs(z)))) / math.log(10.0)
+
+
+@lru_cache(maxsize=16)
+def threshold_deviations(threshold: float) -> float:
+    """The y (deviations of silence past the mean) at which phi reaches `threshold`.
+
+    phi = log10(1 + e**z) inverts to z = ln(10**threshold - 1), computed as a + ln(1 - e**-a) with
+    a = threshold * ln 10 so that it neither overflows nor cancels; then y * (1.5976 + 0.070566 y**2)
+    = z is a cubic with one real root (its slope is always positive): Cardano's formula, polished by
+    two Newton steps to the last bits. Failure detection asks this at every heartbeat, so it is
+    solved once per threshold instead of by bisection over phi each time.
+    """
+    a = threshold * math.log(10.0)
+    z = a + math.log(-math.expm1(-a))
+    p, q = 1.5976 / 0.070566, -z / 0.070566
+    root = math.sqrt(q * q / 4 + p * p * p / 27)
+    y = math.cbrt(-q / 2 + root) + math.cbrt(-q / 2 - root)
+    for _ in range(2):
+        y -= (0.070566 * y**3 + 1.5976 * y - z) / (3 * 0.070566 * y * y + 1.5976)
+    return y
 
 
 class PhiAccrualDetector:
@@ -141,26 +162,19 @@ class PhiAccrualDetector:
         if self.last_heartbeat is None:
             return True
         # phi only grows with silence, so between heartbeats "up" is simply "before the moment phi
-        # reaches the threshold". Routing asks this for every request; phi is computed once.
+        # reaches the threshold". Routing asks this for every request; the moment is computed once.
         if self._down_at is None:
             self._down_at = self._crossing(self.config.threshold)
         return now < self._down_at
 
     def _crossing(self, threshold: float) -> float:
-        """The time after the last heartbeat at which phi first reaches `threshold` (bisection)."""
+        """The time after the last heartbeat at which phi reaches `threshold`: mean + y * std, where
+        y, the threshold in deviations, depends on the threshold alone."""
         assert self.last_heartbeat is not None
-        lo, hi = self.last_heartbeat, self.last_heartbeat + 1.0
-        while self.phi(hi) < threshold:
-            lo, hi = hi, hi + 2 * (hi - self.last_heartbeat)
-            if hi - self.last_heartbeat > 1e9:
-                return math.inf
-        for _ in range(50):  # to well below a microsecond
-            mid = (lo + hi) / 2
-            if self.phi(mid) < threshold:
-                lo = mid
-            else:
-                hi = mid
-        return hi
+        cfg = self.config
+        mean = self.mean + cfg.acceptable_heartbeat_pause
+        std = max(self.std_deviation, cfg.min_std_deviation)
+        return self.last_heartbeat + mean + threshold_deviations(threshold) * std
 
 
 class PhiDetectors:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 from bhandar_cli.core.hashing import hash32
 
@@ -22,8 +22,13 @@ def node_tokens(node: str, vnodes: int) -> list[int]:
     return [hash32(f"{node}:{i}") for i in range(vnodes)]
 
 
+@lru_cache(maxsize=1 << 16)
 def key_token(keyspace: str, key: str) -> int:
-    """The ring position of a key inside a keyspace."""
+    """The ring position of a key inside a keyspace.
+
+    Cached: routing, hinting and every Merkle tree build hash the same keys again and again, and
+    the hash is a byte-at-a-time loop in Python. The bound keeps a store of millions of keys from
+    keeping a token per key in memory."""
     return hash32(f"{keyspace}/{key}")
 
 

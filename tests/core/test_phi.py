@@ -207,3 +207,24 @@ def test_reset_discards_the_downtime_of_a_restarted_peer() -> None:
     assert fresh is not None and fresh.samples == 2 + 4 and fresh.last_heartbeat == 504.0
     reset.reset("C")
     assert reset.phi("C", 1e6) == 0.0  # reset without a heartbeat: not yet heard from
+
+
+@given(
+    st.floats(0.05, 40.0),
+    st.lists(st.floats(0.001, 5.0), min_size=1, max_size=40),
+    st.sampled_from((0.2, 0.30103, 1.0, 3.0, 8.0, 16.0, 200.0)),
+)
+def test_the_moment_a_peer_goes_down_is_where_phi_reaches_the_threshold(
+    estimate: float, intervals: list[float], threshold: float
+) -> None:
+    """The solved crossing agrees with phi itself: just before it phi is under the threshold, just
+    after it is not, for any history and threshold (tiny ones put the crossing before the mean)."""
+    detector = PhiAccrualDetector(PhiConfig(threshold=threshold, first_heartbeat_estimate=estimate))
+    now = 0.0
+    for interval in intervals:
+        now += interval
+        detector.heartbeat(now)
+    down_at = detector._crossing(threshold)
+    margin = 1e-9 * max(1.0, down_at)
+    assert detector.phi(down_at - margin) < threshold <= detector.phi(down_at + margin)
+    assert detector.is_available(down_at - margin) and not detector.is_available(down_at + margin)
