@@ -47,6 +47,10 @@ class Membership:
         self.version = 0  # bumped whenever ownership (status or tokens) changes
         self.regenerated = False  # set when peers knew a later generation of this node (persist it)
         self._rings: dict[str, Ring] = {}
+        # Derived from members' ids and statuses only, so they change with `version`; gossip asks
+        # for them at every merge.
+        self._peers: tuple[str, ...] | None = None
+        self._moving: bool | None = None
 
     @property
     def mine(self) -> MemberState:
@@ -81,6 +85,7 @@ class Membership:
         if old is None or old.status != state.status or old.tokens != state.tokens or old.zone != state.zone:
             self.version += 1
             self._rings.clear()
+            self._peers = self._moving = None
 
     def ring(self, which: str = "current") -> Ring:
         """'current': normal + leaving members; 'future': normal + joining."""
@@ -95,10 +100,15 @@ class Membership:
 
     def moving(self) -> bool:
         """Is any member joining or leaving (so pending ranges exist)?"""
-        return any(m.status in ("joining", "leaving") for m in self.members.values())
+        if self._moving is None:
+            self._moving = any(m.status in ("joining", "leaving") for m in self.members.values())
+        return self._moving
 
     def peers(self) -> list[str]:
-        return sorted(m for m, s in self.members.items() if m != self.me and s.status != "left")
+        if self._peers is None:
+            peers = (m for m, s in self.members.items() if m != self.me and s.status != "left")
+            self._peers = tuple(sorted(peers))
+        return list(self._peers)
 
     def address_of(self, node: str) -> str:
         """The node's peer address ("host:port") as gossip carries it; "" if unknown."""
