@@ -8,7 +8,7 @@ validation as a single run, so every failing seed's replay command is a valid `-
 
 Output: a summary whose every line depends only on the seed and options, then one line of real-time
 figures (the only line that differs between two runs of the same seed), with a bare event loop's
-events/s measured after the run for comparison. With `-o json`, one object.
+events/s measured around the run for comparison. With `-o json`, one object.
 On any violation the violations and a `reproduce with: bhandar chaos ...` line go to standard error
 and the exit code is 1. Numeric options are parsed here rather than typed as `int` so that every bad
 value gives the same one-line error and exit code 2 (click would print a usage box).
@@ -45,6 +45,7 @@ SWARM_OPTIONS = ("--swarm", "--start", "--jobs", "--seed-timeout")
 JOBS_MAX = 256
 SEED_TIMEOUT = 300  # seconds; a seed of the default size takes one to a few
 SEED_TIMEOUT_MAX = 86_400
+BASELINE_SECONDS = 0.5  # real seconds of the bare event loop measured beside a run
 _INT = re.compile(r"[0-9]+")
 
 
@@ -217,8 +218,7 @@ def chaos(
     if swarm_n is not None:
         _swarm(options, swarm_n, start, jobs, seed_timeout, output)
         return
-    report = _with_baseline(_run_with_progress(options, output))
-    _print_report(report, output)
+    _print_report(_with_baseline(options, output), output)
 
 
 def _swarm(
@@ -258,13 +258,18 @@ def _run_with_progress(options: Any, output: OutputFormat) -> Any:
         return run_chaos(options, lambda done: progress.update(task, completed=done))
 
 
-def _with_baseline(report: Any) -> Any:
-    """The report with a bare event loop's speed measured now, in this process, beside the run's."""
+def _with_baseline(options: Any, output: OutputFormat) -> Any:
+    """The run's report with a bare event loop's speed measured in this process beside it: half
+    just before the run and half just after, so that a machine whose load changes during the run
+    weighs on both figures alike."""
     from dataclasses import replace
 
     from bhandar_cli.sim.loop_baseline import bare_loop_rate
 
-    return replace(report, bare_loop_events_per_second=bare_loop_rate())
+    before = bare_loop_rate(BASELINE_SECONDS / 2)
+    report = _run_with_progress(options, output)
+    after = bare_loop_rate(BASELINE_SECONDS / 2)
+    return replace(report, bare_loop_events_per_second=(before + after) / 2)
 
 
 def _print_report(report: Any, output: OutputFormat) -> None:
