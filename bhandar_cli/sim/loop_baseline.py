@@ -4,7 +4,8 @@ timed callbacks runs on this machine, now, with nothing else to do.
 Each event has the simulator's shape (sim/loop.py): a `(when, seq, fn, args)` entry popped from a
 heapq, the clock set, the callback called, and the callback pushing the next event at a later
 time, so the heap keeps a constant number of pending events. Measured in the same process as a
-chaos run, it turns the run's events/s into a ratio that machine load and CPU speed cancel out of.
+chaos run, it turns the run's events/s into a ratio that the CPU's speed cancels out of (and the
+machine's load, as far as it stays the same during the run).
 """
 
 from __future__ import annotations
