@@ -80,6 +80,8 @@ class SimStepper:
     def _step(self, token: int) -> None:
         host = self.host
         if token != self._token or self._busy or not host.alive:
+            if token != self._token:
+                self.loop.discard()
             return
         self._at = math.inf
         self._continue(host.generation, host.step(self.loop.now), None)
