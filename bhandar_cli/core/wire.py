@@ -66,23 +66,35 @@ REGISTRY: dict[str, type] = {
 }
 
 
+# Each registered class's field names, read once: `dataclasses.fields` on every message was a
+# visible cost of the frame path.
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {
+    cls: tuple(f.name for f in dataclasses.fields(cls)) for cls in REGISTRY.values()
+}
+_PLAIN = frozenset({str, int, bytes, float, bool, type(None)})
+
+
 def register(cls: type) -> type:
     """Add a message type (later features register theirs)."""
     REGISTRY[cls.__name__] = cls
+    _FIELD_NAMES[cls] = tuple(f.name for f in dataclasses.fields(cls))
     return cls
 
 
 def to_wire(obj: Any) -> Any:
+    cls = type(obj)
+    if cls in _PLAIN:
+        return obj
+    names = _FIELD_NAMES.get(cls)
+    if names is not None:
+        out: dict[str, Any] = {"$t": cls.__name__}
+        for name in names:
+            out[name] = to_wire(getattr(obj, name))
+        return out
     if isinstance(obj, Versioned | PNCounter):
         return {"$r": to_plain(obj)}
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        name = type(obj).__name__
-        if name not in REGISTRY:
-            raise ValueError(f"{name} is not a wire message type")
-        out: dict[str, Any] = {"$t": name}
-        for f in dataclasses.fields(obj):
-            out[f.name] = to_wire(getattr(obj, f.name))
-        return out
+        raise ValueError(f"{cls.__name__} is not a wire message type")
     if isinstance(obj, list | tuple):
         return [to_wire(x) for x in obj]
     if isinstance(obj, dict):
@@ -93,6 +105,8 @@ def to_wire(obj: Any) -> Any:
 
 
 def from_wire(data: Any) -> Any:
+    if type(data) in _PLAIN:
+        return data
     if isinstance(data, dict):
         if "$r" in data:
             return from_plain(data["$r"])

@@ -47,6 +47,7 @@ from bhandar_cli.node.frames import (
     SEND_TIMEOUT,
     STREAM_ERRORS,
     FrameConn,
+    let_others_queue,
     wire_frame,
 )
 from bhandar_cli.node.peer_gate import PeerGate, PeerRefused
@@ -280,7 +281,9 @@ class _PeerLink:
     async def _pump(self, stream: trio.abc.Stream) -> None:
         transport, recv = self.transport, self._recv
         while True:
-            batch = [await recv.receive()]
+            first = await recv.receive()
+            await let_others_queue()
+            batch = [first]
             while len(batch) < BATCH_FRAMES:
                 try:
                     batch.append(recv.receive_nowait())
