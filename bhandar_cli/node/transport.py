@@ -81,8 +81,9 @@ class TcpTransport:
         self.frame_timeout = frame_timeout
         # Partitions and extra delays set by the operator; no loss or latency of its own.
         self.model = NetworkModel(Random(), latency=None)
+        # "writes" counts send_all calls to peers: sent / writes is how many frames share one.
         self.stats = dict.fromkeys(
-            ("sent", "received", "dropped", "connects", "connect_failures", "rejected"), 0
+            ("sent", "received", "dropped", "connects", "connect_failures", "rejected", "writes"), 0
         )
         self._links: dict[str, _PeerLink] = {}
         self._nursery: trio.Nursery | None = None
@@ -293,7 +294,7 @@ class _PeerLink:
             for due, frame in batch:
                 if due and due > trio.current_time():
                     if frames:
-                        await _send_frames(stream, frames)
+                        await self._send_frames(stream, frames)
                         frames = []
                     await trio.sleep_until(due)
                 if not transport.model.admits(transport.me, self.peer):  # partitioned meanwhile
@@ -301,12 +302,12 @@ class _PeerLink:
                     continue
                 frames.append(frame)
             if frames:
-                await _send_frames(stream, frames)
+                await self._send_frames(stream, frames)
 
-
-async def _send_frames(stream: trio.abc.Stream, frames: list[bytes]) -> None:
-    with trio.fail_after(SEND_TIMEOUT):
-        await stream.send_all(b"".join(frames))
+    async def _send_frames(self, stream: trio.abc.Stream, frames: list[bytes]) -> None:
+        self.transport.stats["writes"] += 1
+        with trio.fail_after(SEND_TIMEOUT):
+            await stream.send_all(b"".join(frames))
 
 
 # --- RPC client ----------------------------------------------------------------------------------

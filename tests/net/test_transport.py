@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 
 from bhandar_cli.core.config import KeyspaceDef
 from bhandar_cli.core.gossip import GossipSyn
@@ -118,6 +119,35 @@ def test_messages_flow_both_ways_in_order() -> None:
             b.transport.send("B", "A", ReplicaAck(9))
             assert (await a.next())[:2] == ("B", ReplicaAck(9))
             assert a.transport.connected() == ["B"]
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)
+
+
+def test_messages_queued_for_a_peer_in_one_burst_leave_in_one_write() -> None:
+    """The first message wakes the link's writer; one queued by a task woken alongside it (trio
+    runs them in either order) still joins the same write."""
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            a, b, _ = await pair(nursery)
+            a.transport.send("A", "B", Ping(0))
+            await b.next()  # connected
+            writes = a.transport.stats["writes"]
+            for i in range(1, 11):
+                woken = trio.Event()
+
+                async def second(woken: trio.Event = woken, seq: int = 2 * i) -> None:
+                    await woken.wait()
+                    a.transport.send("A", "B", Ping(seq))
+
+                nursery.start_soon(second)
+                await trio.testing.wait_all_tasks_blocked()
+                a.transport.send("A", "B", Ping(2 * i - 1))
+                woken.set()
+                got = [(await b.next())[1].seq for _ in range(2)]
+                assert got == [2 * i - 1, 2 * i]
+            assert a.transport.stats["writes"] - writes == 10  # two frames per write
             nursery.cancel_scope.cancel()
 
     trio.run(main)
