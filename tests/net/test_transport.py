@@ -153,6 +153,31 @@ def test_messages_queued_for_a_peer_in_one_burst_leave_in_one_write() -> None:
     trio.run(main)
 
 
+def test_a_message_fanned_out_as_equal_objects_is_encoded_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    encoded: list[Any] = []
+
+    def counting_wire_frame(body: Any) -> bytes:
+        encoded.append(body)
+        return wire_frame(body)
+
+    monkeypatch.setattr("bhandar_cli.node.transport.wire_frame", counting_wire_frame)
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            a, b, _ = await pair(nursery)
+            a.book["C"] = a.book["B"]  # a second destination (B's port serves it)
+            write = ReplicaWrite(7, KS, "k", RECORD)
+            a.transport.send("A", "B", write)
+            a.transport.send("A", "C", ReplicaWrite(7, KS, "k", RECORD))  # equal, not the same
+            a.transport.send("A", "B", ReplicaWrite(8, KS, "k", RECORD))  # another op: its own
+            got = [(await b.next())[1] for _ in range(3)]
+            assert sorted(m.op for m in got) == [7, 7, 8]
+            assert [body["op"] for body in encoded] == [7, 8]
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)
+
+
 def test_partition_drops_on_both_sides_and_heal_restores() -> None:
     async def main() -> None:
         async with trio.open_nursery() as nursery:
