@@ -73,6 +73,14 @@ _FIELD_NAMES: dict[type, tuple[str, ...]] = {
 }
 _PLAIN = frozenset({str, int, bytes, float, bool, type(None)})
 
+# Keyspace definitions decoded before, by their wire form. Every replica message carries one, and
+# building it with its checks was two thirds of decoding a ReplicaRead; it is frozen, so one
+# instance serves every message that names it. Only forms of plain str and int fields are kept
+# (1, 1.0 and True are equal keys but not the same field), and at most INTERNED_MAX of them.
+_INTERNED_TYPES = frozenset({KeyspaceDef})
+_interned: dict[tuple[tuple[str, Any], ...], Any] = {}
+INTERNED_MAX = 1024
+
 
 def register(cls: type) -> type:
     """Add a message type (later features register theirs)."""
@@ -114,12 +122,31 @@ def from_wire(data: Any) -> Any:
             cls = REGISTRY.get(data["$t"]) if isinstance(data["$t"], str) else None
             if cls is None:
                 raise ValueError(f"unknown message type {data['$t']!r}")
-            fields = {k: from_wire(v) for k, v in data.items() if k != "$t"}
-            try:
-                return cls(**fields)
-            except (TypeError, BhandarError) as exc:  # BadInput: a type's own checks (KeyspaceDef)
-                raise ValueError(f"malformed {data['$t']}: {exc}") from exc
+            if cls in _INTERNED_TYPES:
+                return _interned_instance(cls, data)
+            return _construct(cls, data)
         return {k: from_wire(v) for k, v in data.items()}
     if isinstance(data, list):
         return tuple(from_wire(x) for x in data)
     return data
+
+
+def _construct(cls: type, data: dict[str, Any]) -> Any:
+    fields = {k: from_wire(v) for k, v in data.items() if k != "$t"}
+    try:
+        return cls(**fields)
+    except (TypeError, BhandarError) as exc:  # BadInput: a type's own checks (KeyspaceDef)
+        raise ValueError(f"malformed {data['$t']}: {exc}") from exc
+
+
+def _interned_instance(cls: type, data: dict[str, Any]) -> Any:
+    if not all(type(v) is str or type(v) is int for v in data.values()):
+        return _construct(cls, data)
+    key = tuple(data.items())
+    found = _interned.get(key)
+    if found is None:
+        found = _construct(cls, data)
+        if len(_interned) >= INTERNED_MAX:
+            _interned.clear()
+        _interned[key] = found
+    return found
