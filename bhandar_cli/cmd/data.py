@@ -108,7 +108,10 @@ def get(
     cluster: str | None = CLUSTER,
     output: DataOutput = OUTPUT,
 ) -> None:
-    """Read a key: every sibling and the context to write back with (exit 3 if not found)."""
+    """Read a key: every sibling and the context to write back with (exit 3 if not found).
+
+    At ONE the key's first live replica answers from its own copy and asks no other replica: fast,
+    possibly stale, and it repairs nothing (anti-entropy, or a read at QUORUM or ALL, does)."""
     from bhandar_cli.core.versions import BYTES
     from bhandar_cli.values import raw_value
 

@@ -3,6 +3,13 @@
 The coordinator answers with the merge of the first R replies (its own view among them when it is a
 target), keeps listening until every target answered or the deadline passed, then sends the merged
 record to the home replicas that answered with less (read repair).
+
+A read at ONE coordinated by one of the key's replicas is answered from that replica's own copy
+and asks no one else: the answer would be the same (the first reply is its own), and waiting on the
+others only to repair them made ONE cost what QUORUM costs. Such a read repairs nothing; the
+replicas it did not ask are brought up to date by anti-entropy, or by the next read at QUORUM or
+ALL. A coordinator that holds no copy asks every target, answers with the first reply and repairs
+as any other read does.
 """
 
 from __future__ import annotations
@@ -61,12 +68,11 @@ class ReadCoordinator:
         if len(plan.targets) < needed:
             return [answer(req.rid, origin, unavailable(self.node_id, ks, plan, req.consistency))]
         self.metrics.coordinated += 1
+        targets = (self.node_id,) if needed == 1 and self.node_id in plan.targets else plan.targets
         trace = None
         if req.trace:
             trace = Trace(now)
-            trace.note(
-                now, f"{self.node_id} coordinates get {ks.name}/{req.key}, asks {', '.join(plan.targets)}"
-            )
+            trace.note(now, f"{self.node_id} coordinates get {ks.name}/{req.key}, asks {', '.join(targets)}")
         op = ReadOp(
             rid=req.rid,
             origin=origin,
@@ -76,7 +82,7 @@ class ReadCoordinator:
             keyspace=ks.name,
             key=req.key,
             needed=needed,
-            targets=plan.targets,
+            targets=targets,
             fallbacks=frozenset(plan.hint_for),
             trace=trace,
             progress=ReadProgress(),
@@ -85,7 +91,7 @@ class ReadCoordinator:
         out: list[Effect] = []
         read = ReplicaRead(op_id, ks, req.key)
         replies = op.progress.replies
-        for target in plan.targets:
+        for target in targets:
             if target == self.node_id:
                 replies[target] = self.replica.local_view(ks.name, req.key)
                 if trace is not None:  # building the text costs more than the read itself

@@ -66,23 +66,43 @@ REGISTRY: dict[str, type] = {
 }
 
 
+# Each registered class's field names, read once: `dataclasses.fields` on every message was a
+# visible cost of the frame path.
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {
+    cls: tuple(f.name for f in dataclasses.fields(cls)) for cls in REGISTRY.values()
+}
+_PLAIN = frozenset({str, int, bytes, float, bool, type(None)})
+
+# Keyspace definitions decoded before, by their wire form. Every replica message carries one, and
+# building it with its checks was two thirds of decoding a ReplicaRead; it is frozen, so one
+# instance serves every message that names it. Only forms of plain str and int fields are kept
+# (1, 1.0 and True are equal keys but not the same field), and at most INTERNED_MAX of them.
+_INTERNED_TYPES = frozenset({KeyspaceDef})
+_interned: dict[tuple[tuple[str, Any], ...], Any] = {}
+INTERNED_MAX = 1024
+
+
 def register(cls: type) -> type:
     """Add a message type (later features register theirs)."""
     REGISTRY[cls.__name__] = cls
+    _FIELD_NAMES[cls] = tuple(f.name for f in dataclasses.fields(cls))
     return cls
 
 
 def to_wire(obj: Any) -> Any:
+    cls = type(obj)
+    if cls in _PLAIN:
+        return obj
+    names = _FIELD_NAMES.get(cls)
+    if names is not None:
+        out: dict[str, Any] = {"$t": cls.__name__}
+        for name in names:
+            out[name] = to_wire(getattr(obj, name))
+        return out
     if isinstance(obj, Versioned | PNCounter):
         return {"$r": to_plain(obj)}
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        name = type(obj).__name__
-        if name not in REGISTRY:
-            raise ValueError(f"{name} is not a wire message type")
-        out: dict[str, Any] = {"$t": name}
-        for f in dataclasses.fields(obj):
-            out[f.name] = to_wire(getattr(obj, f.name))
-        return out
+        raise ValueError(f"{cls.__name__} is not a wire message type")
     if isinstance(obj, list | tuple):
         return [to_wire(x) for x in obj]
     if isinstance(obj, dict):
@@ -93,6 +113,8 @@ def to_wire(obj: Any) -> Any:
 
 
 def from_wire(data: Any) -> Any:
+    if type(data) in _PLAIN:
+        return data
     if isinstance(data, dict):
         if "$r" in data:
             return from_plain(data["$r"])
@@ -100,12 +122,31 @@ def from_wire(data: Any) -> Any:
             cls = REGISTRY.get(data["$t"]) if isinstance(data["$t"], str) else None
             if cls is None:
                 raise ValueError(f"unknown message type {data['$t']!r}")
-            fields = {k: from_wire(v) for k, v in data.items() if k != "$t"}
-            try:
-                return cls(**fields)
-            except (TypeError, BhandarError) as exc:  # BadInput: a type's own checks (KeyspaceDef)
-                raise ValueError(f"malformed {data['$t']}: {exc}") from exc
+            if cls in _INTERNED_TYPES:
+                return _interned_instance(cls, data)
+            return _construct(cls, data)
         return {k: from_wire(v) for k, v in data.items()}
     if isinstance(data, list):
         return tuple(from_wire(x) for x in data)
     return data
+
+
+def _construct(cls: type, data: dict[str, Any]) -> Any:
+    fields = {k: from_wire(v) for k, v in data.items() if k != "$t"}
+    try:
+        return cls(**fields)
+    except (TypeError, BhandarError) as exc:  # BadInput: a type's own checks (KeyspaceDef)
+        raise ValueError(f"malformed {data['$t']}: {exc}") from exc
+
+
+def _interned_instance(cls: type, data: dict[str, Any]) -> Any:
+    if not all(type(v) is str or type(v) is int for v in data.values()):
+        return _construct(cls, data)
+    key = tuple(data.items())
+    found = _interned.get(key)
+    if found is None:
+        found = _construct(cls, data)
+        if len(_interned) >= INTERNED_MAX:
+            _interned.clear()
+        _interned[key] = found
+    return found

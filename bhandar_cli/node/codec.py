@@ -132,7 +132,7 @@ class FrameDecoder:
         """Bytes received but not yet returned as frames."""
         return len(self._buffer)
 
-    def receive_data(self, data: bytes) -> None:
+    def receive_data(self, data: bytes | bytearray) -> None:
         """Add bytes from the peer; b"" means the peer closed its side."""
         if self._eof:
             raise RuntimeError("receive_data after end of stream (b'')")

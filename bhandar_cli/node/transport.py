@@ -47,6 +47,7 @@ from bhandar_cli.node.frames import (
     SEND_TIMEOUT,
     STREAM_ERRORS,
     FrameConn,
+    let_others_queue,
     wire_frame,
 )
 from bhandar_cli.node.peer_gate import PeerGate, PeerRefused
@@ -80,8 +81,9 @@ class TcpTransport:
         self.frame_timeout = frame_timeout
         # Partitions and extra delays set by the operator; no loss or latency of its own.
         self.model = NetworkModel(Random(), latency=None)
+        # "writes" counts send_all calls to peers: sent / writes is how many frames share one.
         self.stats = dict.fromkeys(
-            ("sent", "received", "dropped", "connects", "connect_failures", "rejected"), 0
+            ("sent", "received", "dropped", "connects", "connect_failures", "rejected", "writes"), 0
         )
         self._links: dict[str, _PeerLink] = {}
         self._nursery: trio.Nursery | None = None
@@ -107,8 +109,11 @@ class TcpTransport:
         elif link.address != address:  # the peer restarted elsewhere: drop the old connection
             link.address = address
             link.reconnect()
-        # The coordinator sends one message object to several replicas: encode it once.
-        if msg is not self._last_msg:
+        # A coordinator sends one message to several replicas, as one object or as equal ones
+        # (a write builds one per target): encode it once. Frozen messages compare field by field,
+        # and a different type (most consecutive messages) fails the test at once.
+        last = self._last_msg
+        if msg is not last and (type(msg) is not type(last) or msg != last):
             try:
                 self._last_frame = wire_frame(to_wire(msg))
             except ValueError:
@@ -280,7 +285,9 @@ class _PeerLink:
     async def _pump(self, stream: trio.abc.Stream) -> None:
         transport, recv = self.transport, self._recv
         while True:
-            batch = [await recv.receive()]
+            first = await recv.receive()
+            await let_others_queue()
+            batch = [first]
             while len(batch) < BATCH_FRAMES:
                 try:
                     batch.append(recv.receive_nowait())
@@ -290,7 +297,7 @@ class _PeerLink:
             for due, frame in batch:
                 if due and due > trio.current_time():
                     if frames:
-                        await _send_frames(stream, frames)
+                        await self._send_frames(stream, frames)
                         frames = []
                     await trio.sleep_until(due)
                 if not transport.model.admits(transport.me, self.peer):  # partitioned meanwhile
@@ -298,12 +305,12 @@ class _PeerLink:
                     continue
                 frames.append(frame)
             if frames:
-                await _send_frames(stream, frames)
+                await self._send_frames(stream, frames)
 
-
-async def _send_frames(stream: trio.abc.Stream, frames: list[bytes]) -> None:
-    with trio.fail_after(SEND_TIMEOUT):
-        await stream.send_all(b"".join(frames))
+    async def _send_frames(self, stream: trio.abc.Stream, frames: list[bytes]) -> None:
+        self.transport.stats["writes"] += 1
+        with trio.fail_after(SEND_TIMEOUT):
+            await stream.send_all(b"".join(frames))
 
 
 # --- RPC client ----------------------------------------------------------------------------------

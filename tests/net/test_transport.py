@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 
 from bhandar_cli.core.config import KeyspaceDef
 from bhandar_cli.core.gossip import GossipSyn
@@ -118,6 +119,60 @@ def test_messages_flow_both_ways_in_order() -> None:
             b.transport.send("B", "A", ReplicaAck(9))
             assert (await a.next())[:2] == ("B", ReplicaAck(9))
             assert a.transport.connected() == ["B"]
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)
+
+
+def test_messages_queued_for_a_peer_in_one_burst_leave_in_one_write() -> None:
+    """The first message wakes the link's writer; one queued by a task woken alongside it (trio
+    runs them in either order) still joins the same write."""
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            a, b, _ = await pair(nursery)
+            a.transport.send("A", "B", Ping(0))
+            await b.next()  # connected
+            writes = a.transport.stats["writes"]
+            for i in range(1, 11):
+                woken = trio.Event()
+
+                async def second(woken: trio.Event = woken, seq: int = 2 * i) -> None:
+                    await woken.wait()
+                    a.transport.send("A", "B", Ping(seq))
+
+                nursery.start_soon(second)
+                await trio.testing.wait_all_tasks_blocked()
+                a.transport.send("A", "B", Ping(2 * i - 1))
+                woken.set()
+                got = [(await b.next())[1].seq for _ in range(2)]
+                assert got == [2 * i - 1, 2 * i]
+            assert a.transport.stats["writes"] - writes == 10  # two frames per write
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)
+
+
+def test_a_message_fanned_out_as_equal_objects_is_encoded_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    encoded: list[Any] = []
+
+    def counting_wire_frame(body: Any) -> bytes:
+        encoded.append(body)
+        return wire_frame(body)
+
+    monkeypatch.setattr("bhandar_cli.node.transport.wire_frame", counting_wire_frame)
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            a, b, _ = await pair(nursery)
+            a.book["C"] = a.book["B"]  # a second destination (B's port serves it)
+            write = ReplicaWrite(7, KS, "k", RECORD)
+            a.transport.send("A", "B", write)
+            a.transport.send("A", "C", ReplicaWrite(7, KS, "k", RECORD))  # equal, not the same
+            a.transport.send("A", "B", ReplicaWrite(8, KS, "k", RECORD))  # another op: its own
+            got = [(await b.next())[1] for _ in range(3)]
+            assert sorted(m.op for m in got) == [7, 7, 8]
+            assert [body["op"] for body in encoded] == [7, 8]
             nursery.cancel_scope.cancel()
 
     trio.run(main)

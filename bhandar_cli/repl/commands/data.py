@@ -68,7 +68,10 @@ async def put(session: Session, cmd: Command) -> WriteOutcome:
     args=KS_KEY,
     options=(Option("c", LEVEL), VIA),
     help="""Reads the key from as many replicas as the level needs and shows every sibling with its
-    dot and version vector, and the context the next put or delete of the key writes back with. For a
+    dot and version vector, and the context the next put or delete of the key writes back with.
+    At c=ONE a replica of the key answers from its own copy alone and asks no other, so the read is
+    fast, may be stale and repairs nothing (anti-entropy or a read at QUORUM or ALL does); through
+    a node that holds no copy, ONE asks every replica and answers with the first reply. For a
     counter keyspace get returns values: [N], one merged number, and the P/N table per replica.
     A key holds at most 100 live siblings: a put that would add one more is refused. Merges between
     replicas (read repair, anti-entropy, hints, streams) never drop a sibling a replica acknowledged,
