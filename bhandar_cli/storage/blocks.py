@@ -156,6 +156,16 @@ class BlockCache:
             block.ref = True
         return block
 
+    def drop_table(self, uid: int, blocks: int) -> None:
+        """Forget a table's blocks: it left the tree (compacted away, quarantined). Its keys are
+        unique to it, so none could be served for another table; this returns their memory now
+        rather than when the clock would come round to them."""
+        cached = self._blocks
+        for i in range(blocks):
+            block = cached.pop((uid, i), None)
+            if block is not None:
+                self.used -= len(block.raw)
+
     def put(self, key: tuple[int, int], block: Block) -> None:
         if self.capacity <= 0:
             return

@@ -392,5 +392,9 @@ class Table:
                     return
                 yield key, kinds[j], value(j)
 
+    def uncache(self) -> None:
+        """Owner thread: drop this table's blocks from the shared cache (it left the tree)."""
+        self._cache.drop_table(self.uid, self.blocks)
+
     def close(self) -> None:
         self._file.close()

@@ -226,6 +226,7 @@ class Tree:
             # Inputs are not closed: a running scan may still read them (POSIX keeps removed files
             # readable while open); their handles close when the last reference goes.
             for t, old in zip(job.inputs, old_names, strict=True):
+                t.uncache()
                 if t.damaged or t.path in damaged:  # kept for inspection
                     why = "damaged; its readable records were rewritten"
                     self.quarantined.append(recovery.move_to_quarantine(self.disk, self.directory, old, why))
@@ -250,6 +251,7 @@ class Tree:
         if version is None:
             return False  # already quarantined, or replaced by a compaction meanwhile
         self._damage.add(recovery.table_lost(error.path, self.disk.size(error.path), error.what))
+        self.version.tables[self.version.names.index(name)].uncache()
         with self._status.poison_on_error():
             self.version = version
             self.store_manifest()
