@@ -52,6 +52,7 @@ RECORD_TAG: Final = 0xBDA0
 
 DATA, HINT, HELD = "data", "hint", "held"
 _MERGED_KINDS: Final = frozenset({DATA, HELD})
+_CURRENT_DATA: Final = [cbor2.CBORTag(RECORD_TAG, FORMAT_VERSION), DATA]  # how a value of this format starts
 
 
 class RecordFormatError(StorageError):
@@ -125,8 +126,15 @@ def merge_stored(newer: bytes, older: bytes) -> bytes:
     if not (_is_data(new) and _is_data(old)):
         return newer
     try:  # the usual case: both readable
-        policy, record = _data_of(new, "a merge operand")
-        return encode_data(*_merge_all([(policy, record), _data_of(old, "a merge operand")]))
+        newest = _data_of(new, "a merge operand")
+        oldest = _data_of(old, "a merge operand")
+        policy, merged = _merge_all([newest, oldest])
+        # Most merges return one operand unchanged (a replica writes what it merged already):
+        # then that operand's bytes are the answer, if they are this format's, under this policy.
+        for raw, stored, (was_policy, record) in ((newer, new, newest), (older, old, oldest)):
+            if merged is record and was_policy == policy and stored[:2] == _CURRENT_DATA:
+                return raw
+        return encode_data(policy, merged)
     except RecordFormatError:
         pass
     readable: list[tuple[str, Record]] = []
