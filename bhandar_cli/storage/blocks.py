@@ -14,6 +14,7 @@ import struct
 import sys
 import zlib
 from array import array
+from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ from bhandar_cli.storage.records import DELETE, KIND_NAMES
 DEFAULT_BLOCK_BYTES = 4096
 _U32 = struct.Struct("<I")
 _KINDS = bytes(KIND_NAMES)  # translate(None, _KINDS) leaves only invalid kind bytes
+_HOT_USES = 8  # reads of a cached block after which its keys are sliced out once
 _CRC_RESIDUE = zlib.crc32(_U32.pack(zlib.crc32(b"")))
 
 
@@ -55,6 +57,27 @@ class Block:
         raw, offs = self.raw, self.offs
         self.keys = [raw[a:b] for a, b in itertools.pairwise(offs[: self.n + 1])]
         return self.keys
+
+    def find(self, key: bytes) -> int | None:
+        """The index of `key` in this block, or None."""
+        keys = self.keys
+        if keys is None:
+            self.uses += 1
+            # Slicing every key costs about five searches over the raw bytes, and most blocks
+            # leave the cache before they are read that often: slice only blocks that proved hot.
+            if self.uses < _HOT_USES:
+                raw, offs = self.raw, self.offs
+                lo, hi = 0, self.n
+                while lo < hi:  # bisect_left, inline: a key function per probe cost twice this
+                    mid = (lo + hi) >> 1
+                    if raw[offs[mid] : offs[mid + 1]] < key:
+                        lo = mid + 1
+                    else:
+                        hi = mid
+                return lo if lo < self.n and raw[offs[lo] : offs[lo + 1]] == key else None
+            keys = self.slice_keys()
+        j = bisect_left(keys, key)
+        return j if j < len(keys) and keys[j] == key else None
 
     def value(self, j: int) -> bytes | None:
         if self.kinds[j] == DELETE:
