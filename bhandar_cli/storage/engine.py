@@ -264,9 +264,10 @@ class LSMEngine:
     def get(self, key: bytes) -> bytes | None:
         """The key's value, or None if it was never written or is deleted."""
         entry = self._mem.get(key)
-        if entry is not None and entry[0] != MERGE and self._status.usable:
+        if not self._status.usable or self._commits.busy:
+            self._check()
+        if entry is not None and entry[0] != MERGE:
             return entry[1]
-        self._check()
         while True:
             try:
                 tree = self._tree
