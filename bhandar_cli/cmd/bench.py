@@ -313,6 +313,7 @@ def storage(
         ("puts", "puts_per_s", "/s"),
         ("gets (hits)", "get_hits_per_s", "/s"),
         ("gets (misses)", "get_misses_per_s", "/s"),
+        ("gets (hits), CPU", "get_hits_per_cpu_s", "/s"),
         ("peak RSS", "rss_peak_mb", " MiB"),
     ):
         row = [
@@ -328,7 +329,8 @@ def storage(
     console.print(f"storage bench: {r['keys']:,} keys of {value_size}-byte values, one fsync per 64 puts")
     console.print(table)
     console.print(
-        f"[dim]peak RSS of each store's own process (the interpreter alone: "
+        "[dim]CPU: operations per second of the process's CPU time, steadier on a busy machine; "
+        f"peak RSS of each store's own process (the interpreter alone: "
         f"{engine['rss_start_mb']:,.0f} MiB); "
         "sqlite3 with synchronous=NORMAL does not fsync at commit, the engine's batch sync does[/dim]"
     )

@@ -20,6 +20,7 @@ transaction per batch, with synchronous=NORMAL (no fsync at commit, only at chec
 
 from __future__ import annotations
 
+import contextlib
 import random
 import resource
 import sqlite3
@@ -118,8 +119,8 @@ class _Engine:
             else:
                 running.append((future, job))
         self._running = running
-        while (job := self.engine.background_job()) is not None:
-            self._running.append((self._worker.submit(job.run), job))
+        while (due := self.engine.background_job()) is not None:
+            self._running.append((self._worker.submit(due.run), due))
 
     def settle(self) -> None:
         """Wait for the jobs the puts made due (until none is), so their cost counts as the puts'."""
@@ -219,6 +220,24 @@ def _rate(n: int, seconds: float) -> float:
     return n / seconds if seconds > 0 else float("inf")
 
 
+_PUTS, _HITS, _MISSES = "puts", "get_hits", "get_misses"
+
+
+class _Clocks:
+    """Wall-clock and CPU seconds spent in each phase of a run."""
+
+    def __init__(self) -> None:
+        self.wall: dict[str, float] = dict.fromkeys((_PUTS, _HITS, _MISSES), 0.0)
+        self.cpu: dict[str, float] = dict(self.wall)
+
+    @contextlib.contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        wall, cpu = time.perf_counter(), time.process_time()
+        yield
+        self.wall[name] += time.perf_counter() - wall
+        self.cpu[name] += time.process_time() - cpu
+
+
 def measure_side(
     side: str, path: str, keys: int, value_size: int, seed: int, batch: int, options: EngineOptions | None
 ) -> dict[str, Any]:
@@ -228,33 +247,31 @@ def measure_side(
     work = Workload(keys, value_size, seed)
     rss_start = _peak_rss_mb()
     store = _open(side, path, options)
-    put_s = hit_s = miss_s = 0.0
+    clock = _Clocks()
     done = found = phantom = 0
     for pairs in work.puts():
-        put, t0 = store.put, time.perf_counter()
-        for key, value in pairs:
-            done += 1
-            put(key, value, done % batch == 0 or done == keys)
-        put_s += time.perf_counter() - t0
-    t0 = time.perf_counter()
-    store.settle()
-    put_s += time.perf_counter() - t0
+        put = store.put
+        with clock.phase(_PUTS):
+            for key, value in pairs:
+                done += 1
+                put(key, value, done % batch == 0 or done == keys)
+    with clock.phase(_PUTS):
+        store.settle()
     for chunk in work.hits():
-        get, t0 = store.found, time.perf_counter()
-        found += sum(map(get, chunk))
-        hit_s += time.perf_counter() - t0
+        with clock.phase(_HITS):
+            found += sum(map(store.found, chunk))
     for chunk in work.misses():
-        get, t0 = store.found, time.perf_counter()
-        phantom += sum(map(get, chunk))
-        miss_s += time.perf_counter() - t0
+        with clock.phase(_MISSES):
+            phantom += sum(map(store.found, chunk))
     figures = store.figures()
     store.close()
     if found != keys or phantom:
         raise AssertionError(f"{side} bench read back {found}/{keys} hits and {phantom} phantom keys")
     return {
-        "puts_per_s": _rate(keys, put_s),
-        "get_hits_per_s": _rate(keys, hit_s),
-        "get_misses_per_s": _rate(keys, miss_s),
+        **{f"{name}_per_s": _rate(keys, clock.wall[name]) for name in (_PUTS, _HITS, _MISSES)},
+        # Per second of this process's CPU (all its threads): steadier than the wall clock on a
+        # busy machine, but blind to waits for the disk (the fsyncs of puts).
+        **{f"{name}_per_cpu_s": _rate(keys, clock.cpu[name]) for name in (_PUTS, _HITS, _MISSES)},
         **figures,
         "rss_peak_mb": round(_peak_rss_mb(), 1),
         "rss_start_mb": round(rss_start, 1),
