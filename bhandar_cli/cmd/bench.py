@@ -274,7 +274,9 @@ def render(report: dict[str, Any]) -> None:
 
 @bench_app.command("storage")
 def storage(
-    ops: int = typer.Option(100_000, "--ops", help="Puts, then as many gets of present and of absent keys."),
+    keys: int = typer.Option(
+        100_000, "--keys", "--ops", help="Keys put, then as many gets of present and of absent keys."
+    ),
     value_size: int = typer.Option(100, "--value-size", help="Bytes per value."),
     seed: int = typer.Option(0, "--seed", help="Seed of the random keys and values."),
     directory: str | None = typer.Option(
@@ -283,38 +285,54 @@ def storage(
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
     """One node's LSM engine (batch fsync, group commit every 64 puts) vs sqlite3 (WAL,
-    synchronous=NORMAL, one transaction per 64 puts) on the same work, side by side."""
+    synchronous=NORMAL, one transaction per 64 puts) on the same work, side by side, and LevelDB
+    too when plyvel is installed; each store in a process of its own, whose peak RSS is shown."""
     import tempfile
 
     from bhandar_cli.node.storage_bench import run_storage_bench
 
-    if not 1 <= ops <= 10_000_000 or not 0 <= value_size <= 1 << 20:
-        fail("--ops must be 1..10000000 and --value-size 0..1048576", EXIT_USAGE)
+    if not 1 <= keys <= 10_000_000 or not 0 <= value_size <= 1 << 20:
+        fail("--keys must be 1..10000000 and --value-size 0..1048576", EXIT_USAGE)
     with tempfile.TemporaryDirectory(prefix="bhandar-bench-") as tmp:
         try:
-            r = run_storage_bench(directory or tmp, ops, value_size, seed)
+            r = run_storage_bench(directory or tmp, keys, value_size, seed)
         except ValueError as exc:
             fail(str(exc), EXIT_USAGE)
-    engine, sqlite = r["engine"], r["sqlite"]
-    assert isinstance(engine, dict) and isinstance(sqlite, dict)
     if output is OutputFormat.json:
         emit_json({"cmd": "bench storage", "ok": True, **r})
         return
     from rich.console import Console
     from rich.table import Table
 
-    table = Table("per second", "engine", f"sqlite3 {r['sqlite_version']}", "engine / sqlite3", box=None)
-    for label, key, ratio in (
-        ("puts", "puts_per_s", r["put_ratio"]),
-        ("gets (hits)", "get_hits_per_s", r["get_ratio"]),
-        ("gets (misses)", "get_misses_per_s", r["get_miss_ratio"]),
+    engine, sqlite, level = r["engine"], r["sqlite"], r.get("leveldb")
+    columns = ["", "engine", f"sqlite3 {r['sqlite_version']}", "engine / sqlite3"]
+    if level is not None:
+        columns += [f"LevelDB {level['version']}", "engine / LevelDB"]
+    table = Table(*columns, box=None)
+    for label, key, unit in (
+        ("puts", "puts_per_s", "/s"),
+        ("gets (hits)", "get_hits_per_s", "/s"),
+        ("gets (misses)", "get_misses_per_s", "/s"),
+        ("gets (hits), CPU", "get_hits_per_cpu_s", "/s"),
+        ("peak RSS", "rss_peak_mb", " MiB"),
     ):
-        table.add_row(label, f"{engine[key]:,.0f}", f"{sqlite[key]:,.0f}", f"{ratio:.2f}")
+        row = [
+            label,
+            f"{engine[key]:,.0f}{unit}",
+            f"{sqlite[key]:,.0f}{unit}",
+            f"{engine[key] / sqlite[key]:.2f}",
+        ]
+        if level is not None:
+            row += [f"{level[key]:,.0f}{unit}", f"{engine[key] / level[key]:.2f}"]
+        table.add_row(*row)
     console = Console()
-    console.print(f"storage bench: {r['ops']:,} ops of {value_size}-byte values, one fsync per 64 puts")
+    console.print(f"storage bench: {r['keys']:,} keys of {value_size}-byte values, one fsync per 64 puts")
     console.print(table)
     console.print(
-        "[dim]sqlite3 with synchronous=NORMAL does not fsync at commit; the engine's batch sync does[/dim]"
+        "[dim]CPU: operations per second of the process's CPU time, steadier on a busy machine; "
+        f"peak RSS of each store's own process (the interpreter alone: "
+        f"{engine['rss_start_mb']:,.0f} MiB); "
+        "sqlite3 with synchronous=NORMAL does not fsync at commit, the engine's batch sync does[/dim]"
     )
 
 

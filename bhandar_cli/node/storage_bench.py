@@ -1,183 +1,75 @@
-"""`run_storage_bench`: the LSM engine on the real disk against sqlite3 doing the same work;
+"""`run_storage_bench`: the LSM engine on the real disk against sqlite3 (and LevelDB, when the
+optional `plyvel` package is installed) doing the same work, each in a child process of its own
+(see storage_sides.py for the workload and what each side's durability means);
 `run_compaction_bench`: how long background jobs take, and which part of them the owner thread
 (a node's event loop) still runs. `python -m bhandar_cli.node.storage_bench DIR [MB]` prints the
 latter as JSON.
 
 A measurement harness (run by `bhandar bench storage`), not engine code: it lives in the driver
-layer because it reads the clock, uses the real disk (`node.disk.RealDisk`) and sqlite3.
-
-Workload (same for both sides, same run, so the ratio means something on a noisy machine):
-- puts: `ops` random 20-byte keys with random `value_size`-byte values, each written by its own
-  call (as a node handles one request at a time), made durable in groups of `batch` (default 64)
-  writes: the engine's `sync()` under the default `batch` policy (one fsync per group), and one
-  sqlite transaction per group (journal_mode=WAL, synchronous=NORMAL).
-- gets: `ops` lookups of random present keys (hits), then `ops` of absent keys (misses).
-
-Note the durability gap: sqlite's WAL mode with synchronous=NORMAL does not fsync at COMMIT (only
-at checkpoints), so a committed group can be lost on power failure; the engine's `sync()` fsyncs.
-`sqlite_full` (synchronous=FULL: fsync per commit, the same promise as ours) is measured too when
-`durable_baseline=True`.
+layer because it reads the clock, uses the real disk (`node.disk.RealDisk`), sqlite3 and processes.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import multiprocessing
 import os
 import random
 import sqlite3
 import sys
 import time
-from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
+from typing import Any
 
+from bhandar_cli.node.storage_sides import ENGINE, LEVELDB, SQLITE, SQLITE_FULL, measure_side
 from bhandar_cli.storage.engine import EngineOptions, LSMEngine
 from bhandar_cli.storage.jobs import BackgroundJob
 
 
-def _rate(n: int, seconds: float) -> float:
-    return n / seconds if seconds > 0 else float("inf")
+def leveldb_available() -> bool:
+    return importlib.util.find_spec("plyvel") is not None
 
 
-def _timed(fn: Callable[[], int]) -> tuple[int, float]:
-    t0 = time.perf_counter()
-    n = fn()
-    return n, time.perf_counter() - t0
-
-
-Workload = tuple[list[bytes], list[bytes], list[bytes], list[bytes]]  # keys, values, hits, misses
-
-
-def _workload(ops: int, value_size: int, seed: int) -> Workload:
-    rng = random.Random(seed)
-    keys = list(dict.fromkeys(b"user:%016x" % rng.getrandbits(64) for _ in range(ops)))
-    pool = [rng.randbytes(value_size) for _ in range(min(len(keys), 4096))]
-    values = [pool[i % len(pool)] for i in range(len(keys))]
-    hits = rng.choices(keys, k=ops)
-    present = set(keys)
-    misses: list[bytes] = []
-    while len(misses) < ops:
-        k = b"user:%016x" % rng.getrandbits(64)
-        if k not in present:
-            misses.append(k)
-    return keys, values, hits, misses
-
-
-def _bench_engine(
-    path: str, data: Workload, batch: int, options: EngineOptions | None
-) -> dict[str, float | int]:
-    from bhandar_cli.node.disk import RealDisk  # see the module docstring
-
-    keys, values, hits, misses = data
-    disk = RealDisk()
-    engine = LSMEngine(disk, path, options)
-
-    def puts() -> int:
-        put, sync = engine.put, engine.sync
-        for i, (k, v) in enumerate(zip(keys, values, strict=True), 1):
-            put(k, v)
-            if i % batch == 0:
-                sync()
-        sync()
-        return len(keys)
-
-    def gets(which: list[bytes]) -> Callable[[], int]:
-        def run() -> int:
-            get = engine.get
-            return sum(get(k) is not None for k in which)
-
-        return run
-
-    rates = _measure("engine", puts, gets, hits, misses)
-    stats = engine.stats()
-    engine.close()
-    return {
-        **rates,
-        "fsyncs": stats.fsyncs,
-        "sstables": stats.sstables,
-        "flushes": stats.flushes,
-        "compactions": stats.compactions,
-        "disk_bytes": stats.disk_bytes,
-    }
-
-
-def _bench_sqlite(path: str, data: Workload, batch: int, synchronous: str) -> dict[str, float | int]:
-    keys, values, hits, misses = data
-    db = sqlite3.connect(path, isolation_level=None)
-    db.execute("PRAGMA journal_mode=WAL")
-    db.execute(f"PRAGMA synchronous={synchronous}")
-    db.execute("CREATE TABLE kv (k BLOB PRIMARY KEY, v BLOB NOT NULL) WITHOUT ROWID")
-    cur = db.cursor()
-
-    def puts() -> int:
-        execute = cur.execute
-        execute("BEGIN")
-        for i, (k, v) in enumerate(zip(keys, values, strict=True), 1):
-            execute("INSERT OR REPLACE INTO kv (k, v) VALUES (?, ?)", (k, v))
-            if i % batch == 0:
-                execute("COMMIT")
-                execute("BEGIN")
-        execute("COMMIT")
-        return len(keys)
-
-    def gets(which: list[bytes]) -> Callable[[], int]:
-        def run() -> int:
-            execute = cur.execute
-            return sum(execute("SELECT v FROM kv WHERE k = ?", (k,)).fetchone() is not None for k in which)
-
-        return run
-
-    rates = _measure("sqlite", puts, gets, hits, misses)
-    db.close()
-    return rates
-
-
-def _measure(
-    label: str,
-    puts: Callable[[], int],
-    gets: Callable[[list[bytes]], Callable[[], int]],
-    hits: list[bytes],
-    misses: list[bytes],
-) -> dict[str, float | int]:
-    """Time the puts, then the hits, then the misses; check every read answered truly."""
-    n_put, t_put = _timed(puts)
-    found, t_hit = _timed(gets(hits))
-    false_found, t_miss = _timed(gets(misses))
-    if found != len(hits) or false_found:
-        raise AssertionError(
-            f"{label} bench read back {found}/{len(hits)} hits and {false_found} phantom keys"
-        )
-    return {
-        "puts_per_s": _rate(n_put, t_put),
-        "get_hits_per_s": _rate(len(hits), t_hit),
-        "get_misses_per_s": _rate(len(misses), t_miss),
-    }
+def _in_child(side: str, directory: str, *args: Any) -> dict[str, Any]:
+    """`measure_side` in a fresh process (spawned, not forked: a fork's peak RSS starts at ours)."""
+    path = os.path.join(directory, side)
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as child:
+        result: dict[str, Any] = child.submit(measure_side, side, path, *args).result()
+    return result
 
 
 def run_storage_bench(
     directory: str,
-    ops: int = 100_000,
+    keys: int = 100_000,
     value_size: int = 100,
     seed: int = 0,
     *,
     batch: int = 64,
     durable_baseline: bool = False,
+    leveldb: bool | None = None,
     options: EngineOptions | None = None,
-) -> dict[str, object]:
-    """Measure the engine and sqlite3 on the same workload in `directory` (must be empty or new).
+) -> dict[str, Any]:
+    """Measure the engine, sqlite3 and (if `leveldb`, by default when plyvel is installed)
+    LevelDB on the same workload in `directory` (must be empty or new), one after the other.
 
     Returns {"engine": {...}, "sqlite": {...}, "put_ratio", "get_ratio", "get_miss_ratio", ...}
-    with rates in operations per second and ratios as engine / sqlite.
+    with rates in operations per second, peak RSS in MiB and ratios as engine / other side.
     """
-    if ops < 1 or value_size < 0 or batch < 1:
-        raise ValueError(f"need ops ≥ 1, value_size ≥ 0, batch ≥ 1; got {ops}, {value_size}, {batch}")
+    if not 1 <= keys <= 10_000_000 or value_size < 0 or batch < 1:
+        raise ValueError(
+            f"need 1 ≤ keys ≤ 10^7, value_size ≥ 0, batch ≥ 1; got {keys}, {value_size}, {batch}"
+        )
     if os.path.isdir(directory) and os.listdir(directory):
         raise ValueError(f"bench directory {directory} is not empty")
     os.makedirs(directory, exist_ok=True)
-    data = _workload(ops, value_size, seed)
-    engine = _bench_engine(os.path.join(directory, "engine"), data, batch, options)
-    sqlite = _bench_sqlite(os.path.join(directory, "sqlite-normal.db"), data, batch, "NORMAL")
-    result: dict[str, object] = {
-        "ops": len(data[0]),
+    if leveldb is None:
+        leveldb = leveldb_available()
+    args = (keys, value_size, seed, batch, options)
+    engine = _in_child(ENGINE, directory, *args)
+    sqlite = _in_child(SQLITE, directory, *args)
+    result: dict[str, Any] = {
+        "keys": keys,
         "value_size": value_size,
         "seed": seed,
         "batch": batch,
@@ -189,9 +81,13 @@ def run_storage_bench(
         "sqlite_version": sqlite3.sqlite_version,
     }
     if durable_baseline:
-        full = _bench_sqlite(os.path.join(directory, "sqlite-full.db"), data, batch, "FULL")
-        result["sqlite_full"] = full
+        full = result["sqlite_full"] = _in_child(SQLITE_FULL, directory, *args)
         result["put_ratio_full"] = engine["puts_per_s"] / full["puts_per_s"]
+    if leveldb:
+        level = result["leveldb"] = _in_child(LEVELDB, directory, *args)
+        result["leveldb_put_ratio"] = engine["puts_per_s"] / level["puts_per_s"]
+        result["leveldb_get_ratio"] = engine["get_hits_per_s"] / level["get_hits_per_s"]
+        result["leveldb_get_miss_ratio"] = engine["get_misses_per_s"] / level["get_misses_per_s"]
     return result
 
 

@@ -94,3 +94,16 @@ def merge_runs(
             if kind == MERGE:
                 kind = VALUE
         yield key, kind, value
+
+
+def live_keys(runs: Sequence[Iterable[Entry]]) -> Iterator[bytes]:
+    """The keys of a k-way merge of sorted runs (newest first) whose newest record is not a
+    deletion, which is exactly the keys `merge_runs(..., drop_deletes=True)` yields: a key scan
+    then never reads its records' values, let alone merges them."""
+    merged: Iterable[Entry] = heapq.merge(*runs, key=_KEY) if len(runs) > 1 else (runs[0] if runs else ())
+    last = None
+    for key, kind, _ in merged:
+        if key != last:  # the newest record of the key (heapq.merge is stable): it decides
+            last = key
+            if kind != DELETE:
+                yield key

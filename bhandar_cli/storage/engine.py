@@ -58,6 +58,7 @@ that cannot be opened at all is moved to `quarantine/` and dropped from the MANI
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 from bhandar_cli.storage import compaction, reads, recovery, wal
 from bhandar_cli.storage.damage import Corruption, DamageLog
@@ -91,6 +92,8 @@ __all__ = [
     "RecoveryReport",
     "restore_snapshot",
 ]
+
+_T = TypeVar("_T")
 
 
 def _run_inline(job: BackgroundJob) -> JobReport:
@@ -261,9 +264,10 @@ class LSMEngine:
     def get(self, key: bytes) -> bytes | None:
         """The key's value, or None if it was never written or is deleted."""
         entry = self._mem.get(key)
-        if entry is not None and entry[0] != MERGE and self._status.usable:
+        if not self._status.usable or self._commits.busy:
+            self._check()
+        if entry is not None and entry[0] != MERGE:
             return entry[1]
-        self._check()
         while True:
             try:
                 tree = self._tree
@@ -284,10 +288,20 @@ class LSMEngine:
         runs = reads.scan_runs(self._mem, self._tree.sealed, self._tree.version.newest_first, start, end)
         return self._scan(runs)
 
+    def scan_keys(self, start: bytes | None = None, end: bytes | None = None) -> Iterator[bytes]:
+        """The keys `scan(start, end)` would yield, without reading or merging their values."""
+        self._check()
+        runs = reads.scan_runs(self._mem, self._tree.sealed, self._tree.version.newest_first, start, end)
+        return self._quarantining(compaction.live_keys(runs))
+
     def _scan(self, runs: list[Iterator[compaction.Entry]]) -> Iterator[tuple[bytes, bytes]]:
+        for key, _, value in self._quarantining(compaction.merge_runs(runs, self._merge, drop_deletes=True)):
+            yield key, value  # type: ignore[misc]
+
+    def _quarantining(self, found: Iterator[_T]) -> Iterator[_T]:
+        """`found`, quarantining a corrupt table met on the way (the error still reaches the caller)."""
         try:
-            for key, _, value in compaction.merge_runs(runs, self._merge, drop_deletes=True):
-                yield key, value  # type: ignore[misc]
+            yield from found
         except CorruptTableError as e:
             self._tree.quarantine(e)
             raise

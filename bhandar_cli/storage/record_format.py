@@ -35,6 +35,7 @@ the caller: a setting must not be guessed (a dot counter read as absent would re
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Final
 
 import cbor2
@@ -52,6 +53,9 @@ RECORD_TAG: Final = 0xBDA0
 
 DATA, HINT, HELD = "data", "hint", "held"
 _MERGED_KINDS: Final = frozenset({DATA, HELD})
+# How a data value of this format starts: the head of a 4-item array, the tagged version, "data".
+_CURRENT_DATA: Final = b"\x84" + cbor2.dumps([cbor2.CBORTag(RECORD_TAG, FORMAT_VERSION), DATA])[1:]
+_DATA_VALUE = "a data value"
 
 
 class RecordFormatError(StorageError):
@@ -75,7 +79,18 @@ def encode_data(policy: str, record: Record) -> bytes:
 
 def decode_data(raw: bytes, where: str = "a data value") -> tuple[str, Record]:
     """(policy, record) of a data value of any known version; raises `RecordFormatError`."""
-    return _data_of(_load(raw, where), where)
+    try:
+        return _decoded(raw)
+    except RecordFormatError as exc:
+        raise exc.at(where) from None  # every error names the outermost `where`: this one
+
+
+@functools.lru_cache(maxsize=4096)
+def _decoded(raw: bytes) -> tuple[str, Record]:
+    """Decoding is most of a read's and a merge's cost, and the same bytes come back (reads of a
+    hot key, each compaction level merging the same older value): decode each value once.
+    Records are immutable values (the memory store shares them the same way)."""
+    return _data_of(_load(raw, _DATA_VALUE), _DATA_VALUE)
 
 
 def encode_hint(created: float, record: Record) -> bytes:
@@ -121,14 +136,25 @@ def merge_stored(newer: bytes, older: bytes) -> bytes:
     """
     if newer == older:
         return newer
+    try:  # the usual case: both readable
+        newest, oldest = _decoded(newer), _decoded(older)
+    except RecordFormatError:
+        return _merge_unusual(newer, older)
+    policy, merged = _merge_all([newest, oldest])
+    # Most merges return one operand unchanged (a replica writes what it merged already): then
+    # that operand's bytes are the answer, if they are this format's, under this policy.
+    for raw, (was_policy, record) in ((newer, newest), (older, oldest)):
+        if merged is record and was_policy == policy and raw.startswith(_CURRENT_DATA):
+            return raw
+    return encode_data(policy, merged)
+
+
+def _merge_unusual(newer: bytes, older: bytes) -> bytes:
+    """`merge_stored` of operands not both readable data values: a hint or metadata value (the
+    newer wins), or a record this build cannot read (kept beside the others, "held")."""
     new, old = _load_or_none(newer), _load_or_none(older)
     if not (_is_data(new) and _is_data(old)):
         return newer
-    try:  # the usual case: both readable
-        policy, record = _data_of(new, "a merge operand")
-        return encode_data(*_merge_all([(policy, record), _data_of(old, "a merge operand")]))
-    except RecordFormatError:
-        pass
     readable: list[tuple[str, Record]] = []
     unreadable: set[bytes] = set()
     for raw, stored in (*_operands(newer, new), *_operands(older, old)):  # newest first

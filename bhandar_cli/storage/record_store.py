@@ -110,23 +110,23 @@ class RecordStore:
     def keys(self, keyspace: str) -> Iterator[str]:
         """The keyspace's keys, without decoding their records."""
         prefix = data_key(keyspace, "")
-        for raw_key, _ in self.engine.scan(prefix, _prefix_end(prefix)):
-            yield raw_key[len(prefix) :].decode("utf-8", "surrogatepass")
+        skip = len(prefix)
+        for raw_key in self.engine.scan_keys(prefix, _prefix_end(prefix)):
+            yield raw_key[skip:].decode("utf-8", "surrogatepass")
 
     def keyspaces(self) -> list[str]:
         found: list[str] = []
         start = DATA
         while True:
-            entry = next(iter(self.engine.scan(start, _prefix_end(DATA))), None)
-            if entry is None:
+            first = next(self.engine.scan_keys(start, _prefix_end(DATA)), None)
+            if first is None:
                 return found
-            size = int.from_bytes(entry[0][1:3], "big")
-            name = entry[0][3 : 3 + size]
-            found.append(name.decode("utf-8"))
-            start = _prefix_end(entry[0][: 3 + size])
+            size = int.from_bytes(first[1:3], "big")
+            found.append(first[3 : 3 + size].decode("utf-8"))
+            start = _prefix_end(first[: 3 + size])
 
     def count(self) -> int:
-        return sum(1 for _ in self.engine.scan(DATA, _prefix_end(DATA)))
+        return sum(1 for _ in self.engine.scan_keys(DATA, _prefix_end(DATA)))
 
     # --- metadata ----------------------------------------------------------------------------
 

@@ -345,23 +345,8 @@ class Table:
             if blk is None:
                 return None
             self._cache.put(cache_key, blk)
-        keys = blk.keys
-        if keys is None:
-            blk.uses += 1
-            # Slicing every key costs about three bisections over the raw bytes, and most blocks
-            # leave the cache before their third read: slice only blocks that proved hot.
-            if blk.uses >= 3:
-                keys = blk.slice_keys()
-            else:
-                raw, offs = blk.raw, blk.offs
-                j = bisect_left(range(blk.n), key, key=lambda x: raw[offs[x] : offs[x + 1]])
-                if j == blk.n or raw[offs[j] : offs[j + 1]] != key:
-                    return None
-                return blk.kinds[j], blk.value(j)
-        j = bisect_left(keys, key)
-        if j == len(keys) or keys[j] != key:
-            return None
-        return blk.kinds[j], blk.value(j)
+        j = blk.find(key)
+        return None if j is None else (blk.kinds[j], blk.value(j))
 
     def entries(
         self,
@@ -391,6 +376,10 @@ class Table:
                 if end is not None and key >= end:
                     return
                 yield key, kinds[j], value(j)
+
+    def uncache(self) -> None:
+        """Owner thread: drop this table's blocks from the shared cache (it left the tree)."""
+        self._cache.drop_table(self.uid, self.blocks)
 
     def close(self) -> None:
         self._file.close()

@@ -56,6 +56,7 @@ class Tree:
         self.flushing: FlushJob | None = None  # background jobs handed out, not finished
         self.compacting: CompactionJob | None = None
         self.flushes = self.compactions = self.jobs_discarded = 0
+        self._tier_due: tuple[Version | None, range | None] = (None, None)  # (of this version, due)
 
     # ---- files -------------------------------------------------------------------------------
 
@@ -98,10 +99,14 @@ class Tree:
 
     def due_compaction(self) -> range | None:
         """A damaged table alone (to rewrite it without its damage), else the tier due, if any."""
-        for i, table in enumerate(self.version.tables):
+        version = self.version
+        for i, table in enumerate(version.tables):
             if table.damaged:
                 return range(i, i + 1)
-        return compaction.pick(self.version.sizes(), self.options.tiers)
+        # Asked after every step of a node (is a job due?): the tiers change only with the version.
+        if self._tier_due[0] is not version:
+            self._tier_due = (version, compaction.pick(version.sizes(), self.options.tiers))
+        return self._tier_due[1]
 
     def next_job(self) -> BackgroundJob | None:
         """A flush first, then a due compaction; at most one of each kind in flight."""
@@ -226,6 +231,7 @@ class Tree:
             # Inputs are not closed: a running scan may still read them (POSIX keeps removed files
             # readable while open); their handles close when the last reference goes.
             for t, old in zip(job.inputs, old_names, strict=True):
+                t.uncache()
                 if t.damaged or t.path in damaged:  # kept for inspection
                     why = "damaged; its readable records were rewritten"
                     self.quarantined.append(recovery.move_to_quarantine(self.disk, self.directory, old, why))
@@ -250,6 +256,7 @@ class Tree:
         if version is None:
             return False  # already quarantined, or replaced by a compaction meanwhile
         self._damage.add(recovery.table_lost(error.path, self.disk.size(error.path), error.what))
+        self.version.tables[self.version.names.index(name)].uncache()
         with self._status.poison_on_error():
             self.version = version
             self.store_manifest()

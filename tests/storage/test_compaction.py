@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from bhandar_cli.sim.disk import SimDisk
-from bhandar_cli.storage.compaction import Entry, TierPolicy, backlog, merge_runs, pick, tiers
+from bhandar_cli.storage.compaction import Entry, TierPolicy, backlog, live_keys, merge_runs, pick, tiers
 from bhandar_cli.storage.engine import LSMEngine
 from bhandar_cli.storage.records import DELETE, MERGE, VALUE
 
@@ -90,3 +90,15 @@ def test_deletion_markers_survive_until_the_compaction_includes_the_oldest_table
     assert full.dropped_deletes and full.records_out == 3  # pad, x0, x1: marker and value gone
     assert eng.get(b"gone") is None
     assert [k for k, _ in eng.scan()] == [b"pad", b"x0", b"x1"]
+
+
+def test_live_keys_are_the_keys_a_full_merge_keeps() -> None:
+    runs: list[list[Entry]] = [  # newest first
+        [(b"a", DELETE, None), (b"b", MERGE, b"2"), (b"d", DELETE, None)],
+        [(b"a", VALUE, b"1"), (b"b", DELETE, None), (b"c", MERGE, b"1")],
+        [(b"c", DELETE, None), (b"d", VALUE, b"0"), (b"e", VALUE, b"0")],
+    ]
+    kept = [k for k, _, _ in merge_runs(runs, lambda new, old: new + old, drop_deletes=True)]
+    assert kept == [b"b", b"c", b"e"]
+    assert list(live_keys(runs)) == kept
+    assert list(live_keys([])) == []

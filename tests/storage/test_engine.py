@@ -76,6 +76,7 @@ class EngineVsDict(RuleBasedStateMachine):
         inside = [k for k in self.model if (start is None or k >= start) and (end is None or k < end)]
         want = sorted((k, self.model[k]) for k in inside)
         assert list(self.engine.scan(start, end)) == want
+        assert list(self.engine.scan_keys(start, end)) == [k for k, _ in want]
 
     @rule()
     def flush(self) -> None:

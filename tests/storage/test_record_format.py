@@ -93,6 +93,17 @@ def test_merge_operator_is_the_record_merge_in_either_format(
     assert merged[1:5] == VERSION_HEAD  # a format-1 operand comes out in format 2
 
 
+def test_a_merge_that_returns_an_operand_returns_its_bytes_if_they_are_this_format() -> None:
+    small = Versioned((sib("A", 1, b"x"),))
+    big = Versioned((sib("A", 1, b"x"), sib("B", 1, b"y")))
+    newer, older = encode_data("siblings", big), encode_data("siblings", small)
+    assert merge_stored(newer, older) is newer  # no decode-encode round trip
+    assert merge_stored(older, newer) is newer
+    format1 = cbor2.dumps(["siblings", to_plain(big)])
+    out = merge_stored(older, format1)
+    assert out != format1 and out[1:5] == VERSION_HEAD and decode_data(out) == ("siblings", big)
+
+
 def test_hints_and_metadata_are_replaced_whole_by_the_merge_operator() -> None:
     assert merge_stored(encode_hint(2.0, LWW), encode_hint(1.0, LWW)) == encode_hint(2.0, LWW)
     assert merge_stored(encode_hint(2.0, LWW), FORMAT1_HINT) == encode_hint(2.0, LWW)
