@@ -11,12 +11,16 @@ from __future__ import annotations
 
 import random
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from bhandar_cli.cmd.output import EXIT_USAGE, OUTPUT_OPTION, OutputFormat, emit_json, fail
 from bhandar_cli.core.config import LEVELS, one_of
+
+if TYPE_CHECKING:
+    from bhandar_cli.node.clusterfile import ClusterFile
+    from bhandar_cli.node.echo import EchoTls
 
 KEYSPACE = "bench"
 PRELOAD = 100
@@ -116,11 +120,13 @@ async def run_bench(
     from bhandar_cli.values import parse_value_text
 
     value, ctype = parse_value_text(VALUE)
+    echo_tls: EchoTls | None = None
     with _progress(2 * ops) as advance:
         if nodes is None:
             from bhandar_cli.cmd.cluster import open_tcp_client
 
             async with open_tcp_client(cluster, level) as client:
+                echo_tls = _echo_tls(client.backend.cluster)
                 target = {
                     "target": "processes",
                     "nodes": len(client.backend.names),
@@ -131,18 +137,32 @@ async def run_bench(
             target = {"target": "in-process", "nodes": nodes, "latency": latency}
             store = await _in_process(nodes, latency, level, ops, concurrency, weights, value, ctype, advance)
         sample = PutRequest(1, KEYSPACE, "w0-0", value, ctype, None, level)
-        baseline = (await echo_baseline(ops, concurrency, sample, advance)).summary()
+        baseline = (await echo_baseline(ops, concurrency, sample, advance, echo_tls)).summary()
     report: dict[str, Any] = {"cmd": "bench", "ok": store["errors"] == 0, **target}
     report.update(consistency=level, concurrency=concurrency, mix={"get": weights[0], "put": weights[1]})
     report.update({k: store[k] for k in ("ops_per_s", "p50_ms", "p99_ms", "max_ms", "errors", "seconds")})
     report.update(ops=store["count"], per_op=store["per_op"], first_error=store.get("first_error", ""))
     report.update(
+        baseline_tls=echo_tls is not None,
         baseline_ops_per_s=baseline["ops_per_s"],
         baseline_p50_ms=baseline["p50_ms"],
         baseline_p99_ms=baseline["p99_ms"],
         ratio=round(store["ops_per_s"] / baseline["ops_per_s"], 3) if baseline["ops_per_s"] else 0.0,
     )
     return report
+
+
+def _echo_tls(cluster: ClusterFile) -> EchoTls | None:
+    """The echo speaks TLS against a TLS cluster (with its first node's identity), so the ratio
+    compares the same transport."""
+    from bhandar_cli.node.access import for_cluster
+    from bhandar_cli.node.cluster_secrets import node_tls_dir
+    from bhandar_cli.node.echo import EchoTls
+
+    if not cluster.tls:
+        return None
+    first = cluster.nodes[0]
+    return EchoTls(str(node_tls_dir(first)), first.id, for_cluster(cluster))
 
 
 async def _in_process(
@@ -262,8 +282,9 @@ def render(report: dict[str, Any]) -> None:
         "",
     )
     console.print(table)
+    over_tls = ", over TLS as the cluster" if report.get("baseline_tls") else ""
     console.print(
-        f"ratio to the bare trio CBOR echo baseline (127.0.0.1, same frames, same concurrency): "
+        f"ratio to the bare trio CBOR echo baseline (127.0.0.1, same frames, same concurrency{over_tls}): "
         f"[bold]{report['ratio']:.2f}[/bold]"
     )
     if report["errors"]:

@@ -3,12 +3,14 @@
 The echo server speaks the nodes' RPC exactly (hello, then `{"id", "op", "msg"}` frames through
 the same FrameDecoder and frame encoding as the nodes) and answers each request with its own message, so the
 baseline is the cost of the frames, the sockets and trio on this machine, with no store behind
-it. It runs in a process of its own, as the nodes do: `python -m bhandar_cli.node.echo` prints
-its port on the first line of standard output.
+it. It runs in a process of its own, as the nodes do: `python -m bhandar_cli.node.echo [TLS_DIR]` prints
+its port on the first line of standard output. Against a TLS cluster the echo speaks TLS too, with
+one node's certificate (TLS_DIR), so the baseline pays for the same record layer the nodes do.
 """
 
 from __future__ import annotations
 
+import ssl
 import subprocess
 import sys
 import time
@@ -21,14 +23,17 @@ from typing import Any
 import trio
 
 from bhandar_cli.core.wire import from_wire, to_wire
+from bhandar_cli.node.access import PLAIN, ClientAccess
 from bhandar_cli.node.codec import ProtocolError
 from bhandar_cli.node.frames import FrameConn, Outbox, wire_frame
+from bhandar_cli.node.pki import NodeTls, server_context
 from bhandar_cli.node.rpc import open_rpc
 
 START_TIMEOUT = 10.0
 
 
-async def _echo(stream: trio.SocketStream) -> None:
+async def _echo(tls: ssl.SSLContext | None, raw: trio.SocketStream) -> None:
+    stream: trio.abc.Stream = raw if tls is None else trio.SSLStream(raw, tls, server_side=True)
     conn, out = FrameConn(stream), Outbox(stream)
     try:
         async with trio.open_nursery() as nursery:
@@ -38,25 +43,39 @@ async def _echo(stream: trio.SocketStream) -> None:
                     if isinstance(body, dict):
                         out.put(wire_frame({"id": body.get("id"), "ok": True, "body": body.get("msg")}))
             nursery.cancel_scope.cancel()
-    except* (ProtocolError, trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError, OSError):
+    except* (
+        ProtocolError,
+        trio.BrokenResourceError,
+        trio.ClosedResourceError,
+        trio.TooSlowError,
+        OSError,
+        ssl.SSLError,
+    ):
         pass  # a benchmark client went away: nothing to do
     finally:
         await trio.aclose_forcefully(stream)
 
 
 async def serve_echo(
-    host: str = "127.0.0.1", port: int = 0, task_status: Any = trio.TASK_STATUS_IGNORED
+    host: str = "127.0.0.1",
+    port: int = 0,
+    tls_dir: str | None = None,
+    task_status: Any = trio.TASK_STATUS_IGNORED,
 ) -> None:
+    tls = server_context(NodeTls.in_dir(tls_dir)) if tls_dir else None
     async with trio.open_nursery() as nursery:
-        listeners = await nursery.start(partial(trio.serve_tcp, _echo, port, host=host))
+        listeners = await nursery.start(partial(trio.serve_tcp, partial(_echo, tls), port, host=host))
         task_status.started(listeners[0].socket.getsockname()[1])
 
 
 @asynccontextmanager
-async def echo_server_process() -> AsyncIterator[int]:
-    """An echo server in a child process for the duration of the block; yields its port."""
+async def echo_server_process(tls_dir: str | None = None) -> AsyncIterator[int]:
+    """An echo server in a child process for the duration of the block (over TLS with the
+    identity in `tls_dir` when given); yields its port."""
     proc = subprocess.Popen(
-        [sys.executable, "-P", "-m", "bhandar_cli.node.echo"], stdout=subprocess.PIPE, stdin=subprocess.PIPE
+        [sys.executable, "-P", "-m", "bhandar_cli.node.echo", *([tls_dir] if tls_dir else [])],
+        stdout=subprocess.PIPE,
+        stdin=subprocess.PIPE,
     )
     try:
         assert proc.stdout is not None
@@ -144,11 +163,29 @@ async def run_load(
     return LoadResult(time.perf_counter() - started, stats, first_error[0] if first_error else "")
 
 
+@dataclass(frozen=True)
+class EchoTls:
+    """TLS for the echo as for the cluster benched: one node's identity for the server, and what
+    a client of that node checks (the node id is the name its certificate shows)."""
+
+    tls_dir: str
+    node_id: str
+    access: ClientAccess
+
+
 async def echo_baseline(
-    ops: int, concurrency: int, message: Any, on_done: Callable[[int], None] | None = None
+    ops: int,
+    concurrency: int,
+    message: Any,
+    on_done: Callable[[int], None] | None = None,
+    tls: EchoTls | None = None,
 ) -> LoadResult:
     """Round trips of `message` (a client request) to an echo server process on 127.0.0.1."""
-    async with echo_server_process() as port, open_rpc("127.0.0.1", port, "echo") as rpc:
+    label, access = ("echo", PLAIN) if tls is None else (tls.node_id, tls.access)
+    async with (
+        echo_server_process(None if tls is None else tls.tls_dir) as port,
+        open_rpc("127.0.0.1", port, label, access) as rpc,
+    ):
 
         async def one(worker: int, i: int) -> str:
             from_wire(await rpc.call("request", 5.0, msg=to_wire(message)))
@@ -158,9 +195,9 @@ async def echo_baseline(
         return await run_load(ops, concurrency, one, on_done)
 
 
-async def _main() -> None:
+async def _main(tls_dir: str | None) -> None:
     async with trio.open_nursery() as nursery:
-        port = await nursery.start(serve_echo)
+        port = await nursery.start(partial(serve_echo, tls_dir=tls_dir))
         sys.stdout.write(f"{port}\n")
         sys.stdout.flush()
         # Standard input closes when the bench ends, even if it dies: never outlive it.
@@ -169,4 +206,4 @@ async def _main() -> None:
 
 
 if __name__ == "__main__":
-    trio.run(_main)
+    trio.run(_main, sys.argv[1] if len(sys.argv) > 1 else None)

@@ -31,6 +31,7 @@ def test_bench_in_process_cluster() -> None:
     report = json.loads(proc.stdout)
     check_report(report, 300)
     assert report["target"] == "in-process" and set(report["per_op"]) == {"get", "put"}
+    assert report["baseline_tls"] is False
 
 
 def test_bench_process_cluster_and_table(shared_cluster: ClusterFile) -> None:
@@ -39,6 +40,8 @@ def test_bench_process_cluster_and_table(shared_cluster: ClusterFile) -> None:
     check_report(report, 400)
     assert report["target"] == "processes" and report["nodes"] == 5 and report["consistency"] == "QUORUM"
     assert report["per_op"]["get"]["count"] > report["per_op"]["put"]["count"]
+    # The echo speaks what the cluster speaks, so the ratio compares the same transport.
+    assert shared_cluster.tls and report["baseline_tls"] is True
     table = run_cli(*args[:-2], "--mix", "put", "-c", "ONE")
     assert table.returncode == 0, table.stderr
     assert b"echo" in table.stdout and b"ratio" in table.stdout and b"put" in table.stdout
