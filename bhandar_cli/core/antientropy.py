@@ -10,14 +10,12 @@ pushes the merged records back. When every push is acknowledged both replicas ho
 both for every key of the range, which is what lets the tombstone reaper (reaping.py) count the
 peer as holding this node's tombstones.
 
-Background repair compares one (range, peer) per repair interval, which keeps an idle cluster's
-cost low; once a round has found a difference, the rest of that round runs back to back, so a
-node that missed writes is caught up in one round rather than one range per interval.
+Background repair compares one (range, peer) per repair interval, hurried when there is
+something to repair (repair_schedule.py).
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 from bhandar_cli.core.config import KeyspaceDef, NodeConfig
@@ -32,6 +30,7 @@ from bhandar_cli.core.optable import IdSource
 from bhandar_cli.core.range_tree import RangeTree
 from bhandar_cli.core.reaping import TombstoneReaper
 from bhandar_cli.core.records import Record, merge_records
+from bhandar_cli.core.repair_schedule import RepairSchedule, ReplicatedRange
 from bhandar_cli.core.repair_transfer import KeyTransfer, fitting
 from bhandar_cli.core.ringview import RingView
 from bhandar_cli.core.sibling_limit import SiblingLimit
@@ -39,7 +38,6 @@ from bhandar_cli.core.store import Store
 
 RangeKey = tuple[str, int, int]  # (keyspace, lo, hi)
 URGENT = -1  # the batch of the comparisons `repair_ranges` starts (0: background, >0: commands)
-ReplicatedRange = tuple[KeyspaceDef, int, int, tuple[str, ...]]  # (keyspace, lo, hi, other replicas)
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,10 +147,8 @@ class AntiEntropy:
         self._sessions: dict[int, RepairSession] = {}
         self._batches: dict[int, RepairBatch] = {}
         self._last_repair: dict[RangeKey, float] = {}
-        self._queue: list[tuple[KeyspaceDef, int, int, str]] = []  # background comparisons, next last
         self._urgent: list[tuple[KeyspaceDef, int, int, str]] = []  # repair_ranges' waiting for a peer
-        self._round_differed = False  # a comparison of the current background round found a difference
-        self._next_round = first_round
+        self._schedule = RepairSchedule(config, ring_view, self.replicated_ranges, first_round)
 
     # --- what to compare --------------------------------------------------------------------
 
@@ -223,33 +219,20 @@ class AntiEntropy:
 
     def next_deadline(self) -> float:
         """When the next background comparison is due (inf when background repair is off)."""
-        return self._next_round if self.config.repair_interval > 0 else math.inf
+        return self._schedule.next_deadline()
 
     def tick(self, now: float) -> list[Effect]:
-        """Start the comparisons `repair_ranges` left waiting for their peer; and every repair
-        interval, compare the next (range, peer) in turn."""
+        """Start the comparisons `repair_ranges` left waiting for their peer; and when the
+        schedule says so (repair_schedule.py), the next background comparison."""
         if self._urgent and (started := self._start_urgent(now)):
             return started
-        if self.config.repair_interval <= 0 or now < self._next_round:
+        if not self._schedule.due(now) or any(s.batch == 0 for s in self._sessions.values()):
             return []
-        self._next_round = now + self.config.repair_interval
-        if any(s.batch == 0 for s in self._sessions.values()):
-            return []
-        if not self._queue:
-            self._round_differed = False
-            self._queue = [
-                (ks, lo, hi, peer) for ks, lo, hi, peers in self.replicated_ranges() for peer in peers
-            ]
-            self._queue.reverse()
         return self._next_background(now)
 
     def _next_background(self, now: float) -> list[Effect]:
-        """Start the next comparison of the background round with a peer that is up."""
-        while self._queue:
-            ks, lo, hi, peer = self._queue.pop()
-            if self.ring_view.is_up(peer, now):
-                return self._start(now, ks, lo, hi, peer, 0)
-        return []
+        comparison = self._schedule.next(now)
+        return [] if comparison is None else self._start(now, *comparison, 0)
 
     def expire(self, now: float) -> list[Effect]:
         """End the sessions whose peer did not answer in time."""
@@ -338,10 +321,8 @@ class AntiEntropy:
             self.reaper.confirm(now, session.keyspace, session.hi, session.peer, session.tombstones)
         elif session.batch == URGENT:  # records were lost here: try again (at the next tick)
             self._urgent.append((session.keyspace, session.lo, session.hi, session.peer))
-        if session.batch == 0:
-            self._round_differed |= not session.equal
-            if self._round_differed and self.config.repair_interval > 0:
-                out.extend(self._next_background(now))
+        if session.batch == 0 and self._schedule.ended(not session.equal):
+            out.extend(self._next_background(now))
         batch = self._batches.get(session.batch)
         if batch is not None:
             batch.pending.discard(session.id)
