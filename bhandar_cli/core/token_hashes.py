@@ -8,9 +8,10 @@ arc is O(log B) plus the entries of its two edge buckets (whose tokens are recom
 keys: storing tokens would cost more memory than hashing a few dozen keys). That is exactly the
 hash `merkle.MerkleTree` gives the same arc, since a node's hash is the XOR of its entries.
 
-Cost per key: one dict entry in its bucket (~50 bytes with the table's slack) and a 12-byte digest
-object (~48 bytes), plus the key string when the store does not share it: about 100 bytes, so 1M
-keys take ~100 MB plus keys. Per keyspace, fixed: the two 2**14-slot lists (~260 KB).
+Cost per key (measured with tracemalloc): one dict entry in its bucket (~47 bytes with the table's
+slack) and a 12-byte digest object (48 bytes), plus the key string when the store does not share
+it: about 100 bytes, so 1M keys take ~100 MB plus their keys. Per keyspace: the two 2**14-slot
+lists (256 KB) and, once every bucket holds keys, their 128-bit sums (~1.5 MB).
 Tombstones are also listed (key → digest) so a repair session can say which it saw.
 """
 

@@ -110,7 +110,8 @@ class NodeViews:
 
     def tree_entries(self, keyspace: str, lo: int, hi: int) -> list[list[Any]]:
         """[token, key, digest] of every record in one range, for a Merkle comparison drawn by a tool."""
-        return [[t, k, d] for t, k, d in sorted(self.hash_index.space(keyspace).entries(lo, hi))]
+        entries = sorted(self.hash_index.space(keyspace).entries(lo, hi), key=lambda e: e[1])
+        return [[t, k, d] for t, k, d in entries]
 
     def range_hashes(self, ranges: list[tuple[int, int]]) -> list[list[Any]]:
         """[keyspace, lo, hi, hash (hex)] of every keyspace this node knows or holds, for each
