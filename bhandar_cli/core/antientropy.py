@@ -299,9 +299,11 @@ class AntiEntropy:
             if merged != theirs:
                 pushes.append((key, merged))
         out = self._fetch_more(now, session)
-        if pushes:
-            push = RepairPush(session.id, ks, tuple(pushes), session.transfer.push())
+        while pushes:
+            n = fitting(pushes)
+            push = RepairPush(session.id, ks, tuple(pushes[:n]), session.transfer.push())
             out.append(Send(src, push, durable=True))
+            pushes = pushes[n:]
         if session.transfer.done:
             out.extend(self._end_session(now, session))
         return out

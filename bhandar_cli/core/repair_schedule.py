@@ -12,12 +12,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Protocol
 
 from bhandar_cli.core.config import KeyspaceDef, NodeConfig
-from bhandar_cli.core.ringview import RingView
 
 Comparison = tuple[KeyspaceDef, int, int, str]  # (keyspace, lo, hi, peer)
 ReplicatedRange = tuple[KeyspaceDef, int, int, tuple[str, ...]]  # (keyspace, lo, hi, other replicas)
+
+
+class PeerStates(Protocol):
+    """What the schedule asks of membership (ringview.RingView): who the peers are, who is up."""
+
+    def peers(self) -> list[str]: ...
+    def is_up(self, peer: str, now: float) -> bool: ...
 
 
 class RepairSchedule:
@@ -26,7 +33,7 @@ class RepairSchedule:
     def __init__(
         self,
         config: NodeConfig,
-        ring_view: RingView,
+        ring_view: PeerStates,
         replicated_ranges: Callable[[], list[ReplicatedRange]],
         first_round: float,
     ) -> None:
@@ -54,9 +61,9 @@ class RepairSchedule:
             self._queue = [(ks, lo, hi, peer) for ks, lo, hi, peers in ranges for peer in peers]
             self._queue.reverse()
         if back:
-            self._queue.extend(
-                (ks, lo, hi, p) for ks, lo, hi, peers in self.replicated_ranges() for p in peers if p in back
-            )
+            ranges = self.replicated_ranges()
+            first = [(ks, lo, hi, p) for ks, lo, hi, peers in ranges for p in peers if p in back]
+            self._queue.extend(reversed(first))
             self._differed = True
         return True
 

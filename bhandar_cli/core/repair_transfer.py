@@ -1,22 +1,23 @@
 """The transfer phase of a repair session: the differing keys fetched from the peer in bounded
 batches, several in flight, each batch's merge pushed back as soon as it is made.
 
-A batch asks for at most FETCH_KEYS keys; the peer answers with at most about FETCH_BYTES of
-records and names the keys it left for a later batch (`RepairFetchReply.more`), so no message
-grows with the number of differences. Up to WINDOW fetches are outstanding at once, and pushes
-overlap the fetches that follow them.
+A fetch asks for at most FETCH_KEYS keys; the peer answers with at most about BATCH_BYTES of
+records and names the keys it left for a later fetch (`RepairFetchReply.more`), and pushes are
+cut at BATCH_BYTES too, so no message grows with the number of differences. Up to WINDOW fetches
+are outstanding at once, and pushes overlap the fetches that follow them.
 """
 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from bhandar_cli.core.crdt import PNCounter
 from bhandar_cli.core.records import Record
 
 FETCH_KEYS = 256
-FETCH_BYTES = 256 * 1024
+BATCH_BYTES = 256 * 1024
 WINDOW = 4
 
 
@@ -29,12 +30,12 @@ def record_bytes(record: Record | None) -> int:
     return 32 + sum(64 + len(s.value or b"") + 16 * len(s.context) for s in record.siblings)
 
 
-def fitting(records: list[tuple[str, Record | None]]) -> int:
-    """How many of `records`, from the first, fit in one fetch reply (at least one)."""
+def fitting(records: Sequence[tuple[str, Record | None]]) -> int:
+    """How many of `records`, from the first, fit in one message (at least one)."""
     total = 0
     for n, (_, record) in enumerate(records):
         total += record_bytes(record)
-        if total > FETCH_BYTES and n > 0:
+        if total > BATCH_BYTES and n > 0:
             return n
     return len(records)
 
