@@ -1,11 +1,11 @@
 """Which (range, peer) background anti-entropy compares next, and when.
 
 Every repair interval the next comparison of the round starts, one at a time: an idle cluster
-pays for one root-hash exchange per interval. Two things hurry it: once a comparison of the
-round found a difference, the rest of the round runs back to back (a node that missed writes is
-caught up in one round, not one range per interval); and a peer that came back up since the last
-round (after a partition or a restart: it may have missed writes) is compared first, range by
-range, back to back.
+pays for one root-hash exchange per interval. Once a comparison of the round found a difference,
+the rest of the round runs back to back: a node that missed writes is caught up in one round,
+not one range per interval. (A peer that comes back up is not compared first on purpose: a
+replica that missed writes stays stale until a read or the round reaches it, which is what the
+demos show.)
 """
 
 from __future__ import annotations
@@ -21,9 +21,8 @@ ReplicatedRange = tuple[KeyspaceDef, int, int, tuple[str, ...]]  # (keyspace, lo
 
 
 class PeerStates(Protocol):
-    """What the schedule asks of membership (ringview.RingView): who the peers are, who is up."""
+    """What the schedule asks of membership (ringview.RingView): whether a peer is up."""
 
-    def peers(self) -> list[str]: ...
     def is_up(self, peer: str, now: float) -> bool: ...
 
 
@@ -42,7 +41,6 @@ class RepairSchedule:
         self.replicated_ranges = replicated_ranges
         self._queue: list[Comparison] = []  # next last
         self._differed = False  # a comparison of the current round found a difference
-        self._up: set[str] | None = None  # the peers up at the last round
         self._next_round = first_round
 
     def next_deadline(self) -> float:
@@ -54,17 +52,11 @@ class RepairSchedule:
         if self.config.repair_interval <= 0 or now < self._next_round:
             return False
         self._next_round = now + self.config.repair_interval
-        back = self._peers_back(now)
         if not self._queue:
             self._differed = False
             ranges = self.replicated_ranges()
             self._queue = [(ks, lo, hi, peer) for ks, lo, hi, peers in ranges for peer in peers]
             self._queue.reverse()
-        if back:
-            ranges = self.replicated_ranges()
-            first = [(ks, lo, hi, p) for ks, lo, hi, peers in ranges for p in peers if p in back]
-            self._queue.extend(reversed(first))
-            self._differed = True
         return True
 
     def next(self, now: float) -> Comparison | None:
@@ -79,10 +71,3 @@ class RepairSchedule:
         """A background comparison ended: start the next one now rather than at the next interval?"""
         self._differed |= differed
         return self._differed and self.config.repair_interval > 0
-
-    def _peers_back(self, now: float) -> set[str]:
-        """The peers up now that were not at the last round (none at the first)."""
-        up = {p for p in self.ring_view.peers() if self.ring_view.is_up(p, now)}
-        back = set() if self._up is None else up - self._up
-        self._up = up
-        return back

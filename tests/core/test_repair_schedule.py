@@ -13,9 +13,6 @@ class Peers:
     def __init__(self) -> None:
         self.up = {"B", "C"}
 
-    def peers(self) -> list[str]:
-        return ["B", "C"]
-
     def is_up(self, peer: str, now: float) -> bool:
         return peer in self.up
 
@@ -48,15 +45,3 @@ def test_a_difference_runs_the_rest_of_the_round_back_to_back() -> None:
     assert s.due(3.0)  # a new round starts calm
     s.next(3.0)
     assert not s.ended(differed=False)
-
-
-def test_a_peer_back_up_is_compared_first_and_back_to_back() -> None:
-    peers = Peers()
-    s = schedule(peers)
-    assert s.due(1.0)
-    peers.up = {"B"}
-    assert s.due(3.0)
-    peers.up = {"B", "C"}
-    assert s.due(5.0)  # C came back since the last round
-    assert [s.next(5.0) for _ in range(4)] == [(KS, lo, hi, "C") for _, lo, hi, _ in RANGES]
-    assert s.ended(differed=False)

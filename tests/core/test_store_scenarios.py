@@ -93,8 +93,7 @@ def test_cart_story_siblings_then_merge() -> None:
 
 
 def test_delete_leaves_a_tombstone_a_stale_replica_cannot_undo() -> None:
-    # No background repair: it would catch C up as soon as C is back, before the read below.
-    c = SimCluster(seed=2, nodes=3, zones=3, config=NodeConfig(repair_interval=0))
+    c = SimCluster(seed=2, nodes=3, zones=3)
     create_keyspace(c, KS)
     assert isinstance(put(c, "A", "k", "v1", None, "ALL"), PutResult)
     ctx = context(get(c, "A", "k", "ALL"))
