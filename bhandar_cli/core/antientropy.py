@@ -1,38 +1,43 @@
 """Anti-entropy: Merkle-tree repair sessions between replicas, in the background and on command.
 
 A session compares one keyspace's token range (lo, hi] between this node (the initiator) and one
-other replica. Both build a Merkle tree of the range; the initiator sends hashes level by level and
-descends only where they differ; at the leaves the peer sends its (key, digest) pairs of the
-differing leaves only. The initiator then fetches the peer's records of exactly the differing keys,
-merges them with its own, stores the result, and pushes the merged records back. When the push is
-acknowledged both replicas hold the merge of both for every key of the range, which is what lets
-the tombstone reaper (reaping.py) count the peer as holding this node's tombstones.
+other replica. Both read the range's Merkle tree from their hash index (hash_index.py, kept up to
+date by every write: nothing is built or scanned per session); the initiator sends hashes level by
+level and descends only where they differ; at the leaves the peer sends its (key, digest) pairs of
+the differing leaves only. The initiator then fetches the peer's records of exactly the differing
+keys in bounded batches (repair_transfer.py), merges them with its own, stores the result, and
+pushes the merged records back. When every push is acknowledged both replicas hold the merge of
+both for every key of the range, which is what lets the tombstone reaper (reaping.py) count the
+peer as holding this node's tombstones.
+
+Background repair compares one (range, peer) per repair interval, hurried when there is
+something to repair (repair_schedule.py).
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 from bhandar_cli.core.config import KeyspaceDef, NodeConfig
+from bhandar_cli.core.hash_index import HashIndex
 from bhandar_cli.core.keyspaces import Keyspaces
-from bhandar_cli.core.merkle import HashProbe, MerkleTree, ProbeReply
+from bhandar_cli.core.merkle import HashProbe, ProbeReply
 from bhandar_cli.core.merkle_diff import DiffSession
 from bhandar_cli.core.messages import Effect, RepairResult, Send
 from bhandar_cli.core.metrics import NodeMetrics
 from bhandar_cli.core.ops import answer
 from bhandar_cli.core.optable import IdSource
-from bhandar_cli.core.reaping import TombstoneReaper, is_tombstone
-from bhandar_cli.core.record_digest import digest
+from bhandar_cli.core.range_tree import RangeTree
+from bhandar_cli.core.reaping import TombstoneReaper
 from bhandar_cli.core.records import Record, merge_records
-from bhandar_cli.core.ring import key_token
+from bhandar_cli.core.repair_schedule import RepairSchedule, ReplicatedRange
+from bhandar_cli.core.repair_transfer import KeyTransfer, fitting
 from bhandar_cli.core.ringview import RingView
 from bhandar_cli.core.sibling_limit import SiblingLimit
 from bhandar_cli.core.store import Store
 
 RangeKey = tuple[str, int, int]  # (keyspace, lo, hi)
 URGENT = -1  # the batch of the comparisons `repair_ranges` starts (0: background, >0: commands)
-ReplicatedRange = tuple[KeyspaceDef, int, int, tuple[str, ...]]  # (keyspace, lo, hi, other replicas)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,12 +60,15 @@ class RepairFetch:
     session: int
     keyspace: KeyspaceDef
     keys: tuple[str, ...]
+    batch: int = 0  # which of the session's fetches: the reply names it
 
 
 @dataclass(frozen=True, slots=True)
 class RepairFetchReply:
     session: int
     records: tuple[tuple[str, Record | None], ...]
+    more: tuple[str, ...] = ()  # keys asked for but left to a later fetch (the reply was full)
+    batch: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,11 +76,13 @@ class RepairPush:
     session: int
     keyspace: KeyspaceDef
     records: tuple[tuple[str, Record], ...]
+    batch: int = 0  # which of the session's pushes: the acknowledgement names it
 
 
 @dataclass(frozen=True, slots=True)
 class RepairDone:
     session: int
+    batch: int = 0
 
 
 @dataclass
@@ -86,8 +96,9 @@ class RepairSession:
     hi: int
     deadline: float
     diff: DiffSession
-    phase: str = "probe"  # probe, fetch, push
+    phase: str = "probe"  # probe, then transfer
     keys: tuple[str, ...] = ()
+    transfer: KeyTransfer = field(default_factory=KeyTransfer)
     batch: int = 0  # the `repair` command this session belongs to, 0 for background
     equal: bool = True
     tombstones: dict[str, bytes] = field(default_factory=dict)  # key -> digest when the session began
@@ -106,27 +117,6 @@ class RepairBatch:
     failed: list[str] = field(default_factory=list)
 
 
-def build_tree(
-    store: Store, keyspace: str, lo: int, hi: int, depth: int
-) -> tuple[MerkleTree, dict[str, bytes]]:
-    """The Merkle tree of a range of the store, and the tombstones in it (key -> digest)."""
-    tree = MerkleTree(lo, hi, depth)
-    tombstones: dict[str, bytes] = {}
-    # Hash every key (cheap) but read only the records of this range: a range is a small slice of
-    # the keyspace, and decoding every record for each comparison was the cost.
-    for key in store.keys(keyspace):
-        token = key_token(keyspace, key)
-        if tree.contains(token):
-            record = store.get(keyspace, key)
-            if record is None:
-                continue
-            d = digest(record)
-            tree.update(token, key, d)
-            if is_tombstone(record):
-                tombstones[key] = d
-    return tree, tombstones
-
-
 class AntiEntropy:
     """Initiator and responder sides of repair sessions; `repair` commands; background repair."""
 
@@ -135,6 +125,7 @@ class AntiEntropy:
         node_id: str,
         config: NodeConfig,
         store: Store,
+        index: HashIndex,
         keyspaces: Keyspaces,
         ring_view: RingView,
         ids: IdSource,
@@ -146,6 +137,7 @@ class AntiEntropy:
         self.node_id = node_id
         self.config = config
         self.store = store
+        self.index = index
         self.keyspaces = keyspaces
         self.ring_view = ring_view
         self.ids = ids
@@ -155,9 +147,8 @@ class AntiEntropy:
         self._sessions: dict[int, RepairSession] = {}
         self._batches: dict[int, RepairBatch] = {}
         self._last_repair: dict[RangeKey, float] = {}
-        self._queue: list[tuple[KeyspaceDef, int, int, str]] = []  # background comparisons, next last
         self._urgent: list[tuple[KeyspaceDef, int, int, str]] = []  # repair_ranges' waiting for a peer
-        self._next_round = first_round
+        self._schedule = RepairSchedule(config, ring_view, self.replicated_ranges, first_round)
 
     # --- what to compare --------------------------------------------------------------------
 
@@ -228,28 +219,20 @@ class AntiEntropy:
 
     def next_deadline(self) -> float:
         """When the next background comparison is due (inf when background repair is off)."""
-        return self._next_round if self.config.repair_interval > 0 else math.inf
+        return self._schedule.next_deadline()
 
     def tick(self, now: float) -> list[Effect]:
-        """Start the comparisons `repair_ranges` left waiting for their peer; and every repair
-        interval, compare the next (range, peer) in turn."""
+        """Start the comparisons `repair_ranges` left waiting for their peer; and when the
+        schedule says so (repair_schedule.py), the next background comparison."""
         if self._urgent and (started := self._start_urgent(now)):
             return started
-        if self.config.repair_interval <= 0 or now < self._next_round:
+        if not self._schedule.due(now) or any(s.batch == 0 for s in self._sessions.values()):
             return []
-        self._next_round = now + self.config.repair_interval
-        if any(s.batch == 0 for s in self._sessions.values()):
-            return []
-        if not self._queue:
-            self._queue = [
-                (ks, lo, hi, peer) for ks, lo, hi, peers in self.replicated_ranges() for peer in peers
-            ]
-            self._queue.reverse()
-        while self._queue:
-            ks, lo, hi, peer = self._queue.pop()
-            if self.ring_view.is_up(peer, now):
-                return self._start(now, ks, lo, hi, peer, 0)
-        return []
+        return self._next_background(now)
+
+    def _next_background(self, now: float) -> list[Effect]:
+        comparison = self._schedule.next(now)
+        return [] if comparison is None else self._start(now, *comparison, 0)
 
     def expire(self, now: float) -> list[Effect]:
         """End the sessions whose peer did not answer in time."""
@@ -260,8 +243,9 @@ class AntiEntropy:
 
     def _start(self, now: float, ks: KeyspaceDef, lo: int, hi: int, peer: str, batch_id: int) -> list[Effect]:
         session_id = self.ids.take()
-        tree, tombstones = build_tree(self.store, ks.name, lo, hi, self.config.merkle_depth)
-        diff = DiffSession(tree)
+        hashes = self.index.space(ks.name)
+        diff = DiffSession(RangeTree(hashes, lo, hi, self.config.merkle_depth))
+        tombstones = hashes.tombstones(lo, hi)
         deadline = now + self.config.request_timeout * 4
         self._sessions[session_id] = RepairSession(
             session_id, peer, ks, lo, hi, deadline, diff, batch=batch_id, tombstones=tombstones
@@ -287,12 +271,20 @@ class AntiEntropy:
         if not session.keys:
             return self._end_session(now, session)
         session.equal = False
-        session.phase = "fetch"
-        return [Send(src, RepairFetch(session.id, session.keyspace, session.keys))]
+        session.phase = "transfer"
+        session.transfer.waiting.extend(session.keys)
+        self.metrics.keys_repaired += len(session.keys)
+        return self._fetch_more(now, session)
+
+    def _fetch_more(self, now: float, session: RepairSession) -> list[Effect]:
+        session.deadline = now + self.config.request_timeout * 4  # progress: a long transfer may go on
+        ks = session.keyspace
+        fetches = session.transfer.next_fetches()
+        return [Send(session.peer, RepairFetch(session.id, ks, keys, batch)) for batch, keys in fetches]
 
     def on_fetch_reply(self, now: float, src: str, msg: RepairFetchReply) -> list[Effect]:
         session = self._sessions.get(msg.session)
-        if session is None or session.peer != src or session.phase != "fetch":
+        if session is None or session.peer != src or not session.transfer.fetched(msg.batch, msg.more):
             return []
         ks = session.keyspace
         pushes: list[tuple[str, Record]] = []
@@ -306,17 +298,22 @@ class AntiEntropy:
                 self.sibling_limit.stored(ks.name, key, merged)
             if merged != theirs:
                 pushes.append((key, merged))
-        self.metrics.keys_repaired += len(session.keys)
-        if not pushes:
-            return self._end_session(now, session)
-        session.phase = "push"
-        return [Send(src, RepairPush(session.id, ks, tuple(pushes)), durable=True)]
+        out = self._fetch_more(now, session)
+        while pushes:
+            n = fitting(pushes)
+            push = RepairPush(session.id, ks, tuple(pushes[:n]), session.transfer.push())
+            out.append(Send(src, push, durable=True))
+            pushes = pushes[n:]
+        if session.transfer.done:
+            out.extend(self._end_session(now, session))
+        return out
 
     def on_done(self, now: float, src: str, msg: RepairDone) -> list[Effect]:
         session = self._sessions.get(msg.session)
-        if session is None or session.peer != src or session.phase != "push":
+        if session is None or session.peer != src or not session.transfer.pushed(msg.batch):
             return []
-        return self._end_session(now, session)
+        session.deadline = now + self.config.request_timeout * 4
+        return self._end_session(now, session) if session.transfer.done else []
 
     def _end_session(self, now: float, session: RepairSession, error: str = "") -> list[Effect]:
         self._sessions.pop(session.id, None)
@@ -326,6 +323,8 @@ class AntiEntropy:
             self.reaper.confirm(now, session.keyspace, session.hi, session.peer, session.tombstones)
         elif session.batch == URGENT:  # records were lost here: try again (at the next tick)
             self._urgent.append((session.keyspace, session.lo, session.hi, session.peer))
+        if session.batch == 0 and self._schedule.ended(not session.equal):
+            out.extend(self._next_background(now))
         batch = self._batches.get(session.batch)
         if batch is not None:
             batch.pending.discard(session.id)
@@ -348,8 +347,8 @@ class AntiEntropy:
     def on_probe(self, now: float, src: str, msg: RepairProbe) -> list[Effect]:
         self.keyspaces.learn(msg.keyspace)
         probe = msg.probe
-        tree, _ = build_tree(self.store, msg.keyspace.name, probe.lo, probe.hi, probe.depth)
         try:
+            tree = RangeTree(self.index.space(msg.keyspace.name), probe.lo, probe.hi, probe.depth)
             reply = tree.answer(probe)
         except ValueError:
             return []
@@ -357,8 +356,9 @@ class AntiEntropy:
         return [Send(src, RepairProbeReply(msg.session, reply.level, reply.differing, leaves))]
 
     def on_fetch(self, now: float, src: str, msg: RepairFetch) -> list[Effect]:
-        records = tuple((key, self.store.get(msg.keyspace.name, key)) for key in msg.keys)
-        return [Send(src, RepairFetchReply(msg.session, records))]
+        records = [(key, self.store.get(msg.keyspace.name, key)) for key in msg.keys]
+        n = fitting(records)
+        return [Send(src, RepairFetchReply(msg.session, tuple(records[:n]), msg.keys[n:], msg.batch))]
 
     def on_push(self, now: float, src: str, msg: RepairPush) -> list[Effect]:
         self.keyspaces.learn(msg.keyspace)
@@ -370,4 +370,4 @@ class AntiEntropy:
             if merged is not None:
                 self.store.put(msg.keyspace.name, key, merged)
                 self.sibling_limit.stored(msg.keyspace.name, key, merged)
-        return [Send(src, RepairDone(msg.session), durable=True)]
+        return [Send(src, RepairDone(msg.session, msg.batch), durable=True)]

@@ -2,7 +2,7 @@
 
 Comparison is a conversation, so it can run between two nodes over messages: the initiator
 (`DiffSession`) sends its hashes for a frontier of nodes (`merkle.HashProbe`), the responder
-answers which ones differ (`MerkleTree.answer`, a `merkle.ProbeReply`); the next frontier is the
+answers which ones differ (`merkle.answer`, a `merkle.ProbeReply`); the next frontier is the
 children of those. At the leaf level the responder also returns its entries of the differing
 leaves, and the initiator derives the differing keys (`MerkleDiff`). Only differing subtrees are
 descended and only differing leaves are exchanged. `diff(a, b)` runs that conversation in-process,
@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from bhandar_cli.core.merkle import HashProbe, MerkleTree, ProbeReply
+from bhandar_cli.core.merkle import HashProbe, HashTree, MerkleTree, ProbeReply
 
 
 @dataclass(frozen=True)
@@ -59,10 +59,10 @@ class DiffSession:
 
     ``probe = session.start()``; then, while `probe` is not None, send it, feed the peer's
     `ProbeReply` to ``probe = session.receive(reply)``; finally read `session.result()`.
-    The responder only needs its own tree: ``reply = tree.answer(probe)``.
+    The responder only needs its own tree: ``reply = merkle.answer(tree, probe)``.
     """
 
-    def __init__(self, tree: MerkleTree) -> None:
+    def __init__(self, tree: HashTree) -> None:
         self.tree = tree
         self._probe: HashProbe | None = None
         self._visited: list[NodeRef] = []

@@ -5,7 +5,7 @@ Drivers feed it client requests (`request`), messages from peers (`handle`) and 
 and `Note`. Effects marked durable go out only after the driver synced the node's store: that is
 how "acknowledged only after it is durable" holds without the core doing any I/O. Tools read the
 node through its views (`info`, `members`, `hints_summary`, `records`, `digests`, `tree_entries`,
-`metrics`, `ring`, `status`, `keyspaces`, `address_of`).
+`range_hashes`, `metrics`, `ring`, `status`, `keyspaces`, `address_of`).
 
 Writes are coordinated by a replica: the first live home replica, or a fallback standing in for a
 down one (sloppy quorum). A node that receives a write it should not coordinate forwards it once.
@@ -36,7 +36,9 @@ from bhandar_cli.core.coordinator import Coordinator
 from bhandar_cli.core.damage_repair import DamageRepair
 from bhandar_cli.core.gossip import GossipLiveness
 from bhandar_cli.core.handoff import HintedHandoff
+from bhandar_cli.core.hash_index import HashIndex
 from bhandar_cli.core.hints import HintQueue
+from bhandar_cli.core.indexed_store import IndexedStore
 from bhandar_cli.core.keyspaces import Keyspaces
 from bhandar_cli.core.liveness import Liveness, PingLiveness
 from bhandar_cli.core.messages import (
@@ -103,6 +105,10 @@ class Node:
         tokens; it bootstraps, then announces itself normal."""
         self.id = node_id
         config = config or NodeConfig()
+        # Every role writes records through `store`, which keeps the hash index anti-entropy
+        # compares; views read the raw store (its storage figures).
+        raw_store, hash_index = store, HashIndex(store)
+        store = IndexedStore(raw_store, hash_index)
         # After a restore from a snapshot the node's own counters went back in time; writing as
         # a new actor keeps it from reusing dots (and counter entries) it handed out since.
         home_actor = str(store.get_meta("actor") or node_id)
@@ -146,7 +152,17 @@ class Node:
         writes = WriteCoordinator(node_id, home_actor, config, store, replica, ops, metrics)
         reaper = TombstoneReaper(node_id, config, store, view, metrics)
         anti_entropy = AntiEntropy(
-            node_id, config, store, keyspaces, view, ids, reaper, metrics, first_repair, sibling_limit
+            node_id,
+            config,
+            store,
+            hash_index,
+            keyspaces,
+            view,
+            ids,
+            reaper,
+            metrics,
+            first_repair,
+            sibling_limit,
         )
         streaming = Streaming(node_id, config, store, keyspaces, hints, view, ids, now, sibling_limit)
         handoff = HintedHandoff(
@@ -170,9 +186,11 @@ class Node:
         self._streaming = streaming
         self._saver = MembershipSaver(store, gossip) if gossip is not None else None
         self._damage = DamageRepair(anti_entropy, metrics)
+        self._hash_index = hash_index
         self._views = NodeViews(
             node_id,
-            store,
+            raw_store,
+            hash_index,
             view,
             keyspaces,
             hints,
@@ -227,6 +245,8 @@ class Node:
 
     def storage_damaged(self, now: float, damage: list[StoreDamage]) -> list[Effect]:
         """The store found corruption (`Store.take_damage`): count and show it, repair it now."""
+        lost = [d.keyspaces for d in damage]
+        self._hash_index.forget(None if None in lost else {ks for kss in lost if kss for ks in kss})
         return self._damage.on_damage(now, damage)
 
     def tick(self, now: float) -> list[Effect]:
@@ -319,6 +339,9 @@ class Node:
 
     def tree_entries(self, keyspace: str, lo: int, hi: int) -> list[list[Any]]:
         return self._views.tree_entries(keyspace, lo, hi)
+
+    def range_hashes(self, ranges: list[tuple[int, int]]) -> list[list[Any]]:
+        return self._views.range_hashes(ranges)
 
     # --- routing -------------------------------------------------------------------------------
 

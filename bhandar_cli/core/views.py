@@ -1,4 +1,5 @@
-"""Read-only views of one node's state for tools (status, members, hints, records, digests, trees),
+"""Read-only views of one node's state for tools (status, members, hints, records, digests, trees,
+range hashes),
 as plain data: the in-process client renders them directly, a node process serves them over RPC."""
 
 from __future__ import annotations
@@ -7,9 +8,11 @@ from collections.abc import Collection
 from dataclasses import asdict
 from typing import Any
 
-from bhandar_cli.core.antientropy import AntiEntropy, build_tree
+from bhandar_cli.core.antientropy import AntiEntropy
+from bhandar_cli.core.hash_index import HashIndex
 from bhandar_cli.core.hints import HintQueue
 from bhandar_cli.core.keyspaces import Keyspaces
+from bhandar_cli.core.merkle import as_hash
 from bhandar_cli.core.record_digest import digest
 from bhandar_cli.core.records import Record
 from bhandar_cli.core.ringview import RingView
@@ -25,6 +28,7 @@ class NodeViews:
         self,
         node_id: str,
         store: Store,
+        hash_index: HashIndex,
         ring_view: RingView,
         keyspaces: Keyspaces,
         hints: HintQueue,
@@ -35,6 +39,7 @@ class NodeViews:
     ) -> None:
         self.node_id = node_id
         self.store = store
+        self.hash_index = hash_index
         self.ring_view = ring_view
         self.keyspaces = keyspaces
         self.hints = hints
@@ -105,8 +110,20 @@ class NodeViews:
 
     def tree_entries(self, keyspace: str, lo: int, hi: int) -> list[list[Any]]:
         """[token, key, digest] of every record in one range, for a Merkle comparison drawn by a tool."""
-        tree, _ = build_tree(self.store, keyspace, lo, hi, 0)
-        return [[t, k, d] for t, k, d in tree.entries()]
+        entries = sorted(self.hash_index.space(keyspace).entries(lo, hi), key=lambda e: e[1])
+        return [[t, k, d] for t, k, d in entries]
+
+    def range_hashes(self, ranges: list[tuple[int, int]]) -> list[list[Any]]:
+        """[keyspace, lo, hi, hash (hex)] of every keyspace this node knows or holds, for each
+        range (lo, hi]: the root of that range's Merkle tree, read from the hash index. Two
+        replicas hold the same records in a range exactly when their hashes agree."""
+        names = sorted({*self.store.keyspaces(), *(ks.name for ks in self.keyspaces.all())})
+        return [
+            [name, lo, hi, as_hash(space.arc_hash(lo, hi)).hex()]
+            for name in names
+            for space in (self.hash_index.space(name),)
+            for lo, hi in ranges
+        ]
 
 
 def _repair_summary(ages: dict[str, float | None]) -> dict[str, Any]:

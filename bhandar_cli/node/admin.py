@@ -8,10 +8,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from bhandar_cli.core.merkle import EMPTY_HASH
 from bhandar_cli.core.metrics import Histogram, NodeMetrics, OpStats
 from bhandar_cli.core.node import Node
 from bhandar_cli.core.records import Record, from_plain, to_plain
-from bhandar_cli.core.ring import Ring, key_token
+from bhandar_cli.core.ring import Ring
 
 
 def node_info(
@@ -62,25 +63,34 @@ def metrics_from_plain(plain: dict[str, Any]) -> NodeMetrics:
     return metrics
 
 
+def convergence_ranges(ring: Ring) -> list[tuple[int, int]]:
+    """The ranges (lo, hi] whose hashes the convergence check asks every live node for."""
+    return [(r.lo, r.hi) for r in ring.ranges()]
+
+
 def convergence_problems(
     ring: Ring,
     hints: Mapping[str, list[dict[str, Any]]],
-    digests: Mapping[str, list[list[Any]]],
+    range_hashes: Mapping[str, list[list[Any]]],
     replication: Mapping[str, int],
     default_n: int,
 ) -> list[str]:
-    """Why a cluster is not converged, from its live nodes' hint queues and record digests:
-    a hint held for a live node, or replicas of a key that differ. Empty when converged."""
+    """Why a cluster is not converged, from its live nodes' hint queues and range hashes (the
+    `range_hashes` view over `convergence_ranges(ring)`): a hint held for a live node, or
+    replicas of a range that hold different records. Empty when converged."""
     problems = [
         f"{name} holds {q['count']} hint(s) for {q['target']}"
         for name, queues in hints.items()
         for q in queues
-        if q["target"] in digests
+        if q["target"] in range_hashes
     ]
-    held = {name: {(ks, key): d for ks, key, d in rows} for name, rows in digests.items()}
-    for keyspace, key in sorted({k for rows in held.values() for k in rows}):
-        replicas = ring.preference_list(key_token(keyspace, key), replication.get(keyspace, default_n))
-        copies = [held[r].get((keyspace, key)) for r in replicas if r in held]
-        if any(c != copies[0] for c in copies[1:]):
-            problems.append(f"replicas of {keyspace}/{key} differ")
+    held = {name: {(ks, lo, hi): h for ks, lo, hi, h in rows} for name, rows in range_hashes.items()}
+    empty = EMPTY_HASH.hex()  # a node that does not know a keyspace holds none of its records
+    for keyspace in sorted({k[0] for rows in held.values() for k in rows}):
+        n = replication.get(keyspace, default_n)
+        for r in ring.ranges():
+            replicas = [name for name in ring.preference_list(r.hi, n) if name in held]
+            if len({held[name].get((keyspace, r.lo, r.hi), empty) for name in replicas}) > 1:
+                shown = ", ".join(replicas)
+                problems.append(f"replicas of {keyspace} range ({r.lo}, {r.hi}] differ ({shown})")
     return problems

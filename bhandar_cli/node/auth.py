@@ -55,6 +55,7 @@ NEEDS: dict[str, str] = {
     "hints": VIEW,
     "metrics": VIEW,
     "digest": VIEW,
+    "range_hashes": VIEW,
     "members": VIEW,
     "tree": VIEW,
     "keyspaces": VIEW,

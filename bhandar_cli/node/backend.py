@@ -186,7 +186,7 @@ class InProcessBackend:
         return problems + admin.convergence_problems(
             self.ring,
             {n: node.hints_summary(now) for n, node in live.items()},
-            {n: node.digests() for n, node in live.items()},
+            {n: node.range_hashes(admin.convergence_ranges(self.ring)) for n, node in live.items()},
             replication,
             self.cluster.config.default_n,
         )

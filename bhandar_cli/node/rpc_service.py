@@ -196,6 +196,10 @@ class RpcService:
         node = self.process.host.node
         return [] if node is None else node.digests()
 
+    def _op_range_hashes(self, body: dict[str, Any]) -> Any:
+        node = self.process.host.node
+        return [] if node is None else node.range_hashes([(int(lo), int(hi)) for lo, hi in body["ranges"]])
+
     def _op_partition(self, body: dict[str, Any]) -> Any:
         groups = [[str(n) for n in g] for g in body["groups"]]
         everyone = [str(n) for n in body.get("nodes", ())]

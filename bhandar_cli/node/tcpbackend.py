@@ -300,14 +300,15 @@ class TcpBackend:
         """Why the cluster is not yet converged: hints held for live nodes, replicas that differ."""
         live = [n for n in self.names if self.is_alive(n)]
         hints: dict[str, list[dict[str, Any]]] = {}
-        digests: dict[str, list[list[Any]]] = {}
+        hashes: dict[str, list[list[Any]]] = {}
         replication: dict[str, int] = {}
+        ranges = [list(r) for r in admin.convergence_ranges(self.ring)]
         for name in live:
             hints[name] = await self.node_hints(name)
-            digests[name] = await self._admin(name, "digest") or []
+            hashes[name] = await self._admin(name, "range_hashes", ranges=ranges) or []
             info = await self._admin(name, "info") or {}
             replication.update({k["name"]: int(k["n"]) for k in info.get("keyspaces", [])})
-        return admin.convergence_problems(self.ring, hints, digests, replication, self.cluster.replicas)
+        return admin.convergence_problems(self.ring, hints, hashes, replication, self.cluster.replicas)
 
 
 @asynccontextmanager

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bhandar_cli.core.merkle import (
-    EMPTY_LEAF_HASH,
+    EMPTY_HASH,
     RING_SIZE,
     HashProbe,
     MerkleTree,
@@ -233,7 +233,7 @@ def test_removing_everything_returns_to_the_empty_tree() -> None:
     assert tree.remove(5, "a") and tree.remove(900, "b")
     assert not tree.remove(900, "b")
     assert tree.root == empty.root
-    assert tree.node_hash(4, 0) == EMPTY_LEAF_HASH
+    assert tree.node_hash(4, 0) == EMPTY_HASH
 
 
 def test_key_token_mismatch_and_duplicates_are_caller_bugs() -> None:
@@ -317,4 +317,4 @@ def test_whole_ring_and_bounds() -> None:
 def test_sparse_trees_are_cheap_to_build_deep() -> None:
     # 2**20 leaves would take seconds to hash densely; sparse storage touches only 21 nodes.
     tree = MerkleTree.build(0, 0, 20, [(12345, "k", b"v")])
-    assert tree.node_hash(20, tree.bucket(12345)) != EMPTY_LEAF_HASH
+    assert tree.node_hash(20, tree.bucket(12345)) != EMPTY_HASH
