@@ -168,7 +168,7 @@ class Node:
         handoff = HintedHandoff(
             node_id, config, hints, store, keyspaces, view, ops, metrics, now, sibling_limit
         )
-        ownership = OwnershipHandoff(node_id, config, store, keyspaces, view, ops, now)
+        ownership = OwnershipHandoff(node_id, config, store, hash_index, keyspaces, view, ops, now)
         coordinator = Coordinator(
             node_id, config, keyspaces, view, ops, metrics, reads, writes, anti_entropy, streaming
         )

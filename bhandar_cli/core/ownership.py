@@ -9,7 +9,8 @@ a join: `bhandar chaos --seed 918996 --ops 8000 --faults all`). As Riak's owners
 the node walks its store after every change of the ring, and every `WALK_EVERY` seconds for what
 stale views sent it since, and sends each such record to every replica of its key (those of the
 future ring too, while a range moves), each acknowledgement remembered with the record's digest so
-that only what changed goes again.
+that only what changed goes again. A walk reads only the arcs the node replicates in neither ring,
+from the hash index (hash_index.py): hashing every key of the store was an idle node's main cost.
 
 Once every replica it was sent to has acknowledged a record, the node drops its copy, as Riak
 does: kept, the copy only ages, and once the replicas have deleted the key and reaped the tombstone
@@ -22,16 +23,18 @@ acknowledged goes to the store's metadata so that it is not sent again after a r
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from bhandar_cli.core.config import NodeConfig
+from bhandar_cli.core.config import KeyspaceDef, NodeConfig
+from bhandar_cli.core.hash_index import HashIndex
 from bhandar_cli.core.keyspaces import Keyspaces
 from bhandar_cli.core.messages import Effect, ReplicaAck, ReplicaWrite, Send
 from bhandar_cli.core.ops import OwnershipOp
 from bhandar_cli.core.optable import OpTable
 from bhandar_cli.core.record_digest import digest
 from bhandar_cli.core.records import Versioned
-from bhandar_cli.core.ring import Ring, key_token
+from bhandar_cli.core.ring import Ring
 from bhandar_cli.core.ringview import RingView
 from bhandar_cli.core.store import Store
 
@@ -56,6 +59,7 @@ class OwnershipHandoff:
         node_id: str,
         config: NodeConfig,
         store: Store,
+        hash_index: HashIndex,
         keyspaces: Keyspaces,
         ring_view: RingView,
         ops: OpTable,
@@ -64,6 +68,7 @@ class OwnershipHandoff:
         self.node_id = node_id
         self.config = config
         self.store = store
+        self.hash_index = hash_index
         self.keyspaces = keyspaces
         self.ring_view = ring_view
         self.ops = ops
@@ -85,41 +90,60 @@ class OwnershipHandoff:
         return self._walk(now, *rings)
 
     def _walk(self, now: float, current: Ring, future: Ring) -> list[Effect]:
-        view = self.ring_view
         out: list[Effect] = []
         foreign: set[tuple[str, str]] = set()
         for ks in self.keyspaces.all():
-            for key in self.store.keys(ks.name):  # no record decoded for the keys this node owns
-                token = key_token(ks.name, key)
-                owners = current.preference_list(token, ks.n)
-                pending = future.preference_list(token, ks.n)
-                if self.node_id in owners or self.node_id in pending:
-                    continue
-                record = self.store.get(ks.name, key)
-                if record is None:
-                    continue
-                d = digest(record)
-                if self.store.get_meta(_handed_name(ks.name, key)) == d:
-                    continue  # a counter its replicas have: see the module docstring
-                foreign.add((ks.name, key))
-                handed = self._handed.get((ks.name, key))
-                if handed is None or handed.digest != d:
-                    handed = self._handed[(ks.name, key)] = Handed(d)
-                handed.targets = {t for t in owners + pending if view.status_of(t) not in ("leaving", "left")}
-                for target in sorted(handed.targets - handed.acked):
-                    if not view.is_up(target, now):
-                        continue
-                    if self._in_flight >= IN_FLIGHT:
-                        self._next_walk = now  # more to hand over: walk again at the next tick
-                        break
-                    op_id = self.ops.add(
-                        OwnershipOp(now + self.config.request_timeout, target, ks.name, key, d)
-                    )
-                    self._in_flight += 1
-                    out.append(Send(target, ReplicaWrite(op_id, ks, key, record, None, "handoff")))
+            for lo, hi, owners, pending in self._foreign_arcs(current, future, ks.n):
+                for _, key, d in sorted(self.hash_index.space(ks.name).entries(lo, hi)):
+                    out.extend(self._hand_over(now, ks, key, d, owners, pending, foreign))
         # Keys this node replicates again, holds no more, or has handed over need no memory.
         for gone in [k for k in self._handed if k not in foreign]:
             del self._handed[gone]
+        return out
+
+    def _foreign_arcs(
+        self, current: Ring, future: Ring, n: int
+    ) -> Iterator[tuple[int, int, tuple[str, ...], tuple[str, ...]]]:
+        """The arcs (lo, hi] this node replicates in neither ring, with their replicas in both.
+        Between two consecutive tokens of either ring both preference lists stay the same."""
+        bounds = sorted(set(current.positions) | set(future.positions))
+        if not current.positions or not future.positions:
+            return
+        for i, hi in enumerate(bounds):
+            owners, pending = current.preference_list(hi, n), future.preference_list(hi, n)
+            if self.node_id not in owners and self.node_id not in pending:
+                yield bounds[i - 1], hi, owners, pending
+
+    def _hand_over(
+        self,
+        now: float,
+        ks: KeyspaceDef,
+        key: str,
+        d: bytes,
+        owners: tuple[str, ...],
+        pending: tuple[str, ...],
+        foreign: set[tuple[str, str]],
+    ) -> list[Effect]:
+        """Send a record this node does not replicate to the replicas that have not acknowledged it."""
+        record = self.store.get(ks.name, key)
+        if record is None or self.store.get_meta(_handed_name(ks.name, key)) == d:
+            return []  # (a counter its replicas have: see the module docstring)
+        foreign.add((ks.name, key))
+        handed = self._handed.get((ks.name, key))
+        if handed is None or handed.digest != d:
+            handed = self._handed[(ks.name, key)] = Handed(d)
+        view = self.ring_view
+        handed.targets = {t for t in owners + pending if view.status_of(t) not in ("leaving", "left")}
+        out: list[Effect] = []
+        for target in sorted(handed.targets - handed.acked):
+            if not view.is_up(target, now):
+                continue
+            if self._in_flight >= IN_FLIGHT:
+                self._next_walk = now  # more to hand over: walk again at the next tick
+                break
+            op_id = self.ops.add(OwnershipOp(now + self.config.request_timeout, target, ks.name, key, d))
+            self._in_flight += 1
+            out.append(Send(target, ReplicaWrite(op_id, ks, key, record, None, "handoff")))
         return out
 
     def on_ack(self, op_id: int, src: str, msg: ReplicaAck, op: OwnershipOp) -> list[Effect]:
