@@ -34,6 +34,7 @@ from bhandar_cli.core.antientropy import AntiEntropy
 from bhandar_cli.core.config import KeyspaceDef, NodeConfig
 from bhandar_cli.core.coordinator import Coordinator
 from bhandar_cli.core.damage_repair import DamageRepair
+from bhandar_cli.core.dot_lease import DotLease
 from bhandar_cli.core.gossip import GossipLiveness
 from bhandar_cli.core.handoff import HintedHandoff
 from bhandar_cli.core.hints import HintQueue
@@ -43,6 +44,7 @@ from bhandar_cli.core.messages import (
     ClientReply,
     ClientRequest,
     DecommissionRequest,
+    DotLeaseSaved,
     Effect,
     GetRequest,
     IncrRequest,
@@ -143,7 +145,8 @@ class Node:
         sibling_limit = SiblingLimit(config.sibling_max, metrics)
         replica = Replica(node_id, store, hints, keyspaces, view, metrics, sibling_limit)
         reads = ReadCoordinator(node_id, config, store, keyspaces, replica, ops, metrics)
-        writes = WriteCoordinator(node_id, home_actor, config, store, replica, ops, metrics)
+        lease = DotLease.load(store, home_actor)
+        writes = WriteCoordinator(node_id, lease, config, store, replica, ops, metrics)
         reaper = TombstoneReaper(node_id, config, store, view, metrics)
         anti_entropy = AntiEntropy(
             node_id, config, store, keyspaces, view, ids, reaper, metrics, first_repair, sibling_limit
@@ -225,6 +228,11 @@ class Node:
         out = liveness.handle(now, src, msg)
         return [] if out is None else out
 
+    def dot_lease_saved(self, effect: DotLeaseSaved) -> None:
+        """The driver synced the store after `effect` was returned (it is durable): the lease's
+        mark is saved."""
+        self._writes.lease.on_saved(effect)
+
     def storage_damaged(self, now: float, damage: list[StoreDamage]) -> list[Effect]:
         """The store found corruption (`Store.take_damage`): count and show it, repair it now."""
         return self._damage.on_damage(now, damage)
@@ -245,7 +253,7 @@ class Node:
                 # The store is an older copy than the life peers remember: that life may have
                 # handed out the dots (and counter entries) this copy would hand out next. Like
                 # a restore from a snapshot, write as a new actor from now on.
-                self._writes.home_actor = actor
+                self._writes.adopt_actor(actor)
         out.extend(self._anti_entropy.tick(now))
         return out
 

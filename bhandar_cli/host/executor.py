@@ -38,7 +38,7 @@ from random import Random
 from typing import Any
 
 from bhandar_cli.core.config import NodeConfig
-from bhandar_cli.core.messages import ClientRequest, Failure, Note, Respond, Result, Send
+from bhandar_cli.core.messages import ClientRequest, DotLeaseSaved, Failure, Note, Respond, Result, Send
 from bhandar_cli.core.metrics import NodeMetrics
 from bhandar_cli.core.node import Node
 from bhandar_cli.core.ring import Ring
@@ -228,6 +228,8 @@ class NodeHost:
                     responder(effect.result)
             elif cls is Note:
                 self._note(effect)
+            elif cls is DotLeaseSaved and self.node is not None:
+                self.node.dot_lease_saved(effect)
 
     def _note(self, note: Note) -> None:
         if self.on_note is not None:
