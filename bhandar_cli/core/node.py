@@ -2,15 +2,17 @@
 
 Drivers feed it client requests (`request`), messages from peers (`handle`) and the passage of time
 (`tick`, whenever `now >= next_deadline()`), and carry out the effects it returns: `Send`, `Respond`
-and `Note`. Effects marked durable go out only after the driver synced the node's store: that is
-how "acknowledged only after it is durable" holds without the core doing any I/O. Tools read the
-node through its views (`info`, `members`, `hints_summary`, `records`, `digests`, `tree_entries`,
+and `Note`, and `DotLeaseSaved`, handed back to `dot_lease_saved` (it is always durable). Effects
+marked durable go out only after the driver synced the node's store: that is how "acknowledged
+only after it is durable" holds without the core doing any I/O. Tools read the node through its
+views (`info`, `members`, `hints_summary`, `records`, `digests`, `tree_entries`,
 `metrics`, `ring`, `status`, `keyspaces`, `address_of`).
 
 Writes are coordinated by a replica: the first live home replica, or a fallback standing in for a
 down one (sloppy quorum). A node that receives a write it should not coordinate forwards it once.
-The coordinator merges the write into its own copy, makes it durable, then sends the whole merged
-record to the other replicas and answers after W acknowledgements (itself included). Reads go to
+The coordinator merges the write into its own copy and sends the whole merged record to the other
+replicas while its own copy syncs, and answers after W acknowledgements (itself included, once
+synced). Reads go to
 the same replicas; the coordinator answers after R replies, then repairs the replicas that answered
 with older versions (read repair).
 
