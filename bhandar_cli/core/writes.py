@@ -108,7 +108,8 @@ class WriteCoordinator:
                 "read it, merge the siblings and write back with the context",
                 coordinator=self.node_id,
             )
-            return [answer(req.rid, origin, failure)]
+            # The lease's new mark, if this dot asked for one, must still be learned as saved.
+            return [answer(req.rid, origin, failure), *([saved] if saved is not None else [])]
         warnings: tuple[str, ...] = ()
         if live > self.config.sibling_warn:
             warnings = (
