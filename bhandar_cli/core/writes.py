@@ -3,9 +3,9 @@
 The coordinator merges the write into its own view of the key (its copy and any hints), stores the
 result as a replica (or a fallback's hint), sends the whole merged record to the other targets at
 once, while its own copy is being synced, and answers once `needed` of them, itself included,
-acknowledged (after its own sync: the answer is durable). Only what a crash before that sync could
-make the node repeat waits for the sync before it is sent: a dot above the lease's saved mark
-(dot_lease.py), a fallback's fresh actor, a counter's increment (its per-actor entry).
+acknowledged (its own copy once synced: every ack counted is durable). Only what a crash before
+that sync could make the node repeat waits for the sync before it is sent: a dot above the lease's
+saved mark (dot_lease.py), a fallback's fresh actor, a counter's increment (its per-actor entry).
 
 While a range moves, the targets include the key's pending replicas; the coordinator keeps a hint
 for each pending replica it believes down (see quorum.py for why they count in `needed` all the same).
@@ -145,7 +145,7 @@ class WriteCoordinator:
             + tuple(f"{self.node_id} for {p}" for p in plan.pending_down),
             warnings=warnings,
             trace=trace,
-            progress=WriteProgress(acks={self.node_id}),
+            progress=WriteProgress(acks=set()),
         )
         out = self._replicate(now, op, ks, Versioned(merged), plan, wait_for_sync)
         if saved is not None:
@@ -180,7 +180,7 @@ class WriteCoordinator:
             targets=plan.targets + plan.pending,
             value=counter.value,
             trace=trace,
-            progress=WriteProgress(acks={self.node_id}),
+            progress=WriteProgress(acks=set()),
         )
         # Sent after the sync: a crash before it would make this actor count the key's entry
         # again from its older copy, and the replicas' entry (merged by maximum) would hide that.
@@ -289,6 +289,10 @@ class WriteCoordinator:
                 out.append(Send(target, write, durable=wait_for_sync))
                 if op.trace is not None:
                     op.trace.note(now, f"sent to {target}" + (f" (hint for {hint})" if hint else ""))
+        # The coordinator's own copy counts once it is synced, as a replica's does: it acknowledges
+        # to itself after the sync. So every ack counted is durable and the answer need not wait
+        # for a sync of its own (which would put a second fsync on the write's path).
+        out.append(Send(self.node_id, ReplicaAck(op_id), durable=True))
         out.extend(self._check(now, op_id, op))
         return out
 
@@ -310,7 +314,7 @@ class WriteCoordinator:
         if not progress.answered:
             if len(progress.acks) >= op.needed:
                 progress.answered = True
-                out.append(finish(now, op, self._result(op), self.metrics, durable=True))
+                out.append(finish(now, op, self._result(op), self.metrics))
             elif len(op.targets) - len(progress.failed) < op.needed:
                 progress.answered = True
                 reasons = "; ".join(progress.failed.values())

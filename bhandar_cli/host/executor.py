@@ -263,7 +263,10 @@ class NodeHost:
         for effect in effects:
             cls = effect.__class__
             if cls is Send:
-                self.send(self.name, effect.dst, effect.msg)
+                if effect.dst == self.name:  # to itself (a coordinator's ack of its own synced copy)
+                    self._enqueue(self.name, effect.msg)
+                else:
+                    self.send(self.name, effect.dst, effect.msg)
             elif cls is Respond:
                 responder = self._responders.pop(effect.rid, None)
                 if responder is not None:

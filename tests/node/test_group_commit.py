@@ -1,7 +1,8 @@
-"""Pipelined group commit in the executor: a durable answer never goes out before a sync that began
-after its write; the node keeps handling inputs while a sync runs, and those share the next sync;
-a node killed during a sync sends nothing that sync covered. The store's sync is a fake the test
-runs by hand (or, on trio, one that blocks until the test lets it finish)."""
+"""Pipelined group commit in the executor: a write is never answered before a sync that began after
+it (the coordinator's own copy counts as an ack only then); the node keeps handling inputs while a
+sync runs, and those share the next sync; a node killed during a sync sends nothing that sync
+covered. The store's sync is a fake the test runs by hand (or, on trio, one that blocks until the
+test lets it finish)."""
 
 from __future__ import annotations
 
@@ -73,12 +74,15 @@ def test_answers_go_out_after_the_sync_that_covers_them_and_later_writes_share_t
     assert host.begin_sync() is None  # one sync at a time: the next covers both
     first.fsync()
     assert log == ["fsync k1"]
-    host.end_sync(first)
+    host.end_sync(first)  # the coordinator's ack of its own synced copy: its next input
+    assert log == ["fsync k1"]
+    host.step(1.0)
     assert log == ["fsync k1", "answer k1 PutResult"]
     second = host.begin_sync()
     assert second is not None and host.begin_sync() is None
     second.fsync()
     host.end_sync(second)
+    host.step(1.0)
     assert log[2:] == ["fsync k1,k2,k3", "answer k2 PutResult", "answer k3 PutResult"]
     assert host.begin_sync() is None  # nothing waits any more
 
@@ -94,6 +98,7 @@ def test_a_node_killed_while_its_sync_runs_sends_nothing_that_sync_covered() -> 
     host.kill()
     sync.fsync()
     host.end_sync(sync)
+    assert not host.ready(3.0)  # not even the coordinator's ack of its own copy is left
     assert log == ["answer k1 Failure", "fsync k1"]  # the kill's timeout, never a PutResult
     host.start(2.0)  # the next life does not inherit the old life's waiting effects either
     assert host.begin_sync() is None
@@ -130,5 +135,8 @@ def test_on_trio_a_node_keeps_handling_requests_while_its_fsync_runs_on_the_sync
             nursery.cancel_scope.cancel()
 
     trio.run(main)
-    assert log == ["fsync k1", "answer k1", "fsync k1,k2", "answer k2"]
+    # k2 waited for a sync that began after it; each answer follows the sync that covers it.
+    assert sorted(log) == ["answer k1", "answer k2", "fsync k1", "fsync k1,k2"], log
+    assert log.index("answer k1") > log.index("fsync k1")
+    assert log.index("answer k2") > log.index("fsync k1,k2")
     assert all(isinstance(r, PutResult) for r in results.values()), results
