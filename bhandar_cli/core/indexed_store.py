@@ -52,6 +52,12 @@ class IndexedStore:
     def put_meta(self, name: str, value: Any) -> None:
         self._store.put_meta(name, value)
 
+    def meta_names(self, prefix: str) -> Iterator[str]:
+        return self._store.meta_names(prefix)
+
+    def remove_meta(self, name: str) -> None:
+        self._store.remove_meta(name)
+
     def hints(self) -> Iterator[tuple[HintKey, Record, float]]:
         return self._store.hints()
 

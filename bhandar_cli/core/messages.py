@@ -243,4 +243,14 @@ class Note:
     data: dict[str, Any] = field(default_factory=dict)
 
 
-Effect = Send | Respond | Note
+@dataclass(frozen=True, slots=True)
+class DotLeaseSaved:
+    """Tell the node, once its store is synced, that its dot lease's `mark` for `actor` is durable
+    (core/dot_lease.py). Always durable: that is its point."""
+
+    actor: str
+    mark: int
+    durable: bool = True
+
+
+Effect = Send | Respond | Note | DotLeaseSaved

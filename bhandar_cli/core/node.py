@@ -2,15 +2,17 @@
 
 Drivers feed it client requests (`request`), messages from peers (`handle`) and the passage of time
 (`tick`, whenever `now >= next_deadline()`), and carry out the effects it returns: `Send`, `Respond`
-and `Note`. Effects marked durable go out only after the driver synced the node's store: that is
-how "acknowledged only after it is durable" holds without the core doing any I/O. Tools read the
-node through its views (`info`, `members`, `hints_summary`, `records`, `digests`, `tree_entries`,
-`range_hashes`, `metrics`, `ring`, `status`, `keyspaces`, `address_of`).
+and `Note`, and `DotLeaseSaved`, handed back to `dot_lease_saved` (it is always durable). Effects
+marked durable go out only after the driver synced the node's store: that is how "acknowledged
+only after it is durable" holds without the core doing any I/O. Tools read the node through its
+views (`info`, `members`, `hints_summary`, `records`, `digests`, `tree_entries`, `range_hashes`,
+`metrics`, `ring`, `status`, `keyspaces`, `address_of`).
 
 Writes are coordinated by a replica: the first live home replica, or a fallback standing in for a
 down one (sloppy quorum). A node that receives a write it should not coordinate forwards it once.
-The coordinator merges the write into its own copy, makes it durable, then sends the whole merged
-record to the other replicas and answers after W acknowledgements (itself included). Reads go to
+The coordinator merges the write into its own copy and sends the whole merged record to the other
+replicas while its own copy syncs, and answers after W acknowledgements (itself included, once
+synced). Reads go to
 the same replicas; the coordinator answers after R replies, then repairs the replicas that answered
 with older versions (read repair).
 
@@ -34,6 +36,7 @@ from bhandar_cli.core.antientropy import AntiEntropy
 from bhandar_cli.core.config import KeyspaceDef, NodeConfig
 from bhandar_cli.core.coordinator import Coordinator
 from bhandar_cli.core.damage_repair import DamageRepair
+from bhandar_cli.core.dot_lease import DotLease
 from bhandar_cli.core.gossip import GossipLiveness
 from bhandar_cli.core.handoff import HintedHandoff
 from bhandar_cli.core.hash_index import HashIndex
@@ -45,6 +48,7 @@ from bhandar_cli.core.messages import (
     ClientReply,
     ClientRequest,
     DecommissionRequest,
+    DotLeaseSaved,
     Effect,
     GetRequest,
     IncrRequest,
@@ -149,7 +153,8 @@ class Node:
         sibling_limit = SiblingLimit(config.sibling_max, metrics)
         replica = Replica(node_id, store, hints, keyspaces, view, metrics, sibling_limit)
         reads = ReadCoordinator(node_id, config, store, keyspaces, replica, ops, metrics)
-        writes = WriteCoordinator(node_id, home_actor, config, store, replica, ops, metrics)
+        lease = DotLease.load(store, home_actor)
+        writes = WriteCoordinator(node_id, lease, config, store, replica, ops, metrics)
         reaper = TombstoneReaper(node_id, config, store, view, metrics)
         anti_entropy = AntiEntropy(
             node_id,
@@ -243,6 +248,11 @@ class Node:
         out = liveness.handle(now, src, msg)
         return [] if out is None else out
 
+    def dot_lease_saved(self, effect: DotLeaseSaved) -> None:
+        """The driver synced the store after `effect` was returned (it is durable): the lease's
+        mark is saved."""
+        self._writes.lease.on_saved(effect)
+
     def storage_damaged(self, now: float, damage: list[StoreDamage]) -> list[Effect]:
         """The store found corruption (`Store.take_damage`): count and show it, repair it now."""
         lost = [d.keyspaces for d in damage]
@@ -265,7 +275,7 @@ class Node:
                 # The store is an older copy than the life peers remember: that life may have
                 # handed out the dots (and counter entries) this copy would hand out next. Like
                 # a restore from a snapshot, write as a new actor from now on.
-                self._writes.home_actor = actor
+                self._writes.adopt_actor(actor)
         out.extend(self._anti_entropy.tick(now))
         return out
 

@@ -16,7 +16,7 @@ Once every replica it was sent to has acknowledged a record, the node drops its 
 does: kept, the copy only ages, and once the replicas have deleted the key and reaped the tombstone
 (reaping.py asks only the replicas) it would bring the deleted value back, sent again after a
 restart or served again when the range moves back to this node. The node's dots stay remembered
-without the record (writes.py notes each it mints). A counter is kept, as its actor must never
+without the record (the dot lease, dot_lease.py, never issues a counter twice). A counter is kept, as its actor must never
 forget its own entry (crdt.py), and a counter cannot be deleted; the digest of what its replicas
 acknowledged goes to the store's metadata so that it is not sent again after a restart.
 """

@@ -8,11 +8,12 @@ so both survive as siblings (a bare vector-clock increment would silently drop o
 Merging is "union by dot, then drop what some other sibling's context covers". That is commutative,
 associative and idempotent because coverage is judged against the whole union.
 
-A coordinator's counter for a key is one more than anything it has seen for itself in that key's
-record (dots and contexts alike), so a forged or stale context can never make it reuse a dot. The
-coordinator makes its write durable before sending it anywhere, so a crash cannot make it forget a
-dot it handed out. Replicas always receive the coordinator's whole merged record, never a lone
-sibling, so a record that knows dot (A, n) also holds or covers every earlier A-dot of that key.
+A coordinator's counter for a key is above anything it has seen for itself in that key's record
+(dots and contexts alike), so a forged or stale context can never make it reuse a dot, and above
+every counter it issued for any key (its counter lease, dot_lease.py, durable before a dot above
+its saved mark leaves the node), so a crash or a pruned context cannot make it forget one.
+Replicas always receive the coordinator's whole merged record, never a lone sibling, so a record
+that knows dot (A, n) also holds or covers every earlier A-dot of that key.
 """
 
 from __future__ import annotations

@@ -1,19 +1,25 @@
 """The write path of a coordinator: put, delete and incr, sent to the replicas, answered after W acks.
 
 The coordinator merges the write into its own view of the key (its copy and any hints), stores the
-result as a replica (or a fallback's hint), then sends the whole merged record to the other targets
-and answers once `needed` of them, itself included, acknowledged. While a range moves, the targets
-include the key's pending replicas; the coordinator keeps a hint for each pending replica it
-believes down (see quorum.py for why they count in `needed` all the same).
+result as a replica (or a fallback's hint), sends the whole merged record to the other targets at
+once, while its own copy is being synced, and answers once `needed` of them, itself included,
+acknowledged (its own copy once synced: every ack counted is durable). Only what a crash before
+that sync could make the node repeat waits for the sync before it is sent: a dot above the lease's
+saved mark (dot_lease.py), a fallback's fresh actor, a counter's increment (its per-actor entry).
+
+While a range moves, the targets include the key's pending replicas; the coordinator keeps a hint
+for each pending replica it believes down (see quorum.py for why they count in `needed` all the same).
 """
 
 from __future__ import annotations
 
 from bhandar_cli.core.config import KeyspaceDef, NodeConfig
 from bhandar_cli.core.crdt import EMPTY_COUNTER, PNCounter
+from bhandar_cli.core.dot_lease import DotLease
 from bhandar_cli.core.errors import BadInput
 from bhandar_cli.core.limits import MAX_INTEGER, check_counter_total
 from bhandar_cli.core.messages import (
+    DotLeaseSaved,
     Effect,
     Failure,
     IncrRequest,
@@ -50,7 +56,7 @@ class WriteCoordinator:
     def __init__(
         self,
         node_id: str,
-        home_actor: str,
+        lease: DotLease,
         config: NodeConfig,
         store: Store,
         replica: Replica,
@@ -58,8 +64,9 @@ class WriteCoordinator:
         metrics: NodeMetrics,
     ) -> None:
         self.node_id = node_id
-        # The dot actor as a home replica: the node id, or a new one after a restore (see Node).
-        self.home_actor = home_actor
+        # The dot actor as a home replica (the node id, or a new one after a restore: see Node)
+        # and its counter sequence.
+        self.lease = lease
         self.config = config
         self.store = store
         self.replica = replica
@@ -83,7 +90,9 @@ class WriteCoordinator:
         context = req.context or {}
         if actor == self.home_actor:
             self._refuse_future(ks.name, req.key, siblings, context)
-        dot = self._dot(ks.name, req.key, siblings, actor, context)
+        dot, saved = self._dot(siblings, actor, context)
+        # A dot the lease does not cover yet must not leave before the sync that saves the lease.
+        wait_for_sync = dot[0] != self.home_actor or not self.lease.may_send(dot[1])
         actor = dot[0]
         replaced = {s.dot[0] for s in siblings if covers(context, s.dot)}
         pruned = prune(context, actor, self.config.max_vv_entries, replaced)
@@ -99,7 +108,8 @@ class WriteCoordinator:
                 "read it, merge the siblings and write back with the context",
                 coordinator=self.node_id,
             )
-            return [answer(req.rid, origin, failure)]
+            # The lease's new mark, if this dot asked for one, must still be learned as saved.
+            return [answer(req.rid, origin, failure), *([saved] if saved is not None else [])]
         warnings: tuple[str, ...] = ()
         if live > self.config.sibling_warn:
             warnings = (
@@ -135,9 +145,12 @@ class WriteCoordinator:
             + tuple(f"{self.node_id} for {p}" for p in plan.pending_down),
             warnings=warnings,
             trace=trace,
-            progress=WriteProgress(acks={self.node_id}),
+            progress=WriteProgress(acks=set()),
         )
-        return self._replicate(now, op, ks, Versioned(merged), plan)
+        out = self._replicate(now, op, ks, Versioned(merged), plan, wait_for_sync)
+        if saved is not None:
+            out.append(saved)
+        return out
 
     def incr(
         self, now: float, req: IncrRequest, origin: str | None, ks: KeyspaceDef, plan: Plan, needed: int
@@ -167,9 +180,11 @@ class WriteCoordinator:
             targets=plan.targets + plan.pending,
             value=counter.value,
             trace=trace,
-            progress=WriteProgress(acks={self.node_id}),
+            progress=WriteProgress(acks=set()),
         )
-        return self._replicate(now, op, ks, counter, plan)
+        # Sent after the sync: a crash before it would make this actor count the key's entry
+        # again from its older copy, and the replicas' entry (merged by maximum) would hide that.
+        return self._replicate(now, op, ks, counter, plan, wait_for_sync=True)
 
     def _needed(self, needed: int) -> int:
         if "ack_before_quorum" in self.config.bugs:
@@ -191,71 +206,67 @@ class WriteCoordinator:
         self.store.put_meta("epoch", epoch)
         return f"{self.node_id}~{epoch}"
 
+    @property
+    def home_actor(self) -> str:
+        return self.lease.actor
+
+    def adopt_actor(self, actor: str) -> None:
+        """Write as `actor` from now on (the caller persisted it as meta `actor`)."""
+        self.lease.adopt(actor)
+
     def _refuse_future(
         self, keyspace: str, key: str, siblings: tuple[Sibling, ...], context: VersionVector
     ) -> None:
-        """Refuse a context that claims more of this node's own actor than it ever issued here.
+        """Refuse a context that claims more of this node's own actor than it ever issued.
 
-        Every dot this actor issued for the key is remembered durably (`_dot`), and every record
-        that knows one of its dots also knows it through the record's own dots and contexts, so a
-        claim above both is forged (or made up). Only the actor's own node can prove that; claims
-        about other actors are made harmless by `_dot` instead.
+        Every counter this actor issued, for any key, is at most the lease's high-water mark of
+        issued counters (dot_lease.py), and a record only ever holds counters the actor issued, so
+        a claim above both is forged (or made up). Only the actor's own node can prove that;
+        claims about other actors are made harmless by `_dot` instead.
         """
         claimed = context.get(self.home_actor, 0)
         if not claimed:
             return
-        issued = max(self._used(keyspace, key), next_dot(siblings, self.home_actor, {})[1] - 1)
+        issued = max(self.lease.issued, next_dot(siblings, self.home_actor, {})[1] - 1)
         if claimed > issued:
             raise BadInput(
                 f"context from the future: it claims {self.home_actor}:{claimed} for {keyspace}/{key}, "
-                f"but {self.home_actor} has issued at most {self.home_actor}:{issued} for it "
+                f"but {self.home_actor} has issued at most {self.home_actor}:{issued} "
                 "(use the context a get returned)"
             )
 
     def _dot(
-        self, keyspace: str, key: str, siblings: tuple[Sibling, ...], actor: str, context: VersionVector
-    ) -> Dot:
-        """A fresh dot for `actor` (or for a new actor), never above 2^53-1.
+        self, siblings: tuple[Sibling, ...], actor: str, context: VersionVector
+    ) -> tuple[Dot, DotLeaseSaved | None]:
+        """A fresh dot for `actor` (or for a new actor), never above 2^53-1, and the lease's
+        effect to send durable if the dot made it persist a new mark.
 
-        The counter is above everything the record and the context claim for the actor, so a
-        forged claim of another node's actor (B:2^53-1, sent to A, which cannot prove it forged)
-        reaches B's record through replication and would push B's next dot out of range: the key
-        would be locked for B forever. Instead B takes a new actor id (`B~epoch`, from the same
-        sequence as fallback actors, so never used before) and keeps it as its home actor for every
-        key from then on: a new id per write would bloat contexts past their pruning limit. The
-        claim is harmless otherwise: it covers only dots of the old id.
+        The home actor's counter comes from the lease, one sequence for every key, so it never
+        repeats (dot_lease.py); it is also above everything the record and the context claim for
+        the actor. A forged claim of another node's actor (B:2^53-1, sent to A, which cannot prove
+        it forged) reaches B's record through replication and would push B's next dot out of range:
+        the key would be locked for B forever. Instead B takes a new actor id (`B~epoch`, from the
+        same sequence as fallback actors, so never used before) and keeps it as its home actor for
+        every key from then on: a new id per write would bloat contexts past their pruning limit.
+        The claim is harmless otherwise: it covers only dots of the old id. Fallback actors are new
+        for every write and need no lease.
         """
         while True:
             counter = next_dot(siblings, actor, context)[1]
             if actor == self.home_actor:
-                counter = max(counter, self._used(keyspace, key) + 1)
+                counter = self.lease.next_counter(counter)
             if counter <= MAX_INTEGER:
                 break
             fresh = self._fresh_actor()
             if actor == self.home_actor:
-                self.home_actor = fresh
                 self.store.put_meta("actor", fresh)  # Node reads it at boot
+                self.lease.adopt(fresh)
             actor = fresh
-        if actor == self.home_actor:
-            # Durable with the write (the driver syncs before sending). The record alone may forget
-            # a dot: once the sibling is superseded, only contexts remember it, and contexts are
-            # pruned past `max_vv_entries` (smallest counters first), so the actor would mint the
-            # same dot again for a new write, which any context that saw the old one covers. Found
-            # by `bhandar chaos --seed 350 --ops 3000 --faults all --storage lsm`. Fallback actors
-            # are new for every write and need no memory.
-            self.store.put_meta(self._used_name(actor, keyspace, key), counter)
-        return (actor, counter)
-
-    def _used(self, keyspace: str, key: str) -> int:
-        """The highest counter this node's home actor issued for the key."""
-        return int(self.store.get_meta(self._used_name(self.home_actor, keyspace, key)) or 0)
-
-    @staticmethod
-    def _used_name(actor: str, keyspace: str, key: str) -> str:
-        return f"dot:{actor}:{keyspace}/{key}"
+        saved = self.lease.take(counter) if actor == self.home_actor else None
+        return (actor, counter), saved
 
     def _replicate(
-        self, now: float, op: WriteOp, ks: KeyspaceDef, record: Record, plan: Plan
+        self, now: float, op: WriteOp, ks: KeyspaceDef, record: Record, plan: Plan, wait_for_sync: bool
     ) -> list[Effect]:
         hint_for = plan.hint_for.get(self.node_id)
         if not self.replica.store_local(now, ks.name, op.key, record, hint_for):
@@ -274,9 +285,14 @@ class WriteCoordinator:
         for target in op.targets:
             if target != self.node_id:
                 hint = plan.hint_for.get(target)
-                out.append(Send(target, ReplicaWrite(op_id, ks, op.key, record, hint), durable=True))
+                write = ReplicaWrite(op_id, ks, op.key, record, hint)
+                out.append(Send(target, write, durable=wait_for_sync))
                 if op.trace is not None:
                     op.trace.note(now, f"sent to {target}" + (f" (hint for {hint})" if hint else ""))
+        # The coordinator's own copy counts once it is synced, as a replica's does: it acknowledges
+        # to itself after the sync. So every ack counted is durable and the answer need not wait
+        # for a sync of its own (which would put a second fsync on the write's path).
+        out.append(Send(self.node_id, ReplicaAck(op_id), durable=True))
         out.extend(self._check(now, op_id, op))
         return out
 
@@ -298,7 +314,7 @@ class WriteCoordinator:
         if not progress.answered:
             if len(progress.acks) >= op.needed:
                 progress.answered = True
-                out.append(finish(now, op, self._result(op), self.metrics, durable=True))
+                out.append(finish(now, op, self._result(op), self.metrics))
             elif len(op.targets) - len(progress.failed) < op.needed:
                 progress.answered = True
                 reasons = "; ".join(progress.failed.values())

@@ -3,9 +3,9 @@
 A `NodeHost` holds what outlives a crash of its node (the name, the store, counters of earlier
 lives) and, while the node is up, the core `Node` (memory state, lost by a crash). Client
 requests and peer messages wait in the host's inbox; the environment calls `step(now)` whenever
-`ready(now)`: the inbox holds something or the node's next deadline has passed. A step is the
-whole definition of how a node's effects are executed, for the trio runtime and the simulator
-alike:
+`ready(now)`: the inbox holds something or the node's next deadline has passed, and runs the
+syncs `begin_sync` hands out. Steps and syncs are the whole definition of how a node's effects
+are executed, for the trio runtime and the simulator alike:
 
 1. up to `BATCH` inputs go through the core in arrival order; an input whose handling raises is
    dropped and logged (and its client, if any, gets an internal error): one bad message never
@@ -14,13 +14,15 @@ alike:
    offset and handed to the node (`storage_damaged`), which repairs it from other replicas;
 2. the node's timers fire if due (`tick`);
 3. the effects that need no durability go out, in order (sends, answers, notes);
-4. if any effect is durable the step yields once, handing the environment the blocking half of
-   the store's sync (`Store.begin_sync`, taken here on the owner's thread; the half it returns
-   touches only file descriptors); the environment runs it (inline, in a worker thread, or after
-   a simulated fsync delay)
-   and resumes the step, which then sends the durable effects in order. One sync covers every
-   write of the batch: group commit. A node killed while the sync runs sends none of them, so
-   nothing is acknowledged that a crash could lose.
+4. the durable effects wait for a sync that begins after the step: after each step, and whenever
+   a sync ends, the environment calls `begin_sync`, which (unless a sync is still running) takes
+   the blocking half of the store's sync (`Store.begin_sync`, taken here on the owner's thread;
+   the half it returns touches only file descriptors) for every batch waiting. The environment
+   runs it (inline, in a worker thread, or after a simulated fsync delay) and calls `end_sync`,
+   which sends those batches' durable effects, batch by batch in order. The node keeps stepping
+   while a sync runs, and the batches handled meanwhile share the next sync: pipelined group
+   commit. A node killed while a sync runs sends none of the effects waiting for it, so nothing
+   is acknowledged that a crash could lose.
 
 Anything else that raises in a step (a timer's bug, a failed sync, an input's error listed in
 `fatal`, such as a disk that failed) reaches the environment, which decides what it means: the
@@ -33,12 +35,12 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from random import Random
 from typing import Any
 
 from bhandar_cli.core.config import NodeConfig
-from bhandar_cli.core.messages import ClientRequest, Failure, Note, Respond, Result, Send
+from bhandar_cli.core.messages import ClientRequest, DotLeaseSaved, Failure, Note, Respond, Result, Send
 from bhandar_cli.core.metrics import NodeMetrics
 from bhandar_cli.core.node import Node
 from bhandar_cli.core.ring import Ring
@@ -53,7 +55,18 @@ BATCH = 256
 SendFn = Callable[[str, str, Any], None]  # (src, dst, message): the environment's network
 NoteFn = Callable[[str, Note], None]  # (node, note): what a person watching is told
 Responder = Callable[[Result], None]
-Sync = Callable[[], None]  # blocking: makes every write made so far durable
+Fsync = Callable[[], None]  # blocking: makes every write made before `begin_sync` durable
+
+
+class PendingSync:
+    """A sync handed to the environment: the blocking fsync to run, and the durable effects of the
+    batches that go out once it has run, in order."""
+
+    __slots__ = ("batches", "fsync")
+
+    def __init__(self, fsync: Fsync, batches: list[list[Any]]) -> None:
+        self.fsync = fsync
+        self.batches = batches
 
 
 class NodeHost:
@@ -90,6 +103,8 @@ class NodeHost:
         self._rng = Random(seed)
         self._inbox: deque[tuple[str | None, Any]] = deque()
         self._responders: dict[int, Responder] = {}
+        self._unsynced: list[list[Any]] = []  # durable effects of batches no sync has begun for
+        self._syncing: PendingSync | None = None  # the sync running, if any
 
     # --- life --------------------------------------------------------------------------------
 
@@ -117,6 +132,8 @@ class NodeHost:
             return
         self.past_metrics.merge(node.metrics)
         self._inbox.clear()
+        self._unsynced = []  # what these wait for may be lost: they never go out
+        self._syncing = None
         responders, self._responders = self._responders, {}
         # Not "unavailable" (which promises nothing was applied): the request may have been.
         failure = Failure(
@@ -177,10 +194,10 @@ class NodeHost:
         node = self.node
         return node is not None and (bool(self._inbox) or now >= node.next_deadline())
 
-    def step(self, now: float) -> Iterator[Sync]:
-        """Run one batch through the node (see the module docstring). Yields at most once: the
-        blocking sync the environment runs before the durable effects go out. What raises here
-        (other than one input's handling) is the environment's to turn into a crash."""
+    def step(self, now: float) -> None:
+        """Run one batch through the node (see the module docstring): its durable effects wait for
+        `begin_sync`. What raises here (other than one input's handling) is the environment's to
+        turn into a crash."""
         node = self.node
         if node is None:
             return
@@ -198,11 +215,36 @@ class NodeHost:
             self._dispatch(effects)
             return
         self._dispatch([e for e in effects if not getattr(e, "durable", False)])
-        fsync = self.store.begin_sync()  # here, on the owner's thread; None: nothing to wait for
-        if fsync is not None:
-            yield fsync
-        if self.node is node:  # not killed while the store synced
-            self._dispatch(durable)
+        self._unsynced.append(durable)
+
+    @property
+    def wants_sync(self) -> bool:
+        """Durable effects wait for a sync, and none is running."""
+        return self._syncing is None and bool(self._unsynced)
+
+    def begin_sync(self) -> PendingSync | None:
+        """The sync for every batch whose durable effects wait, for the environment to run and then
+        pass to `end_sync`; None if none waits, if a sync is still running (the next one covers
+        them), or if the store had nothing to wait for (their effects went out already)."""
+        if not self.wants_sync:
+            return None
+        batches, self._unsynced = self._unsynced, []
+        fsync = self.store.begin_sync()  # here, on the owner's thread
+        if fsync is None:
+            for batch in batches:
+                self._dispatch(batch)
+            return None
+        self._syncing = PendingSync(fsync, batches)
+        return self._syncing
+
+    def end_sync(self, sync: PendingSync) -> None:
+        """`sync.fsync` returned: its batches' durable effects go out, in order (unless the node
+        was killed meanwhile: then they never do)."""
+        if sync is not self._syncing:
+            return
+        self._syncing = None
+        for batch in sync.batches:
+            self._dispatch(batch)
 
     def _handle_batch(self, node: Node, now: float) -> list[Any]:
         effects: list[Any] = []
@@ -221,13 +263,18 @@ class NodeHost:
         for effect in effects:
             cls = effect.__class__
             if cls is Send:
-                self.send(self.name, effect.dst, effect.msg)
+                if effect.dst == self.name:  # to itself (a coordinator's ack of its own synced copy)
+                    self._enqueue(self.name, effect.msg)
+                else:
+                    self.send(self.name, effect.dst, effect.msg)
             elif cls is Respond:
                 responder = self._responders.pop(effect.rid, None)
                 if responder is not None:
                     responder(effect.result)
             elif cls is Note:
                 self._note(effect)
+            elif cls is DotLeaseSaved and self.node is not None:
+                self.node.dot_lease_saved(effect)
 
     def _note(self, note: Note) -> None:
         if self.on_note is not None:

@@ -2,11 +2,14 @@
 
 `NodeRunner.run` is one life of a node, a cancel scope inside the nursery of whoever runs the
 node (the in-process cluster, or a node process). It boots the node, then steps it whenever it is
-ready (an input arrived or a deadline passed), running each step's sync inline or, with
-`offload`, in a worker thread, and its store's background jobs (flush, compaction) in a nursery of
-its own. `kill` ends the life at once; `stopped` waits until its tasks are gone, so two lives
-never share the store. Nothing inside a node escapes `run`: a failed boot, a failed background
-job or a bug becomes a crash of that node (`host.crash_reason`), never an exception of the caller.
+ready (an input arrived or a deadline passed). Without `offload` it runs the sync a step needs
+inline, at once; with `offload` a task of its own runs the syncs one after another on the node's
+sync thread (sync_worker.py) while the node goes on stepping, so the steps handled during one
+sync share the next (pipelined group commit, see the executor). The store's background jobs
+(flush, compaction) run in a nursery of its own. `kill` ends the life at once; `stopped` waits
+until its tasks are gone, so two lives never share the store. Nothing inside a node escapes
+`run`: a failed boot, a failed background job or a bug becomes a crash of that node
+(`host.crash_reason`), never an exception of the caller.
 
 Who may touch the store: only trio's thread, except for the two functions the store hands out for
 a worker thread (the sync of a step, a background job's `run`), whose ownership rule the storage
@@ -18,6 +21,7 @@ from __future__ import annotations
 import trio
 
 from bhandar_cli.host.executor import NodeHost
+from bhandar_cli.node.sync_worker import SyncWorker
 from bhandar_cli.storage.errors import StorageError
 from bhandar_cli.storage.jobs import BackgroundJob
 
@@ -37,6 +41,7 @@ class NodeRunner:
         self._done = trio.Event()
         self._done.set()  # no life running
         self._wakeup = trio.Event()
+        self._sync_wanted = trio.Event()  # a step left durable effects waiting for a sync
 
     @property
     def running(self) -> bool:
@@ -84,27 +89,57 @@ class NodeRunner:
 
     async def _serve(self, jobs: trio.Nursery) -> None:
         host = self.host
-        while host.alive:
-            now = trio.current_time()
-            if not host.ready(now):
-                deadline = host.next_deadline()
-                with trio.move_on_at(deadline):
-                    await self._wakeup.wait()
-                self._wakeup = trio.Event()
-                continue
+        worker = SyncWorker(host.name) if self.offload else None
+        if worker is not None:
+            jobs.start_soon(self._sync_in_worker, worker)
+        try:
+            while host.alive:
+                now = trio.current_time()
+                if not host.ready(now):
+                    deadline = host.next_deadline()
+                    with trio.move_on_at(deadline):
+                        await self._wakeup.wait()
+                    self._wakeup = trio.Event()
+                    continue
+                try:
+                    host.step(now)
+                    if worker is None:
+                        while (sync := host.begin_sync()) is not None:
+                            sync.fsync()
+                            host.end_sync(sync)
+                    elif host.wants_sync:
+                        self._sync_wanted.set()
+                except Exception as exc:  # a bug, or a store that failed: this node's crash alone
+                    host.crash(exc)
+                    return
+                job = host.background_job()
+                if job is not None:
+                    jobs.start_soon(self._run_job, job)
+                await trio.lowlevel.checkpoint()  # a busy node still lets the others run
+        finally:
+            if worker is not None:
+                worker.close()
+
+    async def _sync_in_worker(self, worker: SyncWorker) -> None:
+        """Run the syncs the steps ask for, one at a time, on the worker thread."""
+        host = self.host
+        life = host.generation
+        while True:
             try:
-                for sync in host.step(now):
-                    if self.offload:
-                        await trio.to_thread.run_sync(sync)
-                    else:
-                        sync()
-            except Exception as exc:  # a bug, or a store that failed: this node's crash alone
-                host.crash(exc)
+                sync = host.begin_sync()
+                if sync is None:
+                    await self._sync_wanted.wait()
+                    self._sync_wanted = trio.Event()
+                    continue
+                with trio.CancelScope(shield=True):  # a kill waits for the fsync: it holds the WAL
+                    await worker.run(sync.fsync)
+            except Exception as exc:  # a failed fsync: the store is in doubt
+                if host.generation == life and host.alive:
+                    host.crash(exc, "failed to sync its store")
+                if self._scope is not None:
+                    self._scope.cancel()
                 return
-            job = host.background_job()
-            if job is not None:
-                jobs.start_soon(self._run_job, job)
-            await trio.lowlevel.checkpoint()  # a busy node still lets the others run
+            host.end_sync(sync)
 
     async def _run_job(self, job: BackgroundJob) -> None:
         """Build the job's output (in a worker thread with `offload`), then install it here. `finish`

@@ -2,11 +2,12 @@
 
 An input that reaches an idle host schedules a step at the current instant, after the events
 already due then, so messages arriving together are handled as one batch, as in the trio runtime.
-After a step the host is stepped again at once if more input waits, else at its next deadline. A
-step that must sync before its durable effects leaves the host busy for the fsync's simulated
-duration (`sync_delay`, none by default); inputs arriving meanwhile wait for the next step, which
-is how group commit batches writes in production. The sync itself runs when the delay ends, so a
-crash during it loses the batch's unsynced writes and sends none of its acks.
+After a step the host is stepped again at once if more input waits, else at its next deadline. The
+sync a step's durable effects wait for (`NodeHost.begin_sync`) takes `sync_delay` simulated
+seconds (none by default: it runs inline); the host goes on stepping meanwhile, and the batches
+handled during one sync share the next, as in production (pipelined group commit). The fsync
+itself runs when the delay ends, so a crash during it loses the unsynced writes and sends none of
+the effects waiting for it.
 
 Background jobs (flush, compaction) run beside the node as they do in production: handed out
 after a step, built and installed `job_delay` simulated seconds later while the node goes on.
@@ -19,10 +20,10 @@ in production, and `on_internal_error` is told, for the checker to report.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from random import Random
 
-from bhandar_cli.host.executor import NodeHost, Sync
+from bhandar_cli.host.executor import NodeHost, PendingSync
 from bhandar_cli.sim.loop import EventLoop
 from bhandar_cli.storage.jobs import BackgroundJob
 
@@ -49,7 +50,7 @@ class SimStepper:
         self.job_delay = job_delay
         self._token = 0  # bumped to cancel the scheduled step
         self._at = math.inf  # when the scheduled step runs (inf: none)
-        self._busy = False  # a step is waiting for its fsync
+        self._syncing = False  # a sync's simulated delay is running
         host.wake = self.wake
 
     def start(self) -> None:
@@ -65,11 +66,10 @@ class SimStepper:
         """Forget the scheduled step and any step waiting for its fsync (the host died)."""
         self._token += 1
         self._at = math.inf
-        self._busy = False
+        self._syncing = False
 
     def wake(self) -> None:
-        if not self._busy:
-            self._step_at(self.loop.now)
+        self._step_at(self.loop.now)
 
     def _step_at(self, when: float) -> None:
         if when < self._at:
@@ -79,38 +79,52 @@ class SimStepper:
 
     def _step(self, token: int) -> None:
         host = self.host
-        if token != self._token or self._busy or not host.alive:
+        if token != self._token or not host.alive:
             if token != self._token:
                 self.loop.discard()
             return
         self._at = math.inf
-        self._continue(host.generation, host.step(self.loop.now), None)
-
-    def _continue(self, life: int, step: Iterator[Sync], sync: Sync | None) -> None:
-        """Run `step` (after `sync`, if it was waiting for one) until it ends or waits again."""
-        host = self.host
-        self._busy = False
-        if host.generation != life or not host.alive:
-            return  # the host died while its fsync ran: the step's durable effects never go out
         try:
-            if sync is not None:
-                sync()
-            for sync in step:
-                if self.sync_delay is None:
-                    sync()
-                    continue
-                self._busy = True
-                when = self.loop.now + self.sync_delay(self.disk_rng)
-                self.loop.push(when, self._continue, (life, step, sync))
-                return
+            host.step(self.loop.now)
+            self._sync()
         except self.crash_errors:
             self.on_machine_crash()  # the machine died inside this step; nothing it meant to send left
             return
         except Exception as exc:
-            self.on_internal_error(f"{type(exc).__name__}: {exc}")
-            host.crash(exc)
+            self._internal_error(exc)
             return
         self._after_step()
+
+    def _sync(self) -> None:
+        """Begin the sync the waiting durable effects need, unless one is running: inline without
+        a `sync_delay`, else ended by an event once the delay has passed."""
+        host = self.host
+        while not self._syncing and (sync := host.begin_sync()) is not None:
+            if self.sync_delay is None:
+                sync.fsync()
+                host.end_sync(sync)
+                continue
+            self._syncing = True
+            when = self.loop.now + self.sync_delay(self.disk_rng)
+            self.loop.push(when, self._end_sync, (host.generation, sync))
+
+    def _end_sync(self, life: int, sync: PendingSync) -> None:
+        host = self.host
+        if host.generation != life or not host.alive:
+            return  # the host died while its fsync ran: the effects waiting for it never go out
+        self._syncing = False
+        try:
+            sync.fsync()
+            host.end_sync(sync)
+            self._sync()  # for the batches handled meanwhile
+        except self.crash_errors:
+            self.on_machine_crash()  # the power went out inside the fsync: nothing waiting left
+        except Exception as exc:
+            self._internal_error(exc)
+
+    def _internal_error(self, exc: Exception) -> None:
+        self.on_internal_error(f"{type(exc).__name__}: {exc}")
+        self.host.crash(exc)
 
     def _after_step(self) -> None:
         host = self.host

@@ -139,6 +139,14 @@ class RecordStore:
             self._policies = {str(k[0]): str(k[1]) for k in value}
         self.engine.put(META + name.encode("utf-8"), encode_meta(value))
 
+    def meta_names(self, prefix: str) -> Iterator[str]:
+        start = META + prefix.encode("utf-8")
+        for raw_key, _ in self.engine.scan(start, _prefix_end(start)):
+            yield raw_key[len(META) :].decode("utf-8")
+
+    def remove_meta(self, name: str) -> None:
+        self.engine.delete(META + name.encode("utf-8"))
+
     # --- hints -------------------------------------------------------------------------------
 
     def hints(self) -> Iterator[tuple[HintKey, Record, float]]:
