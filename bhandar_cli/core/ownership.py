@@ -15,10 +15,11 @@ from the hash index (hash_index.py): hashing every key of the store was an idle 
 Once every replica it was sent to has acknowledged a record, the node drops its copy, as Riak
 does: kept, the copy only ages, and once the replicas have deleted the key and reaped the tombstone
 (reaping.py asks only the replicas) it would bring the deleted value back, sent again after a
-restart or served again when the range moves back to this node. The node's dots stay remembered
-without the record (the dot lease, dot_lease.py, never issues a counter twice). A counter is kept, as its actor must never
-forget its own entry (crdt.py), and a counter cannot be deleted; the digest of what its replicas
-acknowledged goes to the store's metadata so that it is not sent again after a restart.
+restart or served again when the range moves back to this node. Its dots are never minted again
+without the record (the dot lease, dot_lease.py, never issues a counter twice). A counter is kept,
+as its actor must never forget its own entry (crdt.py), and a counter cannot be deleted; the
+digest of what its replicas acknowledged goes to the store's metadata so that it is not sent again
+after a restart.
 """
 
 from __future__ import annotations
