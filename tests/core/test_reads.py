@@ -22,20 +22,22 @@ def repairs_sent(wire: Wire) -> list[str]:
     ]
 
 
-def stale_third_replica(wire: Wire, key: str, home: tuple[str, ...]) -> None:
-    """Write `key` through the first home replica while the third is cut off: it misses the write."""
+def stale_third_replica() -> tuple[Wire, str, tuple[str, ...]]:
+    """A 5-node cluster and a key of three home replicas (E not among them), written through the
+    first while the third was cut off: the third missed the write."""
+    wire, ring = cluster()
+    key = key_where(ring, lambda prefs: "E" not in prefs)
+    home = ring.preference_list(key_token("ks", key), 3)
     wire.cut = {home[2]}
     wire.request(home[0], put(1, key, b"new"))
     assert isinstance(wire.answers[home[0]].pop(), PutResult)
     wire.cut = set()
     wire.sent.clear()
+    return wire, key, home
 
 
 def test_a_get_at_one_through_a_replica_reads_its_own_copy_and_sends_nothing() -> None:
-    wire, ring = cluster()
-    key = key_where(ring, lambda prefs: "E" not in prefs)
-    home = ring.preference_list(key_token("ks", key), 3)
-    stale_third_replica(wire, key, home)
+    wire, key, home = stale_third_replica()
     laggard = home[2]
 
     wire.request(laggard, GetRequest(2, "ks", key, "ONE"))
@@ -50,10 +52,7 @@ def test_a_get_at_one_through_a_replica_reads_its_own_copy_and_sends_nothing() -
 
 
 def test_a_get_at_one_through_a_replica_returns_what_it_holds() -> None:
-    wire, ring = cluster()
-    key = key_where(ring, lambda prefs: "E" not in prefs)
-    home = ring.preference_list(key_token("ks", key), 3)
-    stale_third_replica(wire, key, home)
+    wire, key, home = stale_third_replica()
 
     wire.request(home[1], GetRequest(2, "ks", key, "ONE"))
 
@@ -64,10 +63,7 @@ def test_a_get_at_one_through_a_replica_returns_what_it_holds() -> None:
 
 
 def test_a_get_at_one_through_a_node_holding_no_copy_asks_every_replica_and_repairs() -> None:
-    wire, ring = cluster()
-    key = key_where(ring, lambda prefs: "E" not in prefs)
-    home = ring.preference_list(key_token("ks", key), 3)
-    stale_third_replica(wire, key, home)
+    wire, key, home = stale_third_replica()
 
     wire.request("E", GetRequest(2, "ks", key, "ONE"))
 
@@ -78,10 +74,7 @@ def test_a_get_at_one_through_a_node_holding_no_copy_asks_every_replica_and_repa
 
 
 def test_a_get_at_quorum_through_a_replica_asks_the_others_and_repairs_the_stale_one() -> None:
-    wire, ring = cluster()
-    key = key_where(ring, lambda prefs: "E" not in prefs)
-    home = ring.preference_list(key_token("ks", key), 3)
-    stale_third_replica(wire, key, home)
+    wire, key, home = stale_third_replica()
 
     wire.request(home[2], GetRequest(2, "ks", key, "QUORUM"))
 
