@@ -45,7 +45,6 @@ from bhandar_cli.sim.chaos_report import (
 )
 from bhandar_cli.sim.checker import check
 from bhandar_cli.sim.cluster import SimCluster
-from bhandar_cli.sim.disk import SimulatedCrash
 from bhandar_cli.sim.faults import FAULT_KINDS, MEMBERSHIP_KINDS, NETWORK_KINDS, FaultInjector, FaultParams
 from bhandar_cli.sim.history import History, Violation
 from bhandar_cli.sim.storage_faults import STORAGE_KINDS, LSMHosts
@@ -280,11 +279,7 @@ def _build_cluster(params: ChaosParams, config: NodeConfig, disks: LSMHosts | No
     storage: dict[str, Any] = {}
     if disks is not None:
         storage = {
-            "store_factory": disks.create,
-            "crash_store": disks.crash,
-            "reopen_store": disks.reopen,
-            "arm_crash": disks.arm,
-            "crash_errors": (SimulatedCrash,),
+            **disks.hooks(),
             "sync_delay": _fsync_seconds,
             "job_delay": _job_seconds,
         }

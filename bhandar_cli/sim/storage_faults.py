@@ -22,9 +22,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from random import Random
+from typing import Any
 
 from bhandar_cli.core.store import Store
-from bhandar_cli.sim.disk import SimDisk
+from bhandar_cli.sim.disk import SimDisk, SimulatedCrash
 from bhandar_cli.storage.engine import EngineOptions
 from bhandar_cli.storage.record_store import RecordStore
 from bhandar_cli.storage.wal import FsyncPolicy
@@ -66,6 +67,17 @@ class LSMHosts:
 
     def options(self) -> EngineOptions:
         return EngineOptions(memtable_bytes=self.memtable_bytes, fsync=FsyncPolicy.BATCH)
+
+    def hooks(self) -> dict[str, Any]:
+        """`SimCluster`'s arguments that put its hosts on these disks (arming a crash happens only
+        when a fault asks for it)."""
+        return {
+            "store_factory": self.create,
+            "crash_store": self.crash,
+            "reopen_store": self.reopen,
+            "arm_crash": self.arm,
+            "crash_errors": (SimulatedCrash,),
+        }
 
     def create(self, name: str) -> Store:
         disk = self.disks[name] = SimDisk()

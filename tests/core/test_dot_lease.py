@@ -17,7 +17,6 @@ from bhandar_cli.core.store import MemoryStore, Store
 from bhandar_cli.core.versions import JSON
 from bhandar_cli.node.disk import RealDisk
 from bhandar_cli.sim.cluster import SimCluster
-from bhandar_cli.sim.disk import SimulatedCrash
 from bhandar_cli.sim.storage_faults import LSMHosts
 from bhandar_cli.storage.record_store import RecordStore
 
@@ -93,10 +92,7 @@ def test_a_node_that_loses_power_mid_lease_never_mints_a_dot_again() -> None:
     c = SimCluster(
         seed=7,
         nodes=3,
-        store_factory=disks.create,
-        crash_store=disks.crash,
-        reopen_store=disks.reopen,
-        crash_errors=(SimulatedCrash,),
+        **disks.hooks(),
         sync_delay=lambda rng: rng.uniform(0.001, 0.01),
     )
     c.run_for(2.0)

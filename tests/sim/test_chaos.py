@@ -31,7 +31,6 @@ from bhandar_cli.sim.chaos import (
     run_chaos,
 )
 from bhandar_cli.sim.cluster import SimCluster
-from bhandar_cli.sim.disk import SimulatedCrash
 from bhandar_cli.sim.faults import FAULT_KINDS, NETWORK_KINDS
 from bhandar_cli.sim.ministore_scenario import run_ministore_scenario
 from bhandar_cli.sim.storage_faults import LSMHosts
@@ -360,11 +359,7 @@ def test_a_crash_inside_a_write_loses_only_what_was_not_acknowledged() -> None:
     cluster = SimCluster(
         seed=5,
         nodes=3,
-        store_factory=disks.create,
-        crash_store=disks.crash,
-        reopen_store=disks.reopen,
-        arm_crash=disks.arm,
-        crash_errors=(SimulatedCrash,),
+        **disks.hooks(),
     )
     cluster.run_for(2.0)
     first = cluster.call(
