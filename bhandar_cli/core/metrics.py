@@ -39,6 +39,20 @@ class Histogram:
         self.total_ms += other.total_ms
         self.max_ms = max(self.max_ms, other.max_ms)
 
+    def cumulative(self, edges_ms: list[float]) -> list[int]:
+        """How many observations fall at or below each edge (ascending), exactly when every edge
+        is a bucket edge (`bucket_edge`), as Prometheus histogram buckets count them."""
+        counts = sorted(self.buckets.items())
+        out: list[int] = []
+        seen = 0
+        i = 0
+        for edge in edges_ms:
+            while i < len(counts) and _MIN_MS * _BASE ** (counts[i][0] + 1) <= edge * (1 + 1e-9):
+                seen += counts[i][1]
+                i += 1
+            out.append(seen)
+        return out
+
     def percentile(self, p: float) -> float:
         """The bucket's upper edge at or above the p-th percentile (0 when empty)."""
         if not self.count:
@@ -50,6 +64,11 @@ class Histogram:
             if seen >= rank:
                 return min(_MIN_MS * _BASE ** (bucket + 1), self.max_ms)
         return self.max_ms
+
+
+def bucket_edge(ms: float) -> float:
+    """The bucket edge nearest `ms`: a histogram's counts at such an edge are exact."""
+    return _MIN_MS * _BASE ** round(math.log(ms / _MIN_MS) / _LOG_BASE)
 
 
 @dataclass

@@ -6,9 +6,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, Protocol
 
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 
-from bhandar_cli.core.metrics import NodeMetrics
+from bhandar_cli.core.metrics import NodeMetrics, bucket_edge
+
+# Latency bucket bounds (`le`, seconds): Prometheus' usual 1-2.5-5 steps from 0.5 ms to 10 s, each
+# moved to the nearest edge of the node's own 2%-wide buckets so every count is exact (the `le`
+# labels therefore read 0.0009998..., not 0.001).
+LATENCY_BOUNDS_MS = [
+    bucket_edge(ms) for ms in (0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000)
+]
 
 
 class MetricsSource(Protocol):
@@ -31,14 +38,17 @@ class NodeCollector:
         requests = CounterMetricFamily(
             "bhandar_requests", "Client requests coordinated here.", labels=[*labels, "outcome"]
         )
-        latency = GaugeMetricFamily(
-            "bhandar_request_latency_seconds", "Latency of successful requests.", labels=[*labels, "quantile"]
+        latency = HistogramMetricFamily(
+            "bhandar_request_latency_seconds", "Latency of successful requests.", labels=labels
         )
         for (op, level), stats in sorted(metrics.ops.items()):
             requests.add_metric([op, level, "ok"], stats.ok)
             requests.add_metric([op, level, "failed"], stats.count - stats.ok)
-            for q in (0.5, 0.99):
-                latency.add_metric([op, level, str(q)], stats.latency.percentile(q * 100) / 1000.0)
+            counts = stats.latency.cumulative(LATENCY_BOUNDS_MS)
+            buckets = [(repr(ms / 1000.0), n) for ms, n in zip(LATENCY_BOUNDS_MS, counts, strict=True)]
+            latency.add_metric(
+                [op, level], [*buckets, ("+Inf", stats.latency.count)], stats.latency.total_ms / 1000.0
+            )
         yield requests
         yield latency
         for name, text in (

@@ -85,6 +85,7 @@ def test_status_and_prometheus_metrics(http: httpx.Client) -> None:
     text = metrics.text
     assert 'bhandar_requests_total{consistency="QUORUM",op="put",outcome="ok"}' in text
     assert "bhandar_members 5.0" in text and "bhandar_hints_pending" in text
+    assert 'bhandar_request_latency_seconds_bucket{consistency="QUORUM",le="+Inf",op="put"}' in text
 
 
 def test_unavailable_is_503_and_timeout_is_504(fresh_cluster: ClusterFile) -> None:
