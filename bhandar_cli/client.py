@@ -3,7 +3,7 @@
 `Client` is async and runs inside trio. `BlockingClient` wraps it for a thread other than trio's
 (the interactive prompt runs in a worker thread and calls back with `trio.from_thread.run`).
 Data operations return outcome dataclasses (`outcomes.py`); cluster views return dictionaries in
-the JSON shapes of DESIGN.md §5. Every failure is raised as `ClientError` with a stable `code`.
+the JSON shapes of the man page's JSON OUTPUT. Every failure is raised as `ClientError` with a stable `code`.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """Cluster operations of the client: faults, membership changes, repair, storage housekeeping.
 
-Each returns a dictionary in the JSON shape of DESIGN.md §5 (with more fields where useful) or
+Each returns a dictionary in the JSON shape the man page lists under JSON OUTPUT (with more fields
+where useful) or
 raises `ClientError`/`BadInput` with a sentence saying what went wrong and whose fault it is.
 """
 

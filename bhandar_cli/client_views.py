@@ -1,6 +1,7 @@
 """Read-only cluster views of the client: status, ring, prefs, clock, hints, metrics.
 
-Each returns a dictionary in the JSON shape of DESIGN.md §5 (extra fields allowed); the REPL renders
+Each returns a dictionary in the JSON shape the man page lists under JSON OUTPUT (extra fields
+allowed); the REPL renders
 them with rich, `-o json` prints them as they are.
 """
 

@@ -1,4 +1,4 @@
-"""What client operations return: plain dataclasses with the JSON shapes of DESIGN.md §5.
+"""What client operations return: plain dataclasses with the JSON shapes the man page lists under JSON OUTPUT.
 
 The faces (REPL, CLI) render these; `to_json()` gives the stable machine form (fields may be added,
 the documented ones stay).

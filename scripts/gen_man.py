@@ -7,11 +7,10 @@ The COMMANDS and SYNOPSIS sections come from the click command tree that typer b
 (`typer.main.get_command`): every group and command, recursively, with usage, help, arguments
 and options with their defaults. REPL COMMANDS comes from the REPL's command table
 (`bhandar_cli.repl.commands.COMMANDS`): usage, summary, help, aliases and examples of each entry.
-DESCRIPTION, LIMITS, DELETE, JSON OUTPUT, HTTP API, SECURITY, EXIT STATUS, ENVIRONMENT and SEE ALSO are fixed
-text below, taken from DESIGN.md §5, with the consistency levels, error codes and limits read from
-their declarations. The
-output carries no date and nothing from the environment, so the same code always gives the same
-page and `tests/test_man.py` can tell when the committed page is stale.
+DESCRIPTION, LIMITS, DELETE, JSON OUTPUT, HTTP API, SECURITY, EXIT STATUS, ENVIRONMENT, FILES
+and SEE ALSO are fixed text below, with the consistency levels, error codes and limits read from
+their declarations. The output carries no date and nothing from the environment, so the same
+code always gives the same page and `tests/test_man.py` can tell when the committed page is stale.
 """
 
 from __future__ import annotations
@@ -188,7 +187,7 @@ def command_section(cmd: Any, ctx: Any) -> list[str]:
     return lines
 
 
-# --- fixed text (DESIGN.md §5) ------------------------------------------------------------------
+# --- fixed text ----------------------------------------------------------------------------------
 
 DESCRIPTION = [
     f"""Bhandar is a Dynamo-style, leaderless, replicated key-value store that runs on one machine
@@ -203,9 +202,9 @@ DESCRIPTION = [
     """Output is a table on a terminal and plain text when piped; -o json prints one JSON object
     per command (JSON Lines) with the stable field names listed under JSON OUTPUT. Errors always
     go to standard error, in every output mode. Every command accepts -h and --help.""",
-    """bhandar sim reproduces the four simulators of the seed text (ring, quorum, versions,
-    ministore): with the default options each prints exactly the table the original JavaScript
-    prints.""",
+    """bhandar sim runs four small teaching simulations (ring, quorum, versions, ministore) with
+    fixed seeds, so a class sees the same tables on every machine, and measures the SSTables' Bloom
+    filter against its formula (bloom).""",
 ]
 
 REPL_SYNTAX = """One command per line; ; separates commands and # starts a comment. Words use
@@ -283,7 +282,10 @@ POST   /v1/kv/KS/KEY/increment              body {"delta":1,"request_id":"..."} 
 GET    /v1/keyspaces                        200 {"keyspaces":[{"name":K,"policy":S,"n":N,"quorum":S}]}
 PUT    /v1/keyspaces/NAME                   body {"policy":"siblings","n":3,"quorum":"sloppy"}
                                             201 created | 200 the same exists | 409 defined otherwise
-GET    /v1/status    GET /metrics (Prometheus text format)
+GET    /v1/status                           200 the node's view: members, peers, hints, keys, ...
+GET    /metrics                             200 Prometheus text: bhandar_requests_total,
+                                            bhandar_request_latency_seconds (a histogram per op
+                                            and consistency), hints, keys, peers, corruptions
 """
 
 HTTP_TEXT = f"""Each node process serves HTTP on the port cluster status shows (HTTPS with the node's
@@ -367,6 +369,29 @@ DELETE = [
 ]
 
 
+# A process cluster's directory (cluster up --dir DIR); every file 0600, every directory 0700.
+FILES = [
+    (
+        "DIR/cluster.json",
+        """The cluster file: nodes, zones, addresses, ports, pids, data directories and the admin
+        token cluster up made. The one-shot commands and --connect read it.""",
+    ),
+    ("DIR/auth.json", "The client token table as cluster up seeded it (token hashes, grants, rates)."),
+    (
+        "DIR/tls/ca.crt, DIR/tls/ca.key",
+        "The cluster CA (cluster up, or cluster init). Keep ca.key private: it can issue node certificates.",
+    ),
+    ("DIR/NODE.log", "One log per node: start, stop, peers up and down, refusals, corruption found."),
+    (
+        "DIR/data/NODE/",
+        """A node's data directory: MANIFEST (the live tables), NNNNNN.log (write-ahead log),
+        NNNNNN.sst (tables), quarantine/ (tables that failed a checksum), join-tokens.json, and
+        tls/ (node.key, node.crt, ca.crt: the node's identity, which a restore keeps).""",
+    ),
+    ("DIR/snapshots/NAME/", "A snapshot: hard links to every node's tables at the time it was taken."),
+]
+
+
 def fixed_sections() -> dict[str, list[str]]:
     description = [line for p in DESCRIPTION for line in para(p)]
     repl = repl_section()
@@ -378,8 +403,8 @@ def fixed_sections() -> dict[str, list[str]]:
     )
     json_out += example(JSON_SHAPES.replace("CODES", "|".join(ERROR_CODES)))
     json_out += para(
-        """The sim commands give the same figures as their tables, unrounded (the tables round them
-        as the seed's JavaScript does); CLOCK is an object from node to counter."""
+        """The sim commands give the same figures as their tables, unrounded (the tables round
+        them); CLOCK is an object from node to counter."""
     )
     json_out += example(JSON_SIM_SHAPES)
     json_out += para(
@@ -404,10 +429,14 @@ def fixed_sections() -> dict[str, list[str]]:
         admin on * (keyspace create, partition, heal, delay, shutdown, snapshot, cluster token
         create|list|revoke); views need any valid token.""",
     )
+    files: list[str] = []
+    for path, text in FILES:
+        files += item(bold(path), text)
     see_also = para(
-        """node(1), which runs the seed's original simulators in seed/sims/; README.md and
-        DESIGN.md in the source tree; G. DeCandia et al., Dynamo: Amazon's Highly Available
-        Key-value Store, SOSP 2007."""
+        """README.md and the guides in docs/ of the source tree (docs/README.md lists them: one per
+        concept, each with the REPL commands and demo that show it; docs/http-api.md,
+        docs/security.md, docs/tokens.md, docs/performance.md); prometheus(1), curl(1), jq(1);
+        G. DeCandia et al., Dynamo: Amazon's Highly Available Key-value Store, SOSP 2007."""
     )
     return {
         "DESCRIPTION": description,
@@ -419,6 +448,7 @@ def fixed_sections() -> dict[str, list[str]]:
         "SECURITY": [line for p in SECURITY for line in para(p)],
         "EXIT STATUS": exit_status,
         "ENVIRONMENT": environment,
+        "FILES": files,
         "SEE ALSO": see_also,
     }
 
@@ -458,6 +488,7 @@ def render_man() -> str:
         "SECURITY",
         "EXIT STATUS",
         "ENVIRONMENT",
+        "FILES",
         "SEE ALSO",
     ):
         lines += [f".SH {arg(title)}", *fixed[title]]

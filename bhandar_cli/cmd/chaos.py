@@ -125,7 +125,8 @@ def chaos(
         None,
         "--scenario",
         metavar="NAME",
-        help="Run a fixed experiment instead: ministore (the seed's part 4).",
+        help="Run a fixed experiment instead: ministore (strict vs sloppy quorum vs hinted handoff, "
+        "on the real store).",
     ),
     swarm: str = typer.Option(
         None,

@@ -1,6 +1,6 @@
 """`bhandar get|put|delete|incr`: one-shot data commands against a running process cluster.
 
-Output: `-o table` (rich on a terminal, plain when piped), `-o json` (one object, the DESIGN.md
+Output: `-o table` (rich on a terminal, plain when piped), `-o json` (one object, the documented
 shapes, failures included) or `-o raw` (the bare value for `$(...)`: a JSON string without its
 quotes, other JSON as JSON, one value per line when there are siblings, binary values exactly).
 Errors go to standard error in every mode. Exit codes: 0 ok, 1 failed, 2 usage or input the store

@@ -1,6 +1,6 @@
 """Output conventions shared by every command: `-o table|json|raw`, errors to stderr, exit codes.
 
-Exit codes (DESIGN.md §5): 0 success, 1 operation failed, 2 usage error, 3 key not found.
+Exit codes (the man page's EXIT STATUS): 0 success, 1 operation failed, 2 usage error, 3 key not found.
 """
 
 from __future__ import annotations

@@ -18,7 +18,8 @@ import typer
 from bhandar_cli.cmd.output import EXIT_USAGE, OUTPUT_OPTION, OutputFormat, emit_json, fail
 
 sim_app = typer.Typer(
-    help="Reproduce the seed's four simulations exactly (ring, quorum, versions, ministore).",
+    help="Four small teaching simulations with fixed seeds (ring, quorum, versions, ministore), "
+    "and the Bloom filter measured.",
     no_args_is_help=True,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
@@ -53,7 +54,7 @@ def _print(text: str) -> None:
     sys.stdout.flush()
 
 
-SEED_HELP = f"PRNG seed (the seed scripts' mulberry32; 0 to {SEED_MAX})."
+SEED_HELP = f"PRNG seed (mulberry32; 0 to {SEED_MAX})."
 
 
 @sim_app.command("ring")
@@ -67,7 +68,7 @@ def ring(
     ),
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
-    """Part 1: keys per node with V virtual nodes, and keys moved when a fifth node joins."""
+    """Keys per node with V virtual nodes, and keys moved when a fifth node joins."""
     seed_n = _parse_int("--seed", seed, 0, SEED_MAX)
     keys_n = _parse_int("--keys", keys, 1, COUNT_MAX)
     vnodes_list = _parse_vnodes(vnodes)
@@ -91,7 +92,7 @@ def quorum(
     ),
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
-    """Part 2: quorum put then get on N=3 replicas with one replica down for a while."""
+    """Quorum put then get on N=3 replicas with one replica down for a while."""
     seed_n = _parse_int("--seed", seed, 0, SEED_MAX)
     rounds_n = _parse_int("--rounds", rounds, 1, COUNT_MAX)
     from bhandar_cli.sim.seed_quorum import quorum_json, render_quorum, simulate_quorum
@@ -105,7 +106,7 @@ def quorum(
 
 @sim_app.command("versions")
 def versions(output: OutputFormat = OUTPUT_OPTION) -> None:
-    """Part 3: the cart:42 story with vector clocks, siblings, a client merge and LWW."""
+    """The cart:42 story with vector clocks, siblings, a client merge and LWW."""
     from bhandar_cli.sim.seed_versions import render_versions, simulate_versions, versions_json
 
     result = simulate_versions()
@@ -133,7 +134,7 @@ def ministore(
     ),
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
-    """Part 4: a mini store, strict vs sloppy quorum vs hinted handoff with two nodes down."""
+    """A mini store, strict vs sloppy quorum vs hinted handoff with two nodes down."""
     seed_n = _parse_int("--seed", seed, 0, SEED_MAX)
     ops_n = _parse_int("--ops", ops, 1, COUNT_MAX)
     keys_n = _parse_int("--keys", keys, 1, COUNT_MAX)

@@ -3,7 +3,7 @@
 This module owns the per-peer statistics of heartbeat arrivals and the suspicion level phi
 derived from them (Hayashibara et al., "The φ Accrual Failure Detector", 2004; the variant below is
 Akka's `PhiAccrualFailureDetector`, which Cassandra's detector also follows in spirit). It decides
-nothing about ownership: gossip uses `is_up` for routing only (DESIGN.md §3). Time is passed in
+nothing about ownership: gossip uses `is_up` for routing only. Time is passed in
 as float seconds, so the simulator and the trio runtime drive it alike.
 
 Model. Heartbeat inter-arrival times are taken as normally distributed with the mean and standard

@@ -13,7 +13,7 @@ Frame format::
 
 `length` counts the payload bytes only and is at most `max_frame_size` (16 MiB by default).
 
-Version rule (rolling upgrades, DESIGN.md §6): a frame whose version v satisfies
+Version rule (rolling upgrades): a frame whose version v satisfies
 ``MIN_COMPATIBLE_VERSION <= v <= PROTOCOL_VERSION`` is accepted; a newer one is rejected, since this
 node cannot know what it means, and so is one older than `MIN_COMPATIBLE_VERSION`. A version bump
 that only adds optional fields keeps `MIN_COMPATIBLE_VERSION`, so old and new nodes interoperate;

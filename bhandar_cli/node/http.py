@@ -1,4 +1,5 @@
-"""The HTTP API of one node (DESIGN.md §5): a small ASGI app served by hypercorn's trio worker.
+"""The HTTP API of one node (man page: HTTP API; docs/http-api.md): a small ASGI app served by
+hypercorn's trio worker.
 
 It is part of the node: requests go to this node's own coordinator (`NodeProcess.call`), never
 through client.py. Hypercorn does all the HTTP; this module only routes, converts JSON to

@@ -92,7 +92,7 @@ class Demo:
     name: str
     title: str
     summary: str
-    source: str  # where the course text teaches it
+    guide: str  # the page of docs/ that explains what the demo shows
     options: ClusterOptions
     steps: tuple[Step, ...]
 

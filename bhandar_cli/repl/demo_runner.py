@@ -61,7 +61,7 @@ def _header(demo: Demo, interactive: bool) -> Panel:
             f"N = {o.replicas} replicas per key",
             style="dim",
         ),
-        Text(f"course text: {demo.source}", style="dim"),
+        Text(f"read more: {demo.guide}", style="dim"),
     ]
     if interactive:
         parts.append(Text("Enter runs the next step; q then Enter quits; Ctrl-C stops.", style="dim"))

@@ -9,7 +9,7 @@ is no longer stored) must fail loudly rather than show a room full of students t
 
 Steps see what the cluster answered before them through a `DemoContext`, so "kill the second
 replica of cart:7" is computed from the `prefs` reply and the demos work on any ring. Checks read
-the documented JSON shapes of the replies (DESIGN.md §5), not the rendered tables.
+the documented JSON shapes of the replies (the man page's JSON OUTPUT), not the rendered tables.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ QUORUM = Demo(
     name="quorum",
     title="Quorums: R + W > N",
     summary="kill one of three replicas: QUORUM still works, ALL fails, ONE can read stale data",
-    source="part 2 (replication: preference list, R and W), seed/sims/part2-quorum.js",
+    guide="docs/quorum-levels.md",
     options=ClusterOptions(nodes=3, zones=3),
     steps=(
         Step(
@@ -166,7 +166,7 @@ HANDOFF = Demo(
     name="handoff",
     title="Sloppy quorum and hinted handoff",
     summary="home replicas down: fallbacks take the writes with hints and hand them back on return",
-    source="part 4 (handling failures: sloppy quorum, hinted handoff), seed/sims/part4-ministore.js",
+    guide="docs/failures-and-hints.md",
     options=ClusterOptions(nodes=5, zones=3),
     steps=(
         Step(
@@ -256,7 +256,7 @@ READREPAIR = Demo(
     name="readrepair",
     title="Read repair: a read fixes a replica that missed a write",
     summary="a replica misses a write during a partition; the next read finds it stale and repairs it",
-    source="part 4 (read repair) and part 8's stale-read SLI",
+    guide="docs/quorum-levels.md (read repair)",
     options=ClusterOptions(nodes=3, zones=3),
     steps=(
         Step(

@@ -54,7 +54,7 @@ JOIN = Demo(
     name="join",
     title="A node joins, then leaves: bootstrap, pending ranges, decommission",
     summary="adding a fifth node moves about a fifth of the keys; every key stays readable",
-    source="part 4 (node join, bootstrap, decommission) and part 7 (gossip, seed nodes)",
+    guide="docs/membership-and-anti-entropy.md",
     options=ClusterOptions(nodes=4, zones=2),
     steps=(
         Step(

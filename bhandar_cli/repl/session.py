@@ -23,7 +23,7 @@ from bhandar_cli.repl.table import CommandTable
 class Reply:
     cmd: str
     ok: bool
-    data: Any  # an outcome, a dict in the DESIGN.md shape, or a ClientError
+    data: Any  # an outcome, a dict in the documented JSON shape, or a ClientError
 
     def to_json(self) -> dict[str, Any]:
         if isinstance(self.data, ClientError):

@@ -1,7 +1,7 @@
-"""The seed's part-4 experiment run on the real store (`bhandar chaos --scenario ministore`).
+"""The ministore experiment run on the real store (`bhandar chaos --scenario ministore`).
 
-The seed's `part4-ministore.js` models a store in a few lines; this module runs the same
-experiment against the real node core in the simulator: 5 nodes, 8 vnodes each, N = 3,
+The ministore teaching simulation (`bhandar sim ministore`) models a store in a few lines; this
+module runs the same experiment against the real node core in the simulator: 5 nodes, 8 vnodes each, N = 3,
 W = R = 2 (QUORUM), 300 keys, 8000 requests, one request per simulated millisecond (request i is
 sent at i ms), half puts and half gets on random keys. Node D is killed at 2000 ms and E at 4000 ms
 (memory lost, store kept); both restart at 6000 ms. Nobody tells the other nodes: the ping

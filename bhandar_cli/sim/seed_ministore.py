@@ -1,4 +1,5 @@
-"""The seed's part 4 (`seed/sims/part4-ministore.js`): strict vs sloppy quorum vs hinted handoff.
+"""The ministore teaching simulation, ported exactly from its JavaScript original:
+strict vs sloppy quorum vs hinted handoff.
 
 Five nodes A-E on a ring with 8 tokens each, N = 3, W = 2, R = 2. Node D is down for operations
 2000-5999 and E for 4000-5999 (fixed windows, whatever the number of operations). Each operation

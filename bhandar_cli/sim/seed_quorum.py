@@ -1,4 +1,5 @@
-"""The seed's part 2 (`seed/sims/part2-quorum.js`): quorum put then get on N = 3 replicas.
+"""The quorum teaching simulation, ported exactly from its JavaScript original:
+quorum put then get on N = 3 replicas.
 
 Each round writes version v with W acknowledgements and then reads with R replies; replica 1
 (the second) is down for rounds 3000-5999 whatever the number of rounds (so with fewer than 3000

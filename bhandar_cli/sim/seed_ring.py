@@ -1,4 +1,5 @@
-"""The seed's part 1 (`seed/sims/part1-ring.js`): keys per node with V virtual nodes, and moves.
+"""The ring teaching simulation, ported exactly from its JavaScript original:
+keys per node with V virtual nodes, and moves.
 
 K random keys are placed on a ring of four nodes A-D with V tokens each; the table shows the
 keys each node owns, their spread, and how many keys change owner when a fifth node E joins,

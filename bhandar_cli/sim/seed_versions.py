@@ -1,4 +1,5 @@
-"""The seed's part 3 (`seed/sims/part3-versions.js`): the cart:42 story with vector clocks.
+"""The versions teaching simulation, ported exactly from its JavaScript original:
+the cart:42 story with vector clocks.
 
 Three replicas A, B, C; a write through A, a partition {A} | {B, C} with a write on each side,
 anti-entropy after healing leaves two concurrent siblings, a read through C returns both with
