@@ -32,12 +32,14 @@ from prompt_toolkit.output import Output
 from prompt_toolkit.patch_stdout import patch_stdout
 from prompt_toolkit.styles import Style
 from rich.console import Console
+from rich.markup import escape as _markup_escape
 
 from bhandar_cli import __version__
 from bhandar_cli.core.errors import BhandarError
 from bhandar_cli.repl.batch import SessionOpener
 from bhandar_cli.repl.completer import BhandarCompleter, BhandarLexer, CompletionContext, argument_hint
 from bhandar_cli.repl.session import Reply, Session, failed_line
+from bhandar_cli.repl.status_line import Notices, status_parts
 from bhandar_cli.repl.views import print_reply
 
 STYLE = Style.from_dict(
@@ -87,6 +89,7 @@ class InteractiveApp:
         self.console = console
         self.completion = CompletionContext(nodes=list(session.client.backend.names))
         self.toolbar_state: dict[str, Any] = {}
+        self.notices = Notices()
         self._command_scope: trio.CancelScope | None = None
 
     # --- trio side ---------------------------------------------------------------------------
@@ -136,20 +139,12 @@ class InteractiveApp:
         }
 
     def _print_news(self, notes: list[tuple[str, dict[str, Any], str]]) -> None:
-        """What the cluster noticed on its own (failure detection, joins), above the prompt.
-
-        Every node reports what it sees; "C is down (seen by A, B, D)" says it once."""
-        seen: dict[tuple[str, bool], list[str]] = {}
-        for text, data, node in notes:
-            if "peer" in data:
-                seen.setdefault((data["peer"], data["up"]), []).append(node)
-            else:
-                self._console().print(f"[dim]· {text}[/dim]")
-        for (peer, up), nodes in seen.items():
-            word = "[green]up again[/green]" if up else "[red]down[/red]"
-            self._console().print(
-                f"[dim]· {peer} is[/dim] {word} [dim](seen by {', '.join(sorted(nodes))})[/dim]"
-            )
+        """What the cluster noticed on its own (failure detection, joins), above the prompt: one
+        line per change (repl/status_line.py), not one per node that noticed it."""
+        backend = self.session.client.backend
+        alive = [n for n in backend.names if backend.is_alive(n)]
+        for line in self.notices.fold(notes, alive):
+            self._console().print(f"[dim]· {_markup_escape(line)}[/dim]")
 
     async def execute(self, text: str) -> None:
         """Run one line; Ctrl-C (SIGINT) cancels the command in progress and only that."""
@@ -223,32 +218,19 @@ class InteractiveApp:
         )
 
     def _toolbar(self) -> Any:
-        state = self.toolbar_state
-        down = state.get("down", [])
-        up = state.get("nodes", 0) - len(down)
-        parts = [f"nodes {up}/{state.get('nodes', 0)} up"]
-        if down:
-            parts.append(f"<down>down: {', '.join(down)}</down>")
-        groups = state.get("partitions") or []
-        if groups:
-            parts.append("partition " + " | ".join("{" + ",".join(g) + "}" for g in groups))
-        parts.append(f"consistency {state.get('consistency', '')}")
-        parts.append(f"hints {state.get('hints', 0)} pending")
-        if state.get("trace"):
-            parts.append("trace on")
-        line = " · ".join(parts)
         try:
-            hint = argument_hint(get_app().current_buffer.text)
+            app = get_app()
+            width = app.output.get_size().columns
+            hint = argument_hint(app.current_buffer.text)
         except Exception:  # no running application (rendering outside a prompt)
-            hint = ""
-        if hint:
-            line += f"\n<hint>{_escape(hint)}</hint>"
-        return HTML(
-            line.replace("<down>", "<style fg='#ff5f5f'><b>")
-            .replace("</down>", "</b></style>")
-            .replace("<hint>", "<style fg='#888888'>")
-            .replace("</hint>", "</style>")
+            width, hint = shutil.get_terminal_size((80, 24)).columns, ""
+        line = " · ".join(
+            f"<style fg='#ff5f5f'><b>{_escape(text)}</b></style>" if style == "down" else _escape(text)
+            for style, text in status_parts(self.toolbar_state, width - 1)
         )
+        if hint:
+            line += f"\n<style fg='#888888'>{_escape(hint)}</style>"
+        return HTML(line)
 
 
 def tab_bindings(completer: BhandarCompleter) -> KeyBindings:
