@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from bhandar_cli.cmd.output import EXIT_FAILED, OutputFormat, emit_json
+from bhandar_cli.core.wording import count as counted
 
 if TYPE_CHECKING:
     from bhandar_cli.sim.chaos import ChaosOptions
@@ -53,7 +54,7 @@ def _write(text: str) -> None:
 
 def _header(base: ChaosOptions, count: int, jobs: int) -> str:
     last = base.seed + count - 1
-    return f"chaos swarm: {count} seeds, {base.seed} to {last}, on {jobs} worker(s)\n"
+    return f"chaos swarm: {count} seeds, {base.seed} to {last}, on {counted(jobs, 'worker')}\n"
 
 
 def _failure(outcome: SeedOutcome) -> str:

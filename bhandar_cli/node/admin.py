@@ -13,6 +13,7 @@ from bhandar_cli.core.metrics import Histogram, NodeMetrics, OpStats
 from bhandar_cli.core.node import Node
 from bhandar_cli.core.records import Record, from_plain, to_plain
 from bhandar_cli.core.ring import Ring
+from bhandar_cli.core.wording import count as counted
 
 
 def node_info(
@@ -79,7 +80,7 @@ def convergence_problems(
     `range_hashes` view over `convergence_ranges(ring)`): a hint held for a live node, or
     replicas of a range that hold different records. Empty when converged."""
     problems = [
-        f"{name} holds {q['count']} hint(s) for {q['target']}"
+        f"{name} holds {counted(q['count'], 'hint')} for {q['target']}"
         for name, queues in hints.items()
         for q in queues
         if q["target"] in range_hashes

@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from bhandar_cli.core.versions import show_clock
+from bhandar_cli.core.wording import count as counted
 from bhandar_cli.repl.palette import node_style
 from bhandar_cli.repl.views_data import show_value
 
@@ -51,7 +52,7 @@ def render_status(data: dict[str, Any]) -> RenderableType:
             more = f" and {unlisted} more" if unlisted > 0 else ""
             parts.append(
                 Text(
-                    f"{n['id']}: {over['count']} key(s) over the sibling limit of {over['limit']} "
+                    f"{n['id']}: {counted(over['count'], 'key')} over the sibling limit of {over['limit']} "
                     f"(merges keep every sibling): {keys}{more}",
                     "yellow",
                 )

@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from bhandar_cli.core.versions import show_clock
+from bhandar_cli.core.wording import count as counted
 from bhandar_cli.outcomes import GetOutcome, IncrOutcome, WriteOutcome
 from bhandar_cli.repl.palette import node_style
 
@@ -30,7 +31,10 @@ def with_trace(main: RenderableType, trace: tuple[tuple[float, str], ...]) -> Re
 
 
 def render_get(out: GetOutcome) -> RenderableType:
-    meta = Text(f"  via {out.coordinator}, {out.replies} replies (needed {out.needed})", style="dim")
+    meta = Text(
+        f"  via {out.coordinator}, {counted(out.replies, 'reply', 'replies')} (needed {out.needed})",
+        style="dim",
+    )
     if out.counter is not None:
         table = Table("replica", "P", "N", box=box.SIMPLE, show_edge=False)
         for actor, (p, n) in out.counter_entries.items():
@@ -49,7 +53,7 @@ def render_get(out: GetOutcome) -> RenderableType:
     parts: list[RenderableType] = []
     if not out.found:
         tomb = sum(s.tombstone for s in out.siblings)
-        note = f" (deleted: {tomb} tombstone(s))" if tomb else ""
+        note = f" (deleted: {counted(tomb, 'tombstone')})" if tomb else ""
         parts.append(Text.assemble(("(not found)", "yellow"), note, meta))
     else:
         table = Table("#", "value", "dot", "clock", box=box.SIMPLE_HEAD, show_edge=False)
@@ -104,7 +108,7 @@ def render_write(out: WriteOutcome) -> RenderableType:
         ("OK ", "bold green"),
         f"{out.cmd} {out.keyspace}/{out.key} via ",
         (out.coordinator, node_style(out.coordinator)),
-        f": {out.acks} ack(s), needed {out.needed}",
+        f": {counted(out.acks, 'ack')}, needed {out.needed}",
         (f"  ({ctx.get(out.context_used, out.context_used)})", "dim"),
     )
     parts: list[RenderableType] = [head]
@@ -140,7 +144,8 @@ def _short(value: Any) -> str:
 def render_incr(out: IncrOutcome) -> RenderableType:
     return with_trace(
         Text.assemble(
-            (f"{out.key} = {out.value}", "bold"), (f"  via {out.coordinator}, {out.acks} acks", "dim")
+            (f"{out.key} = {out.value}", "bold"),
+            (f"  via {out.coordinator}, {counted(out.acks, 'ack')}", "dim"),
         ),
         out.trace,
     )

@@ -54,4 +54,4 @@ def test_a_hint_held_for_a_live_node_is_a_problem() -> None:
     ring, _, nodes = cluster()
     hints: Hints = {n: [] for n in NAMES}
     hints["A"] = [{"holder": "A", "target": "B", "count": 2, "oldest_s": 1.0}]
-    assert problems(ring, nodes, hints) == ["A holds 2 hint(s) for B"]
+    assert problems(ring, nodes, hints) == ["A holds 2 hints for B"]

@@ -57,7 +57,7 @@ def test_a_small_swarm_of_unused_seeds_passes() -> None:
     result = invoke(*CI_SWARM)
     assert result.exit_code == 0, result.stdout
     lines = result.stdout.splitlines()
-    assert lines[0] == "chaos swarm: 8 seeds, 9000000 to 9000007, on 2 worker(s)"
+    assert lines[0] == "chaos swarm: 8 seeds, 9000000 to 9000007, on 2 workers"
     assert lines[1].startswith("swarm: 8 seeds: 8 passed, 0 failed in ")
     assert lines[2] == "repeat with: bhandar chaos --swarm 8 --start 9000000 --ops 1000"
     assert len(lines) == 3 and result.stderr == ""
