@@ -23,7 +23,6 @@ import random
 import signal
 import socket
 import sys
-import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -42,6 +41,7 @@ from bhandar_cli.core.tokens import TokenTable
 from bhandar_cli.host.executor import NodeHost
 from bhandar_cli.node import admin, pki
 from bhandar_cli.node.auth import Authenticator, load_auth_file
+from bhandar_cli.node.epoch_clock import EpochClock
 from bhandar_cli.node.frames import FRAME_TIMEOUT
 from bhandar_cli.node.join import JoinDesk
 from bhandar_cli.node.join_token import JoinTokens
@@ -279,27 +279,6 @@ class NodeProcess:
             return [self.id]
         rows = node.members(trio.current_time())
         return sorted(m["id"] for m in rows if m["status"] != "left" and m.get("heard", True))
-
-
-class EpochClock(trio.abc.Clock):
-    """Trio time as seconds since the Unix epoch, read from the monotonic clock.
-
-    Trio's default clock starts at a random offset in every process. Node time ends up in data
-    (sibling timestamps decide last-write-wins, hints record when they were made), so every
-    process of a cluster, and a node restarted later, must share one time line.
-    """
-
-    def __init__(self) -> None:
-        self._offset = time.time() - time.monotonic()
-
-    def start_clock(self) -> None:
-        pass
-
-    def current_time(self) -> float:
-        return time.monotonic() + self._offset
-
-    def deadline_to_sleep_time(self, deadline: float) -> float:
-        return deadline - self.current_time()
 
 
 def run_node(options: NodeOptions) -> None:

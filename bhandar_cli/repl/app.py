@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import trio
-import trio.testing
 from prompt_toolkit import PromptSession
 from prompt_toolkit.application.current import get_app
 from prompt_toolkit.auto_suggest import AutoSuggestFromHistory
@@ -36,6 +35,7 @@ from rich.markup import escape as _markup_escape
 
 from bhandar_cli import __version__
 from bhandar_cli.core.errors import BhandarError
+from bhandar_cli.node.epoch_clock import cluster_clock
 from bhandar_cli.repl.batch import SessionOpener
 from bhandar_cli.repl.completer import BhandarCompleter, BhandarLexer, CompletionContext, argument_hint
 from bhandar_cli.repl.session import Reply, Session, failed_line
@@ -269,5 +269,4 @@ def run_interactive(opener: SessionOpener, virtual_time: bool = False) -> int:
         async with opener() as session:
             return await InteractiveApp(session).run()
 
-    clock = trio.testing.MockClock(autojump_threshold=0) if virtual_time else None
-    return trio.run(main, clock=clock)
+    return trio.run(main, clock=cluster_clock(virtual_time))

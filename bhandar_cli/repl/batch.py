@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 import trio
-import trio.testing
 from rich.console import Console
 
 from bhandar_cli.client import Client
@@ -26,6 +25,7 @@ from bhandar_cli.core.config import NodeConfig
 from bhandar_cli.core.store import Store
 from bhandar_cli.node.backend import InProcessBackend
 from bhandar_cli.node.cluster import InProcessCluster
+from bhandar_cli.node.epoch_clock import cluster_clock
 from bhandar_cli.node.storage import open_node_store
 from bhandar_cli.outcomes import ClientError
 from bhandar_cli.repl.session import Reply, Session
@@ -146,5 +146,4 @@ def run_batch(
                 session, source, out, err, fail_fast, in_thread=reads_stdin and not virtual_time
             )
 
-    clock = trio.testing.MockClock(autojump_threshold=0) if virtual_time else None
-    return trio.run(main, clock=clock)
+    return trio.run(main, clock=cluster_clock(virtual_time))

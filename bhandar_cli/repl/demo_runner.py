@@ -17,13 +17,13 @@ from dataclasses import dataclass
 from typing import TextIO
 
 import trio
-import trio.testing
 from rich import box
 from rich.console import Console, Group
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from bhandar_cli.node.epoch_clock import cluster_clock
 from bhandar_cli.repl.batch import open_session
 from bhandar_cli.repl.demos import DEMOS, Demo, DemoContext, Step, lines, text
 from bhandar_cli.repl.session import Session
@@ -220,11 +220,10 @@ def run_demo(
             outcome = await play(demo, session, out, err, ask, ask_in_thread=not virtual_time)
         return outcome.code
 
-    # Sleeps and timeouts take no real time on the mock clock; autojump_threshold=0 jumps as soon
-    # as every task waits, which is what makes the demos instant in tests.
-    clock = trio.testing.MockClock(autojump_threshold=0) if virtual_time else None
+    # Sleeps and timeouts take no real time on the virtual clock, which jumps as soon as every
+    # task waits: that is what makes the demos instant in tests.
     try:
-        return trio.run(main, clock=clock)
+        return trio.run(main, clock=cluster_clock(virtual_time))
     except BaseException as exc:
         if _is_interrupt(exc):  # Ctrl-C while the cluster starts or stops
             out.print(Text("stopped (Ctrl-C)", style="yellow"))

@@ -4,6 +4,7 @@ keyspaces. Rendering only."""
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 
 from rich import box
@@ -19,6 +20,14 @@ from bhandar_cli.repl.palette import node_style
 
 def show_value(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
+
+
+def show_time(ts: float) -> str:
+    """A node timestamp as a person reads it: the local time of day for Unix seconds (process
+    clusters and the REPL on a real clock), seconds since the start under virtual time."""
+    if ts >= 1e9:
+        return datetime.fromtimestamp(ts).strftime("%H:%M:%S.%f")[:-3]
+    return f"{ts:.3f} s of virtual time"
 
 
 def with_trace(main: RenderableType, trace: tuple[tuple[float, str], ...]) -> RenderableType:
@@ -66,7 +75,7 @@ def render_get(out: GetOutcome) -> RenderableType:
             parts.append(
                 Text(
                     f"last-writer-wins dropped {show_value(lost.value)} ({lost.dot[0]}:{lost.dot[1]}, "
-                    f"written at {lost.ts:.3f}): a concurrent write, silently lost",
+                    f"written at {show_time(lost.ts)}): a concurrent write, silently lost",
                     "bold yellow",
                 )
             )

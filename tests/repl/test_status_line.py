@@ -75,3 +75,27 @@ def test_the_status_bar_fits_80_columns_and_keeps_what_matters() -> None:
     assert "3 groups" in _text(status_parts(crowded, 60))
     assert "+" in _text(status_parts(crowded, 79))  # the down list is shortened, not cut
     assert _text(status_parts(crowded, 20)).startswith("6/26 up · 20 down")  # too narrow: the least
+
+
+def test_node_timestamps_read_as_times_of_day_or_virtual_seconds() -> None:
+    from datetime import datetime
+
+    from bhandar_cli.repl.views_data import show_time
+
+    now = datetime(2026, 12, 3, 20, 31, 5, 123000).timestamp()
+    assert show_time(now) == "20:31:05.123"
+    assert show_time(12.5) == "12.500 s of virtual time"
+
+
+def test_in_process_clusters_run_on_unix_time_unless_virtual() -> None:
+    import time
+
+    import trio
+
+    from bhandar_cli.node.epoch_clock import cluster_clock
+
+    async def now() -> float:
+        return trio.current_time()
+
+    assert abs(trio.run(now, clock=cluster_clock(False)) - time.time()) < 60
+    assert trio.run(now, clock=cluster_clock(True)) == 0.0
