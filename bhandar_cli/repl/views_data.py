@@ -71,6 +71,7 @@ def render_get(out: GetOutcome) -> RenderableType:
             table.add_row(str(i), value, f"{s.dot[0]}:{s.dot[1]}", show_clock(s.clock))
         parts += [table, meta]
         parts.extend(explain_siblings(out))
+        parts.extend(explain_fallback_actors(out))
         for lost in out.dropped:
             parts.append(
                 Text(
@@ -83,6 +84,21 @@ def render_get(out: GetOutcome) -> RenderableType:
     if out.context:
         parts.append(Text.assemble(("context ", "dim"), out.context))
     return with_trace(Group(*parts), out.trace)
+
+
+def explain_fallback_actors(out: GetOutcome) -> list[RenderableType]:
+    """What `A~1` in a dot or clock means, said once under the table that shows it."""
+    actors = sorted(
+        {a for s in out.siblings for a in (s.dot[0], *s.clock) if "~" in a},
+    )
+    return [
+        Text(
+            f"{actor}: node {actor.split('~')[0]} writing as a fallback (a stand-in for a home replica "
+            "that was down), under an actor of its own so it never reuses a dot it forgot",
+            style="dim",
+        )
+        for actor in actors
+    ]
 
 
 def explain_siblings(out: GetOutcome) -> list[RenderableType]:

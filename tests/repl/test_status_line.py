@@ -99,3 +99,22 @@ def test_in_process_clusters_run_on_unix_time_unless_virtual() -> None:
 
     assert abs(trio.run(now, clock=cluster_clock(False)) - time.time()) < 60
     assert trio.run(now, clock=cluster_clock(True)) == 0.0
+
+
+def test_a_fallback_actor_is_explained_where_it_is_shown() -> None:
+    import typer
+    from typer.testing import CliRunner
+
+    from bhandar_cli.cmd.repl import repl
+
+    app = typer.Typer()
+    app.command("repl")(repl)
+    app.command("other")(lambda: None)  # two commands: typer then keeps the command name
+
+    # kv/k's home replicas are C, E and A (the REPL's default ring): with all three down, B
+    # coordinates as a fallback and stamps the write with an actor of its own, B~1.
+    script = "kill C; kill E; kill A; sleep 5s; put kv k 1 c=ONE via=B; get kv k c=ONE via=B"
+    result = CliRunner().invoke(app, ["repl", "--virtual-time", "-e", script])
+    assert result.exit_code == 0, result.output
+    assert "B~1:1" in result.output
+    assert "B~1: node B writing as a fallback" in result.output
