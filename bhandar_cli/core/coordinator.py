@@ -41,7 +41,7 @@ from bhandar_cli.core.messages import (
     Send,
 )
 from bhandar_cli.core.metrics import NodeMetrics
-from bhandar_cli.core.ops import ForwardOp, Trace, answer
+from bhandar_cli.core.ops import ForwardOp, Trace, answer, refuse
 from bhandar_cli.core.optable import OpTable
 from bhandar_cli.core.quorum import Plan, plan_replicas, unavailable, write_quorum
 from bhandar_cli.core.reads import ReadCoordinator
@@ -105,11 +105,11 @@ class Coordinator:
             needed = write_quorum(plan, req.consistency, ks.n)
             if len(plan.targets) + len(plan.pending) < needed:
                 failure = unavailable(self.node_id, ks, plan, req.consistency, write=True)
-                return [answer(req.rid, origin, failure)]
+                return [refuse(req, origin, failure, self.metrics)]
             avoid = req.avoid if isinstance(req, PutRequest) else ()
             return self._route(now, req, origin, ks, plan, needed, avoid, None)
         except BhandarError as exc:
-            return [answer(req.rid, origin, Failure(exc.code, str(exc), coordinator=self.node_id))]
+            return [refuse(req, origin, Failure(exc.code, str(exc), coordinator=self.node_id), self.metrics)]
 
     def on_forward_reply(self, now: float, src: str, msg: ClientReply) -> list[Effect]:
         """The answer of a coordinator this node forwarded a request to: relay it."""
@@ -175,7 +175,14 @@ class Coordinator:
 
     def _fail(self, op: ForwardOp, error: str) -> list[Effect]:
         steps = tuple(op.trace.steps) if op.trace is not None else ()
-        return [answer(op.rid, op.origin, Failure("timeout", error, coordinator=self.node_id, trace=steps))]
+        return [
+            refuse(
+                op.request,
+                op.origin,
+                Failure("timeout", error, coordinator=self.node_id, trace=steps),
+                self.metrics,
+            )
+        ]
 
     def on_schema(self, now: float, src: str, msg: SchemaUpdate) -> list[Effect]:
         self.keyspaces.learn_all(msg.keyspaces)

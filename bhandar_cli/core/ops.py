@@ -12,10 +12,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from bhandar_cli.core.errors import REFUSED_INPUT
 from bhandar_cli.core.messages import (
     ClientReply,
+    ClientRequest,
     Effect,
     Failure,
+    GetRequest,
     GetResult,
     IncrRequest,
     IncrResult,
@@ -177,6 +180,24 @@ def answer(rid: int, origin: str | None, result: Result, durable: bool = False) 
     if origin is None:
         return Respond(rid, result, durable)
     return Send(origin, ClientReply(rid, result), durable)
+
+
+def refuse(req: ClientRequest, origin: str | None, failure: Failure, metrics: NodeMetrics) -> Effect:
+    """Answer a data request that failed before any replica was asked (too few replicas reachable,
+    a forward that timed out, a refused hint or sibling limit), counting it in the metrics as
+    `finish` counts the others, so the success ratio sees every outcome. Input the store refuses
+    (bad input, an unknown keyspace) is the client's error, not a failure of the service: not
+    counted."""
+    if failure.code not in REFUSED_INPUT and isinstance(req, GetRequest | PutRequest | IncrRequest):
+        verb = (
+            "get"
+            if isinstance(req, GetRequest)
+            else "incr"
+            if isinstance(req, IncrRequest)
+            else ("delete" if req.value is None else "put")
+        )
+        metrics.observe(verb, req.consistency, False, 0.0)
+    return answer(req.rid, origin, failure)
 
 
 def finish(

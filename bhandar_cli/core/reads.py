@@ -30,7 +30,7 @@ from bhandar_cli.core.messages import (
     Send,
 )
 from bhandar_cli.core.metrics import NodeMetrics
-from bhandar_cli.core.ops import ReadOp, ReadProgress, Trace, answer, finish
+from bhandar_cli.core.ops import ReadOp, ReadProgress, Trace, finish, refuse
 from bhandar_cli.core.optable import OpTable
 from bhandar_cli.core.quorum import Plan, unavailable
 from bhandar_cli.core.records import Record, Versioned, merge_records
@@ -66,7 +66,7 @@ class ReadCoordinator:
     ) -> list[Effect]:
         needed = required(req.consistency, ks.n)
         if len(plan.targets) < needed:
-            return [answer(req.rid, origin, unavailable(self.node_id, ks, plan, req.consistency))]
+            return [refuse(req, origin, unavailable(self.node_id, ks, plan, req.consistency), self.metrics)]
         self.metrics.coordinated += 1
         targets = (self.node_id,) if needed == 1 and self.node_id in plan.targets else plan.targets
         trace = None

@@ -31,7 +31,7 @@ from bhandar_cli.core.messages import (
     Send,
 )
 from bhandar_cli.core.metrics import NodeMetrics
-from bhandar_cli.core.ops import IncrOp, PutOp, Trace, WriteOp, WriteProgress, answer, finish
+from bhandar_cli.core.ops import IncrOp, PutOp, Trace, WriteOp, WriteProgress, finish, refuse
 from bhandar_cli.core.optable import OpTable
 from bhandar_cli.core.quorum import Plan
 from bhandar_cli.core.records import Record, Versioned
@@ -109,7 +109,7 @@ class WriteCoordinator:
                 coordinator=self.node_id,
             )
             # The lease's new mark, if this dot asked for one, must still be learned as saved.
-            return [answer(req.rid, origin, failure), *([saved] if saved is not None else [])]
+            return [refuse(req, origin, failure, self.metrics), *([saved] if saved is not None else [])]
         warnings: tuple[str, ...] = ()
         if live > self.config.sibling_warn:
             warnings = (
@@ -271,7 +271,7 @@ class WriteCoordinator:
         hint_for = plan.hint_for.get(self.node_id)
         if not self.replica.store_local(now, ks.name, op.key, record, hint_for):
             failure = Failure("refused", f"{self.node_id} cannot take another hint for {hint_for}")
-            return [answer(op.rid, op.origin, failure)]
+            return [finish(now, op, failure, self.metrics)]
         for pending in plan.pending_down:
             # The future replica would miss this write: its stream may already have been built.
             # A full queue does not fail the write: the W + P acks it needs put it on W replicas

@@ -129,6 +129,19 @@ def test_strict_quorum_two_of_three_down_is_unavailable(repl: Run) -> None:
     assert "1 of 3 replicas reachable, QUORUM needs 2" in failure["error"]
 
 
+def test_the_success_ratio_counts_unavailable_requests_but_not_bad_input(repl: Run) -> None:
+    out = repl(["keyspace create bank quorum=strict", "prefs bank acct:1"], nodes=5)
+    a, b = out[1]["replicas"][:2]
+    lines = ["keyspace create bank quorum=strict", "put bank acct:1 100", f"kill {a}", f"kill {b}"]
+    lines += ["sleep 4s", "put bank acct:1 200", "get bank acct:1", "put bank acct:1 x c=SOME", "metrics"]
+    out = repl(lines, nodes=5)
+    assert [o["ok"] for o in out[5:8]] == [False, False, False]
+    ops = out[-1]["ops"]
+    # The killed nodes took their own counts with them: one put may have been coordinated there.
+    assert ops["put"]["QUORUM"]["count"] - ops["put"]["QUORUM"]["ok"] == 1
+    assert ops["get"]["QUORUM"] == {**ops["get"]["QUORUM"], "count": 1, "ok": 0, "success": 0.0}
+
+
 def test_read_repair_fixes_a_replica_that_missed_a_write(repl: Run) -> None:
     out = repl(
         [
