@@ -19,6 +19,9 @@ def demo(
         None, metavar="NAME", help="The demo to run; without it, list the demos."
     ),
     auto: bool = typer.Option(False, "--auto", help="Run every step without waiting for Enter."),
+    verbose: bool = typer.Option(
+        False, "--verbose", help="Show every command and reply (a long run of commands shows its first few)."
+    ),
     list_: bool = typer.Option(False, "--list", help="List the demos with a one-line summary and exit."),
     virtual_time: bool = typer.Option(
         False, "--virtual-time", help="Run on a virtual clock: sleeps and timeouts take no real time."
@@ -46,4 +49,4 @@ def demo(
         # cutoff=0 always finds the nearest name, so the error can always suggest one.
         (nearest,) = difflib.get_close_matches(name.lower(), list(DEMOS), n=1, cutoff=0.0)
         fail(f"no demo named {name!r}; did you mean {nearest}? (bhandar demo --list)", EXIT_USAGE)
-    raise typer.Exit(run_demo(chosen, auto=auto, virtual_time=virtual_time))
+    raise typer.Exit(run_demo(chosen, auto=auto, virtual_time=virtual_time, verbose=verbose))

@@ -23,6 +23,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from bhandar_cli.core.wording import count as counted
 from bhandar_cli.node.epoch_clock import cluster_clock
 from bhandar_cli.repl.batch import open_session
 from bhandar_cli.repl.demos import DEMOS, Demo, DemoContext, Step, lines, text
@@ -33,6 +34,7 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_INTERRUPTED = 130  # the shell's convention for a program stopped by SIGINT
 PANEL_WIDTH = 100  # narration is read aloud: keep its lines short even on a wide terminal
+SHOWN_COMMANDS = 3  # of a long run of commands in one step, without --verbose
 
 Ask = Callable[[], str | None]  # one line typed by the person, None at the end of input
 
@@ -104,6 +106,7 @@ async def play(
     err: Console,
     ask: Ask | None = None,
     ask_in_thread: bool = False,
+    verbose: bool = False,
 ) -> Outcome:
     """Run every step of `demo` on `session`; pause before each step when `ask` is given."""
     ctx = DemoContext()
@@ -121,7 +124,7 @@ async def play(
                 elif answer.strip().lower() in ("q", "quit", "exit"):
                     out.print(Text(f"stopped before step {number}/{total}", style="yellow"))
                     return Outcome(EXIT_OK, done)
-            failure = await _play_step(step, f"{number}/{total}", session, ctx, out)
+            failure = await _play_step(step, f"{number}/{total}", session, ctx, out, verbose)
             if failure is not None:
                 err.print(Text(f"bhandar: this demo did not behave as expected: {failure}"))
                 err.file.flush()
@@ -143,7 +146,9 @@ async def play(
     return Outcome(EXIT_OK, total)
 
 
-async def _play_step(step: Step, label: str, session: Session, ctx: DemoContext, out: Console) -> str | None:
+async def _play_step(
+    step: Step, label: str, session: Session, ctx: DemoContext, out: Console, verbose: bool = False
+) -> str | None:
     """One step: narration, commands and replies, then the checks. Returns why it failed, if it did."""
     ctx.step_start = len(ctx.history)
     try:
@@ -152,16 +157,30 @@ async def _play_step(step: Step, label: str, session: Session, ctx: DemoContext,
         return f"step {label}: could not prepare it from the earlier replies ({exc})"
     title = Text(f"step {label}", "bold")
     out.print(Panel(Text(say), title=title, title_align="left", border_style="cyan", width=PANEL_WIDTH))
-    for line in commands:
-        out.print(Text.assemble(("bhandar> ", "bold blue"), (line, "bold")))
+    # A long run of commands (30 puts) shows its first few; the rest run unseen unless --verbose.
+    shown = len(commands) if verbose or len(commands) <= SHOWN_COMMANDS + 1 else SHOWN_COMMANDS
+    for number, line in enumerate(commands):
+        visible = number < shown
+        if visible:
+            out.print(Text.assemble(("bhandar> ", "bold blue"), (line, "bold")))
         for reply in await session.run_line(line):
-            out.print(render(reply))
+            # "slept 4s" only repeats the command the line above shows.
+            if (visible and reply.to_json().get("cmd") != "sleep") or not reply.ok:
+                out.print(render(reply))
             data = reply.to_json()
             ctx.history.append((line, data))
             if not reply.ok and not step.failures_expected:
                 out.file.flush()
                 return f"step {label}: `{line}` failed: {data.get('error')}"
         out.file.flush()
+    if shown < len(commands):
+        out.print(
+            Text(
+                f"… and {counted(len(commands) - shown, 'more command')} like these, not shown "
+                "(--verbose shows every command and reply)",
+                style="dim",
+            )
+        )
     for expect in step.expect:
         try:
             seen = expect.check(ctx)
@@ -207,6 +226,7 @@ def run_demo(
     stdin: TextIO | None = None,
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
+    verbose: bool = False,
 ) -> int:
     """Start a cluster for `demo`, play it, stop the cluster; returns the exit status."""
     out, err = make_consoles(stdout or sys.stdout, stderr or sys.stderr)
@@ -217,7 +237,9 @@ def run_demo(
 
     async def main() -> int:
         async with open_session(demo.options) as session:
-            outcome = await play(demo, session, out, err, ask, ask_in_thread=not virtual_time)
+            outcome = await play(
+                demo, session, out, err, ask, ask_in_thread=not virtual_time, verbose=verbose
+            )
         return outcome.code
 
     # Sleeps and timeouts take no real time on the virtual clock, which jumps as soon as every

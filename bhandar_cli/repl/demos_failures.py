@@ -54,7 +54,7 @@ QUORUM = Demo(
         Step(
             lambda ctx: (
                 f"Now we kill {ctx.replicas()[1]}, the second replica of cart:7, "
-                "and wait three seconds for the others to notice. The preference list shows it down."
+                "and wait four seconds for the others to notice. The preference list shows it down."
             ),
             lambda ctx: [f"kill {ctx.replicas()[1]}", "sleep 4s", "prefs carts cart:7"],
             (Expect("the second replica is down", prefs_shows_down(1)),),
@@ -178,7 +178,7 @@ HANDOFF = Demo(
         ),
         Step(
             lambda ctx: (
-                f"We kill {ctx.replicas()[2]}, the third home replica, and wait three seconds "
+                f"We kill {ctx.replicas()[2]}, the third home replica, and wait four seconds "
                 "so the failure detector marks it down."
             ),
             lambda ctx: [f"kill {ctx.replicas()[2]}", "sleep 4s", "prefs carts cart:7"],

@@ -1,4 +1,4 @@
-"""Demos about membership: a node joins (bootstrap moves about a fifth of the keys) and leaves."""
+"""Demos about membership: a node joins (it streams the keys of the ranges it will replicate) and leaves."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ def _share(ctx: DemoContext) -> str:
 JOIN = Demo(
     name="join",
     title="A node joins, then leaves: bootstrap, pending ranges, decommission",
-    summary="adding a fifth node moves about a fifth of the keys; every key stays readable",
+    summary="a fifth node joins: it streams the keys of its ranges, and every key stays readable",
     guide="docs/membership-and-anti-entropy.md",
     options=ClusterOptions(nodes=4, zones=2),
     steps=(

@@ -71,7 +71,7 @@ SIBLINGS = Demo(
         ),
         Step(
             "Now we cut the network: A on one side, B and C on the other. "
-            "We wait three seconds so that each node's failure detector notices. "
+            "We wait four seconds so that each node's failure detector notices. "
             "In the status table, look at the column 'sees down'.",
             ["partition A | B C", "sleep 4s", "status"],
             (Expect("A sees B and C down", _a_sees_b_and_c_down),),
@@ -95,7 +95,7 @@ SIBLINGS = Demo(
             ),
         ),
         Step(
-            "The partition heals. We wait three seconds until the nodes see each other again.",
+            "The partition heals. We wait four seconds until the nodes see each other again.",
             ["heal", "sleep 4s"],
         ),
         Step(

@@ -145,7 +145,11 @@ def render_clock(data: dict[str, Any]) -> RenderableType:
         "precedes": "is older than",
         "concurrent": "∥ concurrent with",
     }
-    rel = [Text(f"{r['a']} {words[r['relation']]} {r['b']}") for r in data["relations"]]
+    relations = data["relations"]
+    if len(relations) > 1 and all(r["relation"] == "equal" for r in relations):
+        nodes = sorted({n for r in relations for n in (r["a"], r["b"])})
+        return Group(table, Text(f"{' = '.join(nodes)}: every replica holds the same versions"))
+    rel = [Text(f"{r['a']} {words[r['relation']]} {r['b']}") for r in relations]
     return Group(table, *rel)
 
 

@@ -251,3 +251,15 @@ def test_join_demo_runs_to_the_end() -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert "every expectation met" in proc.stdout
+
+
+def test_a_long_run_of_commands_shows_its_first_few_unless_verbose() -> None:
+    short = CliRunner().invoke(cli(), ["demo", "join", "--auto", "--virtual-time"])
+    full = CliRunner().invoke(cli(), ["demo", "join", "--auto", "--virtual-time", "--verbose"])
+    assert short.exit_code == full.exit_code == EXIT_OK, short.output + full.output
+    # Step 1 writes 30 keys and step 4 reads them: three of each are shown, the rest counted.
+    assert short.stdout.count("bhandar> put kv k") == 3 and full.stdout.count("bhandar> put kv k") == 30
+    assert "… and 27 more commands like these, not shown" in short.stdout
+    assert "not shown" not in full.stdout
+    assert len(short.stdout.splitlines()) < len(full.stdout.splitlines()) / 3
+    assert "slept" not in short.stdout  # the command line above already says it
