@@ -38,6 +38,7 @@ from bhandar_cli.core.errors import BhandarError
 from bhandar_cli.node.epoch_clock import cluster_clock
 from bhandar_cli.repl.batch import SessionOpener
 from bhandar_cli.repl.completer import BhandarCompleter, BhandarLexer, CompletionContext, argument_hint
+from bhandar_cli.repl.grammar import Command
 from bhandar_cli.repl.session import Reply, Session, failed_line
 from bhandar_cli.repl.status_line import Notices, status_parts
 from bhandar_cli.repl.views import print_reply
@@ -151,18 +152,20 @@ class InteractiveApp:
         console = self._console()
         with trio.CancelScope() as scope:
             self._command_scope = scope
+            running: Command | None = None
             try:
                 commands = self.session.parse(text)
             except BhandarError as exc:
                 self._print(console, failed_line(text, exc))
                 commands = []
             for command in commands:
+                running = command
                 self._print(console, await self.session.execute(command))
                 if self.session.quit:
                     break
         self._command_scope = None
         if scope.cancelled_caught:
-            console.print("[yellow]cancelled[/yellow]")
+            console.print(f"[yellow]{_markup_escape(interrupted_text(self.session, running))}[/yellow]")
         await self._refresh()
 
     def _print(self, console: Console, reply: Reply) -> None:
@@ -258,6 +261,12 @@ def tab_bindings(completer: BhandarCompleter) -> KeyBindings:
             buffer.start_completion(select_first=False)
 
     return bindings
+
+
+def interrupted_text(session: Session, command: Command | None) -> str:
+    """What a Ctrl-C left: the command's own account when its action goes on in the cluster."""
+    explain = None if command is None else command.spec.interrupted
+    return "cancelled" if explain is None or command is None else explain(session, command)
 
 
 def _escape(text: str) -> str:

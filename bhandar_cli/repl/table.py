@@ -71,6 +71,10 @@ class CommandSpec:
     # The usage line, for grammars that are not one list of arguments (`keyspace create ... |
     # keyspace list`); {name}, {args} and {options} are filled in from the entry.
     usage_template: str = "{name} {args} {options}"
+    # What Ctrl-C leaves behind, said after the command is cancelled: for a command whose action
+    # goes on in the cluster once started (a join), where it stands and how to watch it. None: the
+    # command stopped and changed nothing more ("cancelled").
+    interrupted: Callable[[Session, Command], str] | None = None
 
     def __post_init__(self) -> None:
         # Help is written as an indented triple-quoted paragraph; keep it as one line of words.
@@ -133,13 +137,24 @@ class CommandTable:
         examples: tuple[str, ...] = (),
         renderer: Renderer | None = None,
         usage_template: str = CommandSpec.usage_template,
+        interrupted: Callable[[Session, Command], str] | None = None,
     ) -> Callable[[Handler], Handler]:
         """Declare a command: decorate its handler with everything the faces need to know."""
 
         def register(handler: Handler) -> Handler:
             self.add(
                 CommandSpec(
-                    name, summary, handler, args, options, aliases, help, examples, renderer, usage_template
+                    name,
+                    summary,
+                    handler,
+                    args,
+                    options,
+                    aliases,
+                    help,
+                    examples,
+                    renderer,
+                    usage_template=usage_template,
+                    interrupted=interrupted,
                 )
             )
             return handler

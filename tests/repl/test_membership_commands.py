@@ -126,3 +126,33 @@ def test_wait_converged_times_out_with_the_reason(repl: Run) -> None:
     out = repl(["kill C", "sleep 4s", "put kv k v", "partition C", "revive C", "wait converged timeout=3s"])
     assert out[-1]["ok"] is False and out[-1]["code"] == "timeout"
     assert "hint" in out[-1]["error"] or "differ" in out[-1]["error"]
+
+
+def test_an_interrupted_add_says_what_it_left_and_the_ring_agrees() -> None:
+    import trio
+
+    from bhandar_cli.node.epoch_clock import cluster_clock
+    from bhandar_cli.repl.app import interrupted_text
+    from bhandar_cli.repl.batch import ClusterOptions, open_session
+
+    async def main() -> tuple[str, str, dict[str, Any]]:
+        async with open_session(ClusterOptions(nodes=4, memory=True)) as session:
+            (never,) = session.parse("add F")
+            before = interrupted_text(session, never)  # Ctrl-C before the node was started
+            (add,) = session.parse("add F zone=z2")
+            with trio.move_on_after(0.5):  # Ctrl-C half a second in: the join is under way
+                await session.execute(add)
+            said = interrupted_text(session, add)
+            for _ in range(60):  # what it said must come true: F finishes joining on its own
+                status = (await session.run_line("status"))[0].to_json()
+                f = next((n for n in status["nodes"] if n["id"] == "F"), None)
+                if f is not None and f["code"] == "UN" and f["owns"] > 0:
+                    break
+                await trio.sleep(0.5)
+            return before, said, status
+
+    before, said, status = trio.run(main, clock=cluster_clock(True))
+    assert before == "cancelled: F was not started"
+    assert said.startswith("stopped waiting, but F was started and goes on joining")
+    f = next(n for n in status["nodes"] if n["id"] == "F")
+    assert f["code"] == "UN" and f["owns"] > 0

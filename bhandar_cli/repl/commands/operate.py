@@ -82,6 +82,22 @@ async def revive(session: Session, cmd: Command) -> dict[str, Any]:
     return await session.client.revive(cmd.arg(0))
 
 
+def add_interrupted(session: Session, name: str) -> str:
+    if name not in session.client.backend.names:
+        return f"cancelled: {name} was not started"
+    return (
+        f"stopped waiting, but {name} was started and goes on joining: status shows when it owns its "
+        f"ranges; decommission {name} removes it again"
+    )
+
+
+def decommission_interrupted(name: str) -> str:
+    return (
+        f"stopped waiting, but {name} goes on leaving once asked: status shows it until it has left "
+        "(a decommission that cannot progress stops by itself and the node stays)"
+    )
+
+
 @TABLE.command(
     "add",
     "bootstrap a new node",
@@ -92,6 +108,7 @@ async def revive(session: Session, cmd: Command) -> dict[str, Any]:
     it (default: the next zone in turn).""",
     examples=("add F zone=z2",),
     renderer=render_add,
+    interrupted=lambda session, cmd: add_interrupted(session, cmd.arg(0)),
 )
 async def add(session: Session, cmd: Command) -> dict[str, Any]:
     return await session.client.add(cmd.arg(0), cmd.options.get("zone"))
@@ -109,6 +126,7 @@ async def add(session: Session, cmd: Command) -> dict[str, Any]:
     node is normal again, keeps its data, and the command fails saying what it waited for.""",
     examples=("decommission F",),
     renderer=render_decommission,
+    interrupted=lambda session, cmd: decommission_interrupted(cmd.arg(0)),
 )
 async def decommission(session: Session, cmd: Command) -> dict[str, Any]:
     return await session.client.decommission(cmd.arg(0))
