@@ -97,8 +97,12 @@ class InProcessBackend:
         return host.zone
 
     async def retire(self, name: str) -> None:
-        """Stop a node that has left the ring and forget it (its data directory stays)."""
+        """Stop a node that has left the ring and forget it (its data directory is set aside)."""
         await self.cluster.retire(name)
+        if self.data_dir is not None:
+            from bhandar_cli.node.storage import retire_node_dir
+
+            retire_node_dir(self.data_dir, name)
 
     async def partition(self, groups: list[list[str]]) -> list[list[str]]:
         return self.cluster.partition(groups)

@@ -1,5 +1,5 @@
-"""Opening a node's durable store in its data directory (the LSM engine on the real disk), and
-where its snapshots go."""
+"""Opening a node's durable store in its data directory (the LSM engine on the real disk), which
+nodes a directory of an in-process cluster holds, and where its snapshots go."""
 
 from __future__ import annotations
 
@@ -22,6 +22,33 @@ def open_node_store(data_dir: str, fsync: str = "batch") -> RecordStore:
     disk = RealDisk()
     disk.makedirs(data_dir)
     return RecordStore(disk, data_dir, EngineOptions(fsync=FsyncPolicy(fsync)))
+
+
+LEFT_SUFFIX = ".left"  # a node that left the ring: its directory renamed, its data kept
+
+
+def stored_nodes(base: str) -> list[str]:
+    """The nodes whose stores an in-process cluster's --data-dir holds (not those that left)."""
+    if not os.path.isdir(base):
+        return []
+    return sorted(
+        entry.name
+        for entry in os.scandir(base)
+        if entry.is_dir() and "." not in entry.name and os.path.exists(os.path.join(entry.path, "MANIFEST"))
+    )
+
+
+def retire_node_dir(base: str, node: str) -> None:
+    """Set aside the directory of a node that left the ring, so the next start does not count it
+    as a member (stored_nodes): NODE.left, NODE.left2, ..."""
+    source = os.path.join(base, node)
+    if not os.path.isdir(source):
+        return
+    target, n = source + LEFT_SUFFIX, 1
+    while os.path.exists(target):
+        n += 1
+        target = f"{source}{LEFT_SUFFIX}{n}"
+    os.replace(source, target)
 
 
 _SNAPSHOT_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")

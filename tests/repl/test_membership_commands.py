@@ -156,3 +156,43 @@ def test_an_interrupted_add_says_what_it_left_and_the_ring_agrees() -> None:
     assert said.startswith("stopped waiting, but F was started and goes on joining")
     f = next(n for n in status["nodes"] if n["id"] == "F")
     assert f["code"] == "UN" and f["owns"] > 0
+
+
+def test_a_data_dir_is_reopened_only_with_the_nodes_it_holds(tmp_path: Path) -> None:
+    import typer
+    from typer.testing import CliRunner
+
+    from bhandar_cli.cmd.repl import repl as repl_command
+
+    app = typer.Typer()
+    app.command("repl")(repl_command)
+    app.command("other")(lambda: None)  # two commands: typer keeps the command name
+
+    def run(nodes: int, script: str) -> Any:
+        args = ["repl", "--virtual-time", "--data-dir", str(tmp_path), "--nodes", str(nodes), "-o", "json"]
+        return CliRunner().invoke(app, [*args, "-e", script])
+
+    first = run(5, "put kv k 1; add F zone=z3")
+    assert first.exit_code == 0, first.output
+    fewer = run(3, "status")
+    assert fewer.exit_code == 2 and fewer.stdout == ""
+    assert (
+        "holds the data of 6 nodes (A, B, C, D, E, F); --nodes 3 would leave D, E, F in the ring"
+        in fewer.stderr
+    )
+    assert "start it with --nodes 6" in fewer.stderr
+    # With every node it holds, no member is a ghost: every node that owns a range runs, and no
+    # hint waits for a node nobody runs.
+    import json
+
+    again = run(6, "status; hints; decommission F")
+    assert again.exit_code == 0, again.output
+    status, hints, _ = (json.loads(line) for line in again.stdout.splitlines())
+    assert sorted(n["id"] for n in status["nodes"]) == ["A", "B", "C", "D", "E", "F"]
+    assert abs(sum(n["owns"] for n in status["nodes"]) - 1) < 1e-9 and hints["pending"] == 0
+    # A node that left is not a member any more: the five original nodes start again.
+    after = run(5, "status")
+    assert after.exit_code == 0, after.output
+    (status,) = (json.loads(line) for line in after.stdout.splitlines())
+    assert sorted(n["id"] for n in status["nodes"]) == ["A", "B", "C", "D", "E"]
+    assert abs(sum(n["owns"] for n in status["nodes"]) - 1) < 1e-9
