@@ -131,6 +131,7 @@ def up(
     from bhandar_cli.node.clusterfile import resolve_dir
 
     where = resolve_dir(directory)
+    _check_stored_nodes(where, nodes)
 
     async def body() -> Any:
         import trio
@@ -165,6 +166,19 @@ def up(
         f"[green]ready[/green]: {len(rows)} nodes in {took:.1f} s ({security}); "
         f"cluster file {cluster.dir}/cluster.json"
     )
+
+
+def _check_stored_nodes(where: Path, nodes: int) -> None:
+    from bhandar_cli.node.storage import node_set_mismatch
+
+    wrong = node_set_mismatch(
+        str(where / "data"),
+        nodes,
+        str(where),
+        "start the first nodes with --nodes, then `cluster add` the others",
+    )
+    if wrong:
+        fail(wrong, EXIT_USAGE)
 
 
 @cluster_app.command("status")

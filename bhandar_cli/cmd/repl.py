@@ -75,24 +75,10 @@ def repl(
 
 
 def _check_stored_nodes(data_dir: str, nodes: int) -> None:
-    """Refuse to start a node set other than the one whose data DIR holds: the stored membership
-    would keep the missing nodes in the ring (owning ranges, collecting hints) with nobody running
-    them, and nodes DIR does not know would start empty."""
-    from bhandar_cli.host.topology import node_names
-    from bhandar_cli.node.storage import stored_nodes
+    from bhandar_cli.node.storage import node_set_mismatch
 
-    stored, wanted = stored_nodes(data_dir), node_names(nodes)
-    if not stored or stored == wanted:
-        return
-    missing = [n for n in stored if n not in wanted]
-    new = [n for n in wanted if n not in stored]
-    said = f"{data_dir} holds the data of {len(stored)} nodes ({', '.join(stored)})"
-    if missing:
-        said += f"; --nodes {nodes} would leave {', '.join(missing)} in the ring with nobody running them"
-    if new:
-        said += f"; --nodes {nodes} would add {', '.join(new)} with no data"
-    if stored == node_names(len(stored)):
-        said += f": start it with --nodes {len(stored)}, or use another --data-dir"
-    else:
-        said += ": use another --data-dir"
-    fail(said, EXIT_USAGE)
+    wrong = node_set_mismatch(
+        data_dir, nodes, data_dir, "start the first nodes with --nodes, then `add` the others"
+    )
+    if wrong:
+        fail(wrong, EXIT_USAGE)

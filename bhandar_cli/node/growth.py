@@ -90,8 +90,13 @@ async def add_node(
 
 async def retire_node(cluster: ClusterFile, name: str) -> ClusterFile:
     """Stop a node that has left the ring and strike it from the cluster file (its data directory
-    stays). A seed that left is replaced by the remaining members, so restarts find the cluster."""
-    await supervisor.stop(cluster.node(name))
+    is set aside as NODE.left, so a later `cluster up` does not count it as a member). A seed that
+    left is replaced by the remaining members, so restarts find the cluster."""
+    from bhandar_cli.node.storage import retire_node_dir
+
+    leaving = cluster.node(name)
+    await supervisor.stop(leaving)
+    retire_node_dir(str(Path(leaving.data_dir).parent), Path(leaving.data_dir).name)
     rest = tuple(n for n in cluster.nodes if n.id != name)
     seeds = tuple(s for s in cluster.seeds if s != name) or tuple(n.id for n in rest[:3])
     shrunk = replace(

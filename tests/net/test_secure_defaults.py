@@ -83,3 +83,16 @@ def test_insecure_is_plain_tcp_on_request(tmp_path: Path) -> None:
         assert stat.S_IMODE(os.stat(directory / "cluster.json").st_mode) == 0o600
     finally:
         kill_all(directory)
+
+
+def test_cluster_up_refuses_a_directory_holding_other_nodes(tmp_path: Path) -> None:
+    # The data of a three-node cluster (as `cluster up --nodes 3` leaves it after `cluster down`).
+    for node in "ABC":
+        (tmp_path / "data" / node).mkdir(parents=True)
+        (tmp_path / "data" / node / "MANIFEST").write_bytes(b"")
+    (tmp_path / "data" / "D.left").mkdir()  # a node that was decommissioned: not a member
+    done = run_cli("cluster", "up", "--dir", str(tmp_path), "--nodes", "2", "--zones", "2", "--replicas", "2")
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.decode().splitlines()
+    assert "holds the data of 3 nodes (A, B, C); --nodes 2 would leave C in the ring" in line
+    assert not (tmp_path / "cluster.json").exists() and not list(tmp_path.glob("*.log"))  # nothing started
