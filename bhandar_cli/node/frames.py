@@ -94,7 +94,7 @@ class FrameConn:
             )
 
 
-    async def _receive_some(self) -> bytes:
+    async def _receive_some(self) -> bytes | bytearray:
         """The next bytes of the stream; b"" at its end, clean or not."""
         try:
             return await self.stream.receive_some(RECV_SIZE)
