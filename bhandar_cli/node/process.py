@@ -314,8 +314,9 @@ def run_node(options: NodeOptions) -> None:
     # compaction at ~105 ms; 1 ms keeps it near the baseline (`bhandar bench compaction`).
     sys.setswitchinterval(0.001)
     # Every message allocates many short-lived objects (frames, dicts, dataclasses, trio's own):
-    # collecting the young generation every 700 of them cost 5-10% of a node's CPU under
-    # `bench --cluster`. Refcounting frees nearly all of it; the collector only finds cycles.
+    # collecting the young generation every 700 of them is work for nothing, since refcounting
+    # frees nearly all of it and the collector only finds cycles (one A/B under `bench
+    # --cluster` showed 5-12% less node CPU per request; on a loaded machine, within the noise).
     gc.set_threshold(50_000, 20, 100)
     process = NodeProcess(options, tls)
     try:
