@@ -4,12 +4,14 @@ The store is measured through the one client API, on a process cluster (`--clust
 in-process cluster started here (`--nodes N`). In the same run an echo server process answers the
 same frames at the same concurrency (node/echo.py), so the ratio between the two means something
 on a noisy machine. Puts go to fresh keys (a blind write to a used key would add a sibling each
-time); gets read keys already written.
+time), under a prefix drawn for the run, so that a second run on the same cluster measures the same
+work as the first; gets read keys this run wrote.
 """
 
 from __future__ import annotations
 
 import random
+import secrets
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -191,7 +193,8 @@ async def _store_load(
     from bhandar_cli.node.echo import run_load
 
     rng = random.Random(7)
-    written = [f"p{i}" for i in range(min(PRELOAD, ops))]
+    run = secrets.token_hex(4)  # keys of earlier runs would gain a sibling with every run
+    written = [f"{run}-p{i}" for i in range(min(PRELOAD, ops))]
 
     await client.keyspace_create(KEYSPACE)  # or find it there from an earlier run
 
@@ -206,7 +209,7 @@ async def _store_load(
             key, op = rng.choice(written), "get"
             await _tagged(op, client.get(KEYSPACE, key))
         else:
-            key, op = f"w{worker}-{i}", "put"
+            key, op = f"{run}-w{worker}-{i}", "put"
             await _tagged(op, client.put(KEYSPACE, key, value, ctype, "none"))
             written.append(key)
         return op

@@ -44,10 +44,10 @@ from bhandar_cli.node.frames import (
     FRAME_TIMEOUT,
     HELLO_TIMEOUT,
     PEER_QUEUE,
-    SEND_TIMEOUT,
     STREAM_ERRORS,
     FrameConn,
     let_others_queue,
+    send_within,
     wire_frame,
 )
 from bhandar_cli.node.peer_gate import PeerGate, PeerRefused
@@ -195,8 +195,8 @@ class TcpTransport:
             if not self.model.admits(src, self.me):
                 self.stats["dropped"] += 1
                 continue
-            delay = self.model.extra_delay.get(src, 0.0) if not self.resolve(src) else 0.0
-            if delay:
+            delay = self.model.extra_delay.get(src, 0.0)
+            if delay and not self.resolve(src):
                 # Only for senders we cannot send to (they applied no delay of theirs); a known
                 # peer's sending side already added both ends' delays.
                 await trio.sleep(delay)
@@ -309,8 +309,7 @@ class _PeerLink:
 
     async def _send_frames(self, stream: trio.abc.Stream, frames: list[bytes]) -> None:
         self.transport.stats["writes"] += 1
-        with trio.fail_after(SEND_TIMEOUT):
-            await stream.send_all(b"".join(frames))
+        await send_within(stream, b"".join(frames))
 
 
 # --- RPC client ----------------------------------------------------------------------------------

@@ -75,3 +75,31 @@ def test_bench_security_measures_both_sides_in_one_run() -> None:
 @pytest.mark.parametrize("args", [("--nodes", "0"), ("--rounds", "0"), ("-c", "TWO"), ("--mix", "1:x")])
 def test_bench_security_usage_errors(args: tuple[str, ...]) -> None:
     assert run_cli("bench", "security", *args).returncode == 2
+
+
+def test_a_second_run_on_the_same_cluster_writes_fresh_keys() -> None:
+    """Puts of a run go to keys no earlier run wrote: a blind put to one would add a sibling, and
+    each run on the same cluster would measure heavier keys than the one before."""
+    import trio
+
+    from bhandar_cli.client import Client
+    from bhandar_cli.cmd.bench import KEYSPACE, _store_load
+    from bhandar_cli.host.network import LatencyModel
+    from bhandar_cli.node.backend import InProcessBackend
+    from bhandar_cli.node.cluster import InProcessCluster
+
+    async def main() -> None:
+        cluster = InProcessCluster(3, 3, latency=LatencyModel(base_ms=0, mean_ms=0, spike_rate=0))
+        async with trio.open_nursery() as nursery:
+            await nursery.start(cluster.run)
+            client = Client(InProcessBackend(cluster), "QUORUM")
+            seen: list[set[str]] = []
+            for _ in range(2):
+                await _store_load(client, 60, 4, (1, 1), b"v", "text/plain", None)
+                seen.append(set(client.keys_seen[KEYSPACE]) - set().union(*seen))
+            assert len(seen[1]) > 60  # the second run's preload and puts, all new keys
+            for key in sorted(client.keys_seen[KEYSPACE]):
+                assert len((await client.get(KEYSPACE, key)).values) == 1, key
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)

@@ -1,13 +1,15 @@
 """Frames on a stream, without sockets: reading several frames from one chunk and one frame from
-several chunks, and writing the frames of one burst in one `send_all`."""
+several chunks, the timeouts of a half-sent frame and of a write nobody takes, and writing the
+frames of one burst in one `send_all`."""
 
 from __future__ import annotations
 
+import pytest
 import trio
 import trio.testing
 
-from bhandar_cli.node.codec import encode_frame
-from bhandar_cli.node.frames import FrameConn, Outbox
+from bhandar_cli.node.codec import ProtocolError, encode_frame
+from bhandar_cli.node.frames import SEND_TIMEOUT, FrameConn, Outbox
 
 BODIES = [{"id": i, "op": "request", "msg": {"k": "x" * i}} for i in range(6)]
 
@@ -112,3 +114,53 @@ def test_an_outbox_writes_a_lone_frame_without_waiting_for_more() -> None:
             out.close()
 
     trio.run(main)
+
+
+class StalledStream(ScriptedStream):
+    """Hands out its chunks, then never sends more (nor closes); never takes a write."""
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes:
+        if self.chunks:
+            return await super().receive_some(max_bytes)
+        await trio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        await trio.sleep_forever()
+
+
+def test_a_frame_left_half_sent_closes_the_connection_after_the_frame_timeout() -> None:
+    frame = encode_frame(BODIES[3])
+
+    async def main() -> None:
+        conn = FrameConn(StalledStream([frame + frame[:5]]), frame_timeout=5.0)
+        assert await conn.receive() == BODIES[3]
+        started = trio.current_time()
+        with pytest.raises(ProtocolError, match="incomplete frame"):
+            await conn.receive()
+        assert trio.current_time() - started == pytest.approx(5.0)
+
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+def test_a_connection_quiet_between_frames_is_not_timed_out() -> None:
+    async def main() -> None:
+        conn = FrameConn(StalledStream([encode_frame(BODIES[1])]), frame_timeout=5.0)
+        assert await conn.receive() == BODIES[1]
+        with trio.move_on_after(3600) as waited:
+            await conn.receive()
+        assert waited.cancelled_caught  # still waiting for a next frame an hour later
+
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+def test_an_outbox_whose_peer_takes_nothing_fails_after_the_send_timeout() -> None:
+    async def main() -> None:
+        out = Outbox(StalledStream())
+        assert out.put(encode_frame(BODIES[0]))
+        started = trio.current_time()
+        with pytest.raises(trio.TooSlowError):
+            await out.run()
+        assert trio.current_time() - started == pytest.approx(SEND_TIMEOUT)
+
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
