@@ -22,6 +22,7 @@ from bhandar_cli.cmd.demo import demo
 from bhandar_cli.cmd.join_token import join_token_app
 from bhandar_cli.cmd.keyspace import keyspace_app
 from bhandar_cli.cmd.node import node_app
+from bhandar_cli.cmd.pipe import pipe
 from bhandar_cli.cmd.repl import repl
 from bhandar_cli.cmd.sim import sim_app
 from bhandar_cli.cmd.soak import soak
@@ -42,6 +43,7 @@ app.command("get")(get)
 app.command("put")(put)
 app.command("delete")(delete)
 app.command("incr")(incr)
+app.command("pipe")(pipe)
 app.command("soak")(soak)
 app.add_typer(keyspace_app, name="keyspace")
 bench_app.command("security")(bench_security)
