@@ -161,6 +161,15 @@ async def import_line(client: Client, keyspace: str, obj: dict[str, Any], level:
     key = obj.get("key")
     if not isinstance(key, str):
         raise BadInput('a line needs "key" (a string)')
+    try:
+        return await _write_back(client, keyspace, key, obj, level)
+    finally:
+        client.forget(keyspace, key)
+
+
+async def _write_back(
+    client: Client, keyspace: str, key: str, obj: dict[str, Any], level: str | None
+) -> ImportedKey:
     if "counter" in obj:
         total = obj["counter"]
         if not isinstance(total, int) or isinstance(total, bool):
@@ -171,9 +180,6 @@ async def import_line(client: Client, keyspace: str, obj: dict[str, Any], level:
     if not isinstance(siblings, list) or not siblings or not all(isinstance(s, dict) for s in siblings):
         raise BadInput('a line needs "siblings" (a list of values) or "counter"')
     values = [value_from_json(s) for s in siblings]  # all checked before the first write
-    try:
-        for data, ctype in values:
-            await client.put(keyspace, key, data, ctype, "none", level)
-    finally:
-        client.forget(keyspace, key)
+    for data, ctype in values:
+        await client.put(keyspace, key, data, ctype, "none", level)
     return ImportedKey(key, len(values), False)
