@@ -21,6 +21,7 @@ itself is wrong. Memory: the window, plus the context of each key read (for ctx=
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from enum import StrEnum
@@ -74,20 +75,31 @@ def _read_some(stream: BinaryIO) -> bytes:
 
 
 class ResultWriter:
-    """The pipe's sink: one JSON object per line on standard output; counts the failures."""
+    """The pipe's sink: one JSON object per line on standard output; counts the failures. When the
+    reader goes away (`bhandar pipe | head`) it is `closed` and the pipe stops reading input."""
 
     def __init__(self, out: Any) -> None:
         self._out = out
         self.failed = 0
         self.total = 0
+        self.closed = False
 
     def take(self, result: Result) -> None:
         self.total += 1
         self.failed += not result.get("ok", False)
-        self._out.write(json.dumps(result, ensure_ascii=False, separators=(",", ":")) + "\n")
+        line = json.dumps(result, ensure_ascii=False, separators=(",", ":")) + "\n"
+        self._unless_closed(lambda: self._out.write(line))
 
     def flush(self) -> None:
-        self._out.flush()
+        self._unless_closed(self._out.flush)
+
+    def _unless_closed(self, action: Callable[[], object]) -> None:
+        if self.closed:
+            return
+        try:
+            action()
+        except BrokenPipeError:
+            self.closed = True
 
 
 def answer(cmd: str, data: Any) -> Result:
@@ -248,6 +260,8 @@ async def run_pipe(
         pipeline: Pipeline[Result] = Pipeline(nursery, window, writer, ordered)
         lineno = 0
         async for raw in read_lines(source):
+            if writer.closed:
+                break  # nobody reads the results any more: the commands in flight finish, no more
             lineno += 1
             try:
                 text = raw.decode("utf-8").strip()
@@ -282,6 +296,10 @@ def pipe(
             await run_pipe(client, sys.stdin.buffer, writer, input_format, window, not unordered)
 
     run_async("pipe", "json", body)
+    if writer.closed:
+        # Python flushes stdout at exit: point it at /dev/null so that flush cannot fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        fail(f"pipe: standard output was closed after {writer.total} results")
     if writer.failed:
         sys.stderr.write(f"bhandar: pipe: {writer.failed} of {writer.total} commands failed\n")
         raise typer.Exit(EXIT_FAILED)

@@ -129,3 +129,33 @@ def test_a_line_that_is_not_utf8_is_one_failed_result(fmt: InputFormat) -> None:
     first = json.loads(out.getvalue().splitlines()[0])
     assert (first["line"], first["ok"], first["code"]) == (1, False, "bad_input")
     assert "UTF-8" in first["error"]
+
+
+class ClosingOut:
+    """Standard output whose reader goes away after `keep` lines (`bhandar pipe | head`)."""
+
+    def __init__(self, keep: int) -> None:
+        self.keep = keep
+        self.lines: list[str] = []
+
+    def write(self, text: str) -> None:
+        if len(self.lines) >= self.keep:
+            raise BrokenPipeError
+        self.lines.append(text)
+
+    def flush(self) -> None:
+        pass
+
+
+def test_a_closed_output_stops_the_input() -> None:
+    out = ClosingOut(3)
+    writer = ResultWriter(out)
+    text = "".join(f"put kv h{i} {i}\n" for i in range(2000))
+
+    async def main() -> None:
+        async with open_session(ClusterOptions(memory=True), "json") as session:
+            await run_pipe(session.client, io.BytesIO(text.encode()), writer, InputFormat.text, 8, True)
+
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    assert writer.closed and len(out.lines) == 3
+    assert writer.total < 100  # stopped after the window's worth, not after 2000 commands
