@@ -22,14 +22,18 @@ increment by its value through the key's coordinator. Preserved: keys, each key'
 sibling values with their content types, each counter's value. Not preserved: dots, clocks and
 timestamps (the target cluster issues its own) and a counter's per-node shares (the coordinator's
 share holds the total), and the exported context, which names the source cluster's counters.
+
+A write that times out is tried again (see `_retrying`), without storing a value twice.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import AsyncIterator
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from bhandar_cli.core.config import KeyspaceDef
@@ -43,6 +47,7 @@ if TYPE_CHECKING:
     from bhandar_cli.client import Client
 
 EXPORT_FORMAT = 1
+RETRIES = 3  # times a write that timed out is tried again
 
 
 def value_json(raw: bytes, ctype: str) -> dict[str, Any]:
@@ -174,12 +179,38 @@ async def _write_back(
         total = obj["counter"]
         if not isinstance(total, int) or isinstance(total, bool):
             raise BadInput('"counter" must be an integer')
-        await client.incr(keyspace, key, total, None, level)
+        request_id = uuid.uuid4().hex[:16]  # the same on every try: replicas count it once
+        await _retrying(partial(client.incr, keyspace, key, total, request_id, level))
         return ImportedKey(key, 0, True)
     siblings = obj.get("siblings")
     if not isinstance(siblings, list) or not siblings or not all(isinstance(s, dict) for s in siblings):
         raise BadInput('a line needs "siblings" (a list of values) or "counter"')
     values = [value_from_json(s) for s in siblings]  # all checked before the first write
     for data, ctype in values:
-        await client.put(keyspace, key, data, ctype, "none", level)
+        write = partial(client.put, keyspace, key, data, ctype, "none", level)
+        await _retrying(write, partial(_holds, client, keyspace, key, data, ctype, level))
     return ImportedKey(key, len(values), False)
+
+
+async def _retrying(
+    write: Callable[[], Awaitable[Any]], landed: Callable[[], Awaitable[bool]] | None = None
+) -> None:
+    """`write`, tried again after a timeout (a node busy flushing under a bulk load), at most
+    RETRIES times. A timed-out write may have been stored all the same: a blind write is tried
+    again only if `landed` says the key does not hold its value yet, else it would come back
+    twice, as two siblings; an increment is retried with its request id, which counts once."""
+    for attempt in range(RETRIES + 1):
+        try:
+            await write()
+            return
+        except ClientError as exc:
+            if exc.code != "timeout" or attempt == RETRIES:
+                raise
+        if landed is not None and await landed():
+            return
+
+
+async def _holds(client: Client, keyspace: str, key: str, data: bytes, ctype: str, level: str | None) -> bool:
+    """Whether the key (read at `level`) has a live sibling with these bytes and content type."""
+    got = await client.get(keyspace, key, level)
+    return any(s.raw == data and s.ctype == ctype for s in got.siblings if not s.tombstone)

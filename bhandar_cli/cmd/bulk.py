@@ -80,24 +80,30 @@ class Tally:
 
 
 class ExportWriter:
-    """Export lines to standard output; failed keys to the tally (and the progress bar on)."""
+    """Export lines to standard output; failed keys to the tally."""
 
-    def __init__(self, tally: Tally, progress: Progress | None) -> None:
+    def __init__(self, tally: Tally) -> None:
         self.tally = tally
-        self.progress = progress
+        self.closed = False  # the reader went away (`bhandar export KS | head`)
 
     def take(self, result: tuple[str, dict[str, Any] | Exception | None]) -> None:
         key, line = result
         if isinstance(line, Exception):
             self.tally.fail({"key": key}, getattr(line, "code", "internal"), str(line))
-        elif line is not None:
+        elif line is not None and not self.closed:
             self.tally.keys += 1
             self.tally.siblings += len(line.get("siblings", ()))
             self.tally.counters += "counter" in line
-            sys.stdout.write(json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n")
+            try:
+                sys.stdout.write(json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n")
+            except BrokenPipeError:
+                self.closed = True
 
     def flush(self) -> None:
-        sys.stdout.flush()
+        try:
+            sys.stdout.flush()
+        except BrokenPipeError:
+            self.closed = True
 
 
 class ImportTally:
@@ -143,8 +149,9 @@ def _finish(cmd: str, keyspace: str, tally: Tally, output: OutputFormat) -> None
         done = "written" if cmd == "import" else "exported"
         sys.stderr.write(f"{cmd} {keyspace}: {parts} {done}, {tally.failed} failed\n")
         for f in tally.failures:
-            where = f"line {f['line']} " if "line" in f else ""
-            sys.stderr.write(f"  {where}key {f['key']!r}: {f['code']}: {f['error']}\n")
+            where = [f"line {f['line']}"] if "line" in f else []
+            where += [f"key {f['key']!r}"] if f["key"] is not None else []
+            sys.stderr.write(f"  {' '.join(where)}: {f['code']}: {f['error']}\n")
         if tally.failed > len(tally.failures):
             sys.stderr.write(f"  ... and {tally.failed - len(tally.failures)} more\n")
     if tally.failed:
@@ -166,6 +173,7 @@ def export(
 
     level = usage_checked(consistency, window)
     tally = Tally()
+    writer = ExportWriter(tally)
 
     async def body() -> None:
         import trio
@@ -175,11 +183,12 @@ def export(
             emit_json(ExportHeader(definition).to_json())
             listing: list[BhandarError] = []  # raised bare once the reads in flight are done
             with _progress(f"export {keyspace}", len(client.backend.ring.ranges())) as progress:
-                writer = ExportWriter(tally, progress)
                 async with trio.open_nursery() as nursery:
                     pipeline: Pipeline[Any] = Pipeline(nursery, window, writer)
                     try:
                         async for page in key_pages(client, definition):
+                            if writer.closed:
+                                break
                             for key in page:
                                 await pipeline.submit(_export_job(client, keyspace, key, level))
                             if progress is not None:
@@ -190,6 +199,10 @@ def export(
                 raise listing[0]
 
     run_async("export", "table", body)
+    if writer.closed:
+        # Python flushes stdout at exit: point it at /dev/null so that flush cannot fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        fail(f"export {keyspace}: standard output was closed after {tally.keys} keys")
     _finish("export", keyspace, tally, OutputFormat.table)
 
 

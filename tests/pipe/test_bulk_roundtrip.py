@@ -159,3 +159,62 @@ def test_the_header_round_trips_and_checks_its_format() -> None:
         ExportHeader.from_json({**header.to_json(), "bhandar_export": 99})
     with pytest.raises(BadInput):
         ExportHeader.from_json({"bhandar_export": 1, "keyspace": "x"})
+
+
+class LostAnswers:
+    """The client API, but the first write of each key times out: stored all the same (`stored`)
+    or not, or fails with another `code`, which is not retried."""
+
+    def __init__(self, client: Client, stored: bool, code: str = "timeout") -> None:
+        self.client = client
+        self.stored = stored
+        self.code = code
+        self.failed: set[str] = set()
+        self.writes = 0
+
+    def forget(self, keyspace: str, key: str) -> None:
+        self.client.forget(keyspace, key)
+
+    async def get(self, *args: Any) -> Any:
+        return await self.client.get(*args)
+
+    async def put(self, keyspace: str, key: str, *rest: Any) -> Any:
+        return await self._write(self.client.put, keyspace, key, *rest)
+
+    async def incr(self, keyspace: str, key: str, *rest: Any) -> Any:
+        return await self._write(self.client.incr, keyspace, key, *rest)
+
+    async def _write(self, write: Any, keyspace: str, key: str, *rest: Any) -> Any:
+        self.writes += 1
+        if key in self.failed:
+            return await write(keyspace, key, *rest)
+        self.failed.add(key)
+        if self.stored:
+            await write(keyspace, key, *rest)
+        raise ClientError(self.code, "node A did not answer 'request' within 5 s")
+
+
+@pytest.mark.parametrize("stored", [True, False])
+def test_a_timed_out_write_is_retried_without_storing_it_twice(stored: bool) -> None:
+    async def main() -> None:
+        async with open_session(ClusterOptions(memory=True), "json") as session:
+            flaky = LostAnswers(session.client, stored)
+            line = {"key": "cart", "siblings": [{"value": "rice"}, {"value": "oil"}]}
+            assert (await import_line(flaky, "kv", line, None)).siblings == 2  # type: ignore[arg-type]
+            got = await session.client.get("kv", "cart", "ALL")
+            assert sorted(got.values) == ["oil", "rice"]  # two siblings, neither twice
+            await import_line(flaky, "counters", {"key": "n", "counter": 5}, None)  # type: ignore[arg-type]
+            assert (await session.client.get("counters", "n", "ALL")).counter == 5  # counted once
+
+    run(main)
+
+
+def test_a_write_refused_for_another_reason_is_not_retried() -> None:
+    async def main() -> None:
+        async with open_session(ClusterOptions(memory=True), "json") as session:
+            flaky = LostAnswers(session.client, stored=False, code="unavailable")
+            with pytest.raises(ClientError, match="within 5 s"):
+                await import_line(flaky, "kv", {"key": "k", "siblings": [{"value": 1}]}, None)  # type: ignore[arg-type]
+            assert flaky.writes == 1
+
+    run(main)
