@@ -104,12 +104,21 @@ class ExportHeader:
 
 
 async def keyspace_def(client: Client, name: str) -> KeyspaceDef | None:
-    """The definition of keyspace `name` as the cluster knows it, or None if it has none."""
-    listed = await client.keyspace_list()
-    for ks in listed["keyspaces"]:
-        if ks["name"] == name:
-            return KeyspaceDef(ks["name"], ks["policy"], int(ks["n"]), ks["quorum"])
-    return None
+    """The definition of keyspace `name` as the first node to answer knows it, or None if it has
+    none. No answer at all is an unavailable cluster, not an unknown keyspace (a node too busy to
+    answer within the admin timeout shows an empty view)."""
+    backend = client.backend
+    for node in backend.names:
+        if not backend.is_alive(node):
+            continue
+        info = await backend.node_info(node, counts=False)
+        if "keyspaces" not in info:
+            continue  # it did not answer
+        for ks in info["keyspaces"]:
+            if ks["name"] == name:
+                return KeyspaceDef(ks["name"], ks["policy"], int(ks["n"]), ks["quorum"])
+        return None
+    raise ClientError("unavailable", "no node answered with its keyspaces (all down or too busy); try again")
 
 
 async def key_pages(client: Client, keyspace: KeyspaceDef) -> AsyncIterator[list[str]]:

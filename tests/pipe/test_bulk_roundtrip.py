@@ -100,7 +100,7 @@ def test_siblings_counters_and_bytes_come_back_equal() -> None:
     run(main)
 
 
-def test_a_range_with_no_live_replica_is_an_error_not_a_gap() -> None:
+def test_a_cluster_that_cannot_answer_is_an_error_not_a_gap() -> None:
     async def main() -> None:
         async with open_session(ClusterOptions(memory=True, nodes=3), "json") as session:
             client = session.client
@@ -109,6 +109,9 @@ def test_a_range_with_no_live_replica_is_an_error_not_a_gap() -> None:
             with pytest.raises(ClientError, match="no replica"):
                 async for _ in key_pages(client, KeyspaceDef("kv", "siblings", 3, "sloppy")):
                     pass
+            with pytest.raises(ClientError, match="no node answered") as raised:
+                await keyspace_def(client, "kv")  # not "unknown keyspace": nobody could say
+            assert raised.value.code == "unavailable"
 
     run(main)
 
