@@ -23,7 +23,7 @@ sibling values with their content types, each counter's value. Not preserved: do
 timestamps (the target cluster issues its own) and a counter's per-node shares (the coordinator's
 share holds the total), and the exported context, which names the source cluster's counters.
 
-A write that times out is tried again (see `_retrying`), without storing a value twice.
+A read or write that times out is tried again (see `_retrying`), without storing a value twice.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from bhandar_cli.core.config import KeyspaceDef
 from bhandar_cli.core.errors import BadInput
@@ -47,7 +47,8 @@ if TYPE_CHECKING:
     from bhandar_cli.client import Client
 
 EXPORT_FORMAT = 1
-RETRIES = 3  # times a write that timed out is tried again
+RETRIES = 3  # times a read or write that timed out is tried again
+T = TypeVar("T")
 
 
 def value_json(raw: bytes, ctype: str) -> dict[str, Any]:
@@ -140,9 +141,12 @@ async def key_pages(client: Client, keyspace: KeyspaceDef) -> AsyncIterator[list
 
 
 async def export_key(client: Client, keyspace: str, key: str, level: str | None) -> dict[str, Any] | None:
-    """Read one key at `level` and give its export line (None: nothing live to export)."""
+    """Read one key at `level` and give its export line (None: nothing live to export). A read
+    that times out is tried again: reading twice changes nothing."""
     try:
-        return export_line(await client.get(keyspace, key, level))
+        outcome = await _retrying(partial(client.get, keyspace, key, level))
+        assert outcome is not None  # without `landed` a retry ends with an answer or raises
+        return export_line(outcome)
     finally:
         client.forget(keyspace, key)
 
@@ -202,21 +206,23 @@ async def _write_back(
 
 
 async def _retrying(
-    write: Callable[[], Awaitable[Any]], landed: Callable[[], Awaitable[bool]] | None = None
-) -> None:
-    """`write`, tried again after a timeout (a node busy flushing under a bulk load), at most
-    RETRIES times. A timed-out write may have been stored all the same: a blind write is tried
-    again only if `landed` says the key does not hold its value yet, else it would come back
-    twice, as two siblings; an increment is retried with its request id, which counts once."""
-    for attempt in range(RETRIES + 1):
+    call: Callable[[], Awaitable[T]], landed: Callable[[], Awaitable[bool]] | None = None
+) -> T | None:
+    """`call`'s answer, tried again after a timeout (a node busy flushing under a bulk load), at
+    most RETRIES times. A timed-out write may have been stored all the same: a blind write is
+    tried again only if `landed` says the key does not hold its value yet (None then: it does),
+    else it would come back twice, as two siblings; an increment is retried with its request id,
+    which counts once."""
+    retries = 0
+    while True:
         try:
-            await write()
-            return
+            return await call()
         except ClientError as exc:
-            if exc.code != "timeout" or attempt == RETRIES:
+            retries += 1
+            if exc.code != "timeout" or retries > RETRIES:
                 raise
         if landed is not None and await landed():
-            return
+            return None
 
 
 async def _holds(client: Client, keyspace: str, key: str, data: bytes, ctype: str, level: str | None) -> bool:

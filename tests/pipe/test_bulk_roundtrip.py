@@ -11,6 +11,7 @@ import trio.testing
 
 from bhandar_cli.client import Client
 from bhandar_cli.client_bulk import (
+    RETRIES,
     ExportHeader,
     export_key,
     import_line,
@@ -221,3 +222,39 @@ def test_a_write_refused_for_another_reason_is_not_retried() -> None:
             assert flaky.writes == 1
 
     run(main)
+
+
+def test_a_read_that_times_out_is_tried_again() -> None:
+    async def main() -> None:
+        async with open_session(ClusterOptions(memory=True), "json") as session:
+            await session.client.put("kv", "k", b"1", JSON, "none")
+            slow = Flaky(session.client, failures=2)
+            assert await export_key(slow, "kv", "k", None) == {  # type: ignore[arg-type]
+                "key": "k",
+                "siblings": [{"value": 1}],
+                "context": (await session.client.get("kv", "k")).context,
+            }
+            assert slow.reads == 3
+            slower = Flaky(session.client, failures=RETRIES + 1)
+            with pytest.raises(ClientError, match="timed out"):
+                await export_key(slower, "kv", "k", None)  # type: ignore[arg-type]
+
+    run(main)
+
+
+class Flaky:
+    """The client API, but the first `failures` reads time out."""
+
+    def __init__(self, client: Client, failures: int) -> None:
+        self.client = client
+        self.failures = failures
+        self.reads = 0
+
+    def forget(self, keyspace: str, key: str) -> None:
+        self.client.forget(keyspace, key)
+
+    async def get(self, *args: Any) -> Any:
+        self.reads += 1
+        if self.reads <= self.failures:
+            raise ClientError("timeout", "timed out after 1022 ms: 1 of 3 replicas answered")
+        return await self.client.get(*args)
