@@ -15,6 +15,7 @@ from bhandar_cli import __version__
 from bhandar_cli.cmd.bench import bench_app
 from bhandar_cli.cmd.bench_repair import repair as bench_repair
 from bhandar_cli.cmd.bench_security import security as bench_security
+from bhandar_cli.cmd.bulk import export, import_
 from bhandar_cli.cmd.chaos import chaos
 from bhandar_cli.cmd.cluster import cluster_app
 from bhandar_cli.cmd.data import delete, get, incr, put
@@ -22,6 +23,7 @@ from bhandar_cli.cmd.demo import demo
 from bhandar_cli.cmd.join_token import join_token_app
 from bhandar_cli.cmd.keyspace import keyspace_app
 from bhandar_cli.cmd.node import node_app
+from bhandar_cli.cmd.pipe import pipe
 from bhandar_cli.cmd.repl import repl
 from bhandar_cli.cmd.sim import sim_app
 from bhandar_cli.cmd.soak import soak
@@ -42,6 +44,9 @@ app.command("get")(get)
 app.command("put")(put)
 app.command("delete")(delete)
 app.command("incr")(incr)
+app.command("pipe")(pipe)
+app.command("export")(export)
+app.command("import")(import_)
 app.command("soak")(soak)
 app.add_typer(keyspace_app, name="keyspace")
 bench_app.command("security")(bench_security)

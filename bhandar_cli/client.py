@@ -123,6 +123,12 @@ class Client(ClusterViews, ClusterOps):
         # After an answer only: a misspelled keyspace must not become a completion.
         self.keys_seen.setdefault(keyspace, set()).add(key)
 
+    def forget(self, keyspace: str, key: str) -> None:
+        """Drop what this session remembers of a key: export and import touch each key once, and
+        remembering a million keys would be a million entries for nothing."""
+        self._contexts.pop((keyspace, key), None)
+        self.keys_seen.get(keyspace, set()).discard(key)
+
     def _context(self, keyspace: str, key: str, ctx: str | None) -> tuple[dict[str, int] | None, str]:
         if ctx is None or ctx == "auto":
             token = self._contexts.get((keyspace, key))
