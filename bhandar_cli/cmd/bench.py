@@ -3,9 +3,8 @@
 The store is measured through the one client API, on a process cluster (`--cluster DIR`) or on an
 in-process cluster started here (`--nodes N`). In the same run an echo server process answers the
 same frames at the same concurrency (node/echo.py), so the ratio between the two means something
-on a noisy machine. Puts go to fresh keys (a blind write to a used key would add a sibling each
-time), under a prefix drawn for the run, so that a second run on the same cluster measures the same
-work as the first; gets read keys this run wrote.
+on a noisy machine. Puts go to fresh keys under a prefix drawn for the run (a blind write to a used
+key adds a sibling), so every run on a cluster measures the same work; gets read this run's keys.
 """
 
 from __future__ import annotations

@@ -129,9 +129,12 @@ def up(
     extra = [*node_args, "--fsync", fsync]
     from bhandar_cli.node import supervisor
     from bhandar_cli.node.clusterfile import resolve_dir
+    from bhandar_cli.node.storage import node_set_mismatch
 
     where = resolve_dir(directory)
-    _check_stored_nodes(where, nodes)
+    grow = "start the first nodes with --nodes, then `cluster add` the others"
+    if wrong := node_set_mismatch(str(where / "data"), nodes, str(where), grow):
+        fail(wrong, EXIT_USAGE)
 
     async def body() -> Any:
         import trio
@@ -166,19 +169,6 @@ def up(
         f"[green]ready[/green]: {len(rows)} nodes in {took:.1f} s ({security}); "
         f"cluster file {cluster.dir}/cluster.json"
     )
-
-
-def _check_stored_nodes(where: Path, nodes: int) -> None:
-    from bhandar_cli.node.storage import node_set_mismatch
-
-    wrong = node_set_mismatch(
-        str(where / "data"),
-        nodes,
-        str(where),
-        "start the first nodes with --nodes, then `cluster add` the others",
-    )
-    if wrong:
-        fail(wrong, EXIT_USAGE)
 
 
 @cluster_app.command("status")
