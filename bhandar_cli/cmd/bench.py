@@ -104,6 +104,8 @@ def bench(
     if output is OutputFormat.json:
         emit_json(report)
     else:
+        from bhandar_cli.cmd.bench_render import render
+
         render(report)
 
 
@@ -117,7 +119,7 @@ async def run_bench(
     latency: str = "none",
 ) -> dict[str, Any]:
     from bhandar_cli.core.messages import PutRequest
-    from bhandar_cli.node.echo import echo_baseline
+    from bhandar_cli.node.echo import echo_baseline, memory_echo_baseline
     from bhandar_cli.values import parse_value_text
 
     value, ctype = parse_value_text(VALUE)
@@ -138,12 +140,19 @@ async def run_bench(
             target = {"target": "in-process", "nodes": nodes, "latency": latency}
             store = await _in_process(nodes, latency, level, ops, concurrency, weights, value, ctype, advance)
         sample = PutRequest(1, KEYSPACE, "w0-0", value, ctype, None, level)
-        baseline = (await echo_baseline(ops, concurrency, sample, advance, echo_tls)).summary()
+        if nodes is None:
+            baseline = (await echo_baseline(ops, concurrency, sample, advance, echo_tls)).summary()
+            tls = ", over TLS as the cluster" if echo_tls is not None else ""
+            named = f"bare trio CBOR echo on 127.0.0.1 (same frames, same concurrency{tls})"
+        else:  # in-process nodes exchange messages in memory: so does their baseline
+            baseline = (await memory_echo_baseline(ops, concurrency, sample, advance)).summary()
+            named = "bare in-process echo (one trio task answering over a memory channel, same concurrency)"
     report: dict[str, Any] = {"cmd": "bench", "ok": store["errors"] == 0, **target}
     report.update(consistency=level, concurrency=concurrency, mix={"get": weights[0], "put": weights[1]})
     report.update({k: store[k] for k in ("ops_per_s", "p50_ms", "p99_ms", "max_ms", "errors", "seconds")})
     report.update(ops=store["count"], per_op=store["per_op"], first_error=store.get("first_error", ""))
     report.update(
+        baseline=named,
         baseline_tls=echo_tls is not None,
         baseline_ops_per_s=baseline["ops_per_s"],
         baseline_p50_ms=baseline["p50_ms"],
@@ -250,49 +259,6 @@ class _progress:
     def __exit__(self, *exc: object) -> None:
         if self.bar is not None:
             self.bar.stop()
-
-
-def render(report: dict[str, Any]) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    console = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 120)
-    where = f"{report['nodes']} {'processes' if report['target'] == 'processes' else 'in-process nodes'}"
-    console.print(
-        f"bench: {where}, {report['consistency']}, {report['concurrency']} concurrent clients, "
-        f"{report['ops']} ops in {report['seconds']:.2f} s"
-    )
-    table = Table("op", "ops", "errors", "ops/s", "p50 ms", "p99 ms", "max ms", box=None)
-    rows = [*report["per_op"].items(), ("all", report)]
-    for name, s in rows:
-        table.add_row(
-            name,
-            str(s.get("count", s.get("ops"))),
-            str(s["errors"]),
-            f"{s['ops_per_s']:.0f}",
-            f"{s['p50_ms']:.2f}",
-            f"{s['p99_ms']:.2f}",
-            f"{s['max_ms']:.2f}",
-        )
-    table.add_row(
-        "echo",
-        "",
-        "",
-        f"{report['baseline_ops_per_s']:.0f}",
-        f"{report['baseline_p50_ms']:.2f}",
-        f"{report['baseline_p99_ms']:.2f}",
-        "",
-    )
-    console.print(table)
-    over_tls = ", over TLS as the cluster" if report.get("baseline_tls") else ""
-    console.print(
-        f"ratio to the bare trio CBOR echo baseline (127.0.0.1, same frames, same concurrency{over_tls}): "
-        f"[bold]{report['ratio']:.2f}[/bold]"
-    )
-    if report["errors"]:
-        console.print(
-            f"[yellow]{report['errors']} operations failed; first: {report['first_error']}[/yellow]"
-        )
 
 
 @bench_app.command("storage")

@@ -1,4 +1,5 @@
-"""The bench baseline: a bare trio CBOR echo server, and the load loop both measurements share.
+"""The bench baselines: a bare trio CBOR echo server (for process clusters), an in-process memory
+echo (for in-process clusters), and the load loop every measurement shares.
 
 The echo server speaks the nodes' RPC exactly (hello, then `{"id", "op", "msg"}` frames through
 the same FrameDecoder and frame encoding as the nodes) and answers each request with its own message, so the
@@ -193,6 +194,35 @@ async def echo_baseline(
 
         await run_load(min(ops, 200), concurrency, one)  # warm up: connections, caches
         return await run_load(ops, concurrency, one, on_done)
+
+
+async def memory_echo_baseline(
+    ops: int, concurrency: int, message: Any, on_done: Callable[[int], None] | None = None
+) -> LoadResult:
+    """Round trips of `message` to one trio task in this process over a memory channel, each
+    converted to and from its wire form as a node's inbox does: the baseline of an in-process
+    cluster, whose nodes exchange messages the same way (no socket, no frames)."""
+    send, receive = trio.open_memory_channel[tuple[Any, list[Any], trio.Event]](concurrency)
+
+    async def server() -> None:
+        async for wire, box, done in receive:
+            box.append(to_wire(from_wire(wire)))
+            done.set()
+
+    async def one(worker: int, i: int) -> str:
+        box: list[Any] = []
+        done = trio.Event()
+        await send.send((to_wire(message), box, done))
+        await done.wait()
+        from_wire(box[0])
+        return "echo"
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(server)
+        await run_load(min(ops, 200), concurrency, one)  # warm up, as the TCP echo does
+        result = await run_load(ops, concurrency, one, on_done)
+        nursery.cancel_scope.cancel()
+    return result
 
 
 async def _main(tls_dir: str | None) -> None:

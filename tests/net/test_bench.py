@@ -31,7 +31,8 @@ def test_bench_in_process_cluster() -> None:
     report = json.loads(proc.stdout)
     check_report(report, 300)
     assert report["target"] == "in-process" and set(report["per_op"]) == {"get", "put"}
-    assert report["baseline_tls"] is False
+    # In-process nodes exchange messages in memory: their baseline does too, not a TCP echo.
+    assert report["baseline_tls"] is False and report["baseline"].startswith("bare in-process echo")
 
 
 def test_bench_process_cluster_and_table(shared_cluster: ClusterFile) -> None:
@@ -42,6 +43,7 @@ def test_bench_process_cluster_and_table(shared_cluster: ClusterFile) -> None:
     assert report["per_op"]["get"]["count"] > report["per_op"]["put"]["count"]
     # The echo speaks what the cluster speaks, so the ratio compares the same transport.
     assert shared_cluster.tls and report["baseline_tls"] is True
+    assert report["baseline"].startswith("bare trio CBOR echo on 127.0.0.1")
     table = run_cli(*args[:-2], "--mix", "put", "-c", "ONE")
     assert table.returncode == 0, table.stderr
     assert b"echo" in table.stdout and b"ratio" in table.stdout and b"put" in table.stdout
