@@ -218,17 +218,21 @@ def status(directory: str | None = DIR_OPTION, output: OutputFormat = OUTPUT_OPT
 
 @cluster_app.command("down")
 def down(directory: str | None = DIR_OPTION, output: OutputFormat = OUTPUT_OPTION) -> None:
-    """Stop every node cleanly (admin shutdown, then SIGTERM, then SIGKILL as a last resort)."""
+    """Stop every node cleanly (admin shutdown, then SIGTERM, then SIGKILL as a last resort);
+    returns once their processes have exited, or exits 1 naming those that did not."""
     from bhandar_cli.node import clusterfile, supervisor
 
     async def body() -> Any:
         return await supervisor.down(clusterfile.load(clusterfile.resolve_dir(directory)))
 
     outcome = run_async("cluster down", output, body)
+    running = [node for node, what in outcome.items() if what == supervisor.STILL_RUNNING]
     if output is OutputFormat.json:
-        emit_json({"cmd": "cluster down", "ok": True, "nodes": outcome})
-        return
-    _print("\n".join(f"{node}: {what}" for node, what in outcome.items()))
+        emit_json({"cmd": "cluster down", "ok": not running, "nodes": outcome})
+    else:
+        _print("\n".join(f"{node}: {what}" for node, what in outcome.items()))
+    if running:
+        fail(f"{', '.join(running)} did not exit, even after SIGKILL", EXIT_FAILED)
 
 
 def _fault(
