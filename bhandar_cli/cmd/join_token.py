@@ -44,7 +44,8 @@ def create(
         from bhandar_cli.core.errors import BadInput, Refused, Unavailable
         from bhandar_cli.host.topology import next_node_name
         from bhandar_cli.node import access, clusterfile, pids
-        from bhandar_cli.node.rpc import RpcError, rpc_once
+        from bhandar_cli.node.rpc import rpc_once
+        from bhandar_cli.node.rpc_errors import RpcError
 
         cluster = clusterfile.load(clusterfile.resolve_dir(directory))
         if via is not None:

@@ -36,7 +36,8 @@ from bhandar_cli.node.cluster_secrets import AUTH_FILE, issue_certificates, make
 from bhandar_cli.node.clusterfile import ClusterFile, ClusterFileError, NodeEntry
 from bhandar_cli.node.pids import CHILDREN, pid_alive
 from bhandar_cli.node.placement import DEFAULT_HOST, node_ports
-from bhandar_cli.node.rpc import RpcError, rpc_once
+from bhandar_cli.node.rpc import rpc_once
+from bhandar_cli.node.rpc_errors import RpcError
 from bhandar_cli.outcomes import ClientError
 
 DATA_DIR = "data"  # the nodes' data directories, under the cluster directory

@@ -20,7 +20,7 @@ import trio
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from bhandar_cli.core.wire import REGISTRY
+from bhandar_cli.core.wire import registry
 from bhandar_cli.node import pids, supervisor
 from bhandar_cli.node.clusterfile import ClusterFile
 from bhandar_cli.node.codec import encode_frame
@@ -32,7 +32,7 @@ from .strategies import message_of, mutated, small_bodies
 SAFE_OPS = ["info", "records", "hints", "metrics", "digest", "members", "tree", "flush", "heal", "compact"]
 # What stops or reconfigures the node (see the module docstring).
 OPERATOR_OPS = frozenset({"shutdown", "partition", "delay", "snapshot"})
-PEER_MESSAGES = sorted(set(REGISTRY) - {"DecommissionRequest"})
+PEER_MESSAGES = sorted(set(registry()) - {"DecommissionRequest"})
 CLOSE_WITHIN = 10.0  # the node closes a connection at our end of stream at once; this only bounds a hang
 
 

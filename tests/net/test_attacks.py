@@ -41,7 +41,8 @@ from bhandar_cli.node import pids, pki
 from bhandar_cli.node.access import ClientAccess
 from bhandar_cli.node.clusterfile import ClusterFile
 from bhandar_cli.node.codec import encode_frame
-from bhandar_cli.node.rpc import RpcError, rpc_once
+from bhandar_cli.node.rpc import rpc_once
+from bhandar_cli.node.rpc_errors import RpcError
 
 from .conftest import kill_all, rpc, run_cli, start_cluster, wait_for
 from .test_rogue import closed_by_node

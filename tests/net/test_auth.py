@@ -17,7 +17,8 @@ import trio
 
 from bhandar_cli.node.access import ClientAccess, for_cluster
 from bhandar_cli.node.clusterfile import ClusterFile
-from bhandar_cli.node.rpc import RpcError, rpc_once
+from bhandar_cli.node.rpc import rpc_once
+from bhandar_cli.node.rpc_errors import RpcError
 
 from .conftest import (
     http_base,
