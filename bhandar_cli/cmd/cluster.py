@@ -15,7 +15,15 @@ from typing import Any
 
 import typer
 
-from bhandar_cli.cmd.output import EXIT_FAILED, EXIT_USAGE, OUTPUT_OPTION, OutputFormat, emit_json, fail
+from bhandar_cli.cmd.output import (
+    EXIT_FAILED,
+    EXIT_USAGE,
+    OUTPUT_OPTION,
+    OutputFormat,
+    emit_json,
+    fail,
+    fail_json,
+)
 
 cluster_app = typer.Typer(
     help="Run a cluster of real node processes on 127.0.0.1 and break it on purpose.",
@@ -68,14 +76,6 @@ def run_async(cmd: str, output: OutputFormat | str, body: Callable[[], Awaitable
         fail_json(cmd, output, str(exc), exc.code)
     except KeyboardInterrupt:
         fail("interrupted", EXIT_FAILED)
-
-
-def fail_json(
-    cmd: str, output: OutputFormat | str, message: str, code: str, exit_code: int = EXIT_FAILED
-) -> None:
-    if str(output) == "json":
-        emit_json({"cmd": cmd, "ok": False, "error": message, "code": code})
-    fail(message, exit_code)
 
 
 def _print(renderable: Any) -> None:
