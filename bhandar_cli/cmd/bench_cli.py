@@ -48,7 +48,7 @@ def bench_cli(
 
 
 def run_cli_bench(directory: str, nodes: int, runs: int) -> dict[str, Any]:
-    bhandar = [sys.executable, "-m", "bhandar_cli"]
+    bhandar = [sys.executable, "-P", "-m", "bhandar_cli"]  # -P: as the console script, never the cwd
     where = ["--cluster", directory]
     times: dict[str, list[float]] = {"baseline": [], "put": [], "get": []}
     errors = 0
