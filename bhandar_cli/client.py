@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-import uuid
+import os
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -262,7 +262,7 @@ class DataClient:
             check_request_id(request_id)
         lvl = self._level(level)
         node = self._via(keyspace, key, via)
-        rid = request_id or uuid.uuid4().hex[:16]
+        rid = request_id or os.urandom(8).hex()  # 16 hex digits, without importing uuid
         request = IncrRequest(self.backend.new_rid(), keyspace, key, delta, rid, lvl, self.trace)
         result = await self._call(node, request)
         assert isinstance(result, IncrResult)
