@@ -13,6 +13,7 @@ import typer
 
 from bhandar_cli import __version__
 from bhandar_cli.cmd.bench import bench_app
+from bhandar_cli.cmd.bench_cli import bench_cli
 from bhandar_cli.cmd.bench_repair import repair as bench_repair
 from bhandar_cli.cmd.bench_security import security as bench_security
 from bhandar_cli.cmd.bulk import export, import_
@@ -51,6 +52,7 @@ app.command("soak")(soak)
 app.add_typer(keyspace_app, name="keyspace")
 bench_app.command("security")(bench_security)
 bench_app.command("repair")(bench_repair)
+bench_app.command("cli")(bench_cli)
 app.add_typer(bench_app, name="bench")
 cluster_app.add_typer(join_token_app, name="join-token")
 cluster_app.add_typer(token_app, name="token")

@@ -1,7 +1,11 @@
-"""The one client API the REPL and the CLI use, over an in-process cluster (or, later, processes).
+"""The one client API the REPL and the CLI use, over an in-process cluster or node processes.
 
-`Client` is async and runs inside trio. `BlockingClient` wraps it for a thread other than trio's
-(the interactive prompt runs in a worker thread and calls back with `trio.from_thread.run`).
+`DataClient` holds the data operations (get, put, delete, incr) and needs only a backend that
+answers requests; `Client` adds the cluster views and operations. Both are async: `Client` runs
+inside trio, and one-shot commands run a `DataClient` on a blocking backend whose awaits never
+suspend, without an event loop (node/blocking_backend.py), which is why trio is imported here
+only where it is used. `BlockingClient` wraps a `Client` for a thread other than trio's (the
+interactive prompt runs in a worker thread and calls back with `trio.from_thread.run`).
 Data operations return outcome dataclasses (`outcomes.py`); cluster views return dictionaries in
 the JSON shapes of the man page's JSON OUTPUT. Every failure is raised as `ClientError` with a stable `code`.
 """
@@ -10,11 +14,9 @@ from __future__ import annotations
 
 import functools
 import inspect
-import uuid
+import os
 from dataclasses import replace
-from typing import Any, Protocol
-
-import trio
+from typing import TYPE_CHECKING, Any, Protocol
 
 from bhandar_cli.client_ops import ClusterOps
 from bhandar_cli.client_views import ClusterViews
@@ -48,9 +50,12 @@ from bhandar_cli.outcomes import (
     sibling_views,
 )
 
+if TYPE_CHECKING:
+    import trio
 
-class Backend(Protocol):
-    """What the client needs from a running cluster (in-process now, processes later)."""
+
+class RequestBackend(Protocol):
+    """What the data operations need from a running cluster: its nodes, and requests to them."""
 
     names: list[str]
     zones: dict[str, str]
@@ -62,6 +67,11 @@ class Backend(Protocol):
     def new_rid(self) -> int: ...
     def partitions(self) -> list[list[str]]: ...
     async def request(self, via: str, request: Any, timeout: float) -> Result: ...
+
+
+class Backend(RequestBackend, Protocol):
+    """What the whole client needs: views of each node, faults, membership and storage changes."""
+
     async def node_info(self, name: str, counts: bool = True) -> dict[str, Any]: ...
     async def node_records(
         self, name: str, keyspace: str, key: str
@@ -83,8 +93,11 @@ class Backend(Protocol):
     async def restore(self, snapshot: str) -> dict[str, Any]: ...
 
 
-class Client(ClusterViews, ClusterOps):
-    def __init__(self, backend: Backend, consistency: str = "QUORUM", timeout: float = 5.0) -> None:
+class DataClient:
+    """get, put, delete and incr, routed to a live replica of the key; remembers each key's last
+    context so that a put or delete after a get replaces what it read."""
+
+    def __init__(self, backend: RequestBackend, consistency: str = "QUORUM", timeout: float = 5.0) -> None:
         self.backend = backend
         self.consistency = parse_level(consistency)
         self.timeout = timeout
@@ -255,7 +268,7 @@ class Client(ClusterViews, ClusterOps):
             check_request_id(request_id)
         lvl = self._level(level)
         node = self._via(keyspace, key, via)
-        rid = request_id or uuid.uuid4().hex[:16]
+        rid = request_id or os.urandom(8).hex()  # 16 hex digits, without importing uuid
         request = IncrRequest(self.backend.new_rid(), keyspace, key, delta, rid, lvl, self.trace)
         result = await self._call(node, request)
         assert isinstance(result, IncrResult)
@@ -263,6 +276,13 @@ class Client(ClusterViews, ClusterOps):
         return IncrOutcome(
             keyspace, key, result.value, rid, result.coordinator, result.acks, result.needed, result.trace
         )
+
+
+class Client(DataClient, ClusterViews, ClusterOps):
+    backend: Backend
+
+    def __init__(self, backend: Backend, consistency: str = "QUORUM", timeout: float = 5.0) -> None:
+        super().__init__(backend, consistency, timeout)
 
     async def keyspace_create(
         self, name: str, policy: str = "siblings", n: int | None = None, quorum: str = "sloppy"
@@ -297,6 +317,8 @@ class Client(ClusterViews, ClusterOps):
         """Wait (at most the request timeout) until every live node `via` can reach knows keyspace
         `name`, as Cassandra's drivers wait for schema agreement: a put right after the create
         may go to any of them, and one that has not heard of it yet refuses it."""
+        import trio
+
         group = next((g for g in self.backend.partitions() if via in g), self.backend.names)
         with trio.move_on_after(self.timeout):
             while True:
@@ -337,6 +359,8 @@ class BlockingClient:
 
         @functools.wraps(attr)
         def call(*args: Any, **kwargs: Any) -> Any:
+            import trio
+
             return trio.from_thread.run(functools.partial(attr, *args, **kwargs), trio_token=self._token)
 
         return call

@@ -3,6 +3,8 @@
 Each returns a dictionary in the JSON shape the man page lists under JSON OUTPUT (with more fields
 where useful) or
 raises `ClientError`/`BadInput` with a sentence saying what went wrong and whose fault it is.
+trio and the Merkle modules are imported where they are used: one-shot data commands import
+client.py, and with it this module, without starting trio.
 """
 
 from __future__ import annotations
@@ -11,11 +13,7 @@ import contextlib
 import re
 from typing import TYPE_CHECKING, Any
 
-import trio
-
 from bhandar_cli.core.errors import BadInput
-from bhandar_cli.core.merkle import MerkleTree
-from bhandar_cli.core.merkle_diff import diff, render_lines
 from bhandar_cli.core.messages import DecommissionRequest, Failure, MoveResult, RepairRequest, RepairResult
 from bhandar_cli.outcomes import ClientError
 
@@ -68,10 +66,14 @@ class ClusterOps:
         return {"cmd": "delay", "ok": True, "node": node, "ms": ms}
 
     async def sleep(self, seconds: float) -> dict[str, Any]:
+        import trio
+
         await trio.sleep(seconds)
         return {"cmd": "sleep", "ok": True, "seconds": seconds}
 
     async def wait_converged(self, timeout: float = 30.0) -> dict[str, Any]:
+        import trio
+
         start = self.backend.now()
         problems: list[str] = []
         with trio.move_on_after(timeout):
@@ -148,6 +150,8 @@ class ClusterOps:
 
     async def _everyone_sees(self, node: str, status: str) -> bool:
         """Wait (bounded) until every live node's gossip view gives `node` this status."""
+        import trio
+
         with trio.move_on_after(MOVE_TIMEOUT):
             while True:
                 views = []
@@ -162,6 +166,8 @@ class ClusterOps:
     async def upgrade(self) -> dict[str, Any]:
         """Rolling restart: one node at a time (flush, stop, start, wait until every peer sees it
         up and its hints are delivered), so no two replicas of any key are ever down together."""
+        import trio
+
         started = self.backend.now()
         rows: list[dict[str, Any]] = []
         for name in [n for n in self.backend.names if self.backend.is_alive(n)]:
@@ -184,6 +190,8 @@ class ClusterOps:
 
     async def _settled(self, node: str) -> bool:
         """Every live peer sees `node` up, and nobody holds hints for it."""
+        import trio
+
         with trio.move_on_after(MOVE_TIMEOUT):
             while True:
                 peers = [n for n in self.backend.names if n != node and self.backend.is_alive(n)]
@@ -224,6 +232,9 @@ class ClusterOps:
 
     async def merkle(self, a: str, b: str, depth: int = 4) -> dict[str, Any]:
         """Compare two replicas range by range, as anti-entropy would (without repairing)."""
+        from bhandar_cli.core.merkle import MerkleTree
+        from bhandar_cli.core.merkle_diff import diff, render_lines
+
         first, second = self.node(a), self.node(b)
         if first == second:
             raise BadInput("merkle compares two different nodes")

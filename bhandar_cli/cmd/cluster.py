@@ -15,7 +15,15 @@ from typing import Any
 
 import typer
 
-from bhandar_cli.cmd.output import EXIT_FAILED, EXIT_USAGE, OUTPUT_OPTION, OutputFormat, emit_json, fail
+from bhandar_cli.cmd.output import (
+    EXIT_FAILED,
+    EXIT_USAGE,
+    OUTPUT_OPTION,
+    OutputFormat,
+    emit_json,
+    fail,
+    fail_json,
+)
 
 cluster_app = typer.Typer(
     help="Run a cluster of real node processes on 127.0.0.1 and break it on purpose.",
@@ -68,14 +76,6 @@ def run_async(cmd: str, output: OutputFormat | str, body: Callable[[], Awaitable
         fail_json(cmd, output, str(exc), exc.code)
     except KeyboardInterrupt:
         fail("interrupted", EXIT_FAILED)
-
-
-def fail_json(
-    cmd: str, output: OutputFormat | str, message: str, code: str, exit_code: int = EXIT_FAILED
-) -> None:
-    if str(output) == "json":
-        emit_json({"cmd": cmd, "ok": False, "error": message, "code": code})
-    fail(message, exit_code)
 
 
 def _print(renderable: Any) -> None:
@@ -222,17 +222,21 @@ def status(directory: str | None = DIR_OPTION, output: OutputFormat = OUTPUT_OPT
 
 @cluster_app.command("down")
 def down(directory: str | None = DIR_OPTION, output: OutputFormat = OUTPUT_OPTION) -> None:
-    """Stop every node cleanly (admin shutdown, then SIGTERM, then SIGKILL as a last resort)."""
+    """Stop every node cleanly (admin shutdown, then SIGTERM, then SIGKILL as a last resort);
+    returns once their processes have exited, or exits 1 naming those that did not."""
     from bhandar_cli.node import clusterfile, supervisor
 
     async def body() -> Any:
         return await supervisor.down(clusterfile.load(clusterfile.resolve_dir(directory)))
 
     outcome = run_async("cluster down", output, body)
+    running = [node for node, what in outcome.items() if what == supervisor.STILL_RUNNING]
     if output is OutputFormat.json:
-        emit_json({"cmd": "cluster down", "ok": True, "nodes": outcome})
-        return
-    _print("\n".join(f"{node}: {what}" for node, what in outcome.items()))
+        emit_json({"cmd": "cluster down", "ok": not running, "nodes": outcome})
+    else:
+        _print("\n".join(f"{node}: {what}" for node, what in outcome.items()))
+    if running:
+        fail(f"{', '.join(running)} did not exit, even after SIGKILL", EXIT_FAILED)
 
 
 def _fault(

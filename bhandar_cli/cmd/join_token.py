@@ -43,8 +43,9 @@ def create(
 
         from bhandar_cli.core.errors import BadInput, Refused, Unavailable
         from bhandar_cli.host.topology import next_node_name
-        from bhandar_cli.node import access, clusterfile, supervisor
-        from bhandar_cli.node.rpc import RpcError, rpc_once
+        from bhandar_cli.node import access, clusterfile, pids
+        from bhandar_cli.node.rpc import rpc_once
+        from bhandar_cli.node.rpc_errors import RpcError
 
         cluster = clusterfile.load(clusterfile.resolve_dir(directory))
         if via is not None:
@@ -53,7 +54,7 @@ def create(
             except clusterfile.ClusterFileError as exc:
                 raise BadInput(str(exc)) from None
         else:
-            running = [n for n in cluster.nodes if supervisor.pid_alive(n.pid)]
+            running = [n for n in cluster.nodes if pids.pid_alive(n.pid)]
             if not running:
                 raise Unavailable(f"no node of the cluster in {cluster.dir} is running (bhandar cluster up)")
             entry = running[0]

@@ -1,6 +1,8 @@
 """Output conventions shared by every command: `-o table|json|raw`, errors to stderr, exit codes.
 
 Exit codes (the man page's EXIT STATUS): 0 success, 1 operation failed, 2 usage error, 3 key not found.
+Nothing here imports typer until `OUTPUT_OPTION` is asked for: one-shot data commands
+(cmd/oneshot.py) use these conventions without typer.
 """
 
 from __future__ import annotations
@@ -9,8 +11,6 @@ import json
 import sys
 from enum import StrEnum
 from typing import Any, NoReturn
-
-import typer
 
 from bhandar_cli.core.errors import REFUSED_INPUT
 
@@ -25,9 +25,17 @@ class OutputFormat(StrEnum):
     json = "json"
 
 
-OUTPUT_OPTION = typer.Option(
-    OutputFormat.table, "--output", "-o", help="table (rich on a terminal, plain when piped) or json."
-)
+def __getattr__(name: str) -> Any:
+    """`OUTPUT_OPTION`, the `-o table|json` option of typer commands, made on first use."""
+    if name != "OUTPUT_OPTION":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import typer
+
+    option = typer.Option(
+        OutputFormat.table, "--output", "-o", help="table (rich on a terminal, plain when piped) or json."
+    )
+    globals()[name] = option
+    return option
 
 
 def exit_code(error_code: str) -> int:
@@ -43,7 +51,17 @@ def emit_json(obj: dict[str, Any]) -> None:
 
 
 def fail(message: str, code: int = EXIT_FAILED) -> NoReturn:
-    """A one-line error on standard error and the exit code."""
+    """A one-line error on standard error and the exit code (SystemExit, which typer lets through
+    as it does its own Exit)."""
     sys.stderr.write(f"bhandar: {message}\n")
     sys.stderr.flush()
-    raise typer.Exit(code)
+    raise SystemExit(code)
+
+
+def fail_json(
+    cmd: str, output: OutputFormat | str, message: str, code: str, exit_code: int = EXIT_FAILED
+) -> NoReturn:
+    """`fail`, with the failure as a JSON object on standard output first when asked for JSON."""
+    if str(output) == "json":
+        emit_json({"cmd": cmd, "ok": False, "error": message, "code": code})
+    fail(message, exit_code)

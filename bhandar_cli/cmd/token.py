@@ -26,7 +26,7 @@ async def _admin_call(directory: str | None, op: str, **args: Any) -> Any:
     """One admin RPC to the first live node of the cluster."""
     from bhandar_cli.core.errors import Unavailable
     from bhandar_cli.node.clusterfile import resolve_dir
-    from bhandar_cli.node.rpc import RpcError
+    from bhandar_cli.node.rpc_errors import RpcError
     from bhandar_cli.node.tcpbackend import open_tcp_backend
 
     async with open_tcp_backend(resolve_dir(directory)) as backend:

@@ -16,25 +16,33 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from bhandar_cli.core import antientropy, gossip, membership, merkle, messages, streaming, tokens
+from bhandar_cli.core import messages
 from bhandar_cli.core.config import KeyspaceDef
 from bhandar_cli.core.crdt import PNCounter
 from bhandar_cli.core.errors import BhandarError
 from bhandar_cli.core.records import Versioned, from_plain, to_plain
 
-REGISTRY: dict[str, type] = {
-    cls.__name__: cls
-    for cls in (
-        KeyspaceDef,
-        messages.PutRequest,
-        messages.GetRequest,
-        messages.IncrRequest,
-        messages.KeyspaceRequest,
-        messages.PutResult,
-        messages.GetResult,
-        messages.IncrResult,
-        messages.KeyspaceResult,
-        messages.Failure,
+# What a client sends and receives. The node-to-node messages (gossip, repair, streaming...) are
+# registered on first need (`_register_peers`): their modules cost a one-shot command, which
+# never sees them, half its start-up.
+CLIENT_TYPES: tuple[type, ...] = (
+    KeyspaceDef,
+    messages.PutRequest,
+    messages.GetRequest,
+    messages.IncrRequest,
+    messages.KeyspaceRequest,
+    messages.PutResult,
+    messages.GetResult,
+    messages.IncrResult,
+    messages.KeyspaceResult,
+    messages.Failure,
+)
+
+
+def _peer_types() -> tuple[type, ...]:
+    from bhandar_cli.core import antientropy, gossip, membership, merkle, streaming, tokens
+
+    return (
         messages.ClientReply,
         messages.ReplicaWrite,
         messages.ReplicaAck,
@@ -63,14 +71,15 @@ REGISTRY: dict[str, type] = {
         streaming.StreamBatch,
         streaming.StreamAck,
     )
-}
 
+
+REGISTRY: dict[str, type] = {}
+"""Type name -> message class, of every type registered so far: read it through `registry()`."""
 
 # Each registered class's field names, read once: `dataclasses.fields` on every message was a
 # visible cost of the frame path.
-_FIELD_NAMES: dict[type, tuple[str, ...]] = {
-    cls: tuple(f.name for f in dataclasses.fields(cls)) for cls in REGISTRY.values()
-}
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+_peers_registered = False
 _PLAIN = frozenset({str, int, bytes, float, bool, type(None)})
 
 # Keyspace definitions decoded before, by their wire form. Every replica message carries one, and
@@ -89,6 +98,27 @@ def register(cls: type) -> type:
     return cls
 
 
+for _cls in CLIENT_TYPES:
+    register(_cls)
+
+
+def _register_peers() -> bool:
+    """Register the node-to-node messages if they are not yet; whether this call did."""
+    global _peers_registered
+    if _peers_registered:
+        return False
+    for cls in _peer_types():
+        register(cls)
+    _peers_registered = True
+    return True
+
+
+def registry() -> dict[str, type]:
+    """Every message type: type name -> class."""
+    _register_peers()
+    return REGISTRY
+
+
 def to_wire(obj: Any) -> Any:
     cls = type(obj)
     if cls in _PLAIN:
@@ -102,6 +132,8 @@ def to_wire(obj: Any) -> Any:
     if isinstance(obj, Versioned | PNCounter):
         return {"$r": to_plain(obj)}
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        if _register_peers():
+            return to_wire(obj)
         raise ValueError(f"{cls.__name__} is not a wire message type")
     if isinstance(obj, list | tuple):
         return [to_wire(x) for x in obj]
@@ -120,6 +152,8 @@ def from_wire(data: Any) -> Any:
             return from_plain(data["$r"])
         if "$t" in data:
             cls = REGISTRY.get(data["$t"]) if isinstance(data["$t"], str) else None
+            if cls is None and _register_peers():
+                return from_wire(data)
             if cls is None:
                 raise ValueError(f"unknown message type {data['$t']!r}")
             if cls in _INTERNED_TYPES:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from bhandar_cli.core.errors import BadInput
 from bhandar_cli.host.topology import next_node_name
-from bhandar_cli.node import clusterfile, pki, supervisor
+from bhandar_cli.node import clusterfile, pids, pki, supervisor
 from bhandar_cli.node.cluster_secrets import node_tls_dir
 from bhandar_cli.node.clusterfile import ClusterFile, NodeEntry
 from bhandar_cli.node.placement import free_ports
@@ -72,7 +72,7 @@ async def add_node(
     if (ca_dir / pki.CA_KEY).is_file():
         pki.private_dir(Path(entry.data_dir))
         pki.issue_node(ca_dir, entry.id, [entry.host], node_tls_dir(entry))
-    running = tuple(n.id for n in cluster.nodes if supervisor.pid_alive(n.pid))
+    running = tuple(n.id for n in cluster.nodes if pids.pid_alive(n.pid))
     if not running:
         raise BadInput("every node is down: start one before adding another")
     grown = replace(cluster, nodes=(*cluster.nodes, entry))

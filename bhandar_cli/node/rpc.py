@@ -26,20 +26,10 @@ from bhandar_cli.node.frames import (
     Outbox,
     wire_frame,
 )
+from bhandar_cli.node.rpc_errors import RpcError
 from bhandar_cli.node.tls_streams import HandshakeError, client_ctx, open_stream
 
 log = logging.getLogger("bhandar.rpc")
-
-
-class RpcError(Exception):
-    """An RPC that got no answer (`kind` unreachable: never sent; lost: sent, then the connection
-    broke; timeout: no answer in time) or an error answer (remote), with the error's `code` when
-    the node gave one (unauthenticated, forbidden, rate_limited, bad_input)."""
-
-    def __init__(self, message: str, kind: str = "remote", code: str = "") -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.code = code
 
 
 class _Slot:

@@ -34,46 +34,23 @@ from bhandar_cli.host.topology import node_names, zone_map
 from bhandar_cli.node import access, clusterfile, pki
 from bhandar_cli.node.cluster_secrets import AUTH_FILE, issue_certificates, make_admin_token, node_tls_dir
 from bhandar_cli.node.clusterfile import ClusterFile, ClusterFileError, NodeEntry
+from bhandar_cli.node.pids import CHILDREN, pid_alive
 from bhandar_cli.node.placement import DEFAULT_HOST, node_ports
-from bhandar_cli.node.rpc import RpcError, rpc_once
+from bhandar_cli.node.rpc import rpc_once
+from bhandar_cli.node.rpc_errors import RpcError
 from bhandar_cli.outcomes import ClientError
 
 DATA_DIR = "data"  # the nodes' data directories, under the cluster directory
 START_TIMEOUT = 30.0
 STOP_TIMEOUT = 5.0
 POLL = 0.05
-
-# Processes this process started, so that `poll()` reaps them: a killed child stays a zombie
-# (and looks alive to `kill(pid, 0)`) until its parent waits for it.
-_children: dict[int, subprocess.Popen[bytes]] = {}
+TERM_GRACE = 2.0  # after SIGTERM, before SIGKILL
+KILL_GRACE = 2.0  # after SIGKILL, before a node is reported as not exiting
+STILL_RUNNING = "still running"
 
 
 class StartError(Exception):
     """Nodes did not come up (their logs say why)."""
-
-
-def pid_alive(pid: int) -> bool:
-    """Is `pid` a running node process of ours (not gone, not a zombie, not a reused pid)?"""
-    if pid <= 0:
-        return False
-    child = _children.get(pid)
-    if child is not None:
-        return child.poll() is None
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return False  # someone else's process has that pid now
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        if stat.rsplit(")", 1)[1].split()[0] in ("Z", "X"):
-            return False
-        if b"bhandar_cli" not in Path(f"/proc/{pid}/cmdline").read_bytes():
-            return False  # the pid was reused by an unrelated process
-    except (OSError, IndexError):
-        pass  # no /proc here: trust kill(pid, 0)
-    return True
 
 
 def log_tail(entry: NodeEntry, lines: int = 5) -> str:
@@ -124,7 +101,7 @@ def spawn(cluster: ClusterFile, entry: NodeEntry) -> NodeEntry:
             start_new_session=True,
             close_fds=True,
         )
-    _children[proc.pid] = proc
+    CHILDREN[proc.pid] = proc
     return replace(entry, pid=proc.pid)
 
 
@@ -261,7 +238,7 @@ def kill_process(pid: int) -> bool:
     if not pid_alive(pid):
         return False
     _signal(pid, signal.SIGKILL)
-    child = _children.get(pid)
+    child = CHILDREN.get(pid)
     if child is not None:
         child.wait(timeout=STOP_TIMEOUT)
     return True
@@ -278,7 +255,9 @@ async def wait_exit(pid: int, timeout: float) -> bool:
 async def stop(
     entry: NodeEntry, timeout: float = STOP_TIMEOUT, reach: access.ClientAccess = access.PLAIN
 ) -> str:
-    """Stop one node cleanly if it lets us: RPC shutdown, then SIGTERM, then SIGKILL."""
+    """Stop one node cleanly if it lets us: RPC shutdown, then SIGTERM, then SIGKILL. Returns
+    only once the process has exited (how it was stopped), or `STILL_RUNNING` if even SIGKILL
+    did not end it within its grace period."""
     if not pid_alive(entry.pid):
         return "not running"
     with contextlib.suppress(RpcError, trio.TooSlowError):
@@ -286,13 +265,19 @@ async def stop(
     if await wait_exit(entry.pid, timeout):
         return "stopped"
     _signal(entry.pid, signal.SIGTERM)
-    if await wait_exit(entry.pid, 2.0):
+    if await wait_exit(entry.pid, TERM_GRACE):
         return "terminated"
-    kill_process(entry.pid)
-    return "killed"
+    _signal(entry.pid, signal.SIGKILL)
+    if await wait_exit(entry.pid, KILL_GRACE):
+        return "killed"
+    return STILL_RUNNING
 
 
 async def down(cluster: ClusterFile) -> dict[str, str]:
+    """Stop every node; node -> how it stopped (`STILL_RUNNING` for one that did not exit).
+
+    The cluster file forgets the pids of the nodes that exited only: one still running stays
+    named, so `cluster status` and another `cluster down` can still find it."""
     outcome: dict[str, str] = {}
 
     reach = access.for_cluster(cluster)
@@ -303,9 +288,8 @@ async def down(cluster: ClusterFile) -> dict[str, str]:
     async with trio.open_nursery() as nursery:
         for entry in cluster.nodes:
             nursery.start_soon(one, entry)
-    clusterfile.save(
-        replace(cluster, nodes=tuple(replace(n, pid=0) for n in cluster.nodes), partitions=(), delays={})
-    )
+    nodes = tuple(n if outcome[n.id] == STILL_RUNNING else replace(n, pid=0) for n in cluster.nodes)
+    clusterfile.save(replace(cluster, nodes=nodes, partitions=(), delays={}))
     return {n: outcome[n] for n in cluster.names}
 
 

@@ -26,26 +26,16 @@ from bhandar_cli.core.metrics import NodeMetrics
 from bhandar_cli.core.records import Record
 from bhandar_cli.core.ring import Ring
 from bhandar_cli.core.wire import from_wire, to_wire
-from bhandar_cli.node import access, admin, clusterfile, growth, supervisor
+from bhandar_cli.node import access, admin, clusterfile, growth, pids, supervisor
 from bhandar_cli.node.clusterfile import ClusterFile, ClusterFileError
-from bhandar_cli.node.rpc import RpcClient, RpcError
+from bhandar_cli.node.pids import load_running
+from bhandar_cli.node.rpc import RpcClient
+from bhandar_cli.node.rpc_errors import CLIENT_CODES, RpcError
 from bhandar_cli.outcomes import ClientError
 
 ALIVE_CACHE = 0.2  # seconds a liveness answer is reused (the client asks per request)
 ADMIN_TIMEOUT = 3.0
 STORAGE_TIMEOUT = 600.0  # flush, compact, snapshot
-_CODES = {"timeout": "timeout", "lost": "timeout", "unreachable": "unavailable", "remote": "internal"}
-
-
-def load_running(directory: str | Path) -> ClusterFile:
-    """The cluster file of `directory`, if at least one of its nodes runs (else ClusterFileError)."""
-    cluster = clusterfile.load(directory)
-    if not any(supervisor.pid_alive(n.pid) for n in cluster.nodes):
-        raise ClusterFileError(
-            f"stale cluster file {clusterfile.path_of(directory)}: none of its nodes is running "
-            f"(start them with `bhandar cluster up --dir {directory}`)"
-        )
-    return cluster
 
 
 class TcpBackend:
@@ -98,7 +88,7 @@ class TcpBackend:
         if cached is not None and now - cached[0] < ALIVE_CACHE:
             return cached[1]
         self._reload_if_changed()
-        alive = supervisor.pid_alive(self.cluster.node(name).pid)
+        alive = pids.pid_alive(self.cluster.node(name).pid)
         self._alive[name] = (now, alive)
         return alive
 
@@ -137,7 +127,7 @@ class TcpBackend:
             if exc.kind in ("unreachable", "lost"):
                 # Route around it for a moment (a node restarted elsewhere may not listen yet).
                 self._alive[via] = (trio.current_time(), False)
-            return Failure(_CODES[exc.kind], str(exc))
+            return Failure(CLIENT_CODES[exc.kind], str(exc))
         except ValueError as exc:
             return Failure("internal", f"node {via} sent an answer this client cannot read: {exc}")
         return result  # type: ignore[no-any-return]

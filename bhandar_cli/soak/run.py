@@ -31,7 +31,7 @@ from bhandar_cli.core.errors import BadInput, Unavailable
 from bhandar_cli.core.records import Record, merge_records
 from bhandar_cli.core.ring import key_token
 from bhandar_cli.node import admin, clusterfile, supervisor
-from bhandar_cli.node.rpc import RpcError
+from bhandar_cli.node.rpc_errors import RpcError
 from bhandar_cli.outcomes import ClientError
 from bhandar_cli.sim.checker import check
 from bhandar_cli.sim.history import CheckResult, History

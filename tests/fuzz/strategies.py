@@ -6,7 +6,7 @@ import dataclasses
 
 from hypothesis import strategies as st
 
-from bhandar_cli.core.wire import REGISTRY
+from bhandar_cli.core.wire import registry
 
 scalars = (
     st.none()
@@ -36,7 +36,7 @@ def message_of(
 ) -> st.SearchStrategy[dict[str, object]]:
     """A wire message `{"$t": name, ...}` with the type's field names (some missing, some extra)
     holding arbitrary `values` (bodies and records by default): what a buggy or hostile peer sends."""
-    fields = [f.name for f in dataclasses.fields(REGISTRY[name])]
+    fields = [f.name for f in dataclasses.fields(registry()[name])]
     values = bodies | well_formed_records | records if values is None else values
     # Every field present gets past the constructor to the code that uses the values.
     complete = st.fixed_dictionaries(dict.fromkeys(fields, values))
@@ -95,7 +95,7 @@ records = well_formed_records | st.builds(
     st.sampled_from(["v", "c", "x"]),
     st.lists(sibling_plain, max_size=3) | st.dictionaries(st.text(max_size=3), bodies, max_size=3) | bodies,
 )
-wire_messages = st.sampled_from(sorted(REGISTRY)).flatmap(message_of)
+wire_messages = st.sampled_from(sorted(registry())).flatmap(message_of)
 
 
 @st.composite

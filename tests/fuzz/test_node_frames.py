@@ -20,8 +20,8 @@ import trio
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from bhandar_cli.core.wire import REGISTRY
-from bhandar_cli.node import supervisor
+from bhandar_cli.core.wire import registry
+from bhandar_cli.node import pids, supervisor
 from bhandar_cli.node.clusterfile import ClusterFile
 from bhandar_cli.node.codec import encode_frame
 
@@ -32,7 +32,7 @@ from .strategies import message_of, mutated, small_bodies
 SAFE_OPS = ["info", "records", "hints", "metrics", "digest", "members", "tree", "flush", "heal", "compact"]
 # What stops or reconfigures the node (see the module docstring).
 OPERATOR_OPS = frozenset({"shutdown", "partition", "delay", "snapshot"})
-PEER_MESSAGES = sorted(set(REGISTRY) - {"DecommissionRequest"})
+PEER_MESSAGES = sorted(set(registry()) - {"DecommissionRequest"})
 CLOSE_WITHIN = 10.0  # the node closes a connection at our end of stream at once; this only bounds a hang
 
 
@@ -127,7 +127,7 @@ def test_the_node_still_serves_after_the_fuzz(node: ClusterFile) -> None:
     """Runs after the fuzz test above (pytest keeps a module's order); alone, it fails."""
     assert EXCHANGES.get(node.dir, 0) >= 20, "run with the fuzz test above: this node saw no fuzz"
     entry = node.node("A")
-    assert supervisor.pid_alive(entry.pid)
+    assert pids.pid_alive(entry.pid)
     assert rpc(node, "A", "info")["up"]
     put = {
         "$t": "PutRequest",

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from bhandar_cli.core.config import NodeConfig
 from bhandar_cli.core.messages import GetRequest, GetResult, PutRequest, PutResult
-from bhandar_cli.core.wire import REGISTRY, from_wire
+from bhandar_cli.core.wire import from_wire, registry
 from bhandar_cli.node.cluster import InProcessCluster
 from bhandar_cli.node.codec import FrameDecoder, encode_frame
 
@@ -21,7 +21,7 @@ from .conftest import fuzz_settings
 from .strategies import bodies, message_of, well_formed_records
 
 # Decommission is an order any member may give (refusing outsiders is TLS's job), so it is left out.
-FORGED = sorted(set(REGISTRY) - {"DecommissionRequest"})
+FORGED = sorted(set(registry()) - {"DecommissionRequest"})
 NODES = ("A", "B", "C")
 
 

@@ -24,7 +24,7 @@ import httpx
 import pytest
 import trio
 
-from bhandar_cli.node import access, clusterfile, supervisor
+from bhandar_cli.node import access, clusterfile, pids, supervisor
 from bhandar_cli.node.clusterfile import ClusterFile
 from bhandar_cli.node.rpc import rpc_once
 
@@ -57,10 +57,10 @@ def kill_all(directory: Path) -> None:
     except clusterfile.ClusterFileError:
         return
     for entry in cluster.nodes:
-        if supervisor.pid_alive(entry.pid):
+        if pids.pid_alive(entry.pid):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(entry.pid, signal.SIGKILL)
-    for pid, child in list(supervisor._children.items()):
+    for pid, child in list(pids.CHILDREN.items()):
         if child.poll() is None and pid in {n.pid for n in cluster.nodes}:
             child.wait(timeout=10)
 

@@ -37,11 +37,12 @@ from bhandar_cli.core.records import Versioned
 from bhandar_cli.core.streaming import StreamRequest
 from bhandar_cli.core.versions import JSON, Sibling
 from bhandar_cli.core.wire import to_wire
-from bhandar_cli.node import pki, supervisor
+from bhandar_cli.node import pids, pki
 from bhandar_cli.node.access import ClientAccess
 from bhandar_cli.node.clusterfile import ClusterFile
 from bhandar_cli.node.codec import encode_frame
-from bhandar_cli.node.rpc import RpcError, rpc_once
+from bhandar_cli.node.rpc import rpc_once
+from bhandar_cli.node.rpc_errors import RpcError
 
 from .conftest import kill_all, rpc, run_cli, start_cluster, wait_for
 from .test_rogue import closed_by_node
@@ -67,7 +68,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterFile]:
         trio.run(decommission)
         # A node that left has nothing more to do: the decommission stopped it (its certificate
         # and data stay), so it cannot blur the counts below.
-        assert not supervisor.pid_alive(started.node(GONE).pid)
+        assert not pids.pid_alive(started.node(GONE).pid)
         yield started
     finally:
         kill_all(directory)
@@ -283,5 +284,5 @@ def test_outsider_clients_without_a_valid_token_change_nothing(cluster: ClusterF
             tried += 1
     assert tried == 3 * (len(requests) + len(admin))
     assert state(cluster) == before
-    assert supervisor.pid_alive(entry.pid) and not (tmp_path / "stolen").exists()
+    assert pids.pid_alive(entry.pid) and not (tmp_path / "stolen").exists()
     assert rpc(cluster, TARGET, "info", counts=False)["partitions"] == []

@@ -17,7 +17,8 @@ import trio
 
 from bhandar_cli.node.access import ClientAccess, for_cluster
 from bhandar_cli.node.clusterfile import ClusterFile
-from bhandar_cli.node.rpc import RpcError, rpc_once
+from bhandar_cli.node.rpc import rpc_once
+from bhandar_cli.node.rpc_errors import RpcError
 
 from .conftest import (
     http_base,
@@ -141,7 +142,7 @@ def test_admin_operations_over_rpc_need_admin_and_a_snapshot_name_cannot_escape(
     assert not escape.exists() and not (Path(cluster.dir) / "escaped").exists()
     assert call(cluster.token, "snapshot", snapshot="fine") >= 0
     assert (Path(cluster.dir) / "snapshots" / "fine" / "A").is_dir()
-    assert supervisor_alive(cluster, "A")
+    assert process_alive(cluster, "A")
 
 
 def _code(action: Any) -> str:
@@ -152,10 +153,10 @@ def _code(action: Any) -> str:
     return ""
 
 
-def supervisor_alive(cluster: ClusterFile, node: str) -> bool:
-    from bhandar_cli.node import supervisor
+def process_alive(cluster: ClusterFile, node: str) -> bool:
+    from bhandar_cli.node import pids
 
-    return supervisor.pid_alive(cluster.node(node).pid)
+    return pids.pid_alive(cluster.node(node).pid)
 
 
 def test_past_its_rate_a_token_gets_429_with_retry_after_then_recovers(cluster: ClusterFile) -> None:

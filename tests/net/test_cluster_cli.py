@@ -11,7 +11,7 @@ import pytest
 import trio
 
 from bhandar_cli.cmd.cluster import open_tcp_session
-from bhandar_cli.node import clusterfile, supervisor
+from bhandar_cli.node import clusterfile, pids
 from bhandar_cli.node.clusterfile import ClusterFile
 
 from .conftest import NODE_ARGS, kill_all, rpc, run_cli, wait_for
@@ -36,13 +36,13 @@ def test_cluster_lifecycle_through_the_cli(cli_dir: str) -> None:
     node_args = [a for arg in NODE_ARGS for a in ("--node-arg", arg)]
     up = js("cluster", "up", "--nodes", "3", "--zones", "3", "--dir", cli_dir, *node_args)
     assert [n["id"] for n in up["nodes"]] == ["A", "B", "C"]
-    assert all(supervisor.pid_alive(n["pid"]) for n in up["nodes"])
+    assert all(pids.pid_alive(n["pid"]) for n in up["nodes"])
     again = run_cli("cluster", "up", "--dir", cli_dir)
     assert again.returncode == 1 and b"already running" in again.stderr
 
     pid_b = up["nodes"][1]["pid"]
     assert js("cluster", "kill", "B", "--dir", cli_dir)["changed"] is True
-    wait_for(lambda: not supervisor.pid_alive(pid_b), 5, "B to die")
+    wait_for(lambda: not pids.pid_alive(pid_b), 5, "B to die")
     status = js("cluster", "status", "--dir", cli_dir)
     assert [n["up"] for n in status["nodes"]] == [True, False, True]
     assert js("put", "kv", "k", "1", "--cluster", cli_dir)["ok"]  # A and C still make a quorum

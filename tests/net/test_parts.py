@@ -10,9 +10,10 @@ import pytest
 from bhandar_cli.core.messages import GetRequest, Ping, PutRequest
 from bhandar_cli.node import clusterfile
 from bhandar_cli.node.clusterfile import ClusterFile, ClusterFileError, NodeEntry
+from bhandar_cli.node.pids import pid_alive
 from bhandar_cli.node.placement import free_ports
 from bhandar_cli.node.rpc_service import check_request
-from bhandar_cli.node.supervisor import pid_alive, plan
+from bhandar_cli.node.supervisor import plan
 
 
 def test_cluster_file_round_trip_and_errors(tmp_path: Path) -> None:

@@ -32,7 +32,8 @@ from bhandar_cli.core.wire import from_wire, to_wire
 from bhandar_cli.node.codec import FrameDecoder, encode_frame
 from bhandar_cli.node.frames import PEER_QUEUE, FrameConn, wire_frame
 from bhandar_cli.node.placement import free_ports
-from bhandar_cli.node.rpc import RpcError, open_rpc
+from bhandar_cli.node.rpc import open_rpc
+from bhandar_cli.node.rpc_errors import RpcError
 from bhandar_cli.node.transport import TcpTransport
 
 RECORD = Versioned((Sibling(("A", 3), {"A": 3, "B~2": 1}, b'"x"', "application/json", 1.5),))

@@ -1,0 +1,132 @@
+"""`bhandar bench cli`: one-shot commands timed as a shell script sees them, beside `python -c pass`.
+
+Each round starts three processes one after the other: `python -c pass` (the interpreter's own
+start-up, the floor no command goes below), a `put` of a fresh key and a `get` of it, both in the
+modes a script uses (`-o json`, `-o raw`) against a running process cluster. Interleaving them
+makes the baseline share the machine's load with what it is compared with; the figure that
+matters is how far a command's median lies above the baseline's.
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import time
+from typing import Any
+
+import typer
+
+from bhandar_cli.cmd.output import EXIT_USAGE, OUTPUT_OPTION, OutputFormat, emit_json, fail, fail_json
+
+KEYSPACE = "kv"  # there from the start on every cluster
+COMMAND_TIMEOUT = 30.0
+
+
+def bench_cli(
+    cluster: str | None = typer.Option(
+        None, "--cluster", metavar="DIR", help="The running process cluster (./.bhandar, $BHANDAR_CLUSTER)."
+    ),
+    runs: int = typer.Option(20, "--runs", help="Invocations of each command."),
+    output: OutputFormat = OUTPUT_OPTION,
+) -> None:
+    """Time one-shot get and put (median, p90) beside `python -c pass` measured in the same run."""
+    from bhandar_cli.node.clusterfile import ClusterFileError, resolve_dir
+    from bhandar_cli.node.pids import load_running
+
+    if not 1 <= runs <= 10_000:
+        fail(f"--runs must be 1..10000 (got {runs})", EXIT_USAGE)
+    try:
+        running = load_running(resolve_dir(cluster))
+    except ClusterFileError as exc:
+        fail_json("bench cli", output, str(exc), "no_cluster")
+    report = run_cli_bench(running.dir, len(running.nodes), runs)
+    if output is OutputFormat.json:
+        emit_json(report)
+    else:
+        render(report)
+
+
+def run_cli_bench(directory: str, nodes: int, runs: int) -> dict[str, Any]:
+    bhandar = [sys.executable, "-P", "-m", "bhandar_cli"]  # -P: as the console script, never the cwd
+    where = ["--cluster", directory]
+    times: dict[str, list[float]] = {"baseline": [], "put": [], "get": []}
+    errors = 0
+    first_error = ""
+    stamp = time.strftime("%H%M%S")
+    for i in range(runs):
+        key = f"bench-cli-{stamp}-{i}"  # fresh keys: a blind put to a used key adds a sibling
+        commands = {
+            "baseline": [sys.executable, "-c", "pass"],
+            "put": [*bhandar, "put", KEYSPACE, key, '"v"', *where, "-o", "json"],
+            "get": [*bhandar, "get", KEYSPACE, key, *where, "-o", "raw"],
+        }
+        for name, argv in commands.items():
+            took, error = _time(argv)
+            times[name].append(took)
+            if error:
+                errors += 1
+                first_error = first_error or f"{name}: {error}"
+    baseline = _summary(times["baseline"])
+    per_op = {op: _summary(times[op]) for op in ("get", "put")}
+    over = {op: round(s["median_ms"] - baseline["median_ms"], 1) for op, s in per_op.items()}
+    return {
+        "cmd": "bench cli",
+        "ok": errors == 0,
+        "target": "processes",
+        "nodes": nodes,
+        "dir": directory,
+        "runs": runs,
+        "per_op": per_op,
+        "baseline": "python -c pass",
+        "baseline_median_ms": baseline["median_ms"],
+        "baseline_p90_ms": baseline["p90_ms"],
+        "baseline_min_ms": baseline["min_ms"],
+        "over_baseline_ms": over,
+        "errors": errors,
+        "first_error": first_error,
+    }
+
+
+def _time(argv: list[str]) -> tuple[float, str]:
+    """Seconds from start to exit of one process, and what went wrong ("" if it exited 0)."""
+    started = time.perf_counter()
+    try:
+        proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=COMMAND_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        return time.perf_counter() - started, f"no exit within {COMMAND_TIMEOUT:g} s"
+    took = time.perf_counter() - started
+    if proc.returncode != 0:
+        said = proc.stderr.decode(errors="replace").strip().splitlines()
+        return took, f"exit {proc.returncode}: {said[-1] if said else '(nothing on stderr)'}"
+    return took, ""
+
+
+def _summary(seconds: list[float]) -> dict[str, float]:
+    ordered = sorted(seconds)
+    p90 = ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))]
+    return {
+        "median_ms": round(1000 * statistics.median(ordered), 1),
+        "p90_ms": round(1000 * p90, 1),
+        "min_ms": round(1000 * ordered[0], 1),
+    }
+
+
+def render(report: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 120)
+    console.print(
+        f"bench cli: {report['runs']} runs of each command, interleaved, on {report['nodes']} processes"
+    )
+    table = Table("command", "median ms", "p90 ms", "min ms", "over baseline ms", box=None)
+    base = [str(report[f"baseline_{k}_ms"]) for k in ("median", "p90", "min")]
+    table.add_row("python -c pass", *base, "")
+    for op, s in report["per_op"].items():
+        shown = "put -o json" if op == "put" else "get -o raw"
+        over = str(report["over_baseline_ms"][op])
+        table.add_row(shown, str(s["median_ms"]), str(s["p90_ms"]), str(s["min_ms"]), over)
+    console.print(table)
+    if report["errors"]:
+        console.print(f"[red]{report['errors']} failed[/red]: {report['first_error']}")

@@ -1,0 +1,126 @@
+"""RPC to one node over a blocking socket, for a one-shot command that makes a call or two.
+
+The trio client (node/rpc.py) pipelines many calls over a connection it keeps; a command that
+makes one call and exits pays more for starting trio than for the call. This one speaks the same
+protocol with the standard library alone: a TCP connection, TLS checked against the cluster CA
+with the node id as the server name, the hello with the token, then frames of the sans-I/O codec
+(node/codec.py). Errors are the trio client's, word for word: `RpcError` of kind unreachable,
+lost or timeout, or remote with the node's code.
+"""
+
+from __future__ import annotations
+
+import socket
+import ssl
+import time
+from typing import Any
+
+from bhandar_cli.node.access import PLAIN, ClientAccess
+from bhandar_cli.node.codec import CLOSED, NEED_DATA, FrameDecoder, ProtocolError, encode_frame
+from bhandar_cli.node.rpc_errors import RpcError
+
+CONNECT_TIMEOUT = 1.0  # as the trio client's (node/frames.py)
+RECV_SIZE = 65536
+
+
+class BlockingRpc:
+    """One connection to a node, opened by `connect`, used by one thread; `label` names the node
+    in messages and, over TLS, is the node id its certificate must show."""
+
+    def __init__(self, host: str, port: int, label: str = "", access: ClientAccess = PLAIN) -> None:
+        self.host, self.port = host, port
+        self.label = label or f"{host}:{port}"
+        self.access = access
+        self._sock: socket.socket | None = None
+        self._decoder = FrameDecoder()
+        self._hello = b""
+        self._next_id = 0
+
+    def connect(self) -> None:
+        """Open the connection (TLS included); raises RpcError (unreachable)."""
+        try:
+            sock = socket.create_connection((self.host, self.port), timeout=CONNECT_TIMEOUT)
+        except OSError as exc:
+            raise self._unreachable(exc) from None
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        ca = self.access.ca_cert
+        if ca is not None:
+            from bhandar_cli.node.pki import client_context
+
+            try:
+                sock = client_context(ca).wrap_socket(sock, server_hostname=self.label)
+            except ssl.SSLCertVerificationError as exc:
+                sock.close()
+                raise self._tls_failed(exc.verify_message or str(exc)) from None
+            except ssl.SSLError as exc:
+                sock.close()
+                raise self._tls_failed(exc.reason or str(exc)) from None
+            except OSError as exc:  # the CA file unreadable, the peer gone mid-handshake
+                sock.close()
+                raise self._unreachable(exc) from None
+        self._sock = sock
+        hello: dict[str, Any] = {"hello": "client"}
+        if self.access.token:
+            hello["token"] = self.access.token
+        self._hello = encode_frame(hello)  # sent with the first call: one write, one TLS record
+
+    def call(self, op: str, timeout: float = 5.0, **args: Any) -> Any:
+        """Send one request and wait for its answer's body. Raises RpcError."""
+        if self._sock is None:
+            raise RpcError(f"connection to node {self.label} lost (not connected)", "unreachable")
+        self._next_id += 1
+        rid = self._next_id
+        frame, self._hello = self._hello + encode_frame({"id": rid, "op": op, **args}), b""
+        deadline = time.monotonic() + timeout
+        try:
+            self._sock.settimeout(timeout)
+            self._sock.sendall(frame)
+            body = self._answer(rid, deadline)
+        except TimeoutError:
+            raise RpcError(
+                f"node {self.label} did not answer {op!r} within {timeout:g} s", "timeout"
+            ) from None
+        except (OSError, ProtocolError) as exc:
+            why = f"the node sent bad frames ({exc})" if isinstance(exc, ProtocolError) else str(exc)
+            raise self._lost(why) from None
+        if not body.get("ok"):
+            code = str(body.get("code", ""))
+            raise RpcError(f"node {self.label}: {body.get('error', 'failed')}", code=code)
+        return body.get("body")
+
+    def close(self) -> None:
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+
+    def _answer(self, rid: int, deadline: float) -> dict[Any, Any]:
+        assert self._sock is not None
+        while True:
+            body = self._decoder.next_frame()
+            if body is NEED_DATA:
+                self._sock.settimeout(max(deadline - time.monotonic(), 1e-3))
+                self._decoder.receive_data(self._sock.recv(RECV_SIZE))
+            elif body is CLOSED:
+                raise self._lost("the node closed the connection")
+            elif isinstance(body, dict) and body.get("id") == rid:
+                return body
+
+    def _lost(self, why: str) -> RpcError:
+        # Sent, then the connection broke: the node may have acted on it, unlike a request that
+        # never left ("unreachable").
+        return RpcError(
+            f"connection to node {self.label} lost before it answered ({why}); "
+            "the request may have taken effect",
+            "lost",
+        )
+
+    def _unreachable(self, exc: OSError) -> RpcError:
+        why = "no answer" if isinstance(exc, TimeoutError) else (exc.strerror or str(exc))
+        return RpcError(
+            f"node {self.label} is not answering at {self.host}:{self.port} ({why})", "unreachable"
+        )
+
+    def _tls_failed(self, reason: str) -> RpcError:
+        return RpcError(
+            f"node {self.label} at {self.host}:{self.port} failed the TLS check ({reason})", "unreachable"
+        )

@@ -1,0 +1,19 @@
+"""The error of an RPC to a node, shared by the trio client (node/rpc.py) and the blocking one
+(node/blocking_rpc.py), which must not import trio."""
+
+from __future__ import annotations
+
+
+class RpcError(Exception):
+    """An RPC that got no answer (`kind` unreachable: never sent; lost: sent, then the connection
+    broke; timeout: no answer in time) or an error answer (remote), with the error's `code` when
+    the node gave one (unauthenticated, forbidden, rate_limited, bad_input)."""
+
+    def __init__(self, message: str, kind: str = "remote", code: str = "") -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.code = code
+
+
+CLIENT_CODES = {"timeout": "timeout", "lost": "timeout", "unreachable": "unavailable", "remote": "internal"}
+"""The error code a client reports for an RPC of each kind that failed without a code of its own."""

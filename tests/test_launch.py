@@ -1,0 +1,46 @@
+"""The lean entry point reads the plain data command lines, and leaves every other one to typer."""
+
+from __future__ import annotations
+
+import pytest
+
+from bhandar_cli.launch import read_oneshot
+
+
+def test_plain_data_commands_are_read_with_every_option_spelling() -> None:
+    line = read_oneshot(["get", "kv", "k", "-c", "ONE", "--via=B", "--cluster", "/c", "-ojson"])
+    assert line is not None and line.cmd == "get" and line.arguments == ["kv", "k"]
+    assert line.options == {"consistency": "ONE", "via": "B", "cluster": "/c", "output": "json"}
+    put = read_oneshot(["put", "--context", "auto", "kv", "k", "-", "--output", "raw"])
+    assert put is not None and put.arguments == ["kv", "k", "-"]  # "-": the value from stdin
+    assert put.options["context"] == "auto" and put.options["output"] == "raw"
+    delete = read_oneshot(["delete", "kv", "k"])
+    assert delete is not None and delete.options["context"] == "auto" and delete.options["output"] == "table"
+    incr = read_oneshot(["incr", "counters", "c", "7", "--id", "r1"])
+    assert incr is not None and incr.options["delta"] == 7 and incr.options["request_id"] == "r1"
+    assert incr.arguments == ["counters", "c"]
+    one = read_oneshot(["incr", "counters", "c"])
+    assert one is not None and one.options["delta"] == 1
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [],
+        ["repl"],
+        ["cluster", "status"],
+        ["get", "kv"],  # a missing argument: typer's usage error
+        ["get", "kv", "k", "extra"],
+        ["get", "kv", "k", "--help"],
+        ["get", "-h"],
+        ["get", "kv", "k", "--context", "auto"],  # an option get does not take
+        ["get", "kv", "k", "-o", "yaml"],
+        ["get", "kv", "k", "-o"],  # an option without its value
+        ["get", "kv", "k", "--via", "--cluster"],
+        ["get", "--", "kv", "-k"],
+        ["incr", "counters", "c", "-5"],  # typer decides what a leading dash means
+        ["incr", "counters", "c", "five"],
+    ],
+)
+def test_anything_else_goes_to_typer(argv: list[str]) -> None:
+    assert read_oneshot(argv) is None
