@@ -15,15 +15,7 @@ from typing import Any
 
 import typer
 
-from bhandar_cli.cmd.output import (
-    EXIT_FAILED,
-    EXIT_USAGE,
-    OUTPUT_OPTION,
-    OutputFormat,
-    emit_json,
-    fail,
-    fail_json,
-)
+from bhandar_cli.cmd.output import EXIT_FAILED, EXIT_USAGE, OUTPUT_OPTION, OutputFormat, emit_json, fail, fail_json
 
 cluster_app = typer.Typer(
     help="Run a cluster of real node processes on 127.0.0.1 and break it on purpose.",
