@@ -14,7 +14,7 @@ from __future__ import annotations
 from bhandar_cli.core.config import KeyspaceDef, NodeConfig
 from bhandar_cli.core.hints import HintQueue
 from bhandar_cli.core.keyspaces import Keyspaces
-from bhandar_cli.core.messages import Effect, ReplicaAck, ReplicaWrite, Send
+from bhandar_cli.core.messages import Effect, Note, ReplicaAck, ReplicaWrite, Send
 from bhandar_cli.core.metrics import NodeMetrics
 from bhandar_cli.core.ops import HandoffOp
 from bhandar_cli.core.optable import OpTable
@@ -28,8 +28,11 @@ Delivery = tuple[str, tuple[str, str, Record]]  # (destination, (keyspace, key, 
 
 
 class HintedHandoff:
-    """Every delivery interval: expires old hints, then sends each target's hints in a bounded
-    batch, one batch in flight per target."""
+    """Sends each target's hints in bounded batches, one batch in flight per target: a batch
+    every delivery interval, the first one as soon as gossip sees the target back up, and the
+    next one as soon as a batch was taken whole, so a target back after a partition gets its
+    hints at the pace it stores them, not one batch per interval. Every interval also expires
+    old hints."""
 
     def __init__(
         self,
@@ -55,6 +58,7 @@ class HintedHandoff:
         self.metrics = metrics
         self._next_round = now
         self._in_flight: dict[str, int] = {}  # target -> deliveries not yet acknowledged
+        self._refused: set[str] = set()  # targets whose batch in flight had a delivery fail
 
     def next_deadline(self) -> float:
         return self._next_round
@@ -68,20 +72,38 @@ class HintedHandoff:
             return []
         out: list[Effect] = []
         for target in self.hints.targets():
-            if self._in_flight.get(target):
-                continue
-            if self.ring_view.is_up(target, now) and not self._departing(target):
-                batch: list[Delivery] = [
-                    (target, h) for h in self.hints.batch(target, self.config.hint_batch)
-                ]
-            else:
-                batch = self._redirected(now, target)
-            self._in_flight[target] = len(batch)
-            for destination, (keyspace, key, record) in batch:
-                op = HandoffOp(now + self.config.request_timeout, target, keyspace, key, record)
-                op_id = self.ops.add(op)
-                ks = self.keyspaces.get(keyspace) or KeyspaceDef(keyspace)
-                out.append(Send(destination, ReplicaWrite(op_id, ks, key, record, None, "handoff")))
+            if not self._in_flight.get(target):
+                out.extend(self._send_batch(now, target))
+        return out
+
+    def peers_back(self, now: float, liveness_effects: list[Effect]) -> list[Effect]:
+        """The failure detector's effects, plus the first batch of hints for every peer its notes
+        announce back up (gossip's transitions; ping liveness has none, and waits for the tick)."""
+        out = liveness_effects
+        if not self.config.hinted_handoff:
+            return out
+        for effect in liveness_effects:
+            if isinstance(effect, Note) and effect.data.get("up") is True:
+                target = effect.data["peer"]
+                if not self._in_flight.get(target) and self.hints.pending(target):
+                    out = [*out, *self._send_batch(now, target)]
+        return out
+
+    def _send_batch(self, now: float, target: str) -> list[Effect]:
+        """The next batch of `target`'s hints: home when it is up, else those that must not wait
+        for it, each to another replica of its key."""
+        if self.ring_view.is_up(target, now) and not self._departing(target):
+            batch: list[Delivery] = [(target, h) for h in self.hints.batch(target, self.config.hint_batch)]
+        else:
+            batch = self._redirected(now, target)
+        self._in_flight[target] = len(batch)
+        self._refused.discard(target)
+        out: list[Effect] = []
+        for destination, (keyspace, key, record) in batch:
+            op = HandoffOp(now + self.config.request_timeout, target, keyspace, key, record)
+            op_id = self.ops.add(op)
+            ks = self.keyspaces.get(keyspace) or KeyspaceDef(keyspace)
+            out.append(Send(destination, ReplicaWrite(op_id, ks, key, record, None, "handoff")))
         return out
 
     def _departing(self, target: str) -> bool:
@@ -123,18 +145,27 @@ class HintedHandoff:
                 out.append((up[0], (keyspace, key, record)))
         return out
 
-    def on_ack(self, op_id: int, msg: ReplicaAck, op: HandoffOp) -> list[Effect]:
+    def on_ack(self, now: float, op_id: int, msg: ReplicaAck, op: HandoffOp) -> list[Effect]:
+        """A delivery was answered. When that settles a batch that was taken whole, the target's
+        next batch goes at once (a refusal waits for the next interval instead, so a target that
+        refuses is not asked again and again)."""
         self.ops.discard(op_id)
-        self._settled(op.target)
-        if msg.ok and self.hints.remove(op.target, op.keyspace, op.key, delivered=op.record):
+        if not msg.ok:
+            self._refused.add(op.target)
+        elif self.hints.remove(op.target, op.keyspace, op.key, delivered=op.record):
             self.metrics.hints_delivered += 1
-        return []
+        if not self._settled(op.target) or op.target in self._refused or not self.config.hinted_handoff:
+            return []
+        return self._send_batch(now, op.target) if self.hints.pending(op.target) else []
 
     def expire(self, op: HandoffOp) -> list[Effect]:
         """No acknowledgement in time: the hint stays queued for the next round."""
+        self._refused.add(op.target)
         self._settled(op.target)
         return []
 
-    def _settled(self, target: str) -> None:
-        """One delivery to `target` was acknowledged, refused or timed out."""
-        self._in_flight[target] = max(0, self._in_flight.get(target, 1) - 1)
+    def _settled(self, target: str) -> bool:
+        """One delivery to `target` was acknowledged, refused or timed out: was it its batch's last?"""
+        left = max(0, self._in_flight.get(target, 1) - 1)
+        self._in_flight[target] = left
+        return left == 0

@@ -246,7 +246,7 @@ class Node:
         if handler is not None:
             return handler(now, src, msg)
         out = liveness.handle(now, src, msg)
-        return [] if out is None else out
+        return [] if out is None else self._handoff.peers_back(now, out)
 
     def dot_lease_saved(self, effect: DotLeaseSaved) -> None:
         """The driver synced the store after `effect` was returned (it is durable): the lease's
@@ -261,7 +261,7 @@ class Node:
 
     def tick(self, now: float) -> list[Effect]:
         """Time passed: call whenever `now >= next_deadline()`."""
-        out = self._ring_view.liveness.tick(now)
+        out = self._handoff.peers_back(now, self._ring_view.liveness.tick(now))
         for _, op in self._ops.expired(now):
             out.extend(self._expire(now, op))
         out.extend(self._handoff.tick(now))
@@ -361,7 +361,7 @@ class Node:
     def _on_replica_ack(self, now: float, src: str, msg: ReplicaAck) -> list[Effect]:
         op = self._ops.get(msg.op)
         if isinstance(op, HandoffOp):
-            return self._handoff.on_ack(msg.op, msg, op)
+            return self._handoff.on_ack(now, msg.op, msg, op)
         if isinstance(op, OwnershipOp):
             return self._ownership.on_ack(msg.op, src, msg, op)
         if isinstance(op, PutOp | IncrOp):

@@ -293,11 +293,17 @@ class TcpBackend:
         hashes: dict[str, list[list[Any]]] = {}
         replication: dict[str, int] = {}
         ranges = [list(r) for r in admin.convergence_ranges(self.ring)]
-        for name in live:
+
+        async def ask(name: str) -> None:
             hints[name] = await self.node_hints(name)
             hashes[name] = await self._admin(name, "range_hashes", ranges=ranges) or []
-            info = await self._admin(name, "info") or {}
+            info = await self._admin(name, "info", counts=False) or {}  # a key count scans the store
             replication.update({k["name"]: int(k["n"]) for k in info.get("keyspaces", [])})
+
+        async with trio.open_nursery() as nursery:  # every node at once: `wait converged` polls this
+            for name in live:
+                nursery.start_soon(ask, name)
+        hints = {name: hints[name] for name in live}  # the problems in node order, as answers came in any
         return admin.convergence_problems(self.ring, hints, hashes, replication, self.cluster.replicas)
 
 

@@ -120,6 +120,19 @@ def handoff_parts(now: float = 0.0) -> tuple[HintedHandoff, HintQueue, MemorySto
     return handoff, hints, store, metrics
 
 
+def acknowledge(handoff: HintedHandoff, now: float, sent: list[Send], ok: bool = True) -> list[Send]:
+    """Answer every handoff in `sent`; the handoffs those answers send next."""
+    out: list[Send] = []
+    for effect in sent:
+        msg = effect.msg
+        assert isinstance(msg, ReplicaWrite)
+        op = handoff.ops.get(msg.op)
+        assert isinstance(op, HandoffOp)
+        ack = ReplicaAck(msg.op) if ok else ReplicaAck(msg.op, False, "leaving")
+        out.extend(e for e in handoff.on_ack(now, msg.op, ack, op) if isinstance(e, Send))
+    return out
+
+
 def test_hints_go_home_in_bounded_batches_one_batch_in_flight_per_target() -> None:
     handoff, hints, _, metrics = handoff_parts()
     for i in range(3):
@@ -128,16 +141,37 @@ def test_hints_go_home_in_bounded_batches_one_batch_in_flight_per_target() -> No
     assert [(e.dst, e.msg.key, e.msg.kind) for e in sent] == [("C", "k0", "handoff"), ("C", "k1", "handoff")]
     assert handoff.next_deadline() == CONFIG.hint_delivery_interval
     assert handoff.tick(0.2) == []  # that batch is still in flight: nothing more for C
-    ops = handoff.ops
-    for effect in sent:
-        msg = effect.msg
-        assert isinstance(msg, ReplicaWrite)
-        op = ops.get(msg.op)
-        assert isinstance(op, HandoffOp) and op.target == "C"
-        handoff.on_ack(msg.op, ReplicaAck(msg.op), op)
-    assert hints.pending("C") == 1 and metrics.hints_delivered == 2
-    [last] = [e for e in handoff.tick(0.4) if isinstance(e, Send)]
-    assert last.msg.key == "k2"
+    first_half = acknowledge(handoff, 0.3, sent[:1])
+    assert first_half == [] and hints.pending("C") == 2  # the batch is not settled yet
+    [last] = acknowledge(handoff, 0.3, sent[1:])  # settled whole: the next batch goes at once
+    assert last.msg.key == "k2" and metrics.hints_delivered == 2
+    assert handoff.tick(0.4) == []  # in flight
+    assert acknowledge(handoff, 0.5, [last]) == [] and hints.pending() == 0
+
+
+def test_n_hints_go_home_in_n_over_batch_round_trips_without_waiting_for_a_round() -> None:
+    handoff, hints, _, metrics = handoff_parts()
+    for i in range(9):
+        hints.add(0.0, "C", "ks", f"k{i}", value(b"1"))
+    sent = [e for e in handoff.tick(0.0) if isinstance(e, Send)]
+    round_trips = 0
+    while sent:  # every answer arrives at once: no tick, no time passes
+        round_trips += 1
+        assert len(sent) <= CONFIG.hint_batch
+        sent = acknowledge(handoff, 0.01, sent)
+    assert round_trips == 5 and hints.pending() == 0 and metrics.hints_delivered == 9
+
+
+def test_a_refused_batch_waits_for_the_next_round() -> None:
+    handoff, hints, _, metrics = handoff_parts()
+    for i in range(4):
+        hints.add(0.0, "C", "ks", f"k{i}", value(b"1"))
+    sent = [e for e in handoff.tick(0.0) if isinstance(e, Send)]
+    assert acknowledge(handoff, 0.01, sent[:1], ok=False) == []
+    assert acknowledge(handoff, 0.01, sent[1:]) == []  # settled, but not whole: no hurry
+    assert hints.pending("C") == 3 and metrics.hints_delivered == 1
+    again = [e.msg.key for e in handoff.tick(CONFIG.hint_delivery_interval) if isinstance(e, Send)]
+    assert again == ["k0", "k2"]
 
 
 def test_a_refused_or_unanswered_handoff_keeps_the_hint_for_the_next_round() -> None:
@@ -147,7 +181,7 @@ def test_a_refused_or_unanswered_handoff_keeps_the_hint_for_the_next_round() -> 
     first, _ = (e.msg for e in handoff.tick(0.0) if isinstance(e, Send))
     op = handoff.ops.get(first.op)
     assert isinstance(op, HandoffOp)
-    handoff.on_ack(first.op, ReplicaAck(first.op, False, "leaving"), op)
+    handoff.on_ack(0.0, first.op, ReplicaAck(first.op, False, "leaving"), op)
     assert handoff.tick(0.5) == []  # the other one is still in flight
     for _, expired in handoff.ops.expired(CONFIG.request_timeout):
         assert isinstance(expired, HandoffOp)
