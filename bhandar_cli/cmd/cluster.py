@@ -133,7 +133,8 @@ def up(
 
     where = resolve_dir(directory)
     grow = "start the first nodes with --nodes, then `cluster add` the others"
-    if wrong := node_set_mismatch(str(where / "data"), nodes, str(where), grow):
+    wrong = node_set_mismatch(str(where / "data"), nodes, str(where), grow)
+    if wrong and supervisor.running_cluster(where) is None:  # a running one: up says so itself
         fail(wrong, EXIT_USAGE)
 
     async def body() -> Any:

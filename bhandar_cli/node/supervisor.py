@@ -128,6 +128,15 @@ def plan(
     return ClusterFile(str(directory), entries, vnodes, replicas, tuple(names[:3]))
 
 
+def running_cluster(directory: str | Path) -> ClusterFile | None:
+    """The cluster file of `directory` if any of its node processes is alive."""
+    try:
+        old = clusterfile.load(Path(directory).resolve())
+    except ClusterFileError:
+        return None
+    return old if any(pid_alive(n.pid) for n in old.nodes) else None
+
+
 async def up(
     directory: str | Path,
     nodes: int = 5,
@@ -146,11 +155,8 @@ async def up(
     `tokens` (default: as `tls`) its nodes admit clients by token, starting with a new admin
     token kept in the cluster file."""
     directory = Path(directory).resolve()
-    try:
-        old = clusterfile.load(directory)
-    except ClusterFileError:
-        old = None
-    if old is not None and any(pid_alive(n.pid) for n in old.nodes):
+    old = running_cluster(directory)
+    if old is not None:
         raise ClusterFileError(
             f"a cluster is already running in {directory}: "
             f"stop it first (bhandar cluster down --dir {directory})"
