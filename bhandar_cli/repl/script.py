@@ -11,7 +11,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from rich.console import Console
-from rich.text import Text
 
 from bhandar_cli.cmd.output import EXIT_FAILED, EXIT_NOT_FOUND, EXIT_OK, EXIT_USAGE
 from bhandar_cli.outcomes import ClientError, GetOutcome
@@ -98,7 +97,7 @@ class ScriptRun:
             shown = {**reply.to_json(), "line": place.line, "command": place.command}
             print_reply(self.out, Reply(reply.cmd, False, shown), "json")
         assert isinstance(reply.data, ClientError)
-        self.err.print(Text(f"{place.label} ({reply.cmd}): "), render_error(reply.data), sep="")
+        self.err.print(render_error(reply.data, f"{place.label} ({reply.cmd}): "))
         self.err.file.flush()
 
 

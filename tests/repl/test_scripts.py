@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner, Result
@@ -170,3 +171,19 @@ def test_standard_input_streams_one_reply_per_line_before_the_next_is_written() 
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_a_line_that_does_not_parse_is_named_after_the_command_that_does_not(repl: Any) -> None:
+    """Interactive sessions too: the reply names `keyspaces`, not the line's first command."""
+    (reply,) = repl(["get kv k1; keyspaces"])
+    assert (reply["cmd"], reply["code"]) == ("keyspaces", "bad_input")
+    assert "keyspaces" in reply["error"]
+    assert [r["cmd"] for r in repl(["get kv k1; put kv 'k1"])] == ["put"]
+
+
+def test_an_error_with_a_trace_keeps_its_place_on_its_first_line() -> None:
+    result = run_repl(["-e", "trace on; kill A; kill B; kill C; put kv k1 x c=ALL"])
+    assert result.exit_code == 1
+    first, *trace = result.stderr.splitlines()
+    assert first.startswith("command 5 (put): error (timeout): ")
+    assert trace[0] == "trace"
