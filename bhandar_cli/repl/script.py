@@ -63,14 +63,14 @@ class ScriptRun:
             return EXIT_FAILED
         return EXIT_NOT_FOUND if self.last_not_found else EXIT_OK
 
-    def parse(self, number: int, text: str) -> list[Step] | None:
-        """Line `number`'s commands with their places; None, reported, if the line does not parse."""
+    def parse(self, number: int, text: str) -> list[Step]:
+        """Line `number`'s commands with their places; none, reported, if the line does not parse."""
         try:
             commands = self.session.parse(text)
         except ParseError as exc:
             self.unparsed = True
             self._report(failed_line(exc), place_of(number, exc.index, exc.count, self.one_line))
-            return None
+            return []
         return [(place_of(number, i, len(commands), self.one_line), c) for i, c in enumerate(commands, 1)]
 
     async def run(self, steps: list[Step]) -> bool:
@@ -78,7 +78,6 @@ class ScriptRun:
         --keep-going, or quit)."""
         for place, command in steps:
             reply = await self.session.execute(command)
-            self.last_not_found = isinstance(reply.data, GetOutcome) and not reply.data.found
             if reply.ok:
                 print_reply(self.out, reply, self.session.output, self.session.commands)
             else:
@@ -86,8 +85,9 @@ class ScriptRun:
                 self._report(reply, place)
                 if not self.keep_going:
                     return False
-            if self.session.quit:
+            if self.session.quit:  # ends the script with the status of the commands before it
                 return False
+            self.last_not_found = isinstance(reply.data, GetOutcome) and not reply.data.found
         return True
 
     def _report(self, reply: Reply, place: Place) -> None:
@@ -107,7 +107,7 @@ async def run_text(run: ScriptRun, lines: list[str]) -> int:
     if run.unparsed:
         return run.status
     for steps in parsed:
-        if steps is not None and not await run.run(steps):
+        if not await run.run(steps):
             break
     return run.status
 
@@ -118,10 +118,6 @@ async def run_stream(run: ScriptRun, next_line: Callable[[], Awaitable[str | Non
     while (text := await next_line()) is not None:
         number += 1
         steps = run.parse(number, text)
-        if steps is None:
-            if run.keep_going:
-                continue
-            break
-        if not await run.run(steps):
+        if (run.unparsed and not run.keep_going) or not await run.run(steps):
             break
     return run.status

@@ -130,4 +130,4 @@ SCRIPT_RULES = (
 )
 
 STATUS_ORDER = """The exit status is 2 if a line did not parse; else 1 if a command failed; else 3 if
-the last command run was a get that found nothing; else 0."""
+the last command run before the end or quit was a get that found nothing; else 0."""

@@ -187,3 +187,9 @@ def test_an_error_with_a_trace_keeps_its_place_on_its_first_line() -> None:
     first, *trace = result.stderr.splitlines()
     assert first.startswith("command 5 (put): error (timeout): ")
     assert trace[0] == "trace"
+
+
+def test_quit_after_a_get_that_found_nothing_keeps_its_exit_3() -> None:
+    result = run_repl(["-e", "get kv k1; quit"])
+    assert result.exit_code == 3
+    assert printed(result.stdout) == ["get not found", "quit"]
