@@ -7,10 +7,12 @@ The COMMANDS and SYNOPSIS sections come from the click command tree that typer b
 (`typer.main.get_command`): every group and command, recursively, with usage, help, arguments
 and options with their defaults. REPL COMMANDS comes from the REPL's command table
 (`bhandar_cli.repl.commands.COMMANDS`): usage, summary, help, aliases and examples of each entry.
-DESCRIPTION, LIMITS, DELETE, JSON OUTPUT, HTTP API, SECURITY, EXIT STATUS, ENVIRONMENT, FILES
-and SEE ALSO are fixed text below, with the consistency levels, error codes and limits read from
-their declarations. The output carries no date and nothing from the environment, so the same
-code always gives the same page and `tests/test_man.py` can tell when the committed page is stale.
+SCRIPTS comes from the script rules (`bhandar_cli.repl.script_rules.SCRIPT_RULES`), the rows
+the tests run. DESCRIPTION, LIMITS, DELETE, JSON OUTPUT, HTTP API, SECURITY, EXIT STATUS,
+ENVIRONMENT, FILES and SEE ALSO are fixed text below, with the consistency levels, error codes
+and limits read from their declarations. The output carries no date and nothing from the
+environment, so the same code always gives the same page and `tests/test_man.py` can tell when
+the committed page is stale.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from bhandar_cli.core.config import KEYSPACE_NAME_RULE, LEVELS
 from bhandar_cli.core.errors import ERROR_CODES
 from bhandar_cli.core.keyspaces import MAX_KEYSPACES
 from bhandar_cli.repl.commands import COMMANDS
+from bhandar_cli.repl.script_rules import SCRIPT_RULES, STATUS_ORDER
 from bhandar_cli.repl.table import CommandTable
 
 PAGE = Path(__file__).resolve().parent.parent / "man" / "bhandar.1"
@@ -212,8 +215,22 @@ shell-style quoting. Options are name=value words after the arguments. Nodes are
 Tab completes commands, arguments and options; help lists the commands and help CMD explains one."""
 
 REPL_BATCH = """Batch mode flushes each command's output as soon as the command completes, so another
-program can drive the REPL line by line through a pipe; it exits 0 unless --fail-fast stopped it at
-a failed command (then 1)."""
+program can drive the REPL line by line through a pipe. What stops a script and its exit status:
+see SCRIPTS."""
+
+SCRIPTS_TEXT = """bhandar repl runs a script in batch mode: the commands of -e 'CMD; CMD', of --script
+FILE, or of standard input when it is not a terminal. A command's place is its line (line 3), with
+its place on the line when the line holds several (line 3, command 2); in a one-line -e, its place
+on that line (command 2). Every error line names the command it belongs to and its place."""
+
+
+def scripts_section() -> list[str]:
+    """SCRIPTS: one tagged paragraph per row of the script rules, with its example."""
+    lines = para(SCRIPTS_TEXT)
+    for rule in SCRIPT_RULES:
+        lines += item(bold(rule.case), f"{rule.outcome} Exit {rule.status}.")
+        lines += [".IP", ".nf", esc(rule.example()), ".fi"]
+    return lines + para(STATUS_ORDER)
 
 
 def repl_section(commands: CommandTable = COMMANDS) -> list[str]:
@@ -416,6 +433,7 @@ def fixed_sections() -> dict[str, list[str]]:
     http = para(HTTP_TEXT) + example(HTTP_ENDPOINTS)
     exit_status = [line for code, text in EXIT_STATUS for line in item(bold(code), text)]
     exit_status += para("Errors are written to standard error, whatever the output mode.")
+    exit_status += para("A script that bhandar repl runs in batch mode exits as SCRIPTS says.")
     environment = item(
         bold("BHANDAR_CLUSTER"),
         """The cluster directory used by the one-shot data commands (get, put, delete, incr), the
@@ -441,6 +459,7 @@ def fixed_sections() -> dict[str, list[str]]:
     return {
         "DESCRIPTION": description,
         "REPL COMMANDS": repl,
+        "SCRIPTS": scripts_section(),
         "LIMITS": [line for p in LIMITS for line in para(p)],
         "DELETE": [line for p in DELETE for line in para(p)],
         "JSON OUTPUT": json_out,
@@ -481,6 +500,7 @@ def render_man() -> str:
         lines += command_section(cmd, ctx)
     for title in (
         "REPL COMMANDS",
+        "SCRIPTS",
         "LIMITS",
         "DELETE",
         "JSON OUTPUT",

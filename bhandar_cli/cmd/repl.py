@@ -27,7 +27,12 @@ def repl(
     script: Path | None = typer.Option(None, "--script", help="Run the commands of FILE, one per line."),
     execute: str | None = typer.Option(None, "-e", "--execute", help="Run these commands ('cmd; cmd')."),
     output: OutputFormat = OUTPUT_OPTION,
-    fail_fast: bool = typer.Option(False, "--fail-fast", help="Stop at the first failed command (exit 1)."),
+    keep_going: bool = typer.Option(
+        False,
+        "--keep-going/--fail-fast",
+        help="After a failed command, run the rest of the script too (exit 1 if any failed); "
+        "--fail-fast, the default, stops at the first.",
+    ),
     virtual_time: bool = typer.Option(
         False, "--virtual-time", help="Run on a virtual clock: sleeps and timeouts take no real time."
     ),
@@ -64,7 +69,7 @@ def repl(
     batch = script is not None or execute is not None or not sys.stdin.isatty()
     try:
         if batch:
-            code = run_batch(opener, str(script) if script else None, execute, fail_fast, virtual_time)
+            code = run_batch(opener, str(script) if script else None, execute, keep_going, virtual_time)
         else:
             from bhandar_cli.repl.app import run_interactive
 

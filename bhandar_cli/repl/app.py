@@ -38,7 +38,7 @@ from bhandar_cli.core.errors import BhandarError
 from bhandar_cli.node.epoch_clock import cluster_clock
 from bhandar_cli.repl.batch import SessionOpener
 from bhandar_cli.repl.completer import BhandarCompleter, BhandarLexer, CompletionContext, argument_hint
-from bhandar_cli.repl.grammar import Command
+from bhandar_cli.repl.grammar import Command, ParseError
 from bhandar_cli.repl.session import Reply, Session, failed_line
 from bhandar_cli.repl.status_line import Notices, status_parts
 from bhandar_cli.repl.views import print_reply
@@ -155,8 +155,8 @@ class InteractiveApp:
             running: Command | None = None
             try:
                 commands = self.session.parse(text)
-            except BhandarError as exc:
-                self._print(console, failed_line(text, exc))
+            except ParseError as exc:
+                self._print(console, failed_line(exc))
                 commands = []
             for command in commands:
                 running = command

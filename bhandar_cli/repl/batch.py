@@ -1,9 +1,9 @@
-"""Batch mode: commands from -e, a script file or standard input, one reply per command.
+"""Batch mode: the in-process cluster a script runs on, and its commands from -e, a file or stdin.
 
 Output is flushed after every command, so another program can drive the REPL line by line through
 a pipe. In `-o json` mode every command prints exactly one JSON object on standard output (failures
 too, with "ok": false) and failures are also told on standard error; in table mode failures go to
-standard error only. The exit status is 0 unless --fail-fast stopped at a failed command (1).
+standard error only. What stops a script and its exit status: repl/script.py.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import contextlib
 import os
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, TextIO
@@ -27,9 +27,8 @@ from bhandar_cli.node.backend import InProcessBackend
 from bhandar_cli.node.cluster import InProcessCluster
 from bhandar_cli.node.epoch_clock import cluster_clock
 from bhandar_cli.node.storage import open_node_store
-from bhandar_cli.outcomes import ClientError
-from bhandar_cli.repl.session import Reply, Session
-from bhandar_cli.repl.views import print_reply, render_error
+from bhandar_cli.repl.script import ScriptRun, run_stream, run_text
+from bhandar_cli.repl.session import Session
 
 
 @dataclass(frozen=True)
@@ -77,54 +76,6 @@ def make_consoles(stdout: TextIO | None = None, stderr: TextIO | None = None) ->
     return Console(file=out, width=width, soft_wrap=True), Console(file=err, width=width, soft_wrap=True)
 
 
-def emit(reply: Reply, session: Session, out: Console, err: Console) -> None:
-    if reply.ok:
-        print_reply(out, reply, session.output, session.commands)
-        return
-    if session.output == "json":
-        print_reply(out, reply, "json", session.commands)
-    assert isinstance(reply.data, ClientError)
-    err.print(render_error(reply.data))
-    err.file.flush()
-
-
-async def run_lines(
-    session: Session,
-    next_line: Callable[[], str | None],
-    out: Console,
-    err: Console,
-    fail_fast: bool = False,
-    in_thread: bool = False,
-) -> int:
-    """Run commands until input ends or `quit`; returns the exit status."""
-    while not session.quit:
-        line = await trio.to_thread.run_sync(next_line) if in_thread else next_line()
-        if line is None:
-            break
-        for reply in await session.run_line(line):
-            emit(reply, session, out, err)
-            if fail_fast and not reply.ok:
-                return 1
-    return 0
-
-
-def line_source(script: str | None, commands: str | None, stdin: TextIO) -> Callable[[], str | None]:
-    lines: Iterator[str]
-    if commands is not None:
-        lines = iter(commands.splitlines() or [""])
-    elif script is not None:
-        with open(script, encoding="utf-8") as fh:
-            lines = iter(fh.read().splitlines())
-    else:
-
-        def from_stdin() -> str | None:
-            line = stdin.readline()
-            return None if line == "" else line.rstrip("\n")
-
-        return from_stdin
-    return lambda: next(lines, None)
-
-
 SessionOpener = Callable[[], AbstractAsyncContextManager[Session]]
 
 
@@ -132,18 +83,31 @@ def run_batch(
     opener: SessionOpener,
     script: str | None,
     commands: str | None,
-    fail_fast: bool,
+    keep_going: bool,
     virtual_time: bool,
 ) -> int:
-    source = line_source(script, commands, sys.stdin)
-    reads_stdin = script is None and commands is None
+    """Run -e COMMANDS, the --script file or standard input; returns the exit status."""
+    lines: list[str] | None = None
+    if commands is not None:
+        lines = commands.splitlines()
+    elif script is not None:
+        with open(script, encoding="utf-8") as fh:
+            lines = fh.read().splitlines()
     out, err = make_consoles()
+
+    def read_line() -> str | None:
+        line = sys.stdin.readline()
+        return None if line == "" else line.rstrip("\n")
+
+    async def next_line() -> str | None:
+        # With a real clock the cluster keeps running (pings, hints) while we wait for input.
+        return read_line() if virtual_time else await trio.to_thread.run_sync(read_line)
 
     async def main() -> int:
         async with opener() as session:
-            # With a real clock the cluster keeps running (pings, hints) while we wait for input.
-            return await run_lines(
-                session, source, out, err, fail_fast, in_thread=reads_stdin and not virtual_time
-            )
+            if lines is None:
+                return await run_stream(ScriptRun(session, out, err, keep_going, one_line=False), next_line)
+            run = ScriptRun(session, out, err, keep_going, one_line=commands is not None and len(lines) <= 1)
+            return await run_text(run, lines)
 
     return trio.run(main, clock=cluster_clock(virtual_time))

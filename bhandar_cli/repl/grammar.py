@@ -16,6 +16,16 @@ from bhandar_cli.core.errors import BadInput
 from bhandar_cli.repl.table import CommandSpec, CommandTable
 
 
+class ParseError(BadInput):
+    """A line that does not parse: the problem, and which of the line's commands has it."""
+
+    def __init__(self, message: str, index: int, count: int, name: str) -> None:
+        super().__init__(message)
+        self.index = index  # the place of the command on its line, from 1
+        self.count = count  # how many commands the line holds (as far as it could be split)
+        self.name = name  # the command's first word, lower-cased
+
+
 @dataclass(frozen=True)
 class Word:
     text: str  # unquoted
@@ -48,7 +58,9 @@ class Command:
 
 
 def split_words(line: str) -> list[list[Word]]:
-    """Split a line into commands (at `;`) of words, honouring quotes; drop `#` comments."""
+    """Split a line into commands (at `;`) of words, honouring quotes; drop `#` comments.
+
+    An unclosed quote raises ParseError."""
     commands: list[list[Word]] = []
     words: list[Word] = []
     text: list[str] = []
@@ -100,7 +112,9 @@ def split_words(line: str) -> list[list[Word]]:
             in_word = True
         i += 1
     if quote:
-        raise BadInput(f"unclosed {quote} quote")
+        # The quote swallows the rest of the line: the command it opened is the line's last.
+        name = words[0].text if words else "".join(text)
+        raise ParseError(f"unclosed {quote} quote", len(commands) + 1, len(commands) + 1, name.lower())
     end_word()
     if words:
         commands.append(words)
@@ -108,8 +122,15 @@ def split_words(line: str) -> list[list[Word]]:
 
 
 def parse(line: str, commands: CommandTable) -> list[Command]:
-    """Parse a line into commands; raises BadInput naming the problem (and the nearest command)."""
-    return [_command(words, commands) for words in split_words(line)]
+    """Parse a line into commands; raises ParseError naming the problem and the command that has it."""
+    groups = split_words(line)
+    parsed = []
+    for index, words in enumerate(groups, 1):
+        try:
+            parsed.append(_command(words, commands))
+        except BadInput as exc:
+            raise ParseError(str(exc), index, len(groups), words[0].text.lower()) from None
+    return parsed
 
 
 def _command(words: list[Word], commands: CommandTable) -> Command:

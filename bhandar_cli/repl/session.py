@@ -15,7 +15,7 @@ from bhandar_cli.client import Client
 from bhandar_cli.core.errors import BhandarError
 from bhandar_cli.outcomes import ClientError
 from bhandar_cli.repl.commands import COMMANDS
-from bhandar_cli.repl.grammar import Command, parse
+from bhandar_cli.repl.grammar import Command, ParseError, parse
 from bhandar_cli.repl.table import CommandTable
 
 
@@ -41,13 +41,14 @@ class Session:
         self.quit = False
 
     def parse(self, line: str) -> list[Command]:
+        """The line's commands; raises ParseError if any of them does not parse."""
         return parse(line, self.commands)
 
     async def run_line(self, line: str) -> list[Reply]:
         try:
             commands = self.parse(line)
-        except BhandarError as exc:
-            return [failed_line(line, exc)]
+        except ParseError as exc:
+            return [failed_line(exc)]
         replies = []
         for command in commands:
             replies.append(await self.execute(command))
@@ -69,10 +70,9 @@ class Session:
         return Reply(cmd.name, True, data)
 
 
-def failed_line(line: str, exc: BhandarError) -> Reply:
-    """The reply to a line that did not parse, named after its first word."""
-    words = line.split()
-    return Reply(words[0].lower() if words else "", False, _as_client_error(exc))
+def failed_line(exc: ParseError) -> Reply:
+    """The reply to a line that did not parse, named after the command that did not."""
+    return Reply(exc.name, False, _as_client_error(exc))
 
 
 def _as_client_error(exc: BhandarError) -> ClientError:

@@ -27,8 +27,10 @@ def render(reply: Reply, commands: CommandTable = COMMANDS) -> RenderableType:
     return spec.renderer(data)
 
 
-def render_error(err: ClientError) -> RenderableType:
-    return with_trace(Text.assemble(("error", "bold red"), f" ({err.code}): ", str(err)), err.trace)
+def render_error(err: ClientError, where: str = "") -> RenderableType:
+    """The error line, after `where` (a script's "command 2 (put): "), then its trace if any."""
+    line = Text.assemble(where, ("error", "bold red"), f" ({err.code}): ", str(err))
+    return with_trace(line, err.trace)
 
 
 def print_reply(console: Console, reply: Reply, output: str, commands: CommandTable = COMMANDS) -> None:
