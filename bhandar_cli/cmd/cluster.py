@@ -59,13 +59,22 @@ def run_async(cmd: str, output: OutputFormat | str, body: Callable[[], Awaitable
     """Run `body` on trio; known failures become one line on stderr (and JSON) and exit 1."""
     import trio
 
-    from bhandar_cli.core.errors import BhandarError
+    from bhandar_cli.core.errors import BhandarError, sole_exception
     from bhandar_cli.node.clusterfile import ClusterFileError
     from bhandar_cli.node.pki import PkiError
     from bhandar_cli.node.supervisor import StartError
 
+    async def unwrapped() -> Any:
+        try:
+            return await body()
+        except BaseExceptionGroup as group:  # a failure inside a nursery: say the failure itself
+            sole = sole_exception(group)
+            if sole is group:
+                raise
+            raise sole from None
+
     try:
-        return trio.run(body)
+        return trio.run(unwrapped)
     except (ClusterFileError, StartError) as exc:
         fail_json(
             cmd, output, str(exc), "no_cluster" if isinstance(exc, ClusterFileError) else "start_failed"

@@ -104,3 +104,12 @@ class RateLimited(BhandarError):
     def __init__(self, message: str, retry_after: float) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+
+
+def sole_exception(exc: BaseException) -> BaseException:
+    """The one exception inside `exc` when it is an exception group (trio's nurseries wrap what a
+    task raises, even a SystemExit or KeyboardInterrupt), else `exc` itself; a group holding
+    several stays a group."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc

@@ -37,8 +37,10 @@ def data_root(cluster: ClusterFile) -> Path:
 def names_taken(cluster: ClusterFile) -> set[str]:
     """Names of the members and of every node that ever had a data directory here."""
     root = data_root(cluster)
-    former = {p.name for p in root.iterdir() if p.is_dir()} if root.is_dir() else set()
-    return set(cluster.names) | former
+    # A node that left has its directory set aside as NODE.left (or NODE.left2, ...): its name
+    # stays taken, so a new node never meets its old certificate or data.
+    former = {p.name.split(".")[0] for p in root.iterdir() if p.is_dir()} if root.is_dir() else set()
+    return set(cluster.names) | (former - {""})
 
 
 def next_free_name(cluster: ClusterFile) -> str:

@@ -23,6 +23,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from bhandar_cli.core.errors import sole_exception
 from bhandar_cli.core.wording import count as counted
 from bhandar_cli.node.epoch_clock import cluster_clock
 from bhandar_cli.repl.batch import open_session
@@ -257,10 +258,5 @@ def run_demo(
 
 
 def _only_system_exit(exc: BaseException) -> SystemExit | None:
-    if isinstance(exc, SystemExit):
-        return exc
-    if isinstance(exc, BaseExceptionGroup):
-        exits, rest = exc.split(SystemExit)
-        if exits is not None and rest is None:
-            return _only_system_exit(exits.exceptions[0])
-    return None
+    sole = sole_exception(exc)
+    return sole if isinstance(sole, SystemExit) else None

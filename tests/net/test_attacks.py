@@ -43,6 +43,7 @@ from bhandar_cli.node.clusterfile import ClusterFile
 from bhandar_cli.node.codec import encode_frame
 from bhandar_cli.node.rpc import rpc_once
 from bhandar_cli.node.rpc_errors import RpcError
+from bhandar_cli.node.storage import LEFT_SUFFIX
 
 from .conftest import kill_all, rpc, run_cli, start_cluster, wait_for
 from .test_rogue import closed_by_node
@@ -149,7 +150,10 @@ def connect(cluster: ClusterFile, cert: tuple[Path, Path] | None, tls: bool = Tr
 
 
 def node_cert(cluster: ClusterFile, node: str) -> tuple[Path, Path]:
-    files = pki.NodeTls.in_dir(Path(cluster.node(node).data_dir) / pki.TLS_DIR)
+    data_dir = Path(cluster.node(node).data_dir)
+    if not data_dir.exists():  # a node that left: its directory is set aside, certificate kept
+        data_dir = data_dir.with_name(data_dir.name + LEFT_SUFFIX)
+    files = pki.NodeTls.in_dir(data_dir / pki.TLS_DIR)
     return files.cert, files.key
 
 

@@ -70,7 +70,17 @@ def test_cluster_lifecycle_through_the_cli(cli_dir: str) -> None:
     assert after.returncode == 1 and b"stale" in after.stderr
     # The same directory comes up again with the data the nodes kept.
     js("cluster", "up", "--nodes", "3", "--zones", "3", "--dir", cli_dir, *node_args)
-    got = js("get", "kv", "k", "--cluster", cli_dir, "-c", "ALL")
+    # The first ALL read after a restart also dials every peer (TLS); on a loaded machine that can
+    # outlast one request timeout, so wait for it with a deadline instead of asking once.
+    got: dict[str, Any] = {}
+
+    def read_all() -> bool:
+        proc = run_cli("get", "kv", "k", "--cluster", cli_dir, "-c", "ALL", "-o", "json")
+        if proc.returncode == 0:
+            got.update(json.loads(proc.stdout))
+        return proc.returncode == 0
+
+    wait_for(read_all, 20, "a read at ALL after the restart")
     assert got["values"] == [1]
 
 
