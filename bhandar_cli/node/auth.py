@@ -59,6 +59,7 @@ NEEDS: dict[str, str] = {
     "members": VIEW,
     "tree": VIEW,
     "keyspaces": VIEW,
+    "notes": VIEW,
     # changes to the cluster: admin on every keyspace
     "keyspace_create": "admin",
     "repair": "admin",

@@ -33,7 +33,7 @@ class InProcessBackend:
                 return node.ring
         return self.cluster.ring
 
-    def drain_notes(self) -> list[tuple[str, dict[str, Any], str]]:
+    async def drain_notes(self) -> list[tuple[str, dict[str, Any], str]]:
         """Notes the nodes made since the last call: (text, data, node)."""
         notes = list(self.cluster.notes)
         self.cluster.notes.clear()

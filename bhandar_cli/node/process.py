@@ -46,6 +46,7 @@ from bhandar_cli.node.epoch_clock import EpochClock
 from bhandar_cli.node.frames import FRAME_TIMEOUT
 from bhandar_cli.node.join import JoinDesk
 from bhandar_cli.node.join_token import JoinTokens
+from bhandar_cli.node.note_log import NoteLog
 from bhandar_cli.node.rpc_service import RpcService
 from bhandar_cli.node.runtime import FATAL, NodeRunner
 from bhandar_cli.node.storage import open_node_store
@@ -141,6 +142,7 @@ class NodeProcess:
         self.transport.gate.decommissioned = self._decommissioned
         ring = Ring.build([options.id], options.vnodes, {options.id: options.zone})
         seed = random.SystemRandom().getrandbits(64)  # a real process: real randomness
+        self.notes = NoteLog()  # for a REPL watching this cluster (the `notes` RPC)
         self.host = NodeHost(
             options.id,
             options.zone,
@@ -222,6 +224,7 @@ class NodeProcess:
 
     def _note(self, name: str, note: Note) -> None:
         log.info("%s: %s", name, note.text)
+        self.notes.append(note.text, note.data)
 
     def token_table(self) -> TokenTable:
         """The tokens this node knows: its core node's table (kept by gossip), or before the node

@@ -2,14 +2,14 @@
 
 One map per frame, answers carry the same `id`: `request` (a client request in wire form: the
 node's coordinator answers it), and the admin operations `info`, `records`, `hints`, `metrics`,
-`digest`, `members`, `tree`, `partition`, `heal`, `delay`, `flush`, `compact`, `snapshot`,
-`join_token`, `shutdown` and `token_create|list|revoke`. When the node checks tokens
-(node/auth.py), each call is checked against the token the connection's hello showed, at the time
-of the call (a revocation counts at once); a refusal answers with its `code` (unauthenticated,
-forbidden, rate_limited). Fast operations are answered at once; slow ones (`compact`) run in a
-task of the
-connection and are answered when done, so the node's event loop never waits for them. A request
-from the network is checked field by field before the core sees it (the core trusts its inputs).
+`digest`, `members`, `tree`, `notes` (what the node noticed, node/note_log.py), `partition`,
+`heal`, `delay`, `flush`, `compact`, `snapshot`, `join_token`, `shutdown` and
+`token_create|list|revoke`. When the node checks tokens (node/auth.py), each call is checked
+against the token the connection's hello showed, at the time of the call (a revocation counts at
+once); a refusal answers with its `code` (unauthenticated, forbidden, rate_limited). Fast
+operations are answered at once; slow ones (`compact`) run in a task of the connection and are
+answered when done, so the node's event loop never waits for them. A request from the network is
+checked field by field before the core sees it (the core trusts its inputs).
 """
 
 from __future__ import annotations
@@ -172,6 +172,9 @@ class RpcService:
 
     def _op_info(self, body: dict[str, Any]) -> Any:
         return self.process.info(counts=bool(body.get("counts", True)))
+
+    def _op_notes(self, body: dict[str, Any]) -> Any:
+        return self.process.notes.since(int(body.get("since", 0)), str(body.get("boot", "")))
 
     def _op_records(self, body: dict[str, Any]) -> Any:
         node = self.process.host.node

@@ -36,6 +36,7 @@ from bhandar_cli.outcomes import ClientError
 ALIVE_CACHE = 0.2  # seconds a liveness answer is reused (the client asks per request)
 ADMIN_TIMEOUT = 3.0
 STORAGE_TIMEOUT = 600.0  # flush, compact, snapshot
+NOTES_TIMEOUT = 0.5  # a REPL asks every few tenths of a second; a slow node is asked again soon
 
 
 class TcpBackend:
@@ -51,6 +52,8 @@ class TcpBackend:
         self._mtime = self._file_mtime()
         self._next_rid = 0
         self._starting: set[str] = set()
+        self._note_cursors: dict[str, tuple[str, int]] = {}  # node -> (boot id, next note)
+        self._notes_primed = False
 
     # --- liveness and bookkeeping --------------------------------------------------------------
 
@@ -91,6 +94,32 @@ class TcpBackend:
         alive = pids.pid_alive(self.cluster.node(name).pid)
         self._alive[name] = (now, alive)
         return alive
+
+    async def drain_notes(self) -> list[tuple[str, dict[str, Any], str]]:
+        """Notes the running nodes made since the last call: (text, data, node), asked of every
+        node at once (node/note_log.py). The first call only learns where each node's log stands:
+        a session hears what happens from then on. A node first heard of later, or restarted since
+        (a new boot id), tells everything it noted since it started."""
+        found: list[tuple[str, dict[str, Any], str]] = []
+        priming = not self._notes_primed
+        self._notes_primed = True
+
+        async def one(name: str) -> None:
+            boot, since = self._note_cursors.get(name, ("", 0))
+            with trio.move_on_after(2 * NOTES_TIMEOUT):
+                try:
+                    answer = await self.rpc(name, "notes", NOTES_TIMEOUT, since=since, boot=boot)
+                except (RpcError, ClientError, OSError):
+                    return  # down or an older node: its notices are missed, not its data
+                self._note_cursors[name] = (str(answer["boot"]), int(answer["next"]))
+                if not priming:
+                    found.extend((str(text), dict(data), name) for text, data in answer["notes"])
+
+        async with trio.open_nursery() as nursery:
+            for name in list(self.names):
+                if self.is_alive(name):
+                    nursery.start_soon(one, name)
+        return found
 
     # --- RPC -----------------------------------------------------------------------------------
 

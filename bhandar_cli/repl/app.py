@@ -129,7 +129,7 @@ class InteractiveApp:
         self.completion = CompletionContext(
             list(backend.names), names, {ks: sorted(keys) for ks, keys in client.keys_seen.items()}
         )
-        self._print_news(getattr(backend, "drain_notes", list)())
+        self._print_news(await backend.drain_notes())
         self.toolbar_state = {
             "down": [n for n in backend.names if not backend.is_alive(n)],
             "nodes": len(backend.names),

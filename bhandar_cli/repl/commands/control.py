@@ -131,9 +131,12 @@ async def help_(session: Session, cmd: Command) -> dict[str, Any]:
 
 @TABLE.command(
     "quit",
-    "stop the cluster and leave",
+    "leave the REPL",
     aliases=("exit",),
-    help="Stops the cluster cleanly; Ctrl-D at the prompt does the same.",
+    help=(
+        "Ctrl-D at the prompt does the same. An in-process cluster stops cleanly with the REPL; a"
+        " process cluster (repl --connect) keeps running: stop it with `bhandar cluster down`."
+    ),
     renderer=render_quit,
 )
 async def quit_(session: Session, cmd: Command) -> dict[str, Any]:
