@@ -156,8 +156,11 @@ async def _play_step(
         say, commands = text(step.say, ctx), lines(step.run, ctx)
     except Exception as exc:  # a step computed from a reply that did not come as planned
         return f"step {label}: could not prepare it from the earlier replies ({exc})"
-    title = Text(f"step {label}", "bold")
-    out.print(Panel(Text(say), title=title, title_align="left", border_style="cyan", width=PANEL_WIDTH))
+    # A rule and the narration under it (not a box): a demo is read on one screen at a time.
+    width = min(out.width, PANEL_WIDTH)
+    title = f" step {label} "
+    out.print(Text.assemble(("──", "cyan"), (title, "bold"), ("─" * (width - len(title) - 2), "cyan")))
+    out.print(Text(say), width=width)
     # A long run of commands (30 puts) shows its first few; the rest run unseen unless --verbose.
     shown = len(commands) if verbose or len(commands) <= SHOWN_COMMANDS + 1 else SHOWN_COMMANDS
     for number, line in enumerate(commands):
@@ -196,7 +199,6 @@ async def _play_step(
             out.print(Text(text(step.then, ctx), style="italic"))
         except Exception as exc:
             return f"step {label}: could not tell the conclusion ({exc})"
-    out.print()
     out.file.flush()
     return None
 

@@ -109,7 +109,7 @@ QUORUM = Demo(
                 f"get carts cart:7 via={ctx.replicas()[1]}",
                 "sleep 1s",
                 "clock carts cart:7",
-                "metrics",
+                "metrics show=repairs",
             ],
             (
                 Expect("the QUORUM read returns tea and milk", get_values([MILK])),
@@ -231,7 +231,7 @@ HANDOFF = Demo(
             "The clock command shows all three home replicas holding tea and milk, "
             "although two of them were down when it was written. "
             "The metrics count the hints stored and delivered.",
-            ["clock carts cart:7", "metrics"],
+            ["clock carts cart:7", "metrics show=repairs"],
             (
                 Expect("every home replica holds tea and milk", all_replicas_equal),
                 Expect("the second home replica holds tea and milk", home_holds(1, [MILK])),
@@ -295,7 +295,7 @@ READREPAIR = Demo(
         Step(
             "The metrics count each repair. Stale reads found by read repair are one of the "
             "store's service level indicators.",
-            ["metrics"],
+            ["metrics show=repairs"],
             (Expect("the metrics count a read repair", metric_at_least("read_repairs")),),
         ),
     ),

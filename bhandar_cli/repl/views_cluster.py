@@ -168,27 +168,32 @@ def render_hints(data: dict[str, Any]) -> RenderableType:
 
 
 def render_metrics(data: dict[str, Any]) -> RenderableType:
-    table = Table(
-        "op", "level", "count", "success", "p50 ms", "p99 ms", "max ms", box=box.SIMPLE_HEAD, show_edge=False
-    )
-    for op, levels in data["ops"].items():
-        for level, s in levels.items():
-            table.add_row(
-                op,
-                level,
-                str(s["count"]),
-                f"{100 * s['success']:.1f}%",
-                f"{s['p50_ms']:.2f}",
-                f"{s['p99_ms']:.2f}",
-                f"{s['max_ms']:.2f}",
+    """The parts the reply holds (`metrics show=PART` keeps one)."""
+    parts: list[RenderableType] = []
+    if "ops" in data:
+        columns = ("op", "level", "count", "success", "p50 ms", "p99 ms", "max ms")
+        table = Table(*columns, box=box.SIMPLE_HEAD, show_edge=False)
+        for op, levels in data["ops"].items():
+            for level, s in levels.items():
+                table.add_row(
+                    op,
+                    level,
+                    str(s["count"]),
+                    f"{100 * s['success']:.1f}%",
+                    f"{s['p50_ms']:.2f}",
+                    f"{s['p99_ms']:.2f}",
+                    f"{s['max_ms']:.2f}",
+                )
+        parts.append(table)
+    if "hints" in data:
+        h = data["hints"]
+        parts.append(
+            Text(
+                f"stale reads {data['stale_reads']}  read repairs {data['read_repairs']}  "
+                f"hints pending {h['pending']} "
+                f"(oldest {h['oldest_s']:.1f}s, stored {h['stored']}, delivered {h['delivered']})"
             )
-    h = data["hints"]
-    summary = Text(
-        f"stale reads {data['stale_reads']}  read repairs {data['read_repairs']}  "
-        f"hints pending {h['pending']} "
-        f"(oldest {h['oldest_s']:.1f}s, stored {h['stored']}, delivered {h['delivered']})"
-    )
-    parts: list[RenderableType] = [table, summary]
+        )
     ae = data.get("anti_entropy")
     if ae:
         parts.append(

@@ -18,7 +18,7 @@ from bhandar_cli.core.ring import Ring, key_token
 from bhandar_cli.node.clusterfile import ClusterFile
 from bhandar_cli.node.codec import encode_frame
 
-from .conftest import bearer, http_base, http_client, raw_connection, rpc, run_cli, tls_verify
+from .conftest import bearer, http_base, http_client, raw_connection, rpc, run_cli, tls_verify, wait_for
 from .test_rogue import closed_by_node, still_serves
 
 
@@ -167,6 +167,18 @@ def test_every_bad_input_through_every_face_is_a_clear_error_and_changes_nothing
     where = ("--cluster", fresh_cluster.dir)
     assert run_cli("put", "kv", "k", '"kept"', "-c", "ALL", *where).returncode == 0
     assert run_cli("incr", "counters", "c", "5", "-c", "ALL", *where).returncode == 0
+    # Right after start-up a home replica may still look down to the coordinator: then a
+    # fallback took the write and hands it over a moment later. Wait until each key rests on
+    # its three home replicas only, so that the comparison below sees nothing but the cases.
+    placed = {
+        n: {(ks, key) for ks, key in (("counters", "c"), ("kv", "k")) if n in homes(fresh_cluster, ks, key)}
+        for n in fresh_cluster.names
+    }
+    wait_for(
+        lambda: {n: {(r[0], r[1]) for r in rows} for n, rows in listing(fresh_cluster).items()} == placed,
+        20,
+        "both keys on their three home replicas",
+    )
     before = listing(fresh_cluster)
     assert sum(len(records) for records in before.values()) == 6  # two keys on three replicas each
 

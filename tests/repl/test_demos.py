@@ -137,7 +137,7 @@ def test_a_check_that_raises_is_a_failed_expectation() -> None:
 def test_enter_runs_the_next_step_and_q_quits() -> None:
     code, out, _ = run(SIBLINGS, stdin=io.StringIO("\n\nq\n"), auto=False)
     assert code == EXIT_OK
-    assert "step 2/8" in out and "╭─ step 3/8" not in out
+    assert "── step 2/8 " in out and "── step 3/8 " not in out
     assert "stopped before step 3/8" in out
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from bhandar_cli.repl.kinds import KEY, KEYSPACE, NODE
+from bhandar_cli.core.errors import BadInput
+from bhandar_cli.repl.kinds import KEY, KEYSPACE, NODE, choices
 from bhandar_cli.repl.table import Arg, CommandTable, Option
 from bhandar_cli.repl.views_cluster import (
     render_clock,
@@ -112,13 +113,38 @@ async def members(session: Session, cmd: Command) -> dict[str, Any]:
     return await session.client.members(cmd.options.get("from"))
 
 
+# What `metrics show=PART` keeps of the reply (besides cmd and ok).
+METRICS_PARTS: dict[str, tuple[str, ...]] = {
+    "ops": ("ops", "requests"),
+    "repairs": (
+        "stale_reads",
+        "read_repairs",
+        "hints",
+        "anti_entropy",
+        "forwarded",
+        "forward_fallbacks",
+        "sibling_limit_exceeded",
+    ),
+    "storage": ("storage",),
+}
+
+
 @TABLE.command(
     "metrics",
     "latency per operation and level, success, stale reads, repairs, hints",
     help="""Per operation and consistency level: count, success rate and p50/p99/max latency; then
     stale reads, read repairs, hints, anti-entropy (sessions, keys repaired, the oldest range
-    repair) and, on disk-backed nodes, storage per node.""",
+    repair) and, on disk-backed nodes, storage per node. show=ops, show=repairs or show=storage
+    shows that part alone.""",
+    options=(Option("show", choices("part", ("all", *METRICS_PARTS))),),
+    examples=("metrics show=repairs",),
     renderer=render_metrics,
 )
 async def metrics(session: Session, cmd: Command) -> dict[str, Any]:
-    return await session.client.metrics()
+    show = cmd.options.get("show", "all")
+    if show != "all" and show not in METRICS_PARTS:
+        raise BadInput(f"show= takes all, {', '.join(METRICS_PARTS)}; not {show!r}")
+    data = await session.client.metrics()
+    if show == "all":
+        return data
+    return {k: v for k, v in data.items() if k in ("cmd", "ok", *METRICS_PARTS[show])}
