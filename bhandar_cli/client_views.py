@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from bhandar_cli.core.keyspaces import unknown_keyspace
 from bhandar_cli.core.membership import CODES
 from bhandar_cli.core.records import Versioned
 from bhandar_cli.core.ring import key_token
@@ -95,10 +96,12 @@ class ClusterViews:
 
     async def _replication(self, keyspace: str) -> int:
         info = await self._any_info()
-        for ks in info.get("keyspaces", []):
-            if ks["name"] == keyspace:
-                return int(ks["n"])
-        return next((int(k["n"]) for k in info.get("keyspaces", []) if k["name"] == "counters"), 3)
+        known = {ks["name"]: int(ks["n"]) for ks in info.get("keyspaces", [])}
+        if keyspace in known:
+            return known[keyspace]
+        if known:  # a node answered and does not know it: the user's mistake, said as for a get
+            raise unknown_keyspace(keyspace, known)
+        return 3  # nobody answered: the preference list of the default N still teaches
 
     async def clock(self, keyspace: str, key: str) -> dict[str, Any]:
         prefs = await self.prefs(keyspace, key)

@@ -43,17 +43,7 @@ class Keyspaces:
         ks = self._defs.get(name)
         if ks is not None:
             return ks
-        names = sorted(self._defs)
-        closest = difflib.get_close_matches(str(name).lower(), names, n=1)
-        rule = "" if valid_keyspace_name(name) else f" (a name is {KEYSPACE_NAME_RULE})"
-        guess = f"; did you mean {closest[0]}?" if closest else "."
-        shown = ", ".join(names[:NAMES_SHOWN])
-        if len(names) > NAMES_SHOWN:
-            shown += f" ... ({len(names)} in all)"
-        raise UnknownKeyspace(
-            f"unknown keyspace {name!r}{rule}{guess} Keyspaces: {shown}. "
-            "Create a new one with keyspace create."
-        )
+        raise unknown_keyspace(name, self._defs)
 
     def create(self, ks: KeyspaceDef) -> bool:
         """Define a keyspace: True when it is new, False when an identical one exists already."""
@@ -108,3 +98,17 @@ class Keyspaces:
     def learn_all(self, keyspaces: Iterable[KeyspaceDef]) -> None:
         for ks in keyspaces:
             self.learn(ks)
+
+
+def unknown_keyspace(name: str, known: Iterable[str]) -> UnknownKeyspace:
+    """The error for a keyspace that does not exist: what exists, and what is closest."""
+    names = sorted(known)
+    closest = difflib.get_close_matches(str(name).lower(), names, n=1)
+    rule = "" if valid_keyspace_name(name) else f" (a name is {KEYSPACE_NAME_RULE})"
+    guess = f"; did you mean {closest[0]}?" if closest else "."
+    shown = ", ".join(names[:NAMES_SHOWN])
+    if len(names) > NAMES_SHOWN:
+        shown += f" ... ({len(names)} in all)"
+    return UnknownKeyspace(
+        f"unknown keyspace {name!r}{rule}{guess} Keyspaces: {shown}. Create a new one with keyspace create."
+    )

@@ -19,6 +19,8 @@ def test_an_unknown_keyspace_is_a_one_line_error_and_the_session_goes_on(repl: R
             "get carts k",
             "delete kvs k",
             "incr counter c",
+            "prefs kvv k",
+            "clock carts k",
             "keyspace list",
             "put kv k v",
             "keyspace create carts",
@@ -27,16 +29,17 @@ def test_an_unknown_keyspace_is_a_one_line_error_and_the_session_goes_on(repl: R
         ],
         nodes=3,
     )
-    failed = out[:4]
-    assert [o["ok"] for o in out] == [False] * 4 + [True] * 5
+    failed = out[:6]  # the data commands, and the views of a key's replicas
+    assert [o["ok"] for o in out] == [False] * 6 + [True] * 5
     assert {o["code"] for o in failed} == {"unknown_keyspace"}
     assert all("\n" not in o["error"] and "Keyspaces: counters, kv." in o["error"] for o in failed)
     assert "did you mean kv?" in failed[0]["error"] and "did you mean kv?" in failed[2]["error"]
     assert "did you mean counters?" in failed[3]["error"]
     assert "did you mean" not in failed[1]["error"]
-    assert [k["name"] for k in out[4]["keyspaces"]] == ["counters", "kv"]  # nothing was created
-    assert out[6] == {**out[6], "name": "carts", "policy": "siblings", "n": 3, "created": True}
-    assert out[8]["values"] == ["v"]
+    assert "did you mean kv?" in failed[4]["error"]
+    assert [k["name"] for k in out[6]["keyspaces"]] == ["counters", "kv"]  # nothing was created
+    assert out[8] == {**out[8], "name": "carts", "policy": "siblings", "n": 3, "created": True}
+    assert out[10]["values"] == ["v"]
 
 
 def test_bad_names_are_refused_and_nothing_is_created(repl: Run) -> None:
