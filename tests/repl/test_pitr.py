@@ -106,3 +106,17 @@ def test_a_bad_time_is_one_clear_error(tmp_path: Path) -> None:
     out = _run(["snapshot s1", "restore s1 until=yesterday-ish"], tmp_path)
     assert out[1]["ok"] is False and out[1]["code"] == "bad_input"
     assert "bad time 'yesterday-ish'" in out[1]["error"]
+
+
+def test_a_damaged_archived_wal_refuses_the_restore_and_names_it(tmp_path: Path) -> None:
+    out = _run([*_puts(1), "snapshot s1", *_puts(2), "flush"], tmp_path)  # the flush archives the WALs
+    assert all(o["ok"] for o in out)
+    archived = sorted((tmp_path / "snapshots" / "s1").glob("*/wal/*.log"))
+    assert archived, "no node archived a WAL at the flush"
+    victim = archived[0]
+    data = bytearray(victim.read_bytes())
+    data[-1] ^= 0xFF
+    victim.write_bytes(bytes(data))
+    out = _run(["restore s1 until=@" + str(time.time())], tmp_path)
+    assert out[0]["ok"] is False and out[0]["code"] == "refused"
+    assert str(victim) in out[0]["error"] and "restore refused" in out[0]["error"]
