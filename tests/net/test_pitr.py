@@ -30,7 +30,7 @@ def test_restore_until_a_time_over_processes(fresh_cluster: ClusterFile, tmp_pat
             await run(*[f"put kv p2-{i} {i}" for i in range(BATCH)], "wait converged")
             noted = time.time()
             await run(*[f"put kv p3-{i} {i}" for i in range(BATCH)])
-            restore = [r.to_json() for r in await session.run_line(f"restore s1 until=@{noted}")][0]
+            restore = next(r.to_json() for r in await session.run_line(f"restore s1 until=@{noted}"))
             await run(*[f"get kv p{b}-{i} c=ALL" for b in (1, 2, 3) for i in range(BATCH)])
             return replies, restore
 
