@@ -186,7 +186,7 @@ class InProcessBackend:
         home = snapshot_home(Path(local))
         base = str(home)
         names = [n for n in self.names if os.path.isdir(os.path.join(base, n))]
-        verified = verify_snapshot(home, names)
+        verified = verify_snapshot(home, names, until)
         splits = {}
         for name in names:  # every node down first: no live node may stream newer data back
             self.cluster.kill(name)

@@ -142,11 +142,20 @@ def snapshot_home(local: Path) -> Path:
     return Path(where.read_text().strip()) if where.is_file() else local
 
 
-def verify_snapshot(home: Path, nodes: list[str]) -> int:
+def verify_snapshot(home: Path, nodes: list[str], until: float | None = None) -> int:
     """Check every node's snapshot files against their checksums before anything is stopped;
-    Refused, naming the file, if one is missing or damaged. Returns the files checked."""
+    Refused, naming the file, if one is missing or damaged; BadInput if `until` is before the
+    snapshot was taken (its tables already hold later writes). Returns the files checked."""
     checked = 0
     for node in nodes:
+        info = archive.ArchiveInfo.load(RealDisk(), str(home / node))
+        if until is not None and info is not None and info.taken is not None and until < info.taken:
+            from bhandar_cli.moments import show_moment
+
+            raise BadInput(
+                f"until={show_moment(until)} is before snapshot {home.name} was taken "
+                f"({show_moment(info.taken)}): restore an older snapshot, or give a later time"
+            )
         try:
             checked += archive.verify(RealDisk(), str(home / node))
         except archive.SnapshotDamaged as e:

@@ -250,7 +250,7 @@ class TcpBackend:
         started = time.perf_counter()
         base = snapshot_home(local)
         entries = [e for e in self.cluster.nodes if (base / e.id).is_dir()]
-        verified = verify_snapshot(base, [e.id for e in entries])
+        verified = verify_snapshot(base, [e.id for e in entries], until)
         for entry in entries:  # every node down first: no live node may stream newer data back
             await self.kill(entry.id)
         restored, splits = [], {}

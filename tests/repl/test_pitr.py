@@ -108,6 +108,15 @@ def test_a_bad_time_is_one_clear_error(tmp_path: Path) -> None:
     assert "bad time 'yesterday-ish'" in out[1]["error"]
 
 
+def test_a_time_before_the_snapshot_is_refused_before_anything_stops(tmp_path: Path) -> None:
+    before = time.time() - 3600
+    out = _run([*_puts(1), "snapshot s1", f"restore s1 until=@{before}", "get kv b1-0 c=ALL"], tmp_path)
+    refused = next(o for o in out if o["cmd"] == "restore")
+    assert refused["ok"] is False and refused["code"] == "bad_input"
+    assert "before snapshot s1 was taken" in refused["error"]
+    assert out[-1]["values"] == [100]
+
+
 def test_a_damaged_archived_wal_refuses_the_restore_and_names_it(tmp_path: Path) -> None:
     out = _run([*_puts(1), "snapshot s1", *_puts(2), "flush"], tmp_path)  # the flush archives the WALs
     assert all(o["ok"] for o in out)
