@@ -145,7 +145,7 @@ class InProcessBackend:
         copied to TO/NAME (snapshots/NAME/LOCATION then says where); the WALs are archived there."""
         from bhandar_cli.node.storage import LOCATION
 
-        local = self._snapshot_dir(snapshot)
+        local = os.path.abspath(self._snapshot_dir(snapshot))  # the store keeps it in its ARCHIVES
         base = os.path.join(os.path.abspath(to), snapshot) if to else local
         if os.path.exists(local) or os.path.exists(base):
             from bhandar_cli.core.errors import BadInput

@@ -237,7 +237,7 @@ class RpcService:
         to = body.get("to")  # a snapshot copied off to another directory (to=DIR)
         if to is not None and not isinstance(to, str):
             raise BadInput(f"snapshot 'to' must be a directory path, got {type(to).__name__}")
-        root = Path(to) if to else self.process.snapshot_root
+        root = (Path(to) if to else self.process.snapshot_root).resolve()  # kept in the store's ARCHIVES
         path = snapshot_path(root, body["snapshot"], self.process.id)
         return len(self.process.store.snapshot(str(path), copy=bool(to)))
 
