@@ -18,8 +18,9 @@ class Clock:
         return self.now
 
 
-def _engine(disk: SimDisk, clock: Clock, **kw: int) -> LSMEngine:
-    return LSMEngine(disk, "data", EngineOptions(memtable_bytes=600, wall_clock=clock, **kw))
+def _engine(disk: SimDisk, clock: Clock, archive_bytes: int = 1 << 30) -> LSMEngine:
+    options = EngineOptions(memtable_bytes=600, wall_clock=clock, archive_bytes=archive_bytes)
+    return LSMEngine(disk, "data", options)
 
 
 def test_the_wals_after_a_snapshot_survive_flushes_and_restore_stops_at_a_time() -> None:
