@@ -154,7 +154,7 @@ def render_restore(data: dict[str, Any]) -> RenderableType:
         lines.append(Text(f"did not settle before the restore: {'; '.join(data['unsettled'])}", "yellow"))
     lines += [Text(f"warning: {w}", "yellow") for w in data.get("warnings", [])]
     if data["discarded"]:
-        since = "TIME" if data.get("until") else "the snapshot"
+        since = data["until"] if data.get("until") else "the snapshot"
         lines.append(Text(f"the {data['discarded']} writes made after {since} are gone", "yellow"))
     return Group(*lines)
 
