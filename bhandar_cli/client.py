@@ -23,7 +23,7 @@ from bhandar_cli.client_views import ClusterViews
 from bhandar_cli.core.config import KeyspaceDef, parse_level
 from bhandar_cli.core.context import BLIND_DELETE_WARNING, decode_context, encode_context
 from bhandar_cli.core.crdt import PNCounter
-from bhandar_cli.core.errors import BadInput
+from bhandar_cli.core.errors import BadInput, BhandarError
 from bhandar_cli.core.limits import check_delta, check_key, check_request_id
 from bhandar_cli.core.messages import (
     Failure,
@@ -40,6 +40,7 @@ from bhandar_cli.core.messages import (
 from bhandar_cli.core.records import Record, Versioned
 from bhandar_cli.core.ring import Ring, key_token
 from bhandar_cli.core.versions import context_of
+from bhandar_cli.forwarding import forward_note
 from bhandar_cli.outcomes import (
     ClientError,
     GetOutcome,
@@ -90,8 +91,8 @@ class Backend(RequestBackend, Protocol):
     async def add_node(self, name: str, zone: str | None) -> str: ...
     async def flush(self, name: str) -> dict[str, Any]: ...
     async def compact(self, name: str) -> dict[str, Any]: ...
-    async def snapshot(self, snapshot: str) -> dict[str, Any]: ...
-    async def restore(self, snapshot: str) -> dict[str, Any]: ...
+    async def snapshot(self, snapshot: str, to: str | None = None) -> dict[str, Any]: ...
+    async def restore(self, snapshot: str, until: float | None = None) -> dict[str, Any]: ...
 
 
 class DataClient:
@@ -172,6 +173,7 @@ class DataClient:
         result = await self._call(node, request)
         assert isinstance(result, PutResult)
         self._remember(keyspace, key)
+        forwarded = await self._forwarded(keyspace, key, via and node, result.coordinator)
         return WriteOutcome(
             "put" if value is not None else "delete",
             keyspace,
@@ -183,6 +185,8 @@ class DataClient:
             result.warnings,
             result.hinted,
             result.trace,
+            forwarded_by=forwarded[0],
+            note=forwarded[1],
         )
 
     async def delete(
@@ -274,9 +278,26 @@ class DataClient:
         result = await self._call(node, request)
         assert isinstance(result, IncrResult)
         self._remember(keyspace, key)
+        by, note = await self._forwarded(keyspace, key, via and node, result.coordinator)
         return IncrOutcome(
-            keyspace, key, result.value, rid, result.coordinator, result.acks, result.needed, result.trace
+            keyspace, key, result.value, rid, result.coordinator, result.acks, result.needed, result.trace,
+            forwarded_by=by,
+            note=note,
         )
+
+    async def _forwarded(
+        self, keyspace: str, key: str, asked: str | None, coordinator: str
+    ) -> tuple[str, str]:
+        """(the node asked, why it did not coordinate) for a write sent via= a node that
+        forwarded it; ("", "") when it coordinated itself or no node was asked."""
+        if not asked or not coordinator or asked == coordinator:
+            return "", ""
+        return asked, forward_note(asked, coordinator, keyspace, key, await self._replicas_of(keyspace, key))
+
+    async def _replicas_of(self, keyspace: str, key: str) -> tuple[str, ...] | None:
+        """The key's home replicas by this client's ring; None when its replication is unknown
+        (a one-shot client does not ask; `Client` does)."""
+        return None
 
 
 class Client(DataClient, ClusterViews, ClusterOps):
@@ -284,6 +305,13 @@ class Client(DataClient, ClusterViews, ClusterOps):
 
     def __init__(self, backend: Backend, consistency: str = "QUORUM", timeout: float = 5.0) -> None:
         super().__init__(backend, consistency, timeout)
+
+    async def _replicas_of(self, keyspace: str, key: str) -> tuple[str, ...] | None:
+        try:
+            n = await self._replication(keyspace)
+        except (BhandarError, ClientError):
+            return None  # the write's reply still names its coordinator
+        return self.backend.ring.preference_list(key_token(keyspace, key), n)
 
     async def keyspace_create(
         self, name: str, policy: str = "siblings", n: int | None = None, quorum: str = "sloppy"

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 NODE_NAME = re.compile(r"^[A-Z][A-Za-z0-9_-]{0,15}$")
 MOVE_TIMEOUT = 120.0
+QUIESCE_TIMEOUT = 10.0  # seconds a restore waits for replication and hints to settle
 
 
 class ClusterOps:
@@ -283,22 +284,54 @@ class ClusterOps:
         nodes = [self.node(name)] if name else [n for n in self.backend.names if self.backend.is_alive(n)]
         return {"cmd": "compact", "ok": True, "nodes": [await self.backend.compact(n) for n in nodes]}
 
-    async def snapshot(self, name: str) -> dict[str, Any]:
+    async def snapshot(self, name: str, to: str | None = None) -> dict[str, Any]:
         _check_snapshot_name(name)
-        return {"cmd": "snapshot", "ok": True, **await self.backend.snapshot(name)}
+        if to is not None and not to.strip():
+            raise BadInput("snapshot to= needs a directory")
+        # Settled first: a write's last replica copy lands before the snapshot, not after it (where
+        # a restore would count it as a later write).
+        quiesce = await self._quiesce()
+        return {"cmd": "snapshot", "ok": True, **await self.backend.snapshot(name, to), **quiesce}
 
-    async def restore(self, name: str) -> dict[str, Any]:
+    async def restore(self, name: str, until: str | None = None) -> dict[str, Any]:
+        """Quiesce, restore snapshot `name` plus the archived writes up to `until` (a wall-clock
+        time, moments.py), then repair. RTO is the whole of it: until the cluster is whole again."""
+        import time
+
+        from bhandar_cli.moments import parse_moment, show_moment
+
         _check_snapshot_name(name)
-        restored = await self.backend.restore(name)
+        moment = None if until is None else parse_moment(until, time.time())
+        started = time.perf_counter()
+        quiesce = await self._quiesce()
+        restored = await self.backend.restore(name, moment)
         # A restored node holds older data: repair brings it up to date from its peers.
         repaired = await self.repair()
+        for field in ("until", "snapshot_taken"):
+            restored[field] = show_moment(restored.get(field))
         return {
             "cmd": "restore",
             "ok": True,
             **restored,
+            **quiesce,
+            "rto_ms": round((time.perf_counter() - started) * 1000, 3),
             "repaired_keys": repaired["keys"],
             "repair_seconds": repaired["seconds"],
         }
+
+    async def _quiesce(self) -> dict[str, Any]:
+        """Let in-flight replication and hints settle before the nodes stop (bounded): a write
+        acknowledged before the restore is then on every replica, or in no restored state."""
+        import time
+
+        import trio
+
+        started, problems = time.perf_counter(), ["not asked"]
+        with trio.move_on_after(QUIESCE_TIMEOUT):
+            while problems := await self.backend.convergence_problems():
+                await trio.sleep(0.05)
+        ms = round((time.perf_counter() - started) * 1000, 3)
+        return {"quiesced": not problems, "quiesce_ms": ms, "unsettled": problems[:3]}
 
 
 def _check_snapshot_name(name: str) -> None:

@@ -146,6 +146,8 @@ class WriteOutcome:
     hinted: tuple[str, ...] = ()
     trace: Trace = ()
     removed: tuple[Any, ...] | None = None  # a delete: the values it read and removed, if known
+    forwarded_by: str = ""  # the node asked (via=), when another node coordinated
+    note: str = ""  # why it did not coordinate (forwarding.py)
 
     @property
     def blind(self) -> bool:
@@ -166,6 +168,8 @@ class WriteOutcome:
             out["blind"] = self.blind
             if self.removed is not None:
                 out["removed"] = list(self.removed)
+        if self.forwarded_by:
+            out["forwarded_by"], out["note"] = self.forwarded_by, self.note
         if self.warnings:
             out["warnings"] = list(self.warnings)
         if self.hinted:
@@ -185,6 +189,8 @@ class IncrOutcome:
     acks: int
     needed: int
     trace: Trace = ()
+    forwarded_by: str = ""  # as WriteOutcome's
+    note: str = ""
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -197,6 +203,8 @@ class IncrOutcome:
             "coordinator": self.coordinator,
             "acks": self.acks,
         }
+        if self.forwarded_by:
+            out["forwarded_by"], out["note"] = self.forwarded_by, self.note
         if self.trace:
             out["trace"] = [list(step) for step in self.trace]
         return out

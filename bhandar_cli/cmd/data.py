@@ -18,7 +18,10 @@ CLUSTER = typer.Option(
 )
 LEVEL = typer.Option(None, "--consistency", "-c", metavar="LEVEL", help="ONE, QUORUM (default) or ALL.")
 VIA = typer.Option(
-    None, "--via", metavar="NODE", help="Coordinator node (default: a live replica of the key)."
+    None,
+    "--via",
+    metavar="NODE",
+    help="Node to send it to (default: a live replica of the key); a write it forwards says so.",
 )
 CONTEXT = typer.Option(
     "none",

@@ -83,6 +83,8 @@ class NodeViews:
             "compaction_backlog": s.compaction_backlog,
             "wal_bytes": s.wal_bytes,
             "memtable_bytes": s.memtable_bytes,
+            "archives": s.archives,  # snapshots it keeps its WALs for (point-in-time restore)
+            "archived_wal_bytes": s.archived_wal_bytes,
         }
 
     def members(self, now: float) -> list[dict[str, Any]]:

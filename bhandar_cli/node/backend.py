@@ -140,31 +140,54 @@ class InProcessBackend:
             raise BadInput("snapshots need a data directory (bhandar repl --data-dir DIR)")
         return os.path.join(self.data_dir, "snapshots", snapshot)
 
-    async def snapshot(self, snapshot: str) -> dict[str, Any]:
-        base = self._snapshot_dir(snapshot)
-        if os.path.exists(base):
+    async def snapshot(self, snapshot: str, to: str | None = None) -> dict[str, Any]:
+        """Every live node's tables, hard-linked under the data directory's snapshots/NAME, or
+        copied to TO/NAME (snapshots/NAME/LOCATION then says where); the WALs are archived there."""
+        from bhandar_cli.node.storage import LOCATION
+
+        local = os.path.abspath(self._snapshot_dir(snapshot))  # the store keeps it in its ARCHIVES
+        base = os.path.join(os.path.abspath(to), snapshot) if to else local
+        if os.path.exists(local) or os.path.exists(base):
             from bhandar_cli.core.errors import BadInput
 
             raise BadInput(f"snapshot {snapshot} already exists")
         started = time.perf_counter()
+        if to:
+            os.makedirs(local)
+            with open(os.path.join(local, LOCATION), "w") as f:
+                f.write(base)
         files = 0
         for name in self.names:
             if self.cluster.host(name).alive:
-                files += len(self._store(name).snapshot(os.path.join(base, name)))
-        return {"name": snapshot, "files": files, "ms": round((time.perf_counter() - started) * 1000, 3)}
+                files += len(self._store(name).snapshot(os.path.join(base, name), copy=bool(to)))
+        ms = round((time.perf_counter() - started) * 1000, 3)
+        return {"name": snapshot, "files": files, "ms": ms, "to": base if to else None}
 
-    async def restore(self, snapshot: str) -> dict[str, Any]:
-        """Stop every node, put the snapshot's tables in place, start them again as new actors."""
-        from bhandar_cli.node.storage import open_node_store, restore_node_dir
+    async def restore(self, snapshot: str, until: float | None = None) -> dict[str, Any]:
+        """Stop every node, put the snapshot's tables and the archived writes up to `until` in
+        place, start them again as new actors. The files are verified before anything stops."""
+        from pathlib import Path
 
-        base = self._snapshot_dir(snapshot)
-        if not os.path.isdir(base):
+        from bhandar_cli.node.storage import (
+            open_node_store,
+            restore_node_dir,
+            restore_summary,
+            snapshot_home,
+            verify_snapshot,
+        )
+
+        local = self._snapshot_dir(snapshot)
+        if not os.path.isdir(local):
             from bhandar_cli.core.errors import BadInput
 
             raise BadInput(f"no snapshot named {snapshot}")
         assert self.data_dir is not None
         started = time.perf_counter()
+        home = snapshot_home(Path(local))
+        base = str(home)
         names = [n for n in self.names if os.path.isdir(os.path.join(base, n))]
+        verified = verify_snapshot(home, names, until)
+        splits = {}
         for name in names:  # every node down first: no live node may stream newer data back
             self.cluster.kill(name)
         restored = []
@@ -173,12 +196,18 @@ class InProcessBackend:
             await self.cluster.runners[name].stopped()
             host.store.close()
             target = os.path.join(self.data_dir, name)
-            restore_node_dir(os.path.join(base, name), target, name)
+            splits[name] = restore_node_dir(os.path.join(base, name), target, name, until)
             host.store = open_node_store(target)
             restored.append(name)
         for name in restored:
             await self.cluster.revive(name, reopen=False)
-        return {"name": snapshot, "nodes": restored, "ms": round((time.perf_counter() - started) * 1000, 3)}
+        return {
+            "name": snapshot,
+            "nodes": restored,
+            "ms": round((time.perf_counter() - started) * 1000, 3),
+            "verified_files": verified,
+            **restore_summary(home, splits, until),
+        }
 
     async def convergence_problems(self) -> list[str]:
         """Why the cluster is not yet converged (empty when it is)."""

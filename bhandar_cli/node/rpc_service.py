@@ -18,11 +18,12 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import fields
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import trio
 
-from bhandar_cli.core.errors import BhandarError, RateLimited
+from bhandar_cli.core.errors import BadInput, BhandarError, RateLimited
 from bhandar_cli.core.messages import (
     ClientRequest,
     DecommissionRequest,
@@ -233,8 +234,12 @@ class RpcService:
         return self.process.store.flush()
 
     def _op_snapshot(self, body: dict[str, Any]) -> Any:
-        path = snapshot_path(self.process.snapshot_root, body["snapshot"], self.process.id)
-        return len(self.process.store.snapshot(str(path)))
+        to = body.get("to")  # a snapshot copied off to another directory (to=DIR)
+        if to is not None and not isinstance(to, str):
+            raise BadInput(f"snapshot 'to' must be a directory path, got {type(to).__name__}")
+        root = (Path(to) if to else self.process.snapshot_root).resolve()  # kept in the store's ARCHIVES
+        path = snapshot_path(root, body["snapshot"], self.process.id)
+        return len(self.process.store.snapshot(str(path), copy=bool(to)))
 
     def _op_token_create(self, body: dict[str, Any]) -> Any:
         record = check_record(from_wire(body["record"]))

@@ -6,22 +6,28 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import time
 from pathlib import Path
+from typing import Any
 
-from bhandar_cli.core.errors import BadInput
+from bhandar_cli.core.errors import BadInput, Refused
 from bhandar_cli.node.disk import RealDisk
 from bhandar_cli.node.pki import TLS_DIR
+from bhandar_cli.storage import archive, pitr
 from bhandar_cli.storage.engine import EngineOptions
+from bhandar_cli.storage.pitr import Split
+from bhandar_cli.storage.record_store import DATA as DATA_PREFIX
 from bhandar_cli.storage.record_store import RecordStore
 from bhandar_cli.storage.recovery import restore_snapshot
 from bhandar_cli.storage.wal import FsyncPolicy
 
 
 def open_node_store(data_dir: str, fsync: str = "batch") -> RecordStore:
-    """The store of one node in `data_dir` (created if missing); recovery runs on open."""
+    """The store of one node in `data_dir` (created if missing); recovery runs on open. The wall
+    clock marks writes while a snapshot archives the WALs (storage/archive.py)."""
     disk = RealDisk()
     disk.makedirs(data_dir)
-    return RecordStore(disk, data_dir, EngineOptions(fsync=FsyncPolicy(fsync)))
+    return RecordStore(disk, data_dir, EngineOptions(fsync=FsyncPolicy(fsync), wall_clock=time.time))
 
 
 LEFT_SUFFIX = ".left"  # a node that left the ring: its directory renamed, its data kept
@@ -90,8 +96,11 @@ def snapshot_path(root: Path, name: object, node: str) -> Path:
     return root / name / node
 
 
-def restore_node_dir(snapshot_dir: str, data_dir: str, node: str) -> None:
-    """Replace a stopped node's data directory by its snapshot (hard links), as a new actor.
+def restore_node_dir(snapshot_dir: str, data_dir: str, node: str, until: float | None = None) -> Split:
+    """Replace a stopped node's data directory by its snapshot (hard links) plus the archived
+    writes made up to `until` (none when None), as a new actor; returns what was kept and
+    discarded. The WALs still in the data directory are archived first (storage/archive.py), so
+    every write the node logged after the snapshot is in the archive.
 
     The restored node's own dot counters go back in time; writing under a new actor id
     (`Node.home_actor`) keeps it from reusing dots it handed out after the snapshot. The node's
@@ -99,17 +108,84 @@ def restore_node_dir(snapshot_dir: str, data_dir: str, node: str) -> None:
     """
     old = open_node_store(data_dir)
     restores = int(old.get_meta("restores") or 0) + 1
+    limit = old.engine.options.archive_bytes
     old.close()
+    disk = RealDisk()
+    archive.close_all(disk, data_dir, limit)
+    try:
+        split = pitr.split(disk, snapshot_dir, until)
+    except pitr.NoWriteTimes as e:
+        raise BadInput(f"node {node}: {e}") from None
     identity = Path(data_dir) / TLS_DIR
     kept = Path(data_dir).with_name(f".{Path(data_dir).name}.{TLS_DIR}")  # same file system
     if identity.is_dir():
         identity.rename(kept)
     shutil.rmtree(data_dir)
     os.makedirs(data_dir, mode=0o700)
-    restore_snapshot(RealDisk(), snapshot_dir, data_dir)
+    restore_snapshot(disk, snapshot_dir, data_dir, split.kept)
     if kept.is_dir():
         kept.rename(identity)
     fresh = open_node_store(data_dir)
     fresh.put_meta("restores", restores)
     fresh.put_meta("actor", f"{node}~r{restores}")
     fresh.close()
+    return split
+
+
+LOCATION = "LOCATION"  # in SNAPSHOTS/NAME of a snapshot taken with to=DIR: where it went
+
+
+def snapshot_home(local: Path) -> Path:
+    """Where the node directories of a snapshot are: `local` (SNAPSHOTS/NAME), or DIR/NAME for a
+    snapshot copied off with to=DIR (its LOCATION file says where)."""
+    where = local / LOCATION
+    return Path(where.read_text().strip()) if where.is_file() else local
+
+
+def verify_snapshot(home: Path, nodes: list[str], until: float | None = None) -> int:
+    """Check every node's snapshot files against their checksums before anything is stopped;
+    Refused, naming the file, if one is missing or damaged; BadInput if `until` is before the
+    snapshot was taken (its tables already hold later writes). Returns the files checked."""
+    checked = 0
+    for node in nodes:
+        info = archive.ArchiveInfo.load(RealDisk(), str(home / node))
+        if until is not None and info is not None and info.taken is not None and until < info.taken:
+            from bhandar_cli.moments import show_moment
+
+            raise BadInput(
+                f"until={show_moment(until)} is before snapshot {home.name} was taken "
+                f"({show_moment(info.taken)}): restore an older snapshot, or give a later time"
+            )
+        try:
+            checked += archive.verify(RealDisk(), str(home / node))
+        except archive.SnapshotDamaged as e:
+            raise Refused(
+                f"restore refused: snapshot file {e.path} is damaged ({e.what}); nothing was changed"
+            ) from None
+    return checked
+
+
+def restore_summary(home: Path, splits: dict[str, Split], until: float | None) -> dict[str, Any]:
+    """What a restore brought back and lost, over every node: writes are counted once however
+    many replicas logged them (a data record's key and bytes name one write)."""
+    data = DATA_PREFIX
+    kept = {kv for s in splits.values() for kv in s.kept_keys if kv[0].startswith(data)}
+    lost = {kv for s in splits.values() for kv in s.discarded_keys if kv[0].startswith(data)} - kept
+    infos = [archive.ArchiveInfo.load(RealDisk(), str(home / n)) for n in splits]
+    taken = min((i.taken for i in infos if i is not None and i.taken is not None), default=None)
+    since = until if until is not None else taken
+    last_lost = max((s.last_discarded for s in splits.values() if s.last_discarded is not None), default=None)
+    warnings = [p for s in splits.values() for p in s.problems]
+    warnings += [
+        f"the WAL archive of {n} filled up (archive_bytes): writes it logged later were not kept"
+        for n, s in splits.items()
+        if s.full
+    ]
+    return {
+        "until": until,
+        "snapshot_taken": taken,
+        "replayed": len(kept),
+        "discarded": len(lost),
+        "rpo_s": round(max(0.0, last_lost - since), 3) if lost and last_lost and since else 0.0,
+        "warnings": warnings,
+    }

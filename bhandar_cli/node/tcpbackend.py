@@ -217,38 +217,57 @@ class TcpBackend:
     def _snapshot_dir(self, snapshot: str) -> Path:
         return Path(self.cluster.dir) / "snapshots" / snapshot
 
-    async def snapshot(self, snapshot: str) -> dict[str, Any]:
-        base = self._snapshot_dir(snapshot)
-        if base.exists():
+    async def snapshot(self, snapshot: str, to: str | None = None) -> dict[str, Any]:
+        """Each live node links its tables under the cluster's snapshots/NAME, or copies them to
+        TO/NAME (snapshots/NAME/LOCATION then says where); its WALs are archived there."""
+        from bhandar_cli.node.storage import LOCATION
+
+        local = self._snapshot_dir(snapshot)
+        target = Path(to).resolve() / snapshot if to else local
+        if local.exists() or target.exists():
             raise BadInput(f"snapshot {snapshot} already exists")
         started = time.perf_counter()
+        if to:
+            local.mkdir(parents=True)
+            (local / LOCATION).write_text(str(target))
         files = 0
         for name in self.names:
             if self.is_alive(name):
-                count, _ = await self._timed(name, "snapshot", snapshot=snapshot)
+                extra = {"to": str(target.parent)} if to else {}
+                count, _ = await self._timed(name, "snapshot", snapshot=snapshot, **extra)
                 files += int(count)
-        return {"name": snapshot, "files": files, "ms": round((time.perf_counter() - started) * 1000, 3)}
+        ms = round((time.perf_counter() - started) * 1000, 3)
+        return {"name": snapshot, "files": files, "ms": ms, "to": str(target) if to else None}
 
-    async def restore(self, snapshot: str) -> dict[str, Any]:
-        """Stop each node, put the snapshot's tables in its data directory, start it again."""
-        from bhandar_cli.node.storage import restore_node_dir
+    async def restore(self, snapshot: str, until: float | None = None) -> dict[str, Any]:
+        """Verify the snapshot's files, stop each node, put the snapshot's tables and the archived
+        writes up to `until` in its data directory, start it again."""
+        from bhandar_cli.node.storage import restore_node_dir, restore_summary, snapshot_home, verify_snapshot
 
-        base = self._snapshot_dir(snapshot)
-        if not base.is_dir():
+        local = self._snapshot_dir(snapshot)
+        if not local.is_dir():
             raise BadInput(f"no snapshot named {snapshot}")
         started = time.perf_counter()
+        base = snapshot_home(local)
         entries = [e for e in self.cluster.nodes if (base / e.id).is_dir()]
+        verified = verify_snapshot(base, [e.id for e in entries], until)
         for entry in entries:  # every node down first: no live node may stream newer data back
             await self.kill(entry.id)
-        restored = []
+        restored, splits = [], {}
         for entry in entries:
-            restore_node_dir(str(base / entry.id), entry.data_dir, entry.id)
+            splits[entry.id] = restore_node_dir(str(base / entry.id), entry.data_dir, entry.id, until)
             restored.append(entry.id)
         self.cluster = await supervisor.start_many(self.cluster, restored)
         self._mtime = self._file_mtime()
         for name in restored:
             self._forget(name)
-        return {"name": snapshot, "nodes": restored, "ms": round((time.perf_counter() - started) * 1000, 3)}
+        return {
+            "name": snapshot,
+            "nodes": restored,
+            "ms": round((time.perf_counter() - started) * 1000, 3),
+            "verified_files": verified,
+            **restore_summary(base, splits, until),
+        }
 
     # --- membership ----------------------------------------------------------------------------
 

@@ -205,7 +205,8 @@ def render_metrics(data: dict[str, Any]) -> RenderableType:
         )
     if data.get("storage"):
         disk = Table(
-            "node", "disk", "sstables", "backlog", "wal", "memtable", box=box.SIMPLE_HEAD, show_edge=False
+            "node", "disk", "sstables", "backlog", "wal", "memtable", "wal archive", box=box.SIMPLE_HEAD,
+            show_edge=False,
         )
         for node, s in data["storage"].items():
             disk.add_row(
@@ -215,6 +216,7 @@ def render_metrics(data: dict[str, Any]) -> RenderableType:
                 str(s["compaction_backlog"]),
                 _bytes(s["wal_bytes"]),
                 _bytes(s["memtable_bytes"]),
+                f"{_bytes(s.get('archived_wal_bytes', 0))} for {s.get('archives', 0)}",
             )
         parts.append(disk)
     return Group(*parts)

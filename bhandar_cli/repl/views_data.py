@@ -137,6 +137,8 @@ def render_write(out: WriteOutcome) -> RenderableType:
         (f"  ({ctx.get(out.context_used, out.context_used)})", "dim"),
     )
     parts: list[RenderableType] = [head]
+    if out.note:
+        parts.append(Text(out.note, "cyan"))
     if out.removed is not None:
         parts.append(Text(_removed_line(out), "bold"))
     for hinted in out.hinted:
@@ -167,13 +169,11 @@ def _short(value: Any) -> str:
 
 
 def render_incr(out: IncrOutcome) -> RenderableType:
-    return with_trace(
-        Text.assemble(
-            (f"{out.key} = {out.value}", "bold"),
-            (f"  via {out.coordinator}, {counted(out.acks, 'ack')}", "dim"),
-        ),
-        out.trace,
+    line = Text.assemble(
+        (f"{out.key} = {out.value}", "bold"),
+        (f"  via {out.coordinator}, {counted(out.acks, 'ack')}", "dim"),
     )
+    return with_trace(Group(line, Text(out.note, "cyan")) if out.note else line, out.trace)
 
 
 def render_keyspaces(d: dict[str, Any]) -> RenderableType:

@@ -129,16 +129,34 @@ def render_compact(data: dict[str, Any]) -> RenderableType:
 
 
 def render_snapshot(data: dict[str, Any]) -> RenderableType:
-    return Text(f"snapshot {data['name']}: {data['files']} files hard-linked in {data['ms']:.1f} ms")
+    how = f"copied to {data['to']} with checksums" if data.get("to") else "hard-linked"
+    return Text(
+        f"snapshot {data['name']}: {data['files']} files {how} in {data['ms']:.1f} ms; "
+        "the WALs written from now on are kept with it (restore NAME until=TIME)"
+    )
 
 
 def render_restore(data: dict[str, Any]) -> RenderableType:
-    done = Text(
-        f"restored {data['name']} on {', '.join(data['nodes'])} in {data['ms']:.1f} ms, then repaired "
-        f"{data['repaired_keys']} keys in {data['repair_seconds']:.2f} s"
-    )
-    note = Text("writes acknowledged after the snapshot are gone: that is what a restore does", "yellow")
-    return Group(done, note)
+    point = f"up to {data['until']}" if data.get("until") else "to the snapshot itself"
+    lines = [
+        Text(
+            f"restored {data['name']} {point} on {', '.join(data['nodes'])}: "
+            f"RTO {data['rto_ms'] / 1000:.2f} s "
+            f"(quiesce {data['quiesce_ms'] / 1000:.2f} s, restore {data['ms'] / 1000:.2f} s, "
+            f"repair of {data['repaired_keys']} keys {data['repair_seconds']:.2f} s)"
+        ),
+        Text(
+            f"{data['verified_files']} files verified; writes replayed: {data['replayed']}; "
+            f"acknowledged later and discarded: {data['discarded']}; RPO {data['rpo_s']:.3f} s"
+        ),
+    ]
+    if not data["quiesced"]:
+        lines.append(Text(f"did not settle before the restore: {'; '.join(data['unsettled'])}", "yellow"))
+    lines += [Text(f"warning: {w}", "yellow") for w in data.get("warnings", [])]
+    if data["discarded"]:
+        since = data["until"] if data.get("until") else "the snapshot"
+        lines.append(Text(f"the {data['discarded']} writes made after {since} are gone", "yellow"))
+    return Group(*lines)
 
 
 def render_upgrade(data: dict[str, Any]) -> RenderableType:

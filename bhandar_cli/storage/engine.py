@@ -1,7 +1,7 @@
 """The LSM engine of one node: WAL → memtable → sealed memtables → SSTables, size-tiered compaction.
 
-Directory layout: `MANIFEST` (live tables, see manifest.py), `NNNNNN.log` (WAL files),
-`NNNNNN.sst` (tables), `quarantine/` (tables that failed a checksum, kept for inspection).
+Directory layout: `MANIFEST` (live tables, see manifest.py), `NNNNNN.log` (WAL files), `NNNNNN.sst`
+(tables), `quarantine/` (damaged tables, kept), `ARCHIVES` (snapshots keeping the WALs: archive.py).
 
 Ownership rule. All engine state (the memtables, the table list, the MANIFEST numbers, the WAL
 writers, the block cache, the counters) belongs to one owner thread, the one that calls the
@@ -60,14 +60,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import TypeVar
 
-from bhandar_cli.storage import compaction, reads, recovery, wal
+from bhandar_cli.storage import archive, compaction, reads, recovery, wal
 from bhandar_cli.storage.damage import Corruption, DamageLog
 from bhandar_cli.storage.disk import Disk
 from bhandar_cli.storage.errors import CorruptTableError
 from bhandar_cli.storage.jobs import BackgroundJob
 from bhandar_cli.storage.memtable import Memtable
 from bhandar_cli.storage.options import EngineOptions
-from bhandar_cli.storage.records import DELETE, MERGE, VALUE, Merge, encode_op
+from bhandar_cli.storage.records import DELETE, MERGE, VALUE, Merge, encode_op, encode_time_mark
 from bhandar_cli.storage.recovery import restore_snapshot
 from bhandar_cli.storage.reports import (
     CompactionReport,
@@ -82,16 +82,8 @@ from bhandar_cli.storage.syncs import GroupCommit
 from bhandar_cli.storage.tree import Tree
 from bhandar_cli.storage.wal import WALWriter
 
-__all__ = [
-    "CompactionReport",
-    "EngineOptions",
-    "EngineStats",
-    "JobReport",
-    "LSMEngine",
-    "Quarantined",
-    "RecoveryReport",
-    "restore_snapshot",
-]
+__all__ = ["CompactionReport", "EngineOptions", "EngineStats", "JobReport", "LSMEngine", "Quarantined"]
+__all__ += ["RecoveryReport", "restore_snapshot"]
 
 _T = TypeVar("_T")
 
@@ -125,8 +117,16 @@ class LSMEngine:
     def _open(self) -> RecoveryReport:
         o, damage = self.options, self._damage
         r = recovery.recover(
-            self.disk, self.directory, self._cache, damage, verify=o.verify_on_open, merge=self._merge
+            self.disk,
+            self.directory,
+            self._cache,
+            damage,
+            verify=o.verify_on_open,
+            merge=self._merge,
+            archive_limit=o.archive_bytes,
         )
+        self._archiving = bool(archive.active(self.disk, self.directory))
+        self._last_mark: float | None = None
         self._tree = Tree(self.disk, self.directory, o, self._cache, self._merge, self._status, r, damage)
         self._mem = r.memtable
         self._wal = WALWriter(self.disk, self._tree.log_path(self._tree.live_logs[-1]), o.fsync)
@@ -168,6 +168,11 @@ class LSMEngine:
             self._check()
         self._mem.apply(kind, key, value, self._merge)  # may raise in merge: before the WAL
         with self._status.poison_on_error():
+            if self._archiving and self.options.wall_clock is not None:
+                now = self.options.wall_clock()
+                if now != self._last_mark:  # when this write was made, for a point-in-time restore
+                    self._wal.append(encode_time_mark(now))
+                    self._last_mark = now
             self._wal.append(encode_op(kind, key, value))
         if self._mem.approx_bytes >= self.options.memtable_bytes:
             self._seal()
@@ -178,6 +183,7 @@ class LSMEngine:
         """Freeze the memtable for a flush job; later writes go to a new memtable and a new WAL."""
         self._wal = self._tree.seal(self._mem, self._wal)
         self._mem = Memtable()
+        self._last_mark = None  # each WAL starts with a mark: a restore may read it alone
 
     def _stall(self) -> None:
         """Backpressure: flush the oldest sealed memtable in this write (a flush job of it still
@@ -308,11 +314,18 @@ class LSMEngine:
 
     # ---- snapshots, stats, lifecycle ---------------------------------------------------------
 
-    def snapshot(self, directory: str) -> list[str]:
-        """Flush, then hard-link every table into `directory` (new or empty) with a MANIFEST, so
-        `LSMEngine(disk, directory)` opens the snapshot. Returns the linked table names."""
+    def snapshot(self, directory: str, copy: bool = False) -> list[str]:
+        """Flush, then hard-link (or `copy`) every table into `directory` with a MANIFEST and
+        CHECKSUMS; from now on the WALs are archived there too (archive.py). Returns the tables."""
         self.flush()
-        return self._tree.snapshot(directory)
+        names = self._tree.snapshot(directory, copy)
+        archive.add_checksums(self.disk, directory, [*names, "MANIFEST"])
+        clock = self.options.wall_clock
+        # Every write so far is in a table: the live WAL and later ones hold only newer writes.
+        first_log = self._tree.live_logs[0]
+        archive.start(self.disk, self.directory, directory, first_log, clock() if clock else None)
+        self._archiving, self._last_mark = True, None
+        return names
 
     def take_corruptions(self) -> list[Corruption]:
         """The corruptions found since the last call (at open, in reads, scans, compactions)."""
@@ -335,6 +348,8 @@ class LSMEngine:
         tree = self._tree
         sizes = tree.version.sizes()
         wal_bytes = self._wal.size + sum(s.wal.size for s in tree.sealed)
+        archives, archived = archive.archive_stats(self.disk, self.directory) if self._archiving else (0, 0)
+        self._archiving = archives > 0
         return EngineStats(
             disk_bytes=sum(sizes) + wal_bytes,
             sstables=len(sizes),
@@ -357,6 +372,8 @@ class LSMEngine:
             quarantined=tuple(f"{q.table}: {q.reason}" for q in tree.quarantined),
             corruptions=dict(self._damage.counts),
             last_recovery=self.recovery.summary,
+            archives=archives,
+            archived_wal_bytes=archived,
         )
 
     def close(self) -> None:

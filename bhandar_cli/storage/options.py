@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from bhandar_cli.storage.compaction import TierPolicy
@@ -25,6 +26,13 @@ class EngineOptions:
     auto_compact: bool = True
     block_cache_bytes: int = 16 << 20
     verify_on_open: bool = True  # check every block's CRC when a table is opened
+    # The most WAL bytes kept for one snapshot (archive.py): past it the archive is full and a
+    # restore can bring back nothing written later. Bounds the disk a forgotten snapshot holds.
+    archive_bytes: int = 1 << 30
+    # Wall-clock seconds (time.time), handed in by the node: while a snapshot archives the WALs,
+    # writes are marked with it so a restore can stop at a moment. None: no marks (restores go
+    # back to the snapshot only).
+    wall_clock: Callable[[], float] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "fsync", FsyncPolicy(self.fsync))  # accept "batch" as well

@@ -189,8 +189,8 @@ class RecordStore:
     def compact(self) -> int:
         return len(self.engine.compact(full=True))
 
-    def snapshot(self, directory: str) -> list[str]:
-        return self.engine.snapshot(directory)
+    def snapshot(self, directory: str, copy: bool = False) -> list[str]:
+        return self.engine.snapshot(directory, copy)
 
     def stats(self) -> EngineStats:
         return self.engine.stats()

@@ -17,6 +17,10 @@ memtable was sealed: a link naming the WAL before it and that WAL's final length
 (`encode_log_link`). Both files hold unsynced bytes at that moment and a crash may keep the newer
 one's while losing the older one's tail; the link lets recovery see that gap and stop there, so
 what it replays is still a prefix of the writes (the acknowledged ones all lie before any gap).
+
+While a snapshot archives the WALs (archive.py), a write is preceded by a time mark
+(`encode_time_mark`: the wall-clock time, when it changed since the last mark), so that a
+point-in-time restore knows when each write was made. Replay skips marks.
 """
 
 from __future__ import annotations
@@ -36,6 +40,9 @@ _OP = struct.Struct("<BI")
 # WAL payload linking to the previous WAL: LOG_LINK u8, its number u64, its final length u64.
 LOG_LINK = 0xFF
 _LINK = struct.Struct("<BQQ")
+# WAL payload saying when the writes after it were made: TIME_MARK u8, wall-clock seconds f64.
+TIME_MARK = 0xFE
+_MARK = struct.Struct("<Bd")
 
 
 def encode_op(kind: int, key: bytes, value: bytes) -> bytes:
@@ -63,6 +70,17 @@ def decode_log_link(payload: bytes) -> tuple[int, int] | None:
         return None
     _, previous, length = _LINK.unpack(payload)
     return previous, length
+
+
+def encode_time_mark(when: float) -> bytes:
+    return _MARK.pack(TIME_MARK, when)
+
+
+def decode_time_mark(payload: bytes) -> float | None:
+    """The wall-clock time of a time mark, or None if `payload` is not one."""
+    if len(payload) != _MARK.size or payload[0] != TIME_MARK:
+        return None
+    return float(_MARK.unpack(payload)[1])
 
 
 def resolve(records: Iterable[tuple[int, bytes | None]], merge: Merge | None) -> tuple[int, bytes | None]:

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from bhandar_cli.storage import damage, manifest, wal
+from bhandar_cli.storage import archive, damage, manifest, wal
 from bhandar_cli.storage.damage import Corruption, DamageLog, KeyInterval
 from bhandar_cli.storage.disk import Disk, join
 from bhandar_cli.storage.errors import CorruptManifestError, CorruptTableError
 from bhandar_cli.storage.manifest import Manifest, file_name, file_number
 from bhandar_cli.storage.memtable import Memtable
-from bhandar_cli.storage.records import Merge, decode_log_link, decode_op
+from bhandar_cli.storage.records import Merge, decode_log_link, decode_op, decode_time_mark
 from bhandar_cli.storage.reports import Quarantined
 from bhandar_cli.storage.sstable import BlockCache, Table
 from bhandar_cli.storage.wal import WALReport
@@ -40,7 +40,14 @@ class Recovered:
 
 
 def recover(
-    disk: Disk, directory: str, cache: BlockCache, log: DamageLog, *, verify: bool, merge: Merge | None
+    disk: Disk,
+    directory: str,
+    cache: BlockCache,
+    log: DamageLog,
+    *,
+    verify: bool,
+    merge: Merge | None,
+    archive_limit: int = 1 << 30,
 ) -> Recovered:
     disk.makedirs(directory)
     names = disk.listdir(directory)
@@ -76,7 +83,10 @@ def recover(
     listed = set(m.tables)
     for name, (num, ext) in sorted(files.items()):
         # Tables of an interrupted flush or compaction, and logs already flushed into tables.
-        if (ext == "sst" and name not in listed) or (ext == "log" and num < m.log_number):
+        if ext == "log" and num < m.log_number:  # a snapshot may still need it: archive.py
+            archive.retire_log(disk, directory, name, archive_limit)
+            orphans.append(name)
+        elif ext == "sst" and name not in listed:
             disk.remove(join(directory, name))
             orphans.append(name)
 
@@ -114,6 +124,8 @@ def _replay_logs(
         if link is not None:
             payloads, report = payloads[1:], replace(report, records=report.records - 1)
         for j, payload in enumerate(payloads):
+            if decode_time_mark(payload) is not None:
+                continue  # when the next writes were made: for a point-in-time restore only
             try:
                 kind, key, value = decode_op(payload)
             except ValueError as e:
@@ -142,8 +154,10 @@ def move_to_quarantine(disk: Disk, directory: str, name: str, reason: str) -> Qu
     return Quarantined(name, reason, dest)
 
 
-def restore_snapshot(disk: Disk, snapshot: str, directory: str) -> None:
-    """Make `directory` (new or empty) a copy of a snapshot by hard links; then open it."""
+def restore_snapshot(disk: Disk, snapshot: str, directory: str, replay: list[bytes] | None = None) -> None:
+    """Make `directory` (new or empty) a copy of a snapshot by hard links (copies across file
+    systems); then open it. `replay`: WAL payloads (operations) written after the snapshot to
+    bring back too, as one WAL the next open replays (see pitr.py)."""
     m = manifest.load(disk, snapshot)
     if m is None:
         raise CorruptManifestError(snapshot, "not a snapshot: no MANIFEST (a snapshot cut short?)")
@@ -151,5 +165,15 @@ def restore_snapshot(disk: Disk, snapshot: str, directory: str) -> None:
         raise ValueError(f"restore target {directory} is not empty")
     disk.makedirs(directory)
     for name in m.tables:
-        disk.link(join(snapshot, name), join(directory, name))
+        archive.place(disk, join(snapshot, name), join(directory, name), copy=False)
+    if replay:
+        number = max(m.next_file, m.log_number)
+        writer = wal.WALWriter(disk, join(directory, file_name(number, "log")), wal.FsyncPolicy.BATCH)
+        try:
+            for payload in replay:
+                writer.append(payload)
+            writer.sync()
+        finally:
+            writer.close()
+        m = Manifest(number + 1, number, m.tables)
     manifest.store(disk, directory, m)

@@ -90,3 +90,5 @@ class EngineStats:
     quarantined: tuple[str, ...]
     corruptions: dict[str, int]  # corruptions found since the open, by kind (storage/damage.py)
     last_recovery: str
+    archives: int = 0  # snapshots this store still keeps its WALs for (archive.py)
+    archived_wal_bytes: int = 0  # WAL bytes kept for them (each bounded by archive_bytes)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import NoReturn
 
-from bhandar_cli.storage import compaction, manifest, recovery
+from bhandar_cli.storage import archive, compaction, manifest, recovery
 from bhandar_cli.storage.damage import DamageLog
 from bhandar_cli.storage.disk import Disk, join
 from bhandar_cli.storage.errors import CorruptTableError
@@ -71,14 +71,14 @@ class Tree:
         m = Manifest(self._next_file, self._log_number, self.version.names)
         manifest.store(self.disk, self.directory, m)
 
-    def snapshot(self, directory: str) -> list[str]:
-        """Hard-link every live table into `directory` (new or empty), then its MANIFEST."""
+    def snapshot(self, directory: str, copy: bool = False) -> list[str]:
+        """Hard-link (or `copy`) every live table into `directory` (new or empty), then its MANIFEST."""
         if self.disk.listdir(directory):
             raise ValueError(f"snapshot directory {directory} is not empty")
         self.disk.makedirs(directory)
         version = self.version
         for table, name in zip(version.tables, version.names, strict=True):
-            self.disk.link(table.path, join(directory, name))
+            archive.place(self.disk, table.path, join(directory, name), copy)
         # Written last: a snapshot cut short by a crash has no MANIFEST and refuses to open.
         manifest.store(self.disk, directory, Manifest(self._next_file, self._next_file, version.names))
         return list(version.names)
@@ -200,8 +200,9 @@ class Tree:
             self._log_number = self.sealed[0].logs[0] if self.sealed else self.live_logs[0]
             self.store_manifest()
             job.sealed.wal.close()
-            for log in job.sealed.logs:
-                self.disk.remove(self.log_path(log))
+            limit = self.options.archive_bytes
+            for log in job.sealed.logs:  # a snapshot may keep them (archive.py)
+                archive.retire_log(self.disk, self.directory, file_name(log, "log"), limit)
         self.flushes += 1
         return JobReport(FLUSH, True, None if table is None else name)
 

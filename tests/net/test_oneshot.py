@@ -85,3 +85,19 @@ def test_bench_cli_without_a_cluster_says_so(tmp_path: object) -> None:
     proc = run_cli("bench", "cli", "--cluster", str(tmp_path), "--runs", "1", "-o", "json")
     assert proc.returncode == 1
     assert json.loads(proc.stdout)["code"] == "no_cluster"
+
+
+def test_a_oneshot_put_via_a_non_replica_says_who_coordinated(shared_cluster: ClusterFile) -> None:
+    where = ("--cluster", shared_cluster.dir)
+    for node in shared_cluster.names:  # the first node that forwards: not a replica of the key
+        proc = run_cli("put", "kv", "via-note", "1", "--via", node, *where, "-o", "json")
+        assert proc.returncode == 0, proc.stderr.decode()
+        reply = json.loads(proc.stdout)
+        if reply["coordinator"] != node:
+            assert reply["forwarded_by"] == node
+            assert f"it forwarded to {reply['coordinator']}" in reply["note"]
+            text = run_cli("put", "kv", "via-note", "2", "--via", node, *where).stdout.decode()
+            assert f"forwarded to {reply['coordinator']}" in text
+            return
+        assert "forwarded_by" not in reply
+    raise AssertionError("every node coordinated itself: with 3 replicas of 5 nodes two should forward")

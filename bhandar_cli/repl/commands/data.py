@@ -49,8 +49,9 @@ LEVEL_SHORT = Option("c", LEVEL, metavar="...")  # keeps the longer usage lines 
     help="""VALUE is a JSON literal when it parses as one, else a bare string; shell-style quoting
     applies. ctx=auto (the default) writes with the context of this session's last get of the key,
     else none (a blind write); a TOKEN is a context a get printed. c= sets the consistency level of
-    this write (default: the session's, see consistency); via= chooses the coordinator (default: the
-    first live replica of the key).""",
+    this write (default: the session's, see consistency); via= sends it to that node (default: the
+    first live replica of the key); a node that is not a replica of the key forwards the write to
+    one, and the reply says who coordinated and why (forwarded_by and note in JSON).""",
     examples=("put kv cart:42 '[\"rice\"]'", 'put kv cart:42 \'["rice","oil"]\' via=A c=ONE'),
     renderer=render_write,
 )

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from bhandar_cli.core.errors import BadInput
 from bhandar_cli.repl.grammar import partition_groups
-from bhandar_cli.repl.kinds import MILLISECONDS, NAME, NEW_NODE, NODE, NODE_GROUPS, ZONE
+from bhandar_cli.repl.kinds import DIRECTORY, MILLISECONDS, MOMENT, NAME, NEW_NODE, NODE, NODE_GROUPS, ZONE
 from bhandar_cli.repl.table import Arg, CommandTable, Option
 from bhandar_cli.repl.views_ops import (
     render_add,
@@ -190,25 +190,35 @@ async def compact(session: Session, cmd: Command) -> dict[str, Any]:
     "snapshot",
     "flush and hard-link every node's SSTables",
     args=(Arg(NAME),),
-    help="NAME is letters, digits, _ . - (up to 64); restore NAME goes back to it.",
-    examples=("snapshot before",),
+    options=(Option("to", DIRECTORY),),
+    help="""NAME is letters, digits, _ . - (up to 64); restore NAME goes back to it. to=DIR
+    copies the tables off to DIR/NAME instead of hard-linking them. Every snapshot has a checksum
+    manifest (CHECKSUMS), and from then on each node keeps the WALs it writes with the snapshot
+    (up to 1 GiB per node; deleting the snapshot's directory releases them), so a restore can
+    bring back the writes made after it.""",
+    examples=("snapshot before", "snapshot nightly to=/mnt/backup"),
     renderer=render_snapshot,
 )
 async def snapshot(session: Session, cmd: Command) -> dict[str, Any]:
-    return await session.client.snapshot(cmd.arg(0))
+    return await session.client.snapshot(cmd.arg(0), cmd.options.get("to"))
 
 
 @TABLE.command(
     "restore",
-    "restore a snapshot, then repair",
+    "restore a snapshot (and writes up to a time), then repair",
     args=(Arg(NAME),),
-    help="""Every node goes back to its SSTables of snapshot NAME, then repair runs; writes
-    acknowledged after the snapshot are gone.""",
-    examples=("restore before",),
+    options=(Option("until", MOMENT),),
+    help="""Waits (up to 10 s) for replication and hints to settle, verifies the snapshot's
+    checksums (a damaged file refuses the restore and names it), then every node goes back to its
+    SSTables of snapshot NAME plus, with until=TIME, every write it logged up to TIME (ISO 8601,
+    a time of day today such as 17:45:03, or @UNIX-SECONDS), and repair runs. The report gives RTO
+    (how long it took), the writes replayed, the writes acknowledged later that are discarded,
+    and RPO (how far after TIME, or the snapshot, the last of those was made).""",
+    examples=("restore before", "restore before until=17:45:03"),
     renderer=render_restore,
 )
 async def restore(session: Session, cmd: Command) -> dict[str, Any]:
-    return await session.client.restore(cmd.arg(0))
+    return await session.client.restore(cmd.arg(0), cmd.options.get("until"))
 
 
 @TABLE.command(
