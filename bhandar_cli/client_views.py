@@ -177,6 +177,7 @@ class ClusterViews:
                 "p50_ms": round(stats.latency.percentile(50), 3),
                 "p99_ms": round(stats.latency.percentile(99), 3),
                 "max_ms": round(stats.latency.max_ms, 3),
+                "outcomes": stats.outcomes(),  # "ok" and each error code, the client's own included
             }
         hints = await self.hints()
         oldest = oldest_hint_age(hints["queues"])
