@@ -22,6 +22,7 @@ from bhandar_cli.node.clusterfile import ClusterFile
 from .conftest import REPO, http_client
 
 RULES = REPO / "ops" / "prometheus" / "bhandar-rules.yml"
+RULES_TESTS = REPO / "ops" / "prometheus" / "bhandar-rules.test.yml"  # promtool's unit tests of RULES
 
 # Every SLI and its Prometheus type (a counter's family is named without `_total`).
 SLIS = {
@@ -127,7 +128,15 @@ def test_the_shipped_rules_pass_promtool() -> None:
     checked = subprocess.run([tool, "check", "rules", str(RULES)], capture_output=True, text=True, timeout=60)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert "SUCCESS" in checked.stdout, checked.stdout
+    # Their values on made-up series: error ratio, budget left, burn rate, and when each alert fires.
+    tested = subprocess.run(
+        [tool, "test", "rules", RULES_TESTS.name],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=RULES_TESTS.parent,
+    )
+    assert tested.returncode == 0 and "SUCCESS" in tested.stdout, tested.stdout + tested.stderr
     # The SLO's "total" leaves out exactly the outcomes that are the client's fault.
     text = RULES.read_text()
     assert f'outcome!~"{"|".join(sorted(CALLER_FAULTS))}"' in text
-

@@ -22,7 +22,8 @@ class Clock:
 
 
 def lone_node(clock: Clock) -> NodeHost:
-    host = NodeHost("A", "z1", Ring.build(["A"], 8), MemoryStore(), NodeConfig(), 1, lambda *_: None, clock=clock)
+    ring = Ring.build(["A"], 8)
+    host = NodeHost("A", "z1", ring, MemoryStore(), NodeConfig(), 1, lambda *_: None, clock=clock)
     host.start(clock.now)
     return host
 
