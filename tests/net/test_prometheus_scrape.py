@@ -116,7 +116,8 @@ def test_the_repl_shows_the_latency_of_reads_at_one(shared_cluster: ClusterFile)
             for _ in range(10):
                 await session.run_line("get web prom:repl c=ONE")
             (reply,) = await session.run_line("metrics")
-            return reply.to_json()
+            data: dict[str, Any] = reply.to_json()
+            return data
 
     metrics = trio.run(main)
     one = metrics["ops"]["get"]["ONE"]
