@@ -66,7 +66,7 @@ class ReadProgress:
 class PutOp:
     """A put or delete this node coordinates: answered once `needed` targets stored it."""
 
-    verb: str  # put or delete (the metric it counts under)
+    verb: str  # put or delete
     rid: int  # the client request to answer
     origin: str | None  # the node that forwarded the request, None for a local client
     started: float
