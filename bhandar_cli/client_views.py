@@ -155,6 +155,7 @@ class ClusterViews:
 
     async def metrics(self) -> dict[str, Any]:
         from bhandar_cli.core.metrics import NodeMetrics
+        from bhandar_cli.core.views import oldest_hint_age
 
         total = NodeMetrics()
         per_node: dict[str, int] = {}
@@ -164,7 +165,7 @@ class ClusterViews:
             if self.backend.is_alive(name):
                 m = await self.backend.node_metrics(name)
                 total.merge(m)
-                per_node[name] = m.coordinated + m.replica_requests
+                per_node[name] = m.requests
                 info = await self.backend.node_info(name, counts=False)
                 if info.get("storage"):
                     storage[name] = info["storage"]
@@ -179,9 +180,10 @@ class ClusterViews:
                 "p50_ms": round(stats.latency.percentile(50), 3),
                 "p99_ms": round(stats.latency.percentile(99), 3),
                 "max_ms": round(stats.latency.max_ms, 3),
+                "outcomes": stats.outcomes(),  # "ok" and each error code, the client's own included
             }
         hints = await self.hints()
-        oldest = max((q["oldest_s"] for q in hints["queues"]), default=0.0)
+        oldest = oldest_hint_age(hints["queues"])
         return {
             "cmd": "metrics",
             "ok": True,

@@ -300,9 +300,11 @@ GET    /v1/keyspaces                        200 {"keyspaces":[{"name":K,"policy"
 PUT    /v1/keyspaces/NAME                   body {"policy":"siblings","n":3,"quorum":"sloppy"}
                                             201 created | 200 the same exists | 409 defined otherwise
 GET    /v1/status                           200 the node's view: members, peers, hints, keys, ...
-GET    /metrics                             200 Prometheus text: bhandar_requests_total,
+GET    /metrics                             200 Prometheus text: bhandar_requests_total
+                                            (by op, consistency and outcome),
                                             bhandar_request_latency_seconds (a histogram per op
-                                            and consistency), hints, keys, peers, corruptions
+                                            and consistency), stale reads, hints and their age,
+                                            repair ages, storage, load, corruptions, peers
 """
 
 HTTP_TEXT = f"""Each node process serves HTTP on the port cluster status shows (HTTPS with the node's
@@ -386,7 +388,8 @@ DELETE = [
 ]
 
 
-# A process cluster's directory (cluster up --dir DIR); every file 0600, every directory 0700.
+# A process cluster's directory (cluster up --dir DIR; every file 0600, every directory 0700), and
+# the Prometheus rules of the source tree.
 FILES = [
     (
         "DIR/cluster.json",
@@ -406,6 +409,12 @@ FILES = [
         tls/ (node.key, node.crt, ca.crt: the node's identity, which a restore keeps).""",
     ),
     ("DIR/snapshots/NAME/", "A snapshot: hard links to every node's tables at the time it was taken."),
+    (
+        "ops/prometheus/bhandar-rules.yml",
+        """In the source tree: Prometheus recording rules for the SLO (99.9% of requests succeed
+        over 30 days), its error budget and burn rate, and alerts on hint age and repair age, for
+        the series each node serves at GET /metrics.""",
+    ),
 ]
 
 

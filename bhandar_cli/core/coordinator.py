@@ -105,11 +105,11 @@ class Coordinator:
             needed = write_quorum(plan, req.consistency, ks.n)
             if len(plan.targets) + len(plan.pending) < needed:
                 failure = unavailable(self.node_id, ks, plan, req.consistency, write=True)
-                return [refuse(req, origin, failure, self.metrics)]
+                return [refuse(req, origin, failure)]
             avoid = req.avoid if isinstance(req, PutRequest) else ()
             return self._route(now, req, origin, ks, plan, needed, avoid, None)
         except BhandarError as exc:
-            return [refuse(req, origin, Failure(exc.code, str(exc), coordinator=self.node_id), self.metrics)]
+            return [refuse(req, origin, Failure(exc.code, str(exc), coordinator=self.node_id))]
 
     def on_forward_reply(self, now: float, src: str, msg: ClientReply) -> list[Effect]:
         """The answer of a coordinator this node forwarded a request to: relay it."""
@@ -180,7 +180,6 @@ class Coordinator:
                 op.request,
                 op.origin,
                 Failure("timeout", error, coordinator=self.node_id, trace=steps),
-                self.metrics,
             )
         ]
 

@@ -1,5 +1,11 @@
 """Counters and latency histograms a node keeps: the seed's SLIs.
 
+A client's data request is counted once, by the node it was sent to, when its answer goes out
+(host/executor.py): by outcome ("ok" or the failure's error code), and if it succeeded, its latency
+from its arrival at that node to its answer (after the sync its durability waits for). The success
+ratio judges the service: input the store refuses (`CALLER_FAULTS`) is the client's error, counted
+under its outcome but not as a request the service failed.
+
 Latencies go into log-spaced buckets (about 2% wide), so histograms from many nodes merge exactly
 and percentiles cost O(buckets), whatever the number of requests.
 """
@@ -10,9 +16,15 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field
 
+from bhandar_cli.core.errors import REFUSED_INPUT
+
 _BASE = 1.02
 _LOG_BASE = math.log(_BASE)
 _MIN_MS = 0.001
+
+OK = "ok"  # the outcome of a request that succeeded; a failed one's is its error code
+# Outcomes that are the client's fault, left out of the success ratio (the SLO's "total").
+CALLER_FAULTS = REFUSED_INPUT
 
 
 class Histogram:
@@ -73,14 +85,25 @@ def bucket_edge(ms: float) -> float:
 
 @dataclass
 class OpStats:
+    """One (operation, level)'s requests: `count` those the success ratio judges (every outcome
+    but the client's faults), `ok` those that succeeded, `failures` every other outcome by error
+    code (the client's faults included), `latency` of those that succeeded."""
+
     count: int = 0
     ok: int = 0
     latency: Histogram = field(default_factory=Histogram)
+    failures: dict[str, int] = field(default_factory=dict)
 
     def merge(self, other: OpStats) -> None:
         self.count += other.count
         self.ok += other.ok
         self.latency.merge(other.latency)
+        for code, n in other.failures.items():
+            self.failures[code] = self.failures.get(code, 0) + n
+
+    def outcomes(self) -> dict[str, int]:
+        """Requests by outcome: "ok" and each error code."""
+        return {OK: self.ok, **self.failures}
 
 
 @dataclass
@@ -104,14 +127,26 @@ class NodeMetrics:
     sibling_limit_exceeded: int = 0  # keys a merge took over the sibling limit (siblings all kept)
     corruptions: dict[str, int] = field(default_factory=dict)  # storage corruption found, by kind
 
-    def observe(self, op: str, level: str, ok: bool, ms: float) -> None:
+    @property
+    def requests(self) -> int:
+        """Requests this node served: client requests it coordinated, reads and writes as a replica
+        (the load per node)."""
+        return self.coordinated + self.replica_requests
+
+    def observe(self, op: str, level: str, outcome: str, ms: float) -> None:
+        """One client request answered: `outcome` is OK or the failure's error code; `ms` its
+        latency (recorded only for a success)."""
         stats = self.ops.get((op, level))
         if stats is None:
             stats = self.ops[(op, level)] = OpStats()
-        stats.count += 1
-        if ok:
+        if outcome == OK:
+            stats.count += 1
             stats.ok += 1
             stats.latency.record(ms)
+            return
+        if outcome not in CALLER_FAULTS:
+            stats.count += 1
+        stats.failures[outcome] = stats.failures.get(outcome, 0) + 1
 
     def merge(self, other: NodeMetrics) -> None:
         for key, stats in other.ops.items():

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from bhandar_cli.core.errors import REFUSED_INPUT
 from bhandar_cli.core.messages import (
     ClientReply,
     ClientRequest,
@@ -28,7 +27,6 @@ from bhandar_cli.core.messages import (
     Result,
     Send,
 )
-from bhandar_cli.core.metrics import NodeMetrics
 from bhandar_cli.core.records import Record
 
 
@@ -68,7 +66,7 @@ class ReadProgress:
 class PutOp:
     """A put or delete this node coordinates: answered once `needed` targets stored it."""
 
-    verb: str  # put or delete (the metric it counts under)
+    verb: str  # put or delete
     rid: int  # the client request to answer
     origin: str | None  # the node that forwarded the request, None for a local client
     started: float
@@ -182,34 +180,32 @@ def answer(rid: int, origin: str | None, result: Result, durable: bool = False) 
     return Send(origin, ClientReply(rid, result), durable)
 
 
-def refuse(req: ClientRequest, origin: str | None, failure: Failure, metrics: NodeMetrics) -> Effect:
-    """Answer a data request that failed before any replica was asked (too few replicas reachable,
-    a forward that timed out, a refused hint or sibling limit), counting it in the metrics as
-    `finish` counts the others, so the success ratio sees every outcome. Input the store refuses
-    (bad input, an unknown keyspace) is the client's error, not a failure of the service: not
-    counted."""
-    if failure.code not in REFUSED_INPUT and isinstance(req, GetRequest | PutRequest | IncrRequest):
-        verb = (
-            "get"
-            if isinstance(req, GetRequest)
-            else "incr"
-            if isinstance(req, IncrRequest)
-            else ("delete" if req.value is None else "put")
-        )
-        metrics.observe(verb, req.consistency, False, 0.0)
+def refuse(req: ClientRequest, origin: str | None, failure: Failure) -> Effect:
+    """Answer a request that failed before any replica was asked (too few replicas reachable, a
+    forward that timed out, a refused hint or sibling limit, input the store refuses). The node the
+    client sent it to counts it when the answer reaches the client (host/executor.py)."""
     return answer(req.rid, origin, failure)
+
+
+def counted_as(req: ClientRequest) -> tuple[str, str] | None:
+    """The (operation, consistency level) a data request is counted under in the metrics (None:
+    not a data request: keyspace, repair and decommission requests are not counted)."""
+    if isinstance(req, GetRequest):
+        return "get", req.consistency
+    if isinstance(req, IncrRequest):
+        return "incr", req.consistency
+    if isinstance(req, PutRequest):
+        return ("delete" if req.value is None else "put"), req.consistency
+    return None
 
 
 def finish(
     now: float,
     op: ClientOp,
     result: PutResult | IncrResult | GetResult | Failure,
-    metrics: NodeMetrics,
     durable: bool = False,
 ) -> Effect:
-    """Answer the client of `op`, counting it in the metrics and closing its trace."""
-    failed = isinstance(result, Failure)
-    metrics.observe(op.verb, op.level, not failed, (now - op.started) * 1000.0)
+    """Answer the client of `op`, closing its trace (the node the client sent it to counts it)."""
     if op.trace is not None:
         op.trace.note(
             now, f"failed: {result.error}" if isinstance(result, Failure) else "answered the client"

@@ -66,7 +66,7 @@ class ReadCoordinator:
     ) -> list[Effect]:
         needed = required(req.consistency, ks.n)
         if len(plan.targets) < needed:
-            return [refuse(req, origin, unavailable(self.node_id, ks, plan, req.consistency), self.metrics)]
+            return [refuse(req, origin, unavailable(self.node_id, ks, plan, req.consistency))]
         self.metrics.coordinated += 1
         targets = (self.node_id,) if needed == 1 and self.node_id in plan.targets else plan.targets
         trace = None
@@ -122,7 +122,7 @@ class ReadCoordinator:
             limit = self.config.sibling_max
             warnings = (over_limit_warning(op.key, live, limit),) if live > limit else ()
             result = GetResult(self.node_id, merged, len(progress.replies), op.needed, (), dropped, warnings)
-            out.append(finish(now, op, result, self.metrics))
+            out.append(finish(now, op, result))
         if len(progress.replies) >= len(op.targets):
             self.ops.discard(op_id)
             out.extend(self._read_repair(now, op))
@@ -145,7 +145,7 @@ class ReadCoordinator:
             needed=op.needed,
             coordinator=self.node_id,
         )
-        return [finish(now, op, failure, self.metrics), *self._read_repair(now, op)]
+        return [finish(now, op, failure), *self._read_repair(now, op)]
 
     def _merge_replies(self, op: ReadOp) -> Record | None:
         policy = self.keyspaces.policy(op.keyspace)

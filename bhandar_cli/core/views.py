@@ -4,7 +4,7 @@ as plain data: the in-process client renders them directly, a node process serve
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import asdict
 from typing import Any
 
@@ -55,6 +55,7 @@ class NodeViews:
         view = self.ring_view
         info: dict[str, Any] = {
             "hints": self.hints.pending(),
+            "hints_oldest_s": oldest_hint_age(self.hints_summary(now)),
             "peers": {p: view.is_up(p, now) for p in view.peers()},
             "keyspaces": [asdict(ks) for ks in self.keyspaces.all()],
             "streams": self.streaming.view(),
@@ -126,6 +127,12 @@ class NodeViews:
             for space in (self.hash_index.space(name),)
             for lo, hi in ranges
         ]
+
+
+def oldest_hint_age(queues: Iterable[Mapping[str, Any]]) -> float:
+    """Seconds the oldest of these hint queues' hints (`hints_summary` rows) has waited; 0 when
+    none waits."""
+    return max((float(q["oldest_s"]) for q in queues), default=0.0)
 
 
 def _repair_summary(ages: dict[str, float | None]) -> dict[str, Any]:

@@ -109,7 +109,7 @@ class WriteCoordinator:
                 coordinator=self.node_id,
             )
             # The lease's new mark, if this dot asked for one, must still be learned as saved.
-            return [refuse(req, origin, failure, self.metrics), *([saved] if saved is not None else [])]
+            return [refuse(req, origin, failure), *([saved] if saved is not None else [])]
         warnings: tuple[str, ...] = ()
         if live > self.config.sibling_warn:
             warnings = (
@@ -271,7 +271,7 @@ class WriteCoordinator:
         hint_for = plan.hint_for.get(self.node_id)
         if not self.replica.store_local(now, ks.name, op.key, record, hint_for):
             failure = Failure("refused", f"{self.node_id} cannot take another hint for {hint_for}")
-            return [finish(now, op, failure, self.metrics)]
+            return [finish(now, op, failure)]
         for pending in plan.pending_down:
             # The future replica would miss this write: its stream may already have been built.
             # A full queue does not fail the write: the W + P acks it needs put it on W replicas
@@ -314,7 +314,7 @@ class WriteCoordinator:
         if not progress.answered:
             if len(progress.acks) >= op.needed:
                 progress.answered = True
-                out.append(finish(now, op, self._result(op), self.metrics))
+                out.append(finish(now, op, self._result(op)))
             elif len(op.targets) - len(progress.failed) < op.needed:
                 progress.answered = True
                 reasons = "; ".join(progress.failed.values())
@@ -326,7 +326,7 @@ class WriteCoordinator:
                     needed=op.needed,
                     coordinator=self.node_id,
                 )
-                out.append(finish(now, op, failure, self.metrics))
+                out.append(finish(now, op, failure))
         if len(progress.acks) + len(progress.failed) >= len(op.targets):
             self.ops.discard(op_id)
         return out
@@ -353,4 +353,4 @@ class WriteCoordinator:
             needed=op.needed,
             coordinator=self.node_id,
         )
-        return [finish(now, op, failure, self.metrics)]
+        return [finish(now, op, failure)]

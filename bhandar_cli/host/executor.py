@@ -24,6 +24,12 @@ are executed, for the trio runtime and the simulator alike:
    commit. A node killed while a sync runs sends none of the effects waiting for it, so nothing
    is acknowledged that a crash could lose.
 
+Every client data request submitted here is counted in this node's metrics when its answer goes
+out, whoever coordinated it and whatever answered it (the core, an overloaded inbox, a kill): by
+outcome, and if it succeeded, its latency from `submit` to the answer, read from the
+environment's `clock`. The core's own `now` cannot measure it: a read at ONE answered from the
+node's own copy is answered in the step that received it, at the same `now`.
+
 Anything else that raises in a step (a timer's bug, a failed sync, an input's error listed in
 `fatal`, such as a disk that failed) reaches the environment, which decides what it means: the
 simulator turns a simulated power cut into a machine crash; otherwise the environment calls
@@ -41,8 +47,9 @@ from typing import Any
 
 from bhandar_cli.core.config import NodeConfig
 from bhandar_cli.core.messages import ClientRequest, DotLeaseSaved, Failure, Note, Respond, Result, Send
-from bhandar_cli.core.metrics import NodeMetrics
+from bhandar_cli.core.metrics import OK, NodeMetrics
 from bhandar_cli.core.node import Node
+from bhandar_cli.core.ops import counted_as
 from bhandar_cli.core.ring import Ring
 from bhandar_cli.core.store import Store
 from bhandar_cli.storage.jobs import BackgroundJob
@@ -56,6 +63,7 @@ SendFn = Callable[[str, str, Any], None]  # (src, dst, message): the environment
 NoteFn = Callable[[str, Note], None]  # (node, note): what a person watching is told
 Responder = Callable[[Result], None]
 Fsync = Callable[[], None]  # blocking: makes every write made before `begin_sync` durable
+Clock = Callable[[], float]  # the environment's time, in seconds
 
 
 class PendingSync:
@@ -83,6 +91,7 @@ class NodeHost:
         send: SendFn,
         on_note: NoteFn | None = None,
         fatal: tuple[type[BaseException], ...] = (),
+        clock: Clock | None = None,
     ) -> None:
         self.name = name
         self.zone = zone
@@ -105,6 +114,8 @@ class NodeHost:
         self._responders: dict[int, Responder] = {}
         self._unsynced: list[list[Any]] = []  # durable effects of batches no sync has begun for
         self._syncing: PendingSync | None = None  # the sync running, if any
+        self._now = 0.0  # the last step's time: the clock of an environment that gives none
+        self.clock: Clock = clock if clock is not None else (lambda: self._now)
 
     # --- life --------------------------------------------------------------------------------
 
@@ -165,7 +176,11 @@ class NodeHost:
         return True
 
     def submit(self, request: ClientRequest, responder: Responder) -> None:
-        """A client request; `responder` is called exactly once with the result (unless `forget`)."""
+        """A client request; `responder` is called exactly once with the result (unless `forget`).
+        A data request is counted in the metrics when its answer goes out."""
+        counted = counted_as(request)
+        if counted is not None:
+            responder = self._counting(*counted, responder)
         if self.node is None:
             responder(Failure("unavailable", f"node {self.name} is down; revive it or use another node"))
             return
@@ -174,6 +189,18 @@ class NodeHost:
             return
         self._responders[request.rid] = responder
         self._enqueue(None, request)
+
+    def _counting(self, op: str, level: str, responder: Responder) -> Responder:
+        """`responder`, counting the request's outcome and latency first."""
+        started = self.clock()
+
+        def respond(result: Result) -> None:
+            outcome = result.code if isinstance(result, Failure) else OK
+            metrics = self.node.metrics if self.node is not None else self.past_metrics
+            metrics.observe(op, level, outcome, (self.clock() - started) * 1000.0)
+            responder(result)
+
+        return respond
 
     def _enqueue(self, src: str | None, msg: Any) -> None:
         self._inbox.append((src, msg))
@@ -201,6 +228,7 @@ class NodeHost:
         node = self.node
         if node is None:
             return
+        self._now = now
         effects = self._handle_batch(node, now)
         damage = self.store.take_damage()  # found at open, or by this batch's reads
         if damage:

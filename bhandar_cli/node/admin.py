@@ -48,7 +48,7 @@ def records_from_plain(plain: dict[str, Any]) -> tuple[Record | None, Record | N
 def metrics_to_plain(metrics: NodeMetrics) -> dict[str, Any]:
     plain = {k: v for k, v in vars(metrics).items() if k != "ops"}
     plain["ops"] = [
-        [op, level, s.count, s.ok, dict(s.latency.buckets), s.latency.total_ms, s.latency.max_ms]
+        [op, level, s.count, s.ok, dict(s.latency.buckets), s.latency.total_ms, s.latency.max_ms, s.failures]
         for (op, level), s in metrics.ops.items()
     ]
     return plain
@@ -56,11 +56,13 @@ def metrics_to_plain(metrics: NodeMetrics) -> dict[str, Any]:
 
 def metrics_from_plain(plain: dict[str, Any]) -> NodeMetrics:
     metrics = NodeMetrics(**{k: v for k, v in plain.items() if k != "ops"})
-    for op, level, count, ok, buckets, total_ms, max_ms in plain["ops"]:
+    for row in plain["ops"]:
+        op, level, count, ok, buckets, total_ms, max_ms = row[:7]
+        failures = row[7] if len(row) > 7 else {}  # (a node of an earlier version sends none)
         hist = Histogram()
         hist.buckets.update({int(b): int(c) for b, c in buckets.items()})
         hist.count, hist.total_ms, hist.max_ms = sum(hist.buckets.values()), total_ms, max_ms
-        metrics.ops[(op, level)] = OpStats(count, ok, hist)
+        metrics.ops[(op, level)] = OpStats(count, ok, hist, {str(c): int(n) for c, n in failures.items()})
     return metrics
 
 

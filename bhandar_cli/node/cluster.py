@@ -67,7 +67,8 @@ class InProcessCluster:
 
     def _new_host(self, name: str, zone: str, store: Store) -> NodeHost:
         seed = self._rng.getrandbits(64)
-        host = NodeHost(name, zone, self.ring, store, self.config, seed, self.network.send, self._note, FATAL)
+        network, clock = self.network.send, trio.current_time
+        host = NodeHost(name, zone, self.ring, store, self.config, seed, network, self._note, FATAL, clock)
         self.hosts[name] = host
         self.runners[name] = NodeRunner(host)
         return host

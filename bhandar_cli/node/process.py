@@ -153,6 +153,7 @@ class NodeProcess:
             self.transport.send,
             self._note,
             FATAL,
+            trio.current_time,  # requests' latency, from their arrival to their answer
         )
         self.runner = NodeRunner(self.host, offload=True)
         self.port = options.port

@@ -115,7 +115,16 @@ class SimCluster:
         ring = Ring.build([name], self.vnodes, {name: zone}) if self.addressing else self.ring
         send = self._send_by_address if self.addressing else self.net.send
         host = NodeHost(
-            name, zone, ring, self.store_factory(name), self.config, seed, send, self._note, self.crash_errors
+            name,
+            zone,
+            ring,
+            self.store_factory(name),
+            self.config,
+            seed,
+            send,
+            self._note,
+            self.crash_errors,
+            lambda: self.loop.now,
         )
         if self.addressing:
             host.boot = {"zone": zone, "seeds": []}

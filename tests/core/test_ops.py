@@ -8,7 +8,6 @@ import math
 import pytest
 
 from bhandar_cli.core.messages import ClientReply, Failure, GetResult, PutRequest, PutResult, Respond, Send
-from bhandar_cli.core.metrics import NodeMetrics
 from bhandar_cli.core.ops import (
     ForwardOp,
     HandoffOp,
@@ -98,30 +97,25 @@ def test_answer_goes_to_the_local_client_or_back_to_the_forwarding_node() -> Non
     assert answer(5, "B", result) == Send("B", ClientReply(5, result), False)
 
 
-def test_finish_counts_the_op_and_closes_its_trace() -> None:
-    metrics = NodeMetrics()
+def test_finish_closes_the_ops_trace() -> None:
     trace = Trace(10.0)
     trace.note(10.001, "coordinates")
     op = put_op(10.0, trace, origin="C")
-    effect = finish(10.004, op, PutResult("A", 2, 2), metrics, durable=True)
+    effect = finish(10.004, op, PutResult("A", 2, 2), durable=True)
     assert isinstance(effect, Send) and effect.dst == "C" and effect.durable
     assert isinstance(effect.msg, ClientReply) and effect.msg.rid == 42
     result = effect.msg.result
     assert isinstance(result, PutResult)
     assert result.trace == ((1.0, "coordinates"), (4.0, "answered the client"))
-    stats = metrics.ops[("put", "QUORUM")]
-    assert (stats.count, stats.ok) == (1, 1)
 
 
-def test_finish_of_a_failed_read_counts_it_as_failed_under_get() -> None:
-    metrics = NodeMetrics()
+def test_finish_of_a_failed_read_notes_the_failure_in_its_trace() -> None:
     op = ReadOp(
         9, None, 0.0, 1.0, "ONE", "ks", "k", 1, ("A",), frozenset(), Trace(0.0), ReadProgress()
     )  # fmt: skip
-    effect = finish(1.0, op, Failure("timeout", "no replica answered"), metrics)
+    effect = finish(1.0, op, Failure("timeout", "no replica answered"))
     assert isinstance(effect, Respond) and isinstance(effect.result, Failure)
     assert effect.result.trace == ((1000.0, "failed: no replica answered"),)
-    assert (metrics.ops[("get", "ONE")].count, metrics.ops[("get", "ONE")].ok) == (1, 0)
     untraced = dataclasses.replace(op, trace=None)
-    plain = finish(1.0, untraced, GetResult("A", Versioned(()), 1, 1), metrics)
+    plain = finish(1.0, untraced, GetResult("A", Versioned(()), 1, 1))
     assert isinstance(plain, Respond) and isinstance(plain.result, GetResult) and plain.result.trace == ()
