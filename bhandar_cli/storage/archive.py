@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,29 +59,31 @@ def _store_json(disk: Disk, path: str, value: Any) -> None:
     write_file_atomically(disk, path, json.dumps(value, sort_keys=True).encode())
 
 
-def digest(disk: Disk, path: str) -> tuple[int, str]:
-    """(size, sha256 hex) of a file, read in chunks."""
-    h, size, offset = hashlib.sha256(), disk.size(path), 0
+def _chunks(disk: Disk, path: str) -> Iterator[bytes]:
+    """The file's bytes in order, `_CHUNK` at a time (an archived WAL may be large)."""
+    size, offset = disk.size(path), 0
     while offset < size:
         chunk = disk.read(path, offset, min(_CHUNK, size - offset))
         if not chunk:
-            break
-        h.update(chunk)
+            return
+        yield chunk
         offset += len(chunk)
-    return size, h.hexdigest()
+
+
+def digest(disk: Disk, path: str) -> tuple[int, str]:
+    """(size, sha256 hex) of a file, read in chunks."""
+    h = hashlib.sha256()
+    for chunk in _chunks(disk, path):
+        h.update(chunk)
+    return disk.size(path), h.hexdigest()
 
 
 def copy_file(disk: Disk, src: str, dst: str) -> None:
     """Copy `src` to a new file `dst` (fsynced), in chunks."""
-    size, offset = disk.size(src), 0
     out = disk.open_append(dst)
     try:
-        while offset < size:
-            chunk = disk.read(src, offset, min(_CHUNK, size - offset))
-            if not chunk:
-                break
+        for chunk in _chunks(disk, src):
             out.write(chunk)
-            offset += len(chunk)
         out.sync()
     finally:
         out.close()
