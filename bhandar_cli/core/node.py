@@ -332,7 +332,9 @@ class Node:
         return self._metrics
 
     def info(self, now: float, counts: bool = True) -> dict[str, Any]:
-        return self._views.info(now, counts)
+        info = self._views.info(now, counts)
+        info["hot"] = self._coordinator.hot.view(now)  # client request rates of its hottest keys
+        return info
 
     def members(self, now: float) -> list[dict[str, Any]]:
         return self._views.members(now)
