@@ -40,7 +40,10 @@ def expire(ks: KeyspaceDef | None, record: Record | None, now: float) -> Record 
     if all(s.value is None or s.ts + ttl > now for s in record.siblings):
         return record
     return Versioned(
-        tuple(replace(s, value=None) if s.value is not None and s.ts + ttl <= now else s for s in record.siblings)
+        tuple(
+            replace(s, value=None) if s.value is not None and s.ts + ttl <= now else s
+            for s in record.siblings
+        )
     )
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 HotKey = tuple[str, str]  # (keyspace, key)
 
 CAPACITY = 64
+SHOWN = 32  # keys a node's status view carries (what `hot` combines across nodes)
 TAU = 10.0  # seconds: a request counts for about this long (e^-1 after tau)
 _RESCALE = 30.0  # exponent (weight e^30) at which every counter is brought back to the present
 
@@ -106,7 +107,7 @@ class HotKeys:
             self._origin, exponent = now, 0.0
         return math.exp(exponent)
 
-    def view(self, now: float, n: int = CAPACITY) -> dict[str, object]:
+    def view(self, now: float, n: int = SHOWN) -> dict[str, object]:
         """Plain form for status views: the total rate and the top `n` keys."""
         return {
             "total_rate": round(self.total_rate(now), 3),

@@ -111,7 +111,8 @@ class Keyspaces:
             return
         self._defs[ks.name] = ks
         # A ttl is saved only where there is one: the form of the others stays what older builds read.
-        self._store.put_meta("keyspaces", [list(astuple(k)[: 5 if k.ttl else 4]) for k in self._defs.values()])
+        saved = [list(astuple(k)[: 5 if k.ttl else 4]) for k in self._defs.values()]
+        self._store.put_meta("keyspaces", saved)
 
     def learn_all(self, keyspaces: Iterable[KeyspaceDef]) -> None:
         for ks in keyspaces:

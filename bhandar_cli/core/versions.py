@@ -92,9 +92,11 @@ def lww_merge(a: Iterable[Sibling], b: Iterable[Sibling]) -> tuple[Sibling, ...]
     copy that has not expired it yet must never bring the value back."""
     best: Sibling | None = None
     for s in (*a, *b):
-        if best is None or (s.ts, s.dot) > (best.ts, best.dot):
-            best = s
-        elif s.dot == best.dot and s.value is None and best.value is not None:
+        if (
+            best is None
+            or (s.ts, s.dot) > (best.ts, best.dot)
+            or (s.dot == best.dot and s.value is None and best.value is not None)
+        ):
             best = s
     return () if best is None else (best,)
 

@@ -161,12 +161,15 @@ def test_on_disk_an_expired_value_becomes_a_tombstone_and_compaction_drops_it_on
     store.put("cache", "k", value)
     store.flush()
     # The sweep's rewrite goes through the engine's merge with the value on disk: the tombstone wins.
-    store.put("cache", "k", expire(CACHE, value, 5.0 + TTL))
+    swept = expire(CACHE, value, 5.0 + TTL)
+    assert swept is not None
+    store.put("cache", "k", swept)
     got = store.get("cache", "k")
     assert isinstance(got, Versioned) and got.siblings[0].value is None
 
     def on_disk() -> bool:
-        return any(marker in disk.read(f"/n/{name}") for name in disk.listdir("/n") if disk.size(f"/n/{name}"))
+        files = [f"/n/{name}" for name in disk.listdir("/n")]
+        return any(marker in disk.read(path) for path in files if disk.size(path))
 
     store.flush()
     assert on_disk()  # the value's table is still there
