@@ -24,7 +24,9 @@ def one_json(proc: subprocess.CompletedProcess[bytes]) -> dict[str, Any]:
 def test_a_ttl_value_expires_and_repair_does_not_bring_it_back(shared_cluster: ClusterFile) -> None:
     where = ("--cluster", shared_cluster.dir)
     name = f"ttl-{secrets.token_hex(3)}"  # the shared cluster keeps the keyspaces of earlier runs
-    made = one_json(run_cli("keyspace", "create", name, "--policy", "lww", "--ttl", "2s", *where, "-o", "json"))
+    made = one_json(
+        run_cli("keyspace", "create", name, "--policy", "lww", "--ttl", "2s", *where, "-o", "json")
+    )
     assert (made["ttl"], made["created"]) == (2, True)
     refused = run_cli("keyspace", "create", f"{name}-s", "--ttl", "2s", *where)
     assert refused.returncode == 2 and b"ttl needs policy=lww" in refused.stderr
