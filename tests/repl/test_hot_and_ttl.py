@@ -54,3 +54,23 @@ def test_a_ttl_keyspace_forgets_its_values_at_expiry(repl: Run) -> None:
     assert siblings["ok"] is False and "ttl needs policy=lww" in siblings["error"]
     assert bad["ok"] is False and "bad ttl" in bad["error"]
     assert conflict["ok"] is False and "ttl=1m" in conflict["error"]
+
+
+def test_a_blind_write_over_an_expired_value_warns_of_no_lost_version(repl: Run) -> None:
+    out = repl(
+        [
+            "keyspace create cache policy=lww n=3 ttl=10s",
+            "keyspace create plain policy=lww n=3",
+            "put cache k old",
+            "put plain k old",
+            "sleep 11s",
+            "put cache k new ctx=none",
+            "put plain k new ctx=none",
+            "get cache k",
+        ],
+        nodes=3,
+    )
+    cache, plain, got = out[5], out[6], out[7]
+    assert cache["ok"] and not any("last-writer-wins" in w for w in cache.get("warnings", [])), cache
+    assert any("last-writer-wins replaced 1 version" in w for w in plain.get("warnings", [])), plain
+    assert got["values"] == ["new"]
