@@ -14,6 +14,7 @@ are brought back to 1 now and then so they never overflow.
 
 from __future__ import annotations
 
+import heapq
 import math
 from dataclasses import dataclass
 
@@ -38,7 +39,7 @@ class HotEntry:
 class HotKeys:
     """A space-saving sketch of (keyspace, key) request rates, decaying with time."""
 
-    __slots__ = ("_counts", "_errors", "_origin", "_total", "capacity", "tau")
+    __slots__ = ("_counts", "_errors", "_heap", "_origin", "_total", "capacity", "tau")
 
     def __init__(self, capacity: int = CAPACITY, tau: float = TAU) -> None:
         if capacity < 1 or tau <= 0:
@@ -47,6 +48,10 @@ class HotKeys:
         self.tau = tau
         self._counts: dict[HotKey, float] = {}
         self._errors: dict[HotKey, float] = {}
+        # One (count, key) per key, the count as of when it was pushed: counts only grow, so an
+        # entry is at most stale-low, and finding the smallest counter costs O(log capacity)
+        # amortized instead of a scan of every counter on each new key.
+        self._heap: list[tuple[float, HotKey]] = []
         self._total = 0.0
         # The time at which a request weighs 1; one at `now` weighs e^((now - origin) / tau).
         self._origin: float | None = None
@@ -64,15 +69,22 @@ class HotKeys:
         if count is not None:
             counts[item] = count + weight
             return
+        heap = self._heap
         if len(counts) < self.capacity:
             counts[item] = weight
             self._errors[item] = 0.0
+            heapq.heappush(heap, (weight, item))
             return
-        victim = min(counts, key=counts.__getitem__)
-        floor = counts.pop(victim)
-        del self._errors[victim]
+        while True:  # the smallest counter: refresh stale entries until the top is current
+            pushed, victim = heap[0]
+            floor = counts[victim]
+            if floor == pushed:
+                break
+            heapq.heapreplace(heap, (floor, victim))
+        del counts[victim], self._errors[victim]
         counts[item] = floor + weight
         self._errors[item] = floor
+        heapq.heapreplace(heap, (floor + weight, item))
 
     def top(self, now: float, n: int = 10) -> list[HotEntry]:
         """The `n` keys with the highest rates at `now`, highest first."""
@@ -104,6 +116,8 @@ class HotKeys:
             self._counts = {k: c * factor for k, c in self._counts.items()}
             self._errors = {k: e * factor for k, e in self._errors.items()}
             self._total *= factor
+            self._heap = [(c, k) for k, c in self._counts.items()]
+            heapq.heapify(self._heap)
             self._origin, exponent = now, 0.0
         return math.exp(exponent)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 
 import pytest
@@ -71,3 +72,28 @@ def test_the_plain_view_carries_total_and_keys() -> None:
     view = sketch.view(1.0)
     assert view["keys"] == [{"keyspace": "cache", "key": "x", "rate": 0.1, "error": 0.0}]
     assert view["total_rate"] == 0.1
+
+
+def test_the_sketch_is_exactly_space_saving() -> None:
+    """The same counters as the textbook algorithm (evict the smallest count, ties by key)."""
+    rng = random.Random(3)
+    sketch = HotKeys(capacity=10, tau=50.0)
+    counts: dict[tuple[str, str], float] = {}
+    for i in range(5000):
+        now = i * 0.01
+        key = f"k{int(60 * rng.random() ** 2)}"
+        sketch.record(now, "kv", key)
+        weight = math.exp(now / 50.0)  # what one request weighs (no rebase within 30 tau)
+        item = ("kv", key)
+        if item in counts:
+            counts[item] += weight
+        elif len(counts) < 10:
+            counts[item] = weight
+        else:
+            victim = min(counts, key=lambda k: (counts[k], k))
+            counts[item] = counts.pop(victim) + weight
+    scale = math.exp(-50.0 / 50.0) / 50.0
+    expected = sorted(((k, c * scale) for k, c in counts.items()), key=lambda kc: (-kc[1], kc[0]))
+    got = [((e.keyspace, e.key), e.rate) for e in sketch.top(50.0, 10)]
+    assert [k for k, _ in got] == [k for k, _ in expected]
+    assert [r for _, r in got] == pytest.approx([r for _, r in expected])
