@@ -69,3 +69,18 @@ def test_bhandar_hot_and_http_status_show_the_hammered_key(shared_cluster: Clust
     assert run_cli("hot", "0", *where).returncode == 2
     table = run_cli("hot", *where)
     assert table.returncode == 0 and key.encode() in table.stdout
+
+
+def test_a_ttl_keyspace_over_http(shared_cluster: ClusterFile) -> None:
+    name = f"ttl-http-{secrets.token_hex(3)}"
+    with http_client(shared_cluster, "A") as http:
+        made = http.put(f"/v1/keyspaces/{name}", json={"policy": "lww", "ttl": "1m"})
+        assert made.status_code == 201 and made.json()["ttl"] == 60, made.text
+        same = http.put(f"/v1/keyspaces/{name}", json={"policy": "lww", "ttl": 60})
+        assert same.status_code == 200 and same.json()["created"] is False
+        siblings = http.put(f"/v1/keyspaces/{name}-s", json={"ttl": 60})
+        assert siblings.status_code == 400 and "ttl needs policy=lww" in siblings.json()["error"]
+        bad = http.put(f"/v1/keyspaces/{name}-b", json={"policy": "lww", "ttl": True})
+        assert bad.status_code == 400 and '"ttl"' in bad.json()["error"]
+        listed = http.get("/v1/keyspaces").json()["keyspaces"]
+        assert {k["name"]: k["ttl"] for k in listed}[name] == 60
