@@ -159,12 +159,14 @@ class ClusterViews:
         per_node: dict[str, int] = {}
         storage: dict[str, Any] = {}
         repair: dict[str, Any] = {}
+        sketches = HotSketches()
         for name in self.backend.names:
             if self.backend.is_alive(name):
                 m = await self.backend.node_metrics(name)
                 total.merge(m)
                 per_node[name] = m.coordinated + m.replica_requests
                 info = await self.backend.node_info(name, counts=False)
+                sketches.add(name, info)
                 if info.get("storage"):
                     storage[name] = info["storage"]
                 if info.get("repair"):
@@ -206,6 +208,7 @@ class ClusterViews:
                 "repair_age": repair,  # per node: ranges, never repaired, oldest age in seconds
             },
             "values_expired": total.values_expired,  # ttl keyspaces: values turned into tombstones
+            "hot": sketches.view(self.backend.ring, 3)["keys"],  # the `hot` view's top 3 keys
             "storage": storage,
         }
 
@@ -215,23 +218,34 @@ class ClusterViews:
         and the share of all requests each node serves as a replica of the keys listed."""
         if not 1 <= n <= HOT_MAX:
             raise BadInput(f"hot shows 1 to {HOT_MAX} keys, not {n}")
-        totals: dict[str, float] = {}
-        rates: dict[tuple[str, str], dict[str, float]] = {}
-        replication: dict[str, int] = {}
+        sketches = HotSketches()
         for name in self.backend.names:
-            if not self.backend.is_alive(name):
-                continue
-            info = await self.backend.node_info(name, counts=False)
-            sketch = info.get("hot") or {}
-            totals[name] = float(sketch.get("total_rate", 0.0))
-            for entry in sketch.get("keys", []):
-                rates.setdefault((entry["keyspace"], entry["key"]), {})[name] = float(entry["rate"])
-            for ks in info.get("keyspaces", []):
-                replication.setdefault(ks["name"], int(ks["n"]))
-        return hot_view(self.backend.ring, totals, rates, replication, n)
+            if self.backend.is_alive(name):
+                sketches.add(name, await self.backend.node_info(name, counts=False))
+        return sketches.view(self.backend.ring, n)
 
 
 HOT_MAX = SHOWN  # keys `hot` shows at most (node info carries this many of each node's sketch)
+
+
+class HotSketches:
+    """The hot-key sketches of the nodes' status views, gathered for `hot_view`."""
+
+    def __init__(self) -> None:
+        self.totals: dict[str, float] = {}
+        self.rates: dict[tuple[str, str], dict[str, float]] = {}
+        self.replication: dict[str, int] = {}
+
+    def add(self, node: str, info: dict[str, Any]) -> None:
+        sketch = info.get("hot") or {}
+        self.totals[node] = float(sketch.get("total_rate", 0.0))
+        for entry in sketch.get("keys", []):
+            self.rates.setdefault((entry["keyspace"], entry["key"]), {})[node] = float(entry["rate"])
+        for ks in info.get("keyspaces", []):
+            self.replication.setdefault(ks["name"], int(ks["n"]))
+
+    def view(self, ring: Ring, n: int) -> dict[str, Any]:
+        return hot_view(ring, self.totals, self.rates, self.replication, n)
 
 
 def hot_view(

@@ -244,7 +244,7 @@ def _run_chaos(options: ChaosOptions, on_progress: Callable[[int], None] | None)
     while not workload.done:
         cluster.loop.run()
     workload_seconds = cluster.now
-    hot = hot_keys(cluster, keyspaces) if params.hot else None
+    hot = hot_keys(cluster) if params.hot else None
 
     healed = heal(cluster, faults, history, keyspaces, None if disks is None else disks.compact)
     windows = _movement_windows(faults, config.detection_bound())
@@ -280,21 +280,15 @@ def _run_chaos(options: ChaosOptions, on_progress: Callable[[int], None] | None)
     )
 
 
-def hot_keys(cluster: SimCluster, keyspaces: dict[str, KeyspaceDef], n: int = 3) -> dict[str, Any]:
+def hot_keys(cluster: SimCluster, n: int = 3) -> dict[str, Any]:
     """The `hot` view of the cluster now: every live node's sketch combined, as the client does."""
-    from bhandar_cli.client_views import hot_view
+    from bhandar_cli.client_views import HotSketches
 
-    totals: dict[str, float] = {}
-    rates: dict[tuple[str, str], dict[str, float]] = {}
+    sketches = HotSketches()
     for name, host in sorted(cluster.hosts.items()):
-        if host.node is None:
-            continue
-        sketch = host.node.info(cluster.now, counts=False)["hot"]
-        totals[name] = sketch["total_rate"]
-        for entry in sketch["keys"]:
-            rates.setdefault((entry["keyspace"], entry["key"]), {})[name] = entry["rate"]
-    replication = {name: ks.n for name, ks in keyspaces.items()}
-    return hot_view(cluster.ring_view(), totals, rates, replication, n)
+        if host.node is not None:
+            sketches.add(name, host.node.info(cluster.now, counts=False))
+    return sketches.view(cluster.ring_view(), n)
 
 
 def _build_cluster(params: ChaosParams, config: NodeConfig, disks: LSMHosts | None) -> SimCluster:

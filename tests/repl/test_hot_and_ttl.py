@@ -12,9 +12,13 @@ def test_hot_shows_the_skewed_key_first_with_its_replicas_and_their_load(repl: R
     lines = ["keyspace create bench policy=lww n=3"]
     for i in range(60):
         lines.append("get bench hot-one" if i % 2 else f"put bench k{i} v")
-    lines += ["prefs bench hot-one", "hot 3", "hot 0", "hot x"]
+    lines += ["prefs bench hot-one", "hot 3", "hot 0", "hot x", "metrics"]
     out = repl(lines, nodes=5)
-    prefs, top, zero, word = out[-4:]
+    prefs, top, zero, word, metrics = out[-5:]
+    def placed(keys: list[dict[str, Any]]) -> list[tuple[str, list[str]]]:
+        return [(k["key"], k["replicas"]) for k in keys]
+
+    assert placed(metrics["hot"]) == placed(top["keys"])  # metrics carries the top 3 too
     assert top["ok"] and top["keys"], top
     first = top["keys"][0]
     assert (first["keyspace"], first["key"]) == ("bench", "hot-one")
@@ -43,10 +47,12 @@ def test_a_ttl_keyspace_forgets_its_values_at_expiry(repl: Run) -> None:
             "keyspace create cache2 ttl=60s",
             "keyspace create cache3 policy=lww ttl=60x",
             "keyspace create cache policy=lww n=2 ttl=2m",
+            "metrics",
         ],
         nodes=3,
     )
-    created, _, _, before, _, after, listing, siblings, bad, conflict = out
+    created, _, _, before, _, after, listing, siblings, bad, conflict, metrics = out
+    assert metrics["values_expired"] == 2  # each of the n=2 replicas swept it into a tombstone
     assert created["ttl"] == 60 and created["created"] is True
     assert before["values"] == ["s1"]
     assert after["found"] is False and after["values"] == [], after
