@@ -262,7 +262,8 @@ hints   {"cmd":"hints","queues":[{"holder":"E","target":"D","count":N,"oldest_s"
 merkle  {"cmd":"merkle","a":"A","b":"B","ranges":[{"range":[LO,HI],"equal":bool,"keys":[...]}]}
 members {"cmd":"members","from":"A","members":[{"id":"B","heartbeat":N,"phi":F,"up":bool,"status":S}]}
 metrics {"cmd":"metrics","ops":{"get":{"QUORUM":{"count":N,"ok":N,"p50_ms":F,"p99_ms":F}}},
-         "stale_reads":N,"read_repairs":N,"hints":{"pending":N,"oldest_s":F},"values_expired":N,...}
+         "stale_reads":N,"read_repairs":N,"hints":{"pending":N,"oldest_s":F},"values_expired":N,
+         "hot":[top 3 keys of hot],...}
 hot     {"cmd":"hot","total_rate":F,"window_s":F,"keys":[{"keyspace":K,"key":K,"rate":F,"share":F,
          "replicas":["A","C","E"],"nodes":{"A":F}}],"nodes":{"A":F},"replica_load":{"A":F}}
 """
