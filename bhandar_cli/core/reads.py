@@ -119,6 +119,9 @@ class ReadCoordinator:
             merged = self._merge_replies(op, now)
             lww = self.keyspaces.policy(op.keyspace) == "lww"
             dropped = _lww_dropped(progress.replies.values(), merged) if lww else ()
+            ttl = self.keyspaces[op.keyspace].ttl if dropped else 0
+            if ttl:  # an expired version was gone anyway: last-writer-wins dropped nothing
+                dropped = tuple(s for s in dropped if s.ts + ttl > now)
             live = live_siblings(merged)
             limit = self.config.sibling_max
             warnings = (over_limit_warning(op.key, live, limit),) if live > limit else ()

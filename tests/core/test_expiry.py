@@ -179,3 +179,21 @@ def test_on_disk_an_expired_value_becomes_a_tombstone_and_compaction_drops_it_on
     store.flush()
     store.compact()
     assert store.get("cache", "k") is None and list(store.keys("cache")) == []
+
+
+def test_a_read_reports_no_version_dropped_by_last_writer_wins_when_both_had_expired() -> None:
+    # Neither read repair nor anti-entropy may bring C up to date: C must still hold v1 at the end.
+    c = SimCluster(seed=14, nodes=3, zones=3, config=NodeConfig(read_repair=False, repair_interval=0))
+    create_keyspace(c, CACHE)
+    put(c, "A", "k", b'"v1"')
+    c.kill("C")  # C keeps v1 and misses v2, a blind write that does not cover it
+    c.run_for(c.config.detection_bound())
+    put(c, "A", "k", b'"v2"', "QUORUM")
+    ts = written_at(c, "A", "k")
+    c.revive("C")
+    c.run_for(c.config.detection_bound())
+    fresh = c.call("B", GetRequest(c.new_rid(), CACHE.name, "k", "ALL"))
+    assert isinstance(fresh, GetResult) and [s.dot for s in fresh.dropped], fresh  # v1, unseen by v2
+    c.run_for(ts + TTL - c.now)
+    gone = c.call("B", GetRequest(c.new_rid(), CACHE.name, "k", "ALL"))
+    assert isinstance(gone, GetResult) and gone.dropped == () and found(c, "A", "k") == []
