@@ -23,6 +23,7 @@ from bhandar_cli.cmd.cluster_pki import cert as cluster_cert
 from bhandar_cli.cmd.cluster_pki import init as cluster_init
 from bhandar_cli.cmd.data import delete, get, incr, put
 from bhandar_cli.cmd.demo import demo
+from bhandar_cli.cmd.hot import hot
 from bhandar_cli.cmd.join_token import join_token_app
 from bhandar_cli.cmd.keyspace import keyspace_app
 from bhandar_cli.cmd.node import node_app
@@ -51,6 +52,7 @@ app.command("pipe")(pipe)
 app.command("export")(export)
 app.command("import")(import_)
 app.command("soak")(soak)
+app.command("hot")(hot)
 app.add_typer(keyspace_app, name="keyspace")
 bench_app.command("security")(bench_security)
 bench_app.command("repair")(bench_repair)

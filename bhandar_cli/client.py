@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from bhandar_cli.client_ops import ClusterOps
 from bhandar_cli.client_views import ClusterViews
-from bhandar_cli.core.config import KeyspaceDef, parse_level
+from bhandar_cli.core.config import KeyspaceDef, parse_level, parse_ttl
 from bhandar_cli.core.context import BLIND_DELETE_WARNING, decode_context, encode_context
 from bhandar_cli.core.crdt import PNCounter
 from bhandar_cli.core.errors import BadInput, BhandarError
@@ -314,13 +314,20 @@ class Client(DataClient, ClusterViews, ClusterOps):
         return self.backend.ring.preference_list(key_token(keyspace, key), n)
 
     async def keyspace_create(
-        self, name: str, policy: str = "siblings", n: int | None = None, quorum: str = "sloppy"
+        self,
+        name: str,
+        policy: str = "siblings",
+        n: int | None = None,
+        quorum: str = "sloppy",
+        ttl: str | int = 0,
     ) -> dict[str, Any]:
+        """Create a keyspace; `ttl` in seconds, or as text (`60s`, `5m`, `2h`, `1d`)."""
         default_n = 3
         info = await self._any_info()
         if info.get("keyspaces"):
             default_n = next((k["n"] for k in info["keyspaces"] if k["name"] == "counters"), 3)
-        definition = KeyspaceDef(name, policy, default_n if n is None else n, quorum)
+        seconds = parse_ttl(ttl) if isinstance(ttl, str) else ttl
+        definition = KeyspaceDef(name, policy, default_n if n is None else n, quorum, seconds)
         if definition.n > len(self.backend.names):
             raise BadInput(
                 f"n={definition.n} is more than the {len(self.backend.names)} nodes of this cluster"
@@ -339,6 +346,7 @@ class Client(DataClient, ClusterViews, ClusterOps):
             "policy": d.policy,
             "n": d.n,
             "quorum": d.quorum,
+            "ttl": d.ttl,
             "created": result.created,
         }
 

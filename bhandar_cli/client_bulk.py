@@ -84,13 +84,16 @@ class ExportHeader:
 
     def to_json(self) -> dict[str, Any]:
         ks = self.keyspace
-        return {
+        header: dict[str, Any] = {
             "bhandar_export": EXPORT_FORMAT,
             "keyspace": ks.name,
             "policy": ks.policy,
             "n": ks.n,
             "quorum": ks.quorum,
         }
+        if ks.ttl:
+            header["ttl"] = ks.ttl
+        return header
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> ExportHeader:
@@ -98,7 +101,13 @@ class ExportHeader:
             raise BadInput(f"not a format {EXPORT_FORMAT} export header: {obj.get('bhandar_export')!r}")
         try:
             return cls(
-                KeyspaceDef(str(obj["keyspace"]), str(obj["policy"]), int(obj["n"]), str(obj["quorum"]))
+                KeyspaceDef(
+                    str(obj["keyspace"]),
+                    str(obj["policy"]),
+                    int(obj["n"]),
+                    str(obj["quorum"]),
+                    int(obj.get("ttl", 0)),
+                )
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise BadInput(f"the export header is incomplete: {exc}") from None
@@ -117,7 +126,8 @@ async def keyspace_def(client: Client, name: str) -> KeyspaceDef | None:
             continue  # it did not answer
         for ks in info["keyspaces"]:
             if ks["name"] == name:
-                return KeyspaceDef(ks["name"], ks["policy"], int(ks["n"]), ks["quorum"])
+                ttl = int(ks.get("ttl", 0))
+                return KeyspaceDef(ks["name"], ks["policy"], int(ks["n"]), ks["quorum"], ttl)
         return None
     raise ClientError("unavailable", "no node answered with its keyspaces (all down or too busy); try again")
 

@@ -250,8 +250,9 @@ JSON_SHAPES = """
 get     {"cmd":"get","ok":true,"keyspace":K,"key":K,"found":bool,"values":[...],"context":S,"siblings":N}
 put     {"cmd":"put","ok":true,"coordinator":NODE,"acks":N}            (delete: the same)
 incr    {"cmd":"incr","ok":true,"value":N}
-keyspace {"cmd":"keyspace","ok":true,"name":K,"policy":S,"n":N,"quorum":S,"created":bool}
-         (keyspace list: {"cmd":"keyspace","ok":true,"keyspaces":[{"name":K,"policy":S,"n":N,"quorum":S}]})
+keyspace {"cmd":"keyspace","ok":true,"name":K,"policy":S,"n":N,"quorum":S,"ttl":SECONDS,"created":bool}
+         (keyspace list: {"cmd":"keyspace","ok":true,
+          "keyspaces":[{"name":K,"policy":S,"n":N,"quorum":S,"ttl":N}]})
 failure {"cmd":...,"ok":false,"error":"human sentence","code":"CODES|..."}
 status  {"cmd":"status","nodes":[{"id":"A","zone":"z1","up":true,"status":"normal","tokens":8,
          "owns":0.21,"keys":N}]}
@@ -261,7 +262,10 @@ hints   {"cmd":"hints","queues":[{"holder":"E","target":"D","count":N,"oldest_s"
 merkle  {"cmd":"merkle","a":"A","b":"B","ranges":[{"range":[LO,HI],"equal":bool,"keys":[...]}]}
 members {"cmd":"members","from":"A","members":[{"id":"B","heartbeat":N,"phi":F,"up":bool,"status":S}]}
 metrics {"cmd":"metrics","ops":{"get":{"QUORUM":{"count":N,"ok":N,"p50_ms":F,"p99_ms":F}}},
-         "stale_reads":N,"read_repairs":N,"hints":{"pending":N,"oldest_s":F},...}
+         "stale_reads":N,"read_repairs":N,"hints":{"pending":N,"oldest_s":F},"values_expired":N,
+         "hot":[top 3 keys of hot],...}
+hot     {"cmd":"hot","total_rate":F,"window_s":F,"keys":[{"keyspace":K,"key":K,"rate":F,"share":F,
+         "replicas":["A","C","E"],"nodes":{"A":F}}],"nodes":{"A":F},"replica_load":{"A":F}}
 """
 
 JSON_SIM_SHAPES = """
@@ -297,9 +301,10 @@ PUT    /v1/kv/KS/KEY?consistency=QUORUM     body {"value":...,"context":"..."}  
 DELETE /v1/kv/KS/KEY?consistency=QUORUM&context=...                             204
 POST   /v1/kv/KS/KEY/increment              body {"delta":1,"request_id":"..."}   200 {"value":N}
 GET    /v1/keyspaces                        200 {"keyspaces":[{"name":K,"policy":S,"n":N,"quorum":S}]}
-PUT    /v1/keyspaces/NAME                   body {"policy":"siblings","n":3,"quorum":"sloppy"}
+PUT    /v1/keyspaces/NAME                   body {"policy":"siblings","n":3,"quorum":"sloppy","ttl":0}
                                             201 created | 200 the same exists | 409 defined otherwise
-GET    /v1/status                           200 the node's view: members, peers, hints, keys, ...
+GET    /v1/status                           200 the node's view: members, peers, hints, keys,
+                                            hot ({"total_rate":F,"keys":[{"keyspace","key","rate"}]}), ...
 GET    /metrics                             200 Prometheus text: bhandar_requests_total
                                             (by op, consistency and outcome),
                                             bhandar_request_latency_seconds (a histogram per op

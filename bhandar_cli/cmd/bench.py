@@ -5,6 +5,8 @@ in-process cluster started here (`--nodes N`). In the same run an echo server pr
 same frames at the same concurrency (node/echo.py), so the ratio between the two means something
 on a noisy machine. Puts go to fresh keys under a prefix drawn for the run (a blind write to a used
 key adds a sibling), so every run on a cluster measures the same work; gets read this run's keys.
+With `--hot F` a fraction F of all operations read one key of the run instead: the report then
+shows the hot keys (`hot`), their replicas and the load they put on each node.
 """
 
 from __future__ import annotations
@@ -78,6 +80,9 @@ def bench(
     consistency: str = CONSISTENCY_OPTION,
     mix: str = MIX_OPTION,
     latency: str = typer.Option("none", "--latency", help="In-process network latency: none or seed."),
+    hot: float = typer.Option(
+        0.0, "--hot", metavar="FRACTION", help="Skew: this fraction of operations read one hot key."
+    ),
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
     """Measure ops/s and p50/p99/max per operation, with a bare CBOR echo baseline and the ratio.
@@ -94,11 +99,13 @@ def bench(
         fail(f"--nodes must be between 1 and 26 (got {nodes})", EXIT_USAGE)
     if latency not in ("none", "seed"):
         fail(f"--latency must be none or seed (got {latency!r})", EXIT_USAGE)
+    if not 0.0 <= hot <= 1.0:
+        fail(f"--hot takes a fraction of the operations, 0 to 1 (got {hot})", EXIT_USAGE)
     level, weights = load_shape(concurrency, consistency, mix)
     from bhandar_cli.cmd.cluster import run_async
 
     async def body() -> dict[str, Any]:
-        return await run_bench(cluster, nodes, ops, concurrency, level, weights, latency)
+        return await run_bench(cluster, nodes, ops, concurrency, level, weights, latency, hot)
 
     report = run_async("bench", output, body)
     if output is OutputFormat.json:
@@ -117,6 +124,7 @@ async def run_bench(
     level: str,
     weights: tuple[int, int],
     latency: str = "none",
+    hot: float = 0.0,
 ) -> dict[str, Any]:
     from bhandar_cli.core.messages import PutRequest
     from bhandar_cli.node.echo import echo_baseline, memory_echo_baseline
@@ -135,10 +143,12 @@ async def run_bench(
                     "nodes": len(client.backend.names),
                     "dir": client.backend.cluster.dir,
                 }
-                store = await _store_load(client, ops, concurrency, weights, value, ctype, advance)
+                store = await _store_load(client, ops, concurrency, weights, value, ctype, advance, hot)
         else:
             target = {"target": "in-process", "nodes": nodes, "latency": latency}
-            store = await _in_process(nodes, latency, level, ops, concurrency, weights, value, ctype, advance)
+            store = await _in_process(
+                nodes, latency, level, ops, concurrency, weights, value, ctype, advance, hot
+            )
         sample = PutRequest(1, KEYSPACE, "w0-0", value, ctype, None, level)
         if nodes is None:
             baseline = (await echo_baseline(ops, concurrency, sample, advance, echo_tls)).summary()
@@ -151,6 +161,7 @@ async def run_bench(
     report.update(consistency=level, concurrency=concurrency, mix={"get": weights[0], "put": weights[1]})
     report.update({k: store[k] for k in ("ops_per_s", "p50_ms", "p99_ms", "max_ms", "errors", "seconds")})
     report.update(ops=store["count"], per_op=store["per_op"], first_error=store.get("first_error", ""))
+    report.update(hot_fraction=hot, hot=store["hot"])
     report.update(
         baseline=named,
         baseline_tls=echo_tls is not None,
@@ -196,7 +207,14 @@ async def _in_process(
 
 
 async def _store_load(
-    client: Any, ops: int, concurrency: int, weights: tuple[int, int], value: bytes, ctype: str, advance: Any
+    client: Any,
+    ops: int,
+    concurrency: int,
+    weights: tuple[int, int],
+    value: bytes,
+    ctype: str,
+    advance: Any,
+    hot: float = 0.0,
 ) -> dict[str, Any]:
     from bhandar_cli.node.echo import run_load
 
@@ -213,6 +231,9 @@ async def _store_load(
     await run_load(len(written), concurrency, preload)  # also warms up connections
 
     async def one(worker: int, i: int) -> str:
+        if hot and rng.random() < hot:  # the skew: one key takes this share of every operation
+            await _tagged("get", client.get(KEYSPACE, written[0]))
+            return "get"
         if rng.random() * (weights[0] + weights[1]) < weights[0]:
             key, op = rng.choice(written), "get"
             await _tagged(op, client.get(KEYSPACE, key))
@@ -225,6 +246,7 @@ async def _store_load(
     result = await run_load(ops, concurrency, one, advance)
     summary = result.summary()
     summary["first_error"] = result.first_error
+    summary["hot"] = await client.hot(5)  # what the nodes' sketches saw, skewed or not
     return summary
 
 

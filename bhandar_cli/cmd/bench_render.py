@@ -1,4 +1,5 @@
-"""How `bhandar bench` shows its report: the table per operation, the baseline's row, the ratio."""
+"""How `bhandar bench` shows its report: the table per operation, the baseline's row, the ratio, and
+with --hot the hot keys and the load they put on each node."""
 
 from __future__ import annotations
 
@@ -43,3 +44,8 @@ def render(report: dict[str, Any]) -> None:
         console.print(
             f"[yellow]{report['errors']} operations failed; first: {report['first_error']}[/yellow]"
         )
+    if report.get("hot_fraction"):
+        from bhandar_cli.repl.views_hot import render_hot
+
+        console.print(f"hot keys ({100 * report['hot_fraction']:g}% of operations read one key):")
+        console.print(render_hot(report["hot"]))

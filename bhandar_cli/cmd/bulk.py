@@ -311,7 +311,7 @@ async def _target(client: Client, keyspace: str, header: ExportHeader | None) ->
     source = header.keyspace
     if definition is None:
         await client.keyspace_create(
-            keyspace, source.policy, min(source.n, len(client.backend.names)), source.quorum
+            keyspace, source.policy, min(source.n, len(client.backend.names)), source.quorum, source.ttl
         )
     elif definition.policy != source.policy:
         fail(

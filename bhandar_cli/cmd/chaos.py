@@ -58,6 +58,18 @@ def _int(option: str, text: str | None, lo: int, hi: int) -> int | None:
     return int(value)
 
 
+def _fraction(option: str, text: str | None) -> float:
+    if text is None:
+        return 0.0
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value <= 1.0:
+        fail(f"{option} must be a fraction from 0 to 1, got {text!r}", EXIT_USAGE)
+    return value
+
+
 def _faults(text: str | None) -> tuple[str, ...] | None:
     from bhandar_cli.sim.faults import FAULT_KINDS
 
@@ -150,6 +162,13 @@ def chaos(
         metavar="SECONDS",
         help=f"A swarm seed still running after this long fails (default: {SEED_TIMEOUT}).",
     ),
+    hot: str = typer.Option(
+        None,
+        "--hot",
+        metavar="FRACTION",
+        help="Skew: this fraction of operations go to one key (e.g. 0.5); the summary "
+        "shows the hot keys, their replicas and each node's replica load (default: 0, no extra skew).",
+    ),
     bug: list[str] = typer.Option([], "--bug", hidden=True, help="Test only: plant a store bug."),
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
@@ -157,7 +176,10 @@ def chaos(
     was lost, counters add up and replicas converge. The same seed replays the same run; --swarm runs
     many seeds in parallel."""
     swarm_options = (swarm, start, jobs, seed_timeout)
+    hot_share = _fraction("--hot", hot)
     if scenario is not None:
+        if hot_share:
+            fail("--hot does not apply to --scenario ministore (its setup is fixed)", EXIT_USAGE)
         _scenario(
             scenario,
             seed,
@@ -215,6 +237,7 @@ def chaos(
         clients=clients_n,
         bugs=tuple(bug),
         storage=kind,
+        hot=hot_share,
     )
     if swarm_n is not None:
         _swarm(options, swarm_n, start, jobs, seed_timeout, output)

@@ -3,7 +3,7 @@
 A keyspace must be created before any get, put, delete or incr uses it (`kv` and `counters` exist
 from the start). Exit codes: 0 ok (created, or an identical keyspace exists), 1 failed (a
 keyspace of that name is defined otherwise, too many keyspaces, cluster unavailable), 2 usage (a
-bad name, policy, n or quorum mode).
+bad name, policy, n, quorum mode or ttl).
 """
 
 from __future__ import annotations
@@ -37,16 +37,22 @@ def create(
     quorum: str = typer.Option(
         "sloppy", "--quorum", help="sloppy (fallbacks stand in for down replicas) or strict."
     ),
+    ttl: str = typer.Option(
+        "0",
+        "--ttl",
+        metavar="TTL",
+        help="Values expire this long after their write: 60s, 5m, 2h, 1d (policy lww only; default never).",
+    ),
     cluster: str | None = CLUSTER,
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
     """Create a keyspace (exit 0 too when an identical one exists)."""
-    _run("keyspace", output, cluster, lambda c: c.keyspace_create(name, policy, n, quorum))
+    _run("keyspace", output, cluster, lambda c: c.keyspace_create(name, policy, n, quorum, ttl))
 
 
 @keyspace_app.command("list")
 def list_(cluster: str | None = CLUSTER, output: OutputFormat = OUTPUT_OPTION) -> None:
-    """List every keyspace with its policy, replication factor and quorum mode."""
+    """List every keyspace with its policy, replication factor, quorum mode and ttl."""
     _run("keyspace", output, cluster, lambda c: c.keyspace_list())
 
 

@@ -15,6 +15,9 @@ Consistency = Literal["ONE", "QUORUM", "ALL"]
 LEVELS: tuple[Consistency, ...] = get_args(Consistency)
 POLICIES = ("siblings", "lww", "counter")
 QUORUM_MODES = ("sloppy", "strict")
+# Time to live of a keyspace's values, in whole seconds (0: values never expire).
+TTL_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+MAX_TTL = 10 * 365 * 86400
 # Keyspace names travel in URLs, file names and completions: a small safe alphabet, no `.` or `..`.
 KEYSPACE_NAME = re.compile(r"[a-z0-9_-]{1,64}")
 KEYSPACE_NAME_RULE = "1 to 64 characters of a-z, 0-9, _ and -"
@@ -44,14 +47,35 @@ def required(level: str, n: int) -> int:
     return n // 2 + 1
 
 
+def parse_ttl(text: str) -> int:
+    """`60s`, `5m`, `2h`, `1d` or a bare number of seconds -> seconds (`0`: no expiry)."""
+    raw = text.strip().lower()
+    unit = TTL_UNITS.get(raw[-1:], 0)
+    digits = raw[:-1] if unit else raw
+    if not digits.isdigit():
+        raise BadInput(f"bad ttl {text!r}: use whole seconds, minutes, hours or days, e.g. 60s, 5m, 2h, 1d")
+    return int(digits) * (unit or 1)
+
+
+def show_ttl(seconds: int) -> str:
+    """60 -> "60s", 300 -> "5m": the largest unit that divides it ("0" for no expiry)."""
+    for unit, size in sorted(TTL_UNITS.items(), key=lambda u: -u[1]):
+        if seconds and seconds % size == 0:
+            return f"{seconds // size}{unit}"
+    return "0"
+
+
 @dataclass(frozen=True, slots=True)
 class KeyspaceDef:
-    """A keyspace: conflict policy, replication factor and quorum mode."""
+    """A keyspace: conflict policy, replication factor, quorum mode and time to live (seconds; 0:
+    values never expire). A ttl needs policy=lww: an expiring value has one version, whose write
+    timestamp every replica reads the same, so all of them expire it at the same moment."""
 
     name: str
     policy: str = "siblings"
     n: int = 3
     quorum: str = "sloppy"
+    ttl: int = 0
 
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:
@@ -62,6 +86,13 @@ class KeyspaceDef:
             raise BadInput(f"replication factor n={self.n} out of range (1..9)")
         if not valid_keyspace_name(self.name):
             raise BadInput(f"bad keyspace name {self.name!r}: use {KEYSPACE_NAME_RULE}")
+        if type(self.ttl) is not int or not 0 <= self.ttl <= MAX_TTL:
+            raise BadInput(f"ttl {self.ttl!r} out of range (0 to {MAX_TTL} seconds)")
+        if self.ttl and self.policy != "lww":
+            raise BadInput(
+                f"ttl needs policy=lww, not policy={self.policy} (siblings and counters have no "
+                "single write time to expire by)"
+            )
 
 
 def valid_keyspace_name(name: object) -> bool:

@@ -14,6 +14,7 @@ from dataclasses import replace
 from bhandar_cli.core.antientropy import AntiEntropy
 from bhandar_cli.core.config import LEVELS, KeyspaceDef, NodeConfig, one_of
 from bhandar_cli.core.errors import BadInput, BhandarError, Unavailable
+from bhandar_cli.core.hot_keys import HotKeys
 from bhandar_cli.core.keyspaces import Keyspaces
 from bhandar_cli.core.limits import (
     check_context,
@@ -85,6 +86,9 @@ class Coordinator:
         # otherwise be coordinated twice and stored as two siblings with the same value.
         self._recent_forwards: dict[tuple[str, int], float] = {}
         self._tokens: dict[tuple[str, str], int] = {}
+        # Client request rates per key (the `hot` view): counted where a client's request enters
+        # the cluster, so a forwarded request is counted once.
+        self.hot = HotKeys()
 
     def request(self, now: float, req: ClientRequest, origin: str | None) -> list[Effect]:
         """A client request: from a local client (`origin` None) or forwarded by node `origin`."""
@@ -99,6 +103,8 @@ class Coordinator:
                 return self.streaming.decommission(now, req.rid, origin)
             ks = self._keyspace_for(req)
             self._validate(req, ks)
+            if origin is None:
+                self.hot.record(now, ks.name, req.key)
             plan = self._plan(ks, req.key, now)
             if isinstance(req, GetRequest):
                 return self.reads.get(now, req, origin, ks, plan)

@@ -11,7 +11,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import astuple, replace
 from types import MappingProxyType
 
-from bhandar_cli.core.config import COUNTERS, KEYSPACE_NAME_RULE, KV, KeyspaceDef, valid_keyspace_name
+from bhandar_cli.core.config import (
+    COUNTERS,
+    KEYSPACE_NAME_RULE,
+    KV,
+    KeyspaceDef,
+    show_ttl,
+    valid_keyspace_name,
+)
 from bhandar_cli.core.errors import BadInput, KeyspaceConflict, UnknownKeyspace
 from bhandar_cli.core.store import Store
 
@@ -53,7 +60,7 @@ class Keyspaces:
         if known is not None:
             raise KeyspaceConflict(
                 f"keyspace {ks.name} already exists with policy={known.policy} n={known.n} "
-                f"quorum={known.quorum}"
+                f"quorum={known.quorum}" + (f" ttl={show_ttl(known.ttl)}" if known.ttl else "")
             )
         if len(self._defs) >= MAX_KEYSPACES:
             raise BadInput(
@@ -93,7 +100,9 @@ class Keyspaces:
             # instead of flipping with each gossip round.
             return
         self._defs[ks.name] = ks
-        self._store.put_meta("keyspaces", [[k.name, k.policy, k.n, k.quorum] for k in self._defs.values()])
+        # A ttl is saved only where there is one: the form of the others stays what older builds read.
+        saved = [list(astuple(k)[: 5 if k.ttl else 4]) for k in self._defs.values()]
+        self._store.put_meta("keyspaces", saved)
 
     def learn_all(self, keyspaces: Iterable[KeyspaceDef]) -> None:
         for ks in keyspaces:

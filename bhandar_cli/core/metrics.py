@@ -124,6 +124,7 @@ class NodeMetrics:
     repair_sessions: int = 0
     keys_repaired: int = 0
     tombstones_reaped: int = 0
+    values_expired: int = 0  # values of ttl keyspaces turned into tombstones by the expiry sweep
     sibling_limit_exceeded: int = 0  # keys a merge took over the sibling limit (siblings all kept)
     corruptions: dict[str, int] = field(default_factory=dict)  # storage corruption found, by kind
 
@@ -167,6 +168,7 @@ class NodeMetrics:
             "repair_sessions",
             "keys_repaired",
             "tombstones_reaped",
+            "values_expired",
             "sibling_limit_exceeded",
         ):
             setattr(self, name, getattr(self, name) + getattr(other, name))

@@ -37,6 +37,7 @@ from bhandar_cli.core.config import KeyspaceDef, NodeConfig
 from bhandar_cli.core.coordinator import Coordinator
 from bhandar_cli.core.damage_repair import DamageRepair
 from bhandar_cli.core.dot_lease import DotLease
+from bhandar_cli.core.expiry import ExpirySweeper
 from bhandar_cli.core.gossip import GossipLiveness
 from bhandar_cli.core.handoff import HintedHandoff
 from bhandar_cli.core.hash_index import HashIndex
@@ -192,6 +193,7 @@ class Node:
         self._saver = MembershipSaver(store, gossip) if gossip is not None else None
         self._damage = DamageRepair(anti_entropy, metrics)
         self._hash_index = hash_index
+        self._expiry = ExpirySweeper(store, keyspaces, metrics)
         self._views = NodeViews(
             node_id,
             raw_store,
@@ -270,6 +272,7 @@ class Node:
             out.extend(self._anti_entropy.expire(now))
             out.extend(self._streaming.tick(now))
             out.extend(self._ownership.tick(now))
+            self._expiry.tick(now)
             actor = self._saver.save() if self._saver is not None else None
             if actor is not None:
                 # The store is an older copy than the life peers remember: that life may have
@@ -332,7 +335,9 @@ class Node:
         return self._metrics
 
     def info(self, now: float, counts: bool = True) -> dict[str, Any]:
-        return self._views.info(now, counts)
+        info = self._views.info(now, counts)
+        info["hot"] = self._coordinator.hot.view(now)  # client request rates of its hottest keys
+        return info
 
     def members(self, now: float) -> list[dict[str, Any]]:
         return self._views.members(now)

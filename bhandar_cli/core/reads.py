@@ -18,6 +18,7 @@ from collections.abc import Iterable
 
 from bhandar_cli.core.config import KeyspaceDef, NodeConfig, required
 from bhandar_cli.core.crdt import PNCounter
+from bhandar_cli.core.expiry import expire
 from bhandar_cli.core.keyspaces import Keyspaces
 from bhandar_cli.core.messages import (
     Effect,
@@ -115,9 +116,12 @@ class ReadCoordinator:
         progress = op.progress
         if not progress.answered and len(progress.replies) >= op.needed:
             progress.answered = True
-            merged = self._merge_replies(op)
+            merged = self._merge_replies(op, now)
             lww = self.keyspaces.policy(op.keyspace) == "lww"
             dropped = _lww_dropped(progress.replies.values(), merged) if lww else ()
+            ttl = self.keyspaces[op.keyspace].ttl if dropped else 0
+            if ttl:  # an expired version was gone anyway: last-writer-wins dropped nothing
+                dropped = tuple(s for s in dropped if s.ts + ttl > now)
             live = live_siblings(merged)
             limit = self.config.sibling_max
             warnings = (over_limit_warning(op.key, live, limit),) if live > limit else ()
@@ -147,19 +151,21 @@ class ReadCoordinator:
         )
         return [finish(now, op, failure), *self._read_repair(now, op)]
 
-    def _merge_replies(self, op: ReadOp) -> Record | None:
+    def _merge_replies(self, op: ReadOp, now: float) -> Record | None:
         policy = self.keyspaces.policy(op.keyspace)
         merged: Record | None = None
         for record in op.progress.replies.values():
             merged = merge_records(policy, merged, record)
-        return merged
+        # A value past its keyspace's ttl reads as the tombstone every replica will turn it into,
+        # and read repair hands that tombstone to the replicas still holding the value.
+        return expire(self.keyspaces.get(op.keyspace), merged, now)
 
     def _read_repair(self, now: float, op: ReadOp) -> list[Effect]:
         """Send the merged version to home replicas that answered with less."""
         replies = op.progress.replies
         if not self.config.read_repair or len(replies) < 2:
             return []
-        merged = self._merge_replies(op)
+        merged = self._merge_replies(op, now)
         if merged is None:
             return []
         ks = self.keyspaces[op.keyspace]

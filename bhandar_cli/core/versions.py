@@ -85,10 +85,18 @@ _dot_order = attrgetter("dot")
 
 
 def lww_merge(a: Iterable[Sibling], b: Iterable[Sibling]) -> tuple[Sibling, ...]:
-    """Last writer wins: one sibling, the greatest by (timestamp, actor, counter)."""
+    """Last writer wins: one sibling, the greatest by (timestamp, actor, counter).
+
+    Between two copies of the same write (same dot), the tombstone wins: in a keyspace with a ttl
+    a replica turns an expired value into a tombstone of the same dot (core/expiry.py), and a
+    copy that has not expired it yet must never bring the value back."""
     best: Sibling | None = None
     for s in (*a, *b):
-        if best is None or (s.ts, s.dot) > (best.ts, best.dot):
+        if (
+            best is None
+            or (s.ts, s.dot) > (best.ts, best.dot)
+            or (s.dot == best.dot and s.value is None and best.value is not None)
+        ):
             best = s
     return () if best is None else (best,)
 

@@ -128,6 +128,8 @@ def to_wire(obj: Any) -> Any:
         out: dict[str, Any] = {"$t": cls.__name__}
         for name in names:
             out[name] = to_wire(getattr(obj, name))
+        if cls is KeyspaceDef and not obj.ttl:
+            del out["ttl"]  # a keyspace without expiry travels as before ttl existed (older peers)
         return out
     if isinstance(obj, Versioned | PNCounter):
         return {"$r": to_plain(obj)}

@@ -116,7 +116,14 @@ class WriteCoordinator:
                 f"{req.key} has {live} siblings; merge them (the limit is {self.config.sibling_max})",
             )
         if ks.policy == "lww":
-            lost = [s for s in siblings if s.dot != merged[0].dot and not covers(context, s.dot)]
+            # A value past its keyspace's ttl was already gone for every reader: not lost here.
+            lost = [
+                s
+                for s in siblings
+                if s.dot != merged[0].dot
+                and not covers(context, s.dot)
+                and not (ks.ttl and s.ts + ks.ttl <= now)
+            ]
             if lost:
                 warnings += (
                     f"last-writer-wins replaced {len(lost)} version(s) this write had not seen "

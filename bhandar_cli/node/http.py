@@ -26,7 +26,7 @@ from hypercorn.config import Config
 from hypercorn.trio import serve
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
-from bhandar_cli.core.config import KeyspaceDef, NodeConfig, parse_level
+from bhandar_cli.core.config import KeyspaceDef, NodeConfig, parse_level, parse_ttl
 from bhandar_cli.core.context import BLIND_DELETE_WARNING, decode_context, encode_context
 from bhandar_cli.core.crdt import PNCounter
 from bhandar_cli.core.errors import BadInput, BhandarError, RateLimited
@@ -281,19 +281,31 @@ class Api:
 
     async def create_keyspace(self, name: str, body: dict[str, Any]) -> Response:
         """201 with the definition when new, 200 when an identical one exists, 409 when it differs."""
-        unknown = sorted(set(body) - {"policy", "n", "quorum"})
+        unknown = sorted(set(body) - {"policy", "n", "quorum", "ttl"})
         if unknown:
-            raise BadInput(f"unknown field {unknown[0]!r} (a keyspace takes policy, n and quorum)")
+            raise BadInput(f"unknown field {unknown[0]!r} (a keyspace takes policy, n, quorum and ttl)")
         policy, quorum = body.get("policy", "siblings"), body.get("quorum", "sloppy")
         n = body.get("n", self.node.config.default_n)
         if not isinstance(policy, str) or not isinstance(quorum, str):
             raise BadInput('"policy" and "quorum" must be strings')
         if not isinstance(n, int) or isinstance(n, bool):
             raise BadInput('"n" must be an integer')
-        result = await self.call(KeyspaceRequest(0, KeyspaceDef(name, policy, n, quorum)))
+        ttl = body.get("ttl", 0)  # seconds, or text as the CLI takes it ("60s", "5m")
+        if isinstance(ttl, str):
+            ttl = parse_ttl(ttl)
+        if not isinstance(ttl, int) or isinstance(ttl, bool):
+            raise BadInput('"ttl" must be a number of seconds or a duration such as "60s"')
+        result = await self.call(KeyspaceRequest(0, KeyspaceDef(name, policy, n, quorum, ttl)))
         assert isinstance(result, KeyspaceResult)
         d = result.definition
-        out = {"name": d.name, "policy": d.policy, "n": d.n, "quorum": d.quorum, "created": result.created}
+        out = {
+            "name": d.name,
+            "policy": d.policy,
+            "n": d.n,
+            "quorum": d.quorum,
+            "ttl": d.ttl,
+            "created": result.created,
+        }
         return 201 if result.created else 200, _json(out), "application/json", []
 
 

@@ -46,6 +46,7 @@ COUNTERS: dict[str, tuple[str, str]] = {
     "repair_sessions": ("bhandar_repair_sessions", "Anti-entropy range comparisons started."),
     "keys_repaired": ("bhandar_keys_repaired", "Keys anti-entropy sent to a replica that lacked them."),
     "tombstones_reaped": ("bhandar_tombstones_reaped", "Tombstones removed once every replica had them."),
+    "values_expired": ("bhandar_values_expired", "Values of ttl keyspaces turned into tombstones by expiry."),
 }
 
 # info()["storage"] figures of an LSM-backed node (none for the in-memory store): key -> (name, help).

@@ -12,6 +12,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from bhandar_cli.core.config import show_ttl
 from bhandar_cli.core.versions import show_clock
 from bhandar_cli.core.wording import count as counted
 from bhandar_cli.outcomes import GetOutcome, IncrOutcome, WriteOutcome
@@ -179,8 +180,10 @@ def render_incr(out: IncrOutcome) -> RenderableType:
 def render_keyspaces(d: dict[str, Any]) -> RenderableType:
     if "keyspaces" not in d:
         verb = "created" if d["created"] else "exists"
-        return Text(f"keyspace {d['name']} {verb}: policy={d['policy']} n={d['n']} quorum={d['quorum']}")
-    table = Table("keyspace", "policy", "n", "quorum", box=box.SIMPLE_HEAD, show_edge=False)
+        ttl = f" ttl={show_ttl(d['ttl'])}" if d.get("ttl") else ""
+        return Text(f"keyspace {d['name']} {verb}: policy={d['policy']} n={d['n']} quorum={d['quorum']}{ttl}")
+    table = Table("keyspace", "policy", "n", "quorum", "ttl", box=box.SIMPLE_HEAD, show_edge=False)
     for k in d["keyspaces"]:
-        table.add_row(k["name"], k["policy"], str(k["n"]), k["quorum"])
+        ttl = show_ttl(k["ttl"]) if k.get("ttl") else "-"
+        table.add_row(k["name"], k["policy"], str(k["n"]), k["quorum"], ttl)
     return table

@@ -86,6 +86,7 @@ class ChaosOptions:
     clients: int | None = None
     bugs: tuple[str, ...] = ()  # test-only: planted bugs (NodeConfig.bugs)
     storage: str | None = None  # memory | lsm
+    hot: float = 0.0  # skew: this fraction of operations go to one key (never drawn)
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +115,7 @@ class ChaosParams:
     hint_max_age: float = DEFAULT_HINT_AGE
     storage: str = "memory"
     storage_seed: int = 0
+    hot: float = 0.0
     addressing: bool = False  # process-mode membership: seeds by address (see sim/cluster.py)
 
 
@@ -187,6 +189,7 @@ def draw_params(options: ChaosOptions) -> ChaosParams:
         storage=options.storage if options.storage is not None else storage,
         storage_seed=storage_seed,
         addressing=addressing,
+        hot=options.hot,
     )
 
 
@@ -229,6 +232,7 @@ def _run_chaos(options: ChaosOptions, on_progress: Callable[[int], None] | None)
             levels=params.levels,
             client_timeout=2 * params.request_timeout + 0.5,
             think=params.think,
+            hot=params.hot,
         ),
         Random(params.workload_seed),
         history,
@@ -240,6 +244,7 @@ def _run_chaos(options: ChaosOptions, on_progress: Callable[[int], None] | None)
     while not workload.done:
         cluster.loop.run()
     workload_seconds = cluster.now
+    hot = hot_keys(cluster) if params.hot else None
 
     healed = heal(cluster, faults, history, keyspaces, None if disks is None else disks.compact)
     windows = _movement_windows(faults, config.detection_bound())
@@ -271,7 +276,19 @@ def _run_chaos(options: ChaosOptions, on_progress: Callable[[int], None] | None)
         disagreeing_keys=healed.disagreeing,
         movements=_movements(faults, healed.ring),
         storage=None if disks is None else disks.finish({n: h.store for n, h in cluster.hosts.items()}),
+        hot=hot,
     )
+
+
+def hot_keys(cluster: SimCluster, n: int = 3) -> dict[str, Any]:
+    """The `hot` view of the cluster now: every live node's sketch combined, as the client does."""
+    from bhandar_cli.client_views import HotSketches
+
+    sketches = HotSketches()
+    for name, host in sorted(cluster.hosts.items()):
+        if host.node is not None:
+            sketches.add(name, host.node.info(cluster.now, counts=False))
+    return sketches.view(cluster.ring_view(), n)
 
 
 def _build_cluster(params: ChaosParams, config: NodeConfig, disks: LSMHosts | None) -> SimCluster:

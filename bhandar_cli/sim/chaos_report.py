@@ -58,6 +58,7 @@ class ChaosReport:
     disagreeing_keys: int = 0  # keys whose replicas differed when the repair rounds began
     movements: MovementSummary = field(default_factory=MovementSummary)
     storage: StorageStats | None = None  # with `--storage lsm`
+    hot: dict[str, Any] | None = None  # with `--hot`: the `hot` view when the workload ended
     # A bare heapq loop's events per real second in the same process (sim/loop_baseline.py); 0: not
     # measured (a swarm's seeds skip it).
     bare_loop_events_per_second: float = 0.0
@@ -98,6 +99,8 @@ def reproduce_command(options: ChaosOptions) -> str:
         parts += ["--clients", str(options.clients)]
     if options.storage is not None:
         parts += ["--storage", options.storage]
+    if options.hot:
+        parts += ["--hot", f"{options.hot:g}"]
     for bug in options.bugs:
         parts += ["--bug", bug]
     return shlex.join(parts)
@@ -157,6 +160,8 @@ def render_summary(report: ChaosReport) -> str:
             f"truncated at recovery, {s.unsynced_bytes_lost} unsynced bytes at the crashes), "
             f"{s.flushes} flushes, {s.compactions} compactions, {s.fsyncs} fsyncs"
         )
+    if report.hot is not None:
+        lines += _hot_lines(report.hot)
     lines += [
         f"network          {report.messages} messages, {report.dropped} dropped",
         f"anti-entropy     {report.disagreeing_keys} keys differed after the heal; {report.repair_rounds} "
@@ -171,6 +176,17 @@ def render_summary(report: ChaosReport) -> str:
     else:
         lines.append(f"result           FAILED: {len(c.violations)} violations")
     return "\n".join(lines) + "\n"
+
+
+def _hot_lines(hot: dict[str, Any]) -> list[str]:
+    """The hot keys when the workload ended, and the share of all requests each node replicates."""
+    lines = [
+        f"hot keys         {e['keyspace']}/{e['key']}: {100 * e['share']:.1f}% of requests, "
+        f"replicas {' '.join(e['replicas'])}"
+        for e in hot["keys"]
+    ]
+    load = " ".join(f"{node} {100 * share:.0f}%" for node, share in hot["replica_load"].items())
+    return [*lines, f"  replica load   {load}"]
 
 
 def render_timing(report: ChaosReport) -> str:
@@ -258,6 +274,7 @@ def report_json(report: ChaosReport) -> dict[str, Any]:
         "bare_loop_events_per_second": round(report.bare_loop_events_per_second),
         "events_ratio": round(report.events_ratio, 4),
         "ok": report.ok,
+        **({"hot": report.hot} if report.hot is not None else {}),
         "violations": [str(v) for v in c.violations[:100]],
         "reproduce": None if report.ok else reproduce_command(report.options),
     }

@@ -38,6 +38,9 @@ STRICT = "strict"
 TALLY = "tally"
 
 
+HOT_KEY = "hot"
+
+
 def workload_keyspaces(n: int) -> tuple[KeyspaceDef, ...]:
     return (
         KeyspaceDef(SIBS, "siblings", n, "sloppy"),
@@ -57,6 +60,7 @@ class WorkloadParams:
     retry_rate: float = 0.8  # chance a failed increment is retried with the same request id
     resend_rate: float = 0.03  # chance an acknowledged increment is sent again
     max_attempts: int = 4
+    hot: float = 0.0  # skew: this fraction of operations go to HOT_KEY of `sibs`
 
 
 @dataclass(slots=True)
@@ -128,8 +132,13 @@ class Workload:
             client.resend = None
             self._incr(client, at, key, request_id, delta, 2, level)
             return
-        roll = rng.random()
-        key = self._key()
+        if self.params.hot and rng.random() < self.params.hot:
+            # The skew (--hot): a get, put or delete of one key of `sibs`. Drawn only with --hot,
+            # so the seeds of runs without it replay as before.
+            roll, key = 0.5, HOT_KEY
+        else:
+            roll = rng.random()
+            key = self._key()
         if roll < 0.3:
             self._next_request += 1
             delta = rng.choice((1, 1, 1, 2, 5, -1, -3))

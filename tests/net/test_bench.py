@@ -105,3 +105,16 @@ def test_a_second_run_on_the_same_cluster_writes_fresh_keys() -> None:
             nursery.cancel_scope.cancel()
 
     trio.run(main)
+
+
+def test_bench_hot_skews_one_key_and_reports_it_with_its_replicas() -> None:
+    args = ("bench", "--nodes", "5", "--ops", "400", "--concurrency", "4", "--hot", "0.5")
+    report = json.loads(run_cli(*args, "-o", "json").stdout)
+    check_report(report, 400)
+    assert report["hot_fraction"] == 0.5
+    top = report["hot"]["keys"][0]
+    assert 0.35 < top["share"] < 0.65 and len(top["replicas"]) == 3
+    assert all(report["hot"]["replica_load"][r] >= top["share"] for r in top["replicas"])
+    table = run_cli(*args)
+    assert table.returncode == 0 and b"hot keys (50% of operations read one key)" in table.stdout
+    assert run_cli("bench", "--nodes", "3", "--hot", "1.5").returncode == 2

@@ -72,6 +72,7 @@ def test_create_a_keyspace_over_http_then_use_it_through_another_node(
         "policy": "lww",
         "n": 3,
         "quorum": "sloppy",
+        "ttl": 0,
         "created": True,
     }
     again = http.put("/v1/keyspaces/prices-http", json={"policy": "lww"})
@@ -128,6 +129,7 @@ def test_keyspace_commands_and_an_unknown_keyspace_on_the_command_line(shared_cl
         "policy": "lww",
         "n": 2,
         "quorum": "sloppy",
+        "ttl": 0,
         "created": True,
     }
     again = run_cli("keyspace", "create", "cli_ks", "--policy", "lww", "-n", "2", *where)
@@ -135,7 +137,7 @@ def test_keyspace_commands_and_an_unknown_keyspace_on_the_command_line(shared_cl
     conflict = run_cli("keyspace", "create", "cli_ks", *where)
     assert conflict.returncode == 1 and b"already exists with policy=lww n=2" in conflict.stderr
     listed = one_json(run_cli("keyspace", "list", *where, "-o", "json"))
-    assert {"name": "cli_ks", "policy": "lww", "n": 2, "quorum": "sloppy"} in listed["keyspaces"]
+    assert {"name": "cli_ks", "policy": "lww", "n": 2, "quorum": "sloppy", "ttl": 0} in listed["keyspaces"]
     assert run_cli("put", "cli_ks", "k", "7", *where).returncode == 0
     assert run_cli("get", "cli_ks", "k", "-o", "raw", *where).stdout == b"7\n"
 

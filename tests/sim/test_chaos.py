@@ -318,6 +318,8 @@ def test_table_output_puts_real_time_on_its_own_last_line() -> None:
         (["--scenario", "ministore", "--storage", "lsm"], "--storage does not apply to --scenario ministore"),
         (["--scenario", "ministore", "--nodes", "3"], "--nodes does not apply to --scenario ministore"),
         (["--scenario", "bakery"], "unknown --scenario 'bakery'"),
+        (["--hot", "2"], "--hot must be a fraction from 0 to 1, got '2'"),
+        (["--scenario", "ministore", "--hot", "0.5"], "--hot does not apply to --scenario ministore"),
     ],
 )
 def test_bad_options_give_one_line_and_exit_2(args: list[str], message: str) -> None:

@@ -21,6 +21,7 @@ from bhandar_cli.repl.kinds import (
     QUORUM_MODE,
     REPLICAS,
     REQUEST_ID,
+    TTL,
     VALUE,
     keyword,
 )
@@ -127,15 +128,26 @@ async def incr(session: Session, cmd: Command) -> IncrOutcome:
     "keyspace",
     "create or list keyspaces",
     args=(Arg(keyword("create", "list")), Arg(NEW_KEYSPACE, optional=True)),
-    options=(Option("policy", POLICY), Option("n", REPLICAS, metavar="3"), Option("quorum", QUORUM_MODE)),
+    options=(
+        Option("policy", POLICY),
+        Option("n", REPLICAS, metavar="3"),
+        Option("quorum", QUORUM_MODE),
+        Option("ttl", TTL, metavar="60s"),
+    ),
     usage_template="{name} create NAME {options} | {name} list",
     help=f"""keyspace create sets a keyspace's conflict policy (siblings keeps concurrent writes side
     by side, lww keeps the last by timestamp, counter holds PN-Counters), its replication factor n
     (default: the cluster's) and its quorum mode (sloppy lets fallbacks stand in for down replicas,
-    strict counts home replicas only). A keyspace must be created before it is used; kv (siblings)
+    strict counts home replicas only). ttl (with policy=lww only) makes values expire: a read from
+    the write's time plus ttl on finds nothing, and the expired value is deleted everywhere without
+    a request (60s, 5m, 2h, 1d; default none). A keyspace must be created before it is used; kv (siblings)
     and counters (counter) exist from the start. A name is {KEYSPACE_NAME_RULE}; a cluster holds at
     most {MAX_KEYSPACES} keyspaces. keyspace list shows every keyspace.""",
-    examples=("keyspace create prices policy=lww", "keyspace list"),
+    examples=(
+        "keyspace create prices policy=lww",
+        "keyspace create cache policy=lww n=2 ttl=60s",
+        "keyspace list",
+    ),
     renderer=render_keyspaces,
 )
 async def keyspace(session: Session, cmd: Command) -> dict[str, Any]:

@@ -1,11 +1,12 @@
-"""REPL commands that show the cluster: status, ring, prefs, clock, merkle, hints, members, metrics."""
+"""REPL commands that show the cluster: status, ring, prefs, clock, merkle, hints, members, metrics,
+hot."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 from bhandar_cli.core.errors import BadInput
-from bhandar_cli.repl.kinds import KEY, KEYSPACE, NODE, choices
+from bhandar_cli.repl.kinds import INTEGER, KEY, KEYSPACE, NODE, choices
 from bhandar_cli.repl.table import Arg, CommandTable, Option
 from bhandar_cli.repl.views_cluster import (
     render_clock,
@@ -15,6 +16,7 @@ from bhandar_cli.repl.views_cluster import (
     render_ring,
     render_status,
 )
+from bhandar_cli.repl.views_hot import render_hot
 from bhandar_cli.repl.views_ops import render_members, render_merkle
 
 if TYPE_CHECKING:
@@ -148,3 +150,23 @@ async def metrics(session: Session, cmd: Command) -> dict[str, Any]:
     if show == "all":
         return data
     return {k: v for k, v in data.items() if k in ("cmd", "ok", *METRICS_PARTS[show])}
+
+
+@TABLE.command(
+    "hot",
+    "the keys clients ask for most: rate, share, replicas, node load",
+    args=(Arg(INTEGER, optional=True),),
+    help="""The N keys (default 10, at most 32) with the highest client request rates, from a
+    bounded sketch each node keeps of the requests that enter it (rates decay over about ten
+    seconds): each key's requests per second, its share of all requests, its replicas and the nodes
+    its requests entered at; then the share of all requests each node serves as a replica of those
+    keys. Virtual nodes spread keys, not requests: a hot key loads its N replicas whatever the
+    tokens.""",
+    examples=("hot", "hot 3"),
+    renderer=render_hot,
+)
+async def hot(session: Session, cmd: Command) -> dict[str, Any]:
+    text = cmd.arg(0) if cmd.args else "10"
+    if not text.isdigit():
+        raise BadInput(f"hot takes a number of keys, not {text!r}")
+    return await session.client.hot(int(text))
