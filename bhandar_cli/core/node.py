@@ -341,7 +341,7 @@ class Node:
     def hints_summary(self, now: float) -> list[dict[str, Any]]:
         return self._views.hints_summary(now)
 
-    def goodbye(self) -> list[Effect]:
+    def goodbye(self) -> list[Send]:
         """This node stops cleanly: tell every peer (gossip membership only), so it is down in
         their eyes at once (gossip.py `Goodbye`)."""
         gossip = self._ring_view.gossip

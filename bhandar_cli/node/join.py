@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import ssl
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -127,7 +127,7 @@ class JoinDesk:
         await stream.send_all(_frame({"cert": cert.decode()}))
 
 
-def _frame(body: dict[str, str | list[str]]) -> bytes:
+def _frame(body: Mapping[str, object]) -> bytes:
     # The join exchange is the same in every protocol version: written in the oldest, which
     # a node of any version reads.
     return encode_frame(body, version=MIN_COMPATIBLE_VERSION)

@@ -199,8 +199,8 @@ class TcpTransport:
             if kind == "peer" and isinstance(peer, str):
                 self.gate.admit_hello(peer, certified, conn.peer)
                 theirs = fields.get("protocol", MIN_COMPATIBLE_VERSION)  # absent: a version-1 build
-                negotiate(self.protocol, theirs)  # a malformed or too old version closes the link
-                self.peer_protocols[peer] = (int(theirs), trio.current_time())
+                # A malformed or too old version closes the link.
+                self.peer_protocols[peer] = (negotiate(codec.PROTOCOL_VERSION, theirs), trio.current_time())
                 link = self._links.get(peer)
                 if link is not None and not link.connected:
                     # It is back (restarted): stop backing off, or our messages to it would be

@@ -92,7 +92,7 @@ def test_upgrade_to_2_under_quorum_writes_fails_nothing(fresh_cluster_v1: Cluste
                 nursery.start_soon(read_stream)
                 nursery.start_soon(sample)
                 await trio.sleep(1.0)  # writes flowing before the first node stops
-                report = await operator.upgrade(2, heard)
+                report: dict[str, Any] = await operator.upgrade(2, heard)
                 await trio.sleep(0.5)
                 done.set()
             missing = []
