@@ -58,7 +58,7 @@ async def down_nodes(backend: Backend) -> dict[str, list[str]]:
     live = [n for n in backend.names if backend.is_alive(n)]
     for name in backend.names:
         if name not in live:
-            seen.setdefault(name, []).append("client")
+            seen.setdefault(name, []).append("this client")
     for peer in live:
         for row in await backend.node_members(peer):
             if row.get("status") != "left" and not row.get("up", True) and row["id"] in backend.names:
