@@ -99,6 +99,10 @@ class RollingUpgrade:
         backend = self.backend
         stop_node = getattr(backend, "stop_node", None)
         protocol_of = getattr(backend, "protocol_of", None)
+        from bhandar_cli.node.codec import MIN_COMPATIBLE_VERSION, PROTOCOL_VERSION
+
+        if self.to is not None and not MIN_COMPATIBLE_VERSION <= self.to <= PROTOCOL_VERSION:
+            raise BadInput(f"to must be {MIN_COMPATIBLE_VERSION}..{PROTOCOL_VERSION} (got {self.to})")
         if self.to is not None and protocol_of is None:
             raise BadInput("upgrade to=N changes the wire protocol of node processes: connect to a "
                            "process cluster (bhandar repl --connect DIR, or bhandar cluster upgrade)")

@@ -314,7 +314,7 @@ class NodeProcess:
             pid=os.getpid(),
             protocol=codec.protocol(),
             peer_protocols={p: v for p, (v, _) in sorted(self.transport.peer_protocols.items())},
-            protocol_versions=list(range(codec.MIN_COMPATIBLE_VERSION, codec.protocol() + 1)),
+            reads_protocols=list(range(codec.MIN_COMPATIBLE_VERSION, codec.protocol() + 1)),
             by_protocol=self.transport.protocol_counts(),
             draining=self.draining,
             host=self.options.host,

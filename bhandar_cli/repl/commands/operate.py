@@ -226,7 +226,10 @@ async def restore(session: Session, cmd: Command) -> dict[str, Any]:
     renderer=render_upgrade,
 )
 async def upgrade(session: Session, cmd: Command) -> dict[str, Any]:
-    to = int(cmd.options["to"]) if "to" in cmd.options else None
+    given = cmd.options.get("to")
+    if given is not None and not given.isdigit():
+        raise BadInput(f"to must be a protocol version, 1 or 2 (got {given!r})")
+    to = int(given) if given is not None else None
     return await session.client.upgrade(to, print_progress)
 
 
