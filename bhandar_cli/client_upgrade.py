@@ -74,7 +74,8 @@ async def check_step(backend: Backend, node: str, n: int) -> None:
             raise Refused(
                 f"upgrade stopped before {node}: {other} is down (seen by {who}) and shares keys with "
                 f"{node}; stopping {node} now would leave two replicas of those keys down. Bring "
-                f"{other} back (cluster start {other}), then run the upgrade again"
+                f"{other} back first (revive {other}, or bhandar cluster start {other}), then run the "
+                "upgrade again"
             )
 
 
