@@ -1,4 +1,5 @@
-"""`bhandar cluster up|down|status|kill|start|partition|heal|delay|add`: real node processes.
+"""`bhandar cluster up|down|status|kill|start|partition|heal|delay|add`: real node processes
+(`cluster upgrade` is in cluster_upgrade.py).
 
 Parsing and rendering only: processes are started and stopped by node/supervisor.py, and everything
 else goes through client.py over the TCP backend (node/tcpbackend.py). Also home of the two
