@@ -102,6 +102,7 @@ class TcpTransport:
         # (direction, protocol version, message) -> count; a write is named by its kind
         # (ReplicaWrite:write, :handoff for a hint, :repair), so the mix a cluster runs is visible.
         self.by_protocol: Counter[tuple[str, int, str]] = Counter()
+        self._inbound: Counter[str] = Counter()  # open peer connections from each peer
 
     def version_for(self, peer: str) -> int:
         """The protocol version to write to `peer`: the newest both read, as far as we know."""
@@ -206,7 +207,11 @@ class TcpTransport:
                     # It is back (restarted): stop backing off, or our messages to it would be
                     # dropped for up to BACKOFF_MAX while it already counts as up.
                     link.reconnect()
-                await self._peer_loop(conn, peer)
+                self._inbound[peer] += 1
+                try:
+                    await self._peer_loop(conn, peer)
+                finally:
+                    self._inbound[peer] -= 1
             elif kind == "client":
                 await self.on_client(conn, {str(k): v for k, v in fields.items()})
             elif kind == "join" and self.on_join is not None:
@@ -278,7 +283,6 @@ class _PeerLink:
         self._backoff = BACKOFF_MIN
         while True:
             host, _, port = self.address.rpartition(":")
-            attempt = trio.current_time()
             with trio.CancelScope() as self._scope:
                 try:
                     stream = await self._connect(host, int(port))
@@ -306,11 +310,12 @@ class _PeerLink:
                 pass
             finally:
                 self.connected = False
-                # The peer may have restarted as another version: write the oldest again until
-                # it says hello anew (a hello from before this connection is not news).
-                heard = self.transport.peer_protocols.get(self.peer)
-                if heard is not None and heard[1] <= attempt:
-                    del self.transport.peer_protocols[self.peer]
+                # The peer may have restarted as another version: unless its own link to us (the
+                # one whose hello we remember) is still open, write the oldest again until it says
+                # hello anew. A restarted peer's new link may already have said it: keep that.
+                transport = self.transport
+                if not transport._inbound[self.peer]:
+                    transport.peer_protocols.pop(self.peer, None)
                 self._scope = None
                 await trio.aclose_forcefully(stream)
 
