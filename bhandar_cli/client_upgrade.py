@@ -21,8 +21,10 @@ Each node in turn goes through these phases, reported live to `progress` as they
 - serve: it answers requests: PROBES reads through it, whose p99 must be within P99_BOUND_MS,
   retried until SETTLE_TIMEOUT.
 
-Only then does the next node stop. Backends without a clean stop (the in-process cluster) are
-flushed and restarted in place; they have no wire protocol, so `to` needs a process cluster.
+Only then does the next node stop; a node that does not serve again within SETTLE_TIMEOUT stops
+the upgrade (`Unavailable`, naming the phase it did not pass). Backends without a clean stop (the
+in-process cluster) are flushed and restarted in place; they have no wire protocol, so `to` needs
+a process cluster.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import contextlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from bhandar_cli.core.errors import BadInput, BhandarError, Refused
+from bhandar_cli.core.errors import BadInput, BhandarError, Refused, Unavailable
 from bhandar_cli.core.messages import Failure, GetRequest, RepairRequest
 
 if TYPE_CHECKING:
@@ -91,8 +93,10 @@ class RollingUpgrade:
         self.progress = progress or (lambda _event: None)
         self.replicas = int(getattr(getattr(backend, "cluster", None), "replicas", 3))
         self._node_started = 0.0
+        self._last_phase = ""
 
     def _phase(self, node: str, phase: str, **extra: Any) -> None:
+        self._last_phase = phase
         elapsed = round(self.backend.now() - self._node_started, 3)
         self.progress({"node": node, "phase": phase, "elapsed": elapsed, **extra})
 
@@ -142,7 +146,15 @@ class RollingUpgrade:
             if protocol_of is not None:
                 row.update({"from": before, "protocol": protocol_of(name)})
             rows.append(row)
-            self._phase(name, "done" if row["settled"] else "not settled", seconds=row["seconds"])
+            if not row["settled"]:
+                self._phase(name, "not settled", seconds=row["seconds"])
+                done = ", ".join(r["node"] for r in rows[:-1] if not r.get("skipped")) or "none"
+                raise Unavailable(
+                    f"upgrade stopped after {name}: it was started again but did not pass "
+                    f"'{self._last_phase}' within {SETTLE_TIMEOUT:g} s (nodes done before it: {done}); "
+                    f"see its log, then run the upgrade again"
+                )
+            self._phase(name, "done", seconds=row["seconds"])
         return {
             "cmd": "upgrade",
             "ok": True,
