@@ -21,6 +21,7 @@ from bhandar_cli.cmd.chaos import chaos
 from bhandar_cli.cmd.cluster import cluster_app
 from bhandar_cli.cmd.cluster_pki import cert as cluster_cert
 from bhandar_cli.cmd.cluster_pki import init as cluster_init
+from bhandar_cli.cmd.cluster_upgrade import upgrade as cluster_upgrade
 from bhandar_cli.cmd.data import delete, get, incr, put
 from bhandar_cli.cmd.demo import demo
 from bhandar_cli.cmd.hot import hot
@@ -60,6 +61,7 @@ bench_app.command("cli")(bench_cli)
 app.add_typer(bench_app, name="bench")
 cluster_app.command("init")(cluster_init)
 cluster_app.command("cert")(cluster_cert)
+cluster_app.command("upgrade")(cluster_upgrade)
 cluster_app.add_typer(join_token_app, name="join-token")
 cluster_app.add_typer(token_app, name="token")
 app.add_typer(cluster_app, name="cluster")

@@ -95,6 +95,9 @@ class Backend(RequestBackend, Protocol):
     async def restore(self, snapshot: str, until: float | None = None) -> dict[str, Any]: ...
 
 
+REROUTES = 2  # replicas a request refused unrun is sent on to (N - 1 for the default N of 3)
+
+
 class DataClient:
     """get, put, delete and incr, routed to a live replica of the key; remembers each key's last
     context so that a put or delete after a get replaces what it read."""
@@ -128,8 +131,24 @@ class DataClient:
     def _level(self, level: str | None) -> str:
         return self.consistency if level is None else parse_level(level)
 
-    async def _call(self, via: str, request: Any) -> Result:
-        result = await self.backend.request(via, request, self.timeout)
+    async def _call(self, via: str, request: Any, key: tuple[str, str] | None = None) -> Result:
+        """Send `request` to `via`. With the `key` it is routed by (no node named by the user), a
+        request a node refused without running it (stopping, or not listening: the backend's
+        `not_run`) goes to the key's next live replica, so a rolling restart fails no request."""
+        tried: list[str] = []
+        while True:
+            result = await self.backend.request(via, request, self.timeout)
+            not_run = getattr(self.backend, "not_run", None)
+            if not (isinstance(result, Failure) and key is not None and not_run is not None):
+                break
+            if not not_run(request.rid) or len(tried) >= REROUTES:
+                break
+            tried.append(via)
+            token = key_token(*key)
+            others = [n for n in self.backend.ring.walk(token) if n not in tried and self.backend.is_alive(n)]
+            if not others:
+                break
+            via = others[0]
         if isinstance(result, Failure):
             raise ClientError(result.code, result.error, result.answered, result.needed, result.trace)
         return result
@@ -170,7 +189,7 @@ class DataClient:
         node = self._via(keyspace, key, via)
         rid = self.backend.new_rid()
         request = PutRequest(rid, keyspace, key, value, ctype, context, lvl, self.trace)
-        result = await self._call(node, request)
+        result = await self._call(node, request, None if via else (keyspace, key))
         assert isinstance(result, PutResult)
         self._remember(keyspace, key)
         forwarded = await self._forwarded(keyspace, key, via and node, result.coordinator)
@@ -217,7 +236,8 @@ class DataClient:
         check_key(key)
         lvl = self._level(level)
         node = self._via(keyspace, key, via)
-        result = await self._call(node, GetRequest(self.backend.new_rid(), keyspace, key, lvl, self.trace))
+        request = GetRequest(self.backend.new_rid(), keyspace, key, lvl, self.trace)
+        result = await self._call(node, request, None if via else (keyspace, key))
         assert isinstance(result, GetResult)
         self._remember(keyspace, key)
         record = result.record
@@ -275,7 +295,7 @@ class DataClient:
         node = self._via(keyspace, key, via)
         rid = request_id or os.urandom(8).hex()  # 16 hex digits, without importing uuid
         request = IncrRequest(self.backend.new_rid(), keyspace, key, delta, rid, lvl, self.trace)
-        result = await self._call(node, request)
+        result = await self._call(node, request, None if via else (keyspace, key))
         assert isinstance(result, IncrResult)
         self._remember(keyspace, key)
         by, note = await self._forwarded(keyspace, key, via and node, result.coordinator)

@@ -9,7 +9,6 @@ client.py, and with it this module, without starting trio.
 
 from __future__ import annotations
 
-import contextlib
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -164,44 +163,12 @@ class ClusterOps:
                 await trio.sleep(0.1)
         return False
 
-    async def upgrade(self) -> dict[str, Any]:
-        """Rolling restart: one node at a time (flush, stop, start, wait until every peer sees it
-        up and its hints are delivered), so no two replicas of any key are ever down together."""
-        import trio
+    async def upgrade(self, to: int | None = None, progress: Any = None) -> dict[str, Any]:
+        """Rolling upgrade (client_upgrade.py): one node at a time, each stopped cleanly, started
+        again (at protocol `to`) and serving before the next; `progress` hears each phase."""
+        from bhandar_cli.client_upgrade import RollingUpgrade
 
-        started = self.backend.now()
-        rows: list[dict[str, Any]] = []
-        for name in [n for n in self.backend.names if self.backend.is_alive(n)]:
-            t0 = self.backend.now()
-            flush = getattr(self.backend, "flush", None)
-            if flush is not None:
-                with contextlib.suppress(BadInput):  # an in-memory cluster has nothing to flush
-                    await flush(name)
-            await self.backend.kill(name)
-            await trio.sleep(1.0)  # the time a real process takes to stop and start again
-            await self.backend.revive(name)
-            settled = await self._settled(name)
-            rows.append({"node": name, "seconds": round(self.backend.now() - t0, 3), "settled": settled})
-        return {
-            "cmd": "upgrade",
-            "ok": True,
-            "nodes": rows,
-            "seconds": round(self.backend.now() - started, 3),
-        }
-
-    async def _settled(self, node: str) -> bool:
-        """Every live peer sees `node` up, and nobody holds hints for it."""
-        import trio
-
-        with trio.move_on_after(MOVE_TIMEOUT):
-            while True:
-                peers = [n for n in self.backend.names if n != node and self.backend.is_alive(n)]
-                views = [{m["id"]: m["up"] for m in await self.backend.node_members(p)} for p in peers]
-                hints = [q for p in peers for q in await self.backend.node_hints(p) if q["target"] == node]
-                if all(v.get(node) for v in views) and not hints:
-                    return True
-                await trio.sleep(0.1)
-        return False
+        return await RollingUpgrade(self.backend, to, progress).run()
 
     # --- anti-entropy ------------------------------------------------------------------------
 

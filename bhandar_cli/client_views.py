@@ -53,6 +53,7 @@ class ClusterViews:
                     "streams": info.get("streams", {}),
                     "storage": info.get("storage", {}),
                     "siblings_over_limit": info.get("siblings_over_limit", {}),
+                    "protocol": info.get("protocol"),  # node processes only: the wire protocol
                 }
             )
             if info.get("crashed"):

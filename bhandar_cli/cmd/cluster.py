@@ -1,4 +1,5 @@
-"""`bhandar cluster up|down|status|kill|start|partition|heal|delay|add`: real node processes.
+"""`bhandar cluster up|down|status|kill|start|partition|heal|delay|add`: real node processes
+(`cluster upgrade` is in cluster_upgrade.py).
 
 Parsing and rendering only: processes are started and stopped by node/supervisor.py, and everything
 else goes through client.py over the TCP backend (node/tcpbackend.py). Also home of the two
@@ -112,6 +113,9 @@ def up(
     insecure: bool = typer.Option(
         False, "--insecure", help="Plain TCP without certificates (loopback only; for experiments)."
     ),
+    protocol: int = typer.Option(
+        2, "--protocol", metavar="1|2", help="Wire protocol the nodes speak (cluster upgrade --to moves it)."
+    ),
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
     """Start node processes (detached, logs in the cluster directory) and wait until they all answer.
@@ -135,6 +139,8 @@ def up(
         fail("--vnodes must be 1..1024 and --replicas 1..min(nodes, 9)", EXIT_USAGE)
     if fsync not in ("always", "batch", "none"):
         fail(f"--fsync must be always, batch or none (got {fsync!r})", EXIT_USAGE)
+    if protocol not in (1, 2):
+        fail(f"--protocol must be 1 or 2 (got {protocol})", EXIT_USAGE)
     extra = [*node_args, "--fsync", fsync]
     from bhandar_cli.node import supervisor
     from bhandar_cli.node.clusterfile import resolve_dir
@@ -152,7 +158,7 @@ def up(
         started = trio.current_time()
         cluster = await supervisor.up(
             where, nodes, zones, base_port, vnodes, replicas, extra, timeout, tls=not insecure,
-            hosts=addresses,
+            hosts=addresses, protocol=protocol,
         )
         return cluster, trio.current_time() - started
 
@@ -192,6 +198,7 @@ def status(directory: str | None = DIR_OPTION, output: OutputFormat = OUTPUT_OPT
             for node in data["nodes"]:
                 entry = cluster.node(node["id"])
                 node.update(host=entry.host, port=entry.port, http_port=entry.http_port, log=entry.log)
+                node["protocol"] = node.get("protocol") or entry.protocol  # down: what it starts with
                 node["pid"] = entry.pid if node["up"] else None
             data.update(dir=cluster.dir, delays=dict(cluster.delays))
             return data
@@ -204,7 +211,8 @@ def status(directory: str | None = DIR_OPTION, output: OutputFormat = OUTPUT_OPT
     from rich.text import Text
 
     table = Table(
-        "", "node", "zone", "address", "http", "pid", "keys", "owns", "tokens", "sees down", box=None
+        "", "node", "zone", "address", "http", "pid", "keys", "owns", "tokens", "sees down", "protocol",
+        box=None,
     )
     for n in data["nodes"]:
         up = n["up"]
@@ -219,6 +227,7 @@ def status(directory: str | None = DIR_OPTION, output: OutputFormat = OUTPUT_OPT
             f"{100 * n['owns']:.1f}%",
             str(n["tokens"]),
             ", ".join(n.get("sees_down", [])) if up else "-",
+            str(n.get("protocol") or "-"),
         )
     _print(table)
     for n in data["nodes"]:

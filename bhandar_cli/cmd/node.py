@@ -75,6 +75,13 @@ def run(
     bootstrap: bool = typer.Option(
         False, "--bootstrap", help="Join a running cluster: stream this node's ranges, then serve."
     ),
+    protocol: int = typer.Option(
+        2,
+        "--protocol",
+        metavar="1|2",
+        help="Newest wire protocol this node reads and writes (1: as a version-1 build does, to run "
+        "a mixed cluster; `cluster upgrade --to 2` moves it).",
+    ),
 ) -> None:
     """Run one node until it is told to stop (RPC shutdown, SIGTERM or Ctrl-C)."""
     if not NODE_ID.fullmatch(node_id):
@@ -87,6 +94,10 @@ def run(
         fail("--vnodes must be 1..1024 and --replicas 1..9", EXIT_USAGE)
     if not 0.05 <= frame_timeout <= 3600:
         fail("--frame-timeout must be between 0.05 and 3600 seconds", EXIT_USAGE)
+    from bhandar_cli.node.codec import MIN_COMPATIBLE_VERSION, PROTOCOL_VERSION
+
+    if not MIN_COMPATIBLE_VERSION <= protocol <= PROTOCOL_VERSION:
+        fail(f"--protocol must be {MIN_COMPATIBLE_VERSION}..{PROTOCOL_VERSION} (got {protocol})", EXIT_USAGE)
     from bhandar_cli.node.pki import PkiError
     from bhandar_cli.node.process import ListenRefused, NodeCrashed, NodeOptions, run_node
 
@@ -134,6 +145,7 @@ def run(
         auth_file,
         snapshot_dir,
         bootstrap,
+        protocol,
     )
     try:
         run_node(options)

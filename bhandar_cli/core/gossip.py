@@ -30,6 +30,7 @@ class GossipSyn:
     members: tuple[MemberState, ...]
     schema: tuple[Any, ...] = ()  # keyspace definitions travel with membership
     client_tokens_version: int = 0  # the sender's token table, by version
+    sent: float | None = None  # protocol 2: the sender's clock, given back in the ack (round trip)
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +39,7 @@ class GossipAck:
     schema: tuple[Any, ...] = ()
     client_tokens_version: int = 0  # the table before merging the syn's sender's
     client_tokens: tuple[Any, ...] = ()  # the whole table, only when the syn's version differed
+    echo: float | None = None  # protocol 2: the syn's `sent`, for its sender's round-trip time
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +47,15 @@ class GossipTokens:
     """The token table of an ack's receiver whose table the ack's sender lacks part of."""
 
     client_tokens: tuple[Any, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Goodbye:
+    """Protocol 2: the sender is stopping cleanly (its life of `generation` ends). Its peers call
+    it down at once, so writes meant for it become hints instead of messages to nobody until the
+    failure detector notices; its next life (a higher generation) is up again."""
+
+    generation: int
 
 
 class GossipLiveness:
@@ -83,6 +94,11 @@ class GossipLiveness:
         # Members whose state reached this node during this life (directly or second-hand): their
         # addresses are current. Entries only loaded from the saved table may be stale.
         self.heard: set[str] = set()
+        # Round-trip time to each peer, from its last ack to one of our syns (protocol 2 peers
+        # only: a version-1 ack carries no echo).
+        self.rtt: dict[str, float] = {}
+        # Peers that said goodbye, with the generation whose life ended: down until a later one.
+        self.departed: dict[str, int] = {}
         for peer in self.membership.peers():
             self.phi.heartbeat(peer, now)  # start every clock: silence from now on counts
 
@@ -93,6 +109,9 @@ class GossipLiveness:
             return True
         state = self.membership.members.get(peer)
         if state is None or state.status == "left":
+            return False
+        gone = self.departed.get(peer)
+        if gone is not None and state.generation <= gone:
             return False
         return self.phi.is_up(peer, now)
 
@@ -114,9 +133,11 @@ class GossipLiveness:
             table: tuple[TokenRecord, ...] = ()
             if self.client_tokens is not None and msg.client_tokens_version != version:
                 table = self.client_tokens.records()
-            out.append(Send(src, GossipAck(self.digest(), self.schema(), version, table)))
+            out.append(Send(src, GossipAck(self.digest(), self.schema(), version, table, msg.sent)))
             return out
         if isinstance(msg, GossipAck):
+            if msg.echo is not None and 0.0 <= now - msg.echo < 60.0:
+                self.rtt[src] = now - msg.echo
             self.on_schema(msg.schema)
             out = self._merge(now, msg.members)
             if self.client_tokens is not None:
@@ -124,6 +145,11 @@ class GossipLiveness:
                 if self.client_tokens.version != msg.client_tokens_version:  # the peer lacks some of ours
                     out.append(Send(src, GossipTokens(self.client_tokens.records())))
             return out
+        if isinstance(msg, Goodbye):
+            state = self.membership.members.get(src)
+            if state is not None and msg.generation >= state.generation:
+                self.departed[src] = msg.generation
+            return self._transitions(now)
         if isinstance(msg, GossipTokens):
             if self.client_tokens is not None:
                 self.client_tokens.merge(msg.client_tokens)
@@ -135,12 +161,16 @@ class GossipLiveness:
             return []
         self._next = now + self.interval
         self.membership.update_mine()
-        digest = GossipSyn(self.digest(), self.schema(), self._client_tokens_version())
+        digest = GossipSyn(self.digest(), self.schema(), self._client_tokens_version(), now)
         out: list[Effect] = [Send(peer, digest) for peer in self._targets(now)]
         out.extend(self._transitions(now))
         return out
 
     # --- gossip ----------------------------------------------------------------------------------
+
+    def goodbye(self) -> Goodbye:
+        """What this node tells its peers when it stops cleanly."""
+        return Goodbye(self.membership.members[self.me].generation)
 
     def digest(self) -> tuple[MemberState, ...]:
         return tuple(self.membership.members.values())
@@ -206,6 +236,7 @@ class GossipLiveness:
                     "tokens": len(state.tokens),
                     "address": state.address,
                     "heard": mid == self.me or mid in self.heard,
+                    "rtt_ms": round(self.rtt[mid] * 1000.0, 3) if mid in self.rtt else None,
                 }
             )
         return rows

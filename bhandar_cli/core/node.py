@@ -61,6 +61,7 @@ from bhandar_cli.core.messages import (
     ReplicaReadReply,
     ReplicaWrite,
     SchemaUpdate,
+    Send,
 )
 from bhandar_cli.core.metrics import NodeMetrics
 from bhandar_cli.core.node_membership import MembershipSaver, boot_gossip
@@ -344,6 +345,15 @@ class Node:
 
     def hints_summary(self, now: float) -> list[dict[str, Any]]:
         return self._views.hints_summary(now)
+
+    def goodbye(self) -> list[Send]:
+        """This node stops cleanly: tell every peer (gossip membership only), so it is down in
+        their eyes at once (gossip.py `Goodbye`)."""
+        gossip = self._ring_view.gossip
+        if gossip is None:
+            return []
+        farewell = gossip.goodbye()
+        return [Send(peer, farewell) for peer in gossip.membership.peers()]
 
     def records(self, keyspace: str, key: str) -> tuple[Record | None, Record | None]:
         """(own record, merged hints) of a key on this node."""

@@ -9,6 +9,19 @@ frame's protocol version already covers everything in it, and a node answers an 
 that peer's version, which a per-record version would not follow. The disk format versions values
 that outlive the build that wrote them, and carries what a message holds in its own fields (the
 policy, a hint's time).
+
+Versions: `ADDED_IN` lists the fields each protocol version added to a message, and
+`to_wire_at(msg, version)` leaves out what a reader of an older version does not know, so a node
+writes to each peer what that peer reads (node/codec.py negotiates the version). A field added in
+a version must be optional (a default the older side's messages decode to) and belong to a
+top-level message, which is where `to_wire_at` looks. Version 2 added:
+
+- `GossipSyn.sent` and `GossipAck.echo`: a syn carries its sender's clock and the ack gives it
+  back, so a node measures the round trip to each peer that speaks version 2 (`members` shows it
+  as rtt_ms; a version-1 peer shows none).
+- `Goodbye` (a new message, `MESSAGES_ADDED_IN`): a node stopping cleanly says so, and its
+  version-2 peers call it down at once (writes for it become hints at once, rather than after the
+  failure detector's seconds). A version-1 peer is never sent one (it could not read it).
 """
 
 from __future__ import annotations
@@ -56,6 +69,7 @@ def _peer_types() -> tuple[type, ...]:
         messages.RepairResult,
         messages.MoveResult,
         membership.MemberState,
+        gossip.Goodbye,
         gossip.GossipSyn,
         gossip.GossipAck,
         gossip.GossipTokens,
@@ -117,6 +131,33 @@ def registry() -> dict[str, type]:
     """Every message type: type name -> class."""
     _register_peers()
     return REGISTRY
+
+
+ADDED_IN: dict[int, dict[str, tuple[str, ...]]] = {
+    2: {"GossipSyn": ("sent",), "GossipAck": ("echo",)},
+}
+"""Protocol version -> message type name -> the fields that version added."""
+
+MESSAGES_ADDED_IN: dict[str, int] = {"Goodbye": 2}
+"""Message types newer than version 1 -> the version that added them."""
+
+
+def readable_at(obj: Any, version: int) -> bool:
+    """Whether a reader of protocol `version` knows this message's type."""
+    return MESSAGES_ADDED_IN.get(type(obj).__name__, 1) <= version
+
+
+def to_wire_at(obj: Any, version: int) -> Any:
+    """`to_wire(obj)` as a reader of protocol `version` knows it: without the fields of later
+    versions."""
+    out = to_wire(obj)
+    if isinstance(out, dict):
+        name = out.get("$t")
+        for added, types in ADDED_IN.items():
+            if added > version and name in types:
+                for field in types[name]:
+                    out.pop(field, None)
+    return out
 
 
 def to_wire(obj: Any) -> Any:

@@ -15,6 +15,7 @@ import ssl
 import time
 from typing import Any
 
+from bhandar_cli.node import codec
 from bhandar_cli.node.access import PLAIN, ClientAccess
 from bhandar_cli.node.codec import CLOSED, NEED_DATA, FrameDecoder, ProtocolError, encode_frame
 from bhandar_cli.node.rpc_errors import RpcError
@@ -59,10 +60,12 @@ class BlockingRpc:
                 sock.close()
                 raise self._unreachable(exc) from None
         self._sock = sock
-        hello: dict[str, Any] = {"hello": "client"}
+        hello: dict[str, Any] = {"hello": "client", "protocol": codec.protocol()}
         if self.access.token:
             hello["token"] = self.access.token
-        self._hello = encode_frame(hello)  # sent with the first call: one write, one TLS record
+        # Sent with the first call: one write, one TLS record. The oldest version until the node's
+        # first answer says which it reads (rpc.py does the same).
+        self._hello = encode_frame(hello, version=codec.MIN_COMPATIBLE_VERSION)
 
     def call(self, op: str, timeout: float = 5.0, **args: Any) -> Any:
         """Send one request and wait for its answer's body. Raises RpcError."""
@@ -70,7 +73,9 @@ class BlockingRpc:
             raise RpcError(f"connection to node {self.label} lost (not connected)", "unreachable")
         self._next_id += 1
         rid = self._next_id
-        frame, self._hello = self._hello + encode_frame({"id": rid, "op": op, **args}), b""
+        known = self._decoder.peer_version
+        version = codec.MIN_COMPATIBLE_VERSION if known is None else min(codec.protocol(), known)
+        frame, self._hello = self._hello + encode_frame({"id": rid, "op": op, **args}, version=version), b""
         deadline = time.monotonic() + timeout
         try:
             self._sock.settimeout(timeout)
@@ -85,7 +90,8 @@ class BlockingRpc:
             raise self._lost(why) from None
         if not body.get("ok"):
             code = str(body.get("code", ""))
-            raise RpcError(f"node {self.label}: {body.get('error', 'failed')}", code=code)
+            kind = "draining" if body.get("draining") else "remote"  # draining: refused, not run
+            raise RpcError(f"node {self.label}: {body.get('error', 'failed')}", kind, code)
         return body.get("body")
 
     def close(self) -> None:

@@ -1,9 +1,10 @@
 """The cluster file: what `cluster up` started, so every later command can find and reach it.
 
-`DIR/cluster.json` lists each node's id, zone, host, peer and HTTP ports, pid, data directory and
-log, plus the faults the operator injected (partition groups, per-node delays) so a restarted node
-gets them back. It is written atomically (temporary file, then rename): a command interrupted
-half-way never leaves a torn file behind for the next one.
+`DIR/cluster.json` lists each node's id, zone, host, peer and HTTP ports, pid, data directory,
+log and wire protocol version (`node run --protocol`, kept so a restart keeps it; `cluster
+upgrade --to` changes it), plus the faults the operator injected (partition groups, per-node
+delays) so a restarted node gets them back. It is written atomically (temporary file, then
+rename): a command interrupted half-way never leaves a torn file behind for the next one.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ class NodeEntry:
     data_dir: str
     log: str
     pid: int = 0  # 0: not running (stopped by `cluster down`, or never started)
+    protocol: int = 2  # the newest wire protocol the node speaks (node/codec.py PROTOCOL_VERSION)
 
     @property
     def address(self) -> str:

@@ -17,9 +17,15 @@ Version rule (rolling upgrades): a frame whose version v satisfies
 ``MIN_COMPATIBLE_VERSION <= v <= PROTOCOL_VERSION`` is accepted; a newer one is rejected, since this
 node cannot know what it means, and so is one older than `MIN_COMPATIBLE_VERSION`. A version bump
 that only adds optional fields keeps `MIN_COMPATIBLE_VERSION`, so old and new nodes interoperate;
-a change that old readers would misread must raise it. A new node talking to an old one sends with
-``encode_frame(body, version=decoder.peer_version)``: `peer_version` is the version of the last frame
-the peer sent.
+a change that old readers would misread must raise it.
+
+Negotiation: every connection opens with a hello frame written in `MIN_COMPATIBLE_VERSION`, which
+every reader takes, naming the newest version its writer reads (``"protocol": N``; a hello without
+it comes from a version-1 build). Each side then writes ``negotiate(mine, theirs)``: the newest
+version both read. Until a side has heard the other's hello it writes the oldest version, which is
+always safe. A node started with ``--protocol 1`` limits this process to version 1
+(`limit_protocol`): it reads and writes only what a version-1 build does, so a mixed cluster is
+exercised for real. What version 2 adds is listed in core/wire.py (`ADDED_IN`).
 
 Decoding is strict because a peer may be buggy or hostile: `node/cbor_validation.py` checks a
 payload's CBOR before cbor2 decodes it (no tags but bignums, no duplicate or non-string map keys,
@@ -35,8 +41,8 @@ import cbor2
 
 from bhandar_cli.node.cbor_validation import ProtocolError, check_encodable, validate_cbor
 
-PROTOCOL_VERSION: Final = 1
-"""The version this node writes (unless told to write an older one for an older peer)."""
+PROTOCOL_VERSION: Final = 2
+"""The newest version this build reads and writes."""
 
 MIN_COMPATIBLE_VERSION: Final = 1
 """The oldest version this node can still read."""
@@ -47,6 +53,40 @@ DEFAULT_MAX_DEPTH: Final = 64
 
 _PREFIX = struct.Struct(">I")
 PREFIX_SIZE: Final = _PREFIX.size
+
+_ceiling = PROTOCOL_VERSION  # lowered by `limit_protocol` in a node run as an older version
+
+
+def limit_protocol(version: int) -> None:
+    """Make this process read and write at most `version` (a node run with `--protocol`); a
+    process hosts one node, so this is a property of the process, as a build's version is."""
+    global _ceiling
+    if not MIN_COMPATIBLE_VERSION <= version <= PROTOCOL_VERSION:
+        raise ValueError(
+            f"protocol {version} is not one this build speaks ({MIN_COMPATIBLE_VERSION}..{PROTOCOL_VERSION})"
+        )
+    _ceiling = version
+
+
+def protocol() -> int:
+    """The newest version this process reads and writes."""
+    return _ceiling
+
+
+def negotiate(mine: int, theirs: object) -> int:
+    """The version to write to a peer whose hello said `theirs` (None/absent: a version-1 build;
+    not yet heard: pass None too, the oldest version is always read). Raises ProtocolError for a
+    peer too old to read anything this node writes."""
+    if theirs is None:
+        return MIN_COMPATIBLE_VERSION
+    if not isinstance(theirs, int) or isinstance(theirs, bool) or theirs < 1:
+        raise ProtocolError(f"hello names protocol {theirs!r}: not a protocol version")
+    if theirs < MIN_COMPATIBLE_VERSION:
+        raise ProtocolError(
+            f"the peer reads protocol {theirs} at most; this node writes "
+            f"{MIN_COMPATIBLE_VERSION}..{mine} (upgrade the peer)"
+        )
+    return min(mine, theirs)
 
 
 class Sentinel:
@@ -74,7 +114,7 @@ Body = None | bool | int | float | str | bytes | list["Body"] | dict[str | bytes
 def encode_frame(
     body: object,
     *,
-    version: int = PROTOCOL_VERSION,
+    version: int | None = None,
     max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
     max_items: int = DEFAULT_MAX_ITEMS,
     max_depth: int = DEFAULT_MAX_DEPTH,
@@ -82,13 +122,17 @@ def encode_frame(
     """One frame carrying `body`: None, bool, int, float, str, bytes, lists/tuples and dicts with
     str or bytes keys. Tuples arrive as lists and bytearrays as bytes.
 
+    `version` defaults to the newest this process writes (`protocol()`).
+
     Raises ValueError (a TypeError would hide that the limits are part of the protocol) when the
     body holds another type, breaks a limit, or the frame would exceed `max_frame_size`.
     """
-    if not MIN_COMPATIBLE_VERSION <= version <= PROTOCOL_VERSION:
+    if version is None:
+        version = _ceiling
+    if not MIN_COMPATIBLE_VERSION <= version <= _ceiling:
         raise ValueError(
             f"cannot write protocol version {version}: "
-            f"this node writes {MIN_COMPATIBLE_VERSION}..{PROTOCOL_VERSION}"
+            f"this node writes {MIN_COMPATIBLE_VERSION}..{_ceiling}"
         )
     check_encodable(body, max_items=max_items, max_depth=max_depth)
     payload = cbor2.dumps([version, body])
@@ -114,12 +158,15 @@ class FrameDecoder:
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
         max_items: int = DEFAULT_MAX_ITEMS,
         max_depth: int = DEFAULT_MAX_DEPTH,
+        max_version: int | None = None,
     ) -> None:
         if not 0 < max_frame_size <= 0xFFFFFFFF:
             raise ValueError("max_frame_size must be in 1..2**32-1")
         self.max_frame_size = max_frame_size
         self.max_items = max_items
         self.max_depth = max_depth
+        self.max_version = _ceiling if max_version is None else max_version
+        """The newest version this decoder reads (this process's, unless told)."""
         self.peer_version: int | None = None
         """The protocol version of the last frame decoded (None before the first)."""
         self._buffer = bytearray()
@@ -207,15 +254,15 @@ class FrameDecoder:
             raise ProtocolError(
                 f"wrong envelope: protocol version must be an integer, got {_describe(version)}"
             )
-        if version > PROTOCOL_VERSION:
+        if version > self.max_version:
             raise ProtocolError(
                 f"unsupported protocol version {version}: this node reads "
-                f"{MIN_COMPATIBLE_VERSION}..{PROTOCOL_VERSION} (upgrade it to talk to this peer)"
+                f"{MIN_COMPATIBLE_VERSION}..{self.max_version} (upgrade it to talk to this peer)"
             )
         if version < MIN_COMPATIBLE_VERSION:
             raise ProtocolError(
                 f"unsupported protocol version {version}: this node reads "
-                f"{MIN_COMPATIBLE_VERSION}..{PROTOCOL_VERSION} (the peer is too old)"
+                f"{MIN_COMPATIBLE_VERSION}..{self.max_version} (the peer is too old)"
             )
         self.peer_version = version
         decoded: Body = body
@@ -248,4 +295,7 @@ __all__ = [
     "FrameDecoder",
     "ProtocolError",
     "encode_frame",
+    "limit_protocol",
+    "negotiate",
+    "protocol",
 ]

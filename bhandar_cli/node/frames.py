@@ -17,11 +17,11 @@ from typing import Any
 import cbor2
 import trio
 
+from bhandar_cli.node import codec
 from bhandar_cli.node.codec import (
     CLOSED,
     DEFAULT_MAX_FRAME_SIZE,
     NEED_DATA,
-    PROTOCOL_VERSION,
     Body,
     FrameDecoder,
     ProtocolError,
@@ -107,6 +107,9 @@ class Outbox:
 
     def __init__(self, stream: trio.abc.SendStream, capacity: int = OUTBOX_FRAMES) -> None:
         self.stream = stream
+        # The protocol version this connection's frames are written in: the oldest until the
+        # other side's hello says what it reads (codec.negotiate).
+        self.version = codec.MIN_COMPATIBLE_VERSION
         self._send, self._recv = trio.open_memory_channel[bytes](capacity)
 
     def put(self, frame: bytes) -> bool:
@@ -162,14 +165,14 @@ async def let_others_queue() -> None:
     await trio.lowlevel.cancel_shielded_checkpoint()
 
 
-def wire_frame(body: Any) -> bytes:
+def wire_frame(body: Any, version: int | None = None) -> bytes:
     """Exactly `encode_frame(body)` for a body of our own making, without its checking walk.
 
     The walk costs five times the encoding itself, and it re-proves what is true by construction
     here: `to_wire` and our RPC envelopes only make str-keyed maps, lists and plain scalars. Data
     from elsewhere (admin views) still goes through `encode_frame`. The size limit is kept.
     """
-    payload = cbor2.dumps([PROTOCOL_VERSION, body])
+    payload = cbor2.dumps([codec.protocol() if version is None else version, body])
     if len(payload) > DEFAULT_MAX_FRAME_SIZE:
         raise ValueError(
             f"frame of {len(payload)} bytes exceeds the maximum frame size of {DEFAULT_MAX_FRAME_SIZE}"

@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import ssl
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +33,7 @@ import trio
 
 from bhandar_cli.core.config import NODE_ID, NODE_ID_RULE
 from bhandar_cli.node import pki
-from bhandar_cli.node.codec import ProtocolError, encode_frame
+from bhandar_cli.node.codec import MIN_COMPATIBLE_VERSION, ProtocolError, encode_frame
 from bhandar_cli.node.frames import CONNECT_TIMEOUT, STREAM_ERRORS, FrameConn
 from bhandar_cli.node.join_token import JoinRefused, JoinToken, JoinTokens
 
@@ -114,17 +114,23 @@ class JoinDesk:
         """One join exchange on `conn` (its hello already read); every refusal is logged and told."""
         stream, peer = conn.stream, conn.peer
         try:
-            await stream.send_all(encode_frame({"ca": self._ca_pem().decode()}))
+            await stream.send_all(_frame({"ca": self._ca_pem().decode()}))
             request = await conn.receive()
             if request is None:
                 return  # the joiner did not like our CA (or gave up): nothing was asked
             cert = self.grant(request)
         except JoinRefused as exc:
             log.warning("refused a join from %s: %s", peer, exc)
-            await stream.send_all(encode_frame({"error": str(exc)}))
+            await stream.send_all(_frame({"error": str(exc)}))
             return
         log.info("admitted node %s from %s: certificate issued", _field(request, "id"), peer)
-        await stream.send_all(encode_frame({"cert": cert.decode()}))
+        await stream.send_all(_frame({"cert": cert.decode()}))
+
+
+def _frame(body: Mapping[str, object]) -> bytes:
+    # The join exchange is the same in every protocol version: written in the oldest, which
+    # a node of any version reads.
+    return encode_frame(body, version=MIN_COMPATIBLE_VERSION)
 
 
 def _joiner_context() -> ssl.SSLContext:
@@ -189,7 +195,7 @@ async def _exchange(
 ) -> pki.NodeTls:
     await stream.do_handshake()
     conn = FrameConn(stream)
-    await stream.send_all(encode_frame({"hello": "join"}))
+    await stream.send_all(_frame({"hello": "join"}))
     ca_pem = (await _ask(conn, "ca")).encode()
     if pki.fingerprint(ca_pem) != token.ca_fingerprint:
         raise JoinRefused(
@@ -203,7 +209,7 @@ async def _exchange(
         )
     key_pem, csr_pem = pki.make_csr(node_id)
     request = {"token": str(token), "id": node_id, "csr": csr_pem.decode(), "hosts": hosts}
-    await stream.send_all(encode_frame(request))
+    await stream.send_all(_frame(request))
     cert_pem = (await _ask(conn, "cert")).encode()
     if not pki.issued_by(cert_pem, ca_pem):
         raise JoinRefused(f"the node at {where} sent a certificate its CA did not sign; not joining")

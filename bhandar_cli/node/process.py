@@ -4,7 +4,11 @@
 on its port (peers and RPC clients), serves the HTTP API and boots the core node with its own
 address and its seeds' addresses: the node's gossip membership finds the cluster from there, and
 the transport asks it where each peer listens. It stops cleanly on an
-RPC `shutdown`, SIGTERM or SIGINT (store synced and closed); SIGKILL is the crash.
+RPC `shutdown`, SIGTERM or SIGINT (store synced and closed); SIGKILL is the crash. A clean stop
+drains first (`stop`): it tells its peers goodbye (protocol 2: they call it down at once and
+hint for it), new client requests are refused as not run (the client asks another replica),
+those in flight are answered, then the node exits; its core keeps answering peers
+until then, so a request forwarded to it in the meantime is not lost.
 
 With a TLS directory (`tls_dir`: ca.crt, node.crt, node.key) the peer port and the HTTP API run
 over TLS with the node's certificate (node/pki.py); without one the node listens in plain TCP,
@@ -40,8 +44,9 @@ from bhandar_cli.core.messages import (
 from bhandar_cli.core.ring import Ring
 from bhandar_cli.core.tokens import TokenTable
 from bhandar_cli.host.executor import NodeHost
-from bhandar_cli.node import admin, pki
+from bhandar_cli.node import admin, codec, pki
 from bhandar_cli.node.auth import Authenticator, load_auth_file
+from bhandar_cli.node.codec import PROTOCOL_VERSION, limit_protocol
 from bhandar_cli.node.epoch_clock import EpochClock
 from bhandar_cli.node.frames import FRAME_TIMEOUT
 from bhandar_cli.node.join import JoinDesk
@@ -53,6 +58,10 @@ from bhandar_cli.node.storage import open_node_store
 from bhandar_cli.node.transport import TcpTransport
 
 log = logging.getLogger("bhandar.node")
+
+DRAIN_TIMEOUT = 3.0  # seconds a stopping node waits for its client requests in flight
+DRAIN_MIN = 0.3  # seconds a stopping node refuses requests before it exits, even with none in flight
+FLUSH_GRACE = 0.05  # seconds for the last answers to be written before the connections close
 
 
 @dataclass(frozen=True)
@@ -73,6 +82,7 @@ class NodeOptions:
     auth_file: str = ""  # token records to start with; "" admits every client
     snapshot_dir: str = ""  # where `snapshot NAME` links tables ("": DATA_DIR/../snapshots)
     bootstrap: bool = False  # first start of a node added to a running cluster: join, stream
+    protocol: int = PROTOCOL_VERSION  # the newest wire protocol this node speaks (node/codec.py)
 
 
 class ListenRefused(Exception):
@@ -159,6 +169,9 @@ class NodeProcess:
         self.port = options.port
         self.http_port = options.http_port
         self.shutdown = trio.Event()
+        self.draining = False  # stopping: new client requests are refused, not run
+        self.inflight = 0  # client requests submitted and not yet answered
+        self._drained = trio.Event()
         self._next_rid = 0
 
     async def run(self, task_status: trio.TaskStatus[tuple[int, int]] = trio.TASK_STATUS_IGNORED) -> None:
@@ -202,7 +215,7 @@ class NodeProcess:
         with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
             async for signum in signals:
                 log.info("signal %d: stopping", signum)
-                self.shutdown.set()
+                trio.lowlevel.spawn_system_task(self.stop)
 
     # --- membership --------------------------------------------------------------------------
 
@@ -235,10 +248,46 @@ class NodeProcess:
 
     # --- the coordinator, for the RPC and HTTP faces ---------------------------------------------
 
+    async def stop(self) -> None:
+        """Drain, then stop: refuse new client requests, wait (bounded) for those in flight."""
+        if self.draining:
+            return
+        self.draining = True
+        log.info("node %s stopping: draining %d client requests in flight", self.id, self.inflight)
+        self.rpc.announce_draining()  # connected clients stop sending here at once
+        node = self.host.node
+        if node is not None and codec.protocol() >= 2:  # a version-1 build has no goodbye
+            # Peers call this node down now and hint for it (the transport withholds it from
+            # version-1 peers). The core keeps answering peers until the process exits.
+            for effect in node.goodbye():
+                self.transport.send(self.id, effect.dst, effect.msg)
+        with trio.move_on_after(DRAIN_TIMEOUT):
+            # At least DRAIN_MIN: a request already on its way is refused (not run), not lost.
+            await trio.sleep(DRAIN_MIN)
+            if self.inflight:
+                await self._drained.wait()
+        await trio.sleep(FLUSH_GRACE)  # the last answers leave before the connections close
+        self.shutdown.set()
+
     def submit(self, request: ClientRequest, respond: Any) -> None:
         """Hand a client request to this node's coordinator under a rid unique in this node."""
+        if self.draining:
+            respond(Failure("unavailable", f"node {self.id} is shutting down: the request was not run"))
+            return
         self._next_rid += 1
-        self.host.submit(replace(request, rid=self._next_rid), respond)
+        self.inflight += 1
+        answered = False
+
+        def done(result: Result) -> None:
+            nonlocal answered
+            if not answered:
+                answered = True
+                self.inflight -= 1
+                if self.draining and not self.inflight:
+                    self._drained.set()
+            respond(result)
+
+        self.host.submit(replace(request, rid=self._next_rid), done)
 
     async def call(self, request: ClientRequest, timeout: float = 10.0) -> Result:
         box: list[Result] = []
@@ -264,6 +313,11 @@ class NodeProcess:
         info.update(
             members=self.members(),
             pid=os.getpid(),
+            protocol=codec.protocol(),
+            peer_protocols={p: v for p, (v, _) in sorted(self.transport.peer_protocols.items())},
+            reads_protocols=list(range(codec.MIN_COMPATIBLE_VERSION, codec.protocol() + 1)),
+            by_protocol=self.transport.protocol_counts(),
+            draining=self.draining,
             host=self.options.host,
             port=self.port,
             http_port=self.http_port,
@@ -301,6 +355,7 @@ def run_node(options: NodeOptions) -> None:
     # frees nearly all of it and the collector only finds cycles (one A/B under `bench
     # --cluster` showed 5-12% less node CPU per request; on a loaded machine, within the noise).
     gc.set_threshold(50_000, 20, 100)
+    limit_protocol(options.protocol)  # before anything reads or writes a frame
     process = NodeProcess(options, tls)
     try:
         trio.run(process.run, clock=EpochClock())

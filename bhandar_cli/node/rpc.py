@@ -13,8 +13,10 @@ from typing import Any
 
 import trio
 
+from bhandar_cli.node import codec
 from bhandar_cli.node.access import PLAIN, ClientAccess
 from bhandar_cli.node.codec import (
+    MIN_COMPATIBLE_VERSION,
     ProtocolError,
     encode_frame,
 )
@@ -58,6 +60,7 @@ class RpcClient:
         self.frame_timeout = frame_timeout
         self.access = access
         self.closed = False
+        self.draining = False  # the node said it is stopping: send it nothing new
         self._pending: dict[int, _Slot] = {}
         self._next_id = 0
         self._outbox: Outbox | None = None
@@ -87,10 +90,12 @@ class RpcClient:
                 f"node {self.label} is not answering at {self.host}:{self.port} ({why})", "unreachable"
             ) from None
         self._outbox = Outbox(self._stream)
-        hello = {"hello": "client"}
+        hello: dict[str, Any] = {"hello": "client", "protocol": codec.protocol()}
         if self.access.token:
             hello["token"] = self.access.token  # checked by the node at each call
-        self._outbox.put(encode_frame(hello))
+        # In the oldest version, as every call until the node's first answer says what it reads
+        # (an answer comes in the newest version both read: codec.negotiate).
+        self._outbox.put(encode_frame(hello, version=MIN_COMPATIBLE_VERSION))
 
     async def serve(self) -> None:
         """Write calls and read answers until the connection ends (never raises)."""
@@ -115,6 +120,11 @@ class RpcClient:
     async def _read(self, conn: FrameConn) -> None:
         try:
             while (body := await conn.receive()) is not None:
+                if self._outbox is not None and conn.decoder.peer_version is not None:
+                    self._outbox.version = min(codec.protocol(), conn.decoder.peer_version)
+                if isinstance(body, dict) and body.get("notice") == "draining":
+                    self.draining = True
+                    continue
                 if isinstance(body, dict):
                     slot = self._pending.pop(body.get("id"), None)  # type: ignore[arg-type]
                     if slot is not None:
@@ -139,7 +149,7 @@ class RpcClient:
         self._next_id += 1
         rid = self._next_id
         slot = self._pending[rid] = _Slot()
-        if not self._outbox.put(wire_frame({"id": rid, "op": op, **args})):
+        if not self._outbox.put(wire_frame({"id": rid, "op": op, **args}, self._outbox.version)):
             self._pending.pop(rid, None)
             raise RpcError(f"too many requests in flight to node {self.label}", "timeout")
         with trio.move_on_after(timeout):
@@ -158,7 +168,8 @@ class RpcClient:
             raise RpcError(f"node {self.label} did not answer {op!r} within {timeout:g} s", "timeout")
         if not body.get("ok"):
             code = str(body.get("code", ""))
-            raise RpcError(f"node {self.label}: {body.get('error', 'failed')}", code=code)
+            kind = "draining" if body.get("draining") else "remote"  # draining: refused, not run
+            raise RpcError(f"node {self.label}: {body.get('error', 'failed')}", kind, code)
         return body.get("body")
 
 

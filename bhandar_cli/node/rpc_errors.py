@@ -6,7 +6,8 @@ from __future__ import annotations
 
 class RpcError(Exception):
     """An RPC that got no answer (`kind` unreachable: never sent; lost: sent, then the connection
-    broke; timeout: no answer in time) or an error answer (remote), with the error's `code` when
+    broke; timeout: no answer in time), a refusal of a stopping node (draining: not run, ask another)
+    or an error answer (remote), with the error's `code` when
     the node gave one (unauthenticated, forbidden, rate_limited, bad_input)."""
 
     def __init__(self, message: str, kind: str = "remote", code: str = "") -> None:
@@ -15,5 +16,11 @@ class RpcError(Exception):
         self.code = code
 
 
-CLIENT_CODES = {"timeout": "timeout", "lost": "timeout", "unreachable": "unavailable", "remote": "internal"}
+CLIENT_CODES = {
+    "timeout": "timeout",
+    "lost": "timeout",
+    "unreachable": "unavailable",
+    "draining": "unavailable",
+    "remote": "internal",
+}
 """The error code a client reports for an RPC of each kind that failed without a code of its own."""

@@ -37,7 +37,7 @@ from bhandar_cli.core.messages import (
 )
 from bhandar_cli.core.tokens import check_record
 from bhandar_cli.core.wire import from_wire, to_wire
-from bhandar_cli.node import admin
+from bhandar_cli.node import admin, codec
 from bhandar_cli.node.auth import Credential, request_op
 from bhandar_cli.node.codec import ProtocolError, encode_frame
 from bhandar_cli.node.frames import FrameConn, Outbox, wire_frame
@@ -98,12 +98,28 @@ class RpcService:
 
     def __init__(self, process: NodeProcess) -> None:
         self.process = process
+        self._outboxes: set[Outbox] = set()  # of the open client connections
+
+    def announce_draining(self) -> None:
+        """Tell every connected client this node is stopping (an unsolicited frame with no call
+        id, which a client that does not know it ignores): it sends its next requests elsewhere."""
+        for out in list(self._outboxes):
+            out.put(wire_frame({"id": None, "notice": "draining"}, out.version))
 
     async def serve(self, conn: FrameConn, hello: dict[str, Any]) -> None:
         """One client connection, opened by `hello`: RPC frames in, answers out (in any order:
         each names its call)."""
         out = Outbox(conn.stream)
+        # Answers in the newest version both sides read: a client's hello names what it reads.
+        out.version = codec.negotiate(codec.protocol(), hello.get("protocol"))
         credential = Credential.of(hello.get("token"))
+        self._outboxes.add(out)
+        try:
+            await self._serve(conn, out, credential)
+        finally:
+            self._outboxes.discard(out)
+
+    async def _serve(self, conn: FrameConn, out: Outbox, credential: Credential) -> None:
         error: ProtocolError | None = None
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_write_until_broken, out, nursery.cancel_scope)
@@ -133,6 +149,9 @@ class RpcService:
     ) -> None:
         call_id, op = body.get("id"), body["op"]
         if op == "request":
+            if self.process.draining:  # not run: the client may send it to another replica
+                _answer(out, call_id, error=f"node {self.process.id} is shutting down", draining=True)
+                return
             try:
                 request = check_request(from_wire(body.get("msg")))
             except Exception as exc:  # whatever from_wire or the dataclasses object to
@@ -141,12 +160,12 @@ class RpcService:
             refused = self._refusal(credential, *request_op(request))
             if refused is not None:  # a failed request, as the client reads any other
                 failure = Failure(refused.code, str(refused))
-                out.put(wire_frame({"id": call_id, "ok": True, "body": to_wire(failure)}))
+                out.put(wire_frame({"id": call_id, "ok": True, "body": to_wire(failure)}, out.version))
                 return
 
             def respond(result: Result) -> None:
                 try:
-                    out.put(wire_frame({"id": call_id, "ok": True, "body": to_wire(result)}))
+                    out.put(wire_frame({"id": call_id, "ok": True, "body": to_wire(result)}, out.version))
                 except ValueError as exc:  # never raise into the node that calls us
                     _answer(out, call_id, error=f"internal error: cannot encode the result: {exc}")
 
@@ -222,7 +241,14 @@ class RpcService:
 
     def _op_members(self, body: dict[str, Any]) -> Any:
         node = self.process.host.node
-        return [] if node is None else node.members(trio.current_time())
+        if node is None:
+            return []
+        rows = node.members(trio.current_time())
+        heard = self.process.transport.peer_protocols
+        for row in rows:  # the protocol each member speaks: its own, or what its hello said
+            mid = row["id"]
+            row["protocol"] = codec.protocol() if mid == self.process.id else heard.get(mid, (None,))[0]
+        return rows
 
     def _op_tree(self, body: dict[str, Any]) -> Any:
         node = self.process.host.node
@@ -262,8 +288,8 @@ class RpcService:
         return {"token": str(token), "expires": token.expires}
 
     def _op_shutdown(self, body: dict[str, Any]) -> Any:
-        # Answer first, stop just after: the caller learns the stop was accepted.
-        trio.lowlevel.spawn_system_task(_set_soon, self.process.shutdown)
+        # Answer first, drain and stop just after: the caller learns the stop was accepted.
+        trio.lowlevel.spawn_system_task(_stop_soon, self.process)
         return True
 
     async def _answer_later(
@@ -295,9 +321,9 @@ class RpcService:
         return 1 if report.installed else 0
 
 
-async def _set_soon(event: trio.Event) -> None:
+async def _stop_soon(process: NodeProcess) -> None:
     await trio.sleep(0.05)
-    event.set()
+    await process.stop()
 
 
 async def _write_until_broken(out: Outbox, scope: trio.CancelScope) -> None:
@@ -322,8 +348,9 @@ def _answer(out: Outbox, call_id: Any, body: Any = None, error: str | None = Non
         **extra,
     }
     try:
-        frame = encode_frame(reply)
+        frame = encode_frame(reply, version=out.version)
     except ValueError as exc:
         log.error("cannot encode the answer to call %r: %s", call_id, exc)
-        frame = encode_frame({"id": call_id, "ok": False, "error": f"internal error: {exc}"})
+        failed = {"id": call_id, "ok": False, "error": f"internal error: {exc}"}
+        frame = encode_frame(failed, version=out.version)
     out.put(frame)  # a client that stops reading loses its answers, not the node's time

@@ -80,6 +80,7 @@ def node_command(cluster: ClusterFile, entry: NodeEntry) -> list[str]:
         # Every node may admit a new machine with a join token (node/join.py).
         *(("--ca-key", str(Path(cluster.dir) / pki.TLS_DIR / pki.CA_KEY)) if cluster.tls else ()),
         *("--snapshot-dir", str(Path(cluster.dir) / "snapshots")),
+        *("--protocol", str(entry.protocol)),
         *(("--auth-file", str(Path(cluster.dir) / AUTH_FILE)) if cluster.token else ()),
         *cluster.extra_args,
     ]
@@ -149,11 +150,12 @@ async def up(
     hosts: tuple[str, ...] = (),
     tls: bool = True,
     tokens: bool | None = None,
+    protocol: int | None = None,
 ) -> ClusterFile:
     """Start a cluster in `directory` and wait until every node knows every other; over TLS
     with a new CA and node certificates, unless `tls` is False (plain TCP on loopback). With
     `tokens` (default: as `tls`) its nodes admit clients by token, starting with a new admin
-    token kept in the cluster file."""
+    token kept in the cluster file. `protocol` runs every node at that wire protocol version."""
     directory = Path(directory).resolve()
     old = running_cluster(directory)
     if old is not None:
@@ -168,6 +170,8 @@ async def up(
         extra_args=tuple(extra_args),
         tls=tls,
     )
+    if protocol is not None:
+        cluster = replace(cluster, nodes=tuple(replace(n, protocol=protocol) for n in cluster.nodes))
     if tls:
         issue_certificates(cluster)
     if tls if tokens is None else tokens:

@@ -15,6 +15,7 @@ import os
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +55,8 @@ class TcpBackend:
         self._starting: set[str] = set()
         self._note_cursors: dict[str, tuple[str, int]] = {}  # node -> (boot id, next note)
         self._notes_primed = False
+        self._not_run: set[int] = set()  # rids of requests a node refused before running them
+        self._stopping: set[str] = set()  # nodes this backend is stopping (upgrade): not routed to
 
     # --- liveness and bookkeeping --------------------------------------------------------------
 
@@ -83,9 +86,20 @@ class TcpBackend:
                 return  # keep what we know; the next command will say what is wrong
             self._adopt(fresh)  # another command may have added or retired a node, too
 
+    def not_run(self, rid: int) -> bool:
+        """Whether the request `rid` failed without being run (the node was unreachable or
+        stopping): the client may send it to another replica, even an increment."""
+        if rid in self._not_run:
+            self._not_run.discard(rid)
+            return True
+        return False
+
     def is_alive(self, name: str) -> bool:
-        if name in self._starting:
-            return False  # its process exists but it does not serve yet
+        if name in self._starting or name in self._stopping:
+            return False  # its process exists but it does not serve (yet, or any more)
+        conn = self._conns.get(name)
+        if conn is not None and conn.draining and not conn.closed:
+            return False  # it said it is stopping
         now = trio.current_time()
         cached = self._alive.get(name)
         if cached is not None and now - cached[0] < ALIVE_CACHE:
@@ -153,9 +167,13 @@ class TcpBackend:
             body = await self.rpc(via, "request", timeout, msg=to_wire(request))
             result = from_wire(body)
         except RpcError as exc:
-            if exc.kind in ("unreachable", "lost"):
+            if exc.kind in ("unreachable", "lost", "draining"):
                 # Route around it for a moment (a node restarted elsewhere may not listen yet).
                 self._alive[via] = (trio.current_time(), False)
+            if exc.kind in ("unreachable", "draining"):
+                if len(self._not_run) > 4096:  # a caller that never asks (soak load): keep it small
+                    self._not_run.clear()
+                self._not_run.add(request.rid)
             return Failure(CLIENT_CODES[exc.kind], str(exc))
         except ValueError as exc:
             return Failure("internal", f"node {via} sent an answer this client cannot read: {exc}")
@@ -300,8 +318,31 @@ class TcpBackend:
         self._forget(name)
         return killed
 
-    async def revive(self, name: str) -> bool:
+    async def stop_node(self, name: str) -> str:
+        """Stop a node cleanly (it drains its client requests first: node/process.py) and wait
+        until its process has exited; how it stopped (supervisor.stop). It is not routed to from
+        the moment the stop is asked."""
         self._reload_if_changed()
+        self._stopping.add(name)
+        try:
+            how = await supervisor.stop(self.cluster.node(name), reach=access.for_cluster(self.cluster))
+        finally:
+            self._stopping.discard(name)
+            self._forget(name)
+        return how
+
+    def protocol_of(self, name: str) -> int:
+        """The wire protocol the node is (re)started with (the cluster file's)."""
+        self._reload_if_changed()
+        return self.cluster.node(name).protocol
+
+    async def revive(self, name: str, protocol: int | None = None) -> bool:
+        """Restart a stopped node with its data and ports (at `protocol` if given, recorded in the
+        cluster file so later restarts keep it)."""
+        self._reload_if_changed()
+        if protocol is not None:
+            self.cluster = self.cluster.with_node(replace(self.cluster.node(name), protocol=protocol))
+            clusterfile.save(self.cluster)
         self._starting.add(name)
         try:
             self.cluster, started = await supervisor.start(self.cluster, name)

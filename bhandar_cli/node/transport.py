@@ -10,7 +10,11 @@ This module owns:
 - The listener. Every connection opens with a hello frame: `{"hello": "peer", "id": X}` starts a
   one-way stream of messages from node X; `{"hello": "client"}` starts request/response RPC,
   served by the node (`on_client`); `{"hello": "join"}` is a new machine asking for a certificate
-with a join token (`on_join`, node/join.py). Garbage, an oversized length prefix or a frame left half-sent
+with a join token (`on_join`, node/join.py). A hello is written in the oldest protocol version and
+names the newest one its writer reads (`"protocol"`): this node writes to each peer in the newest
+version both read (`codec.negotiate`), the oldest until it has heard the peer's hello, and counts
+the messages it sends and receives per version (`by_protocol`, in `info`).
+Garbage, an oversized length prefix or a frame left half-sent
   for `frame_timeout` seconds closes the connection; the node goes on serving the others.
 With the node's TLS files (`tls`), both run over TLS: the listener asks for a certificate of the
 cluster CA (clients show none, peers must; the checks on who speaks as whom are peer_gate.py's),
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import random
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from functools import partial
 from random import Random
@@ -29,12 +34,14 @@ from typing import Any
 
 import trio
 
-from bhandar_cli.core.wire import from_wire, to_wire
+from bhandar_cli.core.wire import from_wire, readable_at, to_wire_at
 from bhandar_cli.host.network import NetworkModel
-from bhandar_cli.node import pki
+from bhandar_cli.node import codec, pki
 from bhandar_cli.node.codec import (
+    MIN_COMPATIBLE_VERSION,
     ProtocolError,
     encode_frame,
+    negotiate,
 )
 from bhandar_cli.node.frames import (
     BACKOFF_MAX,
@@ -88,7 +95,27 @@ class TcpTransport:
         self._links: dict[str, _PeerLink] = {}
         self._nursery: trio.Nursery | None = None
         self._last_msg: Any = None
-        self._last_frame = b""
+        self._last_frames: dict[int, bytes] = {}
+        self.protocol = codec.protocol()
+        # The newest version each peer's last hello said it reads, and when it came (trio clock).
+        self.peer_protocols: dict[str, tuple[int, float]] = {}
+        # (direction, protocol version, message) -> count; a write is named by its kind
+        # (ReplicaWrite:write, :handoff for a hint, :repair), so the mix a cluster runs is visible.
+        self.by_protocol: Counter[tuple[str, int, str]] = Counter()
+        self._inbound: Counter[str] = Counter()  # open peer connections from each peer
+
+    def version_for(self, peer: str) -> int:
+        """The protocol version to write to `peer`: the newest both read, as far as we know."""
+        heard = self.peer_protocols.get(peer)
+        return MIN_COMPATIBLE_VERSION if heard is None else min(self.protocol, heard[0])
+
+    def protocol_counts(self) -> dict[str, dict[str, dict[str, int]]]:
+        """by_protocol as {"sent"|"received"|"withheld": {"v1": {message: count}}}; withheld: not
+        sent, the peer's version does not know the message's type."""
+        out: dict[str, dict[str, dict[str, int]]] = {"sent": {}, "received": {}, "withheld": {}}
+        for (direction, version, name), count in sorted(self.by_protocol.items()):
+            out[direction].setdefault(f"v{version}", {})[name] = count
+        return out
 
     # --- the node's side -----------------------------------------------------------------------
 
@@ -114,16 +141,25 @@ class TcpTransport:
         # and a different type (most consecutive messages) fails the test at once.
         last = self._last_msg
         if msg is not last and (type(msg) is not type(last) or msg != last):
+            self._last_frames = {}
+            self._last_msg = msg
+        version = self.version_for(dst)
+        if not readable_at(msg, version):  # a message type the peer's version does not know
+            self.by_protocol["withheld", version, _label(msg)] += 1
+            return
+        frame = self._last_frames.get(version)
+        if frame is None:
             try:
-                self._last_frame = wire_frame(to_wire(msg))
+                frame = self._last_frames[version] = wire_frame(to_wire_at(msg, version), version)
             except ValueError:
                 self.stats["dropped"] += 1
+                self._last_msg = None
                 log.exception("cannot encode %s for %s (a bug); dropped", type(msg).__name__, dst)
                 return
-            self._last_msg = msg
         extra = delays[0]
-        if link.offer(trio.current_time() + extra if extra else 0.0, self._last_frame):
+        if link.offer(trio.current_time() + extra if extra else 0.0, frame):
             self.stats["sent"] += 1
+            self.by_protocol["sent", version, _label(msg)] += 1
         else:
             self.stats["dropped"] += 1
 
@@ -163,7 +199,19 @@ class TcpTransport:
             kind, peer = fields.get("hello"), fields.get("id")
             if kind == "peer" and isinstance(peer, str):
                 self.gate.admit_hello(peer, certified, conn.peer)
-                await self._peer_loop(conn, peer)
+                theirs = fields.get("protocol", MIN_COMPATIBLE_VERSION)  # absent: a version-1 build
+                # A malformed or too old version closes the link.
+                self.peer_protocols[peer] = (negotiate(codec.PROTOCOL_VERSION, theirs), trio.current_time())
+                link = self._links.get(peer)
+                if link is not None and not link.connected:
+                    # It is back (restarted): stop backing off, or our messages to it would be
+                    # dropped for up to BACKOFF_MAX while it already counts as up.
+                    link.reconnect()
+                self._inbound[peer] += 1
+                try:
+                    await self._peer_loop(conn, peer)
+                finally:
+                    self._inbound[peer] -= 1
             elif kind == "client":
                 await self.on_client(conn, {str(k): v for k, v in fields.items()})
             elif kind == "join" and self.on_join is not None:
@@ -192,6 +240,7 @@ class TcpTransport:
                 raise ProtocolError(f"peer {src} sent a message this node cannot read: {exc}") from exc
             self.gate.admit_message(src, msg, conn.peer)
             self.stats["received"] += 1
+            self.by_protocol["received", conn.decoder.peer_version or 0, _label(msg)] += 1
             if not self.model.admits(src, self.me):
                 self.stats["dropped"] += 1
                 continue
@@ -254,12 +303,19 @@ class _PeerLink:
             try:
                 with trio.CancelScope() as self._scope:
                     self.connected = True
-                    await stream.send_all(encode_frame({"hello": "peer", "id": self.transport.me}))
+                    hello = {"hello": "peer", "id": self.transport.me, "protocol": self.transport.protocol}
+                    await stream.send_all(encode_frame(hello, version=MIN_COMPATIBLE_VERSION))
                     await self._pump(stream)
             except (*STREAM_ERRORS, trio.TooSlowError):
                 pass
             finally:
                 self.connected = False
+                # The peer may have restarted as another version: unless its own link to us (the
+                # one whose hello we remember) is still open, write the oldest again until it says
+                # hello anew. A restarted peer's new link may already have said it: keep that.
+                transport = self.transport
+                if not transport._inbound[self.peer]:
+                    transport.peer_protocols.pop(self.peer, None)
                 self._scope = None
                 await trio.aclose_forcefully(stream)
 
@@ -310,6 +366,12 @@ class _PeerLink:
     async def _send_frames(self, stream: trio.abc.Stream, frames: list[bytes]) -> None:
         self.transport.stats["writes"] += 1
         await send_within(stream, b"".join(frames))
+
+
+def _label(msg: Any) -> str:
+    name = type(msg).__name__
+    kind = getattr(msg, "kind", None)
+    return f"{name}:{kind}" if isinstance(kind, str) else name
 
 
 # --- RPC client ----------------------------------------------------------------------------------

@@ -19,6 +19,9 @@ from bhandar_cli.repl.views_data import show_value
 
 def render_status(data: dict[str, Any]) -> RenderableType:
     table = Table("", "node", "zone", "tokens", "owns", "keys", "hints", "sees down", box=box.SIMPLE_HEAD)
+    wire = any(n.get("protocol") for n in data["nodes"])  # node processes speak a wire protocol
+    if wire:
+        table.add_column("protocol")
     left = [n["id"] for n in data["nodes"] if n.get("status") == "left"]
     moving: list[str] = []
     for n in data["nodes"]:
@@ -39,6 +42,7 @@ def render_status(data: dict[str, Any]) -> RenderableType:
             str(n.get("keys", "")) if n["up"] else "-",
             str(n.get("hints", "")) if n["up"] else "-",
             ", ".join(n.get("sees_down", [])) if n["up"] else "-",
+            *([str(n.get("protocol") or "-")] if wire else []),
         )
     parts: list[RenderableType] = [table]
     parts += [Text(f"{n['id']} {n['crashed']}", "bold red") for n in data["nodes"] if n.get("crashed")]

@@ -4,6 +4,7 @@ restore, upgrade). Rendering only."""
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from rich import box
@@ -41,7 +42,15 @@ def render_members(data: dict[str, Any]) -> RenderableType:
     table = Table(
         "node", "zone", "status", "up", "phi", "heartbeat", "generation", "tokens", box=box.SIMPLE_HEAD
     )
+    wire = any("protocol" in m for m in data["members"])  # node processes: wire protocol, round trip
+    if wire:
+        table.add_column("protocol")
+        table.add_column("rtt ms")
     for m in data["members"]:
+        extra = []
+        if wire:
+            rtt = m.get("rtt_ms")
+            extra = [str(m.get("protocol") or "?"), "-" if rtt is None else f"{rtt:.1f}"]
         up = Text("up", "green") if m.get("up") else Text("down", "bold red")
         table.add_row(
             Text(m["id"], node_style(m["id"])),
@@ -52,6 +61,7 @@ def render_members(data: dict[str, Any]) -> RenderableType:
             str(m.get("heartbeat", "")),
             str(m.get("generation", "")),
             str(m.get("tokens", "")),
+            *extra,
         )
     parts: list[RenderableType] = [
         Text(f"membership as {data['from']} sees it (gossip + phi accrual)"),
@@ -160,7 +170,26 @@ def render_restore(data: dict[str, Any]) -> RenderableType:
 
 
 def render_upgrade(data: dict[str, Any]) -> RenderableType:
-    rows = [
-        f"{r['node']} {r['seconds']:.1f}s" + ("" if r["settled"] else " (not settled)") for r in data["nodes"]
-    ]
-    return Text(f"rolling restart, one node at a time: {', '.join(rows)}; {data['seconds']:.1f} s in all")
+    rows = []
+    for r in data["nodes"]:
+        text = f"{r['node']} {r['seconds']:.1f}s"
+        if r.get("skipped"):
+            text = f"{r['node']} already at protocol {r['protocol']}"
+        elif "protocol" in r and r.get("from") != r["protocol"]:
+            text += f" (protocol {r['from']} -> {r['protocol']})"
+        if not r["settled"]:
+            text += " (not settled)"
+        rows.append(text)
+    what = "rolling restart" if data.get("to") is None else f"rolling upgrade to protocol {data['to']}"
+    return Text(f"{what}, one node at a time: {', '.join(rows)}; {data['seconds']:.1f} s in all")
+
+
+def progress_line(event: dict[str, Any]) -> str:
+    """One line of a running upgrade: node, phase, seconds since the node's step began."""
+    extra = "".join(f" {k}={v}" for k, v in event.items() if k not in ("node", "phase", "elapsed"))
+    return f"upgrade: {event['node']} {event['phase']} ({event['elapsed']:.1f} s){extra}"
+
+
+def print_progress(event: dict[str, Any]) -> None:
+    """Progress on stderr, as it happens (stdout keeps the command's one reply, JSON or table)."""
+    print(progress_line(event), file=sys.stderr, flush=True)

@@ -37,11 +37,11 @@ NODE_ARGS = ("--frame-timeout", "1", "--fsync", "batch")
 TEST_KEYSPACES = ("web", "cli", "crash")
 
 
-def start_cluster(directory: Path, nodes: int = 5) -> ClusterFile:
+def start_cluster(directory: Path, nodes: int = 5, protocol: int | None = None) -> ClusterFile:
     from bhandar_cli.cmd.cluster import open_tcp_client
 
     async def up() -> ClusterFile:
-        cluster = await supervisor.up(directory, nodes, 3, 0, 8, 3, NODE_ARGS, 30.0)
+        cluster = await supervisor.up(directory, nodes, 3, 0, 8, 3, NODE_ARGS, 30.0, protocol=protocol)
         async with open_tcp_client(directory) as client:
             for name in TEST_KEYSPACES:
                 await client.keyspace_create(name)  # returns once every node knows it
@@ -81,6 +81,16 @@ def fresh_cluster(tmp_path: Path) -> Iterator[ClusterFile]:
     directory = tmp_path / "cluster"
     try:
         yield start_cluster(directory)
+    finally:
+        kill_all(directory)
+
+
+@pytest.fixture
+def fresh_cluster_v1(tmp_path: Path) -> Iterator[ClusterFile]:
+    """As `fresh_cluster`, with every node speaking wire protocol 1 (`node run --protocol 1`)."""
+    directory = tmp_path / "cluster"
+    try:
+        yield start_cluster(directory, protocol=1)
     finally:
         kill_all(directory)
 

@@ -157,9 +157,9 @@ def test_messages_queued_for_a_peer_in_one_burst_leave_in_one_write() -> None:
 def test_a_message_fanned_out_as_equal_objects_is_encoded_once(monkeypatch: pytest.MonkeyPatch) -> None:
     encoded: list[Any] = []
 
-    def counting_wire_frame(body: Any) -> bytes:
+    def counting_wire_frame(body: Any, version: int | None = None) -> bytes:
         encoded.append(body)
-        return wire_frame(body)
+        return wire_frame(body, version)
 
     monkeypatch.setattr("bhandar_cli.node.transport.wire_frame", counting_wire_frame)
 

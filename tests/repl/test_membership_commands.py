@@ -96,6 +96,17 @@ def test_upgrade_restarts_one_node_at_a_time_and_loses_nothing(repl: Run) -> Non
     assert [o["values"] for o in out[11:]] == [[i] for i in range(10)]
 
 
+def test_upgrade_refuses_a_step_that_would_leave_two_replicas_down(repl: Run) -> None:
+    out = repl(["kill D", "upgrade", "upgrade to=2", "upgrade to=7"])
+    refused = out[1]
+    assert not refused["ok"] and refused["code"] == "refused"
+    text = refused["error"]
+    assert "D is down (seen by this client" in text and "two replicas of those keys down" in text, text
+    # The in-process cluster has no wire protocol to move; and a version this build lacks is refused.
+    assert out[2]["code"] == "bad_input" and "process cluster" in out[2]["error"]
+    assert out[3]["code"] == "bad_input" and "1..2" in out[3]["error"]
+
+
 def test_repair_age_per_range_is_kept_and_reported(repl: Run) -> None:
     before, _, after = repl(["metrics", "repair", "metrics"])
     ages_before = before["anti_entropy"]["repair_age"]

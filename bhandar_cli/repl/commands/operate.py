@@ -7,9 +7,20 @@ from typing import TYPE_CHECKING, Any
 
 from bhandar_cli.core.errors import BadInput
 from bhandar_cli.repl.grammar import partition_groups
-from bhandar_cli.repl.kinds import DIRECTORY, MILLISECONDS, MOMENT, NAME, NEW_NODE, NODE, NODE_GROUPS, ZONE
+from bhandar_cli.repl.kinds import (
+    DIRECTORY,
+    MILLISECONDS,
+    MOMENT,
+    NAME,
+    NEW_NODE,
+    NODE,
+    NODE_GROUPS,
+    ZONE,
+    choices,
+)
 from bhandar_cli.repl.table import Arg, CommandTable, Option
 from bhandar_cli.repl.views_ops import (
+    print_progress,
     render_add,
     render_compact,
     render_decommission,
@@ -223,13 +234,23 @@ async def restore(session: Session, cmd: Command) -> dict[str, Any]:
 
 @TABLE.command(
     "upgrade",
-    "rolling restart, one node at a time",
-    help="""Each live node in turn is flushed, stopped and started, and the next waits until every
-    peer sees it up and its hints are delivered, so no two replicas of a key are down together.""",
+    "rolling upgrade, one node at a time",
+    options=(Option("to", choices("protocol", ("1", "2"))),),
+    help="""Each node in turn is flushed, stopped cleanly (it finishes the requests it has and
+    refuses new ones, which go to another replica), started again (with to=N, at wire protocol N:
+    a process cluster, repl --connect) and must serve before the next one stops: every peer sees it
+    up, its hints are delivered, its ranges repaired and its reads fast again. A step that would
+    leave two replicas of a key down (another node is down) is refused. Progress is shown as it
+    goes (node, phase, seconds).""",
+    examples=("upgrade", "upgrade to=2"),
     renderer=render_upgrade,
 )
 async def upgrade(session: Session, cmd: Command) -> dict[str, Any]:
-    return await session.client.upgrade()
+    given = cmd.options.get("to")
+    if given is not None and not given.isdigit():
+        raise BadInput(f"to must be a protocol version, 1 or 2 (got {given!r})")
+    to = int(given) if given is not None else None
+    return await session.client.upgrade(to, print_progress)
 
 
 def _node_or_all(cmd: Command) -> str | None:
