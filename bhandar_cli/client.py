@@ -4,19 +4,16 @@
 answers requests; `Client` adds the cluster views and operations. Both are async: `Client` runs
 inside trio, and one-shot commands run a `DataClient` on a blocking backend whose awaits never
 suspend, without an event loop (node/blocking_backend.py), which is why trio is imported here
-only where it is used. `BlockingClient` wraps a `Client` for a thread other than trio's (the
-interactive prompt runs in a worker thread and calls back with `trio.from_thread.run`).
-Data operations return outcome dataclasses (`outcomes.py`); cluster views return dictionaries in
-the JSON shapes of the man page's JSON OUTPUT. Every failure is raised as `ClientError` with a stable `code`.
+only where it is used. Data operations return outcome dataclasses (`outcomes.py`); cluster views
+return dictionaries in the JSON shapes of the man page's JSON OUTPUT. Every failure is raised as
+`ClientError` with a stable `code`.
 """
 
 from __future__ import annotations
 
-import functools
-import inspect
 import os
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from bhandar_cli.client_ops import ClusterOps
 from bhandar_cli.client_views import ClusterViews
@@ -50,9 +47,6 @@ from bhandar_cli.outcomes import (
     counter_parts,
     sibling_views,
 )
-
-if TYPE_CHECKING:
-    import trio
 
 
 class RequestBackend(Protocol):
@@ -400,24 +394,3 @@ def _duplicates(record: Record | None) -> int:
     if not isinstance(record, PNCounter):
         return 0
     return sum(p - n for p, n in record.entries().values()) - record.value
-
-
-class BlockingClient:
-    """The same API for a thread other than trio's: each call runs in trio via from_thread."""
-
-    def __init__(self, client: Client, trio_token: trio.lowlevel.TrioToken | None = None) -> None:
-        self._client = client
-        self._token = trio_token
-
-    def __getattr__(self, name: str) -> Any:
-        attr = getattr(self._client, name)
-        if not inspect.iscoroutinefunction(attr):
-            return attr
-
-        @functools.wraps(attr)
-        def call(*args: Any, **kwargs: Any) -> Any:
-            import trio
-
-            return trio.from_thread.run(functools.partial(attr, *args, **kwargs), trio_token=self._token)
-
-        return call

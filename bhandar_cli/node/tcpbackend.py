@@ -29,6 +29,7 @@ from bhandar_cli.core.ring import Ring
 from bhandar_cli.core.wire import from_wire, to_wire
 from bhandar_cli.node import access, admin, clusterfile, growth, pids, supervisor
 from bhandar_cli.node.clusterfile import ClusterFile, ClusterFileError
+from bhandar_cli.node.note_log import NoteReader
 from bhandar_cli.node.pids import load_running
 from bhandar_cli.node.rpc import RpcClient
 from bhandar_cli.node.rpc_errors import CLIENT_CODES, RpcError
@@ -53,8 +54,7 @@ class TcpBackend:
         self._mtime = self._file_mtime()
         self._next_rid = 0
         self._starting: set[str] = set()
-        self._note_cursors: dict[str, tuple[str, int]] = {}  # node -> (boot id, next note)
-        self._notes_primed = False
+        self._notes = NoteReader(self._read_notes)
         self._not_run: set[int] = set()  # rids of requests a node refused before running them
         self._stopping: set[str] = set()  # nodes this backend is stopping (upgrade): not routed to
 
@@ -110,30 +110,17 @@ class TcpBackend:
         return alive
 
     async def drain_notes(self) -> list[tuple[str, dict[str, Any], str]]:
-        """Notes the running nodes made since the last call: (text, data, node), asked of every
-        node at once (node/note_log.py). The first call only learns where each node's log stands:
-        a session hears what happens from then on. A node first heard of later, or restarted since
-        (a new boot id), tells everything it noted since it started."""
-        found: list[tuple[str, dict[str, Any], str]] = []
-        priming = not self._notes_primed
-        self._notes_primed = True
+        """Notes the running nodes made since the last call (node/note_log.py)."""
+        return await self._notes.drain([n for n in self.names if self.is_alive(n)])
 
-        async def one(name: str) -> None:
-            boot, since = self._note_cursors.get(name, ("", 0))
-            with trio.move_on_after(2 * NOTES_TIMEOUT):
-                try:
-                    answer = await self.rpc(name, "notes", NOTES_TIMEOUT, since=since, boot=boot)
-                except (RpcError, ClientError, OSError):
-                    return  # down or an older node: its notices are missed, not its data
-                self._note_cursors[name] = (str(answer["boot"]), int(answer["next"]))
-                if not priming:
-                    found.extend((str(text), dict(data), name) for text, data in answer["notes"])
-
-        async with trio.open_nursery() as nursery:
-            for name in list(self.names):
-                if self.is_alive(name):
-                    nursery.start_soon(one, name)
-        return found
+    async def _read_notes(self, name: str, since: int, boot: str) -> dict[str, Any] | None:
+        with trio.move_on_after(2 * NOTES_TIMEOUT):
+            try:
+                answer: dict[str, Any] = await self.rpc(name, "notes", NOTES_TIMEOUT, since=since, boot=boot)
+                return answer
+            except (RpcError, ClientError, OSError):
+                pass  # down or an older node: its notices are missed, not its data
+        return None
 
     # --- RPC -----------------------------------------------------------------------------------
 
