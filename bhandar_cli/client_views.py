@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 
 from bhandar_cli.core.errors import BadInput
 from bhandar_cli.core.hot_keys import SHOWN, TAU
-from bhandar_cli.core.keyspaces import unknown_keyspace
 from bhandar_cli.core.membership import CODES
 from bhandar_cli.core.records import Versioned
 from bhandar_cli.core.ring import Ring, key_token
@@ -103,6 +102,8 @@ class ClusterViews:
         if keyspace in known:
             return known[keyspace]
         if known:  # a node answered and does not know it: the user's mistake, said as for a get
+            from bhandar_cli.core.keyspaces import unknown_keyspace  # not on a one-shot get's path
+
             raise unknown_keyspace(keyspace, known)
         return 3  # nobody answered: the preference list of the default N still teaches
 

@@ -15,6 +15,8 @@ from bhandar_cli.node.placement import free_ports
 from bhandar_cli.node.rpc_service import check_request
 from bhandar_cli.node.supervisor import plan
 
+from .conftest import wait_for
+
 
 def test_cluster_file_round_trip_and_errors(tmp_path: Path) -> None:
     cluster = plan(tmp_path, 4, 2, 0, 8, 3)
@@ -60,6 +62,10 @@ def test_pid_checks_and_free_ports() -> None:
     assert not pid_alive(0)
     other = subprocess.Popen(["sleep", "30"])
     try:
+        # Until the child has exec'd `sleep`, its command line can read empty, which pid_alive
+        # (rightly) takes for a node on its way out: ask once it is what it will stay.
+        cmdline = Path(f"/proc/{other.pid}/cmdline")
+        wait_for(lambda: cmdline.read_bytes().startswith(b"sleep"), 10, "the child to exec sleep")
         assert not pid_alive(other.pid)  # alive, but not a node of ours
     finally:
         other.kill()
