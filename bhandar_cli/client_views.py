@@ -18,6 +18,9 @@ from bhandar_cli.outcomes import counter_parts, sibling_views
 if TYPE_CHECKING:
     from bhandar_cli.client import Backend
 
+# The latency histogram's upper edges in metrics (ms); each is moved to the nearest exact edge.
+HISTOGRAM_EDGES_MS = (0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000)
+
 
 class ClusterViews:
     backend: Backend
@@ -151,7 +154,9 @@ class ClusterViews:
         return {"cmd": "hints", "ok": True, "queues": queues, "pending": sum(q["count"] for q in queues)}
 
     async def metrics(self) -> dict[str, Any]:
-        from bhandar_cli.core.metrics import NodeMetrics
+        from bhandar_cli.core.metrics import NodeMetrics, bucket_edge
+
+        edges = [bucket_edge(ms) for ms in HISTOGRAM_EDGES_MS]
 
         total = NodeMetrics()
         per_node: dict[str, int] = {}
@@ -176,6 +181,11 @@ class ClusterViews:
                 "p50_ms": round(stats.latency.percentile(50), 3),
                 "p99_ms": round(stats.latency.percentile(99), 3),
                 "max_ms": round(stats.latency.max_ms, 3),
+                # Successful requests at or below each edge (cumulative, as Prometheus counts).
+                "histogram": {
+                    "le_ms": [round(e, 3) for e in edges],
+                    "counts": stats.latency.cumulative(edges),
+                },
             }
         hints = await self.hints()
         oldest = max((q["oldest_s"] for q in hints["queues"]), default=0.0)
