@@ -110,9 +110,50 @@ def test_the_command_box_partition_draws_the_groups(web: WebProcess, browser: An
     assert labels[1] == "group 2: B, C"
     # Failure detection across the partition: A's peers come to suspect it (up, believed down).
     WebDriverWait(browser, WAIT_S).until(lambda d: cards(d).get("A") == "suspected")
+    size = browser.execute_script("return getComputedStyle(document.documentElement).fontSize")
     browser.find_element(By.ID, "large").click()
     assert "large" in browser.find_element(By.TAG_NAME, "body").get_attribute("class")
-    browser.find_element(By.ID, "large").click()
+    assert browser.execute_script("return getComputedStyle(document.body).fontSize") != size
+
+
+def test_a_write_while_a_replica_is_down_shows_the_hint_and_its_fallback(
+    web: WebProcess, browser: Any, tmp_path: Path
+) -> None:
+    """Also the screenshot of docs/web.md (BHANDAR_WEB_SCREENSHOT=docs/web.png to refresh it)."""
+    open_page(browser, web)
+    key = next(
+        k for k in (f"cart:{i}" for i in range(100)) if "C" in web.command(f"prefs kv {k}")[0]["replicas"]
+    )
+    web.command(f"put kv {key} '[\"rice\"]'")
+    web.type_line("kill C")
+    WebDriverWait(browser, WAIT_S).until(lambda d: cards(d).get("C") == "down")
+    puts: list[dict[str, Any]] = []
+
+    def hinted_put(_: Any) -> bool:
+        # Until the peers' failure detectors convict C, a write is sent to C and simply not acked.
+        puts.append(web.command(f'get kv {key}; put kv {key} \'["rice","oil"]\' c=QUORUM')[-1])
+        return bool(puts[-1]["ok"] and puts[-1].get("hinted"))
+
+    WebDriverWait(browser, WAIT_S, poll_frequency=0.3).until(hinted_put)
+    put = puts[-1]
+    holder = put["hinted"][0].split()[0]  # "D for C": the fallback that keeps C's write
+    web.command(f"get kv {key}")
+    browser.execute_script("document.querySelectorAll('#request-tabs button')[1].click()")
+    WebDriverWait(browser, WAIT_S).until(
+        lambda d: any(
+            "hint for C" in t
+            for t in d.execute_script(
+                "return [...document.querySelectorAll('#sequence text')].map((e) => e.textContent)"
+            )
+        )
+    )
+    (participants,) = attribute(browser, "#sequence", "data-participants")
+    assert holder in participants.split(",") and "C" in participants.split(",")
+    WebDriverWait(browser, WAIT_S).until(
+        lambda d: d.execute_script(
+            "return document.querySelector(`#node-${arguments[0]} [data-field=hints]`).textContent", holder
+        ).endswith("→C)")  # "1 (1→C)": hints held, and for whom
+    )
     shot = os.environ.get("BHANDAR_WEB_SCREENSHOT") or str(tmp_path / "web.png")
     assert browser.save_screenshot(shot)
     assert Path(shot).stat().st_size > 10_000

@@ -147,7 +147,7 @@ function drawRing(s) {
       }
     }
     if (marks.has(i)) {
-      const [x, y] = polar(mid, 80, space);
+      const [x, y] = polar(mid, 84 - (marks.get(i) - 1) * 17, space);  // staggered: replicas often sit side by side
       ring.append(svg("circle", { cx: x, cy: y, r: 8, fill: "#fff" }));
       ring.append(svg("text", { x, y, fill: "#000", style: "fill:#000", "data-replica": a.owner },
                       String(marks.get(i))));
@@ -214,7 +214,7 @@ function drawSequence(r, tracing) {
     box.append(svg("text", { x: 4, y: 20 }, tracing ? "No request yet: run a put or get." : "Type 'trace on', then a put or get."));
     return;
   }
-  const cols = r.participants, left = 50, top = 44, rowH = 24, notesW = 150;
+  const cols = r.participants, left = 50, top = 44, rowH = 24, notesW = 130;
   const room = document.getElementById("sequence-box").clientWidth - left - notesW - 4;
   const colW = Math.max(50, Math.min(110, room / cols.length));
   const rows = Math.max(1, ...r.events.map((e) => e.row)) + 1;
@@ -229,7 +229,9 @@ function drawSequence(r, tracing) {
   box.append(svg("text", { x: notesX, y: 28, class: "note" }, "solid: request, dashed: answer"));
   box.append(svg("text", { x: notesX, y: 39, class: "note" }, "dotted ?: answered too late"));
   cols.forEach((name) => {
-    const role = name === "client" ? "" : name === r.coordinator ? "coordinator" : r.replicas.includes(name) ? `replica ${r.replicas.indexOf(name) + 1}` : "fallback";
+    const short = colW < 75;
+    const role = name === "client" ? "" : name === r.coordinator ? (short ? "coord." : "coordinator")
+      : r.replicas.includes(name) ? `${short ? "rep." : "replica"} ${r.replicas.indexOf(name) + 1}` : "fallback";
     box.append(svg("text", { x: x(name), y: 28, class: "head", "data-participant": name }, name));
     box.append(svg("text", { x: x(name), y: 39, class: "note", "text-anchor": "middle" }, role));
     box.append(svg("line", { x1: x(name), y1: top, x2: x(name), y2: height - 8, class: "lifeline" }));
