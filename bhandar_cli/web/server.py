@@ -72,6 +72,7 @@ class WebServer:
         self.client_came = trio.Event()
         self.commands = trio.Lock()
         self.snapshots_built = 0
+        self.stopping = False  # set on shutdown: the event streams end, so connections close
         self.port: int | None = None
         self._metrics: dict[str, Any] | None = None
         self._metrics_at = -math.inf
@@ -178,7 +179,7 @@ class WebServer:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(_until_disconnect, receive, nursery.cancel_scope)
                 seen = -1
-                while True:
+                while not self.stopping:
                     if self.seq != seen and self.snapshot:
                         seen = self.seq
                         chunk = b"event: state\ndata: " + self.snapshot + b"\n\n"
@@ -188,6 +189,9 @@ class WebServer:
                     published = self.published
                     with trio.move_on_after(PING_S):
                         await published.wait()
+                nursery.cancel_scope.cancel()
+            if self.stopping:  # the page's EventSource reconnects to whatever serves next
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
             self.clients -= 1
 
@@ -205,6 +209,13 @@ class WebServer:
             self.port = int(binds[0].rsplit(":", 1)[1])
             nursery.start_soon(self.produce)
             task_status.started(self.port)
+            try:
+                await trio.sleep_forever()
+            finally:
+                # A page's event stream never ends by itself, and the server waits for open
+                # responses before it stops: end them (a cancelled wait would not be woken).
+                self.stopping = True
+                self.published.set()
 
 
 class _HttpError(Exception):
