@@ -8,6 +8,7 @@ command typed in the terminal and one sent from the page show alike.
 
 from __future__ import annotations
 
+import io
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +20,8 @@ if TYPE_CHECKING:
     from bhandar_cli.repl.session import Reply, Session
 
 RECENT = 6  # requests kept for the sequence diagrams
+LOGGED = 12  # commands kept for the page's session log
+LOG_CHARS = 2000  # of one command's printed reply
 MAX_STEPS = 60  # a trace longer than this is cut (a diagram of hundreds of arrows helps nobody)
 
 
@@ -31,11 +34,13 @@ class WebState:
         self.recent: deque[dict[str, Any]] = deque(maxlen=RECENT)
         self.focus: tuple[str, str] | None = None
         self.contexts: dict[tuple[str, str], str] = {}  # the last get's context token per key
+        self.log: deque[dict[str, Any]] = deque(maxlen=LOGGED)  # the session's commands, newest first
         self.version = 0
 
     def observe(self, cmd: Command, reply: Reply) -> None:
         """A session observer: remember data commands (and what the cluster commands changed)."""
         self.version += 1
+        self.log.appendleft({"line": cmd.text or cmd.name, "ok": reply.ok, "text": self._printed(reply)})
         if cmd.name not in DATA_COMMANDS:
             return
         data = reply.to_json()
@@ -50,6 +55,19 @@ class WebState:
             self.focus = (ks, key)
             if cmd.name == "get" and data.get("context"):
                 self.contexts[(ks, key)] = data["context"]
+
+    def _printed(self, reply: Reply) -> str:
+        """The reply as the REPL prints it (its table view, without colour), for the page's log."""
+        from rich.console import Console
+
+        from bhandar_cli.repl.views import render
+
+        out = io.StringIO()
+        Console(file=out, width=88, color_system=None, soft_wrap=False).print(
+            render(reply, self.session.commands)
+        )
+        text = out.getvalue().rstrip()
+        return text if len(text) <= LOG_CHARS else text[:LOG_CHARS] + " ..."
 
     def set_focus(self, keyspace: str, key: str) -> None:
         self.focus = (keyspace, key)
@@ -72,6 +90,7 @@ class WebState:
             "focus": await self._focus(),
             "latency": latency_view(metrics) if metrics else {},
             "members_from": members["from"] if members else None,
+            "log": list(self.log),
         }
 
     async def _request(self, entry: dict[str, Any]) -> dict[str, Any]:

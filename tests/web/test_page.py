@@ -56,6 +56,10 @@ def test_five_node_cards_and_a_kill_in_the_session_turns_the_card_down(web: WebP
     web.type_line("kill B")
     WebDriverWait(browser, WAIT_S).until(lambda d: cards(d).get("B") == "down")
     assert cards(browser) == {**dict.fromkeys("ACDE", "up"), "B": "down"}
+    # The page's session log shows what the terminal's command printed.
+    WebDriverWait(browser, WAIT_S).until(
+        lambda d: "> kill B\nkilled B" in d.find_element(By.ID, "output").text
+    )
     card = browser.find_element(By.ID, "node-B")  # redrawn only when its content changes
     assert "DOWN" in card.text  # the state is written, not only coloured
     # The card's own button revives it, through the same session.

@@ -87,6 +87,10 @@ def test_a_get_gives_the_focus_its_context_and_untraced_requests_say_so() -> Non
     (versions,) = {len(v) for v in snap["focus"]["holders"].values()}
     assert versions == 2  # two concurrent siblings
     assert snap["latency"]["get QUORUM"]["count"] == 1
+    # The session's log: each command as typed and as the REPL printed it, newest first.
+    assert [e["line"] for e in snap["log"]] == ["sleep 1s", "get kv k", "put kv k 2 ctx=none", "put kv k 1"]
+    assert snap["log"][1]["ok"] and "context" in snap["log"][1]["text"]
+    assert snap["log"][3]["text"].startswith("OK put kv/k")
 
 
 def test_a_failed_write_is_drawn_with_its_failure() -> None:

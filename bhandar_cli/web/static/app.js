@@ -299,18 +299,22 @@ async function post(path, body) {
   const res = await fetch(path, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
   return [res.ok, await res.json()];
 }
-async function run(line) {
-  const out = document.getElementById("output");
-  out.prepend(el("div", {}, `> ${line}`));
+async function run(line) {  // the session's log (in the next snapshot) shows what it printed
+  const problem = document.getElementById("problem");
+  problem.textContent = "";
   try {
     const [ok, answer] = await post("/api/command", { line });
-    const replies = ok ? answer.replies : [{ ok: false, error: answer.error }];
-    replies.slice().reverse().forEach((r) => {
-      const text = r.ok ? JSON.stringify(r).slice(0, 400) : `error (${r.code || "web"}): ${r.error}`;
-      out.firstChild.after(el("div", { class: r.ok ? "ok" : "err" }, text));
-    });
+    if (!ok) problem.textContent = `not run: ${answer.error}`;
   } catch (err) {
-    out.firstChild.after(el("div", { class: "err" }, `the server did not answer: ${err}`));
+    problem.textContent = `the server did not answer: ${err}`;
+  }
+}
+function drawLog(s) {  // every command of the session, typed here or in its terminal, newest first
+  const out = document.getElementById("output");
+  out.replaceChildren();
+  for (const entry of s.log) {
+    out.append(el("div", { class: "line" }, `> ${entry.line}`));
+    out.append(el("div", { class: entry.ok ? "ok" : "err" }, entry.text));
   }
 }
 document.getElementById("command-form").addEventListener("submit", (ev) => {
@@ -347,6 +351,7 @@ function draw(s) {
   drawPart("key", s.focus, drawKey);
   drawPart("requests", [s.requests, s.trace, shownRequest], drawRequests);
   drawPart("latency", s.latency, drawLatency);
+  drawPart("log", s.log, drawLog);
   document.body.setAttribute("data-drawn", String(Number(document.body.getAttribute("data-drawn") || 0) + 1));
 }
 const link = document.getElementById("link");
