@@ -33,6 +33,7 @@ from bhandar_cli.cmd.repl import repl
 from bhandar_cli.cmd.sim import sim_app
 from bhandar_cli.cmd.soak import soak
 from bhandar_cli.cmd.token import token_app
+from bhandar_cli.cmd.web import web
 
 app = typer.Typer(
     name="bhandar",
@@ -54,6 +55,7 @@ app.command("export")(export)
 app.command("import")(import_)
 app.command("soak")(soak)
 app.command("hot")(hot)
+app.command("web")(web)
 app.add_typer(keyspace_app, name="keyspace")
 bench_app.command("security")(bench_security)
 bench_app.command("repair")(bench_repair)

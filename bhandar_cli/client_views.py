@@ -20,6 +20,9 @@ from bhandar_cli.outcomes import counter_parts, sibling_views
 if TYPE_CHECKING:
     from bhandar_cli.client import Backend
 
+# The latency histogram's upper edges in metrics (ms); each is moved to the nearest exact edge.
+HISTOGRAM_EDGES_MS = (0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000)
+
 
 class ClusterViews:
     backend: Backend
@@ -158,8 +161,10 @@ class ClusterViews:
         return {"cmd": "hints", "ok": True, "queues": queues, "pending": sum(q["count"] for q in queues)}
 
     async def metrics(self) -> dict[str, Any]:
-        from bhandar_cli.core.metrics import NodeMetrics
+        from bhandar_cli.core.metrics import NodeMetrics, bucket_edge
         from bhandar_cli.core.views import oldest_hint_age
+
+        edges = [bucket_edge(ms) for ms in HISTOGRAM_EDGES_MS]
 
         total = NodeMetrics()
         per_node: dict[str, int] = {}
@@ -187,6 +192,11 @@ class ClusterViews:
                 "p99_ms": round(stats.latency.percentile(99), 3),
                 "max_ms": round(stats.latency.max_ms, 3),
                 "outcomes": stats.outcomes(),  # "ok" and each error code, the client's own included
+                # Successful requests at or below each edge (cumulative, as Prometheus counts).
+                "histogram": {
+                    "le_ms": [round(e, 3) for e in edges],
+                    "counts": stats.latency.cumulative(edges),
+                },
             }
         hints = await self.hints()
         oldest = oldest_hint_age(hints["queues"])

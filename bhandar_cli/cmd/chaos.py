@@ -169,6 +169,13 @@ def chaos(
         help="Skew: this fraction of operations go to one key (e.g. 0.5); the summary "
         "shows the hot keys, their replicas and each node's replica load (default: 0, no extra skew).",
     ),
+    report: str = typer.Option(
+        None,
+        "--report",
+        metavar="FILE",
+        help="Also write the run as a self-contained HTML timeline: faults as bands, operations per "
+        "client, violations marked, and the command that replays the run at the top.",
+    ),
     bug: list[str] = typer.Option([], "--bug", hidden=True, help="Test only: plant a store bug."),
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
@@ -177,6 +184,8 @@ def chaos(
     many seeds in parallel."""
     swarm_options = (swarm, start, jobs, seed_timeout)
     hot_share = _fraction("--hot", hot)
+    if report is not None:
+        _check_report_path(report, scenario, swarm)
     if scenario is not None:
         if hot_share:
             fail("--hot does not apply to --scenario ministore (its setup is fixed)", EXIT_USAGE)
@@ -242,7 +251,15 @@ def chaos(
     if swarm_n is not None:
         _swarm(options, swarm_n, start, jobs, seed_timeout, output)
         return
-    _print_report(_with_baseline(options, output), output)
+    _print_report(_with_baseline(options, output, report), output)
+
+
+def _check_report_path(path: str, scenario: str | None, swarm: str | None) -> None:
+    if scenario is not None or swarm is not None:
+        fail("--report applies to a single run (not --scenario or --swarm)", EXIT_USAGE)
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder) or os.path.isdir(path):
+        fail(f"--report {path}: no such directory, or a directory", EXIT_USAGE)
 
 
 def _swarm(
@@ -264,11 +281,11 @@ def _swarm(
     )
 
 
-def _run_with_progress(options: Any, output: OutputFormat) -> Any:
+def _run_with_progress(options: Any, output: OutputFormat, keep_history: bool = False) -> Any:
     from bhandar_cli.sim.chaos import run_chaos
 
     if output is not OutputFormat.table or not sys.stdout.isatty():
-        return run_chaos(options)
+        return run_chaos(options, keep_history=keep_history)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     with Progress(
@@ -279,10 +296,10 @@ def _run_with_progress(options: Any, output: OutputFormat) -> Any:
         transient=True,
     ) as progress:
         task = progress.add_task("ops", total=options.ops)
-        return run_chaos(options, lambda done: progress.update(task, completed=done))
+        return run_chaos(options, lambda done: progress.update(task, completed=done), keep_history)
 
 
-def _with_baseline(options: Any, output: OutputFormat) -> Any:
+def _with_baseline(options: Any, output: OutputFormat, html: str | None = None) -> Any:
     """The run's report with a bare event loop's speed measured in this process beside it: half
     just before the run and half just after, so that a machine whose load changes during the run
     weighs on both figures alike."""
@@ -291,9 +308,19 @@ def _with_baseline(options: Any, output: OutputFormat) -> Any:
     from bhandar_cli.sim.loop_baseline import bare_loop_rate
 
     before = bare_loop_rate(BASELINE_SECONDS / 2)
-    report = _run_with_progress(options, output)
+    report = _run_with_progress(options, output, keep_history=html is not None)
     after = bare_loop_rate(BASELINE_SECONDS / 2)
-    return replace(report, bare_loop_events_per_second=(before + after) / 2)
+    report = replace(report, bare_loop_events_per_second=(before + after) / 2)
+    if html is not None:
+        from bhandar_cli.sim.chaos_html import render_html
+
+        try:
+            with open(html, "w", encoding="utf-8") as fh:
+                fh.write(render_html(report))
+        except OSError as exc:
+            fail(f"--report {html}: {exc.strerror or exc}", EXIT_FAILED)
+        sys.stderr.write(f"report written to {html}\n")
+    return report
 
 
 def _print_report(report: Any, output: OutputFormat) -> None:

@@ -6,6 +6,7 @@ bad command costs one line of error and the session goes on.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +40,10 @@ class Session:
         self.output = output
         self.commands = COMMANDS if commands is None else commands
         self.quit = False
+        # Called with every command run and its reply, whoever typed it (the web view draws the
+        # session's requests from them); an observer must not raise.
+        self.observers: list[Callable[[Command, Reply], None]] = []
+        self.web: Any = None  # the web view serving this session (the `web` command), if any
 
     def parse(self, line: str) -> list[Command]:
         """The line's commands; raises ParseError if any of them does not parse."""
@@ -57,6 +62,12 @@ class Session:
         return replies
 
     async def execute(self, cmd: Command) -> Reply:
+        reply = await self._run(cmd)
+        for observe in self.observers:
+            observe(cmd, reply)
+        return reply
+
+    async def _run(self, cmd: Command) -> Reply:
         try:
             data = await cmd.spec.handler(self, cmd)
         except trio.Cancelled:

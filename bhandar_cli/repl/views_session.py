@@ -1,4 +1,4 @@
-"""Rich views of the session's own commands: help, trace, consistency, output, sleep, wait, quit.
+"""Rich views of the session's own commands: help, trace, consistency, output, sleep, wait, web, quit.
 Rendering only."""
 
 from __future__ import annotations
@@ -48,3 +48,10 @@ def render_wait(data: dict[str, Any]) -> RenderableType:
 
 def render_quit(data: dict[str, Any]) -> RenderableType:
     return Text("bye")
+
+
+def render_web(data: dict[str, Any]) -> RenderableType:
+    lines = [Text(f"web view {'already ' if data.get('already') else ''}at {data['url']}", "green")]
+    if not data["trace"]:
+        lines.append(Text("trace is off: `trace on` lets the page draw each request's messages", "dim"))
+    return Group(*lines)

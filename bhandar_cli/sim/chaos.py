@@ -193,18 +193,23 @@ def draw_params(options: ChaosOptions) -> ChaosParams:
     )
 
 
-def run_chaos(options: ChaosOptions, on_progress: Callable[[int], None] | None = None) -> ChaosReport:
+def run_chaos(
+    options: ChaosOptions, on_progress: Callable[[int], None] | None = None, keep_history: bool = False
+) -> ChaosReport:
+    """The run of `options`; with `keep_history` its report holds every client operation too."""
     # A run allocates millions of small objects that live briefly; collecting the young generation
     # less often saves about 6% and changes nothing else.
     thresholds = gc.get_threshold()
     gc.set_threshold(50_000, 20, 100)
     try:
-        return _run_chaos(options, on_progress)
+        return _run_chaos(options, on_progress, keep_history)
     finally:
         gc.set_threshold(*thresholds)
 
 
-def _run_chaos(options: ChaosOptions, on_progress: Callable[[int], None] | None) -> ChaosReport:
+def _run_chaos(
+    options: ChaosOptions, on_progress: Callable[[int], None] | None, keep_history: bool
+) -> ChaosReport:
     started = time.perf_counter()  # real time is measured for the report only; nothing depends on it
     params = draw_params(options)
     if params.storage not in STORAGE_KINDS:
@@ -277,6 +282,13 @@ def _run_chaos(options: ChaosOptions, on_progress: Callable[[int], None] | None)
         movements=_movements(faults, healed.ring),
         storage=None if disks is None else disks.finish({n: h.store for n, h in cluster.hosts.items()}),
         hot=hot,
+        spans=tuple((str(k), str(w), float(a), float(b)) for k, w, a, b in faults.spans),
+        history=tuple(
+            (op.invoked, op.completed, op.client, op.kind, f"{op.keyspace}/{op.key}", op.outcome, op.code)
+            for op in history.ops
+        )
+        if keep_history
+        else (),
     )
 
 

@@ -62,6 +62,11 @@ class ChaosReport:
     # A bare heapq loop's events per real second in the same process (sim/loop_baseline.py); 0: not
     # measured (a swarm's seeds skip it).
     bare_loop_events_per_second: float = 0.0
+    # The run's timeline for `chaos --report`: each fault as (kind, what, start, end) in simulated
+    # seconds, and, when asked for, each client operation as (invoked, completed, client, kind,
+    # keyspace/key, outcome, code) (completed is inf for one never answered).
+    spans: tuple[tuple[str, str, float, float], ...] = ()
+    history: tuple[tuple[float, float, int, str, str, str, str], ...] = ()
 
     @property
     def ok(self) -> bool:

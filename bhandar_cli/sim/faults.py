@@ -38,6 +38,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from random import Random
+from typing import Any
 
 from bhandar_cli.core.messages import DecommissionRequest, Failure, Result
 from bhandar_cli.host.topology import next_node_name
@@ -96,6 +97,9 @@ class FaultInjector:
         self.zones = sorted(set(cluster.ring.zones.values()))
         self.movement: Movement | None = None
         self.movements: list[Movement] = []  # finished ones, in order
+        # Each fault as [kind, what, start, end] in simulated seconds, for the run's timeline
+        # (`chaos --report`); an end past `stop()` is cut to it. Recording draws no randomness.
+        self.spans: list[list[Any]] = []
 
     @property
     def names(self) -> list[str]:
@@ -115,6 +119,10 @@ class FaultInjector:
         """No more faults; heal the network, restore settings and restart every crashed node.
         A range movement in progress goes on (see `settled`)."""
         self.active = False
+        now = self.cluster.now
+        for span in self.spans:
+            if span[0] not in MEMBERSHIP_KINDS:  # a range movement goes on after the stop
+                span[3] = min(span[3], now)
         model = self.cluster.model
         self._blocks.clear()
         self._clogs.clear()
@@ -166,6 +174,7 @@ class FaultInjector:
             downtime += ARMED_FOR
         else:
             self.cluster.kill(victim)
+        self._span(kind, victim, downtime)
         self._later(downtime, self._revive, victim)
 
     def _strike(self, name: str) -> None:
@@ -178,6 +187,10 @@ class FaultInjector:
         self._down.discard(name)
         self._armed.discard(name)
         self.cluster.revive(name)
+
+    def _span(self, kind: str, what: str, duration: float) -> None:
+        now = self.cluster.now
+        self.spans.append([kind, what, now, now + duration])
 
     def _start_kill(self) -> None:
         self._crash(self._exp(self.params.duration), "kill")
@@ -198,7 +211,7 @@ class FaultInjector:
         for link in links:
             self._blocks[link] += 1
             self.cluster.model.cut(*link)
-        self._restore_in_random_order(links, self._unblock)
+        self._span("partition", _links_text(links), self._restore_in_random_order(links, self._unblock))
 
     def _unblock(self, link: tuple[str, str]) -> None:
         self._blocks[link] -= 1
@@ -213,7 +226,7 @@ class FaultInjector:
         for link in links:
             self._clogs[link] += 1
             self.cluster.model.clog(*link)
-        self._restore_in_random_order(links, self._unclog)
+        self._span("clog", _links_text(links), self._restore_in_random_order(links, self._unclog))
 
     def _unclog(self, link: tuple[str, str]) -> None:
         self._clogs[link] -= 1
@@ -223,11 +236,16 @@ class FaultInjector:
 
     def _restore_in_random_order(
         self, links: list[tuple[str, str]], restore: Callable[[tuple[str, str]], None]
-    ) -> None:
-        """Each link comes back at its own random time after the fault's duration."""
+    ) -> float:
+        """Each link comes back at its own random time after the fault's duration; returns the
+        last one's delay."""
         duration = self._exp(self.params.duration)
+        last = 0.0
         for link in links:
-            self._later(duration * (0.5 + self.rng.random()), restore, link)
+            delay = duration * (0.5 + self.rng.random())
+            last = max(last, delay)
+            self._later(delay, restore, link)
+        return last
 
     def _start_delay(self) -> None:
         node = self.rng.choice(self.names)
@@ -235,7 +253,9 @@ class FaultInjector:
         self.injected["delay"] += 1
         self._delays.setdefault(node, []).append(extra)
         self._apply_delay(node)
-        self._later(self._exp(self.params.duration), self._end_delay, node, extra)
+        duration = self._exp(self.params.duration)
+        self._span("delay", f"{node} +{extra * 1000:.0f} ms", duration)
+        self._later(duration, self._end_delay, node, extra)
 
     def _end_delay(self, node: str, extra: float) -> None:
         self._delays[node].remove(extra)
@@ -260,7 +280,9 @@ class FaultInjector:
         self.injected[kind] += 1
         active.append(rate)
         self._apply_rates()
-        self._later(self._exp(self.params.duration), self._end_rate, active, rate)
+        duration = self._exp(self.params.duration)
+        self._span(kind, f"{rate:.0%} of messages", duration)
+        self._later(duration, self._end_rate, active, rate)
 
     def _end_rate(self, active: list[float], rate: float) -> None:
         active.remove(rate)
@@ -299,6 +321,7 @@ class FaultInjector:
 
     def _begin(self, movement: Movement) -> None:
         self.movement = movement
+        self.spans.append([movement.kind, movement.node, movement.started, math.inf])
         # Not guarded: the watch goes on after `stop()` until the movement is over.
         self.cluster.loop.call_later(WATCH_EVERY, self._watch, movement)
 
@@ -308,6 +331,9 @@ class FaultInjector:
             self.cluster.loop.call_later(WATCH_EVERY, self._watch, movement)
             return
         movement.outcome, movement.finished = outcome, self.cluster.now
+        for span in self.spans:
+            if span[0] == movement.kind and span[1] == movement.node and span[2] == movement.started:
+                span[1], span[3] = f"{movement.node} ({outcome})", self.cluster.now
         self.movements.append(movement)
         self.movement = None
 
@@ -338,3 +364,8 @@ class FaultInjector:
         if status == "normal" and (refused or cluster.now - movement.started > DECOMMISSION_GRACE):
             return "aborted"
         return ""  # leaving (or answered, and about to be seen left): not over yet
+
+
+def _links_text(links: list[tuple[str, str]]) -> str:
+    shown = " ".join(f"{a}>{b}" for a, b in links[:6])
+    return f"{len(links)} links: {shown}" + (" ..." if len(links) > 6 else "")

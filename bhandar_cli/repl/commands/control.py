@@ -1,4 +1,4 @@
-"""REPL commands of the session itself: trace, consistency, output, sleep, wait, help, quit."""
+"""REPL commands of the session itself: trace, consistency, output, sleep, wait, web, help, quit."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from bhandar_cli.core.config import parse_level
 from bhandar_cli.core.errors import BadInput
 from bhandar_cli.repl.grammar import parse_duration
-from bhandar_cli.repl.kinds import COMMAND, DURATION, LEVEL, OUTPUT_FORMAT, keyword
+from bhandar_cli.repl.kinds import COMMAND, DURATION, LEVEL, OUTPUT_FORMAT, PORT, keyword
 from bhandar_cli.repl.table import Arg, CommandTable, Option
 from bhandar_cli.repl.views_session import (
     render_consistency,
@@ -17,6 +17,7 @@ from bhandar_cli.repl.views_session import (
     render_sleep,
     render_trace,
     render_wait,
+    render_web,
 )
 
 if TYPE_CHECKING:
@@ -97,6 +98,26 @@ async def wait(session: Session, cmd: Command) -> dict[str, Any]:
     cmd.keyword(0)
     timeout = parse_duration(cmd.options.get("timeout", WAIT_TIMEOUT))
     return await session.client.wait_converged(timeout)
+
+
+@TABLE.command(
+    "web",
+    "serve a live web view of this cluster",
+    options=(Option("port", PORT),),
+    help="""Serves a page on 127.0.0.1 (default port 8700; port=0 picks a free one) that shows, live,
+    the nodes with their state and phi, partition groups, the ring, the last requests as message
+    sequence diagrams (with trace on), a key's siblings and latency histograms; its buttons and
+    command box run commands in this session, echoed here. It serves until the session ends.""",
+    examples=("web", "web port=8080"),
+    renderer=render_web,
+)
+async def web(session: Session, cmd: Command) -> dict[str, Any]:
+    from bhandar_cli.web.background import serve_in_background
+
+    text = cmd.options.get("port", "8700")
+    if not text.isdigit() or int(text) > 65535:
+        raise BadInput(f"port must be 0 to 65535 (got {text!r})")
+    return await serve_in_background(session, int(text))
 
 
 @TABLE.command(

@@ -1,0 +1,268 @@
+"""The web view's HTTP server: the page, its state as Server-Sent Events, and its command box.
+
+An ASGI app on hypercorn's trio worker, the stack of the node's HTTP API (node/http.py). One
+producer task builds the state snapshot (web/state.py) while at least one page is open, at most
+`1 / MIN_INTERVAL` times a second and never more than a third of the time (a slow snapshot under
+load spaces the next one out), and publishes it only when it changed; each page's event stream
+sends the latest snapshot when it wakes, so a slow page skips snapshots instead of queueing them.
+Commands from the page run through the same REPL session as typed ones, one at a time, and are
+echoed where the session prints.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import math
+import mimetypes
+import sys
+from collections.abc import Awaitable, Callable
+from functools import partial
+from importlib import resources
+from typing import Any
+
+import trio
+from hypercorn.config import Config
+from hypercorn.trio import serve
+
+from bhandar_cli.repl.session import Reply, Session
+from bhandar_cli.web.state import WebState
+
+MIN_INTERVAL = 0.2  # at most 5 snapshots a second
+METRICS_INTERVAL = 1.0  # the metrics view asks every node for its histograms: once a second
+PING_S = 15.0  # an SSE comment keeps idle connections (and proxies) open
+MAX_BODY = 65536
+PAGE = "index.html"  # at /; the page's script and style sheet sit next to it in static/
+
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+Echo = Callable[[str, list[Reply]], None]
+log = logging.getLogger("bhandar.web")
+
+
+def print_echo(session: Session) -> Echo:
+    """Echo a page's command where the session prints: the line, then each reply's view."""
+
+    def echo(line: str, replies: list[Reply]) -> None:
+        from rich.console import Console
+        from rich.markup import escape
+
+        from bhandar_cli.repl.views import print_reply
+
+        console = Console(file=sys.stdout, soft_wrap=True)  # sys.stdout now: the prompt patches it
+        console.print(f"[dim]{escape(line)}[/dim]")
+        for reply in replies:
+            print_reply(console, reply, session.output, session.commands)
+
+    return echo
+
+
+class WebServer:
+    def __init__(self, session: Session, echo: Echo | None = None) -> None:
+        self.session = session
+        self.state = WebState(session)
+        session.observers.append(self.state.observe)
+        self.echo = echo if echo is not None else print_echo(session)
+        self.snapshot = b""  # the latest snapshot's JSON
+        self.seq = 0  # bumped by each published snapshot
+        self.published = trio.Event()
+        self.clients = 0
+        self.client_came = trio.Event()
+        self.commands = trio.Lock()
+        self.snapshots_built = 0
+        self.stopping = False  # set on shutdown: the event streams end, so connections close
+        self.port: int | None = None
+        self._metrics: dict[str, Any] | None = None
+        self._metrics_at = -math.inf
+
+    # --- producing snapshots -------------------------------------------------------------------
+
+    async def produce(self) -> None:
+        """Build and publish snapshots while a page is open; idle (no cluster calls) otherwise."""
+        while True:
+            if not self.clients:
+                self.client_came = trio.Event()
+                await self.client_came.wait()
+            started = trio.current_time()
+            try:
+                await self.refresh()
+            except (trio.Cancelled, KeyboardInterrupt):
+                raise
+            except Exception as exc:  # a cluster stopping under us: say it, keep serving the last
+                log.warning("web view: could not build the state: %s", exc)
+            took = trio.current_time() - started
+            await trio.sleep(max(MIN_INTERVAL, 2 * took))
+
+    async def refresh(self) -> None:
+        now = trio.current_time()
+        if now - self._metrics_at >= METRICS_INTERVAL:
+            self._metrics = await self.session.client.metrics()
+            self._metrics_at = now
+        body = json.dumps(await self.state.snapshot(self._metrics), separators=(",", ":")).encode()
+        self.snapshots_built += 1
+        if body != self.snapshot:
+            self.snapshot = body
+            self.seq += 1
+            self.published.set()
+            self.published = trio.Event()
+
+    # --- HTTP ------------------------------------------------------------------------------------
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            while True:
+                message = await receive()
+                if message["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+                elif message["type"] == "lifespan.shutdown":
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+        if scope["type"] != "http":
+            return
+        path, method = scope["path"].strip("/"), scope["method"]
+        if method == "GET" and path == "api/events":
+            await self.events(receive, send)
+            return
+        try:
+            status, body, ctype = await self.route(path, method, scope, receive)
+        except _HttpError as exc:
+            status, body, ctype = exc.status, _json({"error": str(exc)}), "application/json"
+        head = [
+            (b"content-type", ctype.encode()),
+            (b"content-length", str(len(body)).encode()),
+            (b"cache-control", b"no-store"),
+        ]
+        await send({"type": "http.response.start", "status": status, "headers": head})
+        await send({"type": "http.response.body", "body": body})
+
+    async def route(self, path: str, method: str, scope: Scope, receive: Receive) -> tuple[int, bytes, str]:
+        if method == "GET" and (path == "" or path in _static_files()):
+            name = path or PAGE
+            data = resources.files("bhandar_cli.web").joinpath("static", name).read_bytes()
+            ctype = mimetypes.guess_type(name)[0] or "application/octet-stream"
+            return 200, data, f"{ctype}; charset=utf-8"
+        if method == "GET" and path == "api/state":
+            if not self.snapshot:
+                await self.refresh()
+            return 200, self.snapshot, "application/json"
+        if method == "POST" and path in ("api/command", "api/focus"):
+            body = await _body(scope, receive)
+            if path == "api/focus":
+                ks, key = body.get("keyspace"), body.get("key")
+                if not isinstance(ks, str) or not isinstance(key, str) or not ks or not key:
+                    raise _HttpError(400, 'focus needs {"keyspace": KS, "key": KEY}')
+                self.state.set_focus(ks, key)
+                await self.refresh()
+                return 200, _json({"ok": True}), "application/json"
+            line = body.get("line")
+            if not isinstance(line, str) or not line.strip():
+                raise _HttpError(400, 'command needs {"line": "a REPL command"}')
+            return 200, _json(await self.command(line)), "application/json"
+        raise _HttpError(404, f"no such page: {method} /{path}")
+
+    async def command(self, line: str, source: str = "web") -> dict[str, Any]:
+        """Run one line of the REPL grammar in the session, echo it, and answer its replies."""
+        async with self.commands:
+            replies = await self.session.run_line(line)
+        self.echo(f"{source}> {line}", replies)
+        await self.refresh()  # the page sees what its command did at once
+        return {"replies": [r.to_json() for r in replies]}
+
+    async def events(self, receive: Receive, send: Send) -> None:
+        head = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-store")]
+        await send({"type": "http.response.start", "status": 200, "headers": head})
+        self.clients += 1
+        self.client_came.set()
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(_until_disconnect, receive, nursery.cancel_scope)
+                seen = -1
+                while not self.stopping:
+                    if self.seq != seen and self.snapshot:
+                        seen = self.seq
+                        chunk = b"event: state\ndata: " + self.snapshot + b"\n\n"
+                    else:
+                        chunk = b": ping\n\n"
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                    published = self.published
+                    with trio.move_on_after(PING_S):
+                        await published.wait()
+                nursery.cancel_scope.cancel()
+            if self.stopping:  # the page's EventSource reconnects to whatever serves next
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+        finally:
+            self.clients -= 1
+
+    async def serve(
+        self, host: str, port: int, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Serve on host:port until cancelled; reports the bound port when listening."""
+        config = Config()
+        config.bind = [f"{host}:{port}"]
+        config.accesslog = None
+        config.errorlog = log
+        config.graceful_timeout = 1.0
+        async with trio.open_nursery() as nursery:
+            binds = await nursery.start(partial(serve, self, config, mode="asgi"))  # type: ignore[arg-type]
+            self.port = int(binds[0].rsplit(":", 1)[1])
+            nursery.start_soon(self.produce)
+            task_status.started(self.port)
+            try:
+                await trio.sleep_forever()
+            finally:
+                # A page's event stream never ends by itself, and the server waits for open
+                # responses before it stops: end them (a cancelled wait would not be woken).
+                self.stopping = True
+                self.published.set()
+
+
+class _HttpError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+async def _until_disconnect(receive: Receive, scope: trio.CancelScope) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    scope.cancel()
+
+
+async def _body(scope: Scope, receive: Receive) -> dict[str, Any]:
+    headers = dict(scope.get("headers", []))
+    origin, host = headers.get(b"origin"), headers.get(b"host", b"")
+    if origin is not None and origin.split(b"://", 1)[-1] != host:
+        # Another site's page must not drive the cluster through a browser that has this one open.
+        raise _HttpError(403, "commands are accepted from this page only")
+    if not headers.get(b"content-type", b"").startswith(b"application/json"):
+        raise _HttpError(415, "send JSON (Content-Type: application/json)")
+    chunks, size = [], 0
+    while True:
+        message = await receive()
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > MAX_BODY:
+            raise _HttpError(413, f"request body over {MAX_BODY} bytes")
+        chunks.append(chunk)
+        if not message.get("more_body"):
+            break
+    try:
+        body = json.loads(b"".join(chunks) or b"{}")
+    except ValueError:
+        raise _HttpError(400, "the body is not JSON") from None
+    if not isinstance(body, dict):
+        raise _HttpError(400, "the body must be a JSON object")
+    return body
+
+
+@functools.cache
+def _static_files() -> frozenset[str]:
+    """The page's files that ship in the package (nothing else is served)."""
+    folder = resources.files("bhandar_cli.web").joinpath("static")
+    return frozenset(entry.name for entry in folder.iterdir() if entry.is_file())
+
+
+def _json(obj: Any) -> bytes:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")

@@ -1,0 +1,197 @@
+"""The web view's state snapshot: one JSON object with everything the page draws.
+
+Built only from the client's views (status, members, ring, hints, metrics, prefs, clock), as the
+REPL builds its tables, plus what the session's own commands answered (the last requests, for the
+sequence diagrams; the focused key). `WebState` observes the session (`Session.observers`), so a
+command typed in the terminal and one sent from the page show alike.
+"""
+
+from __future__ import annotations
+
+import io
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+from bhandar_cli.core.errors import BhandarError
+from bhandar_cli.web.sequence import DATA_COMMANDS, request_view
+
+if TYPE_CHECKING:
+    from bhandar_cli.repl.grammar import Command
+    from bhandar_cli.repl.session import Reply, Session
+
+RECENT = 6  # requests kept for the sequence diagrams
+LOGGED = 12  # commands kept for the page's session log
+LOG_CHARS = 2000  # of one command's printed reply
+MAX_STEPS = 60  # a trace longer than this is cut (a diagram of hundreds of arrows helps nobody)
+
+
+class WebState:
+    """What the page shows that the cluster does not know: the session's recent requests and the
+    key in focus. Changes bump `version` so the server knows a new snapshot is worth sending."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.recent: deque[dict[str, Any]] = deque(maxlen=RECENT)
+        self.focus: tuple[str, str] | None = None
+        self.contexts: dict[tuple[str, str], str] = {}  # the last get's context token per key
+        self.log: deque[dict[str, Any]] = deque(maxlen=LOGGED)  # the session's commands, newest first
+        self.version = 0
+
+    def observe(self, cmd: Command, reply: Reply) -> None:
+        """A session observer: remember data commands (and what the cluster commands changed)."""
+        self.version += 1
+        self.log.appendleft({"line": cmd.text or cmd.name, "ok": reply.ok, "text": self._printed(reply)})
+        if cmd.name not in DATA_COMMANDS:
+            return
+        data = reply.to_json()
+        if reply.ok or "trace" in data:
+            level = cmd.options.get("c") or self.session.client.consistency
+            ks, key = cmd.arg(0), cmd.arg(1)
+            data.setdefault("keyspace", ks)
+            data.setdefault("key", key)
+            if len(data.get("trace", [])) > MAX_STEPS:
+                data["trace"] = data["trace"][:MAX_STEPS]
+            self.recent.appendleft({"cmd": cmd.name, "reply": data, "level": str(level)})
+            self.focus = (ks, key)
+            if cmd.name == "get" and data.get("context"):
+                self.contexts[(ks, key)] = data["context"]
+
+    def _printed(self, reply: Reply) -> str:
+        """The reply as the REPL prints it (its table view, without colour), for the page's log."""
+        from rich.console import Console
+
+        from bhandar_cli.repl.views import render
+
+        out = io.StringIO()
+        Console(file=out, width=88, color_system=None, soft_wrap=False).print(
+            render(reply, self.session.commands)
+        )
+        text = out.getvalue().rstrip()
+        return text if len(text) <= LOG_CHARS else text[:LOG_CHARS] + " ..."
+
+    def set_focus(self, keyspace: str, key: str) -> None:
+        self.focus = (keyspace, key)
+        self.version += 1
+
+    async def snapshot(self, metrics: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The whole picture now; `metrics` is the last metrics view (costlier, fetched less often)."""
+        client = self.session.client
+        status = await client.status()
+        members = await _or_none(client.members())
+        hints = await _or_none(client.hints())
+        ring = await client.ring()
+        return {
+            "nodes": node_cards(status, members, hints),
+            "partitions": status["partitions"],
+            "ring": ring_view(ring),
+            "consistency": client.consistency,
+            "trace": client.trace,
+            "requests": [await self._request(r) for r in self.recent],
+            "focus": await self._focus(),
+            "latency": latency_view(metrics) if metrics else {},
+            "members_from": members["from"] if members else None,
+            "log": list(self.log),
+        }
+
+    async def _request(self, entry: dict[str, Any]) -> dict[str, Any]:
+        reply = entry["reply"]
+        prefs = await _or_none(self.session.client.prefs(reply["keyspace"], reply["key"]))
+        replicas = prefs["replicas"] if prefs else []
+        return request_view(entry["cmd"], reply, entry["level"], replicas)
+
+    async def _focus(self) -> dict[str, Any] | None:
+        if self.focus is None:
+            return None
+        ks, key = self.focus
+        client = self.session.client
+        prefs = await _or_none(client.prefs(ks, key))
+        clock = await _or_none(client.clock(ks, key))
+        return {
+            "keyspace": ks,
+            "key": key,
+            "token": prefs["token"] if prefs else None,
+            "replicas": prefs["replicas"] if prefs else [],
+            "fallbacks": prefs["fallbacks"] if prefs else [],
+            "holders": clock["replicas"] if clock else {},
+            "down": clock["down"] if clock else [],
+            "relations": clock["relations"] if clock else [],
+            "context": self.contexts.get((ks, key), ""),
+        }
+
+
+async def _or_none(call: Any) -> Any:
+    """A view that may fail while the cluster is broken (every node down): None, never a crash."""
+    try:
+        return await call
+    except BhandarError:
+        return None
+
+
+def node_cards(
+    status: dict[str, Any], members: dict[str, Any] | None, hints: dict[str, Any] | None
+) -> list[dict[str, Any]]:
+    """One card per node: state (up, suspected: up but some live peer believes it down, down),
+    phi as one live node's failure detector sees it, zone, partition group, hints held, keys."""
+    groups = status.get("partitions") or []
+    phi = {m["id"]: m.get("phi", 0.0) for m in (members or {}).get("members", [])}
+    suspected_by: dict[str, list[str]] = {}
+    for node in status["nodes"]:
+        if node["up"]:
+            for peer in node["sees_down"]:
+                suspected_by.setdefault(peer, []).append(node["id"])
+    held: dict[str, dict[str, int]] = {}
+    for queue in (hints or {}).get("queues", []):
+        held.setdefault(queue["holder"], {})[queue["target"]] = queue["count"]
+    cards = []
+    for node in status["nodes"]:
+        name = node["id"]
+        state = "down" if not node["up"] else ("suspected" if suspected_by.get(name) else "up")
+        group = next((i + 1 for i, g in enumerate(groups) if name in g), None) if len(groups) > 1 else None
+        cards.append(
+            {
+                "id": name,
+                "state": state,
+                "code": node["code"],
+                "status": node["status"],
+                "phi": round(float(phi.get(name, 0.0)), 1),  # finer changes every heartbeat
+                "suspected_by": sorted(suspected_by.get(name, [])),
+                "zone": node["zone"],
+                "group": group,
+                "keys": node["keys"],
+                "hints": node["hints"],
+                "hints_for": held.get(name, {}),
+                "tokens": node["tokens"],
+                "owns": node["owns"],
+            }
+        )
+    return cards
+
+
+def ring_view(ring: dict[str, Any]) -> dict[str, Any]:
+    """The ring as arcs: each token range (lo, hi] with its owner and the owner's zone."""
+    zones = ring.get("zones", {})
+    arcs = [
+        {"lo": r["range"][0], "hi": r["range"][1], "owner": r["owner"], "zone": zones.get(r["owner"], "")}
+        for r in ring["ranges"]
+    ]
+    return {"arcs": arcs, "ownership": ring["ownership"], "zones": zones, "space": 2**32}
+
+
+def latency_view(metrics: dict[str, Any]) -> dict[str, Any]:
+    """Per operation and level: the count and the latency histogram (non-cumulative bars)."""
+    out: dict[str, Any] = {}
+    for op, levels in metrics.get("ops", {}).items():
+        for level, stats in levels.items():
+            hist = stats.get("histogram", {"le_ms": [], "counts": []})
+            counts = hist["counts"]
+            bars = [c - (counts[i - 1] if i else 0) for i, c in enumerate(counts)]
+            over = stats["ok"] - (counts[-1] if counts else 0)
+            out[f"{op} {level}"] = {
+                "count": stats["count"],
+                "ok": stats["ok"],
+                "p50_ms": stats["p50_ms"],
+                "p99_ms": stats["p99_ms"],
+                "le_ms": hist["le_ms"],
+                "bars": [*bars, max(over, 0)],
+            }
+    return out

@@ -1,0 +1,129 @@
+"""`bhandar web` as a subprocess and a real headless Chromium (Debian's chromium and chromium-driver)
+driven by selenium.
+
+Nothing is downloaded at test time: selenium is handed /usr/bin/chromedriver. Without it the tests
+fail with the line that installs it; they are never skipped. Every process a test starts is
+stopped by its fixture, also when the test fails.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+CHROMEDRIVER = "/usr/bin/chromedriver"
+INSTALL = "apt-get install -y chromium chromium-driver"
+
+
+@dataclass
+class WebProcess:
+    """A running `bhandar web`: its page's address and its standard input (the REPL session)."""
+
+    proc: subprocess.Popen[bytes]
+    url: str
+    log: Path
+
+    def type_line(self, line: str) -> None:
+        """Run a command in the serving session, as typed on its standard input."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line.encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def command(self, line: str) -> list[dict[str, Any]]:
+        """Run a command through the page's command endpoint; its replies."""
+        request = urllib.request.Request(
+            self.url + "api/command",
+            data=json.dumps({"line": line}).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return list(json.loads(response.read())["replies"])
+
+    def output(self) -> str:
+        return self.log.read_text(encoding="utf-8", errors="replace")
+
+
+def start_web(tmp_path: Path, *args: str) -> Iterator[WebProcess]:
+    log = tmp_path / "web.out"
+    env = {k: v for k, v in os.environ.items() if k != "BHANDAR_CLUSTER"}
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-P", "-m", "bhandar_cli", "web", "--port", "0", *args],
+            stdin=subprocess.PIPE,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=REPO,
+            env=env,
+        )
+    try:
+        deadline = time.monotonic() + 30
+        url = None
+        while url is None:
+            found = re.search(r"web view at (http://\S+/)", log.read_text(encoding="utf-8", errors="replace"))
+            if found:
+                url = found.group(1)
+            elif proc.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(f"bhandar web did not start:\n{log.read_text()}")
+            else:
+                time.sleep(0.05)
+        yield WebProcess(proc, url, log)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+        if proc.stdin is not None:
+            with contextlib.suppress(OSError):
+                proc.stdin.close()
+
+
+@pytest.fixture
+def web(tmp_path: Path) -> Iterator[WebProcess]:
+    """`bhandar web` on a 5-node in-process cluster."""
+    yield from start_web(tmp_path, "--nodes", "5")
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    """Headless Chromium at 1280x720, the projector's size."""
+    if not os.path.exists(CHROMEDRIVER):
+        pytest.fail(f"{CHROMEDRIVER} is missing: the web view's tests need `{INSTALL}`", pytrace=False)
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+    except ImportError:
+        pytest.fail("selenium is missing: pip install -e '.[test]'", pytrace=False)
+    options = webdriver.ChromeOptions()
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1280,720",
+        "--force-device-scale-factor=1",
+    ):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
+    try:
+        driver.set_window_size(1280, 720)
+        # Make the page itself 1280x720, whatever the window's own frame takes.
+        inner = driver.execute_script("return [window.innerWidth, window.innerHeight]")
+        driver.set_window_size(1280 + 1280 - inner[0], 720 + 720 - inner[1])
+        yield driver
+    finally:
+        driver.quit()

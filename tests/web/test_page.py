@@ -1,0 +1,163 @@
+"""The live page in a real browser: node cards, a kill typed in the session, a QUORUM put drawn as
+a message sequence, a partition from the command box. Every wait is a WebDriverWait on a
+condition with a deadline."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support.ui import WebDriverWait
+
+from tests.web.conftest import WebProcess
+
+WAIT_S = 20
+
+
+def cards(driver: Any) -> dict[str, str]:
+    """Each node card's name and state as the page shows them (read in one script: the page
+    redraws while we look)."""
+    return dict(
+        driver.execute_script(
+            "return Object.fromEntries([...document.querySelectorAll('.card')]"
+            ".map((c) => [c.id.slice(5), c.dataset.state]))"
+        )
+    )
+
+
+def attribute(driver: Any, selector: str, name: str) -> list[str]:
+    """An attribute of every element the selector finds, read in one script."""
+    return list(
+        driver.execute_script(
+            "return [...document.querySelectorAll(arguments[0])].map((e) => e.getAttribute(arguments[1]))",
+            selector,
+            name,
+        )
+    )
+
+
+def open_page(driver: Any, web: WebProcess) -> None:
+    driver.get(web.url)
+    WebDriverWait(driver, WAIT_S).until(lambda d: len(cards(d)) == 5)
+
+
+def type_command(driver: Any, line: str) -> None:
+    box = driver.find_element(By.ID, "command")
+    box.send_keys(line)
+    box.send_keys(Keys.ENTER)
+
+
+def test_five_node_cards_and_a_kill_in_the_session_turns_the_card_down(web: WebProcess, browser: Any) -> None:
+    open_page(browser, web)
+    assert cards(browser) == dict.fromkeys("ABCDE", "up")
+    web.type_line("kill B")
+    WebDriverWait(browser, WAIT_S).until(lambda d: cards(d).get("B") == "down")
+    assert cards(browser) == {**dict.fromkeys("ACDE", "up"), "B": "down"}
+    # The page's session log shows what the terminal's command printed.
+    WebDriverWait(browser, WAIT_S).until(
+        lambda d: "> kill B\nkilled B" in d.find_element(By.ID, "output").text
+    )
+    card = browser.find_element(By.ID, "node-B")  # redrawn only when its content changes
+    assert "DOWN" in card.text  # the state is written, not only coloured
+    # The card's own button revives it, through the same session.
+    card.find_element(By.CSS_SELECTOR, "[data-action=revive]").click()
+    WebDriverWait(browser, WAIT_S).until(lambda d: cards(d).get("B") == "up")
+    WebDriverWait(browser, WAIT_S).until(lambda d: "web> revive B" in web.output())
+
+
+def test_a_quorum_put_draws_the_coordinator_and_the_replicas(web: WebProcess, browser: Any) -> None:
+    open_page(browser, web)
+    type_command(browser, "put kv web:seq 42 c=QUORUM")
+    WebDriverWait(browser, WAIT_S).until(lambda d: attribute(d, "#sequence", "data-participants") != [None])
+    (participants_text,) = attribute(browser, "#sequence", "data-participants")
+    participants = participants_text.split(",")
+    (coordinator,) = attribute(browser, "#sequence", "data-coordinator")
+    (prefs,) = web.command("prefs kv web:seq")
+    assert participants[0] == "client"
+    assert set(participants[1:]) == {coordinator, *prefs["replicas"]}
+    assert len(participants) == 1 + len(prefs["replicas"])
+    arrows = set(
+        zip(
+            attribute(browser, "line.msg", "data-from"),
+            attribute(browser, "line.msg", "data-to"),
+            strict=True,
+        )
+    )
+    assert ("client", coordinator) in arrows and (coordinator, "client") in arrows
+    for replica in set(prefs["replicas"]) - {coordinator}:
+        assert (coordinator, replica) in arrows  # the write went to every replica
+    assert any(src != coordinator and dst == coordinator for src, dst in arrows)  # an ack came back
+    # The put focuses its key: the ring numbers its replicas in preference order.
+    WebDriverWait(browser, WAIT_S).until(
+        lambda d: sorted(attribute(d, "[data-replica]", "data-replica")) == sorted(prefs["replicas"])
+    )
+    WebDriverWait(browser, WAIT_S).until(lambda d: "web> put kv web:seq 42 c=QUORUM" in web.output())
+
+
+def test_the_command_box_partition_draws_the_groups(web: WebProcess, browser: Any, tmp_path: Path) -> None:
+    open_page(browser, web)
+
+    def groups(d: Any) -> list[str]:
+        return attribute(d, ".group", "data-members")
+
+    assert groups(browser) == ["A,B,C,D,E"]
+    web.command("put kv cart:42 '[\"rice\"]'")
+    web.command("get kv cart:42")
+    type_command(browser, "partition A | B C")
+    WebDriverWait(browser, WAIT_S).until(lambda d: groups(d) == ["A", "B,C", "D,E"])
+    labels = browser.execute_script(
+        "return [...document.querySelectorAll('.group > .label')].map((e) => e.textContent)"
+    )
+    assert labels[1] == "group 2: B, C"
+    # Failure detection across the partition: A's peers come to suspect it (up, believed down).
+    WebDriverWait(browser, WAIT_S).until(lambda d: cards(d).get("A") == "suspected")
+    size = browser.execute_script("return getComputedStyle(document.documentElement).fontSize")
+    browser.find_element(By.ID, "large").click()
+    assert "large" in browser.find_element(By.TAG_NAME, "body").get_attribute("class")
+    assert browser.execute_script("return getComputedStyle(document.body).fontSize") != size
+
+
+def test_a_write_while_a_replica_is_down_shows_the_hint_and_its_fallback(
+    web: WebProcess, browser: Any, tmp_path: Path
+) -> None:
+    """Also the screenshot of docs/web.md (BHANDAR_WEB_SCREENSHOT=docs/web.png to refresh it)."""
+    open_page(browser, web)
+    key = next(
+        k for k in (f"cart:{i}" for i in range(100)) if "C" in web.command(f"prefs kv {k}")[0]["replicas"]
+    )
+    web.command(f"put kv {key} '[\"rice\"]'")
+    web.type_line("kill C")
+    WebDriverWait(browser, WAIT_S).until(lambda d: cards(d).get("C") == "down")
+    puts: list[dict[str, Any]] = []
+
+    def hinted_put(_: Any) -> bool:
+        # Until the peers' failure detectors convict C, a write is sent to C and simply not acked.
+        puts.append(web.command(f'get kv {key}; put kv {key} \'["rice","oil"]\' c=QUORUM')[-1])
+        return bool(puts[-1]["ok"] and puts[-1].get("hinted"))
+
+    WebDriverWait(browser, WAIT_S, poll_frequency=0.3).until(hinted_put)
+    put = puts[-1]
+    holder = put["hinted"][0].split()[0]  # "D for C": the fallback that keeps C's write
+    web.command(f"get kv {key}")
+    browser.execute_script("document.querySelectorAll('#request-tabs button')[1].click()")
+    WebDriverWait(browser, WAIT_S).until(
+        lambda d: any(
+            "hint for C" in t
+            for t in d.execute_script(
+                "return [...document.querySelectorAll('#sequence text')].map((e) => e.textContent)"
+            )
+        )
+    )
+    (participants,) = attribute(browser, "#sequence", "data-participants")
+    assert holder in participants.split(",") and "C" in participants.split(",")
+    WebDriverWait(browser, WAIT_S).until(
+        lambda d: d.execute_script(
+            "return document.querySelector(`#node-${arguments[0]} [data-field=hints]`).textContent", holder
+        ).endswith("→C)")  # "1 (1→C)": hints held, and for whom
+    )
+    shot = os.environ.get("BHANDAR_WEB_SCREENSHOT") or str(tmp_path / "web.png")
+    assert browser.save_screenshot(shot)
+    assert Path(shot).stat().st_size > 10_000
