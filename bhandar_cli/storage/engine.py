@@ -1,7 +1,8 @@
 """The LSM engine of one node: WAL → memtable → sealed memtables → SSTables, size-tiered compaction.
 
 Directory layout: `MANIFEST` (live tables, see manifest.py), `NNNNNN.log` (WAL files), `NNNNNN.sst`
-(tables), `quarantine/` (damaged tables, kept), `ARCHIVES` (snapshots keeping the WALs: archive.py).
+(tables), `quarantine/` (damaged tables, kept), `ARCHIVES` (snapshots keeping the WALs: archive.py),
+`KEYCHECK` (the data key's id when `EngineOptions.cipher` encrypts the WALs and tables: cipher.py).
 
 Ownership rule. All engine state (the memtables, the table list, the MANIFEST numbers, the WAL
 writers, the block cache, the counters) belongs to one owner thread, the one that calls the

@@ -271,7 +271,8 @@ class Table:
         try:
             if zlib.crc32(bloom) != bloom_crc:
                 raise ValueError("checksum mismatch")
-            self.bloom: BloomFilter | _EveryKey = BloomFilter.from_bytes(self._seal.open(bloom, TABLE_BLOOM, bloom_off))
+            bloom = self._seal.open(bloom, TABLE_BLOOM, bloom_off)
+            self.bloom: BloomFilter | _EveryKey = BloomFilter.from_bytes(bloom)
         except (ValueError, struct.error) as e:
             self.bloom = _EveryKey()
             self._damaged(damage.SSTABLE_BLOOM, bloom_off, bloom_len, f"Bloom filter {e}", None)

@@ -3,11 +3,12 @@ node says so (log, `cluster status`, Prometheus metrics) and gets them back from
 
 Each test writes keys at ALL (every replica holds every key), stops node D with SIGKILL, flips one
 byte in its data directory (in the middle of an SSTable data block, or of a WAL record in the
-middle of the log), and restarts it. The cluster encrypts at rest (the default), so the byte is
-ciphertext: the block fails its authentication tag, the WAL record its CRC. D's store finds the damage at open; the node repairs the
-keyspace's ranges at once, which the background repair (one range every 2 s) could not do in the
-deadline. `keys_repaired` counts the keys that differed in those comparisons: the keys of the
-damaged block or record, from one or both peers, not the rest of the node's keys.
+middle of the log), and restarts it. The cluster encrypts at rest (the default), so the byte
+is ciphertext: the block fails its authentication tag, the WAL record its CRC. D's store finds
+the damage at open; the node repairs the keyspace's ranges at once, which the background repair
+(one range every 2 s) could not do in the deadline. `keys_repaired` counts the keys that differed
+in those comparisons: the keys of the damaged block or record, from one or both peers, not the
+rest of the node's keys.
 """
 
 from __future__ import annotations

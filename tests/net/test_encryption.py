@@ -23,6 +23,7 @@ from bhandar_cli.values import encode_json
 from .conftest import NODE_ARGS, REPO, kill_all
 
 VALUE = "secret-value-4c9b1e77-do-not-leak"
+NODE_A = ("--id", "A", "--http-port", "-1")
 
 
 def _files_holding(cluster_dir: Path, needle: bytes) -> list[str]:
@@ -59,8 +60,7 @@ def _up_write_and_look(directory: Path, encrypt: bool) -> tuple[list[str], list[
 
 def _node_run(data_dir: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-P", "-m", "bhandar_cli.cmd.node", "run", "--id", "A", "--data-dir", data_dir]
-        + ["--http-port", "-1"],
+        [sys.executable, "-P", "-m", "bhandar_cli.cmd.node", "run", *NODE_A, "--data-dir", data_dir],
         capture_output=True,
         text=True,
         timeout=60,

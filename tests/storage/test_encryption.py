@@ -84,7 +84,9 @@ def test_a_unit_opened_anywhere_but_where_it_was_sealed_fails(moved: tuple[bytes
 def _sealed_table(disk: SimDisk, cipher: DataCipher) -> tuple[str, list[tuple[bytes, int, bytes | None]]]:
     disk.makedirs("/t")
     # Equal keys and values: every block but the last has the same length (for the swap below).
-    records: list[tuple[bytes, int, bytes | None]] = [(b"k%05d" % i, VALUE, MARK + b"%05d" % i) for i in range(200)]
+    records: list[tuple[bytes, int, bytes | None]] = [
+        (b"k%05d" % i, VALUE, MARK + b"%05d" % i) for i in range(200)
+    ]
     w = TableWriter(disk, "/t/000001.sst", block_bytes=256, cipher=cipher)
     w.add_all(records)
     assert w.finish().blocks > 4
