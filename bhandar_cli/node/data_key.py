@@ -16,6 +16,7 @@ import os
 import stat
 from pathlib import Path
 
+from bhandar_cli.core.errors import Refused
 from bhandar_cli.node.clusterfile import ClusterFile
 from bhandar_cli.storage.cipher import KEY_BYTES, DataCipher
 
@@ -24,7 +25,7 @@ KEY_FILE = "data.key"
 ENV_VAR = "BHANDAR_DATA_KEY"
 
 
-class DataKeyProblem(Exception):
+class DataKeyProblem(Refused):
     """The key given is missing, unreadable, too open or not a key (the operator's setup)."""
 
 

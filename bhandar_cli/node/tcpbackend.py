@@ -256,10 +256,10 @@ class TcpBackend:
         started = time.perf_counter()
         base = snapshot_home(local)
         entries = [e for e in self.cluster.nodes if (base / e.id).is_dir()]
-        verified = verify_snapshot(base, [e.id for e in entries], until)
+        verified, key = verify_snapshot(base, [e.id for e in entries], until), cluster_key(self.cluster)
         for entry in entries:  # every node down first: no live node may stream newer data back
             await self.kill(entry.id)
-        restored, splits, key = [], {}, cluster_key(self.cluster)
+        restored, splits = [], {}
         for entry in entries:
             splits[entry.id] = restore_node_dir(str(base / entry.id), entry.data_dir, entry.id, until, key)
             restored.append(entry.id)
