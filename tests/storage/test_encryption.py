@@ -228,3 +228,22 @@ def test_point_in_time_restore_reads_encrypted_archived_wals() -> None:
     assert not [n for n, data in _all_bytes(disk, "restored").items() if MARK in data]
     with LSMEngine(disk, "restored", EngineOptions(cipher=c)) as again:
         assert len(list(again.scan())) == 50
+
+
+def test_a_sealed_table_whose_index_fails_is_quarantined_not_served() -> None:
+    disk, c = SimDisk(), _cipher()
+    with _engine(disk, c, auto_compact=False) as eng:
+        for i in range(40):
+            eng.put(b"key%03d" % i, MARK)
+        eng.flush()
+        [name] = eng.table_names[-1:]
+    path = join("/db", name)
+    table = Table(disk, path, cipher=c)
+    index_off = table._offsets[-1] + table._lengths[-1]
+    table.close()
+    disk.flip_bit(path, bit=8 * (index_off + 30))
+    with _engine(disk, c) as again:
+        kinds = {x.kind for x in again.take_corruptions()}
+        assert damage.SSTABLE in kinds and name not in again.table_names
+        assert again.stats().quarantined and name in again.stats().quarantined[0]
+        assert all(v == MARK for _, v in again.scan())  # what is served is never garbage
