@@ -406,11 +406,19 @@ FILES = [
         "DIR/tls/ca.crt, DIR/tls/ca.key",
         "The cluster CA (cluster up, or cluster init). Keep ca.key private: it can issue node certificates.",
     ),
+    (
+        "DIR/keys/data.key",
+        """The data key (256 bits, base64; cluster up unless --no-encrypt, or cluster init): every
+        node's WAL and SSTables are encrypted with it (AES-256-GCM). Whoever holds it can read the
+        data; losing it loses the data; it cannot be rotated. It protects a stolen disk, not a
+        compromised host.""",
+    ),
     ("DIR/NODE.log", "One log per node: start, stop, peers up and down, refusals, corruption found."),
     (
         "DIR/data/NODE/",
         """A node's data directory: MANIFEST (the live tables), NNNNNN.log (write-ahead log),
-        NNNNNN.sst (tables), quarantine/ (tables that failed a checksum), join-tokens.json, and
+        NNNNNN.sst (tables), quarantine/ (tables that failed a checksum), KEYCHECK (the id of the
+        data key an encrypted directory needs), join-tokens.json, and
         tls/ (node.key, node.crt, ca.crt: the node's identity, which a restore keeps).""",
     ),
     ("DIR/snapshots/NAME/", "A snapshot: hard links to every node's tables at the time it was taken."),
@@ -460,6 +468,12 @@ def fixed_sections() -> dict[str, list[str]]:
         file (the admin token cluster up made). Roles: read (get), write (put, delete, incr),
         admin on * (keyspace create, partition, heal, delay, shutdown, snapshot, cluster token
         create|list|revoke); views need any valid token.""",
+    )
+    environment += item(
+        bold("BHANDAR_DATA_KEY"),
+        """The data key (base64 of 32 bytes) for bhandar node run when --data-key-file is not
+        given: the node encrypts its WAL and SSTables at rest with it. A node whose data directory
+        is encrypted refuses to start without its key, or with another one.""",
     )
     files: list[str] = []
     for path, text in FILES:

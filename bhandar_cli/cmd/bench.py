@@ -293,11 +293,15 @@ def storage(
     directory: str | None = typer.Option(
         None, "--dir", metavar="DIR", help="An empty directory to work in (default: a temporary one)."
     ),
+    encrypt: bool = typer.Option(
+        False, "--encrypt", help="Also run the engine encrypting at rest (AES-GCM), beside the plain one."
+    ),
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
     """One node's LSM engine (batch fsync, group commit every 64 puts) vs sqlite3 (WAL,
     synchronous=NORMAL, one transaction per 64 puts) on the same work, side by side, and LevelDB
-    too when plyvel is installed; each store in a process of its own, whose peak RSS is shown."""
+    too when plyvel is installed; each store in a process of its own, whose peak RSS is shown.
+    With --encrypt, the engine encrypting its WAL and SSTables too, and its cost over the plain one."""
     import tempfile
 
     from bhandar_cli.node.storage_bench import run_storage_bench
@@ -306,45 +310,15 @@ def storage(
         fail("--keys must be 1..10000000 and --value-size 0..1048576", EXIT_USAGE)
     with tempfile.TemporaryDirectory(prefix="bhandar-bench-") as tmp:
         try:
-            r = run_storage_bench(directory or tmp, keys, value_size, seed)
+            r = run_storage_bench(directory or tmp, keys, value_size, seed, encrypt=encrypt)
         except ValueError as exc:
             fail(str(exc), EXIT_USAGE)
     if output is OutputFormat.json:
         emit_json({"cmd": "bench storage", "ok": True, **r})
         return
-    from rich.console import Console
-    from rich.table import Table
+    from bhandar_cli.cmd.bench_render import render_storage
 
-    engine, sqlite, level = r["engine"], r["sqlite"], r.get("leveldb")
-    columns = ["", "engine", f"sqlite3 {r['sqlite_version']}", "engine / sqlite3"]
-    if level is not None:
-        columns += [f"LevelDB {level['version']}", "engine / LevelDB"]
-    table = Table(*columns, box=None)
-    for label, key, unit in (
-        ("puts", "puts_per_s", "/s"),
-        ("gets (hits)", "get_hits_per_s", "/s"),
-        ("gets (misses)", "get_misses_per_s", "/s"),
-        ("gets (hits), CPU", "get_hits_per_cpu_s", "/s"),
-        ("peak RSS", "rss_peak_mb", " MiB"),
-    ):
-        row = [
-            label,
-            f"{engine[key]:,.0f}{unit}",
-            f"{sqlite[key]:,.0f}{unit}",
-            f"{engine[key] / sqlite[key]:.2f}",
-        ]
-        if level is not None:
-            row += [f"{level[key]:,.0f}{unit}", f"{engine[key] / level[key]:.2f}"]
-        table.add_row(*row)
-    console = Console()
-    console.print(f"storage bench: {r['keys']:,} keys of {value_size}-byte values, one fsync per 64 puts")
-    console.print(table)
-    console.print(
-        "[dim]CPU: operations per second of the process's CPU time, steadier on a busy machine; "
-        f"peak RSS of each store's own process (the interpreter alone: "
-        f"{engine['rss_start_mb']:,.0f} MiB); "
-        "sqlite3 with synchronous=NORMAL does not fsync at commit, the engine's batch sync does[/dim]"
-    )
+    render_storage(r, value_size)
 
 
 @bench_app.command("compaction")

@@ -1,5 +1,5 @@
 """How `bhandar bench` shows its report: the table per operation, the baseline's row, the ratio, and
-with --hot the hot keys and the load they put on each node."""
+with --hot the hot keys and the load they put on each node; and `bench storage`'s stores side by side."""
 
 from __future__ import annotations
 
@@ -49,3 +49,60 @@ def render(report: dict[str, Any]) -> None:
 
         console.print(f"hot keys ({100 * report['hot_fraction']:g}% of operations read one key):")
         console.print(render_hot(report["hot"]))
+
+
+def render_storage(r: dict[str, Any], value_size: int) -> None:
+    """`bench storage`: each store's rates side by side, the engine's ratio over each other store,
+    and with --encrypt the encrypting engine beside the plain one."""
+    from rich.console import Console
+    from rich.table import Table
+
+    engine, sqlite, level, sealed = r["engine"], r["sqlite"], r.get("leveldb"), r.get("engine_encrypted")
+    columns = ["", "engine"]
+    if sealed is not None:
+        columns += ["engine, encrypted", "encrypted / plain"]
+    columns += [f"sqlite3 {r['sqlite_version']}", "engine / sqlite3"]
+    if level is not None:
+        columns += [f"LevelDB {level['version']}", "engine / LevelDB"]
+    table = Table(*columns, box=None)
+    rows = [
+        ("puts", "puts_per_s", "/s"),
+        ("gets (hits)", "get_hits_per_s", "/s"),
+        ("gets (misses)", "get_misses_per_s", "/s"),
+        ("puts, CPU", "puts_per_cpu_s", "/s"),
+        ("gets (hits), CPU", "get_hits_per_cpu_s", "/s"),
+        ("peak RSS", "rss_peak_mb", " MiB"),
+    ]
+    if sealed is not None:
+        rows.append(("disk", "disk_bytes", ""))
+    for label, key, unit in rows:
+        if key == "puts_per_cpu_s" and sealed is None:
+            continue  # shown for the encryption cost, which is CPU
+        row = [label, _figure(engine, key, unit)]
+        if sealed is not None:
+            row += [_figure(sealed, key, unit), f"{sealed[key] / engine[key]:.2f}"]
+        row += [_figure(sqlite, key, unit), _ratio(engine, sqlite, key)]
+        if level is not None:
+            row += [_figure(level, key, unit), _ratio(engine, level, key)]
+        table.add_row(*row)
+    console = Console()
+    console.print(f"storage bench: {r['keys']:,} keys of {value_size}-byte values, one fsync per 64 puts")
+    console.print(table)
+    console.print(
+        "[dim]CPU: operations per second of the process's CPU time, steadier on a busy machine; "
+        f"peak RSS of each store's own process (the interpreter alone: "
+        f"{engine['rss_start_mb']:,.0f} MiB); "
+        "sqlite3 with synchronous=NORMAL does not fsync at commit, the engine's batch sync does[/dim]"
+    )
+
+
+def _figure(side: dict[str, Any], key: str, unit: str) -> str:
+    if key not in side:
+        return "-"
+    if key == "disk_bytes":
+        return f"{side[key] / (1 << 20):,.1f} MiB"
+    return f"{side[key]:,.0f}{unit}"
+
+
+def _ratio(engine: dict[str, Any], other: dict[str, Any], key: str) -> str:
+    return f"{engine[key] / other[key]:.2f}" if other.get(key) else "-"

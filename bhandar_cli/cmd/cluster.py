@@ -116,11 +116,15 @@ def up(
     protocol: int = typer.Option(
         2, "--protocol", metavar="1|2", help="Wire protocol the nodes speak (cluster upgrade --to moves it)."
     ),
+    no_encrypt: bool = typer.Option(
+        False, "--no-encrypt", help="Keep the nodes' WAL and SSTables plain (default: encrypted at rest)."
+    ),
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
     """Start node processes (detached, logs in the cluster directory) and wait until they all answer.
 
-    The nodes speak TLS with certificates of a cluster CA made in DIR/tls, unless --insecure."""
+    The nodes speak TLS with certificates of a cluster CA made in DIR/tls, unless --insecure, and
+    encrypt their data at rest with the key in DIR/keys/data.key, unless --no-encrypt."""
     from bhandar_cli.node.placement import parse_hosts
 
     try:
@@ -158,7 +162,7 @@ def up(
         started = trio.current_time()
         cluster = await supervisor.up(
             where, nodes, zones, base_port, vnodes, replicas, extra, timeout, tls=not insecure,
-            hosts=addresses, protocol=protocol,
+            hosts=addresses, protocol=protocol, encrypt=not no_encrypt,
         )
         return cluster, trio.current_time() - started
 
@@ -171,7 +175,7 @@ def up(
     if output is OutputFormat.json:
         emit_json(
             {"cmd": "cluster up", "ok": True, "dir": cluster.dir, "ready_s": round(took, 3)}
-            | {"tls": cluster.tls, "nodes": rows}
+            | {"tls": cluster.tls, "encrypt": cluster.encrypt, "nodes": rows}
         )
         return
     from rich.table import Table
@@ -181,6 +185,7 @@ def up(
         table.add_row(r["id"], r["zone"], f"{r['host']}:{r['port']}", str(r["http_port"]), str(r["pid"]))
     _print(table)
     security = "TLS, CA in " + str(Path(cluster.dir) / "tls") if cluster.tls else "plain TCP (insecure)"
+    security += ", data encrypted at rest" if cluster.encrypt else ", data plain on disk"
     _print(
         f"[green]ready[/green]: {len(rows)} nodes in {took:.1f} s ({security}); "
         f"cluster file {cluster.dir}/cluster.json"

@@ -11,25 +11,32 @@ from bhandar_cli.cmd.output import OUTPUT_OPTION, OutputFormat, emit_json
 
 
 def init(directory: str | None = DIR_OPTION, output: OutputFormat = OUTPUT_OPTION) -> None:
-    """Make the cluster CA in DIR/tls, for a cluster whose nodes you start by hand.
+    """Make the cluster CA in DIR/tls and the data key in DIR/keys/data.key, for a cluster whose
+    nodes you start by hand (give each `--data-key-file DIR/keys/data.key` to encrypt at rest).
 
     Then give each node a certificate with `bhandar cluster cert NODE --host HOST --out DATA_DIR/tls`
     and start it with `bhandar node run --id NODE --host HOST --data-dir DATA_DIR --tls-dir DATA_DIR/tls`.
     """
     from bhandar_cli.node import pki
     from bhandar_cli.node.clusterfile import resolve_dir
+    from bhandar_cli.node.data_key import ensure_key, key_path
 
     where = resolve_dir(directory).resolve()
 
     async def body() -> Path:
         pki.private_dir(where)
+        ensure_key(where)
         return pki.create_ca(where / pki.TLS_DIR, where.name)
 
     ca = run_async("cluster init", output, body)
     if output is OutputFormat.json:
-        emit_json({"cmd": "cluster init", "ok": True, "dir": str(where), "ca_cert": str(ca)})
+        emit_json(
+            {"cmd": "cluster init", "ok": True, "dir": str(where), "ca_cert": str(ca)}
+            | {"data_key": str(key_path(where))}
+        )
         return
     _print(f"cluster CA made: {ca} (its key {ca.with_name(pki.CA_KEY)} stays with you)")
+    _print(f"data key: {key_path(where)} (mode 0600; nodes take it with --data-key-file)")
     _print(f"next, per node: bhandar cluster cert NODE --host HOST --out DATA_DIR/tls --dir {where}")
 
 

@@ -75,6 +75,13 @@ def run(
     bootstrap: bool = typer.Option(
         False, "--bootstrap", help="Join a running cluster: stream this node's ranges, then serve."
     ),
+    data_key_file: str = typer.Option(
+        "",
+        "--data-key-file",
+        metavar="FILE",
+        help="Encrypt the WAL and SSTables at rest with the data key in FILE (base64, mode 0600; "
+        "cluster up makes DIR/keys/data.key). Without it: $BHANDAR_DATA_KEY, else plain.",
+    ),
     protocol: int = typer.Option(
         2,
         "--protocol",
@@ -127,6 +134,13 @@ def run(
         if key.name != CA_KEY or not key.is_file() or not key.with_name(CA_CERT).is_file():
             fail(f"--ca-key must name a cluster CA's {CA_KEY} with its {CA_CERT} beside it", EXIT_USAGE)
     from bhandar_cli.node.auth import AuthFileError
+    from bhandar_cli.node.data_key import DataKeyProblem, node_key
+    from bhandar_cli.storage.errors import DataKeyError
+
+    try:
+        data_key = node_key(data_key_file)
+    except DataKeyProblem as exc:
+        fail(f"node {node_id} could not start: {exc}", EXIT_USAGE)
 
     options = NodeOptions(
         node_id,
@@ -146,6 +160,7 @@ def run(
         snapshot_dir,
         bootstrap,
         protocol,
+        data_key,
     )
     try:
         run_node(options)
@@ -153,6 +168,9 @@ def run(
         fail(str(exc), EXIT_USAGE)
     except AuthFileError as exc:
         fail(f"node {node_id} could not start: {exc}", EXIT_USAGE)
+    except DataKeyError as exc:
+        hint = "give it --data-key-file (the cluster's DIR/keys/data.key) or $BHANDAR_DATA_KEY"
+        fail(f"node {node_id} could not start: {exc}: {hint}", EXIT_USAGE)
     except OSError as exc:
         fail(f"node {node_id} could not start: {exc}")
     except NodeCrashed as exc:

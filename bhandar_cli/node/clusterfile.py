@@ -54,6 +54,7 @@ class ClusterFile:
     extra_args: tuple[str, ...] = ()  # more `node run` options (tests shorten timeouts)
     tls: bool = False  # nodes speak TLS with certificates of the CA in DIR/tls (node/pki.py)
     token: str = ""  # the token this directory's CLI shows (the admin token `cluster up` made)
+    encrypt: bool = False  # nodes encrypt their WAL and SSTables with DIR/keys/data.key (data_key.py)
 
     @property
     def names(self) -> list[str]:
@@ -84,6 +85,7 @@ class ClusterFile:
             "extra_args": list(self.extra_args),
             "tls": self.tls,
             "token": self.token,
+            "encrypt": self.encrypt,
             "nodes": [asdict(n) for n in self.nodes],
         }
 
@@ -127,6 +129,7 @@ def load(directory: str | Path) -> ClusterFile:
             tuple(raw.get("extra_args", ())),
             bool(raw.get("tls", False)),
             str(raw.get("token", "")),
+            bool(raw.get("encrypt", False)),  # a cluster file from before: plain, as it was
         )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise ClusterFileError(

@@ -28,7 +28,7 @@ import random
 import signal
 import socket
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -83,6 +83,7 @@ class NodeOptions:
     snapshot_dir: str = ""  # where `snapshot NAME` links tables ("": DATA_DIR/../snapshots)
     bootstrap: bool = False  # first start of a node added to a running cluster: join, stream
     protocol: int = PROTOCOL_VERSION  # the newest wire protocol this node speaks (node/codec.py)
+    data_key: bytes | None = field(default=None, repr=False)  # encryption at rest (node/data_key.py)
 
 
 class ListenRefused(Exception):
@@ -127,7 +128,7 @@ class NodeProcess:
         self.id = options.id
         self.tls = tls
         self.config = NodeConfig(default_n=options.replicas)
-        self.store = open_node_store(options.data_dir, options.fsync)
+        self.store = open_node_store(options.data_dir, options.fsync, options.data_key)
         self.snapshot_root = Path(options.snapshot_dir or Path(options.data_dir).parent / "snapshots")
         self.auth: Authenticator | None = None
         self._boot_tokens = TokenTable(self.store)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from bhandar_cli.core.errors import BadInput, Refused
+from bhandar_cli.node.data_key import cipher_for
 from bhandar_cli.node.disk import RealDisk
 from bhandar_cli.node.pki import TLS_DIR
 from bhandar_cli.storage import archive, pitr
@@ -22,12 +23,15 @@ from bhandar_cli.storage.recovery import restore_snapshot
 from bhandar_cli.storage.wal import FsyncPolicy
 
 
-def open_node_store(data_dir: str, fsync: str = "batch") -> RecordStore:
+def open_node_store(data_dir: str, fsync: str = "batch", key: bytes | None = None) -> RecordStore:
     """The store of one node in `data_dir` (created if missing); recovery runs on open. The wall
-    clock marks writes while a snapshot archives the WALs (storage/archive.py)."""
+    clock marks writes while a snapshot archives the WALs (storage/archive.py). With the data
+    `key` (node/data_key.py) new WALs and tables are encrypted; without it an encrypted
+    directory refuses to open (`DataKeyError`)."""
     disk = RealDisk()
     disk.makedirs(data_dir)
-    return RecordStore(disk, data_dir, EngineOptions(fsync=FsyncPolicy(fsync), wall_clock=time.time))
+    options = EngineOptions(fsync=FsyncPolicy(fsync), wall_clock=time.time, cipher=cipher_for(key))
+    return RecordStore(disk, data_dir, options)
 
 
 LEFT_SUFFIX = ".left"  # a node that left the ring: its directory renamed, its data kept
@@ -96,7 +100,9 @@ def snapshot_path(root: Path, name: object, node: str) -> Path:
     return root / name / node
 
 
-def restore_node_dir(snapshot_dir: str, data_dir: str, node: str, until: float | None = None) -> Split:
+def restore_node_dir(
+    snapshot_dir: str, data_dir: str, node: str, until: float | None = None, key: bytes | None = None
+) -> Split:
     """Replace a stopped node's data directory by its snapshot (hard links) plus the archived
     writes made up to `until` (none when None), as a new actor; returns what was kept and
     discarded. The WALs still in the data directory are archived first (storage/archive.py), so
@@ -104,16 +110,17 @@ def restore_node_dir(snapshot_dir: str, data_dir: str, node: str, until: float |
 
     The restored node's own dot counters go back in time; writing under a new actor id
     (`Node.home_actor`) keeps it from reusing dots it handed out after the snapshot. The node's
-    TLS identity (DATA_DIR/tls) is not data: it waits beside the directory and comes back.
+    TLS identity (DATA_DIR/tls) is not data: it waits beside the directory and comes back. An
+    encrypted node's archived WALs are read, and its restored WAL written, with its data `key`.
     """
-    old = open_node_store(data_dir)
+    old = open_node_store(data_dir, key=key)
     restores = int(old.get_meta("restores") or 0) + 1
     limit = old.engine.options.archive_bytes
     old.close()
     disk = RealDisk()
     archive.close_all(disk, data_dir, limit)
     try:
-        split = pitr.split(disk, snapshot_dir, until)
+        split = pitr.split(disk, snapshot_dir, until, cipher_for(key))
     except pitr.NoWriteTimes as e:
         raise BadInput(f"node {node}: {e}") from None
     identity = Path(data_dir) / TLS_DIR
@@ -122,10 +129,10 @@ def restore_node_dir(snapshot_dir: str, data_dir: str, node: str, until: float |
         identity.rename(kept)
     shutil.rmtree(data_dir)
     os.makedirs(data_dir, mode=0o700)
-    restore_snapshot(disk, snapshot_dir, data_dir, split.kept)
+    restore_snapshot(disk, snapshot_dir, data_dir, split.kept, cipher_for(key))
     if kept.is_dir():
         kept.rename(identity)
-    fresh = open_node_store(data_dir)
+    fresh = open_node_store(data_dir, key=key)
     fresh.put_meta("restores", restores)
     fresh.put_meta("actor", f"{node}~r{restores}")
     fresh.close()

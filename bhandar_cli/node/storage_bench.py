@@ -22,7 +22,14 @@ import time
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from typing import Any
 
-from bhandar_cli.node.storage_sides import ENGINE, LEVELDB, SQLITE, SQLITE_FULL, measure_side
+from bhandar_cli.node.storage_sides import (
+    ENGINE,
+    ENGINE_ENCRYPTED,
+    LEVELDB,
+    SQLITE,
+    SQLITE_FULL,
+    measure_side,
+)
 from bhandar_cli.storage.engine import EngineOptions, LSMEngine
 from bhandar_cli.storage.jobs import BackgroundJob
 
@@ -49,9 +56,12 @@ def run_storage_bench(
     durable_baseline: bool = False,
     leveldb: bool | None = None,
     options: EngineOptions | None = None,
+    encrypt: bool = False,
 ) -> dict[str, Any]:
     """Measure the engine, sqlite3 and (if `leveldb`, by default when plyvel is installed)
-    LevelDB on the same workload in `directory` (must be empty or new), one after the other.
+    LevelDB on the same workload in `directory` (must be empty or new), one after the other;
+    with `encrypt`, the engine encrypting at rest too ("engine_encrypted", and its rates over the
+    plain engine's as "encrypted_*_ratio").
 
     Returns {"engine": {...}, "sqlite": {...}, "put_ratio", "get_ratio", "get_miss_ratio", ...}
     with rates in operations per second, peak RSS in MiB and ratios as engine / other side.
@@ -80,6 +90,11 @@ def run_storage_bench(
         "get_miss_ratio": engine["get_misses_per_s"] / sqlite["get_misses_per_s"],
         "sqlite_version": sqlite3.sqlite_version,
     }
+    if encrypt:
+        sealed = result["engine_encrypted"] = _in_child(ENGINE_ENCRYPTED, directory, *args)
+        for name in ("puts", "get_hits", "get_misses"):
+            result[f"encrypted_{name}_ratio"] = sealed[f"{name}_per_s"] / engine[f"{name}_per_s"]
+        result["encrypted_disk_ratio"] = sealed["disk_bytes"] / max(1, engine["disk_bytes"])
     if durable_baseline:
         full = result["sqlite_full"] = _in_child(SQLITE_FULL, directory, *args)
         result["put_ratio_full"] = engine["puts_per_s"] / full["puts_per_s"]

@@ -1,6 +1,7 @@
 """The stores `bhandar bench storage` compares, each measured in a child process of its own.
 
-A side is our LSM engine, sqlite3 (WAL mode) or LevelDB (through the optional `plyvel` package).
+A side is our LSM engine (plain, or encrypting at rest under a fresh random key: storage/cipher.py),
+sqlite3 (WAL mode) or LevelDB (through the optional `plyvel` package).
 `measure_side` runs in a fresh (spawned) process that holds nothing but that one store and the
 keys of the chunk in hand, so the peak RSS it reports (`ru_maxrss`) is the store's (and the
 interpreter's, reported apart as `rss_start_mb`), not the harness's nor another store's.
@@ -21,6 +22,7 @@ transaction per batch, with synchronous=NORMAL (no fsync at commit, only at chec
 from __future__ import annotations
 
 import contextlib
+import os
 import random
 import resource
 import sqlite3
@@ -28,12 +30,15 @@ import sys
 import time
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any, Protocol
 
+from bhandar_cli.storage.cipher import DataCipher
 from bhandar_cli.storage.engine import EngineOptions, LSMEngine
 from bhandar_cli.storage.jobs import BackgroundJob
 
 ENGINE, SQLITE, SQLITE_FULL, LEVELDB = "engine", "sqlite", "sqlite_full", "leveldb"
+ENGINE_ENCRYPTED = "engine_encrypted"
 _CHUNK = 4096
 _MASK64 = (1 << 64) - 1
 _VALUES = 4096  # distinct values, reused in turn (a value per key would be the harness's memory)
@@ -204,6 +209,9 @@ class _LevelDB:
 def _open(side: str, path: str, options: EngineOptions | None) -> Side:
     if side == ENGINE:
         return _Engine(path, options)
+    if side == ENGINE_ENCRYPTED:  # a key of this run only: the bench measures, it keeps nothing
+        cipher = DataCipher(os.urandom(32), os.urandom)
+        return _Engine(path, replace(options or EngineOptions(), cipher=cipher))
     if side in (SQLITE, SQLITE_FULL):
         return _Sqlite(path, "FULL" if side == SQLITE_FULL else "NORMAL")
     if side == LEVELDB:

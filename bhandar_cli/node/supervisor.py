@@ -34,6 +34,7 @@ from bhandar_cli.host.topology import node_names, zone_map
 from bhandar_cli.node import access, clusterfile, pki
 from bhandar_cli.node.cluster_secrets import AUTH_FILE, issue_certificates, make_admin_token, node_tls_dir
 from bhandar_cli.node.clusterfile import ClusterFile, ClusterFileError, NodeEntry
+from bhandar_cli.node.data_key import ensure_key, key_path
 from bhandar_cli.node.pids import CHILDREN, pid_alive
 from bhandar_cli.node.placement import DEFAULT_HOST, node_ports
 from bhandar_cli.node.rpc import rpc_once
@@ -82,6 +83,7 @@ def node_command(cluster: ClusterFile, entry: NodeEntry) -> list[str]:
         *("--snapshot-dir", str(Path(cluster.dir) / "snapshots")),
         *("--protocol", str(entry.protocol)),
         *(("--auth-file", str(Path(cluster.dir) / AUTH_FILE)) if cluster.token else ()),
+        *(("--data-key-file", str(key_path(cluster.dir))) if cluster.encrypt else ()),
         *cluster.extra_args,
     ]
 
@@ -151,11 +153,14 @@ async def up(
     tls: bool = True,
     tokens: bool | None = None,
     protocol: int | None = None,
+    encrypt: bool = True,
 ) -> ClusterFile:
     """Start a cluster in `directory` and wait until every node knows every other; over TLS
     with a new CA and node certificates, unless `tls` is False (plain TCP on loopback). With
     `tokens` (default: as `tls`) its nodes admit clients by token, starting with a new admin
-    token kept in the cluster file. `protocol` runs every node at that wire protocol version."""
+    token kept in the cluster file. `protocol` runs every node at that wire protocol version.
+    With `encrypt` (recorded in the cluster file, so restarts keep it) the nodes encrypt their
+    data at rest with DIR/keys/data.key, made here if missing (node/data_key.py)."""
     directory = Path(directory).resolve()
     old = running_cluster(directory)
     if old is not None:
@@ -169,7 +174,10 @@ async def up(
         plan(directory, nodes, zones, base_port, vnodes, replicas, hosts),
         extra_args=tuple(extra_args),
         tls=tls,
+        encrypt=encrypt,
     )
+    if encrypt:
+        ensure_key(directory)
     if protocol is not None:
         cluster = replace(cluster, nodes=tuple(replace(n, protocol=protocol) for n in cluster.nodes))
     if tls:

@@ -247,6 +247,7 @@ class TcpBackend:
     async def restore(self, snapshot: str, until: float | None = None) -> dict[str, Any]:
         """Verify the snapshot's files, stop each node, put the snapshot's tables and the archived
         writes up to `until` in its data directory, start it again."""
+        from bhandar_cli.node.data_key import cluster_key
         from bhandar_cli.node.storage import restore_node_dir, restore_summary, snapshot_home, verify_snapshot
 
         local = self._snapshot_dir(snapshot)
@@ -255,12 +256,12 @@ class TcpBackend:
         started = time.perf_counter()
         base = snapshot_home(local)
         entries = [e for e in self.cluster.nodes if (base / e.id).is_dir()]
-        verified = verify_snapshot(base, [e.id for e in entries], until)
+        verified, key = verify_snapshot(base, [e.id for e in entries], until), cluster_key(self.cluster)
         for entry in entries:  # every node down first: no live node may stream newer data back
             await self.kill(entry.id)
         restored, splits = [], {}
         for entry in entries:
-            splits[entry.id] = restore_node_dir(str(base / entry.id), entry.data_dir, entry.id, until)
+            splits[entry.id] = restore_node_dir(str(base / entry.id), entry.data_dir, entry.id, until, key)
             restored.append(entry.id)
         self.cluster = await supervisor.start_many(self.cluster, restored)
         self._mtime = self._file_mtime()

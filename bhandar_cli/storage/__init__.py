@@ -13,5 +13,6 @@ Sans-I/O: every byte goes through an injected `disk.Disk` (`node.disk.RealDisk` 
   block cache, `bloom.py` filters and `measure_false_positive_rate`, `compaction.py` size tiers
   and the k-way merge, `manifest.py` the list of live files, `recovery.py` open after a crash,
   `records.py` record kinds and the merge fold, `reports.py` reports and stats, `errors.py`,
-  `record_store.py` the node's `Store` on the engine.
+  `record_store.py` the node's `Store` on the engine, `cipher.py` encryption at rest (AES-GCM
+  sealing of WAL records and table blocks, the key check).
 """

@@ -1,7 +1,8 @@
 """The LSM engine of one node: WAL → memtable → sealed memtables → SSTables, size-tiered compaction.
 
 Directory layout: `MANIFEST` (live tables, see manifest.py), `NNNNNN.log` (WAL files), `NNNNNN.sst`
-(tables), `quarantine/` (damaged tables, kept), `ARCHIVES` (snapshots keeping the WALs: archive.py).
+(tables), `quarantine/` (damaged tables, kept), `ARCHIVES` (snapshots keeping the WALs: archive.py),
+`KEYCHECK` (the data key's id when `EngineOptions.cipher` encrypts the WALs and tables: cipher.py).
 
 Ownership rule. All engine state (the memtables, the table list, the MANIFEST numbers, the WAL
 writers, the block cache, the counters) belongs to one owner thread, the one that calls the
@@ -117,22 +118,18 @@ class LSMEngine:
     def _open(self) -> RecoveryReport:
         o, damage = self.options, self._damage
         r = recovery.recover(
-            self.disk,
-            self.directory,
-            self._cache,
-            damage,
-            verify=o.verify_on_open,
-            merge=self._merge,
-            archive_limit=o.archive_bytes,
-        )
+            self.disk, self.directory, self._cache, damage, verify=o.verify_on_open, merge=self._merge,
+            archive_limit=o.archive_bytes, cipher=o.cipher,
+        )  # fmt: skip
         self._archiving = bool(archive.active(self.disk, self.directory))
         self._last_mark: float | None = None
         self._tree = Tree(self.disk, self.directory, o, self._cache, self._merge, self._status, r, damage)
         self._mem = r.memtable
-        self._wal = WALWriter(self.disk, self._tree.log_path(self._tree.live_logs[-1]), o.fsync)
-        if any(w.corrupt or w.version < wal.FORMAT_VERSION for w in r.wal_reports):
+        self._wal = WALWriter(self.disk, self._tree.log_path(self._tree.live_logs[-1]), o.fsync, o.cipher)
+        mine = wal.FORMAT_VERSION if o.cipher is None else wal.ENCRYPTED_VERSION
+        if any(w.corrupt or w.version != mine for w in r.wal_reports):
             # Retire these logs now: a damaged one would be reported again at every open, and an
-            # older format's file must not get records of this one appended.
+            # older (or plain) format's file must not get records of this one appended.
             self._seal()
             self.flush()
         elif self._mem.approx_bytes >= o.memtable_bytes:

@@ -4,6 +4,7 @@
   someone edited the directory). The message names the file and the check that failed.
 - `EngineFailedError`: an earlier I/O error left the engine in an unknown state; reopen it.
 - `EngineClosedError`: the caller used a closed engine (the caller's bug).
+- `DataKeyError`: encrypted files but no data key, or the wrong one (the operator's setup).
 - Bad arguments (a `str` key, a negative size) raise `TypeError` / `ValueError` as usual.
 """
 
@@ -38,3 +39,8 @@ class EngineFailedError(StorageError):
 
 class EngineClosedError(StorageError):
     """The engine was closed; this is a bug in the caller."""
+
+
+class DataKeyError(StorageError):
+    """Encrypted files and no data key, or another key (the operator's setup): nothing is read,
+    nothing is quarantined; start again with the right key."""

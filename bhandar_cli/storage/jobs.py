@@ -85,7 +85,9 @@ class TableOutput:
         writer.finish()
         # Opening reads only the new file; the table uses the shared block cache (and reports to
         # the engine's damage log) once the owner reads through it, after the install.
-        self.table = Table(self.disk, self.path, self._cache, verify=False, damage_log=DamageLog())
+        self.table = Table(
+            self.disk, self.path, self._cache, verify=False, damage_log=DamageLog(), cipher=writer.cipher
+        )
 
     def release(self) -> None:
         """Owner thread: let go of the output without touching the disk (the engine is closed)."""

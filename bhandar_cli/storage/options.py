@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from bhandar_cli.storage.cipher import DataCipher
 from bhandar_cli.storage.compaction import TierPolicy
 from bhandar_cli.storage.sstable import DEFAULT_BLOCK_BYTES
 from bhandar_cli.storage.wal import FsyncPolicy
@@ -33,6 +34,9 @@ class EngineOptions:
     # writes are marked with it so a restore can stop at a moment. None: no marks (restores go
     # back to the snapshot only).
     wall_clock: Callable[[], float] | None = field(default=None, compare=False)
+    # Encryption at rest (cipher.py): new WALs and tables are sealed under this data key; plain
+    # files written before are still read. None: plain (an encrypted directory then refuses).
+    cipher: DataCipher | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "fsync", FsyncPolicy(self.fsync))  # accept "batch" as well

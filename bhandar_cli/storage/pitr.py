@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from bhandar_cli.storage import archive, wal
+from bhandar_cli.storage.cipher import DataCipher
 from bhandar_cli.storage.disk import Disk
 from bhandar_cli.storage.records import decode_log_link, decode_op, decode_time_mark
 
@@ -35,14 +36,15 @@ class Split:
     full: bool = False  # the archive filled up: writes after its last WAL were never archived
 
 
-def split(disk: Disk, snapshot: str, until: float | None) -> Split:
-    """Read the archived WALs of `snapshot` and cut them at `until` (None: keep none)."""
+def split(disk: Disk, snapshot: str, until: float | None, cipher: DataCipher | None = None) -> Split:
+    """Read the archived WALs of `snapshot` (opening encrypted ones with `cipher`: an archived WAL
+    stays sealed under the key it was written with) and cut them at `until` (None: keep none)."""
     out = Split()
     info = archive.ArchiveInfo.load(disk, snapshot)
     out.full = bool(info and info.full)
     when: float | None = None
     for path in archive.archived_logs(disk, snapshot):
-        parsed = wal.parse(disk.read(path))
+        parsed = wal.parse(disk.read(path), cipher)
         if parsed.problem or parsed.corrupt:
             out.problems.append(f"{path}: {parsed.problem or 'corrupt'} (the records there are not restored)")
         for payload in parsed.payloads:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from bhandar_cli.storage import archive, damage, manifest, wal
+from bhandar_cli.storage.cipher import DataCipher, check_key
 from bhandar_cli.storage.damage import Corruption, DamageLog, KeyInterval
 from bhandar_cli.storage.disk import Disk, join
 from bhandar_cli.storage.errors import CorruptManifestError, CorruptTableError
@@ -48,8 +49,10 @@ def recover(
     verify: bool,
     merge: Merge | None,
     archive_limit: int = 1 << 30,
+    cipher: DataCipher | None = None,
 ) -> Recovered:
     disk.makedirs(directory)
+    check_key(disk, directory, cipher)  # before anything is read, changed or quarantined
     names = disk.listdir(directory)
     for name in names:
         if name.endswith(".tmp"):  # an interrupted atomic write: its target is intact
@@ -72,7 +75,7 @@ def recover(
             quarantined.append(Quarantined(name, "listed in MANIFEST but missing", None))
             continue
         try:
-            tables.append(Table(disk, path, cache, verify=verify, damage_log=log))
+            tables.append(Table(disk, path, cache, verify=verify, damage_log=log, cipher=cipher))
         except CorruptTableError as e:
             log.add(table_lost(path, disk.size(path), e.what))
             quarantined.append(move_to_quarantine(disk, directory, name, e.what))
@@ -92,7 +95,7 @@ def recover(
 
     memtable = Memtable()
     logs = sorted(num for num, ext in files.values() if ext == "log" and num >= m.log_number)
-    kept, reports = _replay_logs(disk, directory, logs, memtable, merge)
+    kept, reports = _replay_logs(disk, directory, logs, memtable, merge, cipher)
     for report in reports:
         for span in report.corrupt:
             what = "no valid WAL record here; replay resumed at the next one"
@@ -104,7 +107,12 @@ def recover(
 
 
 def _replay_logs(
-    disk: Disk, directory: str, logs: list[int], memtable: Memtable, merge: Merge | None
+    disk: Disk,
+    directory: str,
+    logs: list[int],
+    memtable: Memtable,
+    merge: Merge | None,
+    cipher: DataCipher | None,
 ) -> tuple[list[int], list[WALReport]]:
     """Replay WALs in order into `memtable`, up to the first gap (see records.py's log links);
     the WALs after a gap are deleted. Returns the WALs kept and a report for every WAL."""
@@ -112,7 +120,7 @@ def _replay_logs(
     previous: tuple[int, int] | None = None  # (number, length kept) of the last WAL replayed
     for i, number in enumerate(logs):
         name = file_name(number, "log")
-        payloads, report = wal.replay(disk, join(directory, name), name)
+        payloads, report = wal.replay(disk, join(directory, name), name, cipher)
         link = decode_log_link(payloads[0]) if payloads else None
         if link is not None and previous is not None and link[0] == previous[0] and previous[1] < link[1]:
             for later in logs[i:]:
@@ -154,10 +162,16 @@ def move_to_quarantine(disk: Disk, directory: str, name: str, reason: str) -> Qu
     return Quarantined(name, reason, dest)
 
 
-def restore_snapshot(disk: Disk, snapshot: str, directory: str, replay: list[bytes] | None = None) -> None:
+def restore_snapshot(
+    disk: Disk,
+    snapshot: str,
+    directory: str,
+    replay: list[bytes] | None = None,
+    cipher: DataCipher | None = None,
+) -> None:
     """Make `directory` (new or empty) a copy of a snapshot by hard links (copies across file
     systems); then open it. `replay`: WAL payloads (operations) written after the snapshot to
-    bring back too, as one WAL the next open replays (see pitr.py)."""
+    bring back too, as one WAL the next open replays (see pitr.py), sealed under `cipher`."""
     m = manifest.load(disk, snapshot)
     if m is None:
         raise CorruptManifestError(snapshot, "not a snapshot: no MANIFEST (a snapshot cut short?)")
@@ -168,7 +182,7 @@ def restore_snapshot(disk: Disk, snapshot: str, directory: str, replay: list[byt
         archive.place(disk, join(snapshot, name), join(directory, name), copy=False)
     if replay:
         number = max(m.next_file, m.log_number)
-        writer = wal.WALWriter(disk, join(directory, file_name(number, "log")), wal.FsyncPolicy.BATCH)
+        writer = wal.WALWriter(disk, join(directory, file_name(number, "log")), wal.FsyncPolicy.BATCH, cipher)
         try:
             for payload in replay:
                 writer.append(payload)

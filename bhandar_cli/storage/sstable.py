@@ -22,6 +22,11 @@ in the engine's `DamageLog`, naming the file, the offset and the keys lost):
   the blocks until the index. No record is lost to any of these.
 - a table whose first block cannot be found (a torn or truncated file) raises
   `CorruptTableError` naming the file and the check: the engine quarantines it whole.
+Format 3 (an encrypting engine's): the same layout, each data block, the index block and the
+Bloom block sealed (cipher.py: AES-GCM bound to the file id in the footer's last 8 bytes and to
+the unit's offset; offsets, lengths and CRCs are the sealed units'). A unit that fails its tag is
+damage as above; the footer stays plain, and a table whose index cannot be opened is quarantined
+(sealed blocks cannot be walked). Format 2 tables (plain) are still read.
 Opening with `verify=True` checks every block up front; blocks are checked again whenever they
 are read from disk, for damage that happens later.
 """
@@ -46,6 +51,7 @@ from bhandar_cli.storage.blocks import (
     walk_blocks,
 )
 from bhandar_cli.storage.bloom import DEFAULT_BITS_PER_KEY, DEFAULT_HASHES, BloomFilter, bloom_hash
+from bhandar_cli.storage.cipher import TABLE_BLOCK, TABLE_BLOOM, TABLE_INDEX, DataCipher, FileSeal
 from bhandar_cli.storage.damage import Corruption, DamageLog, KeyInterval
 from bhandar_cli.storage.disk import AppendFile, Disk, ReadFile
 from bhandar_cli.storage.errors import CorruptTableError
@@ -53,8 +59,8 @@ from bhandar_cli.storage.errors import CorruptTableError
 __all__ = ["DEFAULT_BLOCK_BYTES", "FOOTER_SIZE", "BlockCache", "Table", "TableInfo", "TableWriter"]
 
 MAGIC = b"BHNDRSST"
-FORMAT_VERSION = 2
-_FOOTER = struct.Struct("<8sIQIIQIIQI8xI")
+FORMAT_VERSION, ENCRYPTED_VERSION = 2, 3
+_FOOTER = struct.Struct("<8sIQIIQIIQI8sI")
 FOOTER_SIZE = _FOOTER.size  # 64
 _U32 = struct.Struct("<I")
 _uids = itertools.count(1)  # cache keys: unique per opened table, even across engines
@@ -87,10 +93,11 @@ class TableWriter:
         block_bytes: int = DEFAULT_BLOCK_BYTES,
         bits_per_key: int = DEFAULT_BITS_PER_KEY,
         hashes: int = DEFAULT_HASHES,
+        cipher: DataCipher | None = None,
     ) -> None:
         if disk.exists(path):
             raise FileExistsError(f"refusing to overwrite table {path} (a file-number bug)")
-        self.path = path
+        self.path, self.cipher, self._seal = path, cipher, FileSeal.new_file(cipher)
         self._file: AppendFile = disk.open_append(path)
         self._block_bytes = block_bytes
         self._bits_per_key, self._hashes = bits_per_key, hashes
@@ -125,7 +132,7 @@ class TableWriter:
     def _emit(self) -> None:
         if not self._keys:
             return
-        data = encode_block(self._keys, self._kinds, self._values)
+        data = self._seal.seal(encode_block(self._keys, self._kinds, self._values), TABLE_BLOCK, self._offset)
         self._hashes_seen.extend(map(bloom_hash, self._keys))
         self._file.write(data)
         self._index.append((self._offset, len(data), self._keys[-1]))
@@ -152,12 +159,13 @@ class TableWriter:
         )
         bloom = BloomFilter.for_keys(len(self._hashes_seen), self._bits_per_key, self._hashes)
         bloom.add_hashes(self._hashes_seen)
-        bloom_bytes = bloom.to_bytes()
-        index_off = self._offset
+        index_off, seal = self._offset, self._seal
+        index = seal.seal(index, TABLE_INDEX, index_off)
         bloom_off = index_off + len(index)
+        bloom_bytes = seal.seal(bloom.to_bytes(), TABLE_BLOOM, bloom_off)
         head = _FOOTER.pack(
             MAGIC,
-            FORMAT_VERSION,
+            ENCRYPTED_VERSION if seal.encrypted else FORMAT_VERSION,
             index_off,
             len(index),
             zlib.crc32(index),
@@ -166,6 +174,7 @@ class TableWriter:
             zlib.crc32(bloom_bytes),
             self._records,
             n,
+            seal.file_id,
             0,
         )[:-4]
         self._file.write(index + bloom_bytes + head + _U32.pack(zlib.crc32(head)))
@@ -196,8 +205,9 @@ class Table:
         *,
         verify: bool = True,
         damage_log: DamageLog | None = None,
+        cipher: DataCipher | None = None,
     ) -> None:
-        self.path = path
+        self.path, self._cipher, self._seal = path, cipher, FileSeal(None)
         self.uid = next(_uids)
         self._cache = cache if cache is not None else BlockCache(0)
         self._log = damage_log if damage_log is not None else DamageLog()
@@ -243,15 +253,16 @@ class Table:
             self._damaged(damage.SSTABLE_FOOTER, size - FOOTER_SIZE, FOOTER_SIZE, what, None)
             return
         _, version, index_off, index_len, index_crc, bloom_off, bloom_len, bloom_crc, records, n = fields[:10]
-        if version != FORMAT_VERSION:
-            raise self._fail(f"format version {version}, this build reads {FORMAT_VERSION}")
+        if version not in (FORMAT_VERSION, ENCRYPTED_VERSION):
+            raise self._fail(f"format version {version}, this build reads 2 and 3")
+        self._seal = FileSeal.of_file(self._cipher, version == ENCRYPTED_VERSION, fields[10], self.path)
         if bloom_off != index_off + index_len or bloom_off + bloom_len != size - FOOTER_SIZE:
             raise self._fail("footer offsets do not tile the file")
         index = self._read(index_off, index_len, "index block")
         try:
             if zlib.crc32(index) != index_crc:
                 raise ValueError("checksum mismatch")
-            self._parse_index(index, n)
+            self._parse_index(self._seal.open(index, TABLE_INDEX, index_off), n)
             self.records = records
         except (ValueError, struct.error) as e:
             self._walk(index_off, index_off)
@@ -260,6 +271,7 @@ class Table:
         try:
             if zlib.crc32(bloom) != bloom_crc:
                 raise ValueError("checksum mismatch")
+            bloom = self._seal.open(bloom, TABLE_BLOOM, bloom_off)
             self.bloom: BloomFilter | _EveryKey = BloomFilter.from_bytes(bloom)
         except (ValueError, struct.error) as e:
             self.bloom = _EveryKey()
@@ -319,7 +331,7 @@ class Table:
             return None
         off, length = self._offsets[i], self._lengths[i]
         try:
-            return parse_block(self._read(off, length, f"block {i}"))
+            return parse_block(self._seal.open(self._read(off, length, f"block {i}"), TABLE_BLOCK, off))
         except ValueError as e:
             c = Corruption(damage.SSTABLE_BLOCK, self.path, off, length, f"block {i} {e}", self._lost(i))
         if on_damage is not None:

@@ -89,7 +89,7 @@ class Tree:
         """Queue a full memtable (written to `wal`) for its flush; returns the next memtable's WAL."""
         with self._status.poison_on_error():
             log = self.alloc()
-            new_wal = WALWriter(self.disk, self.log_path(log), self.options.fsync)
+            new_wal = WALWriter(self.disk, self.log_path(log), self.options.fsync, self.options.cipher)
             new_wal.append(encode_log_link(self.live_logs[-1], wal.size))
         self.sealed.append(SealedMemtable(memtable, tuple(self.live_logs), wal))
         self.live_logs = [log]
@@ -140,6 +140,7 @@ class Tree:
                 block_bytes=o.block_bytes,
                 bits_per_key=o.bloom_bits_per_key,
                 hashes=o.bloom_hashes,
+                cipher=o.cipher,
             )
         return TableOutput(self.disk, path, name, writer, self._cache)
 

@@ -12,6 +12,14 @@ looks for the next magic whose record checks (`bytes.find`, not a CRC at every o
 to its first bad record. A format-1 file is never appended to: the engine flushes it at open.
 Files are named `NNNNNN.log`; the engine decides what a payload means.
 
+Format 3 (an encrypting engine's, see cipher.py): the file header is `"BHNDRWAL" | version u32
+(3) | file id (8 random bytes) | crc32 u32`, and each record is framed as in format 2 around a
+sealed payload (`nonce | AES-GCM ciphertext | tag`) whose associated data is the file id and the
+record's offset. Records stay one per append (a WAL append streams; no batch is held back), and
+the framing's CRC keeps torn tails and resynchronisation exactly as in format 2; a record whose
+CRC holds but whose tag fails (a deliberate change, or a record moved) is a corrupt stretch. Reading
+a format-3 log needs the cipher (`DataKeyError` without it).
+
 Fsync policies (`FsyncPolicy`):
 - `always`: every `append` is fsynced before it returns (one fsync per write: slow, simplest).
 - `batch` (default, group commit): `append` only buffers; `sync()` makes every record appended
@@ -41,8 +49,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from bhandar_cli.storage.cipher import FILE_ID_BYTES, WAL_RECORD, DataCipher
 from bhandar_cli.storage.disk import AppendFile, Disk
-from bhandar_cli.storage.errors import StorageError
+from bhandar_cli.storage.errors import DataKeyError, StorageError
 
 FORMAT_VERSION = 2
 FILE_MAGIC = b"BHNDRWAL"
@@ -50,11 +59,29 @@ _FILE_HEAD = struct.Struct("<8sI")
 FILE_HEADER = _FILE_HEAD.pack(FILE_MAGIC, FORMAT_VERSION)
 FILE_HEADER += zlib.crc32(FILE_HEADER).to_bytes(4, "little")
 FILE_HEADER_SIZE = len(FILE_HEADER)  # 16
+ENCRYPTED_VERSION = 3
+_FILE_HEAD3 = struct.Struct("<8sI8sI")
+FILE_HEADER3_SIZE = _FILE_HEAD3.size  # 24
 RECORD_MAGIC = b"\xb1\xa9W\x02"
 _HEADER = struct.Struct("<4sII")
 HEADER_SIZE = _HEADER.size  # 12
 _V1_HEADER = struct.Struct("<II")
 MAX_RECORD = 1 << 30  # a length above this is damage, not a record (values are ≤ 1 MiB)
+
+
+def encrypted_header(file_id: bytes) -> bytes:
+    head = _FILE_HEAD3.pack(FILE_MAGIC, ENCRYPTED_VERSION, file_id, 0)[:-4]
+    return head + zlib.crc32(head).to_bytes(4, "little")
+
+
+def _header3_file_id(data: bytes) -> bytes | None:
+    """The file id of a format-3 header (None: not one, or too damaged to name its file)."""
+    if len(data) < FILE_HEADER3_SIZE:
+        return None
+    magic, version, file_id, crc = _FILE_HEAD3.unpack_from(data)
+    if magic != FILE_MAGIC or version != ENCRYPTED_VERSION:
+        return None
+    return file_id if zlib.crc32(data[: FILE_HEADER3_SIZE - 4]) == crc else None
 
 
 class FsyncPolicy(StrEnum):
@@ -87,6 +114,7 @@ class ParsedLog:
     problem: str  # "" (ends cleanly), "torn" (a tail cut there) or "corrupt" (format 1: cut there)
     corrupt: tuple[CorruptSpan, ...] = ()
     version: int = FORMAT_VERSION
+    offsets: tuple[int, ...] = ()  # where each payload's record starts (format 2 and 3)
 
 
 @dataclass(frozen=True)
@@ -151,10 +179,16 @@ def _next_record(data: bytes, pos: int) -> int | None:
     return None
 
 
-def parse(data: bytes) -> ParsedLog:
-    """Split a log's bytes into payloads, skipping corrupt stretches and finding a torn tail."""
-    if not data:
-        return ParsedLog([], 0, "")
+def parse(data: bytes, cipher: DataCipher | None = None) -> ParsedLog:
+    """Split a log's bytes into payloads, skipping corrupt stretches and finding a torn tail;
+    a format-3 log's payloads are opened with `cipher` (`DataKeyError` if it is None)."""
+    head3 = _FILE_HEAD3.pack(FILE_MAGIC, ENCRYPTED_VERSION, b"", 0)[:12]
+    if len(data) < FILE_HEADER3_SIZE and (head3.startswith(data) or data.startswith(head3)):
+        # Empty, or a header never synced (no record was): an empty log of either format.
+        mine = FORMAT_VERSION if cipher is None else ENCRYPTED_VERSION
+        return ParsedLog([], 0, "", version=mine if len(data) < len(head3) else ENCRYPTED_VERSION)
+    if data.startswith(head3):
+        return _parse_v3(data, cipher)
     if len(data) < FILE_HEADER_SIZE and FILE_HEADER.startswith(data):
         return ParsedLog([], 0, "")  # a header never synced (no record was): an empty log
     if data.startswith(FILE_MAGIC) and len(data) >= FILE_HEADER_SIZE:
@@ -163,7 +197,7 @@ def parse(data: bytes) -> ParsedLog:
             return _parse_v2(data, FILE_HEADER_SIZE)
         if zlib.crc32(data[:12]) == int.from_bytes(data[12:16], "little"):
             raise WALVersionError(
-                f"WAL format version {version}, written by a newer Bhandar; this build reads 1 and 2"
+                f"WAL format version {version}, written by a newer Bhandar; this build reads 1, 2 and 3"
             )
         return _parse_v2(data, 0)  # a damaged header: resynchronise on the first record
     (first,) = struct.unpack_from("<I", data) if len(data) >= 4 else (0,)
@@ -174,6 +208,7 @@ def parse(data: bytes) -> ParsedLog:
 
 def _parse_v2(data: bytes, pos: int) -> ParsedLog:
     payloads: list[bytes] = []
+    offsets: list[int] = []
     corrupt: list[CorruptSpan] = []
     size = len(data)
     if pos == 0:  # the file header is damaged: what precedes the first record is the damage
@@ -187,13 +222,34 @@ def _parse_v2(data: bytes, pos: int) -> ParsedLog:
         if payload is None:
             nxt = _next_record(data, pos)
             if nxt is None:
-                return ParsedLog(payloads, pos, "torn", tuple(corrupt))
+                return ParsedLog(payloads, pos, "torn", tuple(corrupt), offsets=tuple(offsets))
             corrupt.append(CorruptSpan(pos, nxt - pos))
             pos = nxt
             continue
         payloads.append(payload)
+        offsets.append(pos)
         pos += HEADER_SIZE + len(payload)
-    return ParsedLog(payloads, pos, "", tuple(corrupt))
+    return ParsedLog(payloads, pos, "", tuple(corrupt), offsets=tuple(offsets))
+
+
+def _parse_v3(data: bytes, cipher: DataCipher | None) -> ParsedLog:
+    """Format 3: format 2's framing, then each payload opened; one that fails is a corrupt stretch."""
+    if cipher is None:
+        raise DataKeyError("this WAL is encrypted (format 3) and no data key was given")
+    file_id = _header3_file_id(data)
+    framed = _parse_v2(data, FILE_HEADER3_SIZE if file_id is not None else 0)
+    bad = list(framed.corrupt)
+    payloads, offsets = [], []
+    for at, sealed in zip(framed.offsets, framed.payloads, strict=True):
+        try:
+            if file_id is None:
+                raise ValueError("the file header naming this log is damaged")
+            payloads.append(cipher.open(sealed, WAL_RECORD, file_id, at))
+            offsets.append(at)
+        except ValueError:
+            bad.append(CorruptSpan(at, HEADER_SIZE + len(sealed)))
+    bad.sort(key=lambda s: s.offset)
+    return ParsedLog(payloads, framed.end, framed.problem, tuple(bad), ENCRYPTED_VERSION, tuple(offsets))
 
 
 def _parse_v1(data: bytes) -> ParsedLog:
@@ -220,12 +276,14 @@ def _parse_v1(data: bytes) -> ParsedLog:
     return ParsedLog(payloads, pos, "", version=1)
 
 
-def replay(disk: Disk, path: str, name: str) -> tuple[list[bytes], WALReport]:
+def replay(
+    disk: Disk, path: str, name: str, cipher: DataCipher | None = None
+) -> tuple[list[bytes], WALReport]:
     """Read a log, truncate a torn tail (or, in format 1, everything from a bad record), and
     report what happened. Corrupt stretches in the middle stay in the file: the engine flushes
     the replayed records and deletes the log, so they are reported once."""
     data = disk.read(path)
-    log = parse(data)
+    log = parse(data, cipher)
     if log.end < len(data):
         disk.truncate(path, log.end)
     truncated = len(data) - log.end if log.problem else 0  # not the bytes of a torn file header
@@ -236,16 +294,34 @@ def replay(disk: Disk, path: str, name: str) -> tuple[list[bytes], WALReport]:
 class WALWriter:
     """Appends records to one log file under a fsync policy; a new (empty) file gets the header."""
 
-    def __init__(self, disk: Disk, path: str, policy: FsyncPolicy = FsyncPolicy.BATCH) -> None:
+    def __init__(
+        self,
+        disk: Disk,
+        path: str,
+        policy: FsyncPolicy = FsyncPolicy.BATCH,
+        cipher: DataCipher | None = None,
+    ) -> None:
         self.path = path
         self.policy = FsyncPolicy(policy)
         self._file: AppendFile = disk.open_append(path)
         self._unsynced = 0  # records appended since the last begin_sync
         self.closed = False
+        self._cipher, self._file_id = cipher, b""
         if self._file.size == 0:
-            self._file.write(FILE_HEADER)  # synced with the first record; a torn one reads as empty
+            # Synced with the first record; a torn one reads as empty.
+            if cipher is None:
+                self._file.write(FILE_HEADER)
+            else:
+                self._file_id = cipher.new_file_id()
+                self._file.write(encrypted_header(self._file_id))
+        elif cipher is not None:  # recovery kept this log: go on under its file id
+            self._file_id = _header3_file_id(disk.read(path, 0, FILE_HEADER3_SIZE)) or b""
 
     def append(self, payload: bytes) -> None:
+        if self._cipher is not None:
+            if len(self._file_id) != FILE_ID_BYTES:
+                raise StorageError(f"WAL {self.path} is not an encrypted log: no sealed record goes there")
+            payload = self._cipher.seal(payload, WAL_RECORD, self._file_id, self._file.size)
         self._file.write(frame(payload))
         if self.policy is FsyncPolicy.ALWAYS:
             self._file.sync()

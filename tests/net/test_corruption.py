@@ -3,10 +3,12 @@ node says so (log, `cluster status`, Prometheus metrics) and gets them back from
 
 Each test writes keys at ALL (every replica holds every key), stops node D with SIGKILL, flips one
 byte in its data directory (in the middle of an SSTable data block, or of a WAL record in the
-middle of the log), and restarts it. D's store finds the damage at open; the node repairs the
-keyspace's ranges at once, which the background repair (one range every 2 s) could not do in the
-deadline. `keys_repaired` counts the keys that differed in those comparisons: the keys of the
-damaged block or record, from one or both peers, not the rest of the node's keys.
+middle of the log), and restarts it. The cluster encrypts at rest (the default), so the byte
+is ciphertext: the block fails its authentication tag, the WAL record its CRC. D's store finds
+the damage at open; the node repairs the keyspace's ranges at once, which the background repair
+(one range every 2 s) could not do in the deadline. `keys_repaired` counts the keys that differed
+in those comparisons: the keys of the damaged block or record, from one or both peers, not the
+rest of the node's keys.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from bhandar_cli.cmd.cluster import open_tcp_client
 from bhandar_cli.core.records import Versioned
 from bhandar_cli.core.ring import key_token
 from bhandar_cli.node.clusterfile import ClusterFile
+from bhandar_cli.node.data_key import cipher_for, cluster_key
 from bhandar_cli.node.disk import RealDisk
 from bhandar_cli.storage import wal
 from bhandar_cli.storage.record_store import data_key
@@ -114,7 +117,9 @@ def test_a_flipped_byte_in_an_sstable_block_loses_only_that_block(fresh_cluster:
             assert (await client.kill(VICTIM))["changed"]
             # The table with most of D's keys, and a data block in its middle.
             paths = sorted(str(p) for p in Path(data_dir).glob("*.sst"))
-            tables = [Table(RealDisk(), p) for p in paths]
+            cipher = cipher_for(cluster_key(fresh_cluster))
+            assert cipher is not None
+            tables = [Table(RealDisk(), p, cipher=cipher) for p in paths]
             table = max(tables, key=lambda t: t.records)
             blocks = table.block_index()
             b = len(blocks) // 2
@@ -142,12 +147,9 @@ def test_a_flipped_byte_in_the_middle_of_the_wal_loses_only_that_record(fresh_cl
             assert (await client.kill(VICTIM))["changed"]
             # The newest WAL, and the data record in the middle of it.
             path = max(str(p) for p in Path(data_dir).glob("*.log"))
-            log = wal.parse(Path(path).read_bytes())
-            assert log.version == 2 and not log.corrupt
-            offsets, at = [], wal.FILE_HEADER_SIZE
-            for payload in log.payloads:
-                offsets.append(at)
-                at += wal.HEADER_SIZE + len(payload)
+            log = wal.parse(Path(path).read_bytes(), cipher_for(cluster_key(fresh_cluster)))
+            assert log.version == wal.ENCRYPTED_VERSION and not log.corrupt
+            offsets = log.offsets
             prefix = data_key("kv", "")
             data = [i for i, p in enumerate(log.payloads) if decode_op(p)[1].startswith(prefix)]
             assert len(data) > 400

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -51,6 +52,21 @@ def test_bench_storage_command_prints_json_with_rss(tmp_path: Path) -> None:
         assert r[side]["rss_peak_mb"] >= r[side]["rss_start_mb"] > 0
         assert r[side]["get_hits_per_s"] > 0
     assert r["get_ratio"] > 0 and r["engine"]["block_cache_misses"] >= 0
+
+
+def test_bench_storage_encrypt_runs_the_encrypting_engine_beside_the_plain_one(tmp_path: Path) -> None:
+    cmd = [sys.executable, "-m", "bhandar_cli", "bench", "storage", "--keys", "1500", "--encrypt"]
+    done = subprocess.run([*cmd, "-o", "json"], capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    r = json.loads(done.stdout)
+    sealed, plain = r["engine_encrypted"], r["engine"]
+    assert sealed["get_hits_per_s"] > 0 and sealed["sstables"] >= 0
+    assert r["encrypted_puts_ratio"] == pytest.approx(sealed["puts_per_s"] / plain["puts_per_s"])
+    assert r["encrypted_disk_ratio"] >= 1.0  # every sealed unit carries its nonce and tag
+    wide = {**os.environ, "COLUMNS": "200"}
+    table = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False, env=wide)
+    assert table.returncode == 0, table.stderr
+    assert "engine, encrypted" in table.stdout and "encrypted / plain" in table.stdout
 
 
 def test_bench_refuses_a_used_directory(tmp_path: Path) -> None:
