@@ -2,8 +2,9 @@
 
 `DIR/cluster.json` lists each node's id, zone, host, peer and HTTP ports, pid, data directory,
 log and wire protocol version (`node run --protocol`, kept so a restart keeps it; `cluster
-upgrade --to` changes it), plus the faults the operator injected (partition groups, per-node
-delays) so a restarted node gets them back. It is written atomically (temporary file, then
+upgrade --to` changes it), the cluster configuration a `config set` rolled out (so a restarted
+node comes back with it: `node run --config`), plus the faults the operator injected (partition
+groups, per-node delays) so a restarted node gets them back. It is written atomically (temporary file, then
 rename): a command interrupted half-way never leaves a torn file behind for the next one.
 """
 
@@ -54,6 +55,7 @@ class ClusterFile:
     extra_args: tuple[str, ...] = ()  # more `node run` options (tests shorten timeouts)
     tls: bool = False  # nodes speak TLS with certificates of the CA in DIR/tls (node/pki.py)
     token: str = ""  # the token this directory's CLI shows (the admin token `cluster up` made)
+    config: dict[str, Any] = field(default_factory=dict)  # cluster configuration: {version, values}
 
     @property
     def names(self) -> list[str]:
@@ -84,6 +86,7 @@ class ClusterFile:
             "extra_args": list(self.extra_args),
             "tls": self.tls,
             "token": self.token,
+            "config": dict(self.config),
             "nodes": [asdict(n) for n in self.nodes],
         }
 
@@ -127,6 +130,7 @@ def load(directory: str | Path) -> ClusterFile:
             tuple(raw.get("extra_args", ())),
             bool(raw.get("tls", False)),
             str(raw.get("token", "")),
+            dict(raw.get("config") or {}),
         )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise ClusterFileError(
