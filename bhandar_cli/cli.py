@@ -22,6 +22,7 @@ from bhandar_cli.cmd.cluster import cluster_app
 from bhandar_cli.cmd.cluster_pki import cert as cluster_cert
 from bhandar_cli.cmd.cluster_pki import init as cluster_init
 from bhandar_cli.cmd.cluster_upgrade import upgrade as cluster_upgrade
+from bhandar_cli.cmd.config import config_app
 from bhandar_cli.cmd.data import delete, get, incr, put
 from bhandar_cli.cmd.demo import demo
 from bhandar_cli.cmd.hot import hot
@@ -55,6 +56,7 @@ app.command("import")(import_)
 app.command("soak")(soak)
 app.command("hot")(hot)
 app.add_typer(keyspace_app, name="keyspace")
+app.add_typer(config_app, name="config")
 bench_app.command("security")(bench_security)
 bench_app.command("repair")(bench_repair)
 bench_app.command("cli")(bench_cli)

@@ -48,7 +48,7 @@ class Setting:
 
 # The keys `config set` takes. Sizes are bytes, times seconds.
 SETTINGS: dict[str, Setting] = {
-    "request_timeout": Setting(float, 0.001, 600, "seconds a coordinator waits for replicas"),
+    "request_timeout": Setting(float, 0.0001, 600, "seconds a coordinator waits for replicas"),
     "phi_threshold": Setting(float, 0.01, 50, "suspicion at which a silent peer is marked down"),
     "phi_pause": Setting(float, 0, 60, "heartbeat pause tolerated before phi climbs (s)"),
     "gossip_interval": Setting(float, 0.05, 10, "seconds between gossip rounds"),

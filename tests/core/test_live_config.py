@@ -81,7 +81,9 @@ def test_a_refused_configuration_changes_nothing() -> None:
 
 
 def test_a_retuned_detector_judges_a_silent_peer_by_the_new_threshold() -> None:
-    detectors = PhiDetectors(PhiConfig(threshold=8.0, acceptable_heartbeat_pause=0.5, first_heartbeat_estimate=1.0))
+    detectors = PhiDetectors(
+        PhiConfig(threshold=8.0, acceptable_heartbeat_pause=0.5, first_heartbeat_estimate=1.0)
+    )
     for t in range(20):
         detectors.heartbeat("B", float(t))
     assert detectors.is_up("B", 20.2)  # 1.2 s of silence after steady 1 s heartbeats: fine at 8
@@ -94,6 +96,8 @@ def test_a_retuned_detector_judges_a_silent_peer_by_the_new_threshold() -> None:
 def test_a_gossiping_node_retunes_its_detectors_and_hint_bounds() -> None:
     ring = Ring.build(["A", "B"], 8, {"A": "z1", "B": "z2"})
     node = Node("A", ring, MemoryStore(), Random(1), 0.0)
-    node.reconfigure(LiveConfig(1, (("phi_threshold", 0.5), ("gossip_interval", 0.2), ("hint_max_age", 30.0))))
+    node.reconfigure(
+        LiveConfig(1, (("phi_threshold", 0.5), ("gossip_interval", 0.2), ("hint_max_age", 30.0)))
+    )
     assert node.info(0.0)["config"]["values"]["gossip_interval"] == 0.2
     assert node.config.phi_threshold == 0.5 and node.config.hint_max_age == 30.0
