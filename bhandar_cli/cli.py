@@ -13,6 +13,7 @@ import typer
 
 from bhandar_cli import __version__
 from bhandar_cli.cmd.bench import bench_app
+from bhandar_cli.cmd.bench_big import big as bench_big
 from bhandar_cli.cmd.bench_cli import bench_cli
 from bhandar_cli.cmd.bench_repair import repair as bench_repair
 from bhandar_cli.cmd.bench_security import security as bench_security
@@ -59,6 +60,7 @@ app.add_typer(keyspace_app, name="keyspace")
 app.add_typer(config_app, name="config")
 bench_app.command("security")(bench_security)
 bench_app.command("repair")(bench_repair)
+bench_app.command("big")(bench_big)
 bench_app.command("cli")(bench_cli)
 app.add_typer(bench_app, name="bench")
 cluster_app.command("init")(cluster_init)
