@@ -20,6 +20,7 @@ from bhandar_cli.core.messages import (
     PutRequest,
     PutResult,
     RepairRequest,
+    Send,
 )
 from bhandar_cli.core.records import Versioned
 from bhandar_cli.core.repair_transfer import BATCH_BYTES, record_bytes
@@ -54,7 +55,7 @@ def held(c: SimCluster, name: str, key: str) -> bytes | None:
 
 
 def replicas(c: SimCluster, key: str) -> list[str]:
-    return c.ring.preference_list(key_token("big", key), 3)
+    return list(c.ring.preference_list(key_token("big", key), 3))
 
 
 def wait_until(c: SimCluster, condition: Any, limit: float = 60.0) -> None:
@@ -112,7 +113,8 @@ def test_a_joining_node_is_streamed_values_at_the_limit_in_batches_cut_by_bytes(
     def counted(self: streaming.Streaming, now: float, stream: streaming.OutStream) -> Any:
         effects = send_next(self, now, stream)
         for effect in effects:
-            records = effect.msg.items  # type: ignore[attr-defined]
+            assert isinstance(effect, Send) and isinstance(effect.msg, streaming.StreamBatch)
+            records = effect.msg.items
             assert len(records) == 1 or sum(record_bytes(r) for _, _, r in records) <= BATCH_BYTES
             batches.append(len(records))
         return effects
