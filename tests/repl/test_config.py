@@ -43,7 +43,18 @@ def test_a_bad_value_stops_after_the_first_node_and_is_rolled_back() -> None:
 
 
 def test_a_good_value_reaches_every_node_and_config_show_reports_it(repl: Run) -> None:
-    out = repl(["config show", "config set phi_threshold 10 window=1s", "config show", "get kv k"])
+    out = repl(
+        [
+            "config show",
+            "config set phi_threshold 10 window=1s",
+            "config show",
+            "get kv k",
+            "kill C",
+            "revive C",
+            "add F",
+            "config show",
+        ]
+    )
     before, rollout, after = out[0], out[1], out[2]
     assert before["version"] == 0 and before["set"] == {} and before["values"]["phi_threshold"] == 8.0
     assert rollout["ok"] and rollout["version"] == 1 and rollout["value"] == 10.0
@@ -52,6 +63,9 @@ def test_a_good_value_reaches_every_node_and_config_show_reports_it(repl: Run) -
     assert after["agreed"] and after["version"] == 1 and after["set"] == {"phi_threshold": 10.0}
     assert all(r["version"] == 1 and r["values"]["phi_threshold"] == 10.0 for r in after["nodes"])
     assert out[3]["ok"]
+    # A node restarted comes back with the version; a node added starts with it.
+    again = {r["node"]: r["version"] for r in out[7]["nodes"]}
+    assert again == dict.fromkeys("ABCDEF", 1) and out[7]["agreed"], out[7]
 
 
 def test_a_low_phi_threshold_makes_peers_flap_and_is_rolled_back(repl: Run) -> None:
