@@ -16,8 +16,9 @@ to `progress` as they start:
 - done, or rollback: a regression (more failed probes than ERROR_SLACK over the baseline, a p99
   past max(P99_FLOOR_MS, P99_FACTOR x the baseline's), or a peer seen down that was up) puts the
   node back on its previous version and watches it once more (recovered: its errors stopped);
-  the rollout then stops with `Unavailable`, naming the node, the value and what regressed. The
-  nodes after it never saw the change.
+  the nodes before it, which took the change, go back too (last first), and the rollout stops
+  with `Unavailable`, naming the node, the value and what regressed. The nodes after it never saw
+  the change. A node that cannot take it (unreachable) stops the rollout the same way.
 
 When every node runs the new version, a process cluster records it in its cluster file, so a node
 restarted later comes back with it (`node run --config`).
@@ -122,7 +123,14 @@ class ConfigRollout:
             self._phase(name, "baseline")
             before = await self.health(name)
             self._phase(name, "apply", version=new.version)
-            await _apply(backend, name, new)
+            try:
+                await _apply(backend, name, new)
+            except Exception as exc:  # unreachable, refused: the nodes before it go back too
+                await self._undo(rows, previous)
+                raise Unavailable(
+                    f"config rollout of {self.key}={self.value} stopped at {name}, which did not take it "
+                    f"({exc}); {_undone(rows)}"
+                ) from exc
             self._phase(name, "watch")
             after = await self.health(name)
             row: dict[str, Any] = {"node": name, "before": before, "after": after}
@@ -133,11 +141,10 @@ class ConfigRollout:
                 self._phase(name, "recover")
                 row["recovered"] = recovered = await self.health(name)
                 self._phase(name, "recovered", errors=recovered["errors"], p99_ms=recovered["p99_ms"])
-                row["seconds"] = round(backend.now() - self._node_started, 3)
-                done = ", ".join(r["node"] for r in rows) or "none"
+                await self._undo(rows, previous)
                 raise Unavailable(
                     f"config rollout of {self.key}={self.value} stopped at {name} and rolled it back to "
-                    f"version {previous[name].version}: {regressed} (nodes on version {new.version}: {done})",
+                    f"version {previous[name].version}: {regressed}; {_undone(rows)}"
                 )
             row["seconds"] = round(backend.now() - self._node_started, 3)
             rows.append(row)
@@ -155,6 +162,16 @@ class ConfigRollout:
             "nodes": rows,
             "seconds": round(backend.now() - started, 3),
         }
+
+    async def _undo(self, rows: list[dict[str, Any]], previous: dict[str, LiveConfig]) -> None:
+        """Put the nodes that took the change (and were healthy with it) back on their previous
+        version, last first: a value one node could not take is not left on the others."""
+        for row in reversed(rows):
+            node = row["node"]
+            self._node_started = self.backend.now()
+            self._phase(node, "rollback", version=previous[node].version)
+            await _apply(self.backend, node, previous[node])
+            row["rolled_back"] = True
 
     async def health(self, node: str) -> dict[str, Any]:
         """Over one window: probes through `node` (count, errors, p99 ms) and the peer pairs seen
@@ -233,6 +250,12 @@ def regression(before: dict[str, Any], after: dict[str, Any]) -> str:
     if new_down:
         problems.append("peers flapped: " + ", ".join(new_down))
     return "; ".join(problems)
+
+
+def _undone(rows: list[dict[str, Any]]) -> str:
+    if not rows:
+        return "no other node had taken it"
+    return f"the nodes that had taken it went back too: {', '.join(r['node'] for r in rows)}"
 
 
 def _set_of(seen: dict[str, Any]) -> dict[str, Any]:

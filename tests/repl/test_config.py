@@ -97,3 +97,59 @@ def test_a_killed_node_stops_the_rollout_before_it_starts() -> None:
     out = run_lines(["kill C", "config set phi_threshold 9", "revive C", "config show"], memory=True)
     assert out[1]["code"] == "unavailable" and "C down" in out[1]["error"]
     assert out[3]["version"] == 0
+
+
+class OneBadNode:
+    """A backend whose node C fails every read once it runs a version above 0: the rollout must
+    stop there and put A and B, which took the change healthy, back too."""
+
+    def __init__(self) -> None:
+        self.names = ["A", "B", "C", "D"]
+        self.config: dict[str, dict[str, Any]] = {n: {"version": 0, "set": {}} for n in self.names}
+        self.applied: list[tuple[str, int]] = []
+        self.rid = 0
+
+    def now(self) -> float:
+        return trio.current_time()
+
+    def is_alive(self, name: str) -> bool:
+        return True
+
+    def new_rid(self) -> int:
+        self.rid += 1
+        return self.rid
+
+    async def node_info(self, name: str, counts: bool = True) -> dict[str, Any]:
+        return {"config": {**self.config[name], "values": {}}}
+
+    async def node_members(self, name: str) -> list[dict[str, Any]]:
+        return [{"id": n, "up": True, "status": "normal"} for n in self.names]
+
+    async def set_node_config(self, name: str, plain: dict[str, Any]) -> dict[str, Any]:
+        self.config[name] = {"version": plain["version"], "set": plain["values"]}
+        self.applied.append((name, plain["version"]))
+        return self.config[name]
+
+    async def request(self, via: str, request: Any, timeout: float) -> Any:
+        from bhandar_cli.core.messages import Failure, GetResult
+
+        await trio.sleep(0.002)
+        if via == "C" and self.config["C"]["version"] > 0:
+            return Failure("timeout", "too slow")
+        return GetResult(via, None, 2, 2)
+
+
+def test_a_regression_at_a_later_node_puts_the_nodes_before_it_back_too() -> None:
+    from bhandar_cli.client_config import ConfigRollout
+
+    backend = OneBadNode()
+
+    async def main() -> str:
+        with pytest.raises(Unavailable) as stopped:
+            await ConfigRollout(backend, "read_repair", "off", window=0.5).run()  # type: ignore[arg-type]
+        return str(stopped.value)
+
+    text = trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    assert "stopped at C" in text and "went back too: A, B" in text, text
+    assert backend.applied == [("A", 1), ("B", 1), ("C", 1), ("C", 0), ("B", 0), ("A", 0)]
+    assert all(c["version"] == 0 for c in backend.config.values())  # D never saw it
