@@ -37,7 +37,8 @@ def set_(
 ) -> None:
     """Roll a new value out node by node: each node's errors, p99 and peers are measured before and
     after it takes the value; a regression puts that node and those before it back and stops, so
-    a bad value never reaches every node. The cluster file keeps the result (restarted nodes come back with it)."""
+    a bad value never reaches every node. The cluster file keeps the result (restarted nodes come
+    back with it)."""
     from bhandar_cli.core.errors import BadInput
     from bhandar_cli.core.live_config import parse_setting
     from bhandar_cli.repl.views_ops import print_progress

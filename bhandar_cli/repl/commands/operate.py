@@ -279,8 +279,8 @@ def _node_or_all(cmd: Command) -> str | None:
     them), the node takes the new value at runtime, its health is measured again, and only then
     does the next node take it. A regression (more errors, a p99 three times worse, a peer seen
     down) puts that node, and the nodes that took the value before it, back on their previous
-    version and stops the rollout, so one bad value never reaches every node at once. An unknown key or a bad value is refused before anything changes.
-    Keys: {", ".join(sorted(SETTINGS))}. Progress is shown as it goes (node, phase, seconds).""",
+    version and stops the rollout, so one bad value never reaches every node at once. An unknown
+    key or a bad value is refused before anything changes. Keys: {", ".join(sorted(SETTINGS))}. Progress is shown as it goes (node, phase, seconds).""",
     examples=("config show", "config set phi_threshold 10", "config set request_timeout 2 window=3s"),
     renderer=render_config,
 )
