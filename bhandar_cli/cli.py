@@ -13,6 +13,7 @@ import typer
 
 from bhandar_cli import __version__
 from bhandar_cli.cmd.bench import bench_app
+from bhandar_cli.cmd.bench_big import big as bench_big
 from bhandar_cli.cmd.bench_cli import bench_cli
 from bhandar_cli.cmd.bench_repair import repair as bench_repair
 from bhandar_cli.cmd.bench_security import security as bench_security
@@ -22,6 +23,7 @@ from bhandar_cli.cmd.cluster import cluster_app
 from bhandar_cli.cmd.cluster_pki import cert as cluster_cert
 from bhandar_cli.cmd.cluster_pki import init as cluster_init
 from bhandar_cli.cmd.cluster_upgrade import upgrade as cluster_upgrade
+from bhandar_cli.cmd.config import config_app
 from bhandar_cli.cmd.data import delete, get, incr, put
 from bhandar_cli.cmd.demo import demo
 from bhandar_cli.cmd.hot import hot
@@ -57,8 +59,10 @@ app.command("soak")(soak)
 app.command("hot")(hot)
 app.command("web")(web)
 app.add_typer(keyspace_app, name="keyspace")
+app.add_typer(config_app, name="config")
 bench_app.command("security")(bench_security)
 bench_app.command("repair")(bench_repair)
+bench_app.command("big")(bench_big)
 bench_app.command("cli")(bench_cli)
 app.add_typer(bench_app, name="bench")
 cluster_app.command("init")(cluster_init)

@@ -170,6 +170,21 @@ class ClusterOps:
 
         return await RollingUpgrade(self.backend, to, progress).run()
 
+    async def config_set(
+        self, key: str, value: str, progress: Any = None, window: float | None = None
+    ) -> dict[str, Any]:
+        """Staged configuration change (client_config.py): one node at a time, each watched
+        (errors, p99, peers) before the next; a regression rolls that node back and stops."""
+        from bhandar_cli.client_config import WINDOW, ConfigRollout
+
+        return await ConfigRollout(self.backend, key, value, progress, window or WINDOW).run()
+
+    async def config_show(self) -> dict[str, Any]:
+        """Each node's configuration version and values (client_config.py)."""
+        from bhandar_cli.client_config import cluster_config
+
+        return await cluster_config(self.backend)
+
     # --- anti-entropy ------------------------------------------------------------------------
 
     async def repair(self, name: str | None = None) -> dict[str, Any]:

@@ -56,6 +56,8 @@ class ClusterViews:
                     "storage": info.get("storage", {}),
                     "siblings_over_limit": info.get("siblings_over_limit", {}),
                     "protocol": info.get("protocol"),  # node processes only: the wire protocol
+                    # the cluster configuration version it runs (client_config.py), when up
+                    "config": (info.get("config") or {}).get("version") if up else None,
                 }
             )
             if info.get("crashed"):

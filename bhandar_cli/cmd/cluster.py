@@ -217,7 +217,7 @@ def status(directory: str | None = DIR_OPTION, output: OutputFormat = OUTPUT_OPT
 
     table = Table(
         "", "node", "zone", "address", "http", "pid", "keys", "owns", "tokens", "sees down", "protocol",
-        box=None,
+        "config", box=None,
     )
     for n in data["nodes"]:
         up = n["up"]
@@ -233,6 +233,7 @@ def status(directory: str | None = DIR_OPTION, output: OutputFormat = OUTPUT_OPT
             str(n["tokens"]),
             ", ".join(n.get("sees_down", [])) if up else "-",
             str(n.get("protocol") or "-"),
+            f"v{n['config']}" if n.get("config") is not None else "-",  # its configuration version
         )
     _print(table)
     for n in data["nodes"]:

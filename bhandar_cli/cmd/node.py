@@ -6,6 +6,7 @@ nodes: it does not depend on a `bhandar` script being on PATH.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import typer
@@ -89,6 +90,9 @@ def run(
         help="Newest wire protocol this node reads and writes (1: as a version-1 build does, to run "
         "a mixed cluster; `cluster upgrade --to 2` moves it).",
     ),
+    config: str = typer.Option(
+        "", "--config", hidden=True, metavar="JSON", help="Cluster configuration to start with."
+    ),
 ) -> None:
     """Run one node until it is told to stop (RPC shutdown, SIGTERM or Ctrl-C)."""
     if not NODE_ID.fullmatch(node_id):
@@ -103,6 +107,14 @@ def run(
         fail("--frame-timeout must be between 0.05 and 3600 seconds", EXIT_USAGE)
     from bhandar_cli.node.codec import MIN_COMPATIBLE_VERSION, PROTOCOL_VERSION
 
+    if config:
+        from bhandar_cli.core.errors import BadInput
+        from bhandar_cli.core.live_config import LiveConfig
+
+        try:
+            LiveConfig.from_plain(json.loads(config))
+        except (ValueError, BadInput) as exc:
+            fail(f"--config: {exc}", EXIT_USAGE)
     if not MIN_COMPATIBLE_VERSION <= protocol <= PROTOCOL_VERSION:
         fail(f"--protocol must be {MIN_COMPATIBLE_VERSION}..{PROTOCOL_VERSION} (got {protocol})", EXIT_USAGE)
     from bhandar_cli.node.pki import PkiError
@@ -161,6 +173,7 @@ def run(
         bootstrap,
         protocol,
         data_key,
+        config,
     )
     try:
         run_node(options)

@@ -12,9 +12,9 @@ Writes are coordinated by a replica: the first live home replica, or a fallback 
 down one (sloppy quorum). A node that receives a write it should not coordinate forwards it once.
 The coordinator merges the write into its own copy and sends the whole merged record to the other
 replicas while its own copy syncs, and answers after W acknowledgements (itself included, once
-synced). Reads go to
-the same replicas; the coordinator answers after R replies, then repairs the replicas that answered
-with older versions (read repair).
+synced). Reads go to the same replicas; the coordinator answers after R replies, then repairs the
+replicas that answered with older versions (read repair). The tunables (`config`) change at
+runtime through `reconfigure` (live_config.py).
 
 The node only wires its roles together, each an object handed its collaborators: the coordinator
 (coordinator.py, with reads.py and writes.py), the replica (replica.py), hinted handoff
@@ -44,6 +44,7 @@ from bhandar_cli.core.hash_index import HashIndex
 from bhandar_cli.core.hints import HintQueue
 from bhandar_cli.core.indexed_store import IndexedStore
 from bhandar_cli.core.keyspaces import Keyspaces
+from bhandar_cli.core.live_config import LiveConfig, config_view, retune
 from bhandar_cli.core.liveness import Liveness, PingLiveness
 from bhandar_cli.core.messages import (
     ClientReply,
@@ -105,6 +106,7 @@ class Node:
         tokens: tuple[int, ...] | None = None,
         address: str = "",
         http: str = "",
+        live: LiveConfig | None = None,
     ) -> None:
         """`ring` is the cluster as the driver knows it at boot; with gossip (the default) the
         node then keeps its own view. A joining node is started with `status="joining"` and its
@@ -158,19 +160,8 @@ class Node:
         lease = DotLease.load(store, home_actor)
         writes = WriteCoordinator(node_id, lease, config, store, replica, ops, metrics)
         reaper = TombstoneReaper(node_id, config, store, view, metrics)
-        anti_entropy = AntiEntropy(
-            node_id,
-            config,
-            store,
-            hash_index,
-            keyspaces,
-            view,
-            ids,
-            reaper,
-            metrics,
-            first_repair,
-            sibling_limit,
-        )
+        ae_parts = (keyspaces, view, ids, reaper, metrics, first_repair, sibling_limit)
+        anti_entropy = AntiEntropy(node_id, config, store, hash_index, *ae_parts)
         streaming = Streaming(node_id, config, store, keyspaces, hints, view, ids, now, sibling_limit)
         handoff = HintedHandoff(
             node_id, config, hints, store, keyspaces, view, ops, metrics, now, sibling_limit
@@ -179,6 +170,12 @@ class Node:
         coordinator = Coordinator(
             node_id, config, keyspaces, view, ops, metrics, reads, writes, anti_entropy, streaming
         )
+        self.config = self._base_config = config
+        self.live_config, self._gossip = LiveConfig(), gossip
+        self._retuned: tuple[Any, ...] = (hints, sibling_limit, coordinator, reads, writes, reaper)
+        self._retuned += (anti_entropy, streaming, handoff, ownership, anti_entropy._schedule)
+        if live is not None:
+            self.reconfigure(live)
         self._ring_view = view
         self._keyspaces = keyspaces
         self._client_tokens = client_tokens
@@ -250,6 +247,13 @@ class Node:
             return handler(now, src, msg)
         out = liveness.handle(now, src, msg)
         return [] if out is None else self._handoff.peers_back(now, out)
+
+    def reconfigure(self, live: LiveConfig) -> NodeConfig:
+        """Take version `live` of the cluster configuration now (over the config the node was built
+        with); BadInput, with nothing changed, if its values break a rule. Returns the new config."""
+        retune(config := live.apply(self._base_config), *self._retuned, gossip=self._gossip)
+        self.config, self.live_config = config, live
+        return config
 
     def dot_lease_saved(self, effect: DotLeaseSaved) -> None:
         """The driver synced the store after `effect` was returned (it is durable): the lease's
@@ -338,6 +342,7 @@ class Node:
     def info(self, now: float, counts: bool = True) -> dict[str, Any]:
         info = self._views.info(now, counts)
         info["hot"] = self._coordinator.hot.view(now)  # client request rates of its hottest keys
+        info["config"] = config_view(self.config, self.live_config)  # its version, values, keys set
         return info
 
     def members(self, now: float) -> list[dict[str, Any]]:

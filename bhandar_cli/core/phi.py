@@ -38,7 +38,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 DEFAULT_THRESHOLD = 8.0  # Cassandra's phi_convict_threshold and Akka cluster's default
@@ -201,6 +201,19 @@ class PhiDetectors:
     def is_up(self, peer: str, now: float) -> bool:
         detector = self._detectors.get(peer)
         return detector is None or detector.is_available(now)
+
+    def retune(self, threshold: float, pause: float, first_estimate: float) -> None:
+        """New tuning for every detector, kept and future: a configuration change at runtime.
+        Each peer's history stays; its moment of suspicion is computed anew."""
+        self.config = replace(
+            self.config,
+            threshold=threshold,
+            acceptable_heartbeat_pause=pause,
+            first_heartbeat_estimate=first_estimate,
+        )
+        for detector in self._detectors.values():
+            detector.config = self.config
+            detector._down_at = None
 
     def forget(self, peer: str) -> None:
         """Stop tracking `peer` (it left the cluster)."""

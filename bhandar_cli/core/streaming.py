@@ -39,6 +39,7 @@ from bhandar_cli.core.messages import Effect, Failure, MoveResult, Note, Send
 from bhandar_cli.core.ops import answer
 from bhandar_cli.core.optable import IdSource
 from bhandar_cli.core.records import merge_records
+from bhandar_cli.core.repair_transfer import fitting
 from bhandar_cli.core.ring import key_token
 from bhandar_cli.core.ringview import RingView
 from bhandar_cli.core.sibling_limit import SiblingLimit
@@ -76,6 +77,7 @@ class OutStream:
     session: int
     items: list[Item]
     sent: int = 0
+    in_flight: int = 0  # records of the batch sent last (cut by count and by bytes)
     seq: int = 0
     acked: bool = True
     done: bool = False
@@ -314,8 +316,11 @@ class Streaming:
         return self._send_next(now, stream)
 
     def _send_next(self, now: float, stream: OutStream) -> list[Effect]:
-        size = self.config.stream_batch
-        chunk = tuple(stream.items[stream.sent : stream.sent + size])
+        window = stream.items[stream.sent : stream.sent + self.config.stream_batch]
+        # Cut by bytes too: a hundred values at the size limit would make a frame no peer takes
+        # (and, resent as it was, a stream that never ends).
+        chunk = tuple(window[: fitting([(key, record) for _, key, record in window])])
+        stream.in_flight = len(chunk)
         stream.seq += 1
         stream.acked = False
         stream.last_ack = now
@@ -328,7 +333,7 @@ class Streaming:
         if stream is None or msg.seq != stream.seq or stream.acked:
             return []
         stream.acked = True
-        stream.sent = min(len(stream.items), stream.sent + self.config.stream_batch)
+        stream.sent = min(len(stream.items), stream.sent + stream.in_flight)
         if self.movement is not None and (src, msg.session) in self.movement.outbound:
             self.movement.progress_at = now
         if stream.sent >= len(stream.items):

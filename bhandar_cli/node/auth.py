@@ -75,6 +75,7 @@ NEEDS: dict[str, str] = {
     "token_list": "admin",
     "token_revoke": "admin",
     "join_token": "admin",
+    "config": "admin",  # a new version of the cluster configuration, applied at once
 }
 
 

@@ -104,6 +104,12 @@ class InProcessBackend:
 
             retire_node_dir(self.data_dir, name)
 
+    async def set_node_config(self, name: str, plain: dict[str, Any]) -> dict[str, Any]:
+        """Apply a version of the cluster configuration on node `name` now (node/reconfigure.py)."""
+        from bhandar_cli.node.reconfigure import apply_live
+
+        return apply_live(self.cluster.host(name), plain)
+
     async def partition(self, groups: list[list[str]]) -> list[list[str]]:
         return self.cluster.partition(groups)
 

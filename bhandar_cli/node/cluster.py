@@ -152,6 +152,8 @@ class InProcessCluster:
             raise BadInput(f"node {name} already exists")
         zones = sorted(set(self.zones.values()))
         chosen = zone or zones[len(self.names) % len(zones)]
+        # The cluster configuration its peers run (node/reconfigure.py keeps it in their boot).
+        config = [h.boot["live"] for h in self.hosts.values() if "live" in h.boot]
         host = self._new_host(name, chosen, store if store is not None else self._make_store(name))
         live = [n for n, h in self.hosts.items() if h.alive]
         host.boot = {
@@ -159,6 +161,7 @@ class InProcessCluster:
             "seeds": live,
             "zone": chosen,
             "tokens": tuple(node_tokens(name, self.vnodes)),
+            **({"live": max(config, key=lambda c: c.version)} if config else {}),
         }
         self.names.append(name)
         self.zones[name] = chosen

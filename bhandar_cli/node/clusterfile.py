@@ -2,8 +2,9 @@
 
 `DIR/cluster.json` lists each node's id, zone, host, peer and HTTP ports, pid, data directory,
 log and wire protocol version (`node run --protocol`, kept so a restart keeps it; `cluster
-upgrade --to` changes it), plus the faults the operator injected (partition groups, per-node
-delays) so a restarted node gets them back. It is written atomically (temporary file, then
+upgrade --to` changes it), the cluster configuration a `config set` rolled out (so a restarted
+node comes back with it: `node run --config`), plus the faults the operator injected (partition
+groups, per-node delays) so a restarted node gets them back. It is written atomically (temporary file, then
 rename): a command interrupted half-way never leaves a torn file behind for the next one.
 """
 
@@ -55,6 +56,7 @@ class ClusterFile:
     tls: bool = False  # nodes speak TLS with certificates of the CA in DIR/tls (node/pki.py)
     token: str = ""  # the token this directory's CLI shows (the admin token `cluster up` made)
     encrypt: bool = False  # nodes encrypt their WAL and SSTables with DIR/keys/data.key (data_key.py)
+    config: dict[str, Any] = field(default_factory=dict)  # cluster configuration: {version, values}
 
     @property
     def names(self) -> list[str]:
@@ -86,6 +88,7 @@ class ClusterFile:
             "tls": self.tls,
             "token": self.token,
             "encrypt": self.encrypt,
+            "config": dict(self.config),
             "nodes": [asdict(n) for n in self.nodes],
         }
 
@@ -130,6 +133,7 @@ def load(directory: str | Path) -> ClusterFile:
             bool(raw.get("tls", False)),
             str(raw.get("token", "")),
             bool(raw.get("encrypt", False)),  # a cluster file from before: plain, as it was
+            dict(raw.get("config") or {}),
         )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise ClusterFileError(

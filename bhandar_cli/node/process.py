@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import gc
 import ipaddress
+import json
 import logging
 import os
 import random
@@ -35,6 +36,7 @@ from typing import Any
 import trio
 
 from bhandar_cli.core.config import NodeConfig
+from bhandar_cli.core.live_config import LiveConfig
 from bhandar_cli.core.messages import (
     ClientRequest,
     Failure,
@@ -52,6 +54,7 @@ from bhandar_cli.node.frames import FRAME_TIMEOUT
 from bhandar_cli.node.join import JoinDesk
 from bhandar_cli.node.join_token import JoinTokens
 from bhandar_cli.node.note_log import NoteLog
+from bhandar_cli.node.reconfigure import tune_store
 from bhandar_cli.node.rpc_service import RpcService
 from bhandar_cli.node.runtime import FATAL, NodeRunner
 from bhandar_cli.node.storage import open_node_store
@@ -84,6 +87,7 @@ class NodeOptions:
     bootstrap: bool = False  # first start of a node added to a running cluster: join, stream
     protocol: int = PROTOCOL_VERSION  # the newest wire protocol this node speaks (node/codec.py)
     data_key: bytes | None = field(default=None, repr=False)  # encryption at rest (node/data_key.py)
+    config: str = ""  # the cluster configuration to start with, as JSON (core/live_config.py)
 
 
 class ListenRefused(Exception):
@@ -194,6 +198,9 @@ class NodeProcess:
                 }
                 if opts.bootstrap:
                     self.host.boot["status"] = "joining"
+                if opts.config:  # the cluster file's version: a restarted node comes back with it
+                    self.host.boot["live"] = live = LiveConfig.from_plain(json.loads(opts.config))
+                    tune_store(self.store, live)
                 await nursery.start(self._life)
                 nursery.start_soon(self._watch_signals)
                 log.info("node %s serving on %s:%d (http %d)", opts.id, opts.host, self.port, self.http_port)

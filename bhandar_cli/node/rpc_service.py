@@ -3,7 +3,7 @@
 One map per frame, answers carry the same `id`: `request` (a client request in wire form: the
 node's coordinator answers it), and the admin operations `info`, `records`, `hints`, `metrics`,
 `digest`, `members`, `tree`, `notes` (what the node noticed, node/note_log.py), `partition`,
-`heal`, `delay`, `flush`, `compact`, `snapshot`, `join_token`, `shutdown` and
+`heal`, `delay`, `flush`, `compact`, `snapshot`, `join_token`, `config`, `shutdown` and
 `token_create|list|revoke`. When the node checks tokens (node/auth.py), each call is checked
 against the token the connection's hello showed, at the time of the call (a revocation counts at
 once); a refusal answers with its `code` (unauthenticated, forbidden, rate_limited). Fast
@@ -42,6 +42,7 @@ from bhandar_cli.node.auth import Credential, request_op
 from bhandar_cli.node.codec import ProtocolError, encode_frame
 from bhandar_cli.node.frames import FrameConn, Outbox, wire_frame
 from bhandar_cli.node.join_token import DEFAULT_TTL, JoinRefused
+from bhandar_cli.node.reconfigure import apply_live, config_view
 from bhandar_cli.node.storage import snapshot_path
 
 if TYPE_CHECKING:
@@ -286,6 +287,13 @@ class RpcService:
         except JoinRefused as exc:
             return {"refused": str(exc)}
         return {"token": str(token), "expires": token.expires}
+
+    def _op_config(self, body: dict[str, Any]) -> Any:
+        """With `config`: apply that version of the cluster configuration now. The node's
+        configuration (version and values) either way."""
+        if "config" in body:
+            return apply_live(self.process.host, body["config"])
+        return config_view(self.process.host)
 
     def _op_shutdown(self, body: dict[str, Any]) -> Any:
         # Answer first, drain and stop just after: the caller learns the stop was accepted.

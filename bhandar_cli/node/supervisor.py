@@ -18,6 +18,7 @@ only.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -84,6 +85,7 @@ def node_command(cluster: ClusterFile, entry: NodeEntry) -> list[str]:
         *("--protocol", str(entry.protocol)),
         *(("--auth-file", str(Path(cluster.dir) / AUTH_FILE)) if cluster.token else ()),
         *(("--data-key-file", str(key_path(cluster.dir))) if cluster.encrypt else ()),
+        *(("--config", json.dumps(cluster.config)) if cluster.config else ()),
         *cluster.extra_args,
     ]
 

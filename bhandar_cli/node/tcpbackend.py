@@ -1,13 +1,11 @@
 """The client `Backend` (client.py) over TCP to a cluster of node processes, found by its cluster file.
 
 Requests and admin views go through one pipelined RPC connection per node, opened on first use and
-reopened after a failure. `kill` is a SIGKILL of the node's process group, `revive` restarts it
-with the same data directory and ports; partition, heal and delay are admin RPCs to every node,
-recorded in the cluster file. `add_node` starts a new node process that joins (node/growth.py);
-`retire` stops one that left and strikes it from the file. Liveness is whether the node's process
-runs, re-read from the cluster file when another command (another terminal's `cluster start` or
-`cluster add`) has changed it.
-"""
+reopened after a failure. `kill` SIGKILLs the node's process group, `revive` restarts it with the
+same data directory and ports; partition, heal, delay and the cluster configuration are admin RPCs
+to every node, recorded in the cluster file. `add_node` starts a node process that joins
+(node/growth.py); `retire` stops one that left and strikes it from the file. Liveness is whether
+the node's process runs, re-read from the cluster file when another command changed it."""
 
 from __future__ import annotations
 
@@ -87,8 +85,7 @@ class TcpBackend:
             self._adopt(fresh)  # another command may have added or retired a node, too
 
     def not_run(self, rid: int) -> bool:
-        """Whether the request `rid` failed without being run (the node was unreachable or
-        stopping): the client may send it to another replica, even an increment."""
+        """Whether request `rid` failed unrun (its node unreachable or stopping): it may go elsewhere."""
         if rid in self._not_run:
             self._not_run.discard(rid)
             return True
@@ -202,8 +199,7 @@ class TcpBackend:
     # --- storage -------------------------------------------------------------------------------
 
     async def _timed(self, node: str, op: str, **args: Any) -> tuple[Any, float]:
-        """A storage operation: it takes as long as the data it works on (a compaction of a large
-        store runs for minutes, off the node's event loop), so it gets a long timeout."""
+        """A storage operation: as long as its data takes (a big compaction: minutes), a long timeout."""
         started = time.perf_counter()
         try:
             result = await self.rpc(node, op, STORAGE_TIMEOUT, **args)
@@ -259,17 +255,14 @@ class TcpBackend:
         verified, key = verify_snapshot(base, [e.id for e in entries], until), cluster_key(self.cluster)
         for entry in entries:  # every node down first: no live node may stream newer data back
             await self.kill(entry.id)
-        restored, splits = [], {}
-        for entry in entries:
-            splits[entry.id] = restore_node_dir(str(base / entry.id), entry.data_dir, entry.id, until, key)
-            restored.append(entry.id)
-        self.cluster = await supervisor.start_many(self.cluster, restored)
+        splits = {e.id: restore_node_dir(str(base / e.id), e.data_dir, e.id, until, key) for e in entries}
+        self.cluster = await supervisor.start_many(self.cluster, list(splits))
         self._mtime = self._file_mtime()
-        for name in restored:
+        for name in splits:
             self._forget(name)
         return {
             "name": snapshot,
-            "nodes": restored,
+            "nodes": list(splits),
             "ms": round((time.perf_counter() - started) * 1000, 3),
             "verified_files": verified,
             **restore_summary(base, splits, until),
@@ -353,21 +346,28 @@ class TcpBackend:
         return self.partitions()
 
     async def heal(self) -> None:
-        self._reload_if_changed()
-        self.cluster, _ = await supervisor.set_faults(self.cluster, partitions=[])
-        self._mtime = self._file_mtime()
+        await self.partition([])
 
     async def delay(self, name: str, ms: float) -> None:
         self._reload_if_changed()
-        delays = {**self.cluster.delays, name: ms}
-        self.cluster, _ = await supervisor.set_faults(self.cluster, delays=delays)
+        self.cluster, _ = await supervisor.set_faults(self.cluster, delays={**self.cluster.delays, name: ms})
         self._mtime = self._file_mtime()
+
+    async def set_node_config(self, name: str, plain: dict[str, Any]) -> dict[str, Any]:
+        """Apply a version of the cluster configuration on node `name` now (the `config` RPC)."""
+        return await self.rpc(name, "config", config=plain)  # type: ignore[no-any-return]
+
+    def save_config(self, plain: dict[str, Any]) -> None:
+        """The cluster configuration, into the cluster file: restarted nodes start with it."""
+        self._reload_if_changed()
+        clusterfile.save(cluster := replace(self.cluster, config=plain))
+        self.cluster, self._mtime = cluster, self._file_mtime()
 
     async def convergence_problems(self) -> list[str]:
         """Why the cluster is not yet converged: hints held for live nodes, replicas that differ."""
         live = [n for n in self.names if self.is_alive(n)]
         hints: dict[str, list[dict[str, Any]]] = {}
-        hashes: dict[str, list[list[Any]]] = {}
+        hashes: dict[str, list[list[Any]]] = {}  # per node: its range hashes
         replication: dict[str, int] = {}
         ranges = [list(r) for r in admin.convergence_ranges(self.ring)]
 

@@ -46,11 +46,13 @@ from bhandar_cli.node.codec import (
 from bhandar_cli.node.frames import (
     BACKOFF_MAX,
     BACKOFF_MIN,
+    BATCH_BYTES,
     BATCH_FRAMES,
     CONNECT_TIMEOUT,
     FRAME_TIMEOUT,
     HELLO_TIMEOUT,
     PEER_QUEUE,
+    SMALL_FRAME,
     STREAM_ERRORS,
     FrameConn,
     let_others_queue,
@@ -343,12 +345,15 @@ class _PeerLink:
         while True:
             first = await recv.receive()
             await let_others_queue()
-            batch = [first]
-            while len(batch) < BATCH_FRAMES:
+            batch, size = [first], len(first[1])
+            while len(batch) < BATCH_FRAMES and size < BATCH_BYTES:
                 try:
                     batch.append(recv.receive_nowait())
                 except trio.WouldBlock:
                     break
+                size += len(batch[-1][1])
+            if size > SMALL_FRAME and not any(due for due, _ in batch):  # small ones first (frames.py)
+                batch.sort(key=lambda item: len(item[1]) > SMALL_FRAME)
             frames: list[bytes] = []
             for due, frame in batch:
                 if due and due > trio.current_time():

@@ -19,6 +19,7 @@ from bhandar_cli.repl.views_data import show_value
 
 def render_status(data: dict[str, Any]) -> RenderableType:
     table = Table("", "node", "zone", "tokens", "owns", "keys", "hints", "sees down", box=box.SIMPLE_HEAD)
+    table.add_column("config")  # the configuration version each node runs: a rollout's progress
     wire = any(n.get("protocol") for n in data["nodes"])  # node processes speak a wire protocol
     if wire:
         table.add_column("protocol")
@@ -42,6 +43,7 @@ def render_status(data: dict[str, Any]) -> RenderableType:
             str(n.get("keys", "")) if n["up"] else "-",
             str(n.get("hints", "")) if n["up"] else "-",
             ", ".join(n.get("sees_down", [])) if n["up"] else "-",
+            f"v{n['config']}" if n.get("config") is not None else "-",
             *([str(n.get("protocol") or "-")] if wire else []),
         )
     parts: list[RenderableType] = [table]

@@ -184,10 +184,28 @@ def render_upgrade(data: dict[str, Any]) -> RenderableType:
     return Text(f"{what}, one node at a time: {', '.join(rows)}; {data['seconds']:.1f} s in all")
 
 
+def render_config(data: dict[str, Any]) -> RenderableType:
+    if data["cmd"] == "config set":
+        steps = ", ".join(
+            f"{r['node']} {r['seconds']:.1f}s (p99 {r['after']['p99_ms']} ms)" for r in data["nodes"]
+        )
+        return Text(
+            f"config version {data['version']}: {data['key']}={data['value']} on every node, one at a "
+            f"time: {steps}; {data['seconds']:.1f} s in all"
+        )
+    versions = ", ".join(
+        f"{r['node']} v{r['version']}" if r["up"] else f"{r['node']} down" for r in data["nodes"]
+    )
+    values = ", ".join(f"{k}={v}" + (" (set)" if k in data["set"] else "") for k, v in data["values"].items())
+    agreed = "every node agrees" if data["agreed"] else "nodes differ"
+    return Text(f"config version {data['version']} ({agreed}: {versions})\n{values}")
+
+
 def progress_line(event: dict[str, Any]) -> str:
-    """One line of a running upgrade: node, phase, seconds since the node's step began."""
-    extra = "".join(f" {k}={v}" for k, v in event.items() if k not in ("node", "phase", "elapsed"))
-    return f"upgrade: {event['node']} {event['phase']} ({event['elapsed']:.1f} s){extra}"
+    """One line of a running upgrade or config rollout: node, phase, seconds since its step began."""
+    extra = "".join(f" {k}={v}" for k, v in event.items() if k not in ("node", "phase", "elapsed", "what"))
+    what = event.get("what", "upgrade")
+    return f"{what}: {event['node']} {event['phase']} ({event['elapsed']:.1f} s){extra}"
 
 
 def print_progress(event: dict[str, Any]) -> None:

@@ -1,28 +1,33 @@
 """REPL commands that act on the cluster: faults (partition, heal, kill, revive, delay), membership
-(add, decommission) and maintenance (repair, flush, compact, snapshot, restore, upgrade)."""
+(add, decommission) and maintenance (repair, flush, compact, snapshot, restore, upgrade, config)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 from bhandar_cli.core.errors import BadInput
-from bhandar_cli.repl.grammar import partition_groups
+from bhandar_cli.core.live_config import SETTINGS
+from bhandar_cli.repl.grammar import parse_duration, partition_groups
 from bhandar_cli.repl.kinds import (
     DIRECTORY,
+    DURATION,
     MILLISECONDS,
     MOMENT,
     NAME,
     NEW_NODE,
     NODE,
     NODE_GROUPS,
+    VALUE,
     ZONE,
     choices,
+    keyword,
 )
 from bhandar_cli.repl.table import Arg, CommandTable, Option
 from bhandar_cli.repl.views_ops import (
     print_progress,
     render_add,
     render_compact,
+    render_config,
     render_decommission,
     render_delay,
     render_flush,
@@ -255,3 +260,40 @@ async def upgrade(session: Session, cmd: Command) -> dict[str, Any]:
 
 def _node_or_all(cmd: Command) -> str | None:
     return cmd.arg(0) if cmd.args else None
+
+
+@TABLE.command(
+    "config",
+    "show the cluster configuration, or change it one node at a time",
+    args=(
+        Arg(keyword("set", "show")),
+        Arg(choices("config-key", tuple(sorted(SETTINGS))), "KEY", optional=True),
+        Arg(VALUE, optional=True),
+    ),
+    options=(Option("window", DURATION.offering("1s", "2s", "5s")),),
+    usage_template="{name} set KEY VALUE {options} | {name} show",
+    help=f"""config show lists each node's configuration version and values (the keys set so far,
+    and whether every node runs the same version). config set KEY VALUE makes the next version and
+    rolls it out one node at a time: each node's health is measured over a window (default 2s:
+    QUORUM probes through it, their errors and p99, and whether its peers see it up and it sees
+    them), the node takes the new value at runtime, its health is measured again, and only then
+    does the next node take it. A regression (more errors, a p99 three times worse, a peer seen
+    down) puts that node, and the nodes that took the value before it, back on their previous
+    version and stops the rollout, so one bad value never reaches every node at once. An unknown
+    key or a bad value is refused before anything changes. Progress is shown as it goes (node,
+    phase, seconds). Keys: {", ".join(sorted(SETTINGS))}.""",
+    examples=("config show", "config set phi_threshold 10", "config set request_timeout 2 window=3s"),
+    renderer=render_config,
+)
+async def config(session: Session, cmd: Command) -> dict[str, Any]:
+    if cmd.keyword(0) == "show":
+        if len(cmd.args) != 1:
+            raise BadInput("usage: config show")
+        return await session.client.config_show()
+    if len(cmd.args) != 3:
+        raise BadInput(f"usage: {cmd.spec.usage}")
+    window = cmd.options.get("window")
+    seconds = parse_duration(window) if window is not None else None
+    if seconds is not None and not 0.1 <= seconds <= 600:
+        raise BadInput(f"window must be 0.1s to 600s (got {window})")
+    return await session.client.config_set(cmd.arg(1), cmd.arg(2), print_progress, seconds)
