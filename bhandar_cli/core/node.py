@@ -216,12 +216,9 @@ class Node:
             ReplicaAck: self._on_replica_ack,
             ReplicaRead: replica.on_read,
             ReplicaReadReply: reads.on_reply,
-            PutRequest: forwarded,
-            GetRequest: forwarded,
-            IncrRequest: forwarded,
-            KeyspaceRequest: forwarded,
-            RepairRequest: forwarded,
-            DecommissionRequest: forwarded,
+            **dict.fromkeys(
+                (PutRequest, GetRequest, IncrRequest, KeyspaceRequest, RepairRequest, DecommissionRequest), forwarded
+            ),
             ClientReply: coordinator.on_forward_reply,
             SchemaUpdate: coordinator.on_schema,
             ae.RepairProbe: anti_entropy.on_probe,
@@ -342,6 +339,14 @@ class Node:
 
     def members(self, now: float) -> list[dict[str, Any]]:
         return self._views.members(now)
+
+    def has_heard(self, peer: str) -> bool:
+        """Has this life of the node heard of `peer` (so it knows where `peer` is now)? The cheap
+        form of `members(now)`'s "heard" column, for drivers that wait for a cluster to settle."""
+        gossip = self._ring_view.gossip
+        if gossip is None:
+            return peer in self._ring_view.ring.nodes
+        return peer == self.id or peer in gossip.heard
 
     def hints_summary(self, now: float) -> list[dict[str, Any]]:
         return self._views.hints_summary(now)
