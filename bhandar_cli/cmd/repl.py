@@ -13,7 +13,7 @@ from bhandar_cli.core.errors import BhandarError
 
 
 def repl(
-    nodes: int = typer.Option(5, "--nodes", "-n", help="Number of nodes (A, B, ..., Z, AA, AB, ...), 1 to 240."),
+    nodes: int = typer.Option(5, "--nodes", "-n", help="Number of nodes (A, ..., Z, AA, AB, ...), 1 to 240."),
     zones: int = typer.Option(3, "--zones", help="Zones z1, z2, ... assigned round-robin."),
     vnodes: int = typer.Option(8, "--vnodes", help="Tokens (virtual nodes) per node."),
     replicas: int = typer.Option(3, "--replicas", help="Replication factor N of new keyspaces."),

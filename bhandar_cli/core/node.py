@@ -216,9 +216,8 @@ class Node:
             ReplicaAck: self._on_replica_ack,
             ReplicaRead: replica.on_read,
             ReplicaReadReply: reads.on_reply,
-            **dict.fromkeys(
-                (PutRequest, GetRequest, IncrRequest, KeyspaceRequest, RepairRequest, DecommissionRequest), forwarded
-            ),
+            **dict.fromkeys((PutRequest, GetRequest, IncrRequest, KeyspaceRequest), forwarded),
+            **dict.fromkeys((RepairRequest, DecommissionRequest), forwarded),
             ClientReply: coordinator.on_forward_reply,
             SchemaUpdate: coordinator.on_schema,
             ae.RepairProbe: anti_entropy.on_probe,

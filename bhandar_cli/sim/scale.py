@@ -53,7 +53,14 @@ OUTAGE_WRITES = 300
 SAMPLES = 40  # messages of each kind encoded to measure their size
 KEYSPACE = "scale"
 GOSSIP = (GossipSyn, GossipAck, GossipTokens)
-REPAIR = (ae.RepairProbe, ae.RepairProbeReply, ae.RepairFetch, ae.RepairFetchReply, ae.RepairPush, ae.RepairDone)
+REPAIR = (
+    ae.RepairProbe,
+    ae.RepairProbeReply,
+    ae.RepairFetch,
+    ae.RepairFetchReply,
+    ae.RepairPush,
+    ae.RepairDone,
+)
 
 
 @dataclass
@@ -85,7 +92,9 @@ def encoded_size(msg: Any) -> int:
     return len(cbor2.dumps(to_wire(msg)))
 
 
-def run_scale(sizes: tuple[int, ...], seed: int, on_size: Callable[[int], None] | None = None) -> dict[str, Any]:
+def run_scale(
+    sizes: tuple[int, ...], seed: int, on_size: Callable[[int], None] | None = None
+) -> dict[str, Any]:
     """The table: one row per cluster size."""
     config = NodeConfig()
     rows = []
@@ -130,7 +139,9 @@ def _one_size(n: int, seed: int, config: NodeConfig) -> dict[str, Any]:
     held = statistics.fmean(i["keys"] for i in info.values()) if info else 0.0
     ranges = statistics.fmean(i["repair"]["ranges"] for i in info.values()) if info else 0.0
     # What an all-to-all heartbeat carries: the sender's own state (its tokens, zone, address).
-    own = MemberState(first, cluster.ring.zones[first], tuple(cluster.ring.tokens_by_node()[first]), "normal", 1, 99)
+    own = MemberState(
+        first, cluster.ring.zones[first], tuple(cluster.ring.tokens_by_node()[first]), "normal", 1, 99
+    )
     heartbeat = encoded_size(GossipSyn((own,)))
 
     detection = _detection(cluster)
@@ -250,7 +261,9 @@ def _zone_outage(cluster: SimCluster, rng: Random, detection_wait: float) -> dic
     cluster.run_for(detection_wait)
     _write(cluster, rng, OUTAGE_WRITES, 2.0, "outage")
     cluster.run_for(2.0)
-    held = [h.node.info(cluster.now, counts=False)["hints"] for h in cluster.hosts.values() if h.node is not None]
+    held = [
+        h.node.info(cluster.now, counts=False)["hints"] for h in cluster.hosts.values() if h.node is not None
+    ]
     return {
         "outage_zone_nodes": len(down),
         "outage_writes": OUTAGE_WRITES,
@@ -262,10 +275,11 @@ def _zone_outage(cluster: SimCluster, rng: Random, detection_wait: float) -> dic
 
 def render_scale(result: dict[str, Any]) -> str:
     """The table as text: gossip beside its all-to-all baseline, then times, repair and hints."""
+    r0 = result
     head = (
-        f"gossip every {result['gossip_interval_s']:g} s to {result['gossip_fanout']} peers; N={result['replicas']}, "
-        f"{result['zones']} zones, {result['vnodes']} vnodes; traffic counted over {result['window_s']:g} s "
-        f"(seed {result['seed']})\n"
+        f"gossip every {r0['gossip_interval_s']:g} s to {r0['gossip_fanout']} peers; "
+        f"N={r0['replicas']}, {r0['zones']} zones, {r0['vnodes']} vnodes; "
+        f"traffic counted over {r0['window_s']:g} s (seed {r0['seed']})\n"
     )
     cols = (
         f"{'nodes':>5}  {'gossip msg/s':>12} {'all-to-all':>10}  {'gossip B/s':>10} {'all-to-all':>10}  "
@@ -274,19 +288,23 @@ def render_scale(result: dict[str, Any]) -> str:
     )
     lines = [head, cols]
     for r in result["rows"]:
+        detect = _pair(r["detect_p50_s"], r["detect_p99_s"])
+        spread = _pair(r["membership_p50_s"], r["membership_all_s"])
         lines.append(
-            f"{r['nodes']:>5}  {r['gossip_messages_per_node_s']:>12.2f} {r['all_to_all_messages_per_node_s']:>10.2f}  "
+            f"{r['nodes']:>5}  {r['gossip_messages_per_node_s']:>12.2f} "
+            f"{r['all_to_all_messages_per_node_s']:>10.2f}  "
             f"{r['gossip_bytes_per_node_s']:>10,} {r['all_to_all_bytes_per_node_s']:>10,}  "
-            f"{_pair(r['detect_p50_s'], r['detect_p99_s']):>14}  {_pair(r['membership_p50_s'], r['membership_all_s']):>18}  "
+            f"{detect:>14}  {spread:>18}  "
             f"{r['keys_held_per_node']:>9.1f} {r['repair_bytes_per_node_h'] / 1000:>11,.1f} "
             f"{r['repair_age_s']:>9.0f}s  {r['hints_total']:>7} (max {r['hints_max_per_node']}/node)\n"
         )
+    writes = result["rows"][0]["outage_writes"] if result["rows"] else 0
     lines.append(
-        "per node: gossip and all-to-all heartbeats per second (the baseline: n-1 heartbeats of one member's\n"
-        "state every interval); detection: seconds until live nodes see a crashed node down; membership:\n"
-        "seconds until they know a new node; repair: anti-entropy bytes per node per hour and how long a range\n"
-        "waits between two comparisons; hints: held after one zone is down and "
-        f"{result['rows'][0]['outage_writes'] if result['rows'] else 0} writes.\n"
+        "per node: gossip and all-to-all heartbeats per second (the baseline: n-1 heartbeats of one\n"
+        "member's state every interval); detection: seconds until live nodes see a crashed node down;\n"
+        "membership: seconds until they know a new node; repair: anti-entropy bytes per node per hour\n"
+        "and how long a range waits between two comparisons; hints: held after one zone is down and\n"
+        f"{writes} writes.\n"
     )
     return "".join(lines)
 

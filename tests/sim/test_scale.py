@@ -10,7 +10,7 @@ from random import Random
 
 from bhandar_cli.client_ops import NODE_NAME
 from bhandar_cli.core.ring import Ring
-from bhandar_cli.host.topology import next_node_name, node_name, node_names, zone_map
+from bhandar_cli.host.topology import next_node_name, node_names, zone_map
 from bhandar_cli.sim.chaos import ChaosOptions, run_chaos
 
 
