@@ -6,12 +6,18 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 from random import Random
 
+from pytest import MonkeyPatch
+
 from bhandar_cli.client_ops import NODE_NAME
+from bhandar_cli.core.gossip import GossipLiveness
+from bhandar_cli.core.messages import Effect
 from bhandar_cli.core.ring import Ring
 from bhandar_cli.host.topology import next_node_name, node_names, zone_map
 from bhandar_cli.sim.chaos import ChaosOptions, run_chaos
+from bhandar_cli.sim.cluster import SimCluster
 
 
 def test_node_names_beyond_z_round_trip() -> None:
@@ -100,3 +106,43 @@ def test_sim_scale_rejects_bad_sizes() -> None:
     done = _cli("sim", "scale", "--nodes", "24,x")
     assert done.returncode == 2 and "--nodes must be" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
+
+
+def _notes_of_a_troubled_cluster() -> list[tuple[float, str, str]]:
+    c = SimCluster(seed=11, nodes=30, zones=3, vnodes=4)
+    c.run_for(2.0)
+    for victim in ("B", "AC", "Q"):
+        c.kill(victim)
+        c.run_for(3.0)
+    c.model.cut("A", "C")
+    c.run_for(4.0)
+    c.model.restore("A", "C")
+    for victim in ("B", "Q"):
+        c.revive(victim)
+    c.run_for(6.0)
+    return [(round(t, 6), node, note.text) for t, node, note in c.notes]
+
+
+def test_gossip_notes_from_touched_peers_equal_a_scan_of_every_peer(monkeypatch: MonkeyPatch) -> None:
+    """`GossipLiveness._transitions` looks only at the peers a message touched until some peer's
+    silence can make it down; forcing a scan of every peer each time must give the same notes."""
+    incremental = _notes_of_a_troubled_cluster()
+    assert sum("down" in text for _, _, text in incremental) >= 29 * 2  # the test sees transitions
+    original = GossipLiveness._transitions
+
+    def full_scan(self: GossipLiveness, now: float) -> list[Effect]:
+        self._scanned_version = -1  # as if membership had changed: every peer is asked
+        return original(self, now)
+
+    monkeypatch.setattr(GossipLiveness, "_transitions", full_scan)
+    assert _notes_of_a_troubled_cluster() == incremental
+
+
+def test_repl_takes_node_names_beyond_z(tmp_path: Path) -> None:
+    script = tmp_path / "s.txt"
+    script.write_text('put kv k "v" via=AB\nkill AD\nget kv k via=AD\n')
+    done = _cli("repl", "--nodes", "30", "--virtual-time", "--script", str(script))
+    assert done.returncode == 1, done.stdout + done.stderr  # the last line fails: AD is down
+    assert "OK put kv/k via" in done.stdout and "killed AD" in done.stdout
+    assert "AD" in done.stderr or "AD" in done.stdout.splitlines()[-1]
+    assert _cli("repl", "--nodes", "241").returncode == 2
