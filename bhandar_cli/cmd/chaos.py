@@ -100,7 +100,10 @@ def chaos(
         help="Client operations, retries included (default: 2000; 8000 for ministore).",
     ),
     nodes: str = typer.Option(
-        None, "--nodes", metavar="INT", help="Nodes in the cluster (default: drawn, 3-7)."
+        None,
+        "--nodes",
+        metavar="INT",
+        help="Nodes in the cluster, 2 to 1000 (A ... Z, AA, AB, ...) (default: drawn, 3-7).",
     ),
     replicas: str = typer.Option(
         None,
