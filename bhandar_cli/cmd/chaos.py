@@ -35,6 +35,7 @@ from bhandar_cli.core.config import LEVELS, one_of
 
 SEED_MAX = 2**63 - 1
 OPS_MAX = 10_000_000
+NODES_MAX = 1000  # simulated nodes are cheap; beyond Z they are named AA, AB, ...
 SCENARIOS = ("ministore",)
 STORAGES = ("memory", "lsm")
 # Test-only planted bugs: each must make the checker fail (tests/sim/test_chaos.py shows it does).
@@ -99,7 +100,10 @@ def chaos(
         help="Client operations, retries included (default: 2000; 8000 for ministore).",
     ),
     nodes: str = typer.Option(
-        None, "--nodes", metavar="INT", help="Nodes in the cluster (default: drawn, 3-7)."
+        None,
+        "--nodes",
+        metavar="INT",
+        help="Nodes in the cluster, 2 to 1000 (A ... Z, AA, AB, ...) (default: drawn, 3-7).",
     ),
     replicas: str = typer.Option(
         None,
@@ -216,7 +220,7 @@ def chaos(
         fail("--seed and --swarm cannot be combined (a swarm starts at --start)", EXIT_USAGE)
     seed_n = _int("--seed", seed, 0, SEED_MAX)
     ops_n = _int("--ops", ops, 1, OPS_MAX)
-    nodes_n = _int("--nodes", nodes, 2, 26)
+    nodes_n = _int("--nodes", nodes, 2, NODES_MAX)
     replicas_n = _int("--replicas", replicas, 1, 9)
     keys_n = _int("--keys", keys, 1, 1_000_000)
     clients_n = _int("--clients", clients, 1, 10_000)

@@ -13,7 +13,7 @@ from bhandar_cli.core.errors import BhandarError
 
 
 def repl(
-    nodes: int = typer.Option(5, "--nodes", "-n", help="Number of nodes (A, B, C, ...), 1 to 26."),
+    nodes: int = typer.Option(5, "--nodes", "-n", help="Number of nodes (A, ..., Z, AA, AB, ...), 1 to 240."),
     zones: int = typer.Option(3, "--zones", help="Zones z1, z2, ... assigned round-robin."),
     vnodes: int = typer.Option(8, "--vnodes", help="Tokens (virtual nodes) per node."),
     replicas: int = typer.Option(3, "--replicas", help="Replication factor N of new keyspaces."),
@@ -38,8 +38,10 @@ def repl(
     ),
 ) -> None:
     """Open the REPL on an in-process cluster (batch mode when input is not a terminal)."""
-    if not 1 <= nodes <= 26:
-        fail(f"--nodes must be between 1 and 26 (got {nodes})", EXIT_USAGE)
+    from bhandar_cli.node.cluster import MAX_NODES
+
+    if not 1 <= nodes <= MAX_NODES:
+        fail(f"--nodes must be between 1 and {MAX_NODES} (got {nodes})", EXIT_USAGE)
     if not 1 <= zones <= nodes:
         fail(f"--zones must be between 1 and the number of nodes (got {zones})", EXIT_USAGE)
     if not 1 <= vnodes <= 1024:

@@ -175,3 +175,38 @@ def bloom(
         f"theoretical (1-e^(-k/b))^k  {100 * theory:.3f}%\n"
         f"difference                  {off:+.1f}% of theoretical\n"
     )
+
+
+def _parse_sizes(text: str) -> tuple[int, ...]:
+    parts = [p.strip() for p in text.split(",")]
+    if not text.strip() or any(not _INT.fullmatch(p) or not SCALE_MIN <= int(p) <= SCALE_MAX for p in parts):
+        fail(
+            f"--nodes must be a comma-separated list of sizes from {SCALE_MIN} to {SCALE_MAX}, got {text!r}",
+            EXIT_USAGE,
+        )
+    return tuple(int(p) for p in parts)
+
+
+SCALE_MIN, SCALE_MAX = 6, 1000
+
+
+@sim_app.command("scale")
+def scale(
+    nodes: str = typer.Option(
+        "24,48,120,240", "--nodes", metavar="N,N,...", help="Cluster sizes, one table row each."
+    ),
+    seed: str = typer.Option("18", "--seed", metavar="INT", help="Seed of the runs."),
+    output: OutputFormat = OUTPUT_OPTION,
+) -> None:
+    """The real core at each cluster size: gossip per node beside the all-to-all heartbeat baseline,
+    failure detection and membership spread times, anti-entropy per node per hour and repair age,
+    and the hints a whole-zone outage piles up."""
+    sizes = _parse_sizes(nodes)
+    seed_n = _parse_int("--seed", seed, 0, SEED_MAX)
+    from bhandar_cli.sim.scale import render_scale, run_scale
+
+    result = run_scale(sizes, seed_n)
+    if output is OutputFormat.json:
+        emit_json({"cmd": "sim scale", "ok": True, **result})
+    else:
+        _print(render_scale(result))

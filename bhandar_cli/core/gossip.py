@@ -14,6 +14,7 @@ It implements the `Liveness` interface, so the rest of the node does not know go
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from random import Random
@@ -91,6 +92,13 @@ class GossipLiveness:
         self.client_tokens = client_tokens
         self._next = now
         self._was_up: dict[str, bool] = {}
+        # What `_transitions` must look at next: with the same members, only the peers whose state
+        # or heartbeats came in since (`_touched`), until the first moment an untouched peer's
+        # silence can make it down (`_recheck_at`). A merge of a 240-member table otherwise asked
+        # every peer's detector on every message, which made gossip cost O(n) per peer per message.
+        self._touched: set[str] = set()
+        self._recheck_at = -math.inf
+        self._scanned_version = -1
         # Members whose state reached this node during this life (directly or second-hand): their
         # addresses are current. Entries only loaded from the saved table may be stale.
         self.heard: set[str] = set()
@@ -118,9 +126,16 @@ class GossipLiveness:
     def heard_from(self, peer: str, now: float) -> None:
         """Only gossip heartbeats count (a message may be old news delivered late)."""
 
+    def retune_detectors(self, threshold: float, pause: float, first_estimate: float) -> None:
+        """New failure-detector tuning (a configuration change): every peer is looked at again on
+        the next message, since a lower threshold can make a silent peer down sooner."""
+        self.phi.retune(threshold, pause, first_estimate)
+        self._recheck_at = -math.inf
+
     def add_peer(self, peer: str, now: float) -> None:
         if peer not in self.phi:
             self.phi.heartbeat(peer, now)
+            self._touched.add(peer)
 
     def next_deadline(self) -> float:
         return self._next
@@ -149,6 +164,7 @@ class GossipLiveness:
             state = self.membership.members.get(src)
             if state is not None and msg.generation >= state.generation:
                 self.departed[src] = msg.generation
+                self._touched.add(src)
             return self._transitions(now)
         if isinstance(msg, GossipTokens):
             if self.client_tokens is not None:
@@ -202,6 +218,7 @@ class GossipLiveness:
             if not taken:
                 continue
             self.heard.add(state.id)
+            self._touched.add(state.id)
             if old is None or old.generation != state.generation:
                 self.phi.reset(state.id, now)  # a new node, or a restart: a fresh history
             else:
@@ -211,13 +228,23 @@ class GossipLiveness:
     def _transitions(self, now: float) -> list[Effect]:
         """Notes for a person watching: a peer went down or came back, in this node's eyes."""
         out: list[Effect] = []
-        for peer in self.membership.peers():
+        members = self.membership
+        full = members.version != self._scanned_version or now >= self._recheck_at
+        if full:
+            peers = members.peers()
+            self._scanned_version, self._recheck_at = members.version, math.inf
+        else:  # the same peers as the last scan: only a touched one can have changed
+            peers = sorted(p for p in self._touched if p in self._was_up)
+        self._touched.clear()
+        for peer in peers:
             up = self.is_up(peer, now)
             before = self._was_up.get(peer)
             if before is not None and before != up:
                 word = "up" if up else "down"
                 out.append(Note(f"{self.me} sees {peer} {word}", {"node": self.me, "peer": peer, "up": up}))
             self._was_up[peer] = up
+            if up:  # a peer that is down comes back only by a message, which touches it
+                self._recheck_at = min(self._recheck_at, self.phi.down_at(peer))
         return out
 
     def view(self, now: float) -> list[dict[str, object]]:

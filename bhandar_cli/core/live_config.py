@@ -156,4 +156,4 @@ def retune(config: NodeConfig, hints: Any, siblings: Any, *holders: Any, gossip:
     if gossip is not None:
         gossip.interval = config.gossip_interval
         gossip.fanout = config.gossip_fanout
-        gossip.phi.retune(config.phi_threshold, config.phi_pause, config.gossip_interval)
+        gossip.retune_detectors(config.phi_threshold, config.phi_pause, config.gossip_interval)

@@ -9,6 +9,7 @@ will own it once the movement finishes). Where they differ, writes go to both (p
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
@@ -16,6 +17,28 @@ from bhandar_cli.core.ring import Ring
 
 STATUSES = ("joining", "normal", "leaving", "left")
 CODES = {"joining": "J", "normal": "N", "leaving": "L", "left": "X"}
+SHARED_RINGS = 64  # rings kept for reuse: a few versions of a cluster's membership at a time
+
+RingKey = tuple[tuple[str, tuple[int, ...], str], ...]
+_shared: OrderedDict[RingKey, Ring] = OrderedDict()
+
+
+def shared_ring(members: RingKey) -> Ring:
+    """The ring of (id, tokens, zone) members, one object for every table that agrees on them.
+
+    A ring caches its walks and preference lists; every node of a simulated cluster derives the
+    same ring from its own table, so sharing the object means a 240-node cluster computes each
+    preference list once rather than 240 times. Rings are immutable (their caches are derived), so
+    sharing changes nothing a node sees."""
+    ring = _shared.get(members)
+    if ring is None:
+        ring = Ring({m: tokens for m, tokens, _ in members}, {m: zone for m, _, zone in members})
+        _shared[members] = ring
+        if len(_shared) > SHARED_RINGS:
+            _shared.popitem(last=False)
+    else:
+        _shared.move_to_end(members)
+    return ring
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,8 +117,7 @@ class Membership:
             owners = ("normal", "leaving") if which == "current" else ("normal", "joining")
             chosen = [m for m in self.members.values() if m.status in owners and m.tokens]
             chosen.sort(key=lambda m: m.id)
-            cached = Ring({m.id: m.tokens for m in chosen}, {m.id: m.zone for m in chosen})
-            self._rings[which] = cached
+            cached = self._rings[which] = shared_ring(tuple((m.id, m.tokens, m.zone) for m in chosen))
         return cached
 
     def moving(self) -> bool:

@@ -213,12 +213,8 @@ class Node:
             ReplicaAck: self._on_replica_ack,
             ReplicaRead: replica.on_read,
             ReplicaReadReply: reads.on_reply,
-            PutRequest: forwarded,
-            GetRequest: forwarded,
-            IncrRequest: forwarded,
-            KeyspaceRequest: forwarded,
-            RepairRequest: forwarded,
-            DecommissionRequest: forwarded,
+            **dict.fromkeys((PutRequest, GetRequest, IncrRequest, KeyspaceRequest), forwarded),
+            **dict.fromkeys((RepairRequest, DecommissionRequest), forwarded),
             ClientReply: coordinator.on_forward_reply,
             SchemaUpdate: coordinator.on_schema,
             ae.RepairProbe: anti_entropy.on_probe,
@@ -347,6 +343,10 @@ class Node:
 
     def members(self, now: float) -> list[dict[str, Any]]:
         return self._views.members(now)
+
+    def has_heard(self, peer: str) -> bool:
+        """Has this life of the node heard of `peer`? (RingView.has_heard)"""
+        return self._ring_view.has_heard(peer)
 
     def hints_summary(self, now: float) -> list[dict[str, Any]]:
         return self._views.hints_summary(now)

@@ -24,6 +24,7 @@ after a restart.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -39,6 +40,7 @@ from bhandar_cli.core.ring import Ring
 from bhandar_cli.core.ringview import RingView
 from bhandar_cli.core.store import Store
 
+Arc = tuple[int, int, tuple[str, ...], tuple[str, ...]]  # (lo, hi, replicas now, replicas to be)
 WALK_EVERY = 10.0  # seconds between two walks of the store while the ring stands still
 IN_FLIGHT = 256  # handoffs awaiting acknowledgement, at most; the rest go at the next walk
 
@@ -75,6 +77,7 @@ class OwnershipHandoff:
         self.ops = ops
         self._handed: dict[tuple[str, str], Handed] = {}
         self._rings: tuple[Ring, Ring] | None = None  # the rings of the last walk
+        self._runs: dict[tuple[Ring, Ring, int], list[list[Arc]]] = {}  # foreign arcs of those rings
         self._next_walk = now
         self._in_flight = 0
 
@@ -94,13 +97,33 @@ class OwnershipHandoff:
         out: list[Effect] = []
         foreign: set[tuple[str, str]] = set()
         for ks in self.keyspaces.all():
-            for lo, hi, owners, pending in self._foreign_arcs(current, future, ks.n):
-                for _, key, d in sorted(self.hash_index.space(ks.name).entries(lo, hi)):
+            for run in self._foreign_runs(current, future, ks.n):
+                his = [arc[1] for arc in run]
+                for token, key, d in sorted(self.hash_index.space(ks.name).entries(run[0][0], run[-1][1])):
+                    _, _, owners, pending = run[0] if len(run) == 1 else run[bisect_left(his, token)]
                     out.extend(self._hand_over(now, ks, key, d, owners, pending, foreign))
         # Keys this node replicates again, holds no more, or has handed over need no memory.
         for gone in [k for k in self._handed if k not in foreign]:
             del self._handed[gone]
         return out
+
+    def _foreign_runs(self, current: Ring, future: Ring, n: int) -> list[list[Arc]]:
+        """The foreign arcs, adjacent ones grouped into runs (the first arc, which wraps, alone), so
+        a walk reads the index once per run rather than once per token of a 240-node ring; kept
+        while the rings stand (the walk every WALK_EVERY seconds reuses them). In ring order, each
+        run's keys sorted by token: the order of a walk arc by arc."""
+        key = (current, future, n)
+        runs = self._runs.get(key)
+        if runs is None:
+            runs = []
+            for arc in self._foreign_arcs(current, future, n):
+                if runs and runs[-1][-1][1] == arc[0] and runs[-1][0][0] < runs[-1][0][1]:
+                    runs[-1].append(arc)
+                else:
+                    runs.append([arc])
+            self._runs = {k: v for k, v in self._runs.items() if k[0] is current and k[1] is future}
+            self._runs[key] = runs
+        return runs
 
     def _foreign_arcs(
         self, current: Ring, future: Ring, n: int

@@ -167,6 +167,14 @@ class PhiAccrualDetector:
             self._down_at = self._crossing(self.config.threshold)
         return now < self._down_at
 
+    def down_at(self) -> float:
+        """When phi reaches the config's threshold if no heartbeat comes (inf before the first)."""
+        if self.last_heartbeat is None:
+            return math.inf
+        if self._down_at is None:
+            self._down_at = self._crossing(self.config.threshold)
+        return self._down_at
+
     def _crossing(self, threshold: float) -> float:
         """The time after the last heartbeat at which phi reaches `threshold`: mean + y * std, where
         y, the threshold in deviations, depends on the threshold alone."""
@@ -214,6 +222,11 @@ class PhiDetectors:
         for detector in self._detectors.values():
             detector.config = self.config
             detector._down_at = None
+
+    def down_at(self, peer: str) -> float:
+        """When `peer` turns down by the threshold if no heartbeat comes (inf: never)."""
+        detector = self._detectors.get(peer)
+        return math.inf if detector is None else detector.down_at()
 
     def forget(self, peer: str) -> None:
         """Stop tracking `peer` (it left the cluster)."""

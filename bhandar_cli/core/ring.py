@@ -7,8 +7,9 @@ already chosen and preferring zones not yet used, so N replicas sit in N zones w
 
 from __future__ import annotations
 
+import itertools
 from bisect import bisect_left
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
@@ -86,36 +87,51 @@ class Ring:
         start = self.index_of(token)
         cached = self._walks.get(start)
         if cached is None:
-            seen: list[str] = []
-            count = len(self.positions)
-            for j in range(count):
-                node = self.owners[(start + j) % count]
-                if node not in seen:
-                    seen.append(node)
-                    if len(seen) == len(self.nodes):
-                        break
-            cached = self._walks[start] = tuple(seen)
+            cached = self._walks[start] = tuple(self._distinct_from(start))
         return cached
+
+    def _distinct_from(self, start: int) -> Iterator[str]:
+        """The distinct nodes clockwise from index `start`, lazily: a preference list needs only
+        the first few, and a whole walk of a 240-node ring is thousands of steps."""
+        seen: set[str] = set()
+        owners, count, total = self.owners, len(self.positions), len(self.nodes)
+        for j in range(count):
+            node = owners[(start + j) % count]
+            if node not in seen:
+                seen.add(node)
+                yield node
+                if len(seen) == total:
+                    return
 
     def preference_list(self, token: int, n: int) -> tuple[str, ...]:
         """N distinct nodes for the key, preferring zones not yet used (fewer if the ring is small)."""
         start = self.index_of(token)
         cached = self._prefs.get((start, n))
         if cached is None:
-            cached = self._prefs[(start, n)] = self._zone_aware(self.walk(token), n)
+            cached = self._prefs[(start, n)] = self._zone_aware(start, n)
         return cached
 
-    def _zone_aware(self, walk: tuple[str, ...], n: int) -> tuple[str, ...]:
+    @cached_property
+    def _zone_count(self) -> int:
+        return len(set(self.zones.values()))
+
+    def _zone_aware(self, start: int, n: int) -> tuple[str, ...]:
+        """The first nodes of the walk in zones not used yet; when zones run out, the skipped nodes
+        in clockwise order. The walk is taken only as far as needed (the same list as a whole one)."""
         chosen: list[str] = []
         used_zones: set[str] = set()
+        walked: list[str] = []
+        walk = self._distinct_from(start)
+        zones = self._zone_count
         for node in walk:
-            if len(chosen) == n:
-                break
+            walked.append(node)
             if self.zones[node] not in used_zones:
                 chosen.append(node)
                 used_zones.add(self.zones[node])
+            if len(chosen) == n or len(used_zones) == zones:
+                break
         # Fewer zones than replicas: fill with the skipped nodes, still in clockwise order.
-        for node in walk:
+        for node in itertools.chain(walked, walk):
             if len(chosen) == n:
                 break
             if node not in chosen:

@@ -29,6 +29,13 @@ class RingView:
             return self.gossip.membership.ring("current")
         return self._static
 
+    def has_heard(self, peer: str) -> bool:
+        """Has this life of the node heard of `peer` (so it knows where `peer` is now)? The cheap
+        form of the members view's "heard" column, for drivers that wait for a cluster to settle."""
+        if self.gossip is None:
+            return peer in self._static.nodes
+        return peer == self.node_id or peer in self.gossip.heard
+
     def pending_ring(self) -> Ring | None:
         """The future ring while a member is joining or leaving (writes go to it too), else None."""
         gossip = self.gossip

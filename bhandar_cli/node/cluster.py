@@ -29,7 +29,7 @@ from bhandar_cli.host.topology import node_names, zone_map
 from bhandar_cli.node.runtime import FATAL, NodeRunner
 from bhandar_cli.node.timers import TrioTimers
 
-MAX_NODES = 26
+MAX_NODES = 240  # in-process nodes (names A..Z, AA, AB, ...): a few MB each
 
 
 class InProcessCluster:

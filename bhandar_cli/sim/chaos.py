@@ -178,7 +178,7 @@ def draw_params(options: ChaosOptions) -> ChaosParams:
             max_delay=max_delay,
             max_loss=max_loss,
             # Room for a few joins; a decommission leaves at least max(N) + 1 normal nodes.
-            max_nodes=min(26, max(nodes, replicas + 2) + 2),
+            max_nodes=max(nodes, replicas + 2) + 2,
             min_normal=replicas + 1,
         ),
         bugs=options.bugs,

@@ -62,7 +62,7 @@ class FaultParams:
     max_down: int  # most nodes crashed at once
     max_delay: float  # seconds of extra latency a slow node gets, at most
     max_loss: float  # share of messages dropped (or duplicated), at most
-    max_nodes: int = 26  # nodes in service at most: a join beyond it is skipped
+    max_nodes: int = 1000  # nodes in service at most: a join beyond it is skipped
     min_normal: int = 2  # normal nodes at least once a decommission is done (max(N) + 1)
 
 
