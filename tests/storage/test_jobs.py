@@ -88,10 +88,10 @@ def test_worker_threads_run_jobs_and_syncs_while_the_owner_writes_and_reads(
     pool.shutdown()
 
     installed = {r.kind for r in reports if r.installed}
-    # Flushes always go to the workers here. Compactions do too unless the workers fall so far
-    # behind (a loaded machine) that writes stall and run them inline: either way they ran.
-    assert "flush" in installed and (installed == {"flush", "compaction"} or eng.stats().write_stalls > 0)
-    assert eng.compactions > 0
+    # Flushes and compactions go to the workers, unless the workers fall so far behind (a loaded
+    # machine) that writes stall and run the jobs inline: either way they ran (counted below).
+    assert installed == {"flush", "compaction"} or eng.stats().write_stalls > 0, installed
+    assert eng.flushes > 0 and eng.compactions > 0
     assert writes_beside_a_job > 0  # the owner really wrote while workers built tables
     assert dict(eng.scan()) == model
     eng.sync()
