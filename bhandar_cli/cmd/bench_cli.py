@@ -85,7 +85,29 @@ def run_cli_bench(directory: str, nodes: int, runs: int) -> dict[str, Any]:
         "over_baseline_ms": over,
         "errors": errors,
         "first_error": first_error,
+        "bytecode_cached": bytecode_cached(),
     }
+
+
+def bytecode_cached() -> bool:
+    """Whether the one-shot path's modules have current bytecode in __pycache__. Without it (a
+    source tree run with PYTHONDONTWRITEBYTECODE set, say) every command compiles them again,
+    which costs more than anything else it does, and the figures measure that."""
+    import importlib.util
+    import os
+
+    import bhandar_cli.cmd.oneshot
+    import bhandar_cli.launch
+
+    for module in (bhandar_cli.launch, bhandar_cli.cmd.oneshot):
+        source = module.__file__ or ""
+        try:
+            cached = importlib.util.cache_from_source(source)
+            if os.stat(cached).st_mtime < os.stat(source).st_mtime:
+                return False
+        except (OSError, ValueError, NotImplementedError):
+            return False
+    return True
 
 
 def _time(argv: list[str]) -> tuple[float, str]:
@@ -128,5 +150,15 @@ def render(report: dict[str, Any]) -> None:
         over = str(report["over_baseline_ms"][op])
         table.add_row(shown, str(s["median_ms"]), str(s["p90_ms"]), str(s["min_ms"]), over)
     console.print(table)
+    if not report["bytecode_cached"]:
+        import os
+
+        import bhandar_cli
+
+        package = os.path.dirname(bhandar_cli.__file__ or "bhandar_cli")
+        console.print(
+            "note: bhandar's bytecode is not cached (PYTHONDONTWRITEBYTECODE?), so every command "
+            f"compiled its modules again; `python -m compileall -q {package}` caches it"
+        )
     if report["errors"]:
         console.print(f"[red]{report['errors']} failed[/red]: {report['first_error']}")
