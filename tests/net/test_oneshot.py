@@ -89,6 +89,10 @@ def test_bench_cli_prints_well_formed_json(shared_cluster: ClusterFile) -> None:
         assert all(isinstance(v, float) and v > 0 for v in figures.values())
         assert figures["min_ms"] <= figures["median_ms"] <= figures["p90_ms"]
         assert report["over_baseline_ms"][op] == round(figures["median_ms"] - report["baseline_median_ms"], 1)
+        # CPU time: more than nothing (an interpreter starts), and no process used more than its
+        # wall time on every core, so neither does the median
+        assert 0 < report["cpu_median_ms"][op] <= figures["median_ms"] * (os.cpu_count() or 1)
+    assert report["baseline_cpu_median_ms"] > 0
 
 
 def test_bench_cli_without_a_cluster_says_so(tmp_path: object) -> None:
