@@ -266,7 +266,14 @@ class DataClient:
         self._remember(keyspace, key)
         by, note = await self._forwarded(keyspace, key, via and node, result.coordinator)
         return IncrOutcome(
-            keyspace, key, result.value, rid, result.coordinator, result.acks, result.needed, result.trace,
+            keyspace,
+            key,
+            result.value,
+            rid,
+            result.coordinator,
+            result.acks,
+            result.needed,
+            result.trace,
             forwarded_by=by,
             note=note,
         )
