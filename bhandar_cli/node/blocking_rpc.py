@@ -47,7 +47,7 @@ class BlockingRpc:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         ca = self.access.ca_cert
         if ca is not None:
-            from bhandar_cli.node.pki import client_context
+            from bhandar_cli.node.ca_trust import client_context
 
             try:
                 sock = client_context(ca).wrap_socket(sock, server_hostname=_ascii(self.label))

@@ -22,13 +22,14 @@ from .conftest import REPO, run_cli
 # the REPL's prompt, trio, typer (and the click and pydantic it brings), rich (tables only),
 # cryptography (ssl checks the certificate alone), the node-to-node message modules and
 # core/messages.py itself (the client's messages are core/client_messages.py), the cluster views
-# and operations of the full client (client.py, client_views.py, client_ops.py), what pki.py and
-# pids.py need only to make certificates or start processes (datetime, hashlib, subprocess), and
-# the idna codec (ASCII host names and node ids are passed as bytes).
+# and operations of the full client (client.py, client_views.py, client_ops.py), pki.py (the
+# client's check of a node is node/ca_trust.py) and what it and pids.py need only to make
+# certificates or start processes (datetime, hashlib, subprocess), and the idna codec (ASCII host
+# names and node ids are passed as bytes).
 FORBIDDEN = re.compile(
     r"^(pytest|_pytest|trio|typer|click|pydantic|prompt_toolkit|rich|cryptography)(\.|$)"
     r"|^(datetime|hashlib|subprocess|encodings\.idna|stringprep|unicodedata)$"
-    r"|^bhandar_cli\.(repl|sim|storage|host|node\.(supervisor|rpc|frames|runtime|tcpbackend))(\.|$)"
+    r"|^bhandar_cli\.(repl|sim|storage|host|node\.(supervisor|rpc|frames|runtime|tcpbackend|pki))(\.|$)"
     r"|^bhandar_cli\.(client|client_views|client_ops)$"
     r"|^bhandar_cli\.core\.(antientropy|gossip|streaming|hash_index|coordinator|node|store|messages)$"
     r"|^bhandar_cli\.core\.(keyspaces|membership)$"
