@@ -1,16 +1,16 @@
-"""What a client sends a node and what it gets back: the data requests, their results, `Failure`.
+"""What a client sends a node for data (get, put, delete, incr) and gets back, and `Failure`.
 
 A one-shot command (cmd/oneshot.py) needs these and nothing else of the messages, and making a
 frozen dataclass costs import time (its methods are generated and compiled when the class is
-made), so they live apart from the node-to-node messages and the effects (core/messages.py, which
-re-exports them: `messages.GetRequest` is this module's class).
+made), so they live apart from the node-to-node messages, the other client requests (keyspace, repair,
+decommission) and the effects (core/messages.py, which re-exports them: `messages.GetRequest` is
+this module's class).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bhandar_cli.core.config import KeyspaceDef
 from bhandar_cli.core.records import Record
 from bhandar_cli.core.versions import Sibling
 
@@ -37,6 +37,8 @@ class PutRequest:
 
 @dataclass(frozen=True, slots=True)
 class GetRequest:
+    """Read a key at a consistency level."""
+
     rid: int
     keyspace: str
     key: str
@@ -47,6 +49,8 @@ class GetRequest:
 
 @dataclass(frozen=True, slots=True)
 class IncrRequest:
+    """Add `delta` to a counter; `request_id` makes a retry count once."""
+
     rid: int
     keyspace: str
     key: str
@@ -57,20 +61,13 @@ class IncrRequest:
     hops: int = 0
 
 
-@dataclass(frozen=True, slots=True)
-class KeyspaceRequest:
-    """Create a keyspace (or confirm an identical one exists)."""
-
-    rid: int
-    definition: KeyspaceDef
-    hops: int = 0
-
-
 # --- results -------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
 class PutResult:
+    """A write's coordinator, the replicas that acknowledged it and how many it needed."""
+
     coordinator: str
     acks: int
     needed: int
@@ -81,6 +78,8 @@ class PutResult:
 
 @dataclass(frozen=True, slots=True)
 class GetResult:
+    """A read's merged record (None: no replica has one), its coordinator and the replies merged."""
+
     coordinator: str
     record: Record | None
     replies: int
@@ -93,17 +92,13 @@ class GetResult:
 
 @dataclass(frozen=True, slots=True)
 class IncrResult:
+    """A counter's value after an increment, and the replicas that acknowledged it."""
+
     coordinator: str
     value: int
     acks: int
     needed: int
     trace: TraceSteps = ()
-
-
-@dataclass(frozen=True, slots=True)
-class KeyspaceResult:
-    definition: KeyspaceDef
-    created: bool
 
 
 @dataclass(frozen=True, slots=True)

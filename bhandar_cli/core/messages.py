@@ -17,8 +17,6 @@ from bhandar_cli.core.client_messages import (
     GetResult,
     IncrRequest,
     IncrResult,
-    KeyspaceRequest,
-    KeyspaceResult,
     PutRequest,
     PutResult,
     TraceSteps,
@@ -58,7 +56,16 @@ __all__ = [
     "TraceSteps",
 ]
 
-# --- client requests that are not data: repair and decommission ------------------------------
+# --- client requests that are not data: keyspaces, repair and decommission -------------------
+
+
+@dataclass(frozen=True, slots=True)
+class KeyspaceRequest:
+    """Create a keyspace (or confirm an identical one exists)."""
+
+    rid: int
+    definition: KeyspaceDef
+    hops: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +88,14 @@ class DecommissionRequest:
 ClientRequest = PutRequest | GetRequest | IncrRequest | KeyspaceRequest | RepairRequest | DecommissionRequest
 
 # --- their results ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class KeyspaceResult:
+    """The keyspace as the cluster has it, and whether this request created it."""
+
+    definition: KeyspaceDef
+    created: bool
 
 
 @dataclass(frozen=True, slots=True)
