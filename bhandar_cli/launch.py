@@ -11,10 +11,11 @@ and their exit codes stay exactly typer's.
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 # Each command's options: long and short spellings -> the parameter they set.
 _COMMON = {"--consistency": "consistency", "-c": "consistency", "--via": "via", "--cluster": "cluster"}
@@ -100,7 +101,36 @@ def main() -> None:
         typer_main()
         return
     os.umask(0o077)  # as cli.main: whatever a command creates is its owner's only
-    run(line)
+    # A command that lives for a request makes no garbage worth collecting, and the collector's
+    # passes over everything its imports create cost it a millisecond or two.
+    gc.disable()
+    try:
+        run(line)
+    except SystemExit as exc:  # fail(): the message is out, the code says which failure
+        exit_now(exc.code)
+    exit_now(0)
+
+
+def exit_now(code: object) -> NoReturn:
+    """End the process as `sys.exit(code)` would, without tearing the interpreter down.
+
+    Freeing every module and object one by one costs a one-shot command some 8 ms of CPU that
+    its exit does anyway. What matters of the teardown is done here: the exit code read as
+    SystemExit reads it, the output flushed. Only the one-shot path ends so: it holds no thread,
+    no atexit handler and no file of its own open (its connections are closed by then)."""
+    if code is None:
+        status = 0
+    elif isinstance(code, int):
+        status = code
+    else:
+        sys.stderr.write(f"{code}\n")
+        status = 1
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):  # a closed pipe: let the interpreter say so, as it always does
+        sys.exit(status)
+    os._exit(status)
 
 
 if __name__ == "__main__":

@@ -39,6 +39,8 @@ class ClientError(BhandarError):
 
 @dataclass(frozen=True)
 class SiblingView:
+    """One sibling as the faces show it: its value, its dot and its clock."""
+
     value: Any
     dot: tuple[str, int]
     clock: dict[str, int]
@@ -69,6 +71,8 @@ def sibling_views(record: Record | None) -> list[SiblingView]:
 
 @dataclass(frozen=True)
 class GetOutcome:
+    """What a get found: the siblings (or a counter's value), the context to write back with."""
+
     keyspace: str
     key: str
     found: bool
@@ -135,6 +139,8 @@ def counter_parts(record: Record | None) -> tuple[int, dict[str, tuple[int, int]
 
 @dataclass(frozen=True)
 class WriteOutcome:
+    """What a put or delete did: its coordinator, the acknowledgements and the context it used."""
+
     cmd: str  # put or delete
     keyspace: str
     key: str
@@ -181,6 +187,8 @@ class WriteOutcome:
 
 @dataclass(frozen=True)
 class IncrOutcome:
+    """What an increment did: the counter's value after it and the acknowledgements."""
+
     keyspace: str
     key: str
     value: int

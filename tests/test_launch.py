@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 
 from bhandar_cli.launch import read_oneshot
@@ -44,3 +48,16 @@ def test_plain_data_commands_are_read_with_every_option_spelling() -> None:
 )
 def test_anything_else_goes_to_typer(argv: list[str]) -> None:
     assert read_oneshot(argv) is None
+
+
+@pytest.mark.parametrize(
+    ("code", "status", "stderr"), [(None, 0, ""), (3, 3, ""), ("bad line", 1, "bad line\n")]
+)
+def test_a_oneshot_command_exits_as_sys_exit_would_with_its_output_flushed(
+    code: object, status: int, stderr: str
+) -> None:
+    # Piped, stdout is block-buffered: what was printed is lost unless exit_now flushes it.
+    script = f"from bhandar_cli.launch import exit_now\nprint('said', end='')\nexit_now({code!r})"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, env=env, timeout=60)
+    assert (proc.returncode, proc.stdout, proc.stderr.decode()) == (status, b"said", stderr)

@@ -4,11 +4,13 @@ Each round starts three processes one after the other: `python -c pass` (the int
 start-up, the floor no command goes below), a `put` of a fresh key and a `get` of it, both in the
 modes a script uses (`-o json`, `-o raw`) against a running process cluster. Interleaving them
 makes the baseline share the machine's load with what it is compared with; the figure that
-matters is how far a command's median lies above the baseline's.
+matters is how far a command's median lies above the baseline's. Each process's CPU time (user +
+system) is reported beside its wall time: on a loaded machine it moves far less.
 """
 
 from __future__ import annotations
 
+import resource
 import statistics
 import subprocess
 import sys
@@ -51,6 +53,7 @@ def run_cli_bench(directory: str, nodes: int, runs: int) -> dict[str, Any]:
     bhandar = [sys.executable, "-P", "-m", "bhandar_cli"]  # -P: as the console script, never the cwd
     where = ["--cluster", directory]
     times: dict[str, list[float]] = {"baseline": [], "put": [], "get": []}
+    cpu: dict[str, list[float]] = {"baseline": [], "put": [], "get": []}
     errors = 0
     first_error = ""
     stamp = time.strftime("%H%M%S")
@@ -62,14 +65,16 @@ def run_cli_bench(directory: str, nodes: int, runs: int) -> dict[str, Any]:
             "get": [*bhandar, "get", KEYSPACE, key, *where, "-o", "raw"],
         }
         for name, argv in commands.items():
-            took, error = _time(argv)
+            took, cpu_took, error = _time(argv)
             times[name].append(took)
+            cpu[name].append(cpu_took)
             if error:
                 errors += 1
                 first_error = first_error or f"{name}: {error}"
     baseline = _summary(times["baseline"])
     per_op = {op: _summary(times[op]) for op in ("get", "put")}
     over = {op: round(s["median_ms"] - baseline["median_ms"], 1) for op, s in per_op.items()}
+    cpu_median = {name: round(1000 * statistics.median(spent), 1) for name, spent in cpu.items()}
     return {
         "cmd": "bench cli",
         "ok": errors == 0,
@@ -85,21 +90,57 @@ def run_cli_bench(directory: str, nodes: int, runs: int) -> dict[str, Any]:
         "over_baseline_ms": over,
         "errors": errors,
         "first_error": first_error,
+        "bytecode_cached": bytecode_cached(),
+        # CPU time (user + system) of each process, which a loaded machine inflates far less than
+        # wall time: the command's own cost, without the wait for the cluster's answer.
+        "cpu_median_ms": {op: cpu_median[op] for op in ("get", "put")},
+        "baseline_cpu_median_ms": cpu_median["baseline"],
     }
 
 
-def _time(argv: list[str]) -> tuple[float, str]:
-    """Seconds from start to exit of one process, and what went wrong ("" if it exited 0)."""
+def bytecode_cached() -> bool:
+    """Whether the one-shot path's modules have current bytecode in __pycache__. Without it (a
+    source tree run with PYTHONDONTWRITEBYTECODE set, say) every command compiles them again,
+    which costs more than anything else it does, and the figures measure that."""
+    import importlib.util
+    import os
+
+    import bhandar_cli.cmd.oneshot
+    import bhandar_cli.launch
+
+    for module in (bhandar_cli.launch, bhandar_cli.cmd.oneshot):
+        source = module.__file__ or ""
+        try:
+            cached = importlib.util.cache_from_source(source)
+            if os.stat(cached).st_mtime < os.stat(source).st_mtime:
+                return False
+        except (OSError, ValueError, NotImplementedError):
+            return False
+    return True
+
+
+def _time(argv: list[str]) -> tuple[float, float, str]:
+    """Seconds from start to exit of one process, the CPU seconds it used, and what went wrong
+    ("" if it exited 0)."""
+    before = _children_cpu()
     started = time.perf_counter()
     try:
         proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=COMMAND_TIMEOUT)
     except subprocess.TimeoutExpired:
-        return time.perf_counter() - started, f"no exit within {COMMAND_TIMEOUT:g} s"
+        late = f"no exit within {COMMAND_TIMEOUT:g} s"
+        return time.perf_counter() - started, _children_cpu() - before, late
     took = time.perf_counter() - started
+    spent = _children_cpu() - before
     if proc.returncode != 0:
         said = proc.stderr.decode(errors="replace").strip().splitlines()
-        return took, f"exit {proc.returncode}: {said[-1] if said else '(nothing on stderr)'}"
-    return took, ""
+        return took, spent, f"exit {proc.returncode}: {said[-1] if said else '(nothing on stderr)'}"
+    return took, spent, ""
+
+
+def _children_cpu() -> float:
+    """User + system CPU seconds of the children this process has waited for."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
 
 
 def _summary(seconds: list[float]) -> dict[str, float]:
@@ -120,13 +161,24 @@ def render(report: dict[str, Any]) -> None:
     console.print(
         f"bench cli: {report['runs']} runs of each command, interleaved, on {report['nodes']} processes"
     )
-    table = Table("command", "median ms", "p90 ms", "min ms", "over baseline ms", box=None)
+    table = Table("command", "median ms", "p90 ms", "min ms", "over baseline ms", "CPU median ms", box=None)
     base = [str(report[f"baseline_{k}_ms"]) for k in ("median", "p90", "min")]
-    table.add_row("python -c pass", *base, "")
+    table.add_row("python -c pass", *base, "", str(report["baseline_cpu_median_ms"]))
     for op, s in report["per_op"].items():
         shown = "put -o json" if op == "put" else "get -o raw"
         over = str(report["over_baseline_ms"][op])
-        table.add_row(shown, str(s["median_ms"]), str(s["p90_ms"]), str(s["min_ms"]), over)
+        cpu = str(report["cpu_median_ms"][op])
+        table.add_row(shown, str(s["median_ms"]), str(s["p90_ms"]), str(s["min_ms"]), over, cpu)
     console.print(table)
+    if not report["bytecode_cached"]:
+        import os
+
+        import bhandar_cli
+
+        package = os.path.dirname(bhandar_cli.__file__ or "bhandar_cli")
+        console.print(
+            "note: bhandar's bytecode is not cached (PYTHONDONTWRITEBYTECODE?), so every command "
+            f"compiled its modules again; `python -m compileall -q {package}` caches it"
+        )
     if report["errors"]:
         console.print(f"[red]{report['errors']} failed[/red]: {report['first_error']}")

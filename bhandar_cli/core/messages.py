@@ -1,7 +1,9 @@
 """Messages between clients and nodes and between nodes, and the effects a node returns.
 
 All are frozen dataclasses of plain values (str, int, float, bytes, records), so the same objects
-travel through the in-memory network, the simulator and, encoded as CBOR, over TCP.
+travel through the in-memory network, the simulator and, encoded as CBOR, over TCP. What a client
+sends and receives is defined in core/client_messages.py (a one-shot command imports that alone)
+and re-exported here, so `messages` names every message.
 """
 
 from __future__ import annotations
@@ -9,51 +11,52 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from bhandar_cli.core.client_messages import (
+    Failure,
+    GetRequest,
+    GetResult,
+    IncrRequest,
+    IncrResult,
+    PutRequest,
+    PutResult,
+    TraceSteps,
+)
 from bhandar_cli.core.config import KeyspaceDef
 from bhandar_cli.core.records import Record
-from bhandar_cli.core.versions import Sibling
 
-TraceSteps = tuple[tuple[float, str], ...]  # (milliseconds since the request arrived, what happened)
+__all__ = [
+    "ClientReply",
+    "ClientRequest",
+    "DecommissionRequest",
+    "DotLeaseSaved",
+    "Effect",
+    "Failure",
+    "GetRequest",
+    "GetResult",
+    "IncrRequest",
+    "IncrResult",
+    "KeyspaceRequest",
+    "KeyspaceResult",
+    "MoveResult",
+    "Note",
+    "Ping",
+    "Pong",
+    "PutRequest",
+    "PutResult",
+    "RepairRequest",
+    "RepairResult",
+    "ReplicaAck",
+    "ReplicaRead",
+    "ReplicaReadReply",
+    "ReplicaWrite",
+    "Respond",
+    "Result",
+    "SchemaUpdate",
+    "Send",
+    "TraceSteps",
+]
 
-# --- client requests (from a client, or forwarded by a node that is not a replica) ------------
-
-
-@dataclass(frozen=True, slots=True)
-class PutRequest:
-    """put (value is bytes) or delete (value is None). `context is None` means a blind write."""
-
-    rid: int
-    keyspace: str
-    key: str
-    value: bytes | None
-    ctype: str
-    context: dict[str, int] | None
-    consistency: str = "QUORUM"
-    trace: bool = False
-    hops: int = 0
-    avoid: tuple[str, ...] = ()  # coordinators that did not answer it in time (a fallback)
-
-
-@dataclass(frozen=True, slots=True)
-class GetRequest:
-    rid: int
-    keyspace: str
-    key: str
-    consistency: str = "QUORUM"
-    trace: bool = False
-    hops: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class IncrRequest:
-    rid: int
-    keyspace: str
-    key: str
-    delta: int
-    request_id: str
-    consistency: str = "QUORUM"
-    trace: bool = False
-    hops: int = 0
+# --- client requests that are not data: keyspaces, repair and decommission -------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,56 +87,15 @@ class DecommissionRequest:
 
 ClientRequest = PutRequest | GetRequest | IncrRequest | KeyspaceRequest | RepairRequest | DecommissionRequest
 
-# --- results -------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class PutResult:
-    coordinator: str
-    acks: int
-    needed: int
-    warnings: tuple[str, ...] = ()
-    hinted: tuple[str, ...] = ()  # "E for D": fallbacks that took a hint
-    trace: TraceSteps = ()
-
-
-@dataclass(frozen=True, slots=True)
-class GetResult:
-    coordinator: str
-    record: Record | None
-    replies: int
-    needed: int
-    trace: TraceSteps = ()
-    # lww keyspaces: versions the replicas held that last-writer-wins discarded in this merge
-    dropped: tuple[Sibling, ...] = ()
-    warnings: tuple[str, ...] = ()  # e.g. a key merges left over the sibling limit
-
-
-@dataclass(frozen=True, slots=True)
-class IncrResult:
-    coordinator: str
-    value: int
-    acks: int
-    needed: int
-    trace: TraceSteps = ()
+# --- their results ---------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
 class KeyspaceResult:
+    """The keyspace as the cluster has it, and whether this request created it."""
+
     definition: KeyspaceDef
     created: bool
-
-
-@dataclass(frozen=True, slots=True)
-class Failure:
-    """A request that failed; `code` is an ErrorCode, `error` a sentence for a person."""
-
-    code: str
-    error: str
-    answered: int = 0
-    needed: int = 0
-    coordinator: str = ""
-    trace: TraceSteps = ()
 
 
 @dataclass(frozen=True, slots=True)

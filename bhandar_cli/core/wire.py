@@ -29,33 +29,34 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from bhandar_cli.core import messages
+from bhandar_cli.core import client_messages
 from bhandar_cli.core.config import KeyspaceDef
 from bhandar_cli.core.crdt import PNCounter
 from bhandar_cli.core.errors import BhandarError
 from bhandar_cli.core.records import Versioned, from_plain, to_plain
 
-# What a client sends and receives. The node-to-node messages (gossip, repair, streaming...) are
+# What a one-shot command sends and receives (core/client_messages.py). The rest (keyspace
+# requests, the node-to-node messages of gossip, repair, streaming and core/messages.py) are
 # registered on first need (`_register_peers`): their modules cost a one-shot command, which
 # never sees them, half its start-up.
 CLIENT_TYPES: tuple[type, ...] = (
     KeyspaceDef,
-    messages.PutRequest,
-    messages.GetRequest,
-    messages.IncrRequest,
-    messages.KeyspaceRequest,
-    messages.PutResult,
-    messages.GetResult,
-    messages.IncrResult,
-    messages.KeyspaceResult,
-    messages.Failure,
+    client_messages.PutRequest,
+    client_messages.GetRequest,
+    client_messages.IncrRequest,
+    client_messages.PutResult,
+    client_messages.GetResult,
+    client_messages.IncrResult,
+    client_messages.Failure,
 )
 
 
 def _peer_types() -> tuple[type, ...]:
-    from bhandar_cli.core import antientropy, gossip, membership, merkle, streaming, tokens
+    from bhandar_cli.core import antientropy, gossip, membership, merkle, messages, streaming, tokens
 
     return (
+        messages.KeyspaceRequest,
+        messages.KeyspaceResult,
         messages.ClientReply,
         messages.ReplicaWrite,
         messages.ReplicaAck,

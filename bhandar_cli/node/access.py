@@ -12,8 +12,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from bhandar_cli.node.ca_trust import CA_CERT, TLS_DIR
 from bhandar_cli.node.clusterfile import ClusterFile
-from bhandar_cli.node.pki import CA_CERT, TLS_DIR
 
 TOKEN_ENV = "BHANDAR_TOKEN"
 

@@ -15,18 +15,21 @@ import time
 from collections.abc import Coroutine, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from bhandar_cli.client import DataClient
-from bhandar_cli.core.messages import Failure, Result
+from bhandar_cli.core.client_messages import Failure
 from bhandar_cli.core.ring import Ring
 from bhandar_cli.core.wire import from_wire, to_wire
+from bhandar_cli.data_client import DataClient
 from bhandar_cli.node import access
 from bhandar_cli.node.blocking_rpc import BlockingRpc
 from bhandar_cli.node.clusterfile import ClusterFile
 from bhandar_cli.node.pids import load_running, pid_alive
 from bhandar_cli.node.rpc_errors import CLIENT_CODES, RpcError
 from bhandar_cli.outcomes import ClientError
+
+if TYPE_CHECKING:
+    from bhandar_cli.core.messages import Result
 
 T = TypeVar("T")
 

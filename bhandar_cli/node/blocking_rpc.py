@@ -40,16 +40,17 @@ class BlockingRpc:
     def connect(self) -> None:
         """Open the connection (TLS included); raises RpcError (unreachable)."""
         try:
-            sock = socket.create_connection((self.host, self.port), timeout=CONNECT_TIMEOUT)
+            address: Any = (_ascii(self.host), self.port)  # getaddrinfo takes bytes too
+            sock = socket.create_connection(address, timeout=CONNECT_TIMEOUT)
         except OSError as exc:
             raise self._unreachable(exc) from None
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         ca = self.access.ca_cert
         if ca is not None:
-            from bhandar_cli.node.pki import client_context
+            from bhandar_cli.node.ca_trust import client_context
 
             try:
-                sock = client_context(ca).wrap_socket(sock, server_hostname=self.label)
+                sock = client_context(ca).wrap_socket(sock, server_hostname=_ascii(self.label))
             except ssl.SSLCertVerificationError as exc:
                 sock.close()
                 raise self._tls_failed(exc.verify_message or str(exc)) from None
@@ -130,3 +131,14 @@ class BlockingRpc:
         return RpcError(
             f"node {self.label} at {self.host}:{self.port} failed the TLS check ({reason})", "unreachable"
         )
+
+
+def _ascii(name: str) -> str | bytes:
+    """A host name or address (to look up), or a node id (to check the certificate for), as the
+    socket and ssl modules take it without the idna codec: an ASCII name as bytes. Given a str,
+    they encode it with that codec, whose import (with stringprep and unicodedata) costs a one-shot
+    command a millisecond; IDNA leaves an ASCII name unchanged anyway."""
+    try:
+        return name.encode("ascii")
+    except UnicodeEncodeError:
+        return name

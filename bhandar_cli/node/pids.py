@@ -8,11 +8,14 @@ command can ask "is node B up?" without importing trio.
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bhandar_cli.node import clusterfile
 from bhandar_cli.node.clusterfile import ClusterFile, ClusterFileError
+
+if TYPE_CHECKING:
+    import subprocess  # what starts the children is the supervisor; a one-shot command never does
 
 PF_KTHREAD = 0x00200000  # /proc/PID/stat flags: a kernel thread (whose command line is empty too)
 
