@@ -25,14 +25,16 @@ from selenium.webdriver.support.ui import WebDriverWait
 from bhandar_cli.repl.batch import ClusterOptions, open_session
 from bhandar_cli.repl.demo_narration import Narration
 from bhandar_cli.repl.demo_runner import EXIT_FAILED, EXIT_OK, WebPage, play, run_demo
-from bhandar_cli.repl.demos import QUORUM, Demo, Expect, Step, get_values
+from bhandar_cli.repl.demos import Demo, DemoContext, Expect, Step, get_values, lines, text
+from bhandar_cli.repl.demos_failures import QUORUM
 from bhandar_cli.web.state import WebState
 from tests.web.conftest import REPO
 
 WAIT_S = 20
+TEA_LINES = ["put kv k '[\"tea\"]'", "get kv k"]
 TEA = Step(
     "We write tea and read it back.",
-    ["put kv k '[\"tea\"]'", "get kv k"],
+    TEA_LINES,
     (Expect("the get returns tea", get_values([["tea"]])),),
     then="Tea it is.",
 )
@@ -75,7 +77,7 @@ def test_the_snapshot_carries_the_demos_step_narration_and_checks() -> None:
         "step": 2,
         "state": "done",
     }
-    assert demo["say"] == TEA.say and demo["commands"] == list(TEA.run) and demo["then"] == "Tea it is."
+    assert demo["say"] == TEA.say and demo["commands"] == TEA_LINES and demo["then"] == "Tea it is."
     assert demo["checks"] == [{"ok": True, "text": "✓ the get returns tea"}]
     # Step by step: step 1 ran, passed, then step 2 started afresh.
     states = [(v["step"], v["state"]) for v in views]
@@ -157,8 +159,10 @@ def test_the_quorum_demo_narrates_on_the_page_and_the_page_stays_until_enter(
         )
         shown = panel(browser)
         first = QUORUM.steps[0]
-        assert shown["say"] == first.say
-        assert shown["commands"].splitlines() == [f"bhandar> {line}" for line in first.run]  # type: ignore[union-attr]
+        assert shown["say"] == text(first.say, DemoContext())  # step 1 reads no earlier reply
+        assert shown["commands"].splitlines() == [
+            f"bhandar> {line}" for line in lines(first.run, DemoContext())
+        ]
         assert shown["ok"] == [f"✓ {e.what}" for e in first.expect] and shown["fail"] == []
 
         enter(len(QUORUM.steps) - 1)  # the rest, as a class pressing Enter
