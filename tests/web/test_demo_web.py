@@ -8,6 +8,7 @@ import io
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 import time
@@ -21,6 +22,7 @@ import trio
 import trio.testing
 from rich.console import Console
 from selenium.webdriver.support.ui import WebDriverWait
+from typer.testing import CliRunner
 
 from bhandar_cli.repl.batch import ClusterOptions, open_session
 from bhandar_cli.repl.demo_narration import Narration
@@ -28,6 +30,7 @@ from bhandar_cli.repl.demo_runner import EXIT_FAILED, EXIT_OK, WebPage, play, ru
 from bhandar_cli.repl.demos import Demo, DemoContext, Expect, Step, get_values, lines, text
 from bhandar_cli.repl.demos_failures import QUORUM
 from bhandar_cli.web.state import WebState
+from tests.repl.test_demos import cli
 from tests.web.conftest import REPO
 
 WAIT_S = 20
@@ -185,3 +188,29 @@ def test_the_quorum_demo_narrates_on_the_page_and_the_page_stays_until_enter(
                 proc.kill()
                 proc.wait(timeout=10)
         proc.stdin.close()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--web", "--virtual-time"], "--web serves the page in real time: drop --virtual-time"),
+        (["--web", "--port", "70000"], "--port must be between 0 and 65535"),
+    ],
+)
+def test_demo_web_bad_options_are_one_line_usage_errors(args: list[str], message: str) -> None:
+    result = CliRunner().invoke(cli(), ["demo", "quorum", "--auto", *args])
+    assert result.exit_code == 2 and result.stdout == ""
+    (line,) = result.stderr.splitlines()
+    assert message in line
+
+
+def test_demo_web_on_a_taken_port_is_one_line_and_exit_1() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = CliRunner().invoke(cli(), ["demo", "quorum", "--auto", "--web", "--port", str(port)])
+    assert result.exit_code == 1, result.output
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"bhandar: cannot serve on 127.0.0.1:{port}")
+    assert "bhandar> " not in result.stdout  # no step ran without its page
