@@ -23,10 +23,11 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from bhandar_cli.core.errors import sole_exception
+from bhandar_cli.core.errors import BhandarError, sole_exception
 from bhandar_cli.core.wording import count as counted
 from bhandar_cli.node.epoch_clock import cluster_clock
 from bhandar_cli.repl.batch import open_session
+from bhandar_cli.repl.demo_narration import Narration
 from bhandar_cli.repl.demos import DEMOS, Demo, DemoContext, Step, lines, text
 from bhandar_cli.repl.session import Session
 from bhandar_cli.repl.views import render
@@ -108,9 +109,12 @@ async def play(
     ask: Ask | None = None,
     ask_in_thread: bool = False,
     verbose: bool = False,
+    narration: Narration | None = None,
 ) -> Outcome:
-    """Run every step of `demo` on `session`; pause before each step when `ask` is given."""
+    """Run every step of `demo` on `session`; pause before each step when `ask` is given. A
+    `narration` is told everything shown (the web view's Narration panel)."""
     ctx = DemoContext()
+    said = narration or Narration(demo.name, demo.title, demo.summary, len(demo.steps))
     total = len(demo.steps)
     started = trio.current_time()
     out.print(_header(demo, ask is not None))
@@ -124,19 +128,24 @@ async def play(
                     out.print()
                 elif answer.strip().lower() in ("q", "quit", "exit"):
                     out.print(Text(f"stopped before step {number}/{total}", style="yellow"))
+                    said.end("stopped")
                     return Outcome(EXIT_OK, done)
-            failure = await _play_step(step, f"{number}/{total}", session, ctx, out, verbose)
+            failure = await _play_step(step, f"{number}/{total}", session, ctx, out, verbose, said)
             if failure is not None:
+                said.end("failed", failure)
                 err.print(Text(f"bhandar: this demo did not behave as expected: {failure}"))
                 err.file.flush()
                 return Outcome(EXIT_FAILED, done, failure)
             done = number
+            said.end("passed")
     except BaseException as exc:
         if not _is_interrupt(exc):
             raise
         out.print()
         out.print(Text(f"stopped (Ctrl-C) after step {done}/{total}", style="yellow"))
+        said.end("stopped")
         return Outcome(EXIT_INTERRUPTED, done)
+    said.end("done")
     seconds = trio.current_time() - started
     out.print(
         Text(
@@ -148,7 +157,13 @@ async def play(
 
 
 async def _play_step(
-    step: Step, label: str, session: Session, ctx: DemoContext, out: Console, verbose: bool = False
+    step: Step,
+    label: str,
+    session: Session,
+    ctx: DemoContext,
+    out: Console,
+    verbose: bool = False,
+    said: Narration | None = None,
 ) -> str | None:
     """One step: narration, commands and replies, then the checks. Returns why it failed, if it did."""
     ctx.step_start = len(ctx.history)
@@ -156,6 +171,8 @@ async def _play_step(
         say, commands = text(step.say, ctx), lines(step.run, ctx)
     except Exception as exc:  # a step computed from a reply that did not come as planned
         return f"step {label}: could not prepare it from the earlier replies ({exc})"
+    said = said or Narration("", "", "", 0)
+    said.step(int(label.split("/")[0]), say)
     # A rule and the narration under it (not a box): a demo is read on one screen at a time.
     width = min(out.width, PANEL_WIDTH)
     title = f" step {label} "
@@ -167,6 +184,7 @@ async def _play_step(
         visible = number < shown
         if visible:
             out.print(Text.assemble(("bhandar> ", "bold blue"), (line, "bold")))
+        said.command(line)  # every one: the page has room to scroll
         for reply in await session.run_line(line):
             # "slept 4s" only repeats the command the line above shows.
             if (visible and reply.to_json().get("cmd") != "sleep") or not reply.ok:
@@ -192,15 +210,41 @@ async def _play_step(
             seen = f"the replies could not be checked ({type(exc).__name__}: {exc})"
         if seen is not None:
             out.print(Text(f"✗ expected {expect.what}, but {seen}", style="bold red"))
+            said.check(False, f"✗ expected {expect.what}, but {seen}")
             return f"step {label}: expected {expect.what}, but {seen}"
         out.print(Text(f"✓ {expect.what}", style="green"))
+        said.check(True, f"✓ {expect.what}")
     if step.then is not None:
         try:
-            out.print(Text(text(step.then, ctx), style="italic"))
+            then = text(step.then, ctx)
+            out.print(Text(then, style="italic"))
+            said.conclude(then)
         except Exception as exc:
             return f"step {label}: could not tell the conclusion ({exc})"
     out.file.flush()
     return None
+
+
+@dataclass(frozen=True)
+class WebPage:
+    """Where `bhandar demo --web` serves the page: the port (0: any free one), and whether to open
+    it in the default browser."""
+
+    port: int
+    open_browser: bool = False
+
+
+class _EndAware:
+    """A line reader that remembers reaching the end of input (a demo run from a script)."""
+
+    def __init__(self, ask: Ask) -> None:
+        self.ask = ask
+        self.ended = False
+
+    def __call__(self) -> str | None:
+        line = None if self.ended else self.ask()
+        self.ended = line is None
+        return line
 
 
 def line_reader(stream: TextIO, echo: Console | None = None) -> Ask:
@@ -230,19 +274,27 @@ def run_demo(
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
     verbose: bool = False,
+    web: WebPage | None = None,
 ) -> int:
-    """Start a cluster for `demo`, play it, stop the cluster; returns the exit status."""
+    """Start a cluster for `demo`, play it, stop the cluster; returns the exit status. With `web`,
+    the web view is served for the demo's session, its narration on the page (web/demo_page.py)."""
     out, err = make_consoles(stdout or sys.stdout, stderr or sys.stderr)
-    ask = None
-    if not auto:
-        source = stdin or sys.stdin
-        ask = line_reader(source, None if source.isatty() else out)
+    source = stdin or sys.stdin
+    reader = _EndAware(line_reader(source, None if source.isatty() else out))
+    ask = None if auto else reader
+    narration = Narration(demo.name, demo.title, demo.summary, len(demo.steps))
 
     async def main() -> int:
         async with open_session(demo.options) as session:
-            outcome = await play(
-                demo, session, out, err, ask, ask_in_thread=not virtual_time, verbose=verbose
-            )
+            if web is None:
+                outcome = await play(
+                    demo, session, out, err, ask, ask_in_thread=not virtual_time, verbose=verbose
+                )
+                return outcome.code
+            from bhandar_cli.web.demo_page import serving_demo
+
+            async with serving_demo(session, narration, web, out, reader):
+                outcome = await play(demo, session, out, err, ask, True, verbose, narration)
         return outcome.code
 
     # Sleeps and timeouts take no real time on the virtual clock, which jumps as soon as every
@@ -256,6 +308,9 @@ def run_demo(
         exit_ = _only_system_exit(exc)
         if exit_ is not None:  # rich exits on a closed pipe (`bhandar demo x | head`): no traceback
             raise exit_ from None
+        sole = sole_exception(exc)
+        if isinstance(sole, BhandarError) and sole is not exc:  # the --web port is taken
+            raise sole from None
         raise
 
 

@@ -33,9 +33,10 @@ async def serve_in_background(session: Session, port: int) -> dict[str, Any]:
 
     async def run() -> None:
         try:
-            async with trio.open_nursery() as nursery:
-                await nursery.start(server.serve, HOST, port)
-                ready.set()
+            with server.scope:
+                async with trio.open_nursery() as nursery:
+                    await nursery.start(server.serve, HOST, port)
+                    ready.set()
         except Exception as exc:  # a system task must not raise: that would end the whole run
             failed.append(exc)
             if ready.is_set():
@@ -45,6 +46,7 @@ async def serve_in_background(session: Session, port: int) -> dict[str, Any]:
             if session.web is server:
                 session.web = None
             ready.set()
+            server.finished.set()
 
     trio.lowlevel.spawn_system_task(run)
     await ready.wait()
@@ -52,6 +54,16 @@ async def serve_in_background(session: Session, port: int) -> dict[str, Any]:
         raise BadInput(f"cannot serve on {HOST}:{port}: {_reason(failed)} (web port=0 picks a free port)")
     session.web = server
     return _answer(session, server.port)
+
+
+async def stop_serving(session: Session) -> None:
+    """Stop the page started by `serve_in_background` (its open pages are told to reconnect),
+    before the session's cluster stops under it."""
+    server = session.web
+    if server is None:
+        return
+    server.scope.cancel()
+    await server.finished.wait()
 
 
 def _answer(session: Session, port: int, already: bool = False) -> dict[str, Any]:

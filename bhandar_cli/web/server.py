@@ -17,6 +17,7 @@ import logging
 import math
 import mimetypes
 import sys
+import time
 from collections.abc import Awaitable, Callable
 from functools import partial
 from importlib import resources
@@ -66,6 +67,7 @@ class WebServer:
         session.observers.append(self.state.observe)
         self.echo = echo if echo is not None else print_echo(session)
         self.snapshot = b""  # the latest snapshot's JSON
+        self._compared = b""  # the same without its "at" stamp: what decides whether it changed
         self.seq = 0  # bumped by each published snapshot
         self.published = trio.Event()
         self.clients = 0
@@ -74,6 +76,8 @@ class WebServer:
         self.snapshots_built = 0
         self.stopping = False  # set on shutdown: the event streams end, so connections close
         self.port: int | None = None
+        self.scope = trio.CancelScope()  # cancelled to stop serving in the background (background.py)
+        self.finished = trio.Event()  # set when a background server has stopped
         self._metrics: dict[str, Any] | None = None
         self._metrics_at = -math.inf
 
@@ -100,10 +104,15 @@ class WebServer:
         if now - self._metrics_at >= METRICS_INTERVAL:
             self._metrics = await self.session.client.metrics()
             self._metrics_at = now
-        body = json.dumps(await self.state.snapshot(self._metrics), separators=(",", ":")).encode()
+        snap = await self.state.snapshot(self._metrics)
+        body = json.dumps(snap, separators=(",", ":")).encode()
         self.snapshots_built += 1
-        if body != self.snapshot:
-            self.snapshot = body
+        if body != self._compared:
+            self._compared = body
+            # When it was built (Unix seconds, this host's clock), outside the comparison so an
+            # unchanged cluster sends nothing: a reader compares it with when the event arrived.
+            snap["at"] = round(time.time(), 3)
+            self.snapshot = json.dumps(snap, separators=(",", ":")).encode()
             self.seq += 1
             self.published.set()
             self.published = trio.Event()

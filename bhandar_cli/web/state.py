@@ -36,6 +36,12 @@ class WebState:
         self.contexts: dict[tuple[str, str], str] = {}  # the last get's context token per key
         self.log: deque[dict[str, Any]] = deque(maxlen=LOGGED)  # the session's commands, newest first
         self.version = 0
+        self.demo: dict[str, Any] | None = None  # the classroom demo being played, if any
+
+    def set_demo(self, view: dict[str, Any]) -> None:
+        """A Narration listener (repl/demo_narration.py): the demo's step, narration and checks."""
+        self.demo = view
+        self.version += 1
 
     def observe(self, cmd: Command, reply: Reply) -> None:
         """A session observer: remember data commands (and what the cluster commands changed)."""
@@ -91,6 +97,7 @@ class WebState:
             "latency": latency_view(metrics) if metrics else {},
             "members_from": members["from"] if members else None,
             "log": list(self.log),
+            "demo": self.demo,
         }
 
     async def _request(self, entry: dict[str, Any]) -> dict[str, Any]:

@@ -338,6 +338,27 @@ function setLarge(on) {
 large.onclick = () => setLarge(!document.body.classList.contains("large"));
 setLarge(localStorage.getItem("bhandar-large") === "1");
 
+// --- a demo's narration (bhandar demo NAME --web) -----------------------------------------------
+const DEMO_STATE = { ready: "starts when Enter is pressed in its terminal", running: "running…",
+                     passed: "✓ step done", failed: "✗ did not behave as expected",
+                     done: "✓ done: every expectation met", stopped: "stopped" };
+function drawDemo(s) {
+  const panel = document.getElementById("demo-panel"), d = s.demo;
+  panel.hidden = !d;
+  if (!d) return;
+  panel.dataset.state = d.state;
+  panel.dataset.step = String(d.step);
+  document.getElementById("demo-title").textContent = `· demo ${d.name}: ${d.title}`;
+  document.getElementById("demo-progress").textContent =
+    `${d.step ? `step ${d.step}/${d.steps}` : `${d.steps} steps`} · ${DEMO_STATE[d.state] || d.state}`;
+  document.getElementById("demo-say").textContent = d.step ? d.say : d.summary;
+  document.getElementById("demo-then").textContent = d.then;
+  document.getElementById("demo-failure").textContent = d.failure;
+  document.getElementById("demo-commands").textContent = d.commands.map((c) => `bhandar> ${c}`).join("\n");
+  const checks = document.getElementById("demo-checks");
+  checks.replaceChildren(...d.checks.map((c) => el("li", { class: c.ok ? "ok" : "fail" }, c.text)));
+}
+
 // --- the live stream ---------------------------------------------------------------------------
 const drawn = {};
 function drawPart(name, input, fn) {  // redraw a part only when what it shows changed
@@ -352,6 +373,7 @@ function draw(s) {
   drawPart("requests", [s.requests, s.trace, shownRequest], drawRequests);
   drawPart("latency", s.latency, drawLatency);
   drawPart("log", s.log, drawLog);
+  drawPart("demo", s.demo || null, drawDemo);
   document.body.setAttribute("data-drawn", String(Number(document.body.getAttribute("data-drawn") || 0) + 1));
 }
 const link = document.getElementById("link");
