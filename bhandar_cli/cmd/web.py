@@ -12,6 +12,7 @@ from typing import Any
 
 import typer
 
+from bhandar_cli.cmd.in_process import DATA_DIR, NODES, REPLICAS, SEED, VNODES, ZONES, cluster_options
 from bhandar_cli.cmd.output import EXIT_FAILED, EXIT_USAGE, fail
 from bhandar_cli.core.errors import BhandarError
 
@@ -24,14 +25,12 @@ def web(
         "127.0.0.1", "--host", help="Address to listen on; the page runs commands, so keep it local."
     ),
     open_browser: bool = typer.Option(False, "--open", help="Open the page in the default browser."),
-    nodes: int = typer.Option(5, "--nodes", "-n", help="Number of nodes (A, B, C, ...), 1 to 26."),
-    zones: int = typer.Option(3, "--zones", help="Zones z1, z2, ... assigned round-robin."),
-    vnodes: int = typer.Option(8, "--vnodes", help="Tokens (virtual nodes) per node."),
-    replicas: int = typer.Option(3, "--replicas", help="Replication factor N of new keyspaces."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the network's latency randomness."),
-    data_dir: Path | None = typer.Option(
-        None, "--data-dir", help="Keep the nodes' data in DIR between runs (default: a temporary directory)."
-    ),
+    nodes: int = NODES,
+    zones: int = ZONES,
+    vnodes: int = VNODES,
+    replicas: int = REPLICAS,
+    seed: int = SEED,
+    data_dir: Path | None = DATA_DIR,
     connect: Path | None = typer.Option(
         None, "--connect", metavar="DIR", help="Show the running process cluster of DIR instead."
     ),
@@ -42,16 +41,9 @@ def web(
     """Serve a live web view of an in-process cluster (or --connect DIR) next to its REPL."""
     if not 0 <= port <= 65535:
         fail(f"--port must be between 0 and 65535 (got {port})", EXIT_USAGE)
-    if not 1 <= nodes <= 26:
-        fail(f"--nodes must be between 1 and 26 (got {nodes})", EXIT_USAGE)
-    if not 1 <= zones <= nodes:
-        fail(f"--zones must be between 1 and the number of nodes (got {zones})", EXIT_USAGE)
-    if not 1 <= vnodes <= 1024:
-        fail(f"--vnodes must be between 1 and 1024 (got {vnodes})", EXIT_USAGE)
-    if not 1 <= replicas <= min(nodes, 9):
-        fail(f"--replicas must be between 1 and min(nodes, 9) (got {replicas})", EXIT_USAGE)
+    options = cluster_options(nodes, zones, vnodes, replicas, seed, data_dir, connect)
     from bhandar_cli.node.clusterfile import ClusterFileError
-    from bhandar_cli.repl.batch import ClusterOptions, open_session
+    from bhandar_cli.repl.batch import open_session
 
     if connect is not None:
         from bhandar_cli.cmd.cluster import open_tcp_session
@@ -59,7 +51,6 @@ def web(
         def opener() -> Any:
             return open_tcp_session(connect)
     else:
-        options = ClusterOptions(nodes, zones, vnodes, replicas, seed, str(data_dir) if data_dir else None)
 
         def opener() -> Any:
             return open_session(options)

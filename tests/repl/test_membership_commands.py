@@ -191,6 +191,14 @@ def test_a_data_dir_is_reopened_only_with_the_nodes_it_holds(tmp_path: Path) -> 
         in fewer.stderr
     )
     assert "start it with --nodes 6, or use another directory" in fewer.stderr
+    # `bhandar web` shapes its cluster with the same options and refuses the same way.
+    from bhandar_cli.cmd.web import web as web_command
+
+    web_app = typer.Typer()
+    web_app.command("web")(web_command)
+    web_app.command("other")(lambda: None)
+    refused = CliRunner().invoke(web_app, ["web", "--data-dir", str(tmp_path), "--nodes", "3", "--port", "0"])
+    assert refused.exit_code == 2 and "--nodes 3 would leave D, E, F in the ring" in refused.stderr
     # With every node it holds, no member is a ghost: every node that owns a range runs, and no
     # hint waits for a node nobody runs.
     import json
