@@ -17,7 +17,6 @@ import json
 import logging
 import math
 import uuid
-from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any, Protocol
 
@@ -26,6 +25,7 @@ from hypercorn.config import Config
 from hypercorn.trio import serve
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
+from bhandar_cli.asgi import Receive, Scope, Send, lifespan
 from bhandar_cli.core.config import KeyspaceDef, NodeConfig, parse_level, parse_ttl
 from bhandar_cli.core.context import BLIND_DELETE_WARNING, decode_context, encode_context
 from bhandar_cli.core.crdt import PNCounter
@@ -75,9 +75,6 @@ STATUS = {
 }
 TIMEOUT = 10.0
 
-Scope = dict[str, Any]
-Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
 Response = tuple[int, bytes, str, list[tuple[bytes, bytes]]]  # status, body, content type, headers
 
 
@@ -110,13 +107,8 @@ class Api:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
-            while True:
-                message = await receive()
-                if message["type"] == "lifespan.startup":
-                    await send({"type": "lifespan.startup.complete"})
-                elif message["type"] == "lifespan.shutdown":
-                    await send({"type": "lifespan.shutdown.complete"})
-                    return
+            await lifespan(receive, send)
+            return
         if scope["type"] != "http":
             return
         try:

@@ -18,7 +18,7 @@ import math
 import mimetypes
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from functools import partial
 from importlib import resources
 from typing import Any
@@ -27,6 +27,7 @@ import trio
 from hypercorn.config import Config
 from hypercorn.trio import serve
 
+from bhandar_cli.asgi import Receive, Scope, Send, lifespan
 from bhandar_cli.repl.session import Reply, Session
 from bhandar_cli.web.state import WebState
 
@@ -36,9 +37,6 @@ PING_S = 15.0  # an SSE comment keeps idle connections (and proxies) open
 MAX_BODY = 65536
 PAGE = "index.html"  # at /; the page's script and style sheet sit next to it in static/
 
-Scope = dict[str, Any]
-Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
 Echo = Callable[[str, list[Reply]], None]
 log = logging.getLogger("bhandar.web")
 
@@ -121,13 +119,8 @@ class WebServer:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
-            while True:
-                message = await receive()
-                if message["type"] == "lifespan.startup":
-                    await send({"type": "lifespan.startup.complete"})
-                elif message["type"] == "lifespan.shutdown":
-                    await send({"type": "lifespan.shutdown.complete"})
-                    return
+            await lifespan(receive, send)
+            return
         if scope["type"] != "http":
             return
         path, method = scope["path"].strip("/"), scope["method"]
