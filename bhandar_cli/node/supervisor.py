@@ -45,8 +45,9 @@ from bhandar_cli.outcomes import ClientError
 DATA_DIR = "data"  # the nodes' data directories, under the cluster directory
 START_TIMEOUT = 30.0
 STOP_TIMEOUT = 5.0
+SHUTDOWN_RPC_TIMEOUT = 3.0
 POLL = 0.05
-TERM_GRACE = 2.0  # after SIGTERM, before SIGKILL
+TERM_GRACE = 4.0  # after SIGTERM, before SIGKILL: a node drains its requests in flight (up to 3 s) first
 KILL_GRACE = 2.0  # after SIGKILL, before a node is reported as not exiting
 STILL_RUNNING = "still running"
 
@@ -281,7 +282,8 @@ async def stop(
     if not pid_alive(entry.pid):
         return "not running"
     with contextlib.suppress(RpcError, trio.TooSlowError):
-        await rpc_once(entry.host, entry.port, "shutdown", 1.0, entry.id, reach)
+        # Room for a TLS handshake on a busy machine: a shutdown that never arrived costs a SIGTERM.
+        await rpc_once(entry.host, entry.port, "shutdown", SHUTDOWN_RPC_TIMEOUT, entry.id, reach)
     if await wait_exit(entry.pid, timeout):
         return "stopped"
     _signal(entry.pid, signal.SIGTERM)
