@@ -20,6 +20,11 @@ Each node in turn goes through these phases, reported live to `progress` as they
   repair per step loads a small machine enough to slow the requests it is meant to protect.
 - serve: it answers requests: PROBES reads through it, whose p99 must be within P99_BOUND_MS,
   retried until SETTLE_TIMEOUT.
+- settle: until twice the request timeout (a forward's deadline) has passed since every peer saw
+  it up. A put forwarded to it while it was away (by a peer that had not yet seen it down) waits
+  that long before its coordinator falls back to another replica; stopping the next node sooner
+  could make that other replica the one being stopped (found by tests/net/test_upgrade.py: 2 of
+  657 writes failed so, "forwarded to B, C, which did not answer in time").
 
 Only then does the next node stop; a node that does not serve again within SETTLE_TIMEOUT stops
 the upgrade (`Unavailable`, naming the phase it did not pass). Backends without a clean stop (the
@@ -44,6 +49,8 @@ SETTLE_TIMEOUT = 60.0  # seconds a restarted node has to rejoin, drain its hints
 PROBES = 20  # reads in one serving probe
 P99_BOUND_MS = 500.0  # a probe's p99 must be within this for the node to count as serving
 PROBE_KEYSPACE = "kv"
+FORWARD_MARGIN = 0.5  # seconds beyond a forward's deadline before the next node stops
+DEFAULT_REQUEST_TIMEOUT = 1.0
 
 Progress = Callable[[dict[str, Any]], None]
 
@@ -172,6 +179,7 @@ class RollingUpgrade:
             self._phase(node, "rejoin")
             while not await self._seen_up(node):
                 await trio.sleep(0.1)
+            forwards_expire = self.backend.now() + FORWARD_MARGIN + 2 * await self._request_timeout(node)
             self._phase(node, "hints")
             while await self._hints_for(node):
                 await trio.sleep(0.1)
@@ -185,8 +193,17 @@ class RollingUpgrade:
                 if p99 is not None and p99 <= P99_BOUND_MS:
                     break
                 await trio.sleep(0.2)
+            if self.backend.now() < forwards_expire:
+                self._phase(node, "settle")
+                await trio.sleep(forwards_expire - self.backend.now())
             row["settled"] = True
         return row
+
+    async def _request_timeout(self, node: str) -> float:
+        """The node's request timeout (its configuration; the default if it does not say)."""
+        info = await self.backend.node_info(node, counts=False)
+        value = info.get("config", {}).get("values", {}).get("request_timeout")
+        return float(value) if isinstance(value, int | float) else DEFAULT_REQUEST_TIMEOUT
 
     async def _seen_up(self, node: str) -> bool:
         backend = self.backend
