@@ -87,7 +87,7 @@ class BigBench:
         import trio
 
         from bhandar_cli.cmd.cluster import open_tcp_client
-        from bhandar_cli.node import supervisor
+        from bhandar_cli.node import clusterfile, supervisor
 
         cluster = await supervisor.up(workdir, nodes, min(3, nodes), 0, 8, 3)
         try:
@@ -102,7 +102,8 @@ class BigBench:
                     finally:
                         self.done = True
         finally:
-            await supervisor.down(cluster)
+            # The file, not `cluster`: a node restarted during the run has a new pid there.
+            await supervisor.down(clusterfile.load(cluster.dir))
         return report
 
     async def _phases(self, client: Any) -> dict[str, Any]:

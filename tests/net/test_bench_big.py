@@ -38,3 +38,20 @@ def test_bench_big_moves_values_at_the_limit_without_a_node_seen_down() -> None:
     for phase in ("baseline", "write", "hinted", "repaired"):
         small = report["small"][phase]
         assert small["count"] > 0 and small["p99_ms"] is not None, (phase, small)
+    # Every node it started is gone, the one it stopped and started again too (it has a new pid).
+    assert _bench_nodes() == [], "bench big left node processes running"
+
+
+def _bench_nodes() -> list[str]:
+    """Command lines of running node processes of a `bench big` cluster."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as f:
+                    cmdline = f.read()
+            except OSError:
+                continue
+            if b"bhandar-bench-big-" in cmdline and b"cmd.node" in cmdline:
+                found.append(cmdline.replace(b"\0", b" ").decode(errors="replace"))
+    return found
