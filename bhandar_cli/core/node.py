@@ -188,7 +188,8 @@ class Node:
         self._ownership = ownership
         self._anti_entropy = anti_entropy
         self._streaming = streaming
-        self._saver = MembershipSaver(store, gossip) if gossip is not None else None
+        # A store older than the life peers remember may reuse that life's dots: write as a new actor.
+        self._saver = MembershipSaver(store, gossip, writes.adopt_actor) if gossip is not None else None
         self._damage = DamageRepair(anti_entropy, metrics)
         self._hash_index = hash_index
         self._expiry = ExpirySweeper(store, keyspaces, metrics)
@@ -242,6 +243,8 @@ class Node:
         if handler is not None:
             return handler(now, src, msg)
         out = liveness.handle(now, src, msg)
+        if self._saver is not None:  # a finished join or leave is kept now: a stop may come next
+            self._saver.save()
         return [] if out is None else self._handoff.peers_back(now, out)
 
     def reconfigure(self, live: LiveConfig) -> NodeConfig:
@@ -274,12 +277,8 @@ class Node:
             out.extend(self._streaming.tick(now))
             out.extend(self._ownership.tick(now))
             self._expiry.tick(now)
-            actor = self._saver.save() if self._saver is not None else None
-            if actor is not None:
-                # The store is an older copy than the life peers remember: that life may have
-                # handed out the dots (and counter entries) this copy would hand out next. Like
-                # a restore from a snapshot, write as a new actor from now on.
-                self._writes.adopt_actor(actor)
+            if self._saver is not None:
+                self._saver.save()
         out.extend(self._anti_entropy.tick(now))
         return out
 

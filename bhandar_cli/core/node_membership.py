@@ -79,16 +79,17 @@ def boot_gossip(
 class MembershipSaver:
     """Persists the gossip membership table when ownership changed, so a restart knows the cluster."""
 
-    def __init__(self, store: Store, gossip: GossipLiveness) -> None:
+    def __init__(self, store: Store, gossip: GossipLiveness, adopt_actor: Callable[[str], None]) -> None:
         self._store = store
         self._gossip = gossip
+        self._adopt_actor = adopt_actor
         self._saved_version = -1
 
-    def save(self) -> str | None:
-        """Returns the actor to write as from now on when peers turned out to know a later life of
-        this node (its store is an older copy: see `Node`), else None."""
+    def save(self) -> None:
+        """Save the table if ownership changed since the last save. When peers turned out to know
+        a later life of this node (its store is an older copy: see `Node`), hand `adopt_actor`
+        the actor to write as from now on."""
         membership = self._gossip.membership
-        actor = None
         if membership.regenerated:
             # Peers knew a later life of this node: the next restart must start above it too.
             membership.regenerated = False
@@ -96,8 +97,9 @@ class MembershipSaver:
             actor = f"{membership.me}~g{generation}"
             self._store.put_meta("generation", generation)
             self._store.put_meta("actor", actor)
+            self._adopt_actor(actor)
         if membership.version == self._saved_version:
-            return actor
+            return
         self._saved_version = membership.version
         self._store.put_meta(
             "members",
@@ -107,7 +109,6 @@ class MembershipSaver:
             ],
         )
         self._store.put_meta("status", membership.mine.status)
-        return actor
 
 
 def saved_members(store: Store, node_id: str) -> list[MemberState]:

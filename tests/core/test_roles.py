@@ -78,7 +78,7 @@ def test_a_restart_remembers_the_saved_members_and_status_with_a_newer_generatio
     ring = Ring.build(["A", "B", "C"], 4)
     view = boot(store, ring)
     assert view.gossip is not None
-    saver = MembershipSaver(store, view.gossip)
+    saver = MembershipSaver(store, view.gossip, lambda actor: None)
     view.set_status("leaving")
     saver.save()
     first = view.mine.generation
@@ -92,7 +92,7 @@ def test_the_membership_table_is_written_only_when_ownership_changed() -> None:
     store = MemoryStore()
     view = boot(store, Ring.build(["A", "B", "C"], 4))
     assert view.gossip is not None
-    saver = MembershipSaver(store, view.gossip)
+    saver = MembershipSaver(store, view.gossip, lambda actor: None)
     saver.save()
     store.put_meta("members", "sentinel")
     view.gossip.tick(1.0)  # a heartbeat is not an ownership change
