@@ -24,8 +24,9 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 import typer
 
-from bhandar_cli.cmd.data import CLUSTER, LEVEL
+from bhandar_cli.cmd.data import LEVEL
 from bhandar_cli.cmd.output import (
+    CLUSTER_OPTION,
     EXIT_FAILED,
     EXIT_USAGE,
     OUTPUT_OPTION,
@@ -162,7 +163,7 @@ def export(
     keyspace: str = KS,
     consistency: str | None = LEVEL,
     window: int = WINDOW,
-    cluster: str | None = CLUSTER,
+    cluster: str | None = CLUSTER_OPTION,
 ) -> None:
     """Write every key of a keyspace to standard output as JSON Lines: its siblings and context, or
     its counter (tombstones left out). A summary goes to standard error."""
@@ -231,7 +232,7 @@ def import_(
     keyspace: str = KS,
     consistency: str | None = LEVEL,
     window: int = WINDOW,
-    cluster: str | None = CLUSTER,
+    cluster: str | None = CLUSTER_OPTION,
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
     """Write JSON Lines from `bhandar export` (on standard input) into a keyspace through the normal

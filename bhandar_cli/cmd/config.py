@@ -12,7 +12,7 @@ from typing import Any
 
 import typer
 
-from bhandar_cli.cmd.output import EXIT_USAGE, OUTPUT_OPTION, OutputFormat, emit_json, fail
+from bhandar_cli.cmd.output import CLUSTER_OPTION, EXIT_USAGE, OUTPUT_OPTION, OutputFormat, emit_json, fail
 
 config_app = typer.Typer(
     help="Show the cluster configuration, or change it one node at a time.",
@@ -20,9 +20,6 @@ config_app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
-CLUSTER = typer.Option(
-    None, "--cluster", metavar="DIR", help="Cluster directory (./.bhandar, $BHANDAR_CLUSTER)."
-)
 
 
 @config_app.command("set")
@@ -32,7 +29,7 @@ def set_(
     window: float = typer.Option(
         2.0, "--window", metavar="SECONDS", help="Health measured before and after each node takes it."
     ),
-    cluster: str | None = CLUSTER,
+    cluster: str | None = CLUSTER_OPTION,
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
     """Roll a new value out node by node: each node's errors, p99 and peers are measured before and
@@ -53,7 +50,7 @@ def set_(
 
 
 @config_app.command("show")
-def show(cluster: str | None = CLUSTER, output: OutputFormat = OUTPUT_OPTION) -> None:
+def show(cluster: str | None = CLUSTER_OPTION, output: OutputFormat = OUTPUT_OPTION) -> None:
     """Each node's configuration version and values, and whether they all agree."""
     _run("config show", output, cluster, lambda c: c.config_show())
 

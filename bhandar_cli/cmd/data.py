@@ -11,11 +11,9 @@ import typer
 
 from bhandar_cli.cmd import oneshot
 from bhandar_cli.cmd.oneshot import DataOutput
+from bhandar_cli.cmd.output import CLUSTER_OPTION
 
 OUTPUT = typer.Option(DataOutput.table, "--output", "-o", help="table, json, or raw (the bare value).")
-CLUSTER = typer.Option(
-    None, "--cluster", metavar="DIR", help="Cluster directory (./.bhandar, $BHANDAR_CLUSTER)."
-)
 LEVEL = typer.Option(None, "--consistency", "-c", metavar="LEVEL", help="ONE, QUORUM (default) or ALL.")
 VIA = typer.Option(
     None,
@@ -43,7 +41,7 @@ def get(
     key: str = typer.Argument(..., metavar="KEY", help="Key."),
     consistency: str | None = LEVEL,
     via: str | None = VIA,
-    cluster: str | None = CLUSTER,
+    cluster: str | None = CLUSTER_OPTION,
     output: DataOutput = OUTPUT,
 ) -> None:
     """Read a key: every sibling and the context to write back with (exit 3 if not found).
@@ -62,7 +60,7 @@ def put(
     context: str = CONTEXT,
     consistency: str | None = LEVEL,
     via: str | None = VIA,
-    cluster: str | None = CLUSTER,
+    cluster: str | None = CLUSTER_OPTION,
     output: DataOutput = OUTPUT,
 ) -> None:
     """Write a value (with the context of a previous get to replace what it read)."""
@@ -75,7 +73,7 @@ def delete(
     context: str = DELETE_CONTEXT,
     consistency: str | None = LEVEL,
     via: str | None = VIA,
-    cluster: str | None = CLUSTER,
+    cluster: str | None = CLUSTER_OPTION,
     output: DataOutput = OUTPUT,
 ) -> None:
     """Delete a key: read it and write a tombstone that replaces what the read found (prints what
@@ -92,7 +90,7 @@ def incr(
     request_id: str | None = typer.Option(None, "--id", help="Request id: a retry with it counts once."),
     consistency: str | None = LEVEL,
     via: str | None = VIA,
-    cluster: str | None = CLUSTER,
+    cluster: str | None = CLUSTER_OPTION,
     output: DataOutput = OUTPUT,
 ) -> None:
     """Add to a PN-counter; prints the new value."""

@@ -10,14 +10,20 @@ from typing import Any
 
 import typer
 
-from bhandar_cli.cmd.output import EXIT_USAGE, OUTPUT_OPTION, OutputFormat, emit_json, exit_code, fail
+from bhandar_cli.cmd.output import (
+    CLUSTER_OPTION,
+    EXIT_USAGE,
+    OUTPUT_OPTION,
+    OutputFormat,
+    emit_json,
+    exit_code,
+    fail,
+)
 
 
 def hot(
     n: int = typer.Argument(10, metavar="[N]", help="How many keys to show (1 to 32)."),
-    cluster: str | None = typer.Option(
-        None, "--cluster", metavar="DIR", help="Cluster directory (./.bhandar, $BHANDAR_CLUSTER)."
-    ),
+    cluster: str | None = CLUSTER_OPTION,
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
     """The N keys with the highest client request rates: rate, share of all requests, replicas,

@@ -12,7 +12,15 @@ from typing import Any
 
 import typer
 
-from bhandar_cli.cmd.output import EXIT_USAGE, OUTPUT_OPTION, OutputFormat, emit_json, exit_code, fail
+from bhandar_cli.cmd.output import (
+    CLUSTER_OPTION,
+    EXIT_USAGE,
+    OUTPUT_OPTION,
+    OutputFormat,
+    emit_json,
+    exit_code,
+    fail,
+)
 
 keyspace_app = typer.Typer(
     help="Create and list keyspaces (a keyspace must be created before it is used).",
@@ -20,9 +28,6 @@ keyspace_app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
-CLUSTER = typer.Option(
-    None, "--cluster", metavar="DIR", help="Cluster directory (./.bhandar, $BHANDAR_CLUSTER)."
-)
 
 
 @keyspace_app.command("create")
@@ -43,7 +48,7 @@ def create(
         metavar="TTL",
         help="Values expire this long after their write: 60s, 5m, 2h, 1d (policy lww only; default never).",
     ),
-    cluster: str | None = CLUSTER,
+    cluster: str | None = CLUSTER_OPTION,
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
     """Create a keyspace (exit 0 too when an identical one exists)."""
@@ -51,7 +56,7 @@ def create(
 
 
 @keyspace_app.command("list")
-def list_(cluster: str | None = CLUSTER, output: OutputFormat = OUTPUT_OPTION) -> None:
+def list_(cluster: str | None = CLUSTER_OPTION, output: OutputFormat = OUTPUT_OPTION) -> None:
     """List every keyspace with its policy, replication factor, quorum mode and ttl."""
     _run("keyspace", output, cluster, lambda c: c.keyspace_list())
 

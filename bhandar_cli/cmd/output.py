@@ -1,7 +1,7 @@
 """Output conventions shared by every command: `-o table|json|raw`, errors to stderr, exit codes.
 
 Exit codes (the man page's EXIT STATUS): 0 success, 1 operation failed, 2 usage error, 3 key not found.
-Nothing here imports typer until `OUTPUT_OPTION` is asked for: one-shot data commands
+Nothing here imports typer until `OUTPUT_OPTION` or `CLUSTER_OPTION` is asked for: one-shot data commands
 (cmd/oneshot.py) use these conventions without typer.
 """
 
@@ -26,14 +26,20 @@ class OutputFormat(StrEnum):
 
 
 def __getattr__(name: str) -> Any:
-    """`OUTPUT_OPTION`, the `-o table|json` option of typer commands, made on first use."""
-    if name != "OUTPUT_OPTION":
+    """`OUTPUT_OPTION` (`-o table|json`) and `CLUSTER_OPTION` (`--cluster DIR`), the options
+    typer commands share, made on first use."""
+    if name not in ("OUTPUT_OPTION", "CLUSTER_OPTION"):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     import typer
 
-    option = typer.Option(
-        OutputFormat.table, "--output", "-o", help="table (rich on a terminal, plain when piped) or json."
-    )
+    if name == "OUTPUT_OPTION":
+        option = typer.Option(
+            OutputFormat.table, "--output", "-o", help="table (rich on a terminal, plain when piped) or json."
+        )
+    else:
+        option = typer.Option(
+            None, "--cluster", metavar="DIR", help="Cluster directory (./.bhandar, $BHANDAR_CLUSTER)."
+        )
     globals()[name] = option
     return option
 

@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 import typer
 
-from bhandar_cli.cmd.data import CLUSTER, LEVEL
-from bhandar_cli.cmd.output import EXIT_FAILED, EXIT_USAGE, fail
+from bhandar_cli.cmd.data import LEVEL
+from bhandar_cli.cmd.output import CLUSTER_OPTION, EXIT_FAILED, EXIT_USAGE, fail
 
 if TYPE_CHECKING:
     from bhandar_cli.client import Client
@@ -282,7 +282,7 @@ def pipe(
     ),
     consistency: str | None = LEVEL,
     window: int = WINDOW,
-    cluster: str | None = CLUSTER,
+    cluster: str | None = CLUSTER_OPTION,
 ) -> None:
     """Run data commands from standard input, one per line, many in flight over one client: one JSON
     result per command on standard output (exit 1 if any failed)."""
