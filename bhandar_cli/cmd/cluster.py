@@ -264,9 +264,12 @@ def down(directory: str | None = DIR_OPTION, output: OutputFormat = OUTPUT_OPTIO
         fail(f"{', '.join(running)} did not exit, even after SIGKILL", EXIT_FAILED)
 
 
-def _fault(
+def on_cluster(
     cmd: str, output: OutputFormat, directory: str | None, action: Callable[[Any], Awaitable[Any]]
-) -> None:
+) -> Any | None:
+    """Run `action` on a client of the running cluster of `directory`: its reply, or None once it
+    is printed as JSON (`-o json`); a failure is one line and its exit code (run_async)."""
+
     async def body() -> Any:
         async with open_tcp_client(directory) as client:
             return await action(client)
@@ -274,6 +277,15 @@ def _fault(
     data = run_async(cmd, output, body)
     if output is OutputFormat.json:
         emit_json(data)
+        return None
+    return data
+
+
+def _fault(
+    cmd: str, output: OutputFormat, directory: str | None, action: Callable[[Any], Awaitable[Any]]
+) -> None:
+    data = on_cluster(cmd, output, directory, action)
+    if data is None:
         return
     details: dict[str, Callable[[dict[str, Any]], str]] = {
         "kill": lambda d: f"killed {d['node']}" if d["changed"] else f"{d['node']} was not running",
@@ -357,15 +369,13 @@ def add(
 ) -> None:
     """Start a new node that joins the running cluster; waits until it owns its ranges."""
 
-    async def body() -> Any:
-        from bhandar_cli.node.growth import next_free_name
+    from bhandar_cli.node.growth import next_free_name
 
-        async with open_tcp_client(directory) as client:
-            return await client.add(node or next_free_name(client.backend.cluster), zone)
+    def join(client: Any) -> Awaitable[Any]:
+        return client.add(node or next_free_name(client.backend.cluster), zone)  # type: ignore[no-any-return]
 
-    data = run_async("add", output, body)
-    if output is OutputFormat.json:
-        emit_json(data)
+    data = on_cluster("add", output, directory, join)
+    if data is None:
         return
     _print(
         f"added {data['node']} (zone {data['zone']}): {data['keys_streamed']} keys streamed "

@@ -12,7 +12,7 @@ from typing import Any
 
 import typer
 
-from bhandar_cli.cmd.output import CLUSTER_OPTION, EXIT_USAGE, OUTPUT_OPTION, OutputFormat, emit_json, fail
+from bhandar_cli.cmd.output import CLUSTER_OPTION, EXIT_USAGE, OUTPUT_OPTION, OutputFormat, fail
 
 config_app = typer.Typer(
     help="Show the cluster configuration, or change it one node at a time.",
@@ -56,15 +56,9 @@ def show(cluster: str | None = CLUSTER_OPTION, output: OutputFormat = OUTPUT_OPT
 
 
 def _run(cmd: str, output: OutputFormat, cluster: str | None, action: Any) -> None:
-    from bhandar_cli.cmd.cluster import _print, open_tcp_client, run_async
+    from bhandar_cli.cmd.cluster import _print, on_cluster
     from bhandar_cli.repl.views_ops import render_config
 
-    async def body() -> Any:
-        async with open_tcp_client(cluster) as client:
-            return await action(client)
-
-    data = run_async(cmd, output, body)
-    if output is OutputFormat.json:
-        emit_json(data)
-        return
-    _print(render_config(data))
+    data = on_cluster(cmd, output, cluster, action)
+    if data is not None:
+        _print(render_config(data))
