@@ -11,6 +11,7 @@ is raised as `ClientError` with a stable `code`.
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any, Protocol
 
 from bhandar_cli.client_ops import ClusterOps
@@ -89,17 +90,8 @@ class Client(DataClient, ClusterViews, ClusterOps):
         result = await self._call(via, KeyspaceRequest(self.backend.new_rid(), definition))
         assert isinstance(result, KeyspaceResult)
         await self._schema_agreed(via, name)
-        d = result.definition
-        return {
-            "cmd": "keyspace",
-            "ok": True,
-            "name": d.name,
-            "policy": d.policy,
-            "n": d.n,
-            "quorum": d.quorum,
-            "ttl": d.ttl,
-            "created": result.created,
-        }
+        # The definition as `keyspace list` shows it (core/views.py), and whether it is new.
+        return {"cmd": "keyspace", "ok": True, **asdict(result.definition), "created": result.created}
 
     async def _schema_agreed(self, via: str, name: str) -> None:
         """Wait (at most the request timeout) until every live node `via` can reach knows keyspace

@@ -17,6 +17,7 @@ import json
 import logging
 import math
 import uuid
+from dataclasses import asdict
 from functools import partial
 from typing import Any, Protocol
 
@@ -289,15 +290,7 @@ class Api:
             raise BadInput('"ttl" must be a number of seconds or a duration such as "60s"')
         result = await self.call(KeyspaceRequest(0, KeyspaceDef(name, policy, n, quorum, ttl)))
         assert isinstance(result, KeyspaceResult)
-        d = result.definition
-        out = {
-            "name": d.name,
-            "policy": d.policy,
-            "n": d.n,
-            "quorum": d.quorum,
-            "ttl": d.ttl,
-            "created": result.created,
-        }
+        out = {**asdict(result.definition), "created": result.created}  # the shape `keyspaces` lists
         return 201 if result.created else 200, _json(out), "application/json", []
 
 
