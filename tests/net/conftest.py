@@ -86,6 +86,16 @@ def fresh_cluster(tmp_path: Path) -> Iterator[ClusterFile]:
 
 
 @pytest.fixture
+def small_cluster(tmp_path: Path) -> Iterator[ClusterFile]:
+    """A 3-node cluster of the test's own (an import target, a configuration to roll out)."""
+    directory = tmp_path / "small"
+    try:
+        yield start_cluster(directory, nodes=3)
+    finally:
+        kill_all(directory)
+
+
+@pytest.fixture
 def fresh_cluster_v1(tmp_path: Path) -> Iterator[ClusterFile]:
     """As `fresh_cluster`, with every node speaking wire protocol 1 (`node run --protocol 1`)."""
     directory = tmp_path / "cluster"
@@ -96,9 +106,10 @@ def fresh_cluster_v1(tmp_path: Path) -> Iterator[ClusterFile]:
 
 
 def run_cli(
-    *args: str, stdin: bytes | None = None, env: dict[str, str] | None = None
+    *args: str, stdin: bytes | None = None, env: dict[str, str] | None = None, timeout: float = 60
 ) -> subprocess.CompletedProcess[bytes]:
-    """`bhandar ARGS` as a subprocess (the installed package, never the current directory)."""
+    """`bhandar ARGS` as a subprocess (the installed package, never the current directory); a
+    command that starts a cluster of its own (bench repair, bench big) needs a longer timeout."""
     full_env = {k: v for k, v in os.environ.items() if k != "BHANDAR_CLUSTER"}
     full_env.update(env or {})
     return subprocess.run(
@@ -107,7 +118,7 @@ def run_cli(
         capture_output=True,
         cwd=REPO,
         env=full_env,
-        timeout=60,
+        timeout=timeout,
     )
 
 

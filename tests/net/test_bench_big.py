@@ -8,25 +8,15 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 from bhandar_cli.core.limits import MAX_VALUE_BYTES
 
-from .conftest import REPO
+from .conftest import run_cli
 
 
 def test_bench_big_moves_values_at_the_limit_without_a_node_seen_down() -> None:
-    # Its own subprocess call: the run starts and stops a 4-process cluster.
-    env = {k: v for k, v in os.environ.items() if k != "BHANDAR_CLUSTER"}
-    args = ["bench", "big", "--big", "4", "--seconds", "1", "-o", "json"]
-    proc = subprocess.run(
-        [sys.executable, "-P", "-m", "bhandar_cli", *args],
-        capture_output=True,
-        cwd=REPO,
-        env=env,
-        timeout=600,
-    )
+    # The run starts and stops a 4-process cluster of its own.
+    proc = run_cli("bench", "big", "--big", "4", "--seconds", "1", "-o", "json", timeout=600)
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     assert report["cmd"] == "bench big" and report["ok"] is True, report

@@ -6,25 +6,15 @@ Only the shape and sanity of the figures are checked: benchmarks are commands, n
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
-from .conftest import REPO, run_cli
+from .conftest import run_cli
 
 
 def test_bench_repair_converges_and_reports_both_times() -> None:
-    # Its own subprocess call: the run starts and stops a 5-process cluster, longer than run_cli allows.
-    env = {k: v for k, v in os.environ.items() if k != "BHANDAR_CLUSTER"}
-    proc = subprocess.run(
-        [sys.executable, "-P", "-m", "bhandar_cli", "bench", "repair", "--keys", "200", "-o", "json"],
-        capture_output=True,
-        cwd=REPO,
-        env=env,
-        timeout=600,
-    )
+    # The run starts and stops a 5-process cluster of its own.
+    proc = run_cli("bench", "repair", "--keys", "200", "-o", "json", timeout=600)
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     assert report["cmd"] == "bench repair" and report["ok"] is True and report["converged"] is True

@@ -5,25 +5,11 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
-
-import pytest
 
 from bhandar_cli.node.clusterfile import ClusterFile
 
-from .conftest import kill_all, run_cli, start_cluster
-
-
-@pytest.fixture
-def target_cluster(tmp_path: Path) -> Iterator[ClusterFile]:
-    """A fresh 3-node cluster to import into."""
-    directory = tmp_path / "target"
-    try:
-        yield start_cluster(directory, nodes=3)
-    finally:
-        kill_all(directory)
+from .conftest import run_cli
 
 
 def ok(*args: str, stdin: bytes | None = None) -> bytes:
@@ -51,7 +37,7 @@ def read_back(cluster: ClusterFile, keyspace: str, keys: list[str]) -> dict[str,
 
 
 def test_a_keyspace_with_siblings_and_counters_round_trips(
-    shared_cluster: ClusterFile, target_cluster: ClusterFile
+    shared_cluster: ClusterFile, small_cluster: ClusterFile
 ) -> None:
     ks, cs = f"b{uuid.uuid4().hex[:8]}", f"c{uuid.uuid4().hex[:8]}"
     pipe(shared_cluster, [f"keyspace create {ks}", f"keyspace create {cs} policy=counter"])
@@ -77,16 +63,16 @@ def test_a_keyspace_with_siblings_and_counters_round_trips(
     assert sorted(by_key) == sorted(all_keys)  # the tombstoned key is left out
     assert all(len(by_key[f"cart{j}"]["siblings"]) == 3 for j in range(5))
 
-    summary = json.loads(ok("import", ks, "--cluster", target_cluster.dir, "-o", "json", stdin=dump))
+    summary = json.loads(ok("import", ks, "--cluster", small_cluster.dir, "-o", "json", stdin=dump))
     assert (summary["ok"], summary["keys"], summary["failed"]) == (True, len(all_keys), 0)
     assert summary["siblings"] == 40 + 15 + 1
-    ok("import", cs, "--cluster", target_cluster.dir, stdin=counters)
+    ok("import", cs, "--cluster", small_cluster.dir, stdin=counters)
 
-    assert read_back(target_cluster, ks, all_keys) == read_back(shared_cluster, ks, all_keys)
+    assert read_back(small_cluster, ks, all_keys) == read_back(shared_cluster, ks, all_keys)
     counter_keys = [f"n{j}" for j in range(10)]
-    assert read_back(target_cluster, cs, counter_keys) == {f"n{j}": [str(3 * (j + 1))] for j in range(10)}
+    assert read_back(small_cluster, cs, counter_keys) == {f"n{j}": [str(3 * (j + 1))] for j in range(10)}
     again = [
-        json.loads(line) for line in ok("export", ks, "--cluster", target_cluster.dir).decode().splitlines()
+        json.loads(line) for line in ok("export", ks, "--cluster", small_cluster.dir).decode().splitlines()
     ]
     assert again[0] == exported[0]
     assert {line["key"]: sorted(map(json.dumps, line["siblings"])) for line in again[1:]} == {

@@ -5,24 +5,11 @@ cluster file keeps it and a restarted node comes back with it."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
-
-import pytest
 
 from bhandar_cli.node import clusterfile
 from bhandar_cli.node.clusterfile import ClusterFile
-from tests.net.conftest import kill_all, run_cli, start_cluster
-
-
-@pytest.fixture
-def three_nodes(tmp_path: Path) -> Iterator[ClusterFile]:
-    directory = tmp_path / "cluster"
-    try:
-        yield start_cluster(directory, nodes=3)
-    finally:
-        kill_all(directory)
+from tests.net.conftest import run_cli
 
 
 def show(cluster: ClusterFile) -> dict[str, Any]:
@@ -31,8 +18,8 @@ def show(cluster: ClusterFile) -> dict[str, Any]:
     return json.loads(proc.stdout)  # type: ignore[no-any-return]
 
 
-def test_a_bad_value_is_rolled_back_and_a_good_one_reaches_every_node(three_nodes: ClusterFile) -> None:
-    cluster = three_nodes
+def test_a_bad_value_is_rolled_back_and_a_good_one_reaches_every_node(small_cluster: ClusterFile) -> None:
+    cluster = small_cluster
     assert show(cluster)["version"] == 0
 
     # A timeout shorter than any round trip between two processes: every QUORUM read through the
