@@ -60,7 +60,7 @@ class FrameConn:
         """The other end's "host:port", whatever the stream is layered on (TLS over TCP). Read
         once: the peer gate names it with every message, and a syscall per message showed."""
         stream: Any = self.stream
-        while isinstance(stream, trio.SSLStream):
+        while hasattr(stream, "transport_stream"):  # TlsStream, trio.SSLStream
             stream = stream.transport_stream
         try:
             host, port = stream.socket.getpeername()[:2]
