@@ -91,6 +91,40 @@ class TlsStream(trio.abc.Stream):
             raise self._break(exc) from exc
         await self._flush()
 
+    def send_nowait(self, data: bytes | bytearray | memoryview) -> bool:
+        """Encrypt `data` and write it to the socket if that needs no wait: True if it all went,
+        False if some is left for `flush` (the kernel's buffer is full, another task is writing,
+        or the transport is no socket). What a write costs when the peer keeps up: no await, no
+        timer (frames.py `send_within` arms one only when this returns False)."""
+        self._check()
+        try:
+            self._ssl.write(data)
+        except ssl.SSLError as exc:
+            raise self._break(exc) from exc
+        sock, out = self._sock, self._out
+        if sock is None or self._flushing:
+            return False
+        fd = sock.fileno()
+        if fd < 0:
+            raise trio.ClosedResourceError("the socket was closed")
+        pending = out.read()
+        try:
+            sent = os.write(fd, pending)
+        except BlockingIOError:
+            sent = 0
+        except OSError as exc:
+            self._broken = exc
+            raise _stream_error(exc) from exc
+        if sent == len(pending):
+            return True
+        out.write(pending[sent:])  # the BIO was emptied above: the unsent tail is first again
+        return False
+
+    async def flush(self) -> None:
+        """Write what `send_nowait` left (waits while the socket is full)."""
+        self._check()
+        await self._flush()
+
     async def receive_some(self, max_bytes: int | None = None) -> bytes:
         size = RECEIVE_SIZE if max_bytes is None else max_bytes
         while True:
@@ -183,13 +217,13 @@ class TlsStream(trio.abc.Stream):
     async def _read(self) -> bytes:
         """The next bytes of the transport (b"" at its end).
 
-        On a socket this is `recv` until it would block, then a wait for readability: what
+        On a socket this is a read until it would block, then a wait for readability: what
         `trio.SocketStream.receive_some` does without its layers of context managers. A read
         that found data still goes through the scheduler once (as trio's does), so a task that
         always has bytes waiting cannot starve the others."""
         sock = self._sock
         if sock is None:
-            return await self.transport_stream.receive_some(RECEIVE_SIZE)
+            return bytes(await self.transport_stream.receive_some(RECEIVE_SIZE))
         while True:
             fd = sock.fileno()
             if fd < 0:

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from functools import partial
+from typing import Any
 
 import pytest
 import trio
 
-from bhandar_cli.node import pki
+from bhandar_cli.node import frames, pki
+from bhandar_cli.node.frames import send_within
 from bhandar_cli.node.tls_record import TlsStream
 from bhandar_cli.node.tls_streams import HandshakeError, client_ctx, handshake, open_stream, server_ctx
 
@@ -17,13 +20,13 @@ Handler = Callable[[TlsStream], Awaitable[None]]
 Certs = tuple[pki.NodeTls, pki.NodeTls]
 
 
-def in_trio(test: Callable[[Certs], Awaitable[None]]) -> Callable[[Certs], None]:
+def in_trio(test: Callable[..., Awaitable[None]]) -> Callable[..., None]:
     """Run an async test body under trio (the suite runs trio itself, with no plugin)."""
 
-    def run(certs: Certs) -> None:
-        trio.run(test, certs)
+    @functools.wraps(test)  # pytest reads the fixtures it needs from the wrapped signature
+    def run(**fixtures: Any) -> None:
+        trio.run(partial(test, **fixtures))
 
-    run.__name__ = test.__name__
     return run
 
 
@@ -170,3 +173,48 @@ def test_renegotiation_is_off_in_every_context(certs: Certs) -> None:
     a, _ = certs
     for ctx in (server_ctx(a), client_ctx(a.ca_cert, None), client_ctx(a.ca_cert, a, False)):
         assert ctx.options & ssl.OP_NO_RENEGOTIATION
+
+
+@in_trio
+async def test_send_within_writes_at_once_or_flushes_the_rest_in_order(certs: Certs) -> None:
+    """Frames written without waiting (send_nowait) and a big write the kernel takes only in part
+    (the rest flushed under the timer) arrive whole and in order."""
+    a, _ = certs
+    async with server(a, echo) as (port, errors):
+        client = await connect(port, a)
+        small = [bytes([i]) * 300 for i in range(50)]
+        big = bytes(i % 253 for i in range(4 << 20))  # beyond the socket buffers: a partial write
+        assert client.send_nowait(small[0])  # an idle connection takes a small write at once
+        expected = b"".join(small) + big + b"end"
+
+        async def write() -> None:
+            for frame in small[1:]:
+                await send_within(client, frame)
+            await send_within(client, big)
+            await send_within(client, b"end")
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(write)
+            assert await read_exactly(client, len(expected)) == expected
+        await client.aclose()
+    assert errors == []
+
+
+@in_trio
+async def test_send_within_gives_up_on_a_peer_that_does_not_read(
+    certs: Certs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, _ = certs
+    monkeypatch.setattr(frames, "SEND_TIMEOUT", 0.3)
+    never_read = trio.Event()
+
+    async def do_not_read(stream: TlsStream) -> None:
+        await never_read.wait()
+
+    async with server(a, do_not_read) as (port, _):
+        client = await connect(port, a)
+        with pytest.raises(trio.TooSlowError):
+            for _ in range(1000):  # 64 MiB at most: the buffers fill long before
+                await send_within(client, b"x" * (64 << 10))
+        await client.aclose()
+        never_read.set()
