@@ -20,6 +20,8 @@ engine states.
 
 from __future__ import annotations
 
+from typing import Any
+
 import trio
 
 from bhandar_cli.host.executor import NodeHost, PendingSync
@@ -42,7 +44,7 @@ class NodeRunner:
         self._scope: trio.CancelScope | None = None
         self._done = trio.Event()
         self._done.set()  # no life running
-        self._wakeup = trio.Event()
+        self._parked: trio.lowlevel.Task | None = None  # the stepping loop, while it waits
         self._in_flight = False  # a sync is on the sync thread
         self._landed: trio.Event | None = None  # set when it ends, if the life's end waits for it
         self._alarm_scope = trio.CancelScope()  # the deadline that wakes the loop (`_alarm`)
@@ -89,7 +91,17 @@ class NodeRunner:
         await self._done.wait()
 
     def _wake(self) -> None:
-        self._wakeup.set()
+        """An input arrived or the deadline passed: the loop steps if it waits. A wake while it
+        does not wait is not kept: the loop checks `ready` before it waits, which sees the input
+        or the deadline. (A parked task rather than a trio.Event made per wait: one per step.)"""
+        task = self._parked
+        if task is not None:
+            self._parked = None
+            trio.lowlevel.reschedule(task)
+
+    def _unpark(self, _: Any) -> trio.lowlevel.Abort:
+        self._parked = None  # cancelled while waiting (the life ends)
+        return trio.lowlevel.Abort.SUCCEEDED
 
     async def _serve(self, jobs: trio.Nursery) -> None:
         host = self.host
@@ -103,8 +115,8 @@ class NodeRunner:
                     deadline, alarm = host.next_deadline(), self._alarm_scope
                     if deadline < alarm.deadline:
                         alarm.deadline = deadline
-                    await self._wakeup.wait()
-                    self._wakeup = trio.Event()
+                    self._parked = trio.lowlevel.current_task()
+                    await trio.lowlevel.wait_task_rescheduled(self._unpark)
                     continue
                 try:
                     host.step(now)
