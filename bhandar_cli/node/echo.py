@@ -29,14 +29,18 @@ from bhandar_cli.node.codec import ProtocolError
 from bhandar_cli.node.frames import FrameConn, Outbox, wire_frame
 from bhandar_cli.node.pki import NodeTls, server_context
 from bhandar_cli.node.rpc import open_rpc
+from bhandar_cli.node.tls_record import TlsStream, no_renegotiation
 
 START_TIMEOUT = 10.0
 
 
 async def _echo(tls: ssl.SSLContext | None, raw: trio.SocketStream) -> None:
-    stream: trio.abc.Stream = raw if tls is None else trio.SSLStream(raw, tls, server_side=True)
+    # The nodes' own TLS stream (tls_record.py), as a node's listener uses it.
+    stream: trio.abc.Stream = raw if tls is None else TlsStream(raw, tls, server_side=True)
     conn, out = FrameConn(stream), Outbox(stream)
     try:
+        if isinstance(stream, TlsStream):
+            await stream.do_handshake()
         async with trio.open_nursery() as nursery:
             nursery.start_soon(out.run)
             if await conn.receive() is not None:  # the hello
@@ -63,7 +67,7 @@ async def serve_echo(
     tls_dir: str | None = None,
     task_status: Any = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    tls = server_context(NodeTls.in_dir(tls_dir)) if tls_dir else None
+    tls = no_renegotiation(server_context(NodeTls.in_dir(tls_dir))) if tls_dir else None
     async with trio.open_nursery() as nursery:
         listeners = await nursery.start(partial(trio.serve_tcp, partial(_echo, tls), port, host=host))
         task_status.started(listeners[0].socket.getsockname()[1])

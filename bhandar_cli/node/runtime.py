@@ -3,9 +3,11 @@
 `NodeRunner.run` is one life of a node, a cancel scope inside the nursery of whoever runs the
 node (the in-process cluster, or a node process). It boots the node, then steps it whenever it is
 ready (an input arrived or a deadline passed). Without `offload` it runs the sync a step needs
-inline, at once; with `offload` a task of its own runs the syncs one after another on the node's
-sync thread (sync_worker.py) while the node goes on stepping, so the steps handled during one
-sync share the next (pipelined group commit, see the executor). The store's background jobs
+inline, at once; with `offload` the syncs run one after another on the node's sync thread
+(sync_worker.py) while the node goes on stepping, so the steps handled during one sync share the
+next (pipelined group commit, see the executor): a step that leaves a sync wanted hands it to the
+thread if none runs, and the end of each sync (a callback on trio's thread) sends its effects and
+hands over the next. The store's background jobs
 (flush, compaction) run in a nursery of its own. `kill` ends the life at once; `stopped` waits
 until its tasks are gone, so two lives never share the store. Nothing inside a node escapes
 `run`: a failed boot, a failed background job or a bug becomes a crash of that node
@@ -18,9 +20,11 @@ engine states.
 
 from __future__ import annotations
 
+from typing import Any
+
 import trio
 
-from bhandar_cli.host.executor import NodeHost
+from bhandar_cli.host.executor import NodeHost, PendingSync
 from bhandar_cli.node.sync_worker import SyncWorker
 from bhandar_cli.storage.errors import StorageError
 from bhandar_cli.storage.jobs import BackgroundJob
@@ -40,8 +44,10 @@ class NodeRunner:
         self._scope: trio.CancelScope | None = None
         self._done = trio.Event()
         self._done.set()  # no life running
-        self._wakeup = trio.Event()
-        self._sync_wanted = trio.Event()  # a step left durable effects waiting for a sync
+        self._parked: trio.lowlevel.Task | None = None  # the stepping loop, while it waits
+        self._in_flight = False  # a sync is on the sync thread
+        self._landed: trio.Event | None = None  # set when it ends, if the life's end waits for it
+        self._alarm_scope = trio.CancelScope()  # the deadline that wakes the loop (`_alarm`)
 
     @property
     def running(self) -> bool:
@@ -85,21 +91,32 @@ class NodeRunner:
         await self._done.wait()
 
     def _wake(self) -> None:
-        self._wakeup.set()
+        """An input arrived or the deadline passed: the loop steps if it waits. A wake while it
+        does not wait is not kept: the loop checks `ready` before it waits, which sees the input
+        or the deadline. (A parked task rather than a trio.Event made per wait: one per step.)"""
+        task = self._parked
+        if task is not None:
+            self._parked = None
+            trio.lowlevel.reschedule(task)
+
+    def _unpark(self, _: Any) -> trio.lowlevel.Abort:
+        self._parked = None  # cancelled while waiting (the life ends)
+        return trio.lowlevel.Abort.SUCCEEDED
 
     async def _serve(self, jobs: trio.Nursery) -> None:
         host = self.host
         worker = SyncWorker(host.name) if self.offload else None
-        if worker is not None:
-            jobs.start_soon(self._sync_in_worker, worker)
+        self._in_flight, self._landed = False, None
+        await jobs.start(self._alarm)
         try:
             while host.alive:
                 now = trio.current_time()
                 if not host.ready(now):
-                    deadline = host.next_deadline()
-                    with trio.move_on_at(deadline):
-                        await self._wakeup.wait()
-                    self._wakeup = trio.Event()
+                    deadline, alarm = host.next_deadline(), self._alarm_scope
+                    if deadline < alarm.deadline:
+                        alarm.deadline = deadline
+                    self._parked = trio.lowlevel.current_task()
+                    await trio.lowlevel.wait_task_rescheduled(self._unpark)
                     continue
                 try:
                     host.step(now)
@@ -108,7 +125,7 @@ class NodeRunner:
                             sync.fsync()
                             host.end_sync(sync)
                     elif host.wants_sync:
-                        self._sync_wanted.set()
+                        self._hand_sync(worker)
                 except Exception as exc:  # a bug, or a store that failed: this node's crash alone
                     host.crash(exc)
                     return
@@ -122,28 +139,70 @@ class NodeRunner:
                     await trio.lowlevel.checkpoint()
         finally:
             if worker is not None:
+                if self._in_flight:
+                    # The life ends only once its fsync has: that fsync holds the WAL.
+                    self._landed = trio.Event()
+                    with trio.CancelScope(shield=True):
+                        await self._landed.wait()
                 worker.close()
 
-    async def _sync_in_worker(self, worker: SyncWorker) -> None:
-        """Run the syncs the steps ask for, one at a time, on the worker thread."""
-        host = self.host
-        life = host.generation
+    async def _alarm(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Wake the stepping loop when the node's next deadline passes. The loop waits for its
+        wake-up with no timer of its own (a cancel scope per wait was a visible cost of every
+        step): before it waits it moves this task's deadline earlier if the node's is earlier.
+        Once fired, the deadline is gone until the loop sets one again; a deadline that moved
+        later meanwhile (its timer was handled) at worst wakes the loop once for nothing."""
+        with trio.CancelScope() as self._alarm_scope:
+            task_status.started()
+            await trio.sleep_forever()
         while True:
-            try:
-                sync = host.begin_sync()
-                if sync is None:
-                    await self._sync_wanted.wait()
-                    self._sync_wanted = trio.Event()
-                    continue
-                with trio.CancelScope(shield=True):  # a kill waits for the fsync: it holds the WAL
-                    await worker.run(sync.fsync)
-            except Exception as exc:  # a failed fsync: the store is in doubt
-                if host.generation == life and host.alive:
-                    host.crash(exc, "failed to sync its store")
-                if self._scope is not None:
-                    self._scope.cancel()
+            self._wake()
+            with trio.CancelScope() as self._alarm_scope:
+                await trio.sleep_forever()
+
+    def _hand_sync(self, worker: SyncWorker) -> None:
+        """Hand the sync the steps wait for to the worker thread, unless one runs there."""
+        if self._in_flight:
+            return  # its end hands over the next
+        host = self.host
+        try:
+            sync = host.begin_sync()
+        except Exception as exc:  # the store failed: this node's crash alone
+            self._failed(exc, "failed to sync its store")
+            return
+        if sync is None:
+            return
+        self._in_flight = True
+        life = host.generation
+        worker.submit(sync.fsync, lambda error: self._synced(worker, sync, life, error))
+
+    def _synced(self, worker: SyncWorker, sync: PendingSync, life: int, error: BaseException | None) -> None:
+        """A sync ended (a callback on trio's thread: it must not raise): its effects go out, and
+        the next sync, if steps meanwhile left one wanted, goes to the thread."""
+        self._in_flight = False
+        host = self.host
+        try:
+            if host.generation != life or not host.alive:
+                return  # killed meanwhile: what waited for this sync never goes out
+            if error is not None:  # a failed fsync: the store is in doubt
+                self._failed(error, "failed to sync its store")
                 return
-            host.end_sync(sync)
+            try:
+                host.end_sync(sync)
+            except Exception as exc:
+                self._failed(exc, "failed sending what a sync made durable")
+                return
+            if host.wants_sync:
+                self._hand_sync(worker)
+        finally:
+            if self._landed is not None and not self._in_flight:
+                self._landed.set()
+
+    def _failed(self, exc: BaseException, what: str) -> None:
+        if self.host.alive:
+            self.host.crash(exc, what)
+        if self._scope is not None:
+            self._scope.cancel()
 
     async def _run_job(self, job: BackgroundJob) -> None:
         """Build the job's output (in a worker thread with `offload`), then install it here. `finish`

@@ -1,6 +1,7 @@
 """TLS on trio streams: opening a verified client connection, accepting a server-side one.
 
-The certificates and contexts themselves are node/pki.py's; this module puts them on streams,
+The certificates and contexts themselves are node/pki.py's; this module puts them on streams
+(tls_record.py's `TlsStream`),
 with the handshake under a deadline (a peer that connects and never speaks must not hold a
 listener's task), and turns a failed handshake into one `HandshakeError` that says why. Contexts
 are built once per set of files: loading a CA and a key costs more than a handshake.
@@ -16,6 +17,7 @@ from typing import Any
 import trio
 
 from bhandar_cli.node.pki import NodeTls, client_context, server_context
+from bhandar_cli.node.tls_record import TlsStream, no_renegotiation
 
 
 class HandshakeError(Exception):
@@ -25,14 +27,14 @@ class HandshakeError(Exception):
 
 @functools.lru_cache(maxsize=16)
 def server_ctx(files: NodeTls) -> ssl.SSLContext:
-    return server_context(files)
+    return no_renegotiation(server_context(files))
 
 
 @functools.lru_cache(maxsize=16)
 def client_ctx(ca_cert: Path, identity: NodeTls | None = None, by_name: bool = True) -> ssl.SSLContext:
     """A client context; `by_name=False` checks the chain only, for a seed known by its address
     before anyone knows its node id (the caller reads the id from the certificate)."""
-    ctx = client_context(ca_cert, identity)
+    ctx = no_renegotiation(client_context(ca_cert, identity))
     if not by_name:
         ctx.check_hostname = False  # verify_mode stays CERT_REQUIRED: the chain is still checked
     return ctx
@@ -47,7 +49,7 @@ def _reason(exc: BaseException) -> str:
     return str(cause or exc) or "the connection closed during the handshake"
 
 
-async def handshake(stream: trio.SSLStream[Any], timeout: float) -> None:
+async def handshake(stream: TlsStream | trio.SSLStream[Any], timeout: float) -> None:
     """Complete the handshake within `timeout` seconds; raises HandshakeError or TooSlowError."""
     with trio.fail_after(timeout):
         try:
@@ -70,7 +72,7 @@ async def open_stream(
         tcp = await trio.open_tcp_stream(host, port)
         if ctx is None:
             return tcp
-        tls = trio.SSLStream(tcp, ctx, server_hostname=server_name)
+        tls = TlsStream(tcp, ctx, server_hostname=server_name)
         try:
             await handshake(tls, timeout)
         except BaseException:

@@ -60,6 +60,7 @@ from bhandar_cli.node.frames import (
     wire_frame,
 )
 from bhandar_cli.node.peer_gate import PeerGate, PeerRefused
+from bhandar_cli.node.tls_record import TlsStream
 from bhandar_cli.node.tls_streams import HandshakeError, client_ctx, handshake, open_stream, server_ctx
 
 log = logging.getLogger("bhandar.transport")
@@ -185,7 +186,7 @@ class TcpTransport:
         try:
             certified: str | None = None
             if self.tls is not None:
-                stream = trio.SSLStream(tcp, server_ctx(self.tls), server_side=True)
+                stream = TlsStream(tcp, server_ctx(self.tls), server_side=True)
                 conn = FrameConn(stream, self.frame_timeout)
                 try:
                     await handshake(stream, HELLO_TIMEOUT)
