@@ -17,7 +17,7 @@ Tombstones are also listed (key → digest) so a repair session can say which it
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from bhandar_cli.core.merkle import RING_SIZE, Entry, entry_hash
 from bhandar_cli.core.ring import key_token
@@ -147,8 +147,14 @@ class TokenHashes:
 
     def _span_entries(self, first: int, last: int) -> Iterator[Entry]:
         keyspace = self.keyspace
-        for b in range(first >> _SHIFT, (last >> _SHIFT) + 1):
-            bucket = self._buckets.get(b)
+        lo, hi = first >> _SHIFT, last >> _SHIFT
+        buckets = self._buckets
+        if hi - lo >= len(buckets):  # fewer buckets hold keys than the span has: visit only those
+            spanned: Iterable[int] = sorted(b for b in buckets if lo <= b <= hi)
+        else:
+            spanned = range(lo, hi + 1)
+        for b in spanned:
+            bucket = buckets.get(b)
             if not bucket:
                 continue
             for key, digest in bucket.items():
