@@ -2,9 +2,7 @@
 
 An input that reaches an idle host schedules a step at the current instant, after the events
 already due then, so messages arriving together are handled as one batch, as in the trio runtime.
-After a step the host is stepped again at once if more input waits, else at its next deadline (a
-step event already waiting at that time, left behind when a message brought the step forward, is
-taken back rather than another pushed beside it: one event per host and time). The
+After a step the host is stepped again at once if more input waits, else at its next deadline. The
 sync a step's durable effects wait for (`NodeHost.begin_sync`) takes `sync_delay` simulated
 seconds (none by default: it runs inline); the host goes on stepping meanwhile, and the batches
 handled during one sync share the next, as in production (pipelined group commit). The fsync
@@ -50,13 +48,8 @@ class SimStepper:
         self.sync_delay = sync_delay
         self.disk_rng = disk_rng or Random(0)
         self.job_delay = job_delay
-        self._token = 0  # the scheduled step's event (0: none; the others are cancelled)
+        self._token = 0  # bumped to cancel the scheduled step
         self._at = math.inf  # when the scheduled step runs (inf: none)
-        self._tokens = 0  # the last token handed out
-        # Step events still in the loop's heap, by time: a step brought forward leaves its old
-        # event behind, and the host's next deadline is usually that same time again, so the
-        # old event is taken back rather than another pushed beside it.
-        self._queued: dict[float, int] = {}
         self._syncing = False  # a sync's simulated delay is running
         host.wake = self.wake
 
@@ -71,7 +64,7 @@ class SimStepper:
 
     def halt(self) -> None:
         """Forget the scheduled step and any step waiting for its fsync (the host died)."""
-        self._token = 0
+        self._token += 1
         self._at = math.inf
         self._syncing = False
 
@@ -79,27 +72,17 @@ class SimStepper:
         self._step_at(self.loop.now)
 
     def _step_at(self, when: float) -> None:
-        now = self.loop.now
-        if when < now:
-            when = now  # a deadline already past: step at once
         if when < self._at:
             self._at = when
-            token = self._queued.get(when)
-            if token is None:
-                self._tokens += 1
-                token = self._queued[when] = self._tokens
-                self.loop.push(when, self._step, (token, when))
-            self._token = token
+            self._token += 1
+            self.loop.push(when, self._step, (self._token,))
 
-    def _step(self, token: int, when: float) -> None:
-        if self._queued.get(when) == token:
-            del self._queued[when]
+    def _step(self, token: int) -> None:
         host = self.host
         if token != self._token or not host.alive:
             if token != self._token:
                 self.loop.discard()
             return
-        self._token = 0
         self._at = math.inf
         try:
             host.step(self.loop.now)
