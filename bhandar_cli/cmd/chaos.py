@@ -8,7 +8,8 @@ validation as a single run, so every failing seed's replay command is a valid `-
 
 Output: a summary whose every line depends only on the seed and options, then one line of real-time
 figures (the only line that differs between two runs of the same seed), with a bare event loop's
-events/s measured around the run for comparison. With `-o json`, one object.
+events/s measured around the run for comparison and the run's CPU time per operation and per event
+(steadier than real time on a busy machine). With `-o json`, one object.
 On any violation the violations and a `reproduce with: bhandar chaos ...` line go to standard error
 and the exit code is 1. Numeric options are parsed here rather than typed as `int` so that every bad
 value gives the same one-line error and exit code 2 (click would print a usage box).

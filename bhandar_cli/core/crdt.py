@@ -16,7 +16,7 @@ sorts first among the holders keeps the increment.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from operator import itemgetter
 
 ID_WINDOW = 1000
@@ -38,21 +38,27 @@ class PNCounter:
     """A PN-Counter: actor -> ActorCount. Treat as immutable."""
 
     actors: Mapping[str, ActorCount]
+    # `value`, once worked out (it reads every request id): the counter never changes, and an
+    # increment's coordinator reads the value of the counter the previous increment made.
+    _value: int | None = field(default=None, compare=False, repr=False)
 
     @property
     def value(self) -> int:
+        if self._value is not None:
+            return self._value
         entries = self.actors.values()
         total = sum(a.p - a.n for a in entries)
-        if sum(1 for a in entries if a.ids) < 2:
-            return total  # one actor holds every id: no increment can be counted twice
-        # An increment held by several actors is counted once: subtract it for each extra holder.
-        first: dict[str, int] = {}
-        for entry in entries:
-            for rid, delta in entry.ids:
-                if rid in first:
-                    total -= first[rid]
-                else:
-                    first[rid] = delta
+        if sum(1 for a in entries if a.ids) >= 2:
+            # An increment held by several actors is counted once: subtract it for each extra
+            # holder. (With one actor holding every id, no increment can be counted twice.)
+            first: dict[str, int] = {}
+            for entry in entries:
+                for rid, delta in entry.ids:
+                    if rid in first:
+                        total -= first[rid]
+                    else:
+                        first[rid] = delta
+        object.__setattr__(self, "_value", total)
         return total
 
     def has_applied(self, request_id: str) -> bool:
@@ -72,7 +78,9 @@ class PNCounter:
         ids = (*mine.ids, (request_id, delta))
         excess = len(ids) - window
         if excess <= 0:  # the common case: nothing to forget
-            return PNCounter({**self.actors, actor: ActorCount(p=p, n=n, seq=mine.seq + 1, ids=ids)})
+            # A new request id, held by no actor: the value moves by exactly `delta`.
+            value = None if self._value is None else self._value + delta
+            return PNCounter({**self.actors, actor: ActorCount(p=p, n=n, seq=mine.seq + 1, ids=ids)}, value)
         holders: dict[str, list[str]] = {}
         for other, entry in self.actors.items():
             if other != actor:
@@ -105,11 +113,20 @@ class PNCounter:
             return self
         if not self.actors:
             return other
-        out = dict(self.actors)
+        out: dict[str, ActorCount] | None = None  # copied at the first entry `other` has newer
         for actor, entry in other.actors.items():
-            mine = out.get(actor)
+            mine = self.actors.get(actor)
             if mine is None or entry.seq > mine.seq:
+                if out is None:
+                    out = dict(self.actors)
                 out[actor] = entry
+        # One side often holds all the other has (a replica sent what it already stored, or a
+        # write's record that extends the replica's): that side is the merge, as it is.
+        if out is None:
+            return self
+        theirs = other.actors
+        if len(out) == len(theirs) and all((t := theirs.get(a)) is e or t == e for a, e in out.items()):
+            return other
         return PNCounter(out)
 
     def entries(self) -> dict[str, tuple[int, int]]:

@@ -9,9 +9,11 @@ from collections.abc import Iterable
 
 from bhandar_cli.core.reaping import is_tombstone
 from bhandar_cli.core.record_digest import digest
-from bhandar_cli.core.records import Record
+from bhandar_cli.core.records import Record, Versioned
 from bhandar_cli.core.store import Store
 from bhandar_cli.core.token_hashes import TokenHashes
+
+STAGED_BYTES = 64 << 10  # a record holding more value bytes than this is hashed at once
 
 
 class HashIndex:
@@ -27,15 +29,20 @@ class HashIndex:
         """The keyspace's index, built from the store if this is the first use."""
         space = self._spaces.get(keyspace)
         if space is None:
-            space = self._spaces[keyspace] = TokenHashes(keyspace)
+            space = self._spaces[keyspace] = TokenHashes(keyspace, describe)
             for key, record in self._store.items(keyspace):
                 space.put(key, digest(record), is_tombstone(record))
         return space
 
     def stored(self, keyspace: str, key: str, record: Record) -> None:
-        """The store now holds `record` for the key."""
+        """The store now holds `record` for the key (hashed when the index is next read, unless
+        it is large: a staged record is held in memory until then)."""
         space = self._spaces.get(keyspace)
-        if space is not None:
+        if space is None:
+            return
+        if _small(record):
+            space.stage(key, record)
+        else:
             space.put(key, digest(record), is_tombstone(record))
 
     def removed(self, keyspace: str, key: str) -> None:
@@ -52,3 +59,15 @@ class HashIndex:
             return
         for keyspace in keyspaces:
             self._spaces.pop(keyspace, None)
+
+
+def describe(record: Record) -> tuple[bytes, bool]:
+    """What the index keeps of a record: its digest, and whether it is a tombstone."""
+    return digest(record), is_tombstone(record)
+
+
+def _small(record: Record) -> bool:
+    """Small enough to be held until its digest is due (a bound on what staging keeps alive)."""
+    if isinstance(record, Versioned):
+        return sum(len(s.value) for s in record.siblings if s.value is not None) <= STAGED_BYTES
+    return True  # a counter: at most a thousand request ids per actor

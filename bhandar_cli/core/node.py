@@ -206,6 +206,9 @@ class Node:
             self._damage.conditions,
         )
         self._next_housekeeping = now
+        # The timers `next_deadline` reads, bound once: a driver asks after every step.
+        deadlines = (liveness.next_deadline, handoff.next_deadline, anti_entropy.next_deadline)
+        self._deadlines = (*deadlines, ops.next_deadline)
         # Peer messages by exact type (messages are final dataclasses, never subclassed): this runs
         # for every message, and a chain of isinstance checks cost more than handling a small one.
         forwarded: Handler = self._on_forwarded
@@ -284,13 +287,8 @@ class Node:
 
     def next_deadline(self) -> float:
         """When the node next needs a `tick` (it may be in the past: tick at once)."""
-        return min(
-            self._ring_view.liveness.next_deadline(),
-            self._handoff.next_deadline(),
-            self._next_housekeeping,
-            self._anti_entropy.next_deadline(),
-            self._ops.next_deadline(),
-        )
+        liveness, handoff, anti_entropy, ops = self._deadlines
+        return min(liveness(), handoff(), self._next_housekeeping, anti_entropy(), ops())
 
     # --- views for clients and tools (pure reads) ------------------------------------------------
 

@@ -75,7 +75,7 @@ def to_plain(record: Record) -> list[Any]:
         ]
     return [
         "c",
-        {a: [e.p, e.n, e.seq, [list(i) for i in e.ids]] for a, e in sorted(record.actors.items())},
+        {a: [e.p, e.n, e.seq, list(map(list, e.ids))] for a, e in sorted(record.actors.items())},
     ]
 
 
@@ -84,7 +84,7 @@ def from_plain(data: Any) -> Record:
     try:
         kind, body = data
         if kind == "v":
-            sibs = tuple(
+            sibs = [
                 Sibling(
                     (str(actor), int(counter)),
                     {str(k): int(v) for k, v in ctx.items()},
@@ -93,18 +93,28 @@ def from_plain(data: Any) -> Record:
                     float(ts),
                 )
                 for actor, counter, ctx, value, ctype, ts in body
-            )
-            return Versioned(sibs)
+            ]
+            return Versioned(tuple(sibs))
         if kind == "c":
             return PNCounter(
                 {
-                    str(a): ActorCount(int(p), int(n), int(seq), tuple((str(r), int(d)) for r, d in ids))
+                    str(a): ActorCount(int(p), int(n), int(seq), _request_ids(ids))
                     for a, (p, n, seq, ids) in body.items()
                 }
             )
     except (TypeError, ValueError, AttributeError) as exc:
         raise ValueError(f"malformed record: {exc}") from exc
     raise ValueError(f"malformed record: unknown kind {kind!r}")
+
+
+def _request_ids(ids: Any) -> tuple[tuple[str, int], ...]:
+    """A counter entry's (request id, delta) pairs: a decoded record holds up to a thousand per
+    actor, nearly always of the right types already, so those are taken as they are."""
+    pairs = tuple(map(tuple, ids))
+    for request_id, delta in pairs:
+        if request_id.__class__ is not str or delta.__class__ is not int:
+            return tuple([(str(r), int(d)) for r, d in pairs])
+    return pairs
 
 
 def _value_bytes(value: Any) -> bytes | None:

@@ -13,11 +13,17 @@ slack) and a 12-byte digest object (48 bytes), plus the key string when the stor
 it: about 100 bytes, so 1M keys take ~100 MB plus their keys. Per keyspace: the two 2**14-slot
 lists (256 KB) and, once every bucket holds keys, their 128-bit sums (~1.5 MB).
 Tombstones are also listed (key → digest) so a repair session can say which it saw.
+
+A write's digest is worked out when the index is next read, not when the write is stored
+(`stage`): a key written several times between two reads (anti-entropy reads every couple of
+seconds) is hashed once, and a node that dies first never hashes it. Every read settles the
+staged writes first, so no reader sees the difference; at most `STAGED_MAX` wait.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 from bhandar_cli.core.merkle import RING_SIZE, Entry, entry_hash
 from bhandar_cli.core.ring import key_token
@@ -26,26 +32,51 @@ BUCKET_BITS = 14
 BUCKETS = 1 << BUCKET_BITS
 _SHIFT = 32 - BUCKET_BITS
 _BUCKET_SPAN = 1 << _SHIFT
+STAGED_MAX = 64  # staged writes whose digests wait for the next read, at most
+
+Describe = Callable[[Any], tuple[bytes, bool]]  # a record -> (its digest, is it a tombstone?)
 
 
 class TokenHashes:
     """Digests of one keyspace's keys on this replica, by token, with XOR hashes of any arc."""
 
-    def __init__(self, keyspace: str) -> None:
+    def __init__(self, keyspace: str, describe: Describe | None = None) -> None:
         self.keyspace = keyspace
         self._buckets: dict[int, dict[str, bytes]] = {}
         self._folded = [0] * BUCKETS  # each bucket's XOR of entry hashes
         self._fenwick = [0] * (BUCKETS + 1)  # 1-based; node i covers buckets (i - lowbit(i), i]
         self._tombstones: dict[str, bytes] = {}
         self._count = 0
+        self._describe = describe  # how a staged record's digest is worked out
+        self._staged: dict[str, Any] = {}  # key -> its record, written since the last read
 
     def __len__(self) -> int:
+        if self._staged:
+            self._settle()
         return self._count
 
     # ------------------------------------------------------------------------------- upkeep
 
+    def stage(self, key: str, record: Any) -> None:
+        """`key` now has `record`: its digest is worked out (`describe`) when the index is next
+        read, or once `STAGED_MAX` writes wait."""
+        if self._describe is None:
+            raise RuntimeError("an index without `describe` cannot stage records (a caller bug)")
+        self._staged[key] = record
+        if len(self._staged) >= STAGED_MAX:
+            self._settle()
+
+    def _settle(self) -> None:
+        staged, self._staged = self._staged, {}
+        describe = self._describe
+        assert describe is not None  # (only `stage` fills `_staged`)
+        for key, record in staged.items():
+            self.put(key, *describe(record))
+
     def put(self, key: str, digest: bytes, tombstone: bool) -> None:
         """`key` now has a record with this digest (a tombstone or not)."""
+        if self._staged:
+            self._staged.pop(key, None)  # this record replaces the one staged
         b = key_token(self.keyspace, key) >> _SHIFT
         bucket = self._buckets.get(b)
         if bucket is None:
@@ -67,6 +98,8 @@ class TokenHashes:
 
     def remove(self, key: str) -> None:
         """`key` no longer has a record here."""
+        if self._staged:
+            self._staged.pop(key, None)
         b = key_token(self.keyspace, key) >> _SHIFT
         bucket = self._buckets.get(b)
         old = None if bucket is None else bucket.pop(key, None)
@@ -90,6 +123,8 @@ class TokenHashes:
 
     def arc_hash(self, lo: int, hi: int) -> int:
         """The XOR of the entry hashes of the keys in the arc (lo, hi] (lo == hi: the whole ring)."""
+        if self._staged:
+            self._settle()
         if lo == hi:
             return self._prefix(BUCKETS)
         first = (lo + 1) % RING_SIZE
@@ -99,6 +134,8 @@ class TokenHashes:
 
     def entries(self, lo: int, hi: int) -> Iterator[Entry]:
         """(token, key, digest) of every key in the arc (lo, hi], in no particular order."""
+        if self._staged:
+            self._settle()
         first = (lo + 1) % RING_SIZE
         if lo == hi:
             yield from self._span_entries(0, RING_SIZE - 1)
@@ -110,6 +147,8 @@ class TokenHashes:
 
     def tombstones(self, lo: int, hi: int) -> dict[str, bytes]:
         """The tombstones in the arc (lo, hi], key → digest."""
+        if self._staged:
+            self._settle()
         size = (hi - lo) % RING_SIZE or RING_SIZE
         return {
             key: digest
@@ -147,8 +186,14 @@ class TokenHashes:
 
     def _span_entries(self, first: int, last: int) -> Iterator[Entry]:
         keyspace = self.keyspace
-        for b in range(first >> _SHIFT, (last >> _SHIFT) + 1):
-            bucket = self._buckets.get(b)
+        lo, hi = first >> _SHIFT, last >> _SHIFT
+        buckets = self._buckets
+        if hi - lo >= len(buckets):  # fewer buckets hold keys than the span has: visit only those
+            spanned: Iterable[int] = sorted(b for b in buckets if lo <= b <= hi)
+        else:
+            spanned = range(lo, hi + 1)
+        for b in spanned:
+            bucket = buckets.get(b)
             if not bucket:
                 continue
             for key, digest in bucket.items():

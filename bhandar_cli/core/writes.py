@@ -167,8 +167,11 @@ class WriteCoordinator:
         # A retried request id already counted here is not applied again, but it is still
         # replicated: the first attempt may have failed before reaching W replicas.
         before = counter.value
-        counter = counter.increment(self._actor(plan), req.delta, req.request_id)
-        check_counter_total(req.key, before, counter.value)
+        incremented = counter.increment(self._actor(plan), req.delta, req.request_id)
+        # (`value` reads every request id the counter holds: worked out once per counter.)
+        after = before if incremented is counter else incremented.value
+        check_counter_total(req.key, before, after)
+        counter = incremented
         trace = None
         if req.trace:
             trace = Trace(now)
@@ -185,7 +188,7 @@ class WriteCoordinator:
             key=req.key,
             needed=self._needed(needed),
             targets=plan.targets + plan.pending,
-            value=counter.value,
+            value=after,
             trace=trace,
             progress=WriteProgress(acks=set()),
         )

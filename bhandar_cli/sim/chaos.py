@@ -211,6 +211,7 @@ def _run_chaos(
     options: ChaosOptions, on_progress: Callable[[int], None] | None, keep_history: bool
 ) -> ChaosReport:
     started = time.perf_counter()  # real time is measured for the report only; nothing depends on it
+    cpu_started = time.process_time()
     params = draw_params(options)
     if params.storage not in STORAGE_KINDS:
         raise ValueError(f"unknown storage {params.storage!r} (use {' or '.join(STORAGE_KINDS)})")
@@ -275,6 +276,7 @@ def _run_chaos(
         sim_seconds=cluster.now,
         workload_seconds=workload_seconds,
         real_seconds=time.perf_counter() - started,
+        cpu_seconds=time.process_time() - cpu_started,
         repair_rounds=healed.rounds,
         address_moves=cluster.address_moves,
         repair_keys=healed.repair_keys,

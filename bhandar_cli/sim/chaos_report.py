@@ -22,6 +22,9 @@ REAL_TIME_FIELDS = (
     "ops_per_second",
     "bare_loop_events_per_second",
     "events_ratio",
+    "cpu_seconds",
+    "cpu_us_per_op",
+    "cpu_us_per_event",
 )
 
 
@@ -67,6 +70,9 @@ class ChaosReport:
     # keyspace/key, outcome, code) (completed is inf for one never answered).
     spans: tuple[tuple[str, str, float, float], ...] = ()
     history: tuple[tuple[float, float, int, str, str, str, str], ...] = ()
+    # CPU seconds of the run (this process's, from options to verdict): unlike real time, it
+    # hardly moves when other programs compete for the machine's cores.
+    cpu_seconds: float = 0.0
 
     @property
     def ok(self) -> bool:
@@ -79,6 +85,14 @@ class ChaosReport:
     @property
     def ops_per_second(self) -> float:
         return self.check.ops / self.real_seconds if self.real_seconds > 0 else 0.0
+
+    @property
+    def cpu_us_per_op(self) -> float:
+        return 1e6 * self.cpu_seconds / self.check.ops if self.check.ops else 0.0
+
+    @property
+    def cpu_us_per_event(self) -> float:
+        return 1e6 * self.cpu_seconds / self.events if self.events else 0.0
 
     @property
     def events_ratio(self) -> float:
@@ -199,9 +213,15 @@ def render_timing(report: ChaosReport) -> str:
     bare = ""
     if (loop := report.bare_loop_events_per_second) > 0:
         bare = f" (bare loop {loop:,.0f} events/s, ratio {report.events_ratio:.3f})"
+    cpu = ""
+    if report.cpu_seconds > 0:
+        cpu = (
+            f"; CPU {report.cpu_seconds:.2f} s, {report.cpu_us_per_op:,.0f} us per operation, "
+            f"{report.cpu_us_per_event:.1f} us per event"
+        )
     return (
         f"real time        {report.real_seconds:.2f} s, {report.events_per_second:,.0f} events/s{bare}, "
-        f"{report.ops_per_second:,.0f} ops/s\n"
+        f"{report.ops_per_second:,.0f} ops/s{cpu}\n"
     )
 
 
@@ -278,6 +298,9 @@ def report_json(report: ChaosReport) -> dict[str, Any]:
         "ops_per_second": round(report.ops_per_second),
         "bare_loop_events_per_second": round(report.bare_loop_events_per_second),
         "events_ratio": round(report.events_ratio, 4),
+        "cpu_seconds": round(report.cpu_seconds, 3),
+        "cpu_us_per_op": round(report.cpu_us_per_op, 1),
+        "cpu_us_per_event": round(report.cpu_us_per_event, 2),
         "ok": report.ok,
         **({"hot": report.hot} if report.hot is not None else {}),
         "violations": [str(v) for v in c.violations[:100]],

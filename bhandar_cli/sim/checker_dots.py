@@ -46,9 +46,14 @@ def learn_dots(
     twice: set[bytes] = set()
     # Values are unique per put, so a value names the request that wrote it.
     put_context = {op.value: op.context or {} for op in history.ops if op.kind == "put" and op.value}
+    # The same sibling object comes back in many reads (and the history holds every one of them
+    # meanwhile, so an id names one sibling throughout): its identity is worked out once.
+    idents: dict[int, tuple[bytes | None, tuple[tuple[str, int], ...]]] = {}
     for ks, key, record in _records_seen(history, final):
         for s in record.siblings:
-            ident = (s.value, tuple(sorted(s.context.items())))
+            ident = idents.get(id(s))
+            if ident is None:
+                ident = idents[id(s)] = (s.value, tuple(sorted(s.context.items())))
             slot = (ks, key, s.dot)
             first = seen.setdefault(slot, ident)
             if first != ident:

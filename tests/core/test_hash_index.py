@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bhandar_cli.core.hash_index import HashIndex
+from bhandar_cli.core.hash_index import STAGED_BYTES, HashIndex
 from bhandar_cli.core.indexed_store import IndexedStore
 from bhandar_cli.core.merkle import RING_SIZE, HashProbe, MerkleTree, answer
 from bhandar_cli.core.merkle_diff import DiffSession
@@ -15,6 +15,7 @@ from bhandar_cli.core.record_digest import digest
 from bhandar_cli.core.records import Versioned
 from bhandar_cli.core.ring import key_token
 from bhandar_cli.core.store import MemoryStore
+from bhandar_cli.core.token_hashes import STAGED_MAX, TokenHashes
 from bhandar_cli.core.versions import Sibling
 from tests.core.record_samples import versioned
 
@@ -120,3 +121,37 @@ def test_forgotten_keyspaces_are_rebuilt_from_what_the_store_holds() -> None:
     assert len(index.space("ks")) == 1
     index.forget(["ks"])
     assert len(index.space("ks")) == 0
+
+
+def test_a_write_is_hashed_when_the_index_is_next_read_and_only_its_last_record() -> None:
+    described: list[Versioned] = []
+
+    def describe(record: Versioned) -> tuple[bytes, bool]:
+        described.append(record)
+        return digest(record), is_tombstone(record)
+
+    space = TokenHashes("ks", describe)
+    records = [Versioned((Sibling(("A", i), {}, str(i).encode(), "", float(i)),)) for i in range(1, 6)]
+    for record in records:
+        space.stage("k", record)  # one key written five times between two reads
+    space.stage("gone", records[0])
+    space.remove("gone")
+    assert described == []
+    assert len(space) == 1 and described == [records[-1]]
+    assert list(space.entries(0, 0)) == [(key_token("ks", "k"), "k", digest(records[-1]))]
+    for i in range(STAGED_MAX):  # a bound on what waits: the writes are settled once it is reached
+        space.stage(f"k{i}", records[0])
+    assert len(described) == 1 + STAGED_MAX
+
+
+def test_a_record_with_large_values_is_hashed_at_once() -> None:
+    raw = MemoryStore()
+    index = HashIndex(raw)
+    store = IndexedStore(raw, index)
+    space = index.space("ks")
+    small = Versioned((Sibling(("A", 1), {}, b"x", "", 1.0),))
+    large = Versioned((Sibling(("A", 2), {}, bytes(STAGED_BYTES + 1), "", 2.0),))
+    store.put("ks", "small", small)
+    store.put("ks", "large", large)
+    assert list(space._staged) == ["small"]
+    assert len(space) == 2 and not space._staged
