@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from bhandar_cli.storage import compaction
-from bhandar_cli.storage.bloom import bloom_hash
+from bhandar_cli.storage.bloom import bloom_hash, filter_hash
 from bhandar_cli.storage.memtable import Memtable, SealedMemtable
 from bhandar_cli.storage.records import DELETE, VALUE, Merge
 from bhandar_cli.storage.sstable import Table
@@ -48,10 +48,27 @@ def lookup(
             done, acc = _fold(acc, record, merge)
             if done:
                 return acc
-    h = bloom_hash(key)
+    # Each table's blocked filter (bloom.py) is checked inline: the key's hash and mask are made
+    # once, for every table, and a table's check is one AND (a call per table cost as much).
+    h = filter_hash(key)
+    x = (h * 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF
+    high, low = x >> 52, (x >> 40) & 0xFFF
+    mask = 0
+    masks = classic = None
     for table in tables:
-        if not table.bloom.may_contain_hash(h):
-            continue
+        f = table.filter
+        if f is not None:
+            blocks, n, table_masks = f
+            if table_masks is not masks:  # tables written with other options set other bits
+                masks = table_masks
+                mask = masks[0][high] | masks[1][low]
+            if blocks[h % n] & mask != mask:
+                continue
+        else:  # a table of format 1, or with a damaged filter
+            if classic is None:
+                classic = bloom_hash(key)
+            if not table.may_contain_hash(classic):
+                continue
         record = table.get(key)
         if record is not None:
             done, acc = _fold(acc, record, merge)
