@@ -24,8 +24,8 @@ from bhandar_cli.storage.records import DELETE, KIND_NAMES
 DEFAULT_BLOCK_BYTES = 4096
 _U32 = struct.Struct("<I")
 _KINDS = bytes(KIND_NAMES)  # translate(None, _KINDS) leaves only invalid kind bytes
-_CRC_RESIDUE = zlib.crc32(_U32.pack(zlib.crc32(b"")))
-_PAIR = struct.Struct("<II")
+CRC_RESIDUE = zlib.crc32(_U32.pack(zlib.crc32(b"")))
+PAIR = struct.Struct("<II")
 KEY_COST = 64  # what a sliced key costs a cached block: the bytes object and its list slot
 
 
@@ -84,7 +84,7 @@ def find_in_block(data: bytes, n: int, key: bytes) -> tuple[int, bytes | None] |
     p = data.find(key, first, keys_end)
     size = len(key)
     while p >= 0:
-        bounds = _PAIR.pack(p, p + size)
+        bounds = PAIR.pack(p, p + size)
         i = data.find(bounds, at, at + 4 * n + 4)
         while i >= 0 and (i - at) & 3:
             i = data.find(bounds, i + 1, at + 4 * n + 4)
@@ -92,7 +92,7 @@ def find_in_block(data: bytes, n: int, key: bytes) -> tuple[int, bytes | None] |
             j = (i - at) >> 2
             if data[4 + j] == DELETE:
                 return DELETE, None
-            a, b = _PAIR.unpack_from(data, at + 4 * (n + j))
+            a, b = PAIR.unpack_from(data, at + 4 * (n + j))
             return data[4 + j], data[a:b]
         p = data.find(key, p + 1, keys_end)
     return None
@@ -110,14 +110,14 @@ def check_block(data: bytes) -> int:
     """Check a block; its record count. Raises ValueError saying which check failed."""
     # CRC-32 of a message followed by its own CRC (little-endian) is this constant whatever the
     # message, and only then: the check needs no copy of the payload without its CRC.
-    if zlib.crc32(data) != _CRC_RESIDUE:
+    if zlib.crc32(data) != CRC_RESIDUE:
         raise ValueError("checksum mismatch")
     end = len(data) - 4  # the payload's length
     n: int = _U32.unpack_from(data)[0] if end >= 4 else 0
     if n == 0 or 4 + 9 * n + 4 > end:
         raise ValueError("malformed (its record count does not fit it)")
     # The CRC already passed, so these catch writer bugs, not disk damage.
-    first, last = _PAIR.unpack_from(data, 4 + n)[0], _U32.unpack_from(data, 4 + n + 8 * n)[0]
+    first, last = PAIR.unpack_from(data, 4 + n)[0], _U32.unpack_from(data, 4 + n + 8 * n)[0]
     if first != 8 + 9 * n or last != end or data[4 : 4 + n].translate(None, _KINDS):
         raise ValueError("malformed (record offsets or kinds do not add up)")
     return n
