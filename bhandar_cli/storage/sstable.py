@@ -46,10 +46,11 @@ from bhandar_cli.storage import damage
 from bhandar_cli.storage.blocks import (
     CRC_RESIDUE,
     DEFAULT_BLOCK_BYTES,
-    KEY_COST,
+    ENTRY_COST,
     PAIR,
     Block,
     BlockCache,
+    CachedBlock,
     cache_key,
     check_block,
     walk_blocks,
@@ -275,44 +276,38 @@ class Table:
     def get(self, key: bytes) -> tuple[int, bytes | None] | None:
         """The record for `key` in this table, or None (no Bloom check: the caller does it).
 
-        A cached block is a bisect over its keys. A block read from the file is checked, then
-        decoded and cached if the cache admits it, else searched in its bytes: `find_in_block`,
-        inlined here, as `BlockCache.get` is (a get's calls were a sixth of its time). Anything
-        unusual (a sealed block, a short read, a failed check, a bad block) takes the careful
-        path, `_checked`, which reports damage."""
+        A block read from the file is checked (and kept if the cache admits it), then searched
+        in its bytes: `find_in_block`, inlined here, as `BlockCache.get` is (a get's calls were
+        a sixth of its time). Anything unusual (a sealed block, a short read, a failed check, a
+        bad block) takes the careful path, `_checked`, which reports damage."""
         i = bisect_left(self._last_keys, key)
         if i == self.blocks:
             return None
         ck = self._cache_base + i
         cache = self._cache
-        blk = cache.blocks.get(ck)
-        if blk is not None:
+        cached = cache.blocks.get(ck)
+        if cached is not None:
             cache.hits += 1
-            blk.ref = True
-            keys = blk.keys
-            j = bisect_left(keys, key)
-            return (blk.kinds[j], blk.value(j)) if j < blk.n and keys[j] == key else None
-        cache.misses += 1
-        length = self._lengths[i]
-        data = self._pread(self._offsets[i], length)
-        # Every block's length is ≥ 8 (the index was checked), so a whole one has a count.
-        if self._plain and len(data) == length and crc32(data) == CRC_RESIDUE:
-            n = _U32.unpack_from(data)[0]
+            cached.ref = True
+            data, n = cached.raw, cached.n
         else:
-            n = 0
-        if not 0 < n < length:
-            checked = self._checked(i)
-            if checked is None:
+            cache.misses += 1
+            length = self._lengths[i]
+            data = self._pread(self._offsets[i], length)
+            # Every block's length is ≥ 8 (the index was checked), so a whole one has a count.
+            if self._plain and len(data) == length and crc32(data) == CRC_RESIDUE:
+                n = _U32.unpack_from(data)[0]
+            else:
+                n = 0
+            if not 0 < n < length:
+                checked = self._checked(i)
+                if checked is None:
+                    return None
+                data, n = checked
+            elif i in self._bad:
                 return None
-            data, n = checked
-        elif i in self._bad:
-            return None
-        if cache.admits(ck, length + KEY_COST * n):
-            blk = Block(data, check_block(data))
-            cache.store(ck, blk)
-            keys = blk.keys
-            j = bisect_left(keys, key)
-            return (blk.kinds[j], blk.value(j)) if j < blk.n and keys[j] == key else None
+            if cache.admits(ck, len(data) + ENTRY_COST):
+                cache.store(ck, CachedBlock(data, check_block(data)))
         at = 4 + n  # where the offsets start (blocks.py: find_in_block)
         keys_end = _U32.unpack_from(data, at + 4 * n)[0]
         p = data.find(key, 8 + 9 * n, keys_end)
@@ -348,8 +343,8 @@ class Table:
         i = 0 if start is None else bisect_left(self._last_keys, start)
         cache = self._cache if cached else None
         for b in range(i, self.blocks):
-            blk = cache.get(self._cache_base + b) if cache is not None else None
-            blk = blk or self._read_block(b, on_damage)
+            cached = cache.get(self._cache_base + b) if cache is not None else None
+            blk = Block(cached.raw, cached.n) if cached is not None else self._read_block(b, on_damage)
             if blk is None:
                 continue
             keys, kinds, value = blk.keys, blk.kinds, blk.value

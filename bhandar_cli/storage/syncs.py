@@ -47,9 +47,7 @@ class GroupCommit:
         """Forget the syncs that ended, and those whose WALs were all closed (their records are in
         an installed table); return the error of the first that failed, if one did."""
         failed = next((t.error for t in self.tickets if t.done.is_set() and t.error is not None), None)
-        self.tickets = [
-            t for t in self.tickets if not t.done.is_set() and not all(w.closed for w in t.wals)
-        ]
+        self.tickets = [t for t in self.tickets if not t.done.is_set() and not all(w.closed for w in t.wals)]
         return failed
 
     def begin(self, wals: list[WALWriter]) -> Callable[[], None] | None:

@@ -7,7 +7,15 @@ import random
 from dataclasses import replace
 
 from bhandar_cli.sim.disk import SimDisk
-from bhandar_cli.storage.blocks import Block, BlockCache, cache_key, encode_block, find_in_block, parse_block
+from bhandar_cli.storage.blocks import (
+    BlockCache,
+    CachedBlock,
+    cache_key,
+    check_block,
+    encode_block,
+    find_in_block,
+    parse_block,
+)
 from bhandar_cli.storage.engine import LSMEngine
 from bhandar_cli.storage.records import VALUE
 from bhandar_cli.storage.sstable import Table, TableWriter
@@ -15,8 +23,9 @@ from bhandar_cli.storage.sstable import Table, TableWriter
 from .conftest import SMALL
 
 
-def _block(tag: int, size: int = 100) -> Block:
-    return parse_block(encode_block([b"k%d" % tag], [VALUE], [b"v" * size]))
+def _block(tag: int, size: int = 100) -> CachedBlock:
+    data = encode_block([b"k%d" % tag], [VALUE], [b"v" * size])
+    return CachedBlock(data, check_block(data))
 
 
 def test_the_cache_stays_within_its_bytes_and_evicts_blocks_not_read_again() -> None:
