@@ -266,7 +266,7 @@ class LSMEngine:
 
     def get(self, key: bytes) -> bytes | None:
         """The key's value, or None if it was never written or is deleted."""
-        entry = self._mem.data.get(key)  # Memtable.get, inlined: gets are the hot path
+        entry: tuple[int, bytes | None] | None = self._mem.data.get(key)  # Memtable.get, inlined
         if not self._status.usable or self._commits.tickets:
             self._check()
         if entry is not None and entry[0] != MERGE:

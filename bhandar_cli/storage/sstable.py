@@ -343,8 +343,8 @@ class Table:
         i = 0 if start is None else bisect_left(self._last_keys, start)
         cache = self._cache if cached else None
         for b in range(i, self.blocks):
-            cached = cache.get(self._cache_base + b) if cache is not None else None
-            blk = Block(cached.raw, cached.n) if cached is not None else self._read_block(b, on_damage)
+            hit = cache.get(self._cache_base + b) if cache is not None else None
+            blk = Block(hit.raw, hit.n) if hit is not None else self._read_block(b, on_damage)
             if blk is None:
                 continue
             keys, kinds, value = blk.keys, blk.kinds, blk.value
