@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 from bhandar_cli.storage import compaction
 from bhandar_cli.storage.bloom import bloom_hash, filter_hash
 from bhandar_cli.storage.memtable import Memtable, SealedMemtable
-from bhandar_cli.storage.records import DELETE, VALUE, Merge
+from bhandar_cli.storage.records import DELETE, MERGE, VALUE, Merge
 from bhandar_cli.storage.sstable import Table
 
 Record = tuple[int, bytes | None]  # (kind, value)
@@ -42,12 +42,13 @@ def lookup(
     """Fold `key`'s records: `newest` (the live memtable's MERGE record, or None), then the sealed
     memtables (oldest first, read newest first), then `tables` (newest first)."""
     acc = None if newest is None else newest[1]
-    for s in reversed(sealed):
-        record = s.memtable.get(key)
-        if record is not None:
-            done, acc = _fold(acc, record, merge)
-            if done:
-                return acc
+    if sealed:
+        for s in reversed(sealed):
+            record = s.memtable.get(key)
+            if record is not None:
+                done, acc = _fold(acc, record, merge)
+                if done:
+                    return acc
     # Each table's blocked filter (bloom.py) is checked inline: the key's hash and mask are made
     # once, for every table, and a table's check is one AND (a call per table cost as much).
     h = filter_hash(key)
@@ -71,6 +72,8 @@ def lookup(
                 continue
         record = table.get(key)
         if record is not None:
+            if acc is None and record[0] != MERGE:  # `_fold`'s answer, without its call
+                return record[1]
             done, acc = _fold(acc, record, merge)
             if done:
                 return acc
