@@ -21,11 +21,7 @@ from dataclasses import dataclass, field
 
 from bhandar_cli.storage.records import DELETE, KIND_NAMES
 
-# 2 KiB: at 1M keys a get read a 4 KiB block in more time than a 2 KiB one (copying it out of the
-# map and its CRC: ~10 % of a get), while flushes, compactions and scans paid 3-15 % more per
-# record for the smaller blocks; 1 KiB gained 7 % more on gets for 11 % more on puts and
-# 27-44 % on scans (performance.md).
-DEFAULT_BLOCK_BYTES = 2048
+DEFAULT_BLOCK_BYTES = 4096
 _U32 = struct.Struct("<I")
 _KINDS = bytes(KIND_NAMES)  # translate(None, _KINDS) leaves only invalid kind bytes
 CRC_RESIDUE = zlib.crc32(_U32.pack(zlib.crc32(b"")))

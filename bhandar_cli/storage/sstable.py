@@ -5,7 +5,7 @@ File layout (all integers little-endian):
     data block 0 | data block 1 | ... | index block | Bloom block | footer (64 bytes)
 
 - data block: see blocks.py (columnar records and their CRC). Blocks close once they pass
-  `block_bytes` (default 2 KiB; tables written with other sizes read the same).
+  `block_bytes` (default 4 KiB).
 - index block: `n u32 | offsets n×u64 | lengths n×u32 | last-key lengths n×u32 | last keys`;
   the block holding key k is the first whose last key is ≥ k.
 - Bloom block: the filter of every key in the table (bloom.py: blocked, format 2; tables written
