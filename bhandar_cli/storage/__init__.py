@@ -9,10 +9,12 @@ Sans-I/O: every byte goes through an injected `disk.Disk` (`node.disk.RealDisk` 
   that only ever get a job (`jobs.py`) or a sync function (`syncs.py`).
 - `options.py` the tunables, `tree.py` sealed memtables, live tables and installing jobs,
   `version.py` the live-table set, `reads.py` point lookups and scan runs, `status.py` closed
-  or poisoned, `wal.py` log records and recovery, `memtable.py`, `sstable.py` tables and the
-  block cache, `bloom.py` filters and `measure_false_positive_rate`, `compaction.py` size tiers
-  and the k-way merge, `manifest.py` the list of live files, `recovery.py` open after a crash,
-  `records.py` record kinds and the merge fold, `reports.py` reports and stats, `errors.py`,
-  `record_store.py` the node's `Store` on the engine, `cipher.py` encryption at rest (AES-GCM
-  sealing of WAL records and table blocks, the key check).
+  or poisoned, `wal.py` log records and recovery, `memtable.py`, `sstable.py` tables (read),
+  `table_writer.py` tables (written), `blocks.py` data blocks and the block cache, `bloom.py`
+  filters (blocked, and the classic format still read) and `measure_false_positive_rate`,
+  `compaction.py` size tiers and the k-way merge, `manifest.py` the list of live files,
+  `recovery.py` open after a crash, `records.py` record kinds and the merge fold, `reports.py`
+  reports and stats, `errors.py`, `record_store.py` the node's `Store` on the engine,
+  `cipher.py` encryption at rest (AES-GCM sealing of WAL records and table blocks, the key
+  check).
 """

@@ -24,13 +24,13 @@ from bhandar_cli.storage.records import DELETE, KIND_NAMES
 DEFAULT_BLOCK_BYTES = 4096
 _U32 = struct.Struct("<I")
 _KINDS = bytes(KIND_NAMES)  # translate(None, _KINDS) leaves only invalid kind bytes
-_HOT_USES = 8  # reads of a cached block after which its keys are sliced out once
-_CRC_RESIDUE = zlib.crc32(_U32.pack(zlib.crc32(b"")))
+CRC_RESIDUE = zlib.crc32(_U32.pack(zlib.crc32(b"")))
+PAIR = struct.Struct("<II")
+ENTRY_COST = 120  # what a cached block costs beyond its bytes: its object, dict slot, key
 
 
 def _u32s(data: bytes, at: int, count: int) -> Sequence[int]:
-    """`count` little-endian u32 at `at`, read in place: a block's offsets, of which a read
-    looks at a handful (unpacking them all into a tuple cost more than the block's CRC)."""
+    """`count` little-endian u32 at `at`, read in place."""
     view = memoryview(data)[at : at + 4 * count]
     if _LITTLE_ENDIAN:
         return view.cast("I")
@@ -42,50 +42,71 @@ def _u32s(data: bytes, at: int, count: int) -> Sequence[int]:
 _LITTLE_ENDIAN = sys.byteorder == "little" and array("I").itemsize == 4
 
 
-class Block:
-    """A checked data block: its bytes (with the CRC) and where each record's key and value lie."""
+class CachedBlock:
+    """A checked data block as the cache keeps it: its bytes and record count. A get searches
+    it in place (as `find_in_block` does); decoding it when it entered the cache (slicing out
+    its keys, for a bisect) measured slower at 1M keys: more was spent slicing blocks that were
+    evicted before their next read than was saved on the reads."""
 
-    __slots__ = ("keys", "kinds", "n", "offs", "raw", "ref", "uses")
+    __slots__ = ("n", "raw", "ref")
 
-    def __init__(self, raw: bytes, kinds: bytes, offs: Sequence[int], n: int) -> None:
-        self.raw, self.kinds, self.offs, self.n = raw, kinds, offs, n
+    def __init__(self, raw: bytes, n: int) -> None:
+        self.raw, self.n = raw, n
         self.ref = False  # read again since it entered the cache (CLOCK's reference bit)
-        self.keys: list[bytes] | None = None  # sliced once the block proves hot (Table.get)
-        self.uses = 0
 
-    def slice_keys(self) -> list[bytes]:
-        raw, offs = self.raw, self.offs
-        self.keys = [raw[a:b] for a, b in itertools.pairwise(offs[: self.n + 1])]
-        return self.keys
+    @property
+    def cost(self) -> int:
+        """The memory it holds, as the cache counts it."""
+        return len(self.raw) + ENTRY_COST
+
+
+class Block:
+    """A checked data block, decoded (for scans, compactions and walks): its keys sliced out."""
+
+    __slots__ = ("keys", "kinds", "n", "offs", "raw")
+
+    def __init__(self, raw: bytes, n: int) -> None:
+        self.raw, self.n = raw, n
+        self.kinds = raw[4 : 4 + n]
+        self.offs = offs = _u32s(raw, 4 + n, 2 * n + 1)
+        self.keys = [raw[a:b] for a, b in itertools.pairwise(offs[: n + 1])]
 
     def find(self, key: bytes) -> int | None:
         """The index of `key` in this block, or None."""
         keys = self.keys
-        if keys is None:
-            self.uses += 1
-            if self.uses == 2:  # read again (cached): its offsets as a tuple index 3× faster
-                self.offs = tuple(self.offs)
-            # Slicing every key costs about five searches over the raw bytes, and most blocks
-            # leave the cache before they are read that often: slice only blocks that proved hot.
-            if self.uses < _HOT_USES:
-                raw, offs = self.raw, self.offs
-                lo, hi = 0, self.n
-                while lo < hi:  # bisect_left, inline: a key function per probe cost twice this
-                    mid = (lo + hi) >> 1
-                    if raw[offs[mid] : offs[mid + 1]] < key:
-                        lo = mid + 1
-                    else:
-                        hi = mid
-                return lo if lo < self.n and raw[offs[lo] : offs[lo + 1]] == key else None
-            keys = self.slice_keys()
         j = bisect_left(keys, key)
-        return j if j < len(keys) and keys[j] == key else None
+        return j if j < self.n and keys[j] == key else None
 
     def value(self, j: int) -> bytes | None:
         if self.kinds[j] == DELETE:
             return None
         offs = self.offs
         return self.raw[offs[self.n + j] : offs[self.n + j + 1]]
+
+
+def find_in_block(data: bytes, n: int, key: bytes) -> tuple[int, bytes | None] | None:
+    """(kind, value) of `key` in a checked block (`check_block`) of `n` records, or None: read
+    from its bytes with a few C calls, no per-record work. The key is looked for as a substring
+    of the block's keys, which lie end to end; a match is one of them if some key j starts and
+    ends there, that is if the offsets (start, end) follow each other in the offsets array,
+    4-aligned. A match across two keys, or inside one, is skipped."""
+    first, at = 8 + 9 * n, 4 + n  # where the keys and the offsets start
+    keys_end = _U32.unpack_from(data, at + 4 * n)[0]
+    p = data.find(key, first, keys_end)
+    size = len(key)
+    while p >= 0:
+        bounds = PAIR.pack(p, p + size)
+        i = data.find(bounds, at, at + 4 * n + 4)
+        while i >= 0 and (i - at) & 3:
+            i = data.find(bounds, i + 1, at + 4 * n + 4)
+        if i >= 0:
+            j = (i - at) >> 2
+            if data[4 + j] == DELETE:
+                return DELETE, None
+            a, b = PAIR.unpack_from(data, at + 4 * (n + j))
+            return data[4 + j], data[a:b]
+        p = data.find(key, p + 1, keys_end)
+    return None
 
 
 def encode_block(keys: list[bytes], kinds: list[int], values: list[bytes]) -> bytes:
@@ -96,23 +117,26 @@ def encode_block(keys: list[bytes], kinds: list[int], values: list[bytes]) -> by
     return payload + _U32.pack(zlib.crc32(payload))
 
 
-def parse_block(data: bytes) -> Block:
-    """Check a block and find its record offsets (key slices are made on a later read); raises
-    ValueError saying which check failed."""
+def check_block(data: bytes) -> int:
+    """Check a block; its record count. Raises ValueError saying which check failed."""
     # CRC-32 of a message followed by its own CRC (little-endian) is this constant whatever the
     # message, and only then: the check needs no copy of the payload without its CRC.
-    if zlib.crc32(data) != _CRC_RESIDUE:
+    if zlib.crc32(data) != CRC_RESIDUE:
         raise ValueError("checksum mismatch")
     end = len(data) - 4  # the payload's length
-    n = _U32.unpack_from(data)[0] if end >= 4 else 0
+    n: int = _U32.unpack_from(data)[0] if end >= 4 else 0
     if n == 0 or 4 + 9 * n + 4 > end:
         raise ValueError("malformed (its record count does not fit it)")
-    offs = _u32s(data, 4 + n, 2 * n + 1)
-    kinds = data[4 : 4 + n]
     # The CRC already passed, so these catch writer bugs, not disk damage.
-    if offs[0] != 8 + 9 * n or offs[-1] != end or kinds.translate(None, _KINDS):
+    first, last = PAIR.unpack_from(data, 4 + n)[0], _U32.unpack_from(data, 4 + n + 8 * n)[0]
+    if first != 8 + 9 * n or last != end or data[4 : 4 + n].translate(None, _KINDS):
         raise ValueError("malformed (record offsets or kinds do not add up)")
-    return Block(data, kinds, offs, n)
+    return n
+
+
+def parse_block(data: bytes) -> Block:
+    """Check a block and decode it; raises ValueError saying which check failed."""
+    return Block(data, check_block(data))
 
 
 @dataclass
@@ -148,32 +172,39 @@ def walk_blocks(pread: Callable[[int, int], bytes], end: int, *, until_index: bo
             return found
         found.offsets.append(pos)
         found.lengths.append(length)
-        found.last_keys.append(block.slice_keys()[-1])
+        found.last_keys.append(block.keys[-1])
         found.records += block.n
         pos += length
     return found
 
 
+def cache_key(uid: int, block: int) -> int:
+    """A block's key in the cache: its table's uid and its number, in one int (no tuple per get)."""
+    return uid << 32 | block
+
+
 class BlockCache:
-    """Checked blocks shared by every table of an engine, bounded by raw block bytes.
+    """Checked blocks shared by every table of an engine, bounded by the bytes they hold
+    (`Block.cost`), keyed by `cache_key`.
 
     Eviction is CLOCK (second chance) rather than strict LRU: a hit only sets a flag instead of
     reordering, which is measurably cheaper per `get` in CPython, with LRU-like hit rates.
     Once full, a block is admitted only on its second miss (TinyLFU's "doorkeeper"): when the
     data is much larger than the cache, blocks read once would only churn it, and measured
-    slower than no cache at all.
+    slower than no cache at all. A block not admitted is read without being decoded
+    (`find_in_block`).
     """
 
     def __init__(self, capacity_bytes: int = 16 << 20) -> None:
         self.capacity = capacity_bytes
         self.used = 0
         self.hits = self.misses = 0
-        self._blocks: OrderedDict[tuple[int, int], Block] = OrderedDict()
-        self._seen: set[tuple[int, int]] = set()  # missed once while the cache was full
+        self.blocks: OrderedDict[int, CachedBlock] = OrderedDict()  # Table.get reads it directly
+        self._seen: set[int] = set()  # missed once while the cache was full
         self._seen_limit = max(64, capacity_bytes // DEFAULT_BLOCK_BYTES)
 
-    def get(self, key: tuple[int, int]) -> Block | None:
-        block = self._blocks.get(key)
+    def get(self, key: int) -> CachedBlock | None:
+        block = self.blocks.get(key)
         if block is None:
             self.misses += 1
         else:
@@ -185,30 +216,38 @@ class BlockCache:
         """Forget a table's blocks: it left the tree (compacted away, quarantined). Its keys are
         unique to it, so none could be served for another table; this returns their memory now
         rather than when the clock would come round to them."""
-        cached = self._blocks
+        cached = self.blocks
         for i in range(blocks):
-            block = cached.pop((uid, i), None)
+            block = cached.pop(cache_key(uid, i), None)
             if block is not None:
-                self.used -= len(block.raw)
+                self.used -= block.cost
 
-    def put(self, key: tuple[int, int], block: Block) -> None:
+    def admits(self, key: int, cost: int) -> bool:
+        """Whether a block just missed should be decoded and `store`d (the doorkeeper's say)."""
         if self.capacity <= 0:
-            return
-        if self.used + len(block.raw) > self.capacity:
+            return False
+        if self.used + cost > self.capacity:
             seen = self._seen
             if key not in seen:
                 if len(seen) >= self._seen_limit:
                     seen.clear()
                 seen.add(key)
-                return
+                return False
             seen.discard(key)
-        blocks = self._blocks
+        return True
+
+    def put(self, key: int, block: CachedBlock) -> None:
+        if self.admits(key, block.cost):
+            self.store(key, block)
+
+    def store(self, key: int, block: CachedBlock) -> None:
+        blocks = self.blocks
         blocks[key] = block
-        self.used += len(block.raw)
+        self.used += block.cost
         while self.used > self.capacity and blocks:
             old_key, old = blocks.popitem(last=False)
             if old.ref:  # used since it came in: a second chance at the back
                 old.ref = False
                 blocks[old_key] = old
             else:
-                self.used -= len(old.raw)
+                self.used -= old.cost

@@ -266,8 +266,8 @@ class LSMEngine:
 
     def get(self, key: bytes) -> bytes | None:
         """The key's value, or None if it was never written or is deleted."""
-        entry = self._mem.get(key)
-        if not self._status.usable or self._commits.busy:
+        entry: tuple[int, bytes | None] | None = self._mem.data.get(key)  # Memtable.get, inlined
+        if not self._status.usable or self._commits.tickets:
             self._check()
         if entry is not None and entry[0] != MERGE:
             return entry[1]

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from bhandar_cli.storage import compaction
-from bhandar_cli.storage.bloom import bloom_hash
+from bhandar_cli.storage.bloom import bloom_hash, filter_hash
 from bhandar_cli.storage.memtable import Memtable, SealedMemtable
-from bhandar_cli.storage.records import DELETE, VALUE, Merge
+from bhandar_cli.storage.records import DELETE, MERGE, VALUE, Merge
 from bhandar_cli.storage.sstable import Table
 
 Record = tuple[int, bytes | None]  # (kind, value)
@@ -42,18 +42,38 @@ def lookup(
     """Fold `key`'s records: `newest` (the live memtable's MERGE record, or None), then the sealed
     memtables (oldest first, read newest first), then `tables` (newest first)."""
     acc = None if newest is None else newest[1]
-    for s in reversed(sealed):
-        record = s.memtable.get(key)
-        if record is not None:
-            done, acc = _fold(acc, record, merge)
-            if done:
-                return acc
-    h = bloom_hash(key)
+    if sealed:
+        for s in reversed(sealed):
+            record = s.memtable.get(key)
+            if record is not None:
+                done, acc = _fold(acc, record, merge)
+                if done:
+                    return acc
+    # Each table's blocked filter (bloom.py) is checked inline: the key's hash and mask are made
+    # once, for every table, and a table's check is one AND (a call per table cost as much).
+    h = filter_hash(key)
+    x = (h * 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF
+    high, low = x >> 52, (x >> 40) & 0xFFF
+    mask = 0
+    masks = classic = None
     for table in tables:
-        if not table.bloom.may_contain_hash(h):
-            continue
+        f = table.filter
+        if f is not None:
+            blocks, n, table_masks = f
+            if table_masks is not masks:  # tables written with other options set other bits
+                masks = table_masks
+                mask = masks[0][high] | masks[1][low]
+            if blocks[h % n] & mask != mask:
+                continue
+        else:  # a table of format 1, or with a damaged filter
+            if classic is None:
+                classic = bloom_hash(key)
+            if not table.may_contain_hash(classic):
+                continue
         record = table.get(key)
         if record is not None:
+            if acc is None and record[0] != MERGE:  # `_fold`'s answer, without its call
+                return record[1]
             done, acc = _fold(acc, record, merge)
             if done:
                 return acc

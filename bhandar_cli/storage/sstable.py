@@ -8,7 +8,8 @@ File layout (all integers little-endian):
   `block_bytes` (default 4 KiB).
 - index block: `n u32 | offsets n×u64 | lengths n×u32 | last-key lengths n×u32 | last keys`;
   the block holding key k is the first whose last key is ≥ k.
-- Bloom block: `BloomFilter.to_bytes()` over every key in the table.
+- Bloom block: the filter of every key in the table (bloom.py: blocked, format 2; tables written
+  before have a classic one, format 1, which is still read).
 - footer: `magic 8s | version u32 | index offset u64, length u32, crc32 u32 | Bloom offset u64,
   length u32, crc32 u32 | records u64 | blocks u32 | pad | crc32 of the footer so far u32`.
 
@@ -38,41 +39,48 @@ import struct
 import zlib
 from array import array
 from bisect import bisect_left
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from zlib import crc32
 
 from bhandar_cli.storage import damage
 from bhandar_cli.storage.blocks import (
+    CRC_RESIDUE,
     DEFAULT_BLOCK_BYTES,
+    ENTRY_COST,
+    PAIR,
     Block,
     BlockCache,
-    encode_block,
-    parse_block,
+    CachedBlock,
+    cache_key,
+    check_block,
     walk_blocks,
 )
-from bhandar_cli.storage.bloom import DEFAULT_BITS_PER_KEY, DEFAULT_HASHES, BloomFilter, bloom_hash
+from bhandar_cli.storage.bloom import (
+    BlockedBloom,
+    BloomFilter,
+    MaskTables,
+    read_filter,
+)
 from bhandar_cli.storage.cipher import TABLE_BLOCK, TABLE_BLOOM, TABLE_INDEX, DataCipher, FileSeal
 from bhandar_cli.storage.damage import Corruption, DamageLog, KeyInterval
-from bhandar_cli.storage.disk import AppendFile, Disk, ReadFile
+from bhandar_cli.storage.disk import Disk, ReadFile
 from bhandar_cli.storage.errors import CorruptTableError
+from bhandar_cli.storage.records import DELETE
+from bhandar_cli.storage.table_writer import (
+    _FOOTER,
+    _U32,
+    ENCRYPTED_VERSION,
+    FOOTER_SIZE,
+    FORMAT_VERSION,
+    MAGIC,
+    TableInfo,
+    TableWriter,
+)
 
 __all__ = ["DEFAULT_BLOCK_BYTES", "FOOTER_SIZE", "BlockCache", "Table", "TableInfo", "TableWriter"]
 
-MAGIC = b"BHNDRSST"
-FORMAT_VERSION, ENCRYPTED_VERSION = 2, 3
-_FOOTER = struct.Struct("<8sIQIIQIIQI8sI")
-FOOTER_SIZE = _FOOTER.size  # 64
-_U32 = struct.Struct("<I")
 _uids = itertools.count(1)  # cache keys: unique per opened table, even across engines
 DamageSink = Callable[[Corruption], None]
-
-
-@dataclass(frozen=True)
-class TableInfo:
-    path: str
-    size: int
-    records: int
-    blocks: int
 
 
 class _EveryKey:
@@ -81,110 +89,8 @@ class _EveryKey:
     def may_contain_hash(self, h: int) -> bool:
         return True
 
-
-class TableWriter:
-    """Streams sorted, unique keys into a new table file; `finish()` makes it durable."""
-
-    def __init__(
-        self,
-        disk: Disk,
-        path: str,
-        *,
-        block_bytes: int = DEFAULT_BLOCK_BYTES,
-        bits_per_key: int = DEFAULT_BITS_PER_KEY,
-        hashes: int = DEFAULT_HASHES,
-        cipher: DataCipher | None = None,
-    ) -> None:
-        if disk.exists(path):
-            raise FileExistsError(f"refusing to overwrite table {path} (a file-number bug)")
-        self.path, self.cipher, self._seal = path, cipher, FileSeal.new_file(cipher)
-        self._file: AppendFile = disk.open_append(path)
-        self._block_bytes = block_bytes
-        self._bits_per_key, self._hashes = bits_per_key, hashes
-        self._keys: list[bytes] = []
-        self._kinds: list[int] = []
-        self._values: list[bytes] = []
-        self._pending = 0
-        self._offset = 0
-        self._index: list[tuple[int, int, bytes]] = []  # (offset, length, last key)
-        self._hashes_seen = array("Q")
-        self._records = 0
-
-    def add(self, key: bytes, kind: int, value: bytes | None) -> None:
-        self.add_all(((key, kind, value),))
-
-    def add_all(self, entries: Iterable[tuple[bytes, int, bytes | None]]) -> None:
-        """Append records (sorted, unique keys); the hot loop of every flush and compaction."""
-        keys, kinds, values = self._keys, self._kinds, self._values
-        pending, limit = self._pending, self._block_bytes
-        for key, kind, value in entries:
-            if value is None:
-                value = b""
-            keys.append(key)
-            kinds.append(kind)
-            values.append(value)
-            pending += len(key) + len(value) + 9
-            if pending >= limit:
-                self._emit()
-                keys, kinds, values, pending = self._keys, self._kinds, self._values, 0
-        self._pending = pending
-
-    def _emit(self) -> None:
-        if not self._keys:
-            return
-        data = self._seal.seal(encode_block(self._keys, self._kinds, self._values), TABLE_BLOCK, self._offset)
-        self._hashes_seen.extend(map(bloom_hash, self._keys))
-        self._file.write(data)
-        self._index.append((self._offset, len(data), self._keys[-1]))
-        self._offset += len(data)
-        self._records += len(self._keys)
-        self._keys, self._kinds, self._values, self._pending = [], [], [], 0
-
-    @property
-    def records(self) -> int:
-        return self._records + len(self._keys)
-
-    def finish(self) -> TableInfo:
-        self._emit()
-        n = len(self._index)
-        last_keys = [k for _, _, k in self._index]
-        index = b"".join(
-            [
-                _U32.pack(n),
-                struct.pack(f"<{n}Q", *(o for o, _, _ in self._index)),
-                struct.pack(f"<{n}I", *(ln for _, ln, _ in self._index)),
-                struct.pack(f"<{n}I", *map(len, last_keys)),
-                *last_keys,
-            ]
-        )
-        bloom = BloomFilter.for_keys(len(self._hashes_seen), self._bits_per_key, self._hashes)
-        bloom.add_hashes(self._hashes_seen)
-        index_off, seal = self._offset, self._seal
-        index = seal.seal(index, TABLE_INDEX, index_off)
-        bloom_off = index_off + len(index)
-        bloom_bytes = seal.seal(bloom.to_bytes(), TABLE_BLOOM, bloom_off)
-        head = _FOOTER.pack(
-            MAGIC,
-            ENCRYPTED_VERSION if seal.encrypted else FORMAT_VERSION,
-            index_off,
-            len(index),
-            zlib.crc32(index),
-            bloom_off,
-            len(bloom_bytes),
-            zlib.crc32(bloom_bytes),
-            self._records,
-            n,
-            seal.file_id,
-            0,
-        )[:-4]
-        self._file.write(index + bloom_bytes + head + _U32.pack(zlib.crc32(head)))
-        self._file.sync()
-        size = self._file.size
-        self._file.close()
-        return TableInfo(self.path, size, self._records, n)
-
-    def abort(self) -> None:
-        self._file.close()
+    def may_contain(self, key: bytes) -> bool:
+        return True
 
 
 class Table:
@@ -209,13 +115,19 @@ class Table:
     ) -> None:
         self.path, self._cipher, self._seal = path, cipher, FileSeal(None)
         self.uid = next(_uids)
+        self._cache_base = cache_key(self.uid, 0)
+        # The blocked filter's (blocks, how many, masks), read inline by reads.lookup; None when
+        # the table has a classic filter (format 1) or none (damaged): then `bloom` says.
+        self.filter: tuple[list[int], int, MaskTables] | None = None
         self._cache = cache if cache is not None else BlockCache(0)
         self._log = damage_log if damage_log is not None else DamageLog()
         self._bad: set[int] = set()  # data blocks that failed their check
         self.damaged = False  # a check failed: the engine rewrites the table without the damage
         self._file: ReadFile = disk.open_read(path)
+        self._pread = self._file.pread
         try:
             self._load()
+            self._plain = self._seal.cipher is None
             if verify:
                 self.verify()
         except BaseException:
@@ -272,7 +184,9 @@ class Table:
             if zlib.crc32(bloom) != bloom_crc:
                 raise ValueError("checksum mismatch")
             bloom = self._seal.open(bloom, TABLE_BLOOM, bloom_off)
-            self.bloom: BloomFilter | _EveryKey = BloomFilter.from_bytes(bloom)
+            self.bloom: BloomFilter | BlockedBloom | _EveryKey = read_filter(bloom)
+            if isinstance(self.bloom, BlockedBloom):
+                self.filter = (self.bloom.blocks, len(self.bloom.blocks), self.bloom.masks)
         except (ValueError, struct.error) as e:
             self.bloom = _EveryKey()
             self._damaged(damage.SSTABLE_BLOOM, bloom_off, bloom_len, f"Bloom filter {e}", None)
@@ -292,7 +206,9 @@ class Table:
             if off != pos or ln < 8:
                 raise ValueError("block offsets are not contiguous")
             pos += ln
-        self._offsets, self._lengths = list(offsets), list(lengths)
+        # Arrays, not lists of ints: a get reads one of each, and ints boxed one by one were
+        # scattered over the heap (a cache miss each).
+        self._offsets, self._lengths = array("Q", offsets), array("I", lengths)
         self._last_keys = [index[a:b] for a, b in itertools.pairwise(offs)]
         self.blocks = n
 
@@ -308,7 +224,8 @@ class Table:
             self._damaged(damage.SSTABLE_BLOCK, found.bad_at, end - found.bad_at, what, KeyInterval(after))
         if not found.offsets:
             raise self._fail("no data block can be found (a torn or truncated table)")
-        self._offsets, self._lengths, self._last_keys = found.offsets, found.lengths, found.last_keys
+        self._offsets, self._lengths = array("Q", found.offsets), array("I", found.lengths)
+        self._last_keys = found.last_keys
         self.blocks, self.records = len(found.offsets), found.records
         self.bloom = _EveryKey()
 
@@ -325,13 +242,15 @@ class Table:
     def _lost(self, i: int) -> KeyInterval:
         return KeyInterval(self._last_keys[i - 1] if i else None, self._last_keys[i])
 
-    def _read_block(self, i: int, on_damage: DamageSink | None = None) -> Block | None:
-        """Block i, checked; None if it is bad (reported to `on_damage`, or the engine's log)."""
+    def _checked(self, i: int, on_damage: DamageSink | None = None) -> tuple[bytes, int] | None:
+        """Block i's (plain) bytes and record count, checked; None if it is bad (reported to
+        `on_damage`, or the engine's log)."""
         if on_damage is None and i in self._bad:
             return None
         off, length = self._offsets[i], self._lengths[i]
         try:
-            return parse_block(self._seal.open(self._read(off, length, f"block {i}"), TABLE_BLOCK, off))
+            data = self._seal.open(self._read(off, length, f"block {i}"), TABLE_BLOCK, off)
+            return data, check_block(data)
         except ValueError as e:
             c = Corruption(damage.SSTABLE_BLOCK, self.path, off, length, f"block {i} {e}", self._lost(i))
         if on_damage is not None:
@@ -342,23 +261,69 @@ class Table:
             self._log.add(c)
         return None
 
+    def _read_block(self, i: int, on_damage: DamageSink | None = None) -> Block | None:
+        """Block i, checked and decoded; None if it is bad (see `_checked`)."""
+        checked = self._checked(i, on_damage)
+        return None if checked is None else Block(*checked)
+
     def may_contain_hash(self, h: int) -> bool:
-        return self.bloom.may_contain_hash(h)
+        """The classic filter's answer for a `bloom_hash` (tables of format 1)."""
+        return self.bloom.may_contain_hash(h) if not isinstance(self.bloom, BlockedBloom) else True
+
+    def may_contain(self, key: bytes) -> bool:
+        return self.bloom.may_contain(key)
 
     def get(self, key: bytes) -> tuple[int, bytes | None] | None:
-        """The record for `key` in this table, or None (no Bloom check: the caller does it)."""
+        """The record for `key` in this table, or None (no Bloom check: the caller does it).
+
+        A block read from the file is checked (and kept if the cache admits it), then searched
+        in its bytes: `find_in_block`, inlined here, as `BlockCache.get` is (a get's calls were
+        a sixth of its time). Anything unusual (a sealed block, a short read, a failed check, a
+        bad block) takes the careful path, `_checked`, which reports damage."""
         i = bisect_left(self._last_keys, key)
         if i == self.blocks:
             return None
-        cache_key = (self.uid, i)
-        blk = self._cache.get(cache_key)
-        if blk is None:
-            blk = self._read_block(i)
-            if blk is None:
+        ck = self._cache_base + i
+        cache = self._cache
+        cached = cache.blocks.get(ck)
+        if cached is not None:
+            cache.hits += 1
+            cached.ref = True
+            data, n = cached.raw, cached.n
+        else:
+            cache.misses += 1
+            length = self._lengths[i]
+            data = self._pread(self._offsets[i], length)
+            # Every block's length is ≥ 8 (the index was checked), so a whole one has a count.
+            if self._plain and len(data) == length and crc32(data) == CRC_RESIDUE:
+                n = _U32.unpack_from(data)[0]
+            else:
+                n = 0
+            if not 0 < n < length:
+                checked = self._checked(i)
+                if checked is None:
+                    return None
+                data, n = checked
+            elif i in self._bad:
                 return None
-            self._cache.put(cache_key, blk)
-        j = blk.find(key)
-        return None if j is None else (blk.kinds[j], blk.value(j))
+            if cache.admits(ck, len(data) + ENTRY_COST):
+                cache.store(ck, CachedBlock(data, check_block(data)))
+        at = 4 + n  # where the offsets start (blocks.py: find_in_block)
+        keys_end = _U32.unpack_from(data, at + 4 * n)[0]
+        p = data.find(key, 8 + 9 * n, keys_end)
+        while p >= 0:
+            bounds = PAIR.pack(p, p + len(key))
+            j = data.find(bounds, at, at + 4 * n + 4)
+            while j >= 0 and (j - at) & 3:
+                j = data.find(bounds, j + 1, at + 4 * n + 4)
+            if j >= 0:
+                j = (j - at) >> 2
+                if data[4 + j] == DELETE:
+                    return DELETE, None
+                start, end = PAIR.unpack_from(data, at + 4 * (n + j))
+                return data[4 + j], data[start:end]
+            p = data.find(key, p + 1, keys_end)
+        return None
 
     def entries(
         self,
@@ -378,10 +343,11 @@ class Table:
         i = 0 if start is None else bisect_left(self._last_keys, start)
         cache = self._cache if cached else None
         for b in range(i, self.blocks):
-            blk = (cache.get((self.uid, b)) if cache is not None else None) or self._read_block(b, on_damage)
+            hit = cache.get(self._cache_base + b) if cache is not None else None
+            blk = Block(hit.raw, hit.n) if hit is not None else self._read_block(b, on_damage)
             if blk is None:
                 continue
-            keys, kinds, value = blk.keys or blk.slice_keys(), blk.kinds, blk.value
+            keys, kinds, value = blk.keys, blk.kinds, blk.value
             first = 0 if start is None or b != i else bisect_left(keys, start)
             for j in range(first, len(keys)):
                 key = keys[j]

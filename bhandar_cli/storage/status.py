@@ -13,12 +13,27 @@ class EngineStatus:
 
     def __init__(self, directory: str) -> None:
         self.directory = directory
-        self.closed = False
-        self.failed: str | None = None  # what failed, once the engine is poisoned
+        self._closed = False
+        self._failed: str | None = None  # what failed, once the engine is poisoned
+        self.usable = True  # neither: a plain attribute, as every get reads it
 
     @property
-    def usable(self) -> bool:
-        return not self.closed and self.failed is None
+    def closed(self) -> bool:
+        return self._closed
+
+    @closed.setter
+    def closed(self, closed: bool) -> None:
+        self._closed = closed
+        self.usable = not closed and self._failed is None
+
+    @property
+    def failed(self) -> str | None:
+        return self._failed
+
+    @failed.setter
+    def failed(self, failed: str | None) -> None:
+        self._failed = failed
+        self.usable = not self._closed and failed is None
 
     def poison(self, e: BaseException) -> None:
         # After a failed write or fsync the memory and the files may disagree (an fsync error may

@@ -37,26 +37,24 @@ class GroupCommit:
     """The syncs handed out whose outcome the owner has not collected yet (owner thread only)."""
 
     def __init__(self) -> None:
-        self._tickets: list[SyncTicket] = []
+        self.tickets: list[SyncTicket] = []  # read directly by every get: not empty means busy
 
     @property
     def busy(self) -> bool:
-        return bool(self._tickets)
+        return bool(self.tickets)
 
     def collect(self) -> BaseException | None:
         """Forget the syncs that ended, and those whose WALs were all closed (their records are in
         an installed table); return the error of the first that failed, if one did."""
-        failed = next((t.error for t in self._tickets if t.done.is_set() and t.error is not None), None)
-        self._tickets = [
-            t for t in self._tickets if not t.done.is_set() and not all(w.closed for w in t.wals)
-        ]
+        failed = next((t.error for t in self.tickets if t.done.is_set() and t.error is not None), None)
+        self.tickets = [t for t in self.tickets if not t.done.is_set() and not all(w.closed for w in t.wals)]
         return failed
 
     def begin(self, wals: list[WALWriter]) -> Callable[[], None] | None:
         """The function making every record appended to `wals` so far durable; None if no record
         waits for an fsync."""
         taken = [(w, f) for w in wals if (f := w.begin_sync()) is not None]
-        earlier = [t for t in self._tickets if not t.done.is_set()]
+        earlier = [t for t in self.tickets if not t.done.is_set()]
         covered = {id(w) for w, _ in taken}
         for ticket in earlier:
             for w in ticket.wals:
@@ -66,7 +64,7 @@ class GroupCommit:
         if not taken:
             return None
         ticket = SyncTicket(tuple(w for w, _ in taken))
-        self._tickets.append(ticket)
+        self.tickets.append(ticket)
         fsyncs = [f for _, f in taken]
 
         def sync() -> None:
