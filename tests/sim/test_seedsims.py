@@ -357,3 +357,31 @@ def test_sim_bloom_measures_within_ten_percent_of_theory() -> None:
     r = json.loads(out.stdout)
     assert abs(r["theoretical"] - 0.0082) < 0.0001
     assert abs(r["measured"] - r["theoretical"]) / r["theoretical"] < 0.10
+
+
+def test_sim_bloom_blocked_measures_the_filter_tables_use() -> None:
+    import json
+    import subprocess
+    import sys
+
+    def run(*args: str) -> dict[str, float]:
+        out = subprocess.run(
+            [sys.executable, "-m", "bhandar_cli", "sim", "bloom", "--keys", "50000", *args, "-o", "json"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return json.loads(out.stdout)  # type: ignore[no-any-return]
+
+    blocked, classic = run("--filter", "blocked"), run()
+    assert blocked["filter"] == "blocked" and classic["filter"] == "classic"
+    # One block per key costs false positives: above the classic filter, in theory and measured.
+    assert blocked["theoretical"] > classic["theoretical"]
+    assert blocked["measured"] > classic["measured"]
+    assert abs(blocked["measured"] - blocked["theoretical"]) / blocked["theoretical"] < 0.30
+    bad = subprocess.run(
+        [sys.executable, "-m", "bhandar_cli", "sim", "bloom", "--filter", "cuckoo"],
+        capture_output=True,
+        text=True,
+    )
+    assert bad.returncode == 2 and "--filter must be classic or blocked" in bad.stderr
