@@ -47,12 +47,12 @@ from bhandar_cli.storage.blocks import (
     CRC_RESIDUE,
     DEFAULT_BLOCK_BYTES,
     ENTRY_COST,
-    PAIR,
     Block,
     BlockCache,
     CachedBlock,
     cache_key,
     check_block,
+    find_in_block,
     walk_blocks,
 )
 from bhandar_cli.storage.bloom import (
@@ -65,7 +65,6 @@ from bhandar_cli.storage.cipher import TABLE_BLOCK, TABLE_BLOOM, TABLE_INDEX, Da
 from bhandar_cli.storage.damage import Corruption, DamageLog, KeyInterval
 from bhandar_cli.storage.disk import Disk, ReadFile
 from bhandar_cli.storage.errors import CorruptTableError
-from bhandar_cli.storage.records import DELETE
 from bhandar_cli.storage.table_writer import (
     _FOOTER,
     _U32,
@@ -308,22 +307,7 @@ class Table:
                 return None
             if cache.admits(ck, len(data) + ENTRY_COST):
                 cache.store(ck, CachedBlock(data, check_block(data)))
-        at = 4 + n  # where the offsets start (blocks.py: find_in_block)
-        keys_end = _U32.unpack_from(data, at + 4 * n)[0]
-        p = data.find(key, 8 + 9 * n, keys_end)
-        while p >= 0:
-            bounds = PAIR.pack(p, p + len(key))
-            j = data.find(bounds, at, at + 4 * n + 4)
-            while j >= 0 and (j - at) & 3:
-                j = data.find(bounds, j + 1, at + 4 * n + 4)
-            if j >= 0:
-                j = (j - at) >> 2
-                if data[4 + j] == DELETE:
-                    return DELETE, None
-                start, end = PAIR.unpack_from(data, at + 4 * (n + j))
-                return data[4 + j], data[start:end]
-            p = data.find(key, p + 1, keys_end)
-        return None
+        return find_in_block(data, n, key)
 
     def entries(
         self,
