@@ -53,14 +53,23 @@ class SiblingView:
     def of(cls, s: Sibling) -> SiblingView:
         return cls(decode_value(s.value, s.ctype), s.dot, s.clock, s.tombstone, s.ts, s.ctype, s.value)
 
+    @property
+    def expired(self) -> bool:
+        """A tombstone left by a time to live, not by a delete: expiry keeps the value's dot, time
+        and content type (core/expiry.py), a delete writes none."""
+        return self.tombstone and bool(self.ctype)
+
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "dot": list(self.dot),
             "clock": self.clock,
             "value": self.value,
             "tombstone": self.tombstone,
             "ts": round(self.ts, 6),
         }
+        if self.expired:
+            out["expired"] = True
+        return out
 
 
 def sibling_views(record: Record | None) -> list[SiblingView]:
@@ -115,6 +124,7 @@ class GetOutcome:
             "context": self.context,
             "siblings": len([s for s in self.siblings if not s.tombstone]) if self.counter is None else 1,
             "tombstones": len([s for s in self.siblings if s.tombstone]),
+            "expired": len([s for s in self.siblings if s.expired]),
             "coordinator": self.coordinator,
             "replies": self.replies,
             "versions": [s.to_json() for s in self.siblings],

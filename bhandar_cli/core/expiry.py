@@ -10,7 +10,9 @@ arrival time), so all of them agree without talking:
   tombstone of the *same* dot, context and timestamp. Replicas sweep independently and end up
   with byte-identical tombstones, so anti-entropy finds them equal; a replica still holding the
   value loses to the tombstone on merge (`versions.lww_merge`: same dot, tombstone wins), so
-  neither anti-entropy nor read repair ever brings the value back;
+  neither anti-entropy nor read repair ever brings the value back. The tombstone also keeps the
+  value's content type, which a delete's tombstone never has: that is how a read tells "expired"
+  from "deleted" (outcomes.py `SiblingView.expired`);
 - the tombstones are then reaped like those of deletes (reaping.py: after the grace period, once
   every replica holds one), and compaction drops the removed records from disk.
 

@@ -62,8 +62,11 @@ def render_get(out: GetOutcome) -> RenderableType:
         return with_trace(Group(*lines), out.trace)
     parts: list[RenderableType] = []
     if not out.found:
-        tomb = sum(s.tombstone for s in out.siblings)
-        note = f" (deleted: {counted(tomb, 'tombstone')})" if tomb else ""
+        expired = sum(s.expired for s in out.siblings)
+        tomb = sum(s.tombstone for s in out.siblings) - expired
+        said = [f"deleted: {counted(tomb, 'tombstone')}"] if tomb else []
+        said += ["expired: its time to live passed"] if expired else []
+        note = f" ({'; '.join(said)})" if said else ""
         parts.append(Text.assemble(("(not found)", "yellow"), note, meta))
     else:
         table = Table("#", "value", "dot", "clock", box=box.SIMPLE_HEAD, show_edge=False)

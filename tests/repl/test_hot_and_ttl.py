@@ -15,6 +15,7 @@ def test_hot_shows_the_skewed_key_first_with_its_replicas_and_their_load(repl: R
     lines += ["prefs bench hot-one", "hot 3", "hot 0", "hot x", "metrics"]
     out = repl(lines, nodes=5)
     prefs, top, zero, word, metrics = out[-5:]
+
     def placed(keys: list[dict[str, Any]]) -> list[tuple[str, list[str]]]:
         return [(k["key"], k["replicas"]) for k in keys]
 
@@ -39,10 +40,13 @@ def test_a_ttl_keyspace_forgets_its_values_at_expiry(repl: Run) -> None:
         [
             "keyspace create cache policy=lww n=2 ttl=60s",
             "put cache session s1",
+            "put cache gone g1",
+            "delete cache gone",
             "sleep 50s",
             "get cache session",
             "sleep 11s",
             "get cache session",
+            "get cache gone",
             "keyspace list",
             "keyspace create cache2 ttl=60s",
             "keyspace create cache3 policy=lww ttl=60x",
@@ -51,11 +55,15 @@ def test_a_ttl_keyspace_forgets_its_values_at_expiry(repl: Run) -> None:
         ],
         nodes=3,
     )
-    created, _, _, before, _, after, listing, siblings, bad, conflict, metrics = out
+    created, _, _, _, _, before, _, after, deleted, listing, siblings, bad, conflict, metrics = out
     assert metrics["values_expired"] == 2  # each of the n=2 replicas swept it into a tombstone
     assert created["ttl"] == 60 and created["created"] is True
     assert before["values"] == ["s1"]
     assert after["found"] is False and after["values"] == [], after
+    # A read tells the two kinds of tombstone apart: the swept value expired, the other was deleted
+    # (and stays "deleted" once its own time to live has passed too).
+    assert (after["tombstones"], after["expired"]) == (1, 1), after
+    assert (deleted["found"], deleted["tombstones"], deleted["expired"]) == (False, 1, 0), deleted
     assert {k["name"]: k.get("ttl", 0) for k in listing["keyspaces"]}["cache"] == 60
     assert siblings["ok"] is False and "ttl needs policy=lww" in siblings["error"]
     assert bad["ok"] is False and "bad ttl" in bad["error"]
@@ -80,3 +88,22 @@ def test_a_blind_write_over_an_expired_value_warns_of_no_lost_version(repl: Run)
     assert cache["ok"] and not any("last-writer-wins" in w for w in cache.get("warnings", [])), cache
     assert any("last-writer-wins replaced 1 version" in w for w in plain.get("warnings", [])), plain
     assert got["values"] == ["new"]
+
+
+def test_a_get_says_expired_or_deleted_by_the_kind_of_tombstone() -> None:
+    from rich.console import Console
+
+    from bhandar_cli.outcomes import GetOutcome, SiblingView
+    from bhandar_cli.repl.views_data import render_get
+
+    def shown(*tombstones: SiblingView) -> str:
+        console = Console(width=120, record=True, color_system=None)
+        console.print(render_get(GetOutcome("cache", "k", False, list(tombstones), "", "A", 2, 2)))
+        return console.export_text()
+
+    # Expiry keeps the value's content type on its tombstone; a delete's tombstone has none.
+    expired = SiblingView(None, ("A", 1), {"A": 1}, True, 10.0, "application/json", None)
+    deleted = SiblingView(None, ("B", 1), {"B": 1}, True, 12.0, "", None)
+    assert "(expired: its time to live passed)" in shown(expired)
+    assert "(deleted: 1 tombstone)" in shown(deleted) and "expired" not in shown(deleted)
+    assert "(deleted: 1 tombstone; expired: its time to live passed)" in shown(expired, deleted)

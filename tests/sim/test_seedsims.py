@@ -364,7 +364,7 @@ def test_sim_bloom_blocked_measures_the_filter_tables_use() -> None:
     import subprocess
     import sys
 
-    def run(*args: str) -> dict[str, float]:
+    def run(*args: str) -> dict[str, Any]:
         out = subprocess.run(
             [sys.executable, "-m", "bhandar_cli", "sim", "bloom", "--keys", "50000", *args, "-o", "json"],
             capture_output=True,
