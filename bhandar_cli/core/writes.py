@@ -96,7 +96,8 @@ class WriteCoordinator:
         actor = dot[0]
         replaced = {s.dot[0] for s in siblings if covers(context, s.dot)}
         pruned = prune(context, actor, self.config.max_vv_entries, replaced)
-        sibling = Sibling(dot, pruned, req.value, req.ctype, now)
+        # A delete's tombstone carries no content type: one that does was left by expiry (expiry.py).
+        sibling = Sibling(dot, pruned, req.value, req.ctype if req.value is not None else "", now)
         merged = (
             lww_merge(siblings, (sibling,)) if ks.policy == "lww" else merge_siblings(siblings, (sibling,))
         )
