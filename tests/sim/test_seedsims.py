@@ -343,45 +343,31 @@ def test_live_node_agrees_on_more_parameters(script: str, args: list[str]) -> No
     assert sim(*args) == _node(script, *args[1:])
 
 
-def test_sim_bloom_measures_within_ten_percent_of_theory() -> None:
-    import json
-    import subprocess
-    import sys
-
-    out = subprocess.run(
-        [sys.executable, "-m", "bhandar_cli", "sim", "bloom", "-o", "json"],
-        capture_output=True,
-        text=True,
-        check=True,
+def sim_bloom(*args: str) -> subprocess.CompletedProcess[str]:
+    """`bhandar sim bloom ARGS` in a process of its own."""
+    return subprocess.run(
+        [sys.executable, "-m", "bhandar_cli", "sim", "bloom", *args], capture_output=True, text=True
     )
-    r = json.loads(out.stdout)
+
+
+def bloom_report(*args: str) -> dict[str, Any]:
+    done = sim_bloom(*args, "-o", "json")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)  # type: ignore[no-any-return]
+
+
+def test_sim_bloom_measures_within_ten_percent_of_theory() -> None:
+    r = bloom_report()
     assert abs(r["theoretical"] - 0.0082) < 0.0001
     assert abs(r["measured"] - r["theoretical"]) / r["theoretical"] < 0.10
 
 
 def test_sim_bloom_blocked_measures_the_filter_tables_use() -> None:
-    import json
-    import subprocess
-    import sys
-
-    def run(*args: str) -> dict[str, Any]:
-        out = subprocess.run(
-            [sys.executable, "-m", "bhandar_cli", "sim", "bloom", "--keys", "50000", *args, "-o", "json"],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        return json.loads(out.stdout)  # type: ignore[no-any-return]
-
-    blocked, classic = run("--filter", "blocked"), run()
+    blocked, classic = bloom_report("--keys", "50000", "--filter", "blocked"), bloom_report("--keys", "50000")
     assert blocked["filter"] == "blocked" and classic["filter"] == "classic"
     # One block per key costs false positives: above the classic filter, in theory and measured.
     assert blocked["theoretical"] > classic["theoretical"]
     assert blocked["measured"] > classic["measured"]
     assert abs(blocked["measured"] - blocked["theoretical"]) / blocked["theoretical"] < 0.30
-    bad = subprocess.run(
-        [sys.executable, "-m", "bhandar_cli", "sim", "bloom", "--filter", "cuckoo"],
-        capture_output=True,
-        text=True,
-    )
+    bad = sim_bloom("--filter", "cuckoo")
     assert bad.returncode == 2 and "--filter must be classic or blocked" in bad.stderr
