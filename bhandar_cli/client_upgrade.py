@@ -5,7 +5,8 @@ Each node in turn goes through these phases, reported live to `progress` as they
 
 - check: every other node is up, in the client's eyes and in every live node's gossip view. A
   node that is down and shares a preference list with the one about to stop would leave two
-  replicas of those keys down: the upgrade stops there and says so (`Refused`).
+  replicas of those keys down: the upgrade stops there and says so (`Refused`). One that runs
+  but is not yet seen up by every peer (just started) is waited for, up to REJOIN_TIMEOUT.
 - flush: the node writes its memtable to an SSTable (a shorter WAL replay on start).
 - stop: a clean stop that drains (node/process.py `stop`): new client requests are refused as not
   run, and the client sends them to the key's next replica (client.py `_call`); those in flight
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
     from bhandar_cli.client import Backend
 
 DOWN_TIMEOUT = 10.0  # seconds to wait for every peer to see a stopped node down
+REJOIN_TIMEOUT = 10.0  # seconds a running node has, before a step, to be seen up by every peer
 SETTLE_TIMEOUT = 60.0  # seconds a restarted node has to rejoin, drain its hints and serve
 PROBES = 20  # reads in one serving probe
 P99_BOUND_MS = 500.0  # a probe's p99 must be within this for the node to count as serving
@@ -76,16 +78,34 @@ async def down_nodes(backend: Backend) -> dict[str, list[str]]:
 
 
 async def check_step(backend: Backend, node: str, n: int) -> None:
-    """Refuse to stop `node` if a node that shares keys with it is down."""
-    for other, seers in (await down_nodes(backend)).items():
-        if other != node and shares_replicas(backend, node, other, n):
-            who = ", ".join(seers)
-            raise Refused(
-                f"upgrade stopped before {node}: {other} is down (seen by {who}) and shares keys with "
-                f"{node}; stopping {node} now would leave two replicas of those keys down. Bring "
-                f"{other} back first (revive {other}, or bhandar cluster start {other}), then run the "
-                "upgrade again"
-            )
+    """Refuse to stop `node` if a node that shares keys with it is down.
+
+    A node whose process runs but that some peer's gossip still calls down has just been started
+    (`cluster start D` and then the upgrade, at once): its peers are given up to REJOIN_TIMEOUT to
+    see it up before the step is refused. A node the client itself sees down is refused at once."""
+    import trio
+
+    blocking: dict[str, list[str]] = {}
+    with trio.move_on_after(REJOIN_TIMEOUT):
+        while True:
+            blocking = {
+                other: seers
+                for other, seers in (await down_nodes(backend)).items()
+                if other != node and shares_replicas(backend, node, other, n)
+            }
+            if not blocking:
+                return
+            if any("this client" in seers for seers in blocking.values()):
+                break
+            await trio.sleep(0.1)
+    other, seers = next(iter(blocking.items()))
+    who = ", ".join(seers)
+    raise Refused(
+        f"upgrade stopped before {node}: {other} is down (seen by {who}) and shares keys with "
+        f"{node}; stopping {node} now would leave two replicas of those keys down. Bring "
+        f"{other} back first (revive {other}, or bhandar cluster start {other}), then run the "
+        "upgrade again"
+    )
 
 
 class RollingUpgrade:
