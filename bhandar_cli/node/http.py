@@ -26,7 +26,7 @@ from hypercorn.config import Config
 from hypercorn.trio import serve
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
-from bhandar_cli.asgi import Receive, Scope, Send, lifespan
+from bhandar_cli.asgi import BodyTooLarge, Receive, RequestBody, Scope, Send, lifespan
 from bhandar_cli.core.config import KeyspaceDef, NodeConfig, parse_level, parse_ttl
 from bhandar_cli.core.context import BLIND_DELETE_WARNING, decode_context, encode_context
 from bhandar_cli.core.crdt import PNCounter
@@ -112,8 +112,9 @@ class Api:
             return
         if scope["type"] != "http":
             return
+        request_body = RequestBody(scope, receive, self.max_body)
         try:
-            status, body, ctype, headers = await self.route(scope, receive)
+            status, body, ctype, headers = await self.route(scope, request_body)
         except _Failed as exc:  # a failed request: the failure's own fields (counts, code)
             status, body, ctype, headers = exc.status, _json(exc.body), "application/json", []
         except HttpError as exc:
@@ -121,11 +122,12 @@ class Api:
         except BhandarError as exc:
             status, ctype, headers = STATUS.get(exc.code, 400), "application/json", _refusal_headers(exc)
             body = _json({"error": str(exc), "code": exc.code})
+        headers = [*headers, *await request_body.settle()]
         head = [(b"content-type", ctype.encode()), (b"content-length", str(len(body)).encode()), *headers]
         await send({"type": "http.response.start", "status": status, "headers": head})
         await send({"type": "http.response.body", "body": body})
 
-    async def route(self, scope: Scope, receive: Receive) -> Response:
+    async def route(self, scope: Scope, request_body: RequestBody) -> Response:
         raw = scope.get("raw_path") or scope["path"].encode()
         # Split the raw path, then unquote each part, so a key may hold an encoded '/' (%2F).
         # Strictly: `%FF` is a 400, never U+FFFD (which made `%FF` and `%FE` the same key).
@@ -145,21 +147,21 @@ class Api:
         if len(parts) == 3 and parts[:2] == ["v1", "keyspaces"]:
             _allow(method, "PUT")
             self.authorize(scope, "keyspace_create")
-            return await self.create_keyspace(parts[2], await self.body(scope, receive))
+            return await self.create_keyspace(parts[2], await self.body(request_body))
         if len(parts) in (4, 5) and parts[:2] == ["v1", "kv"] and all(parts[2:4]):
             ks, key = parts[2], parts[3]
             level = parse_level(query.get("consistency", "QUORUM"))
             if len(parts) == 5 and parts[4] == "increment":
                 _allow(method, "POST")
                 self.authorize(scope, "incr", ks)
-                return await self.increment(ks, key, level, await self.body(scope, receive))
+                return await self.increment(ks, key, level, await self.body(request_body))
             if len(parts) == 4:
                 _allow(method, "GET", "PUT", "DELETE")
                 self.authorize(scope, {"GET": "get", "PUT": "put", "DELETE": "delete"}[method], ks)
                 if method == "GET":
                     return await self.get(ks, key, level)
                 if method == "PUT":
-                    return await self.put(ks, key, level, await self.body(scope, receive))
+                    return await self.put(ks, key, level, await self.body(request_body))
                 return await self.delete(ks, key, level, query.get("context"))
         raise HttpError(
             404, f"no such endpoint: {method} {scope['path']} (see GET /v1/status, /v1/kv/KS/KEY)"
@@ -172,24 +174,13 @@ class Api:
             return
         self.node.auth.check(_bearer(scope), op, keyspace, trio.current_time())
 
-    async def body(self, scope: Scope, receive: Receive) -> dict[str, Any]:
-        for name, value in scope.get("headers", []):
-            if name == b"content-length" and value.isdigit() and int(value) > self.max_body:
-                raise HttpError(
-                    413, f"request body of {int(value)} bytes is over the limit of {self.max_body}"
-                )
-        chunks, size = [], 0
-        while True:
-            message = await receive()
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.max_body:
-                raise HttpError(413, f"request body over the limit of {self.max_body} bytes")
-            chunks.append(chunk)
-            if not message.get("more_body"):
-                break
+    async def body(self, request_body: RequestBody) -> dict[str, Any]:
+        try:
+            raw = await request_body.read()
+        except BodyTooLarge as exc:
+            raise HttpError(413, str(exc)) from None
         try:  # the value inside may nest MAX_JSON_DEPTH levels, the body one more
-            parsed = parse_json(b"".join(chunks) or b"{}", "the request body", MAX_JSON_DEPTH + 1)
+            parsed = parse_json(raw or b"{}", "the request body", MAX_JSON_DEPTH + 1)
         except NotJson as exc:
             raise HttpError(400, f"the body must be a JSON object: {exc}") from None
         if not isinstance(parsed, dict):

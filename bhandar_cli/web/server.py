@@ -27,7 +27,7 @@ import trio
 from hypercorn.config import Config
 from hypercorn.trio import serve
 
-from bhandar_cli.asgi import Receive, Scope, Send, lifespan
+from bhandar_cli.asgi import BodyTooLarge, Receive, RequestBody, Scope, Send, lifespan
 from bhandar_cli.repl.session import Reply, Session
 from bhandar_cli.web.state import WebState
 
@@ -127,19 +127,23 @@ class WebServer:
         if method == "GET" and path == "api/events":
             await self.events(receive, send)
             return
+        request_body = RequestBody(scope, receive, MAX_BODY)
         try:
-            status, body, ctype = await self.route(path, method, scope, receive)
+            status, body, ctype = await self.route(path, method, scope, request_body)
         except _HttpError as exc:
             status, body, ctype = exc.status, _json({"error": str(exc)}), "application/json"
         head = [
             (b"content-type", ctype.encode()),
             (b"content-length", str(len(body)).encode()),
             (b"cache-control", b"no-store"),
+            *await request_body.settle(),
         ]
         await send({"type": "http.response.start", "status": status, "headers": head})
         await send({"type": "http.response.body", "body": body})
 
-    async def route(self, path: str, method: str, scope: Scope, receive: Receive) -> tuple[int, bytes, str]:
+    async def route(
+        self, path: str, method: str, scope: Scope, request_body: RequestBody
+    ) -> tuple[int, bytes, str]:
         if method == "GET" and (path == "" or path in _static_files()):
             name = path or PAGE
             data = resources.files("bhandar_cli.web").joinpath("static", name).read_bytes()
@@ -150,7 +154,7 @@ class WebServer:
                 await self.refresh()
             return 200, self.snapshot, "application/json"
         if method == "POST" and path in ("api/command", "api/focus"):
-            body = await _body(scope, receive)
+            body = await _body(scope, request_body)
             if path == "api/focus":
                 ks, key = body.get("keyspace"), body.get("key")
                 if not isinstance(ks, str) or not isinstance(key, str) or not ks or not key:
@@ -232,7 +236,7 @@ async def _until_disconnect(receive: Receive, scope: trio.CancelScope) -> None:
     scope.cancel()
 
 
-async def _body(scope: Scope, receive: Receive) -> dict[str, Any]:
+async def _body(scope: Scope, request_body: RequestBody) -> dict[str, Any]:
     headers = dict(scope.get("headers", []))
     origin, host = headers.get(b"origin"), headers.get(b"host", b"")
     if origin is not None and origin.split(b"://", 1)[-1] != host:
@@ -240,18 +244,12 @@ async def _body(scope: Scope, receive: Receive) -> dict[str, Any]:
         raise _HttpError(403, "commands are accepted from this page only")
     if not headers.get(b"content-type", b"").startswith(b"application/json"):
         raise _HttpError(415, "send JSON (Content-Type: application/json)")
-    chunks, size = [], 0
-    while True:
-        message = await receive()
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > MAX_BODY:
-            raise _HttpError(413, f"request body over {MAX_BODY} bytes")
-        chunks.append(chunk)
-        if not message.get("more_body"):
-            break
     try:
-        body = json.loads(b"".join(chunks) or b"{}")
+        raw = await request_body.read()
+    except BodyTooLarge as exc:
+        raise _HttpError(413, str(exc)) from None
+    try:
+        body = json.loads(raw or b"{}")
     except ValueError:
         raise _HttpError(400, "the body is not JSON") from None
     if not isinstance(body, dict):

@@ -3,7 +3,8 @@ and bodies, called directly as ASGI (what hypercorn would hand it) in front of a
 in-process cluster on trio's virtual clock.
 
 Every request gets exactly one response, never a 500 and never an exception out of the app; every
-4xx is JSON `{"error": ...}`. Nothing here depends on authentication, so the tests hold whether or
+4xx is JSON `{"error": ...}`; a response starts only after the whole body was read, or says
+`Connection: close`. Nothing here depends on authentication, so the tests hold whether or
 not the app checks a Bearer token first (a 401 is JSON with an "error" as well).
 """
 
@@ -90,6 +91,11 @@ async def asgi(app: Api, request: HttpRequest) -> tuple[int, dict[bytes, bytes],
         return {"type": "http.request", "body": body, "more_body": bool(chunks)}
 
     async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            # An answer before the body is read makes hypercorn close a keep-alive connection the
+            # client may already have sent its next request on: read it first, or say close.
+            said_close = (b"connection", b"close") in message["headers"]
+            assert not any(chunks) or said_close, f"{request}: answered with {b''.join(chunks)!r} unread"
         sent.append(message)
 
     await app(scope, receive, send)
@@ -223,5 +229,6 @@ async def serve_all(script: list[HttpRequest]) -> None:
 @example(
     script=[HttpRequest("PUT", b"/v1/kv/kv/k", b"", (), (b'{"value": ' + b"[" * 200 + b"]" * 200 + b"}",))]
 )
+@example(script=[HttpRequest("PUT", b"/v1/kv/kv/%FF", b"", (), (b'{"value"', b": 1}"))])  # refused by path
 def test_arbitrary_requests_get_json_errors_never_a_500(script: list[HttpRequest]) -> None:
     trio.run(serve_all, script, clock=trio.testing.MockClock(autojump_threshold=0))

@@ -76,6 +76,22 @@ def test_bad_requests_get_clear_errors(
     assert response.json()["error"]
 
 
+def test_a_refused_request_leaves_its_keep_alive_connection_open(http: httpx.Client) -> None:
+    # Refused by its path or its query, a request is answered only after its body is read: else
+    # the server closes the connection, and a request the client already sent on it fails as
+    # "server disconnected". So every request below travels on one connection.
+    clients = set()
+    for i in range(40):
+        by_path = http.put("/v1/kv/web/%FF", json={"value": i})
+        by_query = http.put("/v1/kv/web/k", params={"consistency": "SOME"}, json={"value": i})
+        for refused in (by_path, by_query):
+            assert refused.status_code == 400 and "connection" not in refused.headers, refused.headers
+        fine = http.get("/v1/kv/web/never-written")
+        assert fine.status_code == 404
+        clients.add(fine.extensions["network_stream"].get_extra_info("client_addr"))
+    assert len(clients) == 1, clients
+
+
 def test_status_and_prometheus_metrics(http: httpx.Client) -> None:
     http.put("/v1/kv/web/m", json={"value": 1})
     status = http.get("/v1/status").json()
