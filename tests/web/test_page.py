@@ -153,6 +153,14 @@ def test_a_write_while_a_replica_is_down_shows_the_hint_and_its_fallback(
     )
     (participants,) = attribute(browser, "#sequence", "data-participants")
     assert holder in participants.split(",") and "C" in participants.split(",")
+    # Every word of the diagram is inside it: long notes wrap, none is cut at the right edge.
+    width, overflowing = browser.execute_script(
+        "const box = document.getElementById('sequence'), w = +box.getAttribute('width');"
+        "return [w, [...box.querySelectorAll('text')]"
+        ".filter((t) => { const b = t.getBBox(); return b.x < 0 || b.x + b.width > w + 0.5; })"
+        ".map((t) => t.textContent)]"
+    )
+    assert width > 0 and overflowing == [], (width, overflowing)
     WebDriverWait(browser, WAIT_S).until(
         lambda d: d.execute_script(
             "return document.querySelector(`#node-${arguments[0]} [data-field=hints]`).textContent", holder

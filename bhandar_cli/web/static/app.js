@@ -219,22 +219,22 @@ function drawSequence(r, tracing) {
   const colW = Math.max(50, Math.min(110, room / cols.length));
   const rows = Math.max(1, ...r.events.map((e) => e.row)) + 1;
   const notesX = left + cols.length * colW + 4;
-  const width = notesX + notesW, height = top + rows * rowH + 24;
+  const width = notesX + notesW, height = top + rows * rowH + 24 + 14;  // the legend's line below
   box.setAttribute("width", width); box.setAttribute("height", height);
   box.setAttribute("data-participants", cols.join(","));
   box.setAttribute("data-coordinator", r.coordinator);
   const x = (name) => left + cols.indexOf(name) * colW + colW / 2;
   const y = (row) => top + row * rowH + rowH / 2;
   box.append(svg("text", { x: 4, y: 12 }, r.summary + (r.traced ? "" : " (no trace: type 'trace on')")));
-  box.append(svg("text", { x: notesX, y: 28, class: "note" }, "solid: request, dashed: answer"));
-  box.append(svg("text", { x: notesX, y: 39, class: "note" }, "dotted ?: answered too late"));
+  box.append(svg("text", { x: 4, y: height - 4, class: "note" },
+                 "solid: request · dashed: answer · dotted ?: answered too late"));
   cols.forEach((name) => {
     const short = colW < 75;
     const role = name === "client" ? "" : name === r.coordinator ? (short ? "coord." : "coordinator")
       : r.replicas.includes(name) ? `${short ? "rep." : "replica"} ${r.replicas.indexOf(name) + 1}` : "fallback";
     box.append(svg("text", { x: x(name), y: 28, class: "head", "data-participant": name }, name));
     box.append(svg("text", { x: x(name), y: 39, class: "note", "text-anchor": "middle" }, role));
-    box.append(svg("line", { x1: x(name), y1: top, x2: x(name), y2: height - 8, class: "lifeline" }));
+    box.append(svg("line", { x1: x(name), y1: top, x2: x(name), y2: height - 22, class: "lifeline" }));
   });
   const defs = svg("defs");
   defs.append(marker("arrow", "#58a6ff"), marker("arrow-reply", "#3fb950"), marker("arrow-lost", "#d29922"));
@@ -244,9 +244,11 @@ function drawSequence(r, tracing) {
     if (!rowsWithMs.has(e.row)) { rowsWithMs.add(e.row); box.append(svg("text", { x: left - 6, y: y(e.row) + 3, class: "ms" }, `${e.ms.toFixed(1)} ms`)); }
     if (e.kind === "note") {  // the coordinator's own steps: a dot on its line, the words at the right
       box.append(svg("circle", { cx: x(e.at), cy: y(e.row), r: 3, fill: "#9aa7b4" }));
-      const text = svg("text", { x: notesX, y: y(e.row) + 3, class: "note" }, e.text.slice(0, 30));
+      const text = svg("text", { class: "note" });
+      box.append(text);  // in the document first: wrapping measures the words
+      const lines = wrapInto(text, e.text, notesX, notesW - 4, 3);
+      text.setAttribute("y", y(e.row) + 3 - (lines - 1) * 5);
       text.append(svg("title", {}, e.text));
-      box.append(text);
       continue;
     }
     let y1 = y(e.row), y2 = y(e.row), cls = "msg", mark = "arrow";
@@ -264,6 +266,23 @@ function drawSequence(r, tracing) {
     text.append(svg("title", {}, e.label));
     box.append(text);
   }
+}
+// Write `words` into the (displayed) text element as lines no wider than `width` pixels, at most
+// `most` of them (the rest is in the element's title); how many lines it took.
+function wrapInto(text, words, x, width, most) {
+  let line = svg("tspan", { x, dy: 0 }), lines = 1;
+  text.append(line);
+  for (const word of words.split(" ")) {
+    const before = line.textContent;
+    line.textContent = before ? `${before} ${word}` : word;
+    if (!before || line.getComputedTextLength() <= width) continue;
+    if (lines === most) { line.textContent = `${before} …`; break; }
+    line.textContent = before;
+    line = svg("tspan", { x, dy: 10 }, word);
+    text.append(line);
+    lines += 1;
+  }
+  return lines;
 }
 function marker(id, fill) {
   const m = svg("marker", { id, viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" });
