@@ -6,7 +6,7 @@ the documented ones stay).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bhandar_cli.core.crdt import PNCounter
@@ -168,6 +168,10 @@ class WriteOutcome:
     @property
     def blind(self) -> bool:
         return self.context_used == "none"
+
+    def warned(self, warning: str) -> WriteOutcome:
+        """This outcome with one more warning (none when `warning` is empty)."""
+        return replace(self, warnings=(*self.warnings, warning)) if warning else self
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {

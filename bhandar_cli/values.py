@@ -1,7 +1,8 @@
 """How user values become stored bytes and back.
 
 In the REPL and CLI a VALUE is a JSON literal when it parses as one, else a bare string; either way
-it is stored as JSON (content type application/json). Bytes that are not JSON (`put ... -` from a
+it is stored as JSON (content type application/json). A bare string that starts like JSON (`{`, `[`
+or `"`) is most likely a typo: the write goes through, with a warning that says so. Bytes that are not JSON (`put ... -` from a
 binary stdin, or an HTTP body of another type) are stored as they are and shown in JSON output as
 {"base64": "..."}.
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from bhandar_cli.core.errors import BadInput
@@ -20,29 +22,45 @@ from bhandar_cli.core.limits import NotJson, parse_json
 from bhandar_cli.core.versions import BYTES, JSON
 
 
-def parse_value_text(text: str) -> tuple[bytes, str]:
-    """REPL/CLI value text -> (bytes, content type); raises BadInput for refused JSON."""
+@dataclass(frozen=True)
+class ParsedValue:
+    """A value as it will be stored, and a warning when text that starts like JSON (an object, an
+    array or a quoted string) did not parse and is stored as a bare string: most likely a typo."""
+
+    data: bytes
+    ctype: str
+    warning: str = ""
+
+
+def parse_value_text(text: str) -> ParsedValue:
+    """REPL/CLI value text -> what is stored; raises BadInput for refused JSON."""
     try:
-        parsed = parse_json(text)
-    except NotJson:
-        parsed = text
-    return encode_json(parsed), JSON
+        return ParsedValue(encode_json(parse_json(text)), JSON)
+    except NotJson as exc:
+        return ParsedValue(encode_json(text), JSON, _broken_json_warning(text, str(exc)))
+
+
+def _broken_json_warning(text: str, reason: str) -> str:
+    if not text.lstrip().startswith(("{", "[", '"')):
+        return ""
+    shown = text if len(text) <= 40 else text[:39] + "…"
+    return f"stored as the string {shown!r}: it starts like JSON but does not parse ({reason})"
 
 
 def encode_json(value: Any) -> bytes:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
-def parse_value_bytes(data: bytes) -> tuple[bytes, str]:
+def parse_value_bytes(data: bytes) -> ParsedValue:
     """Raw bytes (stdin): JSON if they are valid UTF-8 JSON, else opaque bytes kept exactly."""
     try:
         parsed = parse_json(data)
-    except NotJson:
+    except NotJson as exc:
         text = _as_text(data)
         if text is None:
-            return data, BYTES
-        return encode_json(text), JSON
-    return encode_json(parsed), JSON
+            return ParsedValue(data, BYTES)
+        return ParsedValue(encode_json(text), JSON, _broken_json_warning(text, str(exc)))
+    return ParsedValue(encode_json(parsed), JSON)
 
 
 def _as_text(data: bytes) -> str | None:

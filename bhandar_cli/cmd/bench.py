@@ -130,7 +130,8 @@ async def run_bench(
     from bhandar_cli.node.echo import echo_baseline, memory_echo_baseline
     from bhandar_cli.values import parse_value_text
 
-    value, ctype = parse_value_text(VALUE)
+    parsed = parse_value_text(VALUE)
+    value, ctype = parsed.data, parsed.ctype
     echo_tls: EchoTls | None = None
     with _progress(2 * ops) as advance:
         if nodes is None:

@@ -59,7 +59,8 @@ async def run_repair_bench(workdir: Path, keys: int, nodes: int, timeout: float)
     from bhandar_cli.node.echo import run_load
     from bhandar_cli.values import parse_value_text
 
-    value, ctype = parse_value_text(VALUE)
+    parsed = parse_value_text(VALUE)
+    value, ctype = parsed.data, parsed.ctype
     cluster = await supervisor.up(workdir, nodes, min(3, nodes), 0, 8, 3)
     try:
         async with open_tcp_client(cluster.dir, "ONE") as client:

@@ -65,7 +65,8 @@ async def run_security_bench(
     from bhandar_cli.node.clusterfile import ClusterFile
     from bhandar_cli.values import parse_value_text
 
-    value, ctype = parse_value_text(VALUE)
+    parsed = parse_value_text(VALUE)
+    value, ctype = parsed.data, parsed.ctype
     zones = min(3, nodes)
     replicas = min(3, nodes)
     clusters: dict[str, ClusterFile] = {}

@@ -139,7 +139,7 @@ def put(
     from bhandar_cli.values import parse_value_bytes, parse_value_text
 
     try:
-        data, ctype = parse_value_bytes(sys.stdin.buffer.read()) if value == "-" else parse_value_text(value)
+        parsed = parse_value_bytes(sys.stdin.buffer.read()) if value == "-" else parse_value_text(value)
     except BadInput as exc:
         if output is DataOutput.json:
             emit_json({"cmd": "put", "ok": False, "error": str(exc), "code": exc.code})
@@ -149,7 +149,8 @@ def put(
     async def action(client: Any) -> Any:
         if context == "auto":
             await client.get(keyspace, key, level, via)
-        return await client.put(keyspace, key, data, ctype, context, level, via)
+        outcome = await client.put(keyspace, key, parsed.data, parsed.ctype, context, level, via)
+        return outcome.warned(parsed.warning)
 
     _finish_write(output, _run("put", output, cluster, action))
 

@@ -97,6 +97,17 @@ def test_binary_stdin_round_trips_exactly(shared_cluster: ClusterFile) -> None:
     assert proc.stdout == blob
 
 
+def test_a_value_that_starts_like_json_but_does_not_parse_warns(shared_cluster: ClusterFile) -> None:
+    where = ("--cluster", shared_cluster.dir)
+    for args, stdin in ((("put", "cli", "typo1", '{"x":'), None), (("put", "cli", "typo2", "-"), b'[1, 2\n')):
+        proc = run_cli(*args, *where, stdin=stdin)
+        assert proc.returncode == 0, proc.stderr
+        (line,) = proc.stderr.decode().splitlines()
+        assert line.startswith("bhandar: warning: stored as the string ") and "does not parse" in line, line
+    proc = run_cli("get", "cli", "typo2", "-o", "raw", *where)
+    assert proc.stdout.decode().splitlines() == ["[1, 2"]
+
+
 def test_exit_codes(shared_cluster: ClusterFile, tmp_path: Path) -> None:
     where = ("--cluster", shared_cluster.dir)
     missing = run_cli("get", "cli", "never-written", *where, "-o", "json")

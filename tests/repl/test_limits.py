@@ -97,6 +97,19 @@ def test_a_blind_delete_warns_and_leaves_the_value(repl: Run) -> None:
     assert after["values"] == ["one"]  # the tombstone covered nothing: the value survived it
 
 
+def test_a_value_that_starts_like_json_but_does_not_parse_is_stored_as_a_string_with_a_warning(
+    repl: Run,
+) -> None:
+    lines = ["put kv a '{\"x\":'", "put kv b '[1, 2'", "put kv c hello", "put kv d '{\"x\": 1}'", "get kv a"]
+    broken_object, broken_array, word, good, got = repl(lines, nodes=3)
+    for broken, text in ((broken_object, '{"x":'), (broken_array, "[1, 2")):
+        assert broken["ok"], broken
+        (warning,) = broken["warnings"]
+        assert warning.startswith(f"stored as the string {text!r}: it starts like JSON") and "(" in warning
+    assert "warnings" not in word and "warnings" not in good  # a bare word, and real JSON: no warning
+    assert got["values"] == ['{"x":']
+
+
 def test_the_delete_line_names_what_was_removed() -> None:
     async def main() -> list[Any]:
         async with open_session(ClusterOptions(nodes=3), "table") as session:

@@ -47,8 +47,8 @@ LEVEL_SHORT = Option("c", LEVEL, metavar="...")  # keeps the longer usage lines 
     args=(*KS_KEY, Arg(VALUE)),
     options=(CTX, Option("c", LEVEL), VIA),
     aliases=("set",),
-    help="""VALUE is a JSON literal when it parses as one, else a bare string; shell-style quoting
-    applies. ctx=auto (the default) writes with the context of this session's last get of the key,
+    help="""VALUE is a JSON literal when it parses as one, else a bare string (with a warning when
+    it starts like JSON, with {, [ or ", but does not parse); shell-style quoting applies. ctx=auto (the default) writes with the context of this session's last get of the key,
     else none (a blind write); a TOKEN is a context a get printed. c= sets the consistency level of
     this write (default: the session's, see consistency); via= sends it to that node (default: the
     first live replica of the key); a node that is not a replica of the key forwards the write to
@@ -57,11 +57,12 @@ LEVEL_SHORT = Option("c", LEVEL, metavar="...")  # keeps the longer usage lines 
     renderer=render_write,
 )
 async def put(session: Session, cmd: Command) -> WriteOutcome:
-    value, ctype = parse_value_text(_value_text(cmd.args[2]))
+    value = parse_value_text(_value_text(cmd.args[2]))
     o = cmd.options
-    return await session.client.put(
-        cmd.arg(0), cmd.arg(1), value, ctype, o.get("ctx"), o.get("c"), o.get("via")
+    outcome = await session.client.put(
+        cmd.arg(0), cmd.arg(1), value.data, value.ctype, o.get("ctx"), o.get("c"), o.get("via")
     )
+    return outcome.warned(value.warning)
 
 
 @TABLE.command(
