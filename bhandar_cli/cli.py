@@ -37,6 +37,20 @@ from bhandar_cli.cmd.soak import soak
 from bhandar_cli.cmd.token import token_app
 from bhandar_cli.cmd.web import web
 
+
+def _command_line_error() -> type[Exception]:
+    """The base class of the errors typer raises for a command line it cannot take: those of its
+    own copy of click (typer 0.25 and later), else click's."""
+    error: type[Exception] | None = getattr(typer, "TyperException", None)
+    if error is None:
+        import click
+
+        error = click.ClickException
+    return error
+
+
+COMMAND_LINE_ERROR = _command_line_error()
+
 app = typer.Typer(
     name="bhandar",
     help="Bhandar: a Dynamo-style replicated key-value store you can run, break and watch.",
@@ -101,7 +115,36 @@ def root(
 def main() -> None:
     # Cluster files, keys, logs and data: whatever a command creates is its owner's only.
     os.umask(0o077)
-    app(prog_name="bhandar")
+    # Not standalone: typer would draw a usage error as a box of five lines, which a script
+    # reading stderr cannot use. Each error here is one line; the exit codes stay click's.
+    try:
+        code = app(prog_name="bhandar", standalone_mode=False)
+    except COMMAND_LINE_ERROR as error:
+        if error_message(error):  # none: the group's help, asked for by giving no command, is out
+            sys.stderr.write(usage_error_line(error) + "\n")
+        sys.exit(getattr(error, "exit_code", 2))
+    except typer.Abort:
+        sys.stderr.write("bhandar: aborted\n")
+        sys.exit(1)
+    # A command returns None; an int is the code of an Exit (typer.Exit, Ctrl-C's 130, --help's 0).
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def error_message(error: Exception) -> str:
+    format_message = getattr(error, "format_message", None)
+    return str(format_message() if callable(format_message) else error).rstrip(".")
+
+
+def usage_error_line(error: Exception) -> str:
+    """One line: `bhandar get: missing argument 'KEY' (usage: bhandar get [OPTIONS] KS KEY; bhandar
+    get -h explains)`; without the usage for an error that is not about the command line's shape."""
+    message = error_message(error)
+    message = message[:1].lower() + message[1:]
+    ctx = getattr(error, "ctx", None)
+    if ctx is None:
+        return f"bhandar: {message}"
+    usage = " ".join(ctx.get_usage().removeprefix("Usage: ").replace("{", "").replace("}", "").split())
+    return f"{ctx.command_path}: {message} (usage: {usage}; {ctx.command_path} -h explains)"
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ plainly `get`, `put`, `delete` or `incr` with the options they take is read here
 cmd/oneshot.py, the functions the typer commands (cmd/data.py) call too. Anything else, or
 anything unusual (`--help`, an unknown option, a missing argument, a value that does not
 convert, `--`), goes to the typer application (cli.py) untouched, so its help, its usage errors
-and their exit codes stay exactly typer's.
+(one line each, cli.main) and their exit codes are the same as for any other command.
 """
 
 from __future__ import annotations

@@ -349,7 +349,8 @@ EXIT_STATUS = [
     (
         "2",
         "Usage error: an unknown command or option, a bad option value, a keyspace nobody created, "
-        "or input past a limit (error code bad_input or too_large; see LIMITS).",
+        "or input past a limit (error code bad_input or too_large; see LIMITS). The error is one "
+        "line on standard error, with the command's usage when the command line itself is wrong.",
     ),
     ("3", "Key not found (get)."),
 ]

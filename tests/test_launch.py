@@ -61,3 +61,33 @@ def test_a_oneshot_command_exits_as_sys_exit_would_with_its_output_flushed(
     env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, env=env, timeout=60)
     assert (proc.returncode, proc.stdout, proc.stderr.decode()) == (status, b"said", stderr)
+
+
+def bhandar(*argv: str) -> subprocess.CompletedProcess[bytes]:
+    command = [sys.executable, "-m", "bhandar_cli", *argv]
+    return subprocess.run(command, capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
+
+
+@pytest.mark.parametrize(
+    ("argv", "starts"),
+    [
+        (["get", "kv"], "bhandar get: missing argument 'KEY' (usage: bhandar get [OPTIONS] KS KEY;"),
+        (["get", "kv", "k", "extra"], "bhandar get: got unexpected extra argument"),
+        (["get", "kv", "k", "--consistancy", "ONE"], "bhandar get: no such option: --consistancy"),
+        (["incr", "counters", "c", "five"], "bhandar incr: invalid value for 'DELTA'"),
+        (["cluster", "up", "--nodes", "x"], "bhandar cluster up: invalid value for '--nodes'"),
+        (["nosuch"], "bhandar: no such command 'nosuch'"),
+    ],
+)
+def test_a_usage_error_is_one_line_and_exit_2(argv: list[str], starts: str) -> None:
+    proc = bhandar(*argv)
+    lines = proc.stderr.decode().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1 and lines[0].startswith(starts), (proc.returncode, lines)
+    assert lines[0].endswith(" -h explains)") and proc.stdout == b""
+
+
+def test_help_and_a_group_without_its_command_still_print_the_help() -> None:
+    helped = bhandar("get", "-h")
+    assert helped.returncode == 0 and b"Usage: bhandar get" in helped.stdout and helped.stderr == b""
+    bare = bhandar("cluster")
+    assert bare.returncode == 2 and b"Usage: bhandar cluster" in bare.stdout + bare.stderr
