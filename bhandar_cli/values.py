@@ -2,9 +2,9 @@
 
 In the REPL and CLI a VALUE is a JSON literal when it parses as one, else a bare string; either way
 it is stored as JSON (content type application/json). A bare string that starts like JSON (`{`, `[`
-or `"`) is most likely a typo: the write goes through, with a warning that says so. Bytes that are not JSON (`put ... -` from a
-binary stdin, or an HTTP body of another type) are stored as they are and shown in JSON output as
-{"base64": "..."}.
+or `"`) is most likely a typo: the write goes through, with a warning that says so. Bytes that
+are not JSON (`put ... -` from a binary stdin, or an HTTP body of another type) are stored as
+they are and shown in JSON output as {"base64": "..."}.
 
 JSON is parsed strictly (core/limits.py): text that is JSON except for NaN, Infinity or nesting
 deeper than the limit is an error, not a bare string, so `put ks k NaN` says why it is refused.

@@ -48,8 +48,9 @@ LEVEL_SHORT = Option("c", LEVEL, metavar="...")  # keeps the longer usage lines 
     options=(CTX, Option("c", LEVEL), VIA),
     aliases=("set",),
     help="""VALUE is a JSON literal when it parses as one, else a bare string (with a warning when
-    it starts like JSON, with {, [ or ", but does not parse); shell-style quoting applies. ctx=auto (the default) writes with the context of this session's last get of the key,
-    else none (a blind write); a TOKEN is a context a get printed. c= sets the consistency level of
+    it starts like JSON, with {, [ or ", but does not parse); shell-style quoting applies.
+    ctx=auto (the default) writes with the context of this session's last get of the key, else
+    none (a blind write); a TOKEN is a context a get printed. c= sets the consistency level of
     this write (default: the session's, see consistency); via= sends it to that node (default: the
     first live replica of the key); a node that is not a replica of the key forwards the write to
     one, and the reply says who coordinated and why (forwarded_by and note in JSON).""",
