@@ -236,10 +236,13 @@ class GossipLiveness:
         else:  # the same peers as the last scan: only a touched one can have changed
             peers = sorted(p for p in self._touched if p in self._was_up)
         self._touched.clear()
+        # A node that has left the cluster hears from no one, so it comes to call every peer down:
+        # that is no news about them, and a person watching would read it as an outage.
+        left = members.members[self.me].status == "left"
         for peer in peers:
             up = self.is_up(peer, now)
             before = self._was_up.get(peer)
-            if before is not None and before != up:
+            if before is not None and before != up and not left:
                 word = "up" if up else "down"
                 out.append(Note(f"{self.me} sees {peer} {word}", {"node": self.me, "peer": peer, "up": up}))
             self._was_up[peer] = up

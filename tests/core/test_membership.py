@@ -264,3 +264,24 @@ def test_a_node_restarted_on_an_older_copy_of_its_store_is_up_again_at_once_and_
     assert isinstance(own, Versioned)
     actors = {s.dot[0] for s in own.siblings}  # a blind put: a sibling of the first write
     assert f"D~g{older.get_meta('generation')}" in actors and "D" not in actors
+
+
+def test_a_node_that_left_calls_no_one_down() -> None:
+    # Once a node has left, its old peers refuse it (node processes) and its detectors come to
+    # call every one of them down: it must not say so, as a person watching would read an outage
+    # into it. A partition stands in for the refusal here.
+    c = SimCluster(seed=5, nodes=5)
+    c.run_for(2)
+    for i in range(20):
+        put(c, "A", f"k{i}", b"1")
+    assert isinstance(c.call("E", DecommissionRequest(c.new_rid()), timeout=120), MoveResult)
+    wait_status(c, "E", "left")
+    left_at = c.now
+    c.model.partition([["E"]], c.ring.nodes)
+    c.run_for(3 * c.config.detection_bound())
+    leaver = c.hosts["E"].node
+    assert leaver is not None and not any(leaver.is_up(p, c.now) for p in "ABCD")
+    said = [note.text for at, who, note in c.notes if who == "E" and at >= left_at and "down" in note.text]
+    assert said == [], said
+    heard = [note.text for at, who, note in c.notes if who != "E" and at >= left_at and "sees E" in note.text]
+    assert heard, "the others still say that E went away"
