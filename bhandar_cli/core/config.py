@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Literal, get_args
 
+from bhandar_cli.core.durations import seconds_of
 from bhandar_cli.core.errors import BadInput
 from bhandar_cli.core.limits import MAX_KEY_BYTES, MAX_VALUE_BYTES
 
@@ -48,13 +50,11 @@ def required(level: str, n: int) -> int:
 
 
 def parse_ttl(text: str) -> int:
-    """`60s`, `5m`, `2h`, `1d` or a bare number of seconds -> seconds (`0`: no expiry)."""
-    raw = text.strip().lower()
-    unit = TTL_UNITS.get(raw[-1:], 0)
-    digits = raw[:-1] if unit else raw
-    if not digits.isdigit():
+    """`60s`, `5m`, `2h`, `1d` or a bare number of seconds -> whole seconds (`0`: no expiry)."""
+    seconds = seconds_of(text)
+    if seconds is None or not math.isfinite(seconds) or not seconds.is_integer():
         raise BadInput(f"bad ttl {text!r}: use whole seconds, minutes, hours or days, e.g. 60s, 5m, 2h, 1d")
-    return int(digits) * (unit or 1)
+    return int(seconds)
 
 
 def show_ttl(seconds: int) -> str:

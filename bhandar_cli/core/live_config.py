@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from bhandar_cli.core.config import NodeConfig
+from bhandar_cli.core.durations import seconds_of
 from bhandar_cli.core.errors import BadInput
 
 
@@ -26,6 +27,7 @@ class Setting:
     low: float
     high: float
     about: str
+    seconds: bool = False  # a time: also typed as a duration (500ms, 2s, 5m, 1h, 1d)
 
     def parse(self, key: str, raw: object) -> int | float | bool:
         """`raw` (text a person typed, or a value read back) as this key's type, in bounds."""
@@ -39,8 +41,12 @@ class Setting:
         try:
             value: int | float = int(text) if self.kind is int else float(text)
         except ValueError:
-            what = "a whole number" if self.kind is int else "a number"
-            raise BadInput(f"config {key} takes {what} (got {raw!r})") from None
+            duration = seconds_of(text) if self.seconds else None
+            if duration is None:
+                what = "a whole number" if self.kind is int else "a number"
+                what = "seconds, or a duration such as 500ms, 2s or 5m" if self.seconds else what
+                raise BadInput(f"config {key} takes {what} (got {raw!r})") from None
+            value = duration
         if not self.low <= value <= self.high:
             raise BadInput(f"config {key}={raw} out of range ({self.low:g} to {self.high:g})")
         return value
@@ -48,19 +54,19 @@ class Setting:
 
 # The keys `config set` takes. Sizes are bytes, times seconds.
 SETTINGS: dict[str, Setting] = {
-    "request_timeout": Setting(float, 0.0001, 600, "seconds a coordinator waits for replicas"),
+    "request_timeout": Setting(float, 0.0001, 600, "seconds a coordinator waits for replicas", seconds=True),
     "phi_threshold": Setting(float, 0.01, 50, "suspicion at which a silent peer is marked down"),
-    "phi_pause": Setting(float, 0, 60, "heartbeat pause tolerated before phi climbs (s)"),
-    "gossip_interval": Setting(float, 0.05, 10, "seconds between gossip rounds"),
+    "phi_pause": Setting(float, 0, 60, "heartbeat pause tolerated before phi climbs (s)", seconds=True),
+    "gossip_interval": Setting(float, 0.05, 10, "seconds between gossip rounds", seconds=True),
     "gossip_fanout": Setting(int, 1, 16, "peers each gossip round goes to"),
     "hinted_handoff": Setting(bool, 0, 1, "keep hints for down replicas"),
     "hint_max_per_target": Setting(int, 0, 10_000_000, "hints kept per down replica"),
-    "hint_max_age": Setting(float, 1, 86_400, "seconds a hint waits for its target"),
-    "hint_delivery_interval": Setting(float, 0.01, 60, "seconds between hint deliveries"),
+    "hint_max_age": Setting(float, 1, 86_400, "seconds a hint waits for its target", seconds=True),
+    "hint_delivery_interval": Setting(float, 0.01, 60, "seconds between hint deliveries", seconds=True),
     "hint_batch": Setting(int, 1, 100_000, "hints in one delivery"),
     "read_repair": Setting(bool, 0, 1, "repair stale replicas a read saw"),
-    "repair_interval": Setting(float, 0, 3600, "seconds between anti-entropy rounds (0: off)"),
-    "tombstone_grace": Setting(float, 1, 30 * 86_400, "seconds before a tombstone is reaped"),
+    "repair_interval": Setting(float, 0, 3600, "seconds between anti-entropy rounds (0: off)", seconds=True),
+    "tombstone_grace": Setting(float, 1, 30 * 86_400, "seconds before a tombstone is reaped", seconds=True),
     "sibling_warn": Setting(int, 1, 10_000, "siblings of a key that warn"),
     "sibling_max": Setting(int, 1, 10_000, "siblings of a key kept at most"),
     "memtable_bytes": Setting(int, 64 << 10, 1 << 30, "memtable size that starts a flush"),

@@ -28,6 +28,7 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
+from bhandar_cli.core.durations import seconds_of
 from bhandar_cli.node.pki import write_private
 
 PREFIX = "bhj1"
@@ -36,8 +37,6 @@ DEFAULT_TTL = 15 * 60.0
 MAX_TTL = 7 * 24 * 3600.0
 _SECRET = re.compile(r"[0-9a-f]{32}")
 _FINGERPRINT = re.compile(r"[0-9a-f]{64}")
-_TTL = re.compile(r"(\d+(?:\.\d+)?)([smhd]?)")
-_UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 
 class JoinRefused(Exception):
@@ -85,10 +84,9 @@ class JoinToken:
 
 def parse_ttl(text: str) -> float:
     """`90`, `90s`, `15m`, `2h`, `1d` -> seconds; ValueError outside (0, 7 days]."""
-    match = _TTL.fullmatch(text.strip().lower())
-    if match is None:
+    seconds = seconds_of(text)
+    if seconds is None:
         raise ValueError(f"a lifetime is a number with s, m, h or d (got {text!r})")
-    seconds = float(match.group(1)) * _UNITS[match.group(2)]
     if not 0 < seconds <= MAX_TTL:
         raise ValueError(f"a join token lives more than 0 s and at most 7 days (got {text!r})")
     return seconds

@@ -9,9 +9,9 @@ argument counts come from the entry's arguments.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
+from bhandar_cli.core.durations import seconds_of
 from bhandar_cli.core.errors import BadInput
 from bhandar_cli.repl.table import CommandSpec, CommandTable
 
@@ -162,14 +162,11 @@ MAX_DURATION = 24 * 3600.0  # seconds: a sleep or wait longer than a day is a ty
 
 
 def parse_duration(text: str) -> float:
-    """'2s', '500ms', '1.5', '1m' -> seconds."""
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m)?\s*", text)
-    if not match:
+    """'2s', '500ms', '1.5', '1m', '2h' -> seconds, at most MAX_DURATION."""
+    seconds = seconds_of(text)
+    if seconds is None:
         raise BadInput(f"bad duration {text!r} (use e.g. 2s, 500ms, 1m)")
-    value = float(match.group(1))
-    unit = match.group(2) or "s"
-    seconds = value / 1000.0 if unit == "ms" else value * 60.0 if unit == "m" else value
-    if seconds > MAX_DURATION:  # also infinity: float() of 400 nines is one, a sleep without end
+    if seconds > MAX_DURATION:  # also infinity: a sleep without end
         raise BadInput(f"duration {text.strip()!r} is over the limit of {MAX_DURATION / 3600:g} hours")
     return seconds
 

@@ -58,6 +58,28 @@ def test_a_change_is_the_next_version_and_validated_before_anything_changes() ->
     assert "request_timeout" in SETTINGS and "memtable_bytes" in SETTINGS
 
 
+def test_a_time_takes_seconds_or_a_duration() -> None:
+    v0 = LiveConfig()
+    typed = {
+        ("request_timeout", "1500ms"): 1.5,
+        ("request_timeout", "2"): 2.0,
+        ("gossip_interval", "2s"): 2.0,
+        ("hint_max_age", "5m"): 300.0,
+        ("tombstone_grace", "1d"): 86_400.0,
+    }
+    for (key, text), seconds in typed.items():
+        assert v0.changed(key, text).get(key) == seconds, (key, text)
+    refused = {
+        ("request_timeout", "2x"): "takes seconds, or a duration such as 500ms, 2s or 5m",
+        ("request_timeout", "1h"): "out of range",
+        ("hint_batch", "5s"): "whole number",  # a count is not a time
+        ("phi_threshold", "2s"): "takes a number",
+    }
+    for (key, value), why in refused.items():
+        with pytest.raises(BadInput, match=why):
+            v0.changed(key, value)
+
+
 def test_a_node_takes_a_new_request_timeout_at_runtime() -> None:
     assert timeouts_by(node_a(), 0.5) == 0  # the default: one second
     node = node_a()

@@ -280,9 +280,10 @@ def _node_or_all(cmd: Command) -> str | None:
     does the next node take it. A regression (more errors, a p99 three times worse, a peer seen
     down) puts that node, and the nodes that took the value before it, back on their previous
     version and stops the rollout, so one bad value never reaches every node at once. An unknown
-    key or a bad value is refused before anything changes. Progress is shown as it goes (node,
-    phase, seconds). Keys: {", ".join(sorted(SETTINGS))}.""",
-    examples=("config show", "config set phi_threshold 10", "config set request_timeout 2 window=3s"),
+    key or a bad value is refused before anything changes. A time is seconds or a duration (1500ms,
+    2s, 5m, 1d). Progress is shown as it goes (node, phase, seconds). Keys:
+    {", ".join(sorted(SETTINGS))}.""",
+    examples=("config show", "config set phi_threshold 10", "config set request_timeout 2s window=3s"),
     renderer=render_config,
 )
 async def config(session: Session, cmd: Command) -> dict[str, Any]:
