@@ -91,18 +91,30 @@ def render_get(out: GetOutcome) -> RenderableType:
 
 
 def explain_fallback_actors(out: GetOutcome) -> list[RenderableType]:
-    """What `A~1` in a dot or clock means, said once under the table that shows it."""
+    """What `A~1` (or `A~r1`, `A~g3`) in a dot or clock means, said once under the table."""
     actors = sorted(
         {a for s in out.siblings for a in (s.dot[0], *s.clock) if "~" in a},
     )
-    return [
-        Text(
-            f"{actor}: node {actor.split('~')[0]} writing as a fallback (a stand-in for a home replica "
-            "that was down), under an actor of its own so it never reuses a dot it forgot",
-            style="dim",
+    return [Text(f"{actor}: {actor_story(actor)}", style="dim") for actor in actors]
+
+
+def actor_story(actor: str) -> str:
+    """Why a node wrote under an actor other than its own name: the three ways a node takes one."""
+    node, _, mark = actor.partition("~")
+    if mark.startswith("r"):
+        return (
+            f"node {node} after a restore from a snapshot, which forgets the dots written since: a new "
+            "actor, so it never reuses one"
         )
-        for actor in actors
-    ]
+    if mark.startswith("g"):
+        return (
+            f"node {node} after it started from older data than its peers had seen of it: a new actor, "
+            "so it never reuses a dot of the life it forgot"
+        )
+    return (
+        f"node {node} writing as a fallback (a stand-in for a home replica that was down), under an "
+        "actor of its own so it never reuses a dot it forgot"
+    )
 
 
 def explain_siblings(out: GetOutcome) -> list[RenderableType]:

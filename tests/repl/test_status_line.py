@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 from bhandar_cli.repl.status_line import Notices, status_parts
 
@@ -118,3 +119,22 @@ def test_a_fallback_actor_is_explained_where_it_is_shown() -> None:
     assert result.exit_code == 0, result.output
     assert "B~1:1" in result.output
     assert "B~1: node B writing as a fallback" in result.output
+
+
+def test_a_restored_nodes_actor_is_explained_as_a_restore_not_a_fallback(tmp_path: Path) -> None:
+    import typer
+    from typer.testing import CliRunner
+
+    from bhandar_cli.cmd.repl import repl
+
+    app = typer.Typer()
+    app.command("repl")(repl)
+    app.command("other")(lambda: None)
+
+    # After a restore every node writes as a new actor, A~r1 and so on.
+    script = "put kv k 1; snapshot s1; restore s1; put kv after 2; get kv after"
+    result = CliRunner().invoke(app, ["repl", "--virtual-time", "--data-dir", str(tmp_path), "-e", script])
+    assert result.exit_code == 0, result.output
+    explained = [line for line in result.output.splitlines() if "~r1: node" in line]
+    assert explained and all("after a restore from a snapshot" in line for line in explained), result.output
+    assert "writing as a fallback" not in result.output
