@@ -1,8 +1,10 @@
 """`bhandar cluster upgrade [--to N]`: the rolling upgrade of a process cluster (client_upgrade.py),
-with its progress on stderr as it goes and its report on stdout."""
+with its progress on stderr as it goes (on a terminal, one line per node that its phases
+overwrite) and its report on stdout."""
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import typer
@@ -22,14 +24,15 @@ def upgrade(
     protocol --to), and wait until it serves before the next. Refuses a step that would leave two
     replicas of a key down; progress (node, phase, seconds) goes to stderr."""
     from bhandar_cli.node.codec import MIN_COMPATIBLE_VERSION, PROTOCOL_VERSION
-    from bhandar_cli.repl.views_ops import print_progress, render_upgrade
+    from bhandar_cli.repl.views_ops import node_progress, render_upgrade
 
     if to is not None and not MIN_COMPATIBLE_VERSION <= to <= PROTOCOL_VERSION:
         fail(f"--to must be {MIN_COMPATIBLE_VERSION}..{PROTOCOL_VERSION} (got {to})", EXIT_USAGE)
 
     async def body() -> Any:
         async with open_tcp_client(directory) as client:
-            return await client.upgrade(to, print_progress)
+            with node_progress(sys.stderr) as progress:
+                return await client.upgrade(to, progress)
 
     data = run_async("cluster upgrade", output, body)
     if output is OutputFormat.json:

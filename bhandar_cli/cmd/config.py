@@ -1,6 +1,7 @@
 """`bhandar config set KEY VALUE` and `bhandar config show`: the cluster configuration of a running
 process cluster (client_config.py). A change is rolled out one node at a time, each watched before
-the next; progress (node, phase, seconds) goes to stderr as it happens, the report to stdout.
+the next; progress (node, phase, seconds) goes to stderr as it happens (on a terminal, one line
+per node that its phases overwrite), the report to stdout.
 
 Exit codes: 0 ok, 1 failed (the rollout stopped at a node and rolled it back, a node is down, the
 cluster is unavailable), 2 usage (an unknown key or a bad value: nothing changed).
@@ -8,6 +9,7 @@ cluster is unavailable), 2 usage (an unknown key or a bad value: nothing changed
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import typer
@@ -38,7 +40,7 @@ def set_(
     back with it)."""
     from bhandar_cli.core.errors import BadInput
     from bhandar_cli.core.live_config import parse_setting
-    from bhandar_cli.repl.views_ops import print_progress
+    from bhandar_cli.repl.views_ops import node_progress
 
     try:
         parse_setting(key, value)  # a bad key or value: a usage error, before any connection
@@ -46,7 +48,12 @@ def set_(
         fail(str(exc), EXIT_USAGE)
     if not 0.1 <= window <= 600:
         fail(f"--window must be 0.1 to 600 seconds (got {window:g})", EXIT_USAGE)
-    _run("config set", output, cluster, lambda c: c.config_set(key, value, print_progress, window))
+
+    async def rollout(client: Any) -> Any:
+        with node_progress(sys.stderr) as progress:
+            return await client.config_set(key, value, progress, window)
+
+    _run("config set", output, cluster, rollout)
 
 
 @config_app.command("show")

@@ -5,7 +5,9 @@ restore, upgrade). Rendering only."""
 from __future__ import annotations
 
 import sys
-from typing import Any
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TextIO
 
 from rich import box
 from rich.console import Group, RenderableType
@@ -211,3 +213,35 @@ def progress_line(event: dict[str, Any]) -> str:
 def print_progress(event: dict[str, Any]) -> None:
     """Progress on stderr, as it happens (stdout keeps the command's one reply, JSON or table)."""
     print(progress_line(event), file=sys.stderr, flush=True)
+
+
+KEPT_PHASES = frozenset({"rollback", "not settled"})  # on a terminal too, these stay on their own line
+
+
+@contextmanager
+def node_progress(stream: TextIO) -> Iterator[Callable[[dict[str, Any]], None]]:
+    """A progress callback for a one-shot command's rolling operation. On a terminal each node's
+    phases overwrite one line, so five nodes leave five lines (and a rollback its own), not fifty;
+    anywhere else every phase is a line of its own, for a log to keep."""
+    if not stream.isatty():
+        yield lambda event: print(progress_line(event), file=stream, flush=True)
+        return
+    shown: list[tuple[Any, Any]] = []  # the node whose line is open, if one is
+
+    def show(event: dict[str, Any]) -> None:
+        node = (event.get("what"), event["node"])
+        if shown and shown[-1] != node:
+            stream.write("\n")
+        stream.write("\r\x1b[2K" + progress_line(event))
+        shown[:] = [node]
+        if event["phase"] in KEPT_PHASES:
+            stream.write("\n")
+            shown.clear()
+        stream.flush()
+
+    try:
+        yield show
+    finally:
+        if shown:
+            stream.write("\n")
+            stream.flush()
