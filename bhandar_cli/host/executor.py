@@ -39,6 +39,7 @@ for status, told as a note) and never touches the environment's other nodes or i
 
 from __future__ import annotations
 
+import errno
 import logging
 from collections import deque
 from collections.abc import Callable
@@ -58,6 +59,22 @@ log = logging.getLogger("bhandar.node")
 
 INBOX_SIZE = 10_000
 BATCH = 256
+
+# A disk's own failures: the machine's, not a bug of the node (said so, with what to do about it).
+DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
+DISK_FAILED = frozenset({errno.EIO, errno.EROFS})
+
+
+def disk_trouble(exc: BaseException) -> str | None:
+    """What a failed store call says of its disk ("its disk is full: No space left on device"),
+    or None when the failure is not the disk's (an internal error)."""
+    if not isinstance(exc, OSError) or exc.errno is None:
+        return None
+    if exc.errno in DISK_FULL:
+        return f"its disk is full: {exc.strerror}"
+    if exc.errno in DISK_FAILED:
+        return f"its disk failed: {exc.strerror}"
+    return None
 
 SendFn = Callable[[str, str, Any], None]  # (src, dst, message): the environment's network
 NoteFn = Callable[[str, Note], None]  # (node, note): what a person watching is told
@@ -105,6 +122,7 @@ class NodeHost:
         self.node: Node | None = None
         self.generation = 0  # lives started
         self.crash_reason: str | None = None  # why the last life ended on its own, if it did
+        self.disk_trouble: str | None = None  # ... when that was its disk (full, failed)
         self.errors = 0  # inputs dropped because handling them raised
         self.past_metrics = NodeMetrics()  # counters of lives that ended
         self.wake: Callable[[], None] = lambda: None  # the environment's: an input is waiting
@@ -155,9 +173,11 @@ class NodeHost:
 
     def crash(self, exc: BaseException, what: str = "crashed") -> None:
         """End this life because of `exc`: loud (logged, noted, kept for status), never raised."""
-        self.crash_reason = f"{what}: {type(exc).__name__}: {exc}"
+        disk = disk_trouble(exc)
+        self.crash_reason = f"{what}: {disk}" if disk else f"{what}: {type(exc).__name__}: {exc}"
+        self.disk_trouble = disk
         log.error("node %s %s", self.name, self.crash_reason, exc_info=exc)
-        self.kill("crashed (internal error)")
+        self.kill(f"stopped ({disk})" if disk else "crashed (internal error)")
         self._note(Note(f"{self.name} {self.crash_reason}", {"node": self.name, "crashed": True}))
 
     def background_job(self) -> BackgroundJob | None:

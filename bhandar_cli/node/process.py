@@ -367,7 +367,13 @@ def run_node(options: NodeOptions) -> None:
     process = NodeProcess(options, tls)
     try:
         trio.run(process.run, clock=EpochClock())
+    except OSError:
+        if process.host.crash_reason is not None:
+            raise crashed(options, process.host) from None  # closing on the same disk failed too
+        raise
     except BaseExceptionGroup as group:
+        if process.host.crash_reason is not None and group.subgroup(OSError) is not None:
+            raise crashed(options, process.host) from None
         # A port already taken surfaces from inside the nurseries; say it plainly.
         found: BaseException | None = group.subgroup(OSError)
         while isinstance(found, BaseExceptionGroup):
@@ -376,7 +382,15 @@ def run_node(options: NodeOptions) -> None:
             raise found from None
         raise
     if process.host.crash_reason is not None:
-        raise NodeCrashed(f"node {options.id} {process.host.crash_reason}")
+        raise crashed(options, process.host)
+
+
+def crashed(options: NodeOptions, host: NodeHost) -> NodeCrashed:
+    """Why the node stopped, and what to do when it was its disk."""
+    said = f"node {options.id} {host.crash_reason}"
+    if host.disk_trouble is not None:
+        said += f"; free space on (or repair) the disk of {options.data_dir}, then start it again"
+    return NodeCrashed(said)
 
 
 class NodeCrashed(Exception):

@@ -6,15 +6,18 @@ test lets it finish)."""
 
 from __future__ import annotations
 
+import errno
+import os
 import threading
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 import trio
 import trio.testing
 
 from bhandar_cli.core.config import NodeConfig
-from bhandar_cli.core.messages import PutRequest, PutResult, Result
+from bhandar_cli.core.messages import Failure, PutRequest, PutResult, Result
 from bhandar_cli.core.ring import Ring
 from bhandar_cli.core.store import MemoryStore
 from bhandar_cli.core.versions import JSON
@@ -140,3 +143,37 @@ def test_on_trio_a_node_keeps_handling_requests_while_its_fsync_runs_on_the_sync
     assert log.index("answer k1") > log.index("fsync k1")
     assert log.index("answer k2") > log.index("fsync k1,k2")
     assert all(isinstance(r, PutResult) for r in results.values()), results
+
+
+class FullDiskStore(MemoryStore):
+    """A store whose disk is full when a sync begins (its buffered WAL cannot be written)."""
+
+    def begin_sync(self) -> Callable[[], None]:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+def test_a_full_disk_stops_the_node_saying_so_not_as_an_internal_error() -> None:
+    failures: list[Result] = []
+    host = lone_node(FullDiskStore())
+    host.submit(put(1, "k1"), failures.append)
+    host.step(1.0)
+    with pytest.raises(OSError) as raised:
+        host.begin_sync()
+    host.crash(raised.value, "failed to sync its store")
+    assert not host.alive and host.disk_trouble == "its disk is full: No space left on device"
+    assert host.crash_reason == "failed to sync its store: its disk is full: No space left on device"
+    (failure,) = failures  # the write was never acknowledged, and its client is told why
+    assert isinstance(failure, Failure) and failure.code == "timeout"
+    assert "A stopped (its disk is full: No space left on device)" in failure.error
+    assert "internal error" not in failure.error
+
+
+def test_any_other_failure_is_still_an_internal_error() -> None:
+    failures: list[Result] = []
+    host = lone_node(MemoryStore())
+    host.submit(put(1, "k1"), failures.append)
+    host.step(1.0)
+    host.crash(ValueError("a bug"), "failed to sync its store")
+    assert host.disk_trouble is None and host.crash_reason == "failed to sync its store: ValueError: a bug"
+    (failure,) = failures
+    assert isinstance(failure, Failure) and "A crashed (internal error)" in failure.error
