@@ -28,6 +28,12 @@ def cards(driver: Any) -> dict[str, str]:
     )
 
 
+def phis(driver: Any) -> list[str]:
+    """The phi each node card shows."""
+    script = "return [...document.querySelectorAll('[data-field=phi]')].map((e) => e.textContent)"
+    return list(driver.execute_script(script))
+
+
 def attribute(driver: Any, selector: str, name: str) -> list[str]:
     """An attribute of every element the selector finds, read in one script."""
     return list(
@@ -114,6 +120,9 @@ def test_the_command_box_partition_draws_the_groups(web: WebProcess, browser: An
     assert labels[1] == "group 2: B, C"
     # Failure detection across the partition: A's peers come to suspect it (up, believed down).
     WebDriverWait(browser, WAIT_S).until(lambda d: cards(d).get("A") == "suspected")
+    # A phi in the millions (a peer cut off for long) is shown short enough to fit its card.
+    WebDriverWait(browser, WAIT_S).until(lambda d: "∞" in phis(d))
+    assert all(len(phi) <= 5 for phi in phis(browser)), phis(browser)
     size = browser.execute_script("return getComputedStyle(document.documentElement).fontSize")
     browser.find_element(By.ID, "large").click()
     assert "large" in browser.find_element(By.TAG_NAME, "body").get_attribute("class")

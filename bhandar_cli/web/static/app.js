@@ -77,7 +77,10 @@ function card(n) {
   c.append(head, el("div", { class: "state" }, STATE_MARK[n.state] || n.state));
   const dl = el("dl");
   const held = Object.entries(n.hints_for).map(([t, k]) => `${k}→${t}`).join(" ");
-  const rows = [["phi", n.state === "down" ? "—" : n.phi.toFixed(1)], ["zone", n.zone]];
+  // A peer cut off for long has a phi in the millions (the odds it is still up: 1 in 10^phi):
+  // past 1000 the number says nothing more than "certainly down" does, and no longer fits a card.
+  const phi = n.state === "down" ? "—" : n.phi >= 1000 ? "∞" : n.phi.toFixed(1);
+  const rows = [["phi", phi], ["zone", n.zone]];
   if (n.group !== null) rows.push(["group", String(n.group)]);
   rows.push(["keys", String(n.keys)], ["hints", held ? `${n.hints} (${held})` : String(n.hints)]);
   if (n.suspected_by.length) rows.push(["down to", n.suspected_by.join(",")]);
