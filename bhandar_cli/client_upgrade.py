@@ -136,16 +136,26 @@ class RollingUpgrade:
         if self.to is not None and not MIN_COMPATIBLE_VERSION <= self.to <= PROTOCOL_VERSION:
             raise BadInput(f"to must be {MIN_COMPATIBLE_VERSION}..{PROTOCOL_VERSION} (got {self.to})")
         if self.to is not None and protocol_of is None:
-            raise BadInput("upgrade to=N changes the wire protocol of node processes: connect to a "
-                           "process cluster (bhandar repl --connect DIR, or bhandar cluster upgrade)")
+            raise BadInput(
+                "upgrade to=N changes the wire protocol of node processes: connect to a "
+                "process cluster (bhandar repl --connect DIR, or bhandar cluster upgrade)"
+            )
         started = self.backend.now()
         rows: list[dict[str, Any]] = []
         for name in list(backend.names):
             self._node_started = self.backend.now()
             before = protocol_of(name) if protocol_of is not None else None
             if self.to is not None and before == self.to and backend.is_alive(name):
-                rows.append({"node": name, "seconds": 0.0, "settled": True, "skipped": True,
-                             "protocol": before, "from": before})
+                rows.append(
+                    {
+                        "node": name,
+                        "seconds": 0.0,
+                        "settled": True,
+                        "skipped": True,
+                        "protocol": before,
+                        "from": before,
+                    }
+                )
                 self._phase(name, "skipped", protocol=before)
                 continue
             self._phase(name, "check")

@@ -161,8 +161,18 @@ def up(
 
         started = trio.current_time()
         cluster = await supervisor.up(
-            where, nodes, zones, base_port, vnodes, replicas, extra, timeout, tls=not insecure,
-            hosts=addresses, protocol=protocol, encrypt=not no_encrypt,
+            where,
+            nodes,
+            zones,
+            base_port,
+            vnodes,
+            replicas,
+            extra,
+            timeout,
+            tls=not insecure,
+            hosts=addresses,
+            protocol=protocol,
+            encrypt=not no_encrypt,
         )
         return cluster, trio.current_time() - started
 
@@ -216,8 +226,19 @@ def status(directory: str | None = DIR_OPTION, output: OutputFormat = OUTPUT_OPT
     from rich.text import Text
 
     table = Table(
-        "", "node", "zone", "address", "http", "pid", "keys", "owns", "tokens", "sees down", "protocol",
-        "config", box=None,
+        "",
+        "node",
+        "zone",
+        "address",
+        "http",
+        "pid",
+        "keys",
+        "owns",
+        "tokens",
+        "sees down",
+        "protocol",
+        "config",
+        box=None,
     )
     for n in data["nodes"]:
         up = n["up"]

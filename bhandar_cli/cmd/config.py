@@ -23,7 +23,6 @@ config_app = typer.Typer(
 )
 
 
-
 @config_app.command("set")
 def set_(
     key: str = typer.Argument(..., metavar="KEY", help="A key of `bhandar config show`."),

@@ -67,8 +67,10 @@ def create(
         if "refused" in answer:
             raise Refused(f"node {entry.id} cannot issue join tokens: {answer['refused']}")
         new_id = next_node_name([*cluster.names, *(str(m["id"]) for m in members)])
-        options = "" if (cluster.vnodes, cluster.replicas) == (8, 3) else (
-            f" --vnodes {cluster.vnodes} --replicas {cluster.replicas}"
+        options = (
+            ""
+            if (cluster.vnodes, cluster.replicas) == (8, 3)
+            else (f" --vnodes {cluster.vnodes} --replicas {cluster.replicas}")
         )
         command = (
             f"bhandar node run --join {entry.address} --token {answer['token']} --id {new_id} "

@@ -29,7 +29,6 @@ keyspace_app = typer.Typer(
 )
 
 
-
 @keyspace_app.command("create")
 def create(
     name: str = typer.Argument(..., metavar="NAME", help="1 to 64 characters of a-z, 0-9, _ and -."),

@@ -76,6 +76,7 @@ def disk_trouble(exc: BaseException) -> str | None:
         return f"its disk failed: {exc.strerror}"
     return None
 
+
 SendFn = Callable[[str, str, Any], None]  # (src, dst, message): the environment's network
 NoteFn = Callable[[str, Note], None]  # (node, note): what a person watching is told
 Responder = Callable[[Result], None]

@@ -131,8 +131,7 @@ def encode_frame(
         version = _ceiling
     if not MIN_COMPATIBLE_VERSION <= version <= _ceiling:
         raise ValueError(
-            f"cannot write protocol version {version}: "
-            f"this node writes {MIN_COMPATIBLE_VERSION}..{_ceiling}"
+            f"cannot write protocol version {version}: this node writes {MIN_COMPATIBLE_VERSION}..{_ceiling}"
         )
     check_encodable(body, max_items=max_items, max_depth=max_depth)
     payload = cbor2.dumps([version, body])

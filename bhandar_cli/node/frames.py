@@ -98,7 +98,6 @@ class FrameConn:
                 f"incomplete frame: {decoder.buffered} bytes and nothing more for {self.frame_timeout:g} s"
             )
 
-
     async def _receive_some(self) -> bytes | bytearray:
         """The next bytes of the stream; b"" at its end, clean or not."""
         try:

@@ -112,7 +112,12 @@ def spawn(cluster: ClusterFile, entry: NodeEntry) -> NodeEntry:
 
 
 def plan(
-    directory: Path, nodes: int, zones: int, base_port: int, vnodes: int, replicas: int,
+    directory: Path,
+    nodes: int,
+    zones: int,
+    base_port: int,
+    vnodes: int,
+    replicas: int,
     hosts: tuple[str, ...] = (),
 ) -> ClusterFile:
     names = node_names(nodes)
@@ -217,9 +222,7 @@ async def wait_ready(
                 scope.cancel()  # no use waiting for the others
                 return
             try:
-                info = await rpc_once(
-                    entry.host, entry.port, "info", 1.0, entry.id, reach, counts=False
-                )
+                info = await rpc_once(entry.host, entry.port, "info", 1.0, entry.id, reach, counts=False)
                 members = set(info.get("members", ()))
                 seen[entry.id] = "knows " + ", ".join(sorted(members))
                 if members >= wanted:
@@ -326,9 +329,7 @@ async def start(cluster: ClusterFile, name: str, timeout: float = START_TIMEOUT)
     # Give it back the faults in force: the rest of the cluster still applies them.
     entry, reach = cluster.node(name), access.for_cluster(cluster)
     if cluster.partitions:
-        await rpc_once(
-            entry.host, entry.port, "partition", 2.0, entry.id, reach, **partition_args(cluster)
-        )
+        await rpc_once(entry.host, entry.port, "partition", 2.0, entry.id, reach, **partition_args(cluster))
     if cluster.delays:
         await rpc_once(entry.host, entry.port, "delay", 2.0, entry.id, reach, delays=cluster.delays)
     return cluster, True

@@ -211,7 +211,14 @@ def render_metrics(data: dict[str, Any]) -> RenderableType:
         )
     if data.get("storage"):
         disk = Table(
-            "node", "disk", "sstables", "backlog", "wal", "memtable", "wal archive", box=box.SIMPLE_HEAD,
+            "node",
+            "disk",
+            "sstables",
+            "backlog",
+            "wal",
+            "memtable",
+            "wal archive",
+            box=box.SIMPLE_HEAD,
             show_edge=False,
         )
         for node, s in data["storage"].items():

@@ -117,6 +117,7 @@ def test_an_expired_value_never_comes_back_after_a_partition_heals_and_is_reaped
         c.revive("C")
     c.run_for(c.config.detection_bound())
     assert found(c, "C", "k") == [] and found(c, "A", "k", "ONE") == []
+
     # Anti-entropy and the reaper: every replica drops it once the grace has passed and every
     # replica was seen holding the tombstone (a full round of comparisons of 3 x 8 ranges).
     def reaped() -> bool:

@@ -197,6 +197,7 @@ def test_tokens_are_listed_without_secrets_and_a_revoked_one_is_refused_by_every
     assert rows[made["id"]]["grants"] == {"web": "read"} and rows[made["id"]]["revoked"] is False
     assert "digest" not in rows[made["id"]]
     client = http_client(cluster, token=token)
+
     def status(node: str) -> int:
         return client.get(url(cluster, node, "/v1/status")).status_code
 

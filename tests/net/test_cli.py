@@ -99,7 +99,7 @@ def test_binary_stdin_round_trips_exactly(shared_cluster: ClusterFile) -> None:
 
 def test_a_value_that_starts_like_json_but_does_not_parse_warns(shared_cluster: ClusterFile) -> None:
     where = ("--cluster", shared_cluster.dir)
-    for args, stdin in ((("put", "cli", "typo1", '{"x":'), None), (("put", "cli", "typo2", "-"), b'[1, 2\n')):
+    for args, stdin in ((("put", "cli", "typo1", '{"x":'), None), (("put", "cli", "typo2", "-"), b"[1, 2\n")):
         proc = run_cli(*args, *where, stdin=stdin)
         assert proc.returncode == 0, proc.stderr
         (line,) = proc.stderr.decode().splitlines()

@@ -130,9 +130,7 @@ def test_a_node_on_another_address_joins_with_a_token_and_serves_quorum_requests
         return all(r is not None and r["up"] and r["status"] == "normal" for r in rows)
 
     wait_for(everyone_sees_e, 60.0, "every node to see E up and normal")
-    wait_for(
-        lambda: {"A", "B", "C", "D", "E"} <= set(member_rows(with_e, "E")), 30.0, "E to know every node"
-    )
+    wait_for(lambda: {"A", "B", "C", "D", "E"} <= set(member_rows(with_e, "E")), 30.0, "E to know every node")
     tls = tmp_path / "E" / "tls"
     assert {oct(os.stat(p).st_mode & 0o777) for p in tls.iterdir()} == {"0o600"}
     assert os.stat(tls).st_mode & 0o777 == 0o700
