@@ -160,20 +160,9 @@ def up(
         import trio
 
         started = trio.current_time()
-        cluster = await supervisor.up(
-            where,
-            nodes,
-            zones,
-            base_port,
-            vnodes,
-            replicas,
-            extra,
-            timeout,
-            tls=not insecure,
-            hosts=addresses,
-            protocol=protocol,
-            encrypt=not no_encrypt,
-        )
+        shape = (where, nodes, zones, base_port, vnodes, replicas, extra, timeout)
+        tls, encrypt = not insecure, not no_encrypt
+        cluster = await supervisor.up(*shape, tls=tls, hosts=addresses, protocol=protocol, encrypt=encrypt)
         return cluster, trio.current_time() - started
 
     cluster, took = run_async("cluster up", output, body)
@@ -202,6 +191,11 @@ def up(
     )
 
 
+# The columns of `cluster status`: where each node runs, then what it holds and sees.
+STATUS_WHERE = ("", "node", "zone", "address", "http", "pid")
+STATUS_STATE = ("keys", "owns", "tokens", "sees down", "protocol", "config")
+
+
 @cluster_app.command("status")
 def status(directory: str | None = DIR_OPTION, output: OutputFormat = OUTPUT_OPTION) -> None:
     """Nodes, zones, addresses, pids, ownership and who sees whom down (like nodetool status)."""
@@ -225,21 +219,7 @@ def status(directory: str | None = DIR_OPTION, output: OutputFormat = OUTPUT_OPT
     from rich.table import Table
     from rich.text import Text
 
-    table = Table(
-        "",
-        "node",
-        "zone",
-        "address",
-        "http",
-        "pid",
-        "keys",
-        "owns",
-        "tokens",
-        "sees down",
-        "protocol",
-        "config",
-        box=None,
-    )
+    table = Table(*STATUS_WHERE, *STATUS_STATE, box=None)
     for n in data["nodes"]:
         up = n["up"]
         table.add_row(
