@@ -240,6 +240,8 @@ def status(directory: str | None = DIR_OPTION, output: OutputFormat = OUTPUT_OPT
     for n in data["nodes"]:
         for condition in n.get("conditions", []):
             _print(Text(f"{n['id']} {condition}", style="yellow"))
+        if n.get("crashed"):  # why a node is down, when it said so as it stopped
+            _print(Text(f"{n['id']} {n['crashed']}", style="bold red"))
     if data["partitions"]:
         _print(Text("partitioned: " + " | ".join(" ".join(g) for g in data["partitions"]), style="yellow"))
     for node, ms in data["delays"].items():

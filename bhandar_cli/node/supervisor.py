@@ -36,6 +36,7 @@ from bhandar_cli.node import access, clusterfile, pki
 from bhandar_cli.node.cluster_secrets import AUTH_FILE, issue_certificates, make_admin_token, node_tls_dir
 from bhandar_cli.node.clusterfile import ClusterFile, ClusterFileError, NodeEntry
 from bhandar_cli.node.data_key import ensure_key, key_path
+from bhandar_cli.node.node_logs import START_MARK, log_tail
 from bhandar_cli.node.pids import CHILDREN, pid_alive
 from bhandar_cli.node.placement import DEFAULT_HOST, node_ports
 from bhandar_cli.node.rpc import rpc_once
@@ -54,15 +55,6 @@ STILL_RUNNING = "still running"
 
 class StartError(Exception):
     """Nodes did not come up (their logs say why)."""
-
-
-def log_tail(entry: NodeEntry, lines: int = 5) -> str:
-    try:
-        text = Path(entry.log).read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return "(no log)"
-    tail = [line for line in text.splitlines() if line.strip()][-lines:]
-    return " | ".join(tail) if tail else "(empty log)"
 
 
 def node_command(cluster: ClusterFile, entry: NodeEntry) -> list[str]:
@@ -97,7 +89,7 @@ def spawn(cluster: ClusterFile, entry: NodeEntry) -> NodeEntry:
     fd = os.open(entry.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     os.chmod(entry.log, 0o600)  # a log from before may be world-readable
     with open(fd, "ab") as log:
-        log.write(f"--- starting node {entry.id}\n".encode())
+        log.write(f"{START_MARK}{entry.id}\n".encode())
         log.flush()
         proc = subprocess.Popen(
             node_command(cluster, entry),
@@ -218,7 +210,9 @@ async def wait_ready(
     async def one(entry: NodeEntry, scope: trio.CancelScope) -> None:
         while True:
             if not pid_alive(entry.pid):
-                failed.append(f"node {entry.id} exited while starting: {log_tail(entry)} (log {entry.log})")
+                failed.append(
+                    f"node {entry.id} exited while starting: {log_tail(entry.log)} (log {entry.log})"
+                )
                 scope.cancel()  # no use waiting for the others
                 return
             try:

@@ -3,9 +3,9 @@
 Requests and admin views go through one pipelined RPC connection per node, opened on first use and
 reopened after a failure. `kill` SIGKILLs the node's process group, `revive` restarts it with the
 same data directory and ports; partition, heal, delay and the cluster configuration are admin RPCs
-to every node, recorded in the cluster file. `add_node` starts a node process that joins
-(node/growth.py); `retire` stops one that left and strikes it from the file. Liveness is whether
-the node's process runs, re-read from the cluster file when another command changed it."""
+to every node, recorded in the cluster file. `add_node` starts a node process that joins (growth.py);
+`retire` stops one that left and strikes it from the file. Liveness is whether the node's process
+runs, re-read from the cluster file when another command changed it."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from bhandar_cli.core.metrics import NodeMetrics
 from bhandar_cli.core.records import Record
 from bhandar_cli.core.ring import Ring
 from bhandar_cli.core.wire import from_wire, to_wire
-from bhandar_cli.node import access, admin, clusterfile, growth, pids, supervisor
+from bhandar_cli.node import access, admin, clusterfile, growth, node_logs, pids, supervisor
 from bhandar_cli.node.clusterfile import ClusterFile, ClusterFileError
 from bhandar_cli.node.note_log import NoteReader
 from bhandar_cli.node.pids import load_running
@@ -55,8 +55,6 @@ class TcpBackend:
         self._notes = NoteReader(self._read_notes)
         self._not_run: set[int] = set()  # rids of requests a node refused before running them
         self._stopping: set[str] = set()  # nodes this backend is stopping (upgrade): not routed to
-
-    # --- liveness and bookkeeping --------------------------------------------------------------
 
     def now(self) -> float:
         return trio.current_time()
@@ -174,9 +172,10 @@ class TcpBackend:
 
     async def node_info(self, name: str, counts: bool = True) -> dict[str, Any]:
         info = await self._admin(name, "info", counts=counts)
-        if info is None:
+        if info is None:  # down: and why, when its process said so as it stopped (a full disk)
             tokens = len(self.ring.tokens_by_node().get(name, []))
-            return admin.node_info(name, self.zones[name], None, 0.0, tokens)
+            down = admin.node_info(name, self.zones[name], None, 0.0, tokens)
+            return node_logs.with_last_words(down, self.cluster.node(name).log)
         return info  # type: ignore[no-any-return]
 
     async def node_records(self, name: str, keyspace: str, key: str) -> tuple[Record | None, Record | None]:
