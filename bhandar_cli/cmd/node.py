@@ -6,6 +6,7 @@ nodes: it does not depend on a `bhandar` script being on PATH.
 
 from __future__ import annotations
 
+import errno
 import json
 from pathlib import Path
 
@@ -185,6 +186,11 @@ def run(
         hint = "give it --data-key-file (the cluster's DIR/keys/data.key) or $BHANDAR_DATA_KEY"
         fail(f"node {node_id} could not start: {exc}: {hint}", EXIT_USAGE)
     except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            fail(
+                f"node {node_id} could not start: another process listens on its port {port} or its "
+                f"HTTP port {http_port} on {host}; stop that process, or give the node other ports"
+            )
         fail(f"node {node_id} could not start: {exc}")
     except NodeCrashed as exc:
         fail(str(exc))

@@ -36,7 +36,7 @@ from bhandar_cli.node import access, clusterfile, pki
 from bhandar_cli.node.cluster_secrets import AUTH_FILE, issue_certificates, make_admin_token, node_tls_dir
 from bhandar_cli.node.clusterfile import ClusterFile, ClusterFileError, NodeEntry
 from bhandar_cli.node.data_key import ensure_key, key_path
-from bhandar_cli.node.node_logs import START_MARK, log_tail
+from bhandar_cli.node.node_logs import START_MARK, last_words, log_tail
 from bhandar_cli.node.pids import CHILDREN, pid_alive
 from bhandar_cli.node.placement import DEFAULT_HOST, node_ports
 from bhandar_cli.node.rpc import rpc_once
@@ -210,9 +210,9 @@ async def wait_ready(
     async def one(entry: NodeEntry, scope: trio.CancelScope) -> None:
         while True:
             if not pid_alive(entry.pid):
-                failed.append(
-                    f"node {entry.id} exited while starting: {log_tail(entry.log)} (log {entry.log})"
-                )
+                said = last_words(entry.log)  # what it said as it stopped, else its log's last lines
+                why = said.removeprefix(f"node {entry.id} ") if said else log_tail(entry.log)
+                failed.append(f"node {entry.id} exited while starting: {why} (log {entry.log})")
                 scope.cancel()  # no use waiting for the others
                 return
             try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,18 @@ def test_cluster_lifecycle_through_the_cli(cli_dir: str) -> None:
     status = js("cluster", "status", "--dir", cli_dir)
     assert [n["up"] for n in status["nodes"]] == [True, False, True]
     assert js("put", "kv", "k", "1", "--cluster", cli_dir)["ok"]  # A and C still make a quorum
+
+    # Another process holds B's port: the start fails saying so, and status says why B is down.
+    with socket.socket() as squatter:
+        squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        squatter.bind(("127.0.0.1", up["nodes"][1]["port"]))
+        squatter.listen()
+        refused = run_cli("cluster", "start", "B", "--dir", cli_dir)
+        said = refused.stderr.decode()
+        assert refused.returncode == 1 and "another process listens on its port" in said, said
+        assert said.count("\n") == 1, said  # one line: what B said as it stopped, not its log's tail
+        down_b = js("cluster", "status", "--dir", cli_dir)["nodes"][1]
+        assert not down_b["up"] and "another process listens on its port" in down_b["crashed"], down_b
 
     started = js("cluster", "start", "B", "--dir", cli_dir)
     assert started["changed"] is True and started["cmd"] == "start"
