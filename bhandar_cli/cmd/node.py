@@ -147,6 +147,7 @@ def run(
         if key.name != CA_KEY or not key.is_file() or not key.with_name(CA_CERT).is_file():
             fail(f"--ca-key must name a cluster CA's {CA_KEY} with its {CA_CERT} beside it", EXIT_USAGE)
     from bhandar_cli.node.auth import AuthFileError
+    from bhandar_cli.node.data_dir_lock import DataDirInUse
     from bhandar_cli.node.data_key import DataKeyProblem, node_key
     from bhandar_cli.storage.errors import DataKeyError
 
@@ -185,6 +186,8 @@ def run(
     except DataKeyError as exc:
         hint = "give it --data-key-file (the cluster's DIR/keys/data.key) or $BHANDAR_DATA_KEY"
         fail(f"node {node_id} could not start: {exc}: {hint}", EXIT_USAGE)
+    except DataDirInUse as exc:
+        fail(f"node {node_id} could not start: {exc}")
     except OSError as exc:
         if exc.errno == errno.EADDRINUSE:
             fail(

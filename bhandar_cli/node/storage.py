@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from bhandar_cli.core.errors import BadInput, Refused
+from bhandar_cli.node.data_dir_lock import lock_data_dir
 from bhandar_cli.node.data_key import cipher_for
 from bhandar_cli.node.disk import RealDisk
 from bhandar_cli.node.pki import TLS_DIR
@@ -23,15 +24,35 @@ from bhandar_cli.storage.recovery import restore_snapshot
 from bhandar_cli.storage.wal import FsyncPolicy
 
 
+class LockedStore(RecordStore):
+    """A node's store on the local disk: it holds its directory's lock (data_dir_lock.py) from
+    open to close, across a `reopen`."""
+
+    def __init__(self, disk: RealDisk, data_dir: str, options: EngineOptions) -> None:
+        self._release = lock_data_dir(data_dir)
+        try:
+            super().__init__(disk, data_dir, options)
+        except BaseException:
+            self._release()
+            raise
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._release()
+
+
 def open_node_store(data_dir: str, fsync: str = "batch", key: bytes | None = None) -> RecordStore:
     """The store of one node in `data_dir` (created if missing); recovery runs on open. The wall
     clock marks writes while a snapshot archives the WALs (storage/archive.py). With the data
     `key` (node/data_key.py) new WALs and tables are encrypted; without it an encrypted
-    directory refuses to open (`DataKeyError`)."""
+    directory refuses to open (`DataKeyError`). Another process with the directory open refuses
+    it too (`DataDirInUse`)."""
     disk = RealDisk()
     disk.makedirs(data_dir)
     options = EngineOptions(fsync=FsyncPolicy(fsync), wall_clock=time.time, cipher=cipher_for(key))
-    return RecordStore(disk, data_dir, options)
+    return LockedStore(disk, data_dir, options)
 
 
 LEFT_SUFFIX = ".left"  # a node that left the ring: its directory renamed, its data kept

@@ -49,19 +49,28 @@ async def open_session(options: ClusterOptions, output: str = "table") -> AsyncI
     with contextlib.ExitStack() as stack:
         factory = None
         base: str | None = None
+        # Every store this session opened, and those opened for it since (a restore reopens each
+        # node's): each holds its directory's lock until it is closed, here at the end.
+        stores: list[Any] = []
+        hosts: dict[str, Any] = {}
+
+        def close_stores() -> None:
+            for store in {id(s): s for s in [*stores, *(h.store for h in hosts.values())]}.values():
+                store.close()
+
         if not options.memory:
             base = options.data_dir or stack.enter_context(tempfile.TemporaryDirectory(prefix="bhandar-"))
-            stores: list[Any] = []
+            stack.callback(close_stores)
 
             def factory(name: str) -> Store:
                 store = open_node_store(os.path.join(base, name))
                 stores.append(store)
                 return store
 
-            stack.callback(lambda: [s.close() for s in stores])
         cluster = InProcessCluster(
             options.nodes, options.zones, options.vnodes, options.seed, config, store_factory=factory
         )
+        hosts = cluster.hosts
         async with trio.open_nursery() as nursery:
             await nursery.start(cluster.run)
             try:
