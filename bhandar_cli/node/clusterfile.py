@@ -113,7 +113,8 @@ def load(directory: str | Path) -> ClusterFile:
         ) from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ClusterFileError(
-            f"cluster file {path} is unreadable ({exc}); remove it and run cluster up"
+            f"cluster file {path} is unreadable ({exc}); stop any of its nodes still running, remove it "
+            "and run cluster up"
         ) from exc
     try:
         if raw.get("format") != FORMAT:
@@ -137,7 +138,8 @@ def load(directory: str | Path) -> ClusterFile:
         )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise ClusterFileError(
-            f"cluster file {path} is malformed ({exc}); remove it and run cluster up"
+            f"cluster file {path} is malformed ({exc}); stop any of its nodes still running, remove it "
+            "and run cluster up"
         ) from exc
 
 
