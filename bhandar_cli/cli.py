@@ -6,6 +6,7 @@ Heavy modules (trio, the store) are imported inside the commands that need them 
 
 from __future__ import annotations
 
+import inspect
 import os
 import sys
 
@@ -87,6 +88,22 @@ cluster_app.add_typer(token_app, name="token")
 app.add_typer(cluster_app, name="cluster")
 app.add_typer(node_app, name="node")
 app.add_typer(sim_app, name="sim")
+
+
+def _one_line_summaries(commands: typer.Typer) -> None:
+    """Each command's line in a group's command list: its docstring's first paragraph, on one line.
+    In rich markup mode typer keeps a docstring's line breaks there, so a summary wrapped in the
+    source came out ragged in `bhandar --help` (its own -h page rewraps it, and says all of it)."""
+    for info in commands.registered_commands:
+        if info.short_help is None and info.callback is not None and info.callback.__doc__:
+            first = inspect.cleandoc(info.callback.__doc__).split("\n\n")[0]
+            info.short_help = " ".join(first.split())
+    for group in commands.registered_groups:
+        if group.typer_instance is not None:
+            _one_line_summaries(group.typer_instance)
+
+
+_one_line_summaries(app)
 
 
 def _version(value: bool) -> None:

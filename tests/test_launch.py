@@ -91,3 +91,21 @@ def test_help_and_a_group_without_its_command_still_print_the_help() -> None:
     assert helped.returncode == 0 and b"Usage: bhandar get" in helped.stdout and helped.stderr == b""
     bare = bhandar("cluster")
     assert bare.returncode == 2 and b"Usage: bhandar cluster" in bare.stdout + bare.stderr
+
+
+def test_every_command_in_a_list_is_summed_up_in_one_line() -> None:
+    # Typer's rich mode keeps a docstring's line breaks in a group's command list: `bhandar --help`
+    # showed summaries broken where the source wrapped them.
+    import typer
+
+    from bhandar_cli.cli import app
+
+    def summaries(group: typer.Typer) -> list[str]:
+        found = [info.short_help or "" for info in group.registered_commands]
+        for sub in group.registered_groups:
+            assert sub.typer_instance is not None
+            found += summaries(sub.typer_instance)
+        return found
+
+    lines = summaries(app)
+    assert len(lines) > 30 and all(line and "\n" not in line for line in lines), lines
