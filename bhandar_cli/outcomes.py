@@ -12,7 +12,7 @@ from typing import Any
 from bhandar_cli.core.crdt import PNCounter
 from bhandar_cli.core.errors import BhandarError
 from bhandar_cli.core.records import Record, Versioned
-from bhandar_cli.core.versions import Sibling, relation
+from bhandar_cli.core.versions import Sibling
 from bhandar_cli.values import decode_value
 
 Trace = tuple[tuple[float, str], ...]
@@ -39,7 +39,8 @@ class ClientError(BhandarError):
 
 @dataclass(frozen=True)
 class SiblingView:
-    """One sibling as the faces show it: its value, its dot and its clock."""
+    """One sibling as the faces show it: its value, its dot and its clock (the context its write
+    carried, plus the dot; the context alone says which other writes it had seen)."""
 
     value: Any
     dot: tuple[str, int]
@@ -48,10 +49,16 @@ class SiblingView:
     ts: float
     ctype: str
     raw: bytes | None
+    context: dict[str, int] = field(default_factory=dict)
 
     @classmethod
     def of(cls, s: Sibling) -> SiblingView:
-        return cls(decode_value(s.value, s.ctype), s.dot, s.clock, s.tombstone, s.ts, s.ctype, s.value)
+        value = decode_value(s.value, s.ctype)
+        return cls(value, s.dot, s.clock, s.tombstone, s.ts, s.ctype, s.value, dict(s.context))
+
+    def saw(self, other: SiblingView) -> bool:
+        """Whether this sibling's write had seen `other` (its context covers the other's dot)."""
+        return self.context.get(other.dot[0], 0) >= other.dot[1]
 
     @property
     def expired(self) -> bool:
@@ -63,6 +70,7 @@ class SiblingView:
         out = {
             "dot": list(self.dot),
             "clock": self.clock,
+            "context": self.context,  # what the write had seen: the clock without its own dot
             "value": self.value,
             "tombstone": self.tombstone,
             "ts": round(self.ts, 6),
@@ -106,12 +114,9 @@ class GetOutcome:
     @property
     def concurrent_pairs(self) -> list[tuple[SiblingView, SiblingView]]:
         live = [s for s in self.siblings if not s.tombstone]
-        return [
-            (a, b)
-            for i, a in enumerate(live)
-            for b in live[i + 1 :]
-            if relation(a.clock, b.clock) == "concurrent"
-        ]
+        # By dots, not by clocks: a write made without a context (or with an old one) has a clock
+        # that can look later than a sibling it never saw, {A:2} beside {A:1}.
+        return [(a, b) for i, a in enumerate(live) for b in live[i + 1 :] if not a.saw(b) and not b.saw(a)]
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {

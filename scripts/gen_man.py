@@ -257,7 +257,8 @@ failure {"cmd":...,"ok":false,"error":"human sentence","code":"CODES|..."}
 status  {"cmd":"status","nodes":[{"id":"A","zone":"z1","up":true,"status":"normal","tokens":8,
          "owns":0.21,"keys":N}]}
 prefs   {"cmd":"prefs","replicas":["A","C","E"],"zones":{"A":"z1"},"fallbacks":[...]}
-clock   {"cmd":"clock","replicas":{"A":[{"dot":["A",2],"clock":{"A":2},"value":V,"tombstone":false}]}}
+clock   {"cmd":"clock","replicas":{"A":[{"dot":["A",2],"clock":{"A":2},"context":{"A":1},
+         "value":V,"tombstone":false}]}}
 hints   {"cmd":"hints","queues":[{"holder":"E","target":"D","count":N,"oldest_s":F}]}
 merkle  {"cmd":"merkle","a":"A","b":"B","ranges":[{"range":[LO,HI],"equal":bool,"keys":[...]}]}
 members {"cmd":"members","from":"A","members":[{"id":"B","heartbeat":N,"phi":F,"up":bool,"status":S}]}

@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from bhandar_cli.core.config import show_ttl
-from bhandar_cli.core.versions import show_clock
+from bhandar_cli.core.versions import relation, show_clock
 from bhandar_cli.core.wording import count as counted
 from bhandar_cli.outcomes import GetOutcome, IncrOutcome, WriteOutcome
 from bhandar_cli.repl.palette import node_style
@@ -121,16 +121,32 @@ def explain_siblings(out: GetOutcome) -> list[RenderableType]:
     live = [s for s in out.siblings if not s.tombstone]
     lines: list[RenderableType] = []
     if len(live) > 1:
+        concurrent = out.concurrent_pairs
         pairs = ", ".join(
             f"{a.dot[0]}:{a.dot[1]} {show_clock(a.clock)} ∥ {b.dot[0]}:{b.dot[1]} {show_clock(b.clock)}"
-            for a, b in out.concurrent_pairs
+            for a, b in concurrent
         )
+        # A clock can look later than a sibling its write never saw: B:2 {B:2} beside B:1 {B:1},
+        # when B:2 was written without a context. Say what was seen, not what the clocks suggest.
+        unseen = [
+            (later, earlier)
+            for a, b in concurrent
+            for later, earlier in ((a, b), (b, a))
+            if relation(later.clock, earlier.clock) == "descends"
+        ]
+        why = "neither clock descends from the other"
+        if unseen:
+            why = "neither write had seen the other: " + "; ".join(
+                f"{x.dot[0]}:{x.dot[1]} was written with the context {show_clock(x.context)}, which lacks "
+                f"{y.dot[0]}:{y.dot[1]} (its clock counts its own dot, not what it saw)"
+                for x, y in unseen
+            )
         lines.append(
             Text.assemble(
                 (f"{len(live)} siblings: ", "bold yellow"),
-                f"concurrent writes ({pairs}); neither clock descends from the other, so the store keeps "
-                "both rather than guess. Merge them in your application and write the result back; "
-                "the next put uses this context (ctx=auto) and replaces them.",
+                f"concurrent writes ({pairs}); {why}, so the store keeps both rather than guess. Merge "
+                "them in your application and write the result back; the next put uses this context "
+                "(ctx=auto) and replaces them.",
             )
         )
     if len(live) and len(live) < len(out.siblings):
