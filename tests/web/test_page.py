@@ -124,9 +124,13 @@ def test_the_command_box_partition_draws_the_groups(web: WebProcess, browser: An
     WebDriverWait(browser, WAIT_S).until(lambda d: "∞" in phis(d))
     assert all(len(phi) <= 5 for phi in phis(browser)), phis(browser)
     size = browser.execute_script("return getComputedStyle(document.documentElement).fontSize")
+    name = "return parseFloat(getComputedStyle(document.querySelector('.card .name')).fontSize)"
+    card_name = browser.execute_script(name)
     browser.find_element(By.ID, "large").click()
     assert "large" in browser.find_element(By.TAG_NAME, "body").get_attribute("class")
     assert browser.execute_script("return getComputedStyle(document.body).fontSize") != size
+    # Sizes are in rem: the cards' text grows too, not only text that inherits the body's size.
+    assert browser.execute_script(name) > card_name * 1.2, (card_name, browser.execute_script(name))
 
 
 def test_a_write_while_a_replica_is_down_shows_the_hint_and_its_fallback(
