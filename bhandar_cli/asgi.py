@@ -51,6 +51,7 @@ class RequestBody:
         for name, value in scope.get("headers", []):
             if name == b"content-length" and value.isdigit():
                 self.declared = int(value)
+        self.declared_over = self.declared is not None and self.declared > limit
 
     async def _next(self) -> bytes:
         message = await self._receive()
@@ -59,7 +60,7 @@ class RequestBody:
         return bytes(message.get("body", b"")) if message["type"] == "http.request" else b""
 
     async def read(self) -> bytes:
-        if self.declared is not None and self.declared > self.limit:
+        if self.declared_over:
             raise BodyTooLarge(f"request body of {self.declared} bytes is over the limit of {self.limit}")
         chunks: list[bytes] = []
         size = 0
@@ -77,7 +78,7 @@ class RequestBody:
         `Connection: close` when the rest is over the limit or does not arrive within DRAIN_S."""
         if self.done:
             return []
-        if self.over or (self.declared is not None and self.declared > self.limit):
+        if self.over or self.declared_over:
             return [(b"connection", b"close")]
         size = 0
         with trio.move_on_after(DRAIN_S):

@@ -43,8 +43,10 @@ class Setting:
         except ValueError:
             duration = seconds_of(text) if self.seconds else None
             if duration is None:
-                what = "a whole number" if self.kind is int else "a number"
-                what = "seconds, or a duration such as 500ms, 2s or 5m" if self.seconds else what
+                if self.seconds:
+                    what = "seconds, or a duration such as 500ms, 2s or 5m"
+                else:
+                    what = "a whole number" if self.kind is int else "a number"
                 raise BadInput(f"config {key} takes {what} (got {raw!r})") from None
             value = duration
         if not self.low <= value <= self.high:

@@ -27,8 +27,9 @@ def log_tail(log: str, lines: int = 5) -> str:
     return " | ".join(tail) if tail else "(empty log)"
 
 
-def last_words(log: str) -> str | None:
-    """Why the node's last life ended, if the node said so as it stopped; None otherwise."""
+def last_words(log: str, node: str) -> str | None:
+    """Why `node`'s last life ended, if it said so as it stopped (without its leading `node X`, as
+    an in-process node's reason reads); None otherwise."""
     try:
         with open(log, "rb") as f:
             f.seek(max(0, f.seek(0, 2) - TAIL_BYTES))
@@ -37,13 +38,10 @@ def last_words(log: str) -> str | None:
         return None
     life = text.rsplit(START_MARK, 1)[-1]
     said = [line for line in life.splitlines() if line.startswith(EXIT_MARK)]
-    return said[-1].removeprefix(EXIT_MARK) if said else None
+    return said[-1].removeprefix(EXIT_MARK).removeprefix(f"node {node} ") if said else None
 
 
 def with_last_words(info: dict[str, Any], log: str) -> dict[str, Any]:
-    """A down node's info, with why it stopped (`crashed`, as an in-process node's: without the
-    leading `node X`) when it said so."""
-    words = last_words(log)
-    if words is None:
-        return info
-    return {**info, "crashed": words.removeprefix(f"node {info['id']} ")}
+    """A down node's info, with why it stopped (`crashed`) when it said so."""
+    words = last_words(log, info["id"])
+    return info if words is None else {**info, "crashed": words}

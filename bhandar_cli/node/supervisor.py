@@ -210,8 +210,8 @@ async def wait_ready(
     async def one(entry: NodeEntry, scope: trio.CancelScope) -> None:
         while True:
             if not pid_alive(entry.pid):
-                said = last_words(entry.log)  # what it said as it stopped, else its log's last lines
-                why = said.removeprefix(f"node {entry.id} ") if said else log_tail(entry.log)
+                # What it said as it stopped, else its log's last lines.
+                why = last_words(entry.log, entry.id) or log_tail(entry.log)
                 failed.append(f"node {entry.id} exited while starting: {why} (log {entry.log})")
                 scope.cancel()  # no use waiting for the others
                 return

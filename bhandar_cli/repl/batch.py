@@ -49,18 +49,11 @@ async def open_session(options: ClusterOptions, output: str = "table") -> AsyncI
     with contextlib.ExitStack() as stack:
         factory = None
         base: str | None = None
-        # Every store this session opened, and those opened for it since (a restore reopens each
-        # node's): each holds its directory's lock until it is closed, here at the end.
         stores: list[Any] = []
-        hosts: dict[str, Any] = {}
-
-        def close_stores() -> None:
-            for store in {id(s): s for s in [*stores, *(h.store for h in hosts.values())]}.values():
-                store.close()
-
         if not options.memory:
             base = options.data_dir or stack.enter_context(tempfile.TemporaryDirectory(prefix="bhandar-"))
-            stack.callback(close_stores)
+            # Each store holds its directory's lock until it is closed, here at the end.
+            stack.callback(lambda: [s.close() for s in stores])
 
             def factory(name: str) -> Store:
                 store = open_node_store(os.path.join(base, name))
@@ -70,7 +63,13 @@ async def open_session(options: ClusterOptions, output: str = "table") -> AsyncI
         cluster = InProcessCluster(
             options.nodes, options.zones, options.vnodes, options.seed, config, store_factory=factory
         )
-        hosts = cluster.hosts
+        if factory is not None:
+
+            def close_node_stores() -> None:  # and those opened for the nodes since (a restore's)
+                for host in cluster.hosts.values():
+                    host.store.close()
+
+            stack.callback(close_node_stores)
         async with trio.open_nursery() as nursery:
             await nursery.start(cluster.run)
             try:
