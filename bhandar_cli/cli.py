@@ -38,19 +38,9 @@ from bhandar_cli.cmd.soak import soak
 from bhandar_cli.cmd.token import token_app
 from bhandar_cli.cmd.web import web
 
-
-def _command_line_error() -> type[Exception]:
-    """The base class of the errors typer raises for a command line it cannot take: those of its
-    own copy of click (typer 0.25 and later), else click's."""
-    error: type[Exception] | None = getattr(typer, "TyperException", None)
-    if error is None:
-        import click
-
-        error = click.ClickException
-    return error
-
-
-COMMAND_LINE_ERROR = _command_line_error()
+# What typer raises for a command line it cannot take (typer >= 0.25 carries its own click and
+# names the base class itself; pyproject.toml pins typer to a release that does).
+COMMAND_LINE_ERROR = typer.TyperException
 
 app = typer.Typer(
     name="bhandar",
@@ -139,7 +129,7 @@ def main() -> None:
     except COMMAND_LINE_ERROR as error:
         if error_message(error):  # none: the group's help, asked for by giving no command, is out
             sys.stderr.write(usage_error_line(error) + "\n")
-        sys.exit(getattr(error, "exit_code", 2))
+        sys.exit(error.exit_code)
     except typer.Abort:
         sys.stderr.write("bhandar: aborted\n")
         sys.exit(1)
@@ -147,12 +137,11 @@ def main() -> None:
     sys.exit(code if isinstance(code, int) else 0)
 
 
-def error_message(error: Exception) -> str:
-    format_message = getattr(error, "format_message", None)
-    return str(format_message() if callable(format_message) else error).rstrip(".")
+def error_message(error: typer.TyperException) -> str:
+    return str(error.format_message()).rstrip(".")
 
 
-def usage_error_line(error: Exception) -> str:
+def usage_error_line(error: typer.TyperException) -> str:
     """One line: `bhandar get: missing argument 'KEY' (usage: bhandar get [OPTIONS] KS KEY; bhandar
     get -h explains)`; without the usage for an error that is not about the command line's shape."""
     message = error_message(error)
