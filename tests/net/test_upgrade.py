@@ -86,14 +86,20 @@ def test_upgrade_to_2_under_quorum_writes_fails_nothing(fresh_cluster_v1: Cluste
                                 counters[(name, int(info["pid"]))] = info
                     await trio.sleep(0.1)
 
+            async def writes_acked(more: int) -> None:
+                target = len(acked) + more
+                with trio.fail_after(60):
+                    while len(acked) < target:
+                        await trio.sleep(0.02)
+
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(write_stream, 0)
                 nursery.start_soon(write_stream, 1)
                 nursery.start_soon(read_stream)
                 nursery.start_soon(sample)
-                await trio.sleep(1.0)  # writes flowing before the first node stops
+                await writes_acked(20)  # writes flowing before the first node stops
                 report: dict[str, Any] = await operator.upgrade(2, heard)
-                await trio.sleep(0.5)
+                await writes_acked(10)  # and after the last node is back
                 done.set()
             missing = []
             for key, value in acked.items():
