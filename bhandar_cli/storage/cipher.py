@@ -12,9 +12,14 @@ What is sealed, and how (the framing lives with each format: wal.py, sstable.py)
   offset or into another file fails its tag, like a changed byte: a corruption, never served.
 
 Key check: an encrypting engine writes `KEYCHECK` (the key's id, an HMAC of a fixed label: it
-says nothing of the key) in its directory at the first open. Opening that directory later
-without a key, or with another one, raises `DataKeyError` before anything is read, so a node
-never quarantines good files it merely cannot read. The key itself never reaches the disk here.
+says nothing of the key) in its directory once its first sealed MANIFEST is stored. Opening that
+directory later without a key, or with another one, raises `DataKeyError` before anything is
+read, so a node never quarantines good files it merely cannot read. The key itself never reaches
+the disk here.
+
+What is not sealed is authenticated: `authenticate` is an HMAC-SHA256 under a key derived from
+the data key, which the MANIFEST and its generation witness carry (manifest.py), so a table list
+changed or rolled back by someone without the key is detected.
 """
 
 from __future__ import annotations
@@ -50,9 +55,17 @@ class DataCipher:
         self._aead = AESGCM(key)
         self._random = random_bytes
         self.key_id = hmac.new(key, b"bhandar data key id", hashlib.sha256).hexdigest()[:16]
+        self._mac_key = hmac.new(key, b"bhandar metadata mac key", hashlib.sha256).digest()
 
     def __repr__(self) -> str:
         return f"DataCipher(key id {self.key_id})"  # never the key
+
+    def authenticate(self, label: bytes, data: bytes) -> str:
+        """The tag (hex) of `data` in the role `label` (a MANIFEST's body, its generation)."""
+        return hmac.new(self._mac_key, label + b"\0" + data, hashlib.sha256).hexdigest()
+
+    def authentic(self, label: bytes, data: bytes, tag: str) -> bool:
+        return hmac.compare_digest(self.authenticate(label, data), tag)
 
     def new_file_id(self) -> bytes:
         return self._random(FILE_ID_BYTES)
@@ -73,15 +86,13 @@ class DataCipher:
             raise ValueError("failed authentication (changed, moved, or sealed under another key)") from None
 
 
-def check_key(disk: Disk, directory: str, cipher: DataCipher | None) -> None:
-    """Refuse (DataKeyError) to open an encrypted directory without its key or with another one;
-    mark a directory an encrypting engine opens for the first time."""
+def check_key(disk: Disk, directory: str, cipher: DataCipher | None) -> bool:
+    """Refuse (DataKeyError) to open an encrypted directory without its key or with another one.
+    True if the directory is marked as encrypted under this key (`mark_key` ran before)."""
     path = join(directory, KEYCHECK)
     stored = disk.read(path).decode("ascii", "replace").split() if disk.exists(path) else None
     if stored is None:
-        if cipher is not None:
-            write_file_atomically(disk, path, f"bhandar-data-key-id {cipher.key_id}\n".encode())
-        return
+        return False
     key_id = stored[-1] if stored else "?"
     if cipher is None:
         raise DataKeyError(
@@ -92,6 +103,15 @@ def check_key(disk: Disk, directory: str, cipher: DataCipher | None) -> None:
             f"storage at {directory} is encrypted with data key id {key_id}, not with the key "
             f"given (id {cipher.key_id})"
         )
+    return True
+
+
+def mark_key(disk: Disk, directory: str, cipher: DataCipher) -> None:
+    """Mark a directory as encrypted under `cipher`'s key (once its first sealed MANIFEST is
+    stored: until then it may still hold the plain files of before, which that MANIFEST lists)."""
+    path = join(directory, KEYCHECK)
+    if not disk.exists(path):
+        write_file_atomically(disk, path, f"bhandar-data-key-id {cipher.key_id}\n".encode())
 
 
 class FileSeal:

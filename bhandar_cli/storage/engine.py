@@ -62,6 +62,7 @@ from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 from bhandar_cli.storage import archive, compaction, reads, recovery, wal
+from bhandar_cli.storage.cipher import mark_key
 from bhandar_cli.storage.damage import Corruption, DamageLog
 from bhandar_cli.storage.disk import Disk
 from bhandar_cli.storage.errors import CorruptTableError
@@ -124,6 +125,8 @@ class LSMEngine:
         self._archiving = bool(archive.active(self.disk, self.directory))
         self._last_mark: float | None = None
         self._tree = Tree(self.disk, self.directory, o, self._cache, self._merge, self._status, r, damage)
+        if o.cipher is not None:  # its sealed MANIFEST is stored: the directory is encrypted now
+            mark_key(self.disk, self.directory, o.cipher)
         self._mem = r.memtable
         self._wal = WALWriter(self.disk, self._tree.log_path(self._tree.live_logs[-1]), o.fsync, o.cipher)
         mine = wal.FORMAT_VERSION if o.cipher is None else wal.ENCRYPTED_VERSION

@@ -38,6 +38,7 @@ class Recovered:
     wal_reports: list[WALReport]
     orphans: list[str]
     quarantined: list[Quarantined]
+    plain: tuple[str, ...] = ()  # plain tables and WALs kept that an encrypting engine may read
 
 
 def recover(
@@ -52,19 +53,26 @@ def recover(
     cipher: DataCipher | None = None,
 ) -> Recovered:
     disk.makedirs(directory)
-    check_key(disk, directory, cipher)  # before anything is read, changed or quarantined
+    marked = check_key(disk, directory, cipher)  # before anything is read, changed or quarantined
     names = disk.listdir(directory)
     for name in names:
         if name.endswith(".tmp"):  # an interrupted atomic write: its target is intact
             disk.remove(join(directory, name))
     files = {n: parsed for n in names if (parsed := file_number(n)) is not None}
-    m = manifest.load(disk, directory)
+    m = manifest.load(disk, directory, cipher)
+    if cipher is not None:
+        manifest.check_generation(disk, directory, m, cipher)  # removed, unsealed or rolled back
     had_manifest = m is not None
     if m is None:
         if any(ext == "sst" for _, ext in files.values()):
             raise CorruptManifestError(directory, "MANIFEST is missing but SSTables exist; refusing to guess")
         m = Manifest()
     next_file = max([m.next_file, *(num + 1 for num, _ in files.values())])
+    # The plain files an encrypting engine reads: when a directory is first encrypted, all it held
+    # from before; from then on only those its sealed MANIFEST lists (None: no limit).
+    plain_ok: frozenset[str] | None = None
+    if cipher is not None and (marked or m.sealed):
+        plain_ok = frozenset(m.plain)
 
     live: list[str] = []
     tables: list[Table] = []
@@ -75,11 +83,17 @@ def recover(
             quarantined.append(Quarantined(name, "listed in MANIFEST but missing", None))
             continue
         try:
-            tables.append(Table(disk, path, cache, verify=verify, damage_log=log, cipher=cipher))
+            table = Table(disk, path, cache, verify=verify, damage_log=log, cipher=cipher)
         except CorruptTableError as e:
             log.add(table_lost(path, disk.size(path), e.what))
             quarantined.append(move_to_quarantine(disk, directory, name, e.what))
             continue
+        if plain_ok is not None and not table.encrypted and name not in plain_ok:
+            table.close()
+            log.add(table_lost(path, disk.size(path), PLANTED))
+            quarantined.append(move_to_quarantine(disk, directory, name, PLANTED))
+            continue
+        tables.append(table)
         live.append(name)
 
     orphans = []
@@ -95,7 +109,7 @@ def recover(
 
     memtable = Memtable()
     logs = sorted(num for num, ext in files.values() if ext == "log" and num >= m.log_number)
-    kept, reports = _replay_logs(disk, directory, logs, memtable, merge, cipher)
+    kept, reports = _replay_logs(disk, directory, logs, memtable, merge, cipher, plain_ok, log)
     for report in reports:
         for span in report.corrupt:
             what = "no valid WAL record here; replay resumed at the next one"
@@ -103,7 +117,28 @@ def recover(
                 what = "a bad WAL record (format 1: replay stopped there)"
             path = join(directory, report.name)
             log.add(Corruption(damage.WAL_RECORD, path, span.offset, span.length, what, KeyInterval()))
-    return Recovered(m, had_manifest, next_file, live, tables, memtable, kept, reports, orphans, quarantined)
+    sealed_logs = any(r.version == wal.ENCRYPTED_VERSION and r.records for r in reports)
+    if cipher is not None and plain_ok is None and (sealed_logs or any(t.encrypted for t in tables)):
+        # Encrypted files, yet neither KEYCHECK nor a sealed MANIFEST: both were removed or
+        # replaced, as someone would who wants plain files of their own read here.
+        raise CorruptManifestError(
+            directory, "holds encrypted files but no KEYCHECK and no sealed MANIFEST (removed or replaced?)"
+        )
+    plain = tuple(
+        sorted(
+            {n for n, t in zip(live, tables, strict=True) if not t.encrypted}
+            | {r.name for r in reports if r.version != wal.ENCRYPTED_VERSION and r.problem != "gap"}
+        )
+    )
+    if plain_ok is not None:
+        plain = tuple(n for n in plain if n in plain_ok)
+    return Recovered(
+        m, had_manifest, next_file, live, tables, memtable, kept, reports, orphans, quarantined, plain
+    )
+
+
+# Why a plain table or WAL is refused in an encrypted directory.
+PLANTED = "a plain file in an encrypted directory, not one its MANIFEST lists as written before (planted?)"
 
 
 def _replay_logs(
@@ -113,22 +148,34 @@ def _replay_logs(
     memtable: Memtable,
     merge: Merge | None,
     cipher: DataCipher | None,
+    plain_ok: frozenset[str] | None = None,
+    log: DamageLog | None = None,
 ) -> tuple[list[int], list[WALReport]]:
     """Replay WALs in order into `memtable`, up to the first gap (see records.py's log links);
-    the WALs after a gap are deleted. Returns the WALs kept and a report for every WAL."""
+    the WALs after a gap are deleted, and a plain one an encrypting engine may not read (not in
+    `plain_ok`) is quarantined unread. Returns the WALs kept and a report for every WAL."""
     reports: list[WALReport] = []
     previous: tuple[int, int] | None = None  # (number, length kept) of the last WAL replayed
+    refused: list[int] = []
     for i, number in enumerate(logs):
         name = file_name(number, "log")
-        payloads, report = wal.replay(disk, join(directory, name), name, cipher)
+        path = join(directory, name)
+        if plain_ok is not None and name not in plain_ok and not wal.is_sealed(disk.read(path, 0, 12)):
+            size = disk.size(path)
+            if log is not None:
+                log.add(Corruption(damage.WAL_RECORD, path, 0, size, PLANTED, KeyInterval()))
+            move_to_quarantine(disk, directory, name, PLANTED)
+            refused.append(number)
+            continue
+        payloads, report = wal.replay(disk, path, name, cipher)
         link = decode_log_link(payloads[0]) if payloads else None
         if link is not None and previous is not None and link[0] == previous[0] and previous[1] < link[1]:
-            for later in logs[i:]:
+            for later in (n for n in logs[i:] if n not in refused):
                 later_name = file_name(later, "log")
                 size = disk.size(join(directory, later_name))
                 disk.remove(join(directory, later_name))
                 reports.append(WALReport(later_name, 0, 0, size, "gap"))
-            return logs[:i], reports
+            return [n for n in logs[:i] if n not in refused], reports
         if link is not None:
             payloads, report = payloads[1:], replace(report, records=report.records - 1)
         for j, payload in enumerate(payloads):
@@ -143,7 +190,7 @@ def _replay_logs(
             memtable.apply(kind, key, value, merge)
         reports.append(report)
         previous = (number, report.bytes_replayed)
-    return logs, reports
+    return [n for n in logs if n not in refused], reports
 
 
 def table_lost(path: str, size: int, what: str) -> Corruption:
@@ -172,9 +219,12 @@ def restore_snapshot(
     """Make `directory` (new or empty) a copy of a snapshot by hard links (copies across file
     systems); then open it. `replay`: WAL payloads (operations) written after the snapshot to
     bring back too, as one WAL the next open replays (see pitr.py), sealed under `cipher`."""
-    m = manifest.load(disk, snapshot)
+    m = manifest.load(disk, snapshot, cipher)
     if m is None:
         raise CorruptManifestError(snapshot, "not a snapshot: no MANIFEST (a snapshot cut short?)")
+    # The snapshot's plain tables (of before encryption, or of a snapshot taken before MANIFESTs
+    # were sealed) stay readable in the restored directory: the operator chose this snapshot.
+    plain = m.plain if m.sealed else m.tables
     if disk.listdir(directory):
         raise ValueError(f"restore target {directory} is not empty")
     disk.makedirs(directory)
@@ -189,5 +239,5 @@ def restore_snapshot(
             writer.sync()
         finally:
             writer.close()
-        m = Manifest(number + 1, number, m.tables)
-    manifest.store(disk, directory, m)
+        m = replace(m, next_file=number + 1, log_number=number)
+    manifest.store(disk, directory, replace(m, plain=plain, sealed=cipher is not None), cipher)

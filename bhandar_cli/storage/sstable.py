@@ -127,6 +127,7 @@ class Table:
         try:
             self._load()
             self._plain = self._seal.cipher is None
+            self.encrypted = not self._plain  # its blocks are sealed (format 3)
             if verify:
                 self.verify()
         except BaseException:

@@ -19,7 +19,7 @@ from bhandar_cli.storage.damage import DamageLog
 from bhandar_cli.storage.disk import Disk, join
 from bhandar_cli.storage.errors import CorruptTableError
 from bhandar_cli.storage.jobs import COMPACTION, FLUSH, BackgroundJob, CompactionJob, FlushJob, TableOutput
-from bhandar_cli.storage.manifest import Manifest, file_name
+from bhandar_cli.storage.manifest import Manifest, file_name, file_number
 from bhandar_cli.storage.memtable import Memtable, SealedMemtable
 from bhandar_cli.storage.options import EngineOptions
 from bhandar_cli.storage.records import Merge, encode_log_link
@@ -49,7 +49,10 @@ class Tree:
         self.sealed: list[SealedMemtable] = []  # oldest first
         self.quarantined: list[Quarantined] = list(recovered.quarantined)
         self._next_file, self._log_number = recovered.next_file, recovered.manifest.log_number
-        if recovered.manifest.tables != tuple(recovered.names) or not recovered.had_manifest:
+        self._generation = recovered.manifest.generation
+        self._plain = set(recovered.plain)  # plain files of before encryption, still read
+        unsealed = options.cipher is not None and not recovered.manifest.sealed
+        if recovered.manifest.tables != tuple(recovered.names) or not recovered.had_manifest or unsealed:
             self.store_manifest()
         # WAL numbers of the live memtable: replay resumes appending after the last good record.
         self.live_logs = recovered.logs or [self.alloc()]
@@ -68,8 +71,19 @@ class Tree:
         return join(self.directory, file_name(number, "log"))
 
     def store_manifest(self) -> None:
-        m = Manifest(self._next_file, self._log_number, self.version.names)
-        manifest.store(self.disk, self.directory, m)
+        self._generation += 1
+        m = self._manifest(self._log_number)
+        manifest.store(self.disk, self.directory, m, self.options.cipher)
+
+    def _manifest(self, log_number: int) -> Manifest:
+        """The MANIFEST of the tables live now; sealed (its generation, the plain files of before
+        encryption still live) when the engine encrypts."""
+        names = self.version.names
+        self._plain = {p for p in self._plain if p in names or _log_at_least(p, self._log_number)}
+        sealed = self.options.cipher is not None
+        return Manifest(
+            self._next_file, log_number, names, self._generation, tuple(sorted(self._plain)), sealed
+        )
 
     def snapshot(self, directory: str, copy: bool = False) -> list[str]:
         """Hard-link (or `copy`) every live table into `directory` (new or empty), then its MANIFEST."""
@@ -80,7 +94,9 @@ class Tree:
         for table, name in zip(version.tables, version.names, strict=True):
             archive.place(self.disk, table.path, join(directory, name), copy)
         # Written last: a snapshot cut short by a crash has no MANIFEST and refuses to open.
-        manifest.store(self.disk, directory, Manifest(self._next_file, self._next_file, version.names))
+        # No GENERATION there: a snapshot is an older state on purpose.
+        m = self._manifest(self._next_file)
+        manifest.store(self.disk, directory, m, self.options.cipher, witness=False)
         return list(version.names)
 
     # ---- sealing -----------------------------------------------------------------------------
@@ -271,3 +287,9 @@ class Tree:
             s.wal.close()
         for t in self.version.tables:
             t.close()
+
+
+def _log_at_least(name: str, number: int) -> bool:
+    """Whether `name` is a WAL numbered `number` or later (one that still matters)."""
+    parsed = file_number(name)
+    return parsed is not None and parsed[1] == "log" and parsed[0] >= number

@@ -74,6 +74,13 @@ def encrypted_header(file_id: bytes) -> bytes:
     return head + zlib.crc32(head).to_bytes(4, "little")
 
 
+def is_sealed(head: bytes) -> bool:
+    """Whether a log whose first 12 bytes are `head` is an encrypting engine's (format 3), or
+    holds nothing yet; a plain log (format 1 or 2) is not."""
+    head3 = _FILE_HEAD3.pack(FILE_MAGIC, ENCRYPTED_VERSION, b"", 0)[:12]
+    return head3.startswith(head[:12])
+
+
 def _header3_file_id(data: bytes) -> bytes | None:
     """The file id of a format-3 header (None: not one, or too damaged to name its file)."""
     if len(data) < FILE_HEADER3_SIZE:

@@ -17,7 +17,7 @@ from bhandar_cli.storage.cipher import NONCE_BYTES, TABLE_BLOCK, WAL_RECORD, Dat
 from bhandar_cli.storage.damage import DamageLog
 from bhandar_cli.storage.disk import join
 from bhandar_cli.storage.engine import EngineOptions, LSMEngine, restore_snapshot
-from bhandar_cli.storage.errors import DataKeyError
+from bhandar_cli.storage.errors import CorruptManifestError, DataKeyError
 from bhandar_cli.storage.records import VALUE
 from bhandar_cli.storage.sstable import BlockCache, Table, TableWriter
 
@@ -31,7 +31,8 @@ def _cipher(seed: int = 1) -> DataCipher:
 
 
 def _rewrite(disk: SimDisk, path: str, data: bytes) -> None:
-    disk.remove(path)
+    if disk.exists(path):
+        disk.remove(path)
     f = disk.open_append(path)
     f.write(data)
     f.sync()
@@ -247,3 +248,109 @@ def test_a_sealed_table_whose_index_fails_is_quarantined_not_served() -> None:
         assert damage.SSTABLE in kinds and name not in again.table_names
         assert again.stats().quarantined and name in again.stats().quarantined[0]
         assert all(v == MARK for _, v in again.scan())  # what is served is never garbage
+
+
+# --- someone with the data directory but not the key ---------------------------------------------
+
+
+def _encrypted_with_tables(disk: SimDisk, c: DataCipher) -> list[str]:
+    """An encrypting engine's directory with two sealed tables and a live WAL; their names."""
+    with _engine(disk, c, auto_compact=False) as eng:
+        for batch in range(2):
+            for i in range(30):
+                eng.put(b"key%d%03d" % (batch, i), MARK)
+            eng.flush()
+        eng.put(b"in-the-wal", MARK)
+        return list(eng.table_names)
+
+
+def _plain_files(disk: SimDisk) -> dict[str, bytes]:
+    """A plain engine's table and WAL holding b"planted" -> b"evil" (written elsewhere)."""
+    with _engine(disk, None, "/attacker", auto_compact=False) as eng:
+        eng.put(b"planted", b"evil")
+        eng.flush()
+        eng.put(b"planted-in-wal", b"evil")
+    files = _all_bytes(disk, "/attacker")
+    return {ext: next(data for n, data in files.items() if n.endswith(ext)) for ext in (".sst", ".log")}
+
+
+def test_plain_tables_and_wals_planted_in_an_encrypted_directory_are_refused() -> None:
+    """A plain file needs no key to write: in place of a sealed table, or as a newer WAL, it would
+    be served as the node's own data. An encrypting engine reads plain files only when they were
+    there before it first encrypted the directory (its sealed MANIFEST lists them)."""
+    disk, c = SimDisk(), _cipher()
+    names = _encrypted_with_tables(disk, c)
+    planted = _plain_files(disk)
+    _rewrite(disk, join("/db", names[-1]), planted[".sst"])  # a listed table, replaced
+    newest_log = max(int(n[:6]) for n in disk.listdir("/db") if n.endswith(".log"))
+    disk_log = join("/db", f"{newest_log + 5:06d}.log")
+    _rewrite(disk, disk_log, planted[".log"])  # a newer WAL: it would be replayed
+    with _engine(disk, c) as eng:
+        assert eng.get(b"planted") is None and eng.get(b"planted-in-wal") is None
+        bad = eng.take_corruptions()
+        assert {x.file for x in bad} >= {join("/db", names[-1]), disk_log}, bad
+        assert all("plain" in x.what for x in bad if x.file in (join("/db", names[-1]), disk_log))
+        assert names[-1] not in eng.table_names
+        assert eng.get(b"key0000") == MARK and eng.get(b"in-the-wal") == MARK  # the rest is served
+
+
+def _forged_plain_manifest(manifest_bytes: bytes, tables: list[str]) -> bytes:
+    """A format-1 MANIFEST (a CRC, no key needed) with the same fields but `tables`."""
+    import json
+
+    body = json.loads(manifest_bytes.partition(b"\n")[2])
+    body = {"next_file": body["next_file"], "log_number": body["log_number"], "tables": tables}
+    raw = json.dumps(body, separators=(",", ":")).encode()
+    return b"BHANDAR-MANIFEST 1 " + b"%08x\n" % zlib.crc32(raw) + raw
+
+
+@pytest.mark.parametrize("how", ["edited", "forged-plain", "rolled-back", "removed-with-generation"])
+def test_a_manifest_changed_or_rolled_back_without_the_key_is_refused_and_nothing_is_deleted(
+    how: str,
+) -> None:
+    """The MANIFEST decides which tables live; every other table is deleted at open. Changed,
+    replaced by an unauthenticated one, or put back from earlier (its tables since compacted
+    away, the newer ones unlisted): the engine refuses to open rather than delete anything."""
+    disk, c = SimDisk(), _cipher()
+    names = _encrypted_with_tables(disk, c)
+    path = join("/db", "MANIFEST")
+    earlier = disk.read(path)
+    with _engine(disk, c, auto_compact=False) as eng:  # a later state: one table, newer than both
+        eng.compact(full=True)
+        assert not set(eng.table_names) & set(names)
+    current = disk.read(path)
+    if how == "edited":
+        _rewrite(disk, path, current.replace(b'"tables":["', b'"tables":["000001.sst","', 1))
+    elif how == "forged-plain":
+        _rewrite(disk, path, _forged_plain_manifest(current, []))
+    elif how == "rolled-back":
+        _rewrite(disk, path, earlier)
+    else:
+        disk.remove(path)
+        disk.remove(join("/db", "GENERATION"))
+    before = _all_bytes(disk, "/db")
+    with pytest.raises(CorruptManifestError) as refused:
+        _engine(disk, c)
+    said = str(refused.value)
+    assert {
+        "edited": "fails its authentication",
+        "forged-plain": "not sealed",
+        "rolled-back": "rolled back",
+        "removed-with-generation": "MANIFEST is missing but SSTables exist",
+    }[how] in said, said
+    assert _all_bytes(disk, "/db") == before  # nothing deleted, truncated or quarantined
+
+
+def test_an_encrypted_directory_of_an_earlier_build_opens_and_its_manifest_is_sealed() -> None:
+    """Before MANIFESTs were sealed an encrypting engine wrote format 1 and no GENERATION: such a
+    directory opens as it is (all its tables sealed), and from then on its MANIFEST is sealed."""
+    disk, c = SimDisk(), _cipher()
+    names = _encrypted_with_tables(disk, c)
+    path = join("/db", "MANIFEST")
+    _rewrite(disk, path, _forged_plain_manifest(disk.read(path), names))
+    disk.remove(join("/db", "GENERATION"))
+    with _engine(disk, c) as eng:
+        assert eng.table_names == names and eng.get(b"key1029") == MARK and eng.get(b"in-the-wal") == MARK
+        assert not eng.take_corruptions()
+    assert disk.read(path).startswith(b"BHANDAR-MANIFEST 2 ")
+    assert disk.exists(join("/db", "GENERATION"))
