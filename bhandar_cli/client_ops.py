@@ -13,6 +13,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from bhandar_cli.core.errors import BadInput
+from bhandar_cli.core.limits import check_snapshot_name
 from bhandar_cli.core.messages import DecommissionRequest, Failure, MoveResult, RepairRequest, RepairResult
 from bhandar_cli.outcomes import ClientError
 
@@ -267,7 +268,7 @@ class ClusterOps:
         return {"cmd": "compact", "ok": True, "nodes": [await self.backend.compact(n) for n in nodes]}
 
     async def snapshot(self, name: str, to: str | None = None) -> dict[str, Any]:
-        _check_snapshot_name(name)
+        check_snapshot_name(name)  # before any directory is made, here or on a node
         if to is not None and not to.strip():
             raise BadInput("snapshot to= needs a directory")
         # Settled first: a write's last replica copy lands before the snapshot, not after it (where
@@ -282,7 +283,7 @@ class ClusterOps:
 
         from bhandar_cli.moments import parse_moment, show_moment
 
-        _check_snapshot_name(name)
+        check_snapshot_name(name)
         moment = None if until is None else parse_moment(until, time.time())
         started = time.perf_counter()
         quiesce = await self._quiesce()
@@ -314,8 +315,3 @@ class ClusterOps:
                 await trio.sleep(0.05)
         ms = round((time.perf_counter() - started) * 1000, 3)
         return {"quiesced": not problems, "quiesce_ms": ms, "unsettled": problems[:3]}
-
-
-def _check_snapshot_name(name: str) -> None:
-    if not re.match(r"^[A-Za-z0-9_.-]{1,64}$", name) or name.startswith("."):
-        raise BadInput(f"bad snapshot name {name!r} (letters, digits, _ . - up to 64)")

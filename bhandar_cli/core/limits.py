@@ -28,6 +28,7 @@ MAX_INTEGER = 2**53 - 1  # |counter delta|, |counter value| and every counter of
 MAX_CONTEXT_CHARS = 4096  # characters of a context token
 MAX_CONTEXT_ACTORS = 64  # entries (actors) of a context
 MAX_REQUEST_ID_CHARS = 128  # an increment's request id
+SNAPSHOT_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
 ACTOR = re.compile(r"^[A-Za-z0-9_.~-]{1,64}$")  # a node id, or a node's later actor (A~3, A~r1)
 
 # One pass over a JSON text finds its nesting depth: strings are skipped whole (a bracket inside
@@ -37,6 +38,17 @@ _JSON_TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.DOTALL)
 
 class NotJson(Exception):
     """The text is not JSON at all (as opposed to JSON the store refuses, a `BadInput`)."""
+
+
+def check_snapshot_name(name: object) -> str:
+    """A snapshot's name, which becomes a directory name (ROOT/NAME) on the client and on every
+    node: a plain name only, never a path (a `/`, `..`, a leading dot); BadInput otherwise."""
+    if not isinstance(name, str) or not SNAPSHOT_NAME.fullmatch(name) or ".." in name:
+        raise BadInput(
+            f"bad snapshot name {name!r}: use 1-64 letters, digits, '_', '-' or '.', with no '..' "
+            "and not starting with '.'"
+        )
+    return name
 
 
 def check_key(key: str, max_bytes: int = MAX_KEY_BYTES) -> None:

@@ -4,13 +4,13 @@ nodes a directory of an in-process cluster holds, and where its snapshots go."""
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import time
 from pathlib import Path
 from typing import Any
 
 from bhandar_cli.core.errors import BadInput, Refused
+from bhandar_cli.core.limits import check_snapshot_name
 from bhandar_cli.node.data_dir_lock import lock_data_dir
 from bhandar_cli.node.data_key import cipher_for
 from bhandar_cli.node.disk import RealDisk
@@ -106,19 +106,11 @@ def retire_node_dir(base: str, node: str) -> None:
     os.replace(source, target)
 
 
-_SNAPSHOT_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
-
-
 def snapshot_path(root: Path, name: object, node: str) -> Path:
     """Where node `node` links the tables of snapshot `name`: ROOT/NAME/NODE. The name comes from
     a client: one that is not a plain name (a `/`, `..`, a leading dot) would make the node link
-    its files outside its snapshot directory, so it is refused."""
-    if not isinstance(name, str) or not _SNAPSHOT_NAME.fullmatch(name) or ".." in name:
-        raise BadInput(
-            f"bad snapshot name {name!r}: use 1-64 letters, digits, '_', '-' or '.', with no '..' "
-            "and not starting with '.'"
-        )
-    return root / name / node
+    its files outside its snapshot directory, so it is refused (core/limits.py)."""
+    return root / check_snapshot_name(name) / node
 
 
 def restore_node_dir(

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 Run = Any
 
 
@@ -40,6 +42,18 @@ def test_membership_commands_reject_bad_input(repl: Run) -> None:
     )
     assert [o["ok"] for o in out] == [False] * 7
     assert {o["code"] for o in out} == {"bad_input"}
+
+
+@pytest.mark.parametrize("name", ["../x", "a..b", ".hidden", "x/y"])
+def test_a_snapshot_name_that_is_not_a_plain_name_is_refused_before_any_directory_is_made(
+    repl: Run, tmp_path: Path, name: str
+) -> None:
+    data = tmp_path / "data"
+    out = repl([f"snapshot {name}", f"snapshot {name} to={tmp_path / 'copies'}"], data_dir=str(data))
+    assert [(o["ok"], o["code"]) for o in out] == [(False, "bad_input")] * 2, out
+    assert all("bad snapshot name" in o["error"] for o in out)
+    assert not (data / "snapshots").exists() and not (tmp_path / "copies").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data"]  # nothing beside it either
 
 
 def test_merkle_shows_differences_and_repair_exchanges_exactly_them(repl: Run) -> None:
