@@ -22,7 +22,9 @@ DEFAULT_PORT = 8700
 def web(
     port: int = typer.Option(DEFAULT_PORT, "--port", "-p", help="Port of the page (0: any free port)."),
     host: str = typer.Option(
-        "127.0.0.1", "--host", help="Address to listen on; the page runs commands, so keep it local."
+        "127.0.0.1",
+        "--host",
+        help="Loopback address to listen on (127.0.0.1, localhost or ::1): the page runs commands.",
     ),
     open_browser: bool = typer.Option(False, "--open", help="Open the page in the default browser."),
     nodes: int = NODES,
@@ -41,6 +43,14 @@ def web(
     """Serve a live web view of an in-process cluster (or --connect DIR) next to its REPL."""
     if not 0 <= port <= 65535:
         fail(f"--port must be between 0 and 65535 (got {port})", EXIT_USAGE)
+    from bhandar_cli.node.process import is_loopback
+
+    if not is_loopback(host):
+        fail(
+            f"--host {host} is not a loopback address: the page runs commands with this session's "
+            "rights, so it is served on 127.0.0.1, localhost or ::1 only",
+            EXIT_USAGE,
+        )
     options = cluster_options(nodes, zones, vnodes, replicas, seed, data_dir, connect)
     from bhandar_cli.node.clusterfile import ClusterFileError
     from bhandar_cli.repl.batch import open_session
@@ -78,7 +88,7 @@ def _run(opener: Any, host: str, port: int, open_browser: bool, trace: bool) -> 
             server = WebServer(session)
             session.web = server
             bound = await nursery.start(server.serve, host, port)
-            url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '') else host}:{bound}/"
+            url = f"http://{f'[{host}]' if ':' in host else host}:{bound}/"
             print(f"web view at {url} (Ctrl-C stops)", flush=True)
             if open_browser:
                 import webbrowser

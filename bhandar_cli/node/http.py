@@ -18,15 +18,12 @@ import logging
 import math
 import uuid
 from dataclasses import asdict
-from functools import partial
 from typing import Any, Protocol
 
 import trio
-from hypercorn.config import Config
-from hypercorn.trio import serve
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
-from bhandar_cli.asgi import BodyTooLarge, Receive, RequestBody, Scope, Send, lifespan
+from bhandar_cli.asgi import BodyRefused, Limits, Receive, RequestBody, Scope, Send, lifespan, serve
 from bhandar_cli.core.config import KeyspaceDef, NodeConfig, parse_level, parse_ttl
 from bhandar_cli.core.context import BLIND_DELETE_WARNING, decode_context, encode_context
 from bhandar_cli.core.crdt import PNCounter
@@ -75,6 +72,9 @@ STATUS = {
     "timeout": 504,
 }
 TIMEOUT = 10.0
+# Connections open at once, and seconds a client may send nothing (a request's body trickled out
+# is bounded as a whole by asgi.BODY_TIMEOUT).
+LIMITS = Limits(max_connections=256, read_timeout=10)
 
 Response = tuple[int, bytes, str, list[tuple[bytes, bytes]]]  # status, body, content type, headers
 
@@ -177,8 +177,8 @@ class Api:
     async def body(self, request_body: RequestBody) -> dict[str, Any]:
         try:
             raw = await request_body.read()
-        except BodyTooLarge as exc:
-            raise HttpError(413, str(exc)) from None
+        except BodyRefused as exc:
+            raise HttpError(exc.status, str(exc)) from None
         try:  # the value inside may nest MAX_JSON_DEPTH levels, the body one more
             parsed = parse_json(raw or b"{}", "the request body", MAX_JSON_DEPTH + 1)
         except NotJson as exc:
@@ -349,13 +349,6 @@ async def serve_http(
 ) -> None:
     """Serve the API on host:port until cancelled (HTTPS with the node's certificate when it has
     one); reports the bound port when ready."""
-    config = Config()
-    config.bind = [f"{host}:{port}"]
-    if tls is not None:
-        config.certfile, config.keyfile = str(tls.cert), str(tls.key)
-    config.accesslog = None
-    config.errorlog = logging.getLogger("bhandar.http")
-    app = Api(node)
-    async with trio.open_nursery() as nursery:
-        binds = await nursery.start(partial(serve, app, config, mode="asgi"))  # type: ignore[arg-type]
-        task_status.started(int(binds[0].rsplit(":", 1)[1]))
+    files = None if tls is None else (str(tls.cert), str(tls.key))
+    log = logging.getLogger("bhandar.http")
+    await serve(Api(node), host, port, LIMITS, log, files, task_status=task_status)

@@ -7,27 +7,33 @@ load spaces the next one out), and publishes it only when it changed; each page'
 sends the latest snapshot when it wakes, so a slow page skips snapshots instead of queueing them.
 Commands from the page run through the same REPL session as typed ones, one at a time, and are
 echoed where the session prints.
+
+The page runs commands with the session's rights (a `--connect` session holds the cluster's admin
+token), so only the page this server served may drive it, and only through loopback: every
+request must name this server in `Host` (127.0.0.1, localhost or [::1], and its port; a page that
+got here by DNS rebinding names its own site), an `Origin`, if sent, must be this server too, and
+a command must carry the key this run wrote into the page (`X-Bhandar-Key`), which no other
+site's page can read.
 """
 
 from __future__ import annotations
 
 import functools
+import hmac
 import json
 import logging
 import math
 import mimetypes
+import secrets
 import sys
 import time
 from collections.abc import Callable
-from functools import partial
 from importlib import resources
 from typing import Any
 
 import trio
-from hypercorn.config import Config
-from hypercorn.trio import serve
 
-from bhandar_cli.asgi import BodyTooLarge, Receive, RequestBody, Scope, Send, lifespan
+from bhandar_cli.asgi import BodyRefused, Limits, Receive, RequestBody, Scope, Send, lifespan, serve
 from bhandar_cli.repl.session import Reply, Session
 from bhandar_cli.web.state import WebState
 
@@ -35,7 +41,11 @@ MIN_INTERVAL = 0.2  # at most 5 snapshots a second
 METRICS_INTERVAL = 1.0  # the metrics view asks every node for its histograms: once a second
 PING_S = 15.0  # an SSE comment keeps idle connections (and proxies) open
 MAX_BODY = 65536
+# A few pages and their event streams, which send nothing after their request: no read timeout.
+LIMITS = Limits(max_connections=64, read_timeout=None)
 PAGE = "index.html"  # at /; the page's script and style sheet sit next to it in static/
+KEY_SLOT = b'<meta name="bhandar-key" content="">'  # where the page is given this run's key
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 
 Echo = Callable[[str, list[Reply]], None]
 log = logging.getLogger("bhandar.web")
@@ -74,6 +84,7 @@ class WebServer:
         self.snapshots_built = 0
         self.stopping = False  # set on shutdown: the event streams end, so connections close
         self.port: int | None = None
+        self.key = secrets.token_urlsafe(24)  # this run's: commands must show it (X-Bhandar-Key)
         self.scope = trio.CancelScope()  # cancelled to stop serving in the background (background.py)
         self.finished = trio.Event()  # set when a background server has stopped
         self._metrics: dict[str, Any] | None = None
@@ -124,11 +135,12 @@ class WebServer:
         if scope["type"] != "http":
             return
         path, method = scope["path"].strip("/"), scope["method"]
-        if method == "GET" and path == "api/events":
-            await self.events(receive, send)
-            return
         request_body = RequestBody(scope, receive, MAX_BODY)
         try:
+            self.check_caller(scope)
+            if method == "GET" and path == "api/events":
+                await self.events(receive, send)
+                return
             status, body, ctype = await self.route(path, method, scope, request_body)
         except _HttpError as exc:
             status, body, ctype = exc.status, _json({"error": str(exc)}), "application/json"
@@ -141,12 +153,36 @@ class WebServer:
         await send({"type": "http.response.start", "status": status, "headers": head})
         await send({"type": "http.response.body", "body": body})
 
+    def check_caller(self, scope: Scope) -> None:
+        """Refuse (403) a request that does not name this server (DNS rebinding, another host)
+        or that another site's page sent."""
+        headers = dict(scope.get("headers", []))
+        ours = {f"{name}:{self.port}".encode() for name in LOOPBACK_NAMES}
+        host = headers.get(b"host", b"")
+        if host not in ours:
+            raise _HttpError(
+                403,
+                f"this page answers only as http://127.0.0.1:{self.port}/ (not as "
+                f"{host.decode('latin-1')!r}); open that address",
+            )
+        origin = headers.get(b"origin")
+        if origin is not None and origin.removeprefix(b"http://") not in ours:
+            raise _HttpError(403, "requests are accepted from this page only")
+        if scope["method"] == "POST":
+            key = headers.get(b"x-bhandar-key", b"")
+            if not hmac.compare_digest(key, self.key.encode()):
+                raise _HttpError(
+                    403, f"commands need the key of this page: reload http://127.0.0.1:{self.port}/"
+                )
+
     async def route(
         self, path: str, method: str, scope: Scope, request_body: RequestBody
     ) -> tuple[int, bytes, str]:
         if method == "GET" and (path == "" or path in _static_files()):
             name = path or PAGE
             data = resources.files("bhandar_cli.web").joinpath("static", name).read_bytes()
+            if name == PAGE:
+                data = data.replace(KEY_SLOT, KEY_SLOT.replace(b'""', f'"{self.key}"'.encode()))
             ctype = mimetypes.guess_type(name)[0] or "application/octet-stream"
             return 200, data, f"{ctype}; charset=utf-8"
         if method == "GET" and path == "api/state":
@@ -205,14 +241,8 @@ class WebServer:
         self, host: str, port: int, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED
     ) -> None:
         """Serve on host:port until cancelled; reports the bound port when listening."""
-        config = Config()
-        config.bind = [f"{host}:{port}"]
-        config.accesslog = None
-        config.errorlog = log
-        config.graceful_timeout = 1.0
         async with trio.open_nursery() as nursery:
-            binds = await nursery.start(partial(serve, self, config, mode="asgi"))  # type: ignore[arg-type]
-            self.port = int(binds[0].rsplit(":", 1)[1])
+            self.port = await nursery.start(serve, self, host, port, LIMITS, log)
             nursery.start_soon(self.produce)
             task_status.started(self.port)
             try:
@@ -238,16 +268,12 @@ async def _until_disconnect(receive: Receive, scope: trio.CancelScope) -> None:
 
 async def _body(scope: Scope, request_body: RequestBody) -> dict[str, Any]:
     headers = dict(scope.get("headers", []))
-    origin, host = headers.get(b"origin"), headers.get(b"host", b"")
-    if origin is not None and origin.split(b"://", 1)[-1] != host:
-        # Another site's page must not drive the cluster through a browser that has this one open.
-        raise _HttpError(403, "commands are accepted from this page only")
     if not headers.get(b"content-type", b"").startswith(b"application/json"):
         raise _HttpError(415, "send JSON (Content-Type: application/json)")
     try:
         raw = await request_body.read()
-    except BodyTooLarge as exc:
-        raise _HttpError(413, str(exc)) from None
+    except BodyRefused as exc:
+        raise _HttpError(exc.status, str(exc)) from None
     try:
         body = json.loads(raw or b"{}")
     except ValueError:

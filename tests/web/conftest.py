@@ -43,17 +43,27 @@ class WebProcess:
         self.proc.stdin.flush()
 
     def command(self, line: str) -> list[dict[str, Any]]:
-        """Run a command through the page's command endpoint; its replies."""
+        """Run a command through the page's command endpoint, with the key its page holds, as the
+        page does; its replies."""
         request = urllib.request.Request(
             self.url + "api/command",
             data=json.dumps({"line": line}).encode(),
-            headers={"Content-Type": "application/json"},
+            headers={"Content-Type": "application/json", "X-Bhandar-Key": page_key(self.url)},
         )
         with urllib.request.urlopen(request, timeout=30) as response:
             return list(json.loads(response.read())["replies"])
 
     def output(self) -> str:
         return self.log.read_text(encoding="utf-8", errors="replace")
+
+
+def page_key(url: str) -> str:
+    """The key the server wrote into its page (what the page's script sends with a command)."""
+    with urllib.request.urlopen(url, timeout=30) as response:
+        html = response.read().decode()
+    found = re.search(r'<meta name="bhandar-key" content="([^"]+)">', html)
+    assert found, "the page holds no key"
+    return found.group(1)
 
 
 def start_web(tmp_path: Path, *args: str) -> Iterator[WebProcess]:

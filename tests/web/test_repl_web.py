@@ -12,6 +12,7 @@ import pytest
 import trio
 
 from bhandar_cli.repl.batch import ClusterOptions, open_session
+from tests.web.conftest import page_key
 
 
 def fetch(
@@ -31,9 +32,6 @@ def fetch(
         return status, raw.decode()
 
 
-JSON = {"Content-Type": "application/json"}
-
-
 def test_the_web_command_serves_the_sessions_cluster_and_runs_the_pages_commands(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -51,28 +49,30 @@ def test_the_web_command_serves_the_sessions_cluster_and_runs_the_pages_commands
             def page() -> None:
                 status, html = fetch(url)
                 assert status == 200 and '<svg id="ring"' in html
+                as_page = {"Content-Type": "application/json", "X-Bhandar-Key": page_key(url)}
                 for name in ("app.js", "style.css"):
                     assert fetch(url + name)[0] == 200
                 status, state = fetch(url + "api/state")
                 assert status == 200 and [n["id"] for n in state["nodes"]] == ["A", "B", "C"]
-                status, ran = fetch(url + "api/command", {"line": "kill C"}, JSON)
+                status, ran = fetch(url + "api/command", {"line": "kill C"}, as_page)
                 assert status == 200 and ran["replies"] == [
                     {"cmd": "kill", "ok": True, "node": "C", "changed": True}
                 ]
-                status, ran = fetch(url + "api/command", {"line": "frobnicate"}, JSON)
+                status, ran = fetch(url + "api/command", {"line": "frobnicate"}, as_page)
                 assert status == 200 and ran["replies"][0]["ok"] is False
                 status, state = fetch(url + "api/state")
                 assert {n["id"]: n["state"] for n in state["nodes"]}["C"] == "down"
-                assert fetch(url + "api/focus", {"keyspace": "kv", "key": "x"}, JSON)[0] == 200
+                assert fetch(url + "api/focus", {"keyspace": "kv", "key": "x"}, as_page)[0] == 200
                 assert fetch(url + "api/state")[1]["focus"]["key"] == "x"
-                # Refusals: another site's page, a body that is not JSON, unknown pages.
-                other = {**JSON, "Origin": "http://evil.example"}
+                # Refusals: another site's page, a wrong key, a body that is not JSON, unknown pages.
+                other = {**as_page, "Origin": "http://evil.example"}
                 assert fetch(url + "api/command", {"line": "kill A"}, other)[0] == 403
-                assert (
-                    fetch(url + "api/command", {"line": "kill A"}, {"Content-Type": "text/plain"})[0] == 415
-                )
-                assert fetch(url + "api/command", {"nope": 1}, JSON)[0] == 400
-                assert fetch(url + "api/focus", {"keyspace": "kv"}, JSON)[0] == 400
+                plain = {**as_page, "Content-Type": "text/plain"}
+                assert fetch(url + "api/command", {"line": "kill A"}, plain)[0] == 415
+                wrong_key = {**as_page, "X-Bhandar-Key": "x"}
+                assert fetch(url + "api/command", {"line": "kill A"}, wrong_key)[0] == 403
+                assert fetch(url + "api/command", {"nope": 1}, as_page)[0] == 400
+                assert fetch(url + "api/focus", {"keyspace": "kv"}, as_page)[0] == 400
                 assert fetch(url + "nothing-here")[0] == 404
 
             await trio.to_thread.run_sync(page)

@@ -318,7 +318,10 @@ function drawLatency(s) {
 
 // --- commands and focus ------------------------------------------------------------------------
 async function post(path, body) {
-  const res = await fetch(path, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
+  // The server's key for this run, written into the page it served: a page of another site has none.
+  const key = document.querySelector('meta[name="bhandar-key"]').content;
+  const headers = { "Content-Type": "application/json", "X-Bhandar-Key": key };
+  const res = await fetch(path, { method: "POST", headers, body: JSON.stringify(body) });
   return [res.ok, await res.json()];
 }
 async function run(line) {  // the session's log (in the next snapshot) shows what it printed
