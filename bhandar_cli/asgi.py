@@ -114,6 +114,10 @@ class BodyTooLarge(BodyRefused):
     status = 413
 
 
+class BodyCut(BodyRefused):
+    """The connection ended (or timed out) before the whole body came: never taken as complete."""
+
+
 class BodyTooSlow(BodyRefused):
     """The request body did not arrive whole within BODY_TIMEOUT."""
 
@@ -135,6 +139,7 @@ class RequestBody:
         self.limit = limit
         self.done = False  # the whole body, or the client's disconnect, has been received
         self.over = False  # what was read went over the limit, or did not come in time
+        self.cut = False  # the connection ended before the body did
         self.declared: int | None = None
         for name, value in scope.get("headers", []):
             if name == b"content-length" and value.isdigit():
@@ -143,9 +148,12 @@ class RequestBody:
 
     async def _next(self) -> bytes:
         message = await self._receive()
-        if message["type"] != "http.request" or not message.get("more_body"):
+        if message["type"] != "http.request":  # the client went away (or hypercorn gave up on it)
+            self.done = self.cut = True
+            return b""
+        if not message.get("more_body"):
             self.done = True
-        return bytes(message.get("body", b"")) if message["type"] == "http.request" else b""
+        return bytes(message.get("body", b""))
 
     async def read(self) -> bytes:
         if self.declared_over:
@@ -160,6 +168,8 @@ class RequestBody:
                     self.over = True
                     raise BodyTooLarge(f"request body over the limit of {self.limit} bytes")
                 chunks.append(chunk)
+            if self.cut:
+                raise BodyCut("the request body was cut off: the connection ended before it")
             return b"".join(chunks)
         self.over = True
         raise BodyTooSlow(f"the request body did not arrive within {BODY_TIMEOUT:g} s")
