@@ -119,6 +119,13 @@ def up(
     no_encrypt: bool = typer.Option(
         False, "--no-encrypt", help="Keep the nodes' WAL and SSTables plain (default: encrypted at rest)."
     ),
+    issuers: str = typer.Option(
+        "",
+        "--issuers",
+        metavar="A,B",
+        help="Nodes given the CA key, which sign certificates for machines joining with a token "
+        "(default: the first node only).",
+    ),
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
     """Start node processes (detached, logs in the cluster directory) and wait until they all answer.
@@ -145,6 +152,16 @@ def up(
         fail(f"--fsync must be always, batch or none (got {fsync!r})", EXIT_USAGE)
     if protocol not in (1, 2):
         fail(f"--protocol must be 1 or 2 (got {protocol})", EXIT_USAGE)
+    from bhandar_cli.host.topology import node_names
+
+    issuing = tuple(dict.fromkeys(i.strip().upper() for i in issuers.split(",") if i.strip()))
+    if any(i not in node_names(nodes) for i in issuing):
+        fail(
+            f"--issuers names nodes of this cluster: {', '.join(node_names(nodes))} (got {issuers!r})",
+            EXIT_USAGE,
+        )
+    if issuing and insecure:
+        fail("--issuers needs certificates: leave out --insecure", EXIT_USAGE)
     extra = [*node_args, "--fsync", fsync]
     from bhandar_cli.node import supervisor
     from bhandar_cli.node.clusterfile import resolve_dir
@@ -162,7 +179,9 @@ def up(
         started = trio.current_time()
         shape = (where, nodes, zones, base_port, vnodes, replicas, extra, timeout)
         tls, encrypt = not insecure, not no_encrypt
-        cluster = await supervisor.up(*shape, tls=tls, hosts=addresses, protocol=protocol, encrypt=encrypt)
+        cluster = await supervisor.up(
+            *shape, tls=tls, hosts=addresses, protocol=protocol, encrypt=encrypt, issuers=issuing
+        )
         return cluster, trio.current_time() - started
 
     cluster, took = run_async("cluster up", output, body)

@@ -24,7 +24,10 @@ join_token_app = typer.Typer(
 @join_token_app.command("create")
 def create(
     via: str | None = typer.Option(
-        None, "--via", metavar="NODE", help="Node that issues the token (default: the first running)."
+        None,
+        "--via",
+        metavar="NODE",
+        help="Node that issues the token, one holding the CA key (default: the first such node running).",
     ),
     ttl: str = typer.Option("15m", "--ttl", help="How long it is valid: 90s, 15m, 2h, 1d (at most 7d)."),
     directory: str | None = DIR_OPTION,
@@ -54,9 +57,12 @@ def create(
             except clusterfile.ClusterFileError as exc:
                 raise BadInput(str(exc)) from None
         else:
-            running = [n for n in cluster.nodes if pids.pid_alive(n.pid)]
+            running = [n for n in cluster.nodes if n.id in cluster.issuing and pids.pid_alive(n.pid)]
             if not running:
-                raise Unavailable(f"no node of the cluster in {cluster.dir} is running (bhandar cluster up)")
+                raise Unavailable(
+                    f"no node that signs certificates ({', '.join(cluster.issuing)}) is running: start "
+                    f"it (bhandar cluster start {cluster.issuing[0]} --dir {cluster.dir})"
+                )
             entry = running[0]
         reach = access.for_cluster(cluster)
         try:
@@ -65,7 +71,9 @@ def create(
         except (RpcError, trio.TooSlowError) as exc:
             raise Unavailable(str(exc) or f"node {entry.id} did not answer") from None
         if "refused" in answer:
-            raise Refused(f"node {entry.id} cannot issue join tokens: {answer['refused']}")
+            others = [i for i in cluster.issuing if i != entry.id]
+            hint = f"; --via {others[0]} can" if others else ""
+            raise Refused(f"node {entry.id} cannot issue join tokens: {answer['refused']}{hint}")
         new_id = next_node_name([*cluster.names, *(str(m["id"]) for m in members)])
         options = (
             ""

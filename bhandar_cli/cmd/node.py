@@ -68,8 +68,14 @@ def run(
         "",
         "--auth-file",
         metavar="FILE",
-        help="Admit clients by token: FILE (JSON, mode 0600) holds the first token records, hashed. "
-        "Without it every client is admitted.",
+        help="Token records to start with: FILE (JSON, mode 0600) holds them, hashed. The node "
+        "checks tokens with or without it (it learns more from its peers).",
+    ),
+    admit_anyone: bool = typer.Option(
+        False,
+        "--admit-anyone",
+        help="Check no tokens: every client may do anything (loopback addresses only; what "
+        "`cluster up --insecure` runs).",
     ),
     snapshot_dir: str = typer.Option(
         "", "--snapshot-dir", metavar="DIR", help="Where snapshots go (default: DATA_DIR/../snapshots)."
@@ -128,6 +134,8 @@ def run(
             fail("--join takes one HOST:PORT, and goes with --token", EXIT_USAGE)
         if tls_dir is not None:
             fail("--join keeps the node's certificate in DATA_DIR/tls; leave out --tls-dir", EXIT_USAGE)
+        if admit_anyone:
+            fail("a node that joins a cluster checks its tokens; leave out --admit-anyone", EXIT_USAGE)
         from bhandar_cli.node.join import JoinUnreachable, join_once
         from bhandar_cli.node.join_token import JoinRefused
 
@@ -171,6 +179,7 @@ def run(
         tls_dir,
         str(Path(ca_key).resolve()) if ca_key else "",
         auth_file,
+        admit_anyone,
         snapshot_dir,
         bootstrap,
         protocol,

@@ -7,8 +7,9 @@ A token is `bht_<id>_<secret>`; the cluster keeps its id and the SHA-256 of the 
 that change the cluster (partition, heal, delay, shutdown, keyspaces, tokens, storage) need admin
 on `*`. An operation missing from `NEEDS` is refused: a new one is never open by accident.
 
-Authentication is on when the node was started with an auth file (`node run --auth-file`), which
-holds the first token records (hashed); without it a node admits every client.
+Authentication is on in every node but one run with `--admit-anyone` (loopback only): its table
+starts with the records of its auth file (`node run --auth-file`, hashed) and what its store kept,
+and gossip brings the rest; a table without a valid record admits no one.
 """
 
 from __future__ import annotations
@@ -114,7 +115,10 @@ class Credential:
 
     token_id: str = ""
     digest: str = ""
-    problem: str = "no token given"
+    problem: str = (
+        "no token given: this node admits clients by token (show one in $BHANDAR_TOKEN; "
+        "`bhandar cluster token create` mints one)"
+    )
 
     @classmethod
     def of(cls, token: Any) -> Credential:

@@ -10,6 +10,7 @@ lost or timeout, or remote with the node's code.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import ssl
 import time
@@ -50,7 +51,11 @@ class BlockingRpc:
             from bhandar_cli.node.ca_trust import client_context
 
             try:
-                sock = client_context(ca).wrap_socket(sock, server_hostname=_ascii(self.label))
+                # suppress_ragged_eofs off: an end without close_notify (a cut) is an error, not
+                # the node's goodbye.
+                sock = client_context(ca).wrap_socket(
+                    sock, server_hostname=_ascii(self.label), suppress_ragged_eofs=False
+                )
             except ssl.SSLCertVerificationError as exc:
                 sock.close()
                 raise self._tls_failed(exc.verify_message or str(exc)) from None
@@ -86,6 +91,8 @@ class BlockingRpc:
             raise RpcError(
                 f"node {self.label} did not answer {op!r} within {timeout:g} s", "timeout"
             ) from None
+        except ssl.SSLEOFError:
+            raise self._lost("the TLS stream was cut without close_notify (truncated)") from None
         except (OSError, ProtocolError) as exc:
             why = f"the node sent bad frames ({exc})" if isinstance(exc, ProtocolError) else str(exc)
             raise self._lost(why) from None
@@ -97,6 +104,11 @@ class BlockingRpc:
 
     def close(self) -> None:
         if self._sock is not None:
+            if isinstance(self._sock, ssl.SSLSocket):
+                # Say goodbye (close_notify) rather than cut: the node tells a cut stream apart.
+                with contextlib.suppress(OSError, ValueError):
+                    self._sock.settimeout(0.2)
+                    self._sock.unwrap()
             self._sock.close()
             self._sock = None
 

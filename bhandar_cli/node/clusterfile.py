@@ -57,10 +57,18 @@ class ClusterFile:
     token: str = ""  # the token this directory's CLI shows (the admin token `cluster up` made)
     encrypt: bool = False  # nodes encrypt their WAL and SSTables with DIR/keys/data.key (data_key.py)
     config: dict[str, Any] = field(default_factory=dict)  # cluster configuration: {version, values}
+    # The nodes given the CA key (`node run --ca-key`): only they sign certificates for machines
+    # joining with a token, so any other node, compromised, can mint none. () : the first node.
+    issuers: tuple[str, ...] = ()
 
     @property
     def names(self) -> list[str]:
         return [n.id for n in self.nodes]
+
+    @property
+    def issuing(self) -> tuple[str, ...]:
+        """The nodes that hold the CA key: those named at `cluster up --issuers`, else the first."""
+        return self.issuers or (self.nodes[0].id,)
 
     @property
     def zones(self) -> dict[str, str]:
@@ -89,6 +97,7 @@ class ClusterFile:
             "token": self.token,
             "encrypt": self.encrypt,
             "config": dict(self.config),
+            "issuers": list(self.issuers),
             "nodes": [asdict(n) for n in self.nodes],
         }
 
@@ -135,6 +144,7 @@ def load(directory: str | Path) -> ClusterFile:
             str(raw.get("token", "")),
             bool(raw.get("encrypt", False)),  # a cluster file from before: plain, as it was
             dict(raw.get("config") or {}),
+            tuple(str(i) for i in raw.get("issuers", ())),  # from before: the first node
         )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise ClusterFileError(
@@ -144,12 +154,9 @@ def load(directory: str | Path) -> ClusterFile:
 
 
 def save(cluster: ClusterFile) -> None:
+    from bhandar_cli.node.pki import write_private
+
     path = path_of(cluster.dir)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{FILE_NAME}.{os.getpid()}.tmp")
     # 0600: the file may hold the cluster's admin token.
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as out:
-        out.write(json.dumps(cluster.to_json(), indent=2) + "\n")
-    os.chmod(tmp, 0o600)
-    os.replace(tmp, path)
+    write_private(path, (json.dumps(cluster.to_json(), indent=2) + "\n").encode())

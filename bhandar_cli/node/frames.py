@@ -27,7 +27,7 @@ from bhandar_cli.node.codec import (
     ProtocolError,
     Sentinel,
 )
-from bhandar_cli.node.tls_record import TlsStream
+from bhandar_cli.node.tls_record import TlsStream, Truncated
 
 RECV_SIZE = 65536
 PEER_QUEUE = 4096  # messages waiting for one peer; beyond it they are dropped
@@ -99,9 +99,12 @@ class FrameConn:
             )
 
     async def _receive_some(self) -> bytes | bytearray:
-        """The next bytes of the stream; b"" at its end, clean or not."""
+        """The next bytes of the stream; b"" at its end or when it broke. A TLS stream cut without
+        close_notify raises `Truncated` (tls_record.py): that end is not the other side's word."""
         try:
             return await self.stream.receive_some(RECV_SIZE)
+        except Truncated:
+            raise
         except STREAM_ERRORS:
             return b""
 

@@ -14,7 +14,8 @@ in the handshake and everything after it):
 The joiner's private key never travels: it sends a certificate signing request (`pki.make_csr`)
 and the node signs the id it checked, not the CSR's subject. The node grants a join only with an
 unused, unexpired token of its own (join_token.JoinTokens) for an id that is well formed and that
-no member, past (decommissioned) or present, and no earlier join already has.
+no member, past (decommissioned) or present, and no earlier join already has; the token is
+checked before anything else is, so a joiner without one learns nothing about ids.
 
 `JoinDesk` is the issuing node's side (the transport hands it connections that open with a join
 hello); `redeem` is the joiner's (`bhandar node run --join`).
@@ -81,12 +82,18 @@ class JoinDesk:
     def grant(self, request: Any) -> bytes:
         """The certificate for a well-formed join request with a good token; JoinRefused otherwise.
 
-        Synchronous from the first check to the token book's file, so two joins cannot both use
-        one token or one id."""
+        The token is checked first: without a good one the joiner learns nothing (whether an id is
+        taken, whether its request would be signed). It is spent only once the certificate is
+        made, so a refused id or a broken CSR does not cost the operator a token. Synchronous from
+        the first check to the token book's file, so two joins cannot both use one token or id."""
         assert self.ca_dir is not None, "grant is only reached after _ca_pem"
         if not isinstance(request, dict):
             raise JoinRefused("a join request is a map of token, id, csr and hosts")
         token, node_id, csr, hosts = (request.get(k) for k in ("token", "id", "csr", "hosts"))
+        if not isinstance(token, str):
+            raise JoinRefused("the join request carries no token")
+        secret = JoinToken.parse(token).secret
+        self.tokens.check(secret, self.clock())
         if not isinstance(node_id, str) or not NODE_ID.fullmatch(node_id):
             raise JoinRefused(f"bad node id {node_id!r}: use {NODE_ID_RULE}")
         if node_id in self.known_ids():
@@ -99,14 +106,11 @@ class JoinDesk:
             raise JoinRefused(f"the join request must name 1 to {MAX_HOSTS} hosts of the new node")
         if not all(isinstance(h, str) and 0 < len(h) <= 253 for h in hosts):
             raise JoinRefused("the join request's hosts must be addresses or names")
-        if not isinstance(token, str):
-            raise JoinRefused("the join request carries no token")
         try:
-            # Signed before the token is spent, so a broken CSR does not cost the operator a token.
             cert = pki.sign_node_csr(self.ca_dir, csr.encode(), node_id, hosts)
         except pki.PkiError as exc:
             raise JoinRefused(str(exc)) from None
-        self.tokens.redeem(JoinToken.parse(token).secret, self.clock())
+        self.tokens.redeem(secret, self.clock())
         self.tokens.record_issued(node_id)
         return cert
 

@@ -130,6 +130,17 @@ class JoinTokens:
         self._save()
         return token
 
+    def check(self, secret: str, now: float) -> None:
+        """Raise JoinRefused unless `secret` is an unused, unexpired token of this node (an
+        expired one is forgotten); spends nothing."""
+        expires = self._expiry.get(_hash(secret))
+        if expires is None:
+            raise JoinRefused("join token unknown or already used (a token admits one node)")
+        if expires <= now:
+            del self._expiry[_hash(secret)]
+            self._save()
+            raise JoinRefused("join token expired; mint a new one with `bhandar cluster join-token create`")
+
     def redeem(self, secret: str, now: float) -> None:
         """Use up the token with `secret`; raises JoinRefused if it is unknown, used or expired.
 

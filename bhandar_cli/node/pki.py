@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 import ssl
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -69,15 +70,24 @@ class NodeTls:
 
 
 def write_private(path: Path, data: bytes) -> None:
-    """Write `data` to `path` readable by its owner only (0600), atomically (temp file, rename)."""
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    """Write `data` to `path` readable by its owner only (0600), atomically.
+
+    The temporary file has a random name and is made with O_CREAT|O_EXCL|O_NOFOLLOW (`mkstemp`), so
+    nothing planted beside `path` (a file or a link to one) is ever written through; its mode is
+    set before the first byte; the rename replaces a link planted at `path` instead of following
+    it."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        os.write(fd, data)
+        os.fchmod(fd, 0o600)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
         os.fsync(fd)
-    finally:
+    except BaseException:
         os.close(fd)
-    os.chmod(tmp, 0o600)  # an existing temp file keeps its old mode through O_CREAT
+        os.unlink(tmp)
+        raise
+    os.close(fd)
     os.replace(tmp, path)
 
 

@@ -12,8 +12,10 @@ until then, so a request forwarded to it in the meantime is not lost.
 
 With a TLS directory (`tls_dir`: ca.crt, node.crt, node.key) the peer port and the HTTP API run
 over TLS with the node's certificate (node/pki.py); without one the node listens in plain TCP,
-which it refuses to do anywhere but on a loopback address. Everything it writes is its owner's
-only (umask 077).
+which it refuses to do anywhere but on a loopback address. Clients are admitted by token always
+(node/auth.py: the table the node keeps, from its auth file and from gossip; an empty one admits
+no one), unless the operator says `admit_anyone`, which only a node on a loopback address takes.
+Everything it writes is its owner's only (umask 077).
 
 The RPC its port serves (client requests and admin operations) is node/rpc_service.py.
 """
@@ -36,6 +38,7 @@ from typing import Any
 import trio
 
 from bhandar_cli.core.config import NodeConfig
+from bhandar_cli.core.errors import Unauthenticated
 from bhandar_cli.core.live_config import LiveConfig
 from bhandar_cli.core.messages import (
     ClientRequest,
@@ -47,7 +50,7 @@ from bhandar_cli.core.ring import Ring
 from bhandar_cli.core.tokens import TokenTable
 from bhandar_cli.host.executor import NodeHost
 from bhandar_cli.node import admin, codec, pki
-from bhandar_cli.node.auth import Authenticator, load_auth_file
+from bhandar_cli.node.auth import Authenticator, Credential, load_auth_file
 from bhandar_cli.node.codec import PROTOCOL_VERSION, limit_protocol
 from bhandar_cli.node.epoch_clock import EpochClock
 from bhandar_cli.node.frames import FRAME_TIMEOUT
@@ -82,7 +85,8 @@ class NodeOptions:
     frame_timeout: float = FRAME_TIMEOUT
     tls_dir: str | None = None  # ca.crt, node.crt, node.key; None: plain TCP, loopback only
     ca_key: str = ""  # the cluster CA's key (DIR/tls/ca.key): this node may admit joiners
-    auth_file: str = ""  # token records to start with; "" admits every client
+    auth_file: str = ""  # token records to start with (more come by gossip)
+    admit_anyone: bool = False  # no token checks: loopback only (`cluster up --insecure`)
     snapshot_dir: str = ""  # where `snapshot NAME` links tables ("": DATA_DIR/../snapshots)
     bootstrap: bool = False  # first start of a node added to a running cluster: join, stream
     protocol: int = PROTOCOL_VERSION  # the newest wire protocol this node speaks (node/codec.py)
@@ -108,8 +112,14 @@ def is_loopback(host: str) -> bool:
 
 
 def node_tls(options: NodeOptions) -> pki.NodeTls | None:
-    """The node's TLS files, checked; raises ListenRefused for plain TCP off loopback and
-    PkiError for a TLS directory without its files."""
+    """The node's TLS files, checked; raises ListenRefused for plain TCP or no token checks off
+    loopback, and PkiError for a TLS directory without its files."""
+    if options.admit_anyone and not is_loopback(options.host):
+        raise ListenRefused(
+            f"refusing --admit-anyone on {options.host}: anyone who can reach it could write, mint "
+            "admin tokens or stop the cluster; leave it out (the node then checks tokens) or listen "
+            "on 127.0.0.1"
+        )
     if options.tls_dir is None:
         if not is_loopback(options.host):
             raise ListenRefused(
@@ -134,13 +144,14 @@ class NodeProcess:
         self.config = NodeConfig(default_n=options.replicas)
         self.store = open_node_store(options.data_dir, options.fsync, options.data_key)
         self.snapshot_root = Path(options.snapshot_dir or Path(options.data_dir).parent / "snapshots")
-        self.auth: Authenticator | None = None
         self._boot_tokens = TokenTable(self.store)
         if options.auth_file:
             # Merged into the table the store keeps: a restart with the same file changes nothing,
             # and a token revoked since stays revoked (revocation wins the merge).
             self._boot_tokens.merge(load_auth_file(Path(options.auth_file)))
-            self.auth = Authenticator(self.token_table)
+        # Tokens are checked whether or not the node was given an auth file: a node that joined
+        # a cluster learns its tokens by gossip, and until then admits no one.
+        self.auth = None if options.admit_anyone else Authenticator(self.token_table)
         self.rpc = RpcService(self)
         self.join_desk = JoinDesk(
             JoinTokens(options.data_dir),
@@ -153,6 +164,7 @@ class NodeProcess:
             options.id, self.deliver, self.rpc.serve, options.frame_timeout, self._resolve, self.tls
         )
         self.transport.on_join = self.join_desk.serve
+        self.transport.admits_client = self._admits_client
         # A decommissioned node's certificate stays valid: the membership says it is gone.
         self.transport.gate.decommissioned = self._decommissioned
         ring = Ring.build([options.id], options.vnodes, {options.id: options.zone})
@@ -248,6 +260,16 @@ class NodeProcess:
         log.info("%s: %s", name, note.text)
         self.notes.append(note.text, note.data)
 
+    def _admits_client(self, hello: dict[str, Any]) -> bool:
+        """Whether a client's hello shows a token this node knows (or the node admits anyone)."""
+        if self.auth is None:
+            return True
+        try:
+            self.auth.identify(Credential.of(hello.get("token")))
+        except Unauthenticated:
+            return False
+        return True
+
     def token_table(self) -> TokenTable:
         """The tokens this node knows: its core node's table (kept by gossip), or before the node
         boots, the one read from the store and the auth file."""
@@ -334,6 +356,11 @@ class NodeProcess:
             transport=dict(self.transport.stats),
             peer_rejections=dict(self.transport.gate.rejections),
             connected=self.transport.connected(),
+            connections={
+                "open": self.transport.admission.open,
+                "unauthenticated": self.transport.admission.pending,
+                **self.transport.admission.stats,
+            },
         )
         return info
 

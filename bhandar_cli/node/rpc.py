@@ -29,6 +29,7 @@ from bhandar_cli.node.frames import (
     wire_frame,
 )
 from bhandar_cli.node.rpc_errors import RpcError
+from bhandar_cli.node.tls_record import Truncated
 from bhandar_cli.node.tls_streams import HandshakeError, client_ctx, open_stream
 
 log = logging.getLogger("bhandar.rpc")
@@ -133,6 +134,8 @@ class RpcClient:
             self._lost = "the node closed the connection"
         except ProtocolError as exc:
             self._lost = f"the node sent bad frames ({exc})"
+        except Truncated as exc:  # not the node's goodbye: cut on the way, or the node died
+            self._lost = str(exc)
 
     def _close(self, why: str) -> None:
         self.closed = True

@@ -44,6 +44,7 @@ from bhandar_cli.node.frames import FrameConn, Outbox, wire_frame
 from bhandar_cli.node.join_token import DEFAULT_TTL, JoinRefused
 from bhandar_cli.node.reconfigure import apply_live, config_view
 from bhandar_cli.node.storage import snapshot_path
+from bhandar_cli.node.tls_record import Truncated
 
 if TYPE_CHECKING:
     from bhandar_cli.node.process import NodeProcess
@@ -121,7 +122,7 @@ class RpcService:
             self._outboxes.discard(out)
 
     async def _serve(self, conn: FrameConn, out: Outbox, credential: Credential) -> None:
-        error: ProtocolError | None = None
+        error: ProtocolError | Truncated | None = None
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_write_until_broken, out, nursery.cancel_scope)
             try:
@@ -129,7 +130,7 @@ class RpcService:
                     if not isinstance(body, dict) or not isinstance(body.get("op"), str):
                         raise ProtocolError("an RPC frame must be a map with an 'op'")
                     self._dispatch({str(k): v for k, v in body.items()}, out, nursery, credential)
-            except ProtocolError as exc:
+            except (ProtocolError, Truncated) as exc:
                 error = exc  # re-raised outside the nursery so it is not wrapped in a group
             nursery.cancel_scope.cancel()
         if error is not None:

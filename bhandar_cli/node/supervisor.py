@@ -58,6 +58,7 @@ class StartError(Exception):
 
 
 def node_command(cluster: ClusterFile, entry: NodeEntry) -> list[str]:
+    ca_key = Path(cluster.dir) / pki.TLS_DIR / pki.CA_KEY
     seeds = [cluster.node(s) for s in cluster.seeds if s != entry.id] or [
         n for n in cluster.nodes if n.id != entry.id
     ][:1]
@@ -72,11 +73,12 @@ def node_command(cluster: ClusterFile, entry: NodeEntry) -> list[str]:
         *("--seeds", ",".join(s.address for s in seeds)),
         *("--vnodes", str(cluster.vnodes), "--replicas", str(cluster.replicas)),
         *(("--tls-dir", str(node_tls_dir(entry))) if cluster.tls else ()),
-        # Every node may admit a new machine with a join token (node/join.py).
-        *(("--ca-key", str(Path(cluster.dir) / pki.TLS_DIR / pki.CA_KEY)) if cluster.tls else ()),
+        # Only the issuing nodes may admit a new machine with a join token (node/join.py).
+        *(("--ca-key", str(ca_key)) if cluster.tls and entry.id in cluster.issuing else ()),
         *("--snapshot-dir", str(Path(cluster.dir) / "snapshots")),
         *("--protocol", str(entry.protocol)),
-        *(("--auth-file", str(Path(cluster.dir) / AUTH_FILE)) if cluster.token else ()),
+        # A cluster without tokens (`--insecure`) says so: a node checks tokens unless told not to.
+        *(("--auth-file", str(Path(cluster.dir) / AUTH_FILE)) if cluster.token else ("--admit-anyone",)),
         *(("--data-key-file", str(key_path(cluster.dir))) if cluster.encrypt else ()),
         *(("--config", json.dumps(cluster.config)) if cluster.config else ()),
         *cluster.extra_args,
@@ -86,8 +88,8 @@ def node_command(cluster: ClusterFile, entry: NodeEntry) -> list[str]:
 def spawn(cluster: ClusterFile, entry: NodeEntry) -> NodeEntry:
     """Start one node detached; returns its entry with the new pid."""
     pki.private_dir(Path(entry.data_dir))
-    fd = os.open(entry.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    os.chmod(entry.log, 0o600)  # a log from before may be world-readable
+    fd = os.open(entry.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
+    os.fchmod(fd, 0o600)  # a log from before may be world-readable
     with open(fd, "ab") as log:
         log.write(f"{START_MARK}{entry.id}\n".encode())
         log.flush()
@@ -154,11 +156,14 @@ async def up(
     tokens: bool | None = None,
     protocol: int | None = None,
     encrypt: bool = True,
+    issuers: tuple[str, ...] = (),
 ) -> ClusterFile:
     """Start a cluster in `directory` and wait until every node knows every other; over TLS
     with a new CA and node certificates, unless `tls` is False (plain TCP on loopback). With
     `tokens` (default: as `tls`) its nodes admit clients by token, starting with a new admin
     token kept in the cluster file. `protocol` runs every node at that wire protocol version.
+    `issuers` are the nodes given the CA key to admit machines joining with a token (default: the
+    first node only).
     With `encrypt` (recorded in the cluster file, so restarts keep it) the nodes encrypt their
     data at rest with DIR/keys/data.key, made here if missing (node/data_key.py)."""
     directory = Path(directory).resolve()
@@ -175,6 +180,7 @@ async def up(
         extra_args=tuple(extra_args),
         tls=tls,
         encrypt=encrypt,
+        issuers=issuers,
     )
     if encrypt:
         ensure_key(directory)

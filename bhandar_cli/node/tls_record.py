@@ -11,8 +11,9 @@ buffered, else one read of the transport.
 
 Errors are trio's: a TLS failure or a transport that broke is `trio.BrokenResourceError` (its
 cause the `ssl.SSLError`), a stream used after `aclose` is `trio.ClosedResourceError`. A peer that
-closes the TCP connection without a close_notify ends the stream as a clean close does (b""): the
-frame layer above tells a half-sent frame apart itself.
+closes the TCP connection without a close_notify raises `Truncated` (a BrokenResourceError), as
+trio's own SSLStream does: only a close_notify is a clean end (b""), since anyone on the path can
+cut a TCP connection, also exactly between two frames, where the frame layer would not notice.
 """
 
 from __future__ import annotations
@@ -34,6 +35,10 @@ def no_renegotiation(ctx: ssl.SSLContext) -> ssl.SSLContext:
     order to write."""
     ctx.options |= ssl.OP_NO_RENEGOTIATION
     return ctx
+
+
+class Truncated(trio.BrokenResourceError):
+    """The TLS stream ended without a close_notify: cut on the way, or its writer died."""
 
 
 class TlsStream(trio.abc.Stream):
@@ -127,20 +132,23 @@ class TlsStream(trio.abc.Stream):
 
     async def receive_some(self, max_bytes: int | None = None) -> bytes:
         size = RECEIVE_SIZE if max_bytes is None else max_bytes
+        ended = False  # the transport reached its end: what the SSLObject holds is all there is
         while True:
             self._check()
             try:
                 return self._ssl.read(size)
             except ssl.SSLWantReadError:
-                pass
-            except (ssl.SSLZeroReturnError, ssl.SSLEOFError):
-                return b""  # close_notify, or the connection ended without one
+                if ended:
+                    raise self._truncated(None) from None
+            except ssl.SSLZeroReturnError:
+                return b""  # close_notify: the other side ended the stream
+            except ssl.SSLEOFError as exc:
+                raise self._truncated(exc) from exc
             except ssl.SSLError as exc:
                 raise self._break(exc) from exc
             if self._out.pending:  # a post-handshake message to answer (TLS 1.3 key update)
                 await self._flush()
-            if not await self._fill():
-                return b""
+            ended = not await self._fill()
 
     async def wait_send_all_might_not_block(self) -> None:
         await self.transport_stream.wait_send_all_might_not_block()
@@ -170,6 +178,10 @@ class TlsStream(trio.abc.Stream):
             raise trio.ClosedResourceError("the TLS stream was closed")
         if self._broken is not None:
             raise trio.BrokenResourceError("the TLS stream is broken") from self._broken
+
+    def _truncated(self, exc: BaseException | None) -> Truncated:
+        self._broken = exc or EOFError("no close_notify")  # ours must not go out on a cut stream
+        return Truncated("the TLS stream was cut without close_notify (truncated)")
 
     def _break(self, exc: BaseException) -> trio.BrokenResourceError:
         self._broken = exc

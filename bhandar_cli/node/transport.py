@@ -15,7 +15,9 @@ names the newest one its writer reads (`"protocol"`): this node writes to each p
 version both read (`codec.negotiate`), the oldest until it has heard the peer's hello, and counts
 the messages it sends and receives per version (`by_protocol`, in `info`).
 Garbage, an oversized length prefix or a frame left half-sent
-  for `frame_timeout` seconds closes the connection; the node goes on serving the others.
+  for `frame_timeout` seconds closes the connection; the node goes on serving the others. Until a
+  connection is admitted (a peer's certificate and hello, a client's token) it has the smaller
+  limits of admission.py: small frames, a deadline for its hello, a cap on how many wait.
 With the node's TLS files (`tls`), both run over TLS: the listener asks for a certificate of the
 cluster CA (clients show none, peers must; the checks on who speaks as whom are peer_gate.py's),
 and a link to a peer shows this node's certificate and checks the peer's against its node id.
@@ -37,6 +39,7 @@ import trio
 from bhandar_cli.core.wire import from_wire, readable_at, to_wire_at
 from bhandar_cli.host.network import NetworkModel
 from bhandar_cli.node import codec, pki
+from bhandar_cli.node.admission import JOIN_TIMEOUT, PRE_AUTH_FRAME, Admission, Ticket
 from bhandar_cli.node.codec import (
     MIN_COMPATIBLE_VERSION,
     ProtocolError,
@@ -60,7 +63,7 @@ from bhandar_cli.node.frames import (
     wire_frame,
 )
 from bhandar_cli.node.peer_gate import PeerGate, PeerRefused
-from bhandar_cli.node.tls_record import TlsStream
+from bhandar_cli.node.tls_record import TlsStream, Truncated
 from bhandar_cli.node.tls_streams import HandshakeError, client_ctx, handshake, open_stream, server_ctx
 
 log = logging.getLogger("bhandar.transport")
@@ -88,13 +91,17 @@ class TcpTransport:
         self.on_client = on_client
         # Set by a node that admits new machines (node/join.py); None: join hellos are refused.
         self.on_join: Callable[[FrameConn], Awaitable[None]] | None = None
+        # Whether a client's hello proves who it is (a token the node knows; set by the node
+        # process): only then does its connection leave the limits before authentication.
+        self.admits_client: Callable[[dict[str, Any]], bool] = lambda hello: True
+        self.admission = Admission()
         self.frame_timeout = frame_timeout
         # Partitions and extra delays set by the operator; no loss or latency of its own.
         self.model = NetworkModel(Random(), latency=None)
         # "writes" counts send_all calls to peers: sent / writes is how many frames share one.
-        self.stats = dict.fromkeys(
-            ("sent", "received", "dropped", "connects", "connect_failures", "rejected", "writes"), 0
-        )
+        # "truncated": inbound TLS streams cut without close_notify (tls_record.py).
+        counted = ("sent", "received", "dropped", "connects", "connect_failures", "rejected", "writes")
+        self.stats = dict.fromkeys((*counted, "truncated"), 0)
         self._links: dict[str, _PeerLink] = {}
         self._nursery: trio.Nursery | None = None
         self._last_msg: Any = None
@@ -183,25 +190,48 @@ class TcpTransport:
     async def _handle(self, tcp: trio.SocketStream) -> None:
         stream: trio.abc.Stream = tcp
         conn = FrameConn(stream, self.frame_timeout)
+        ticket = self.admission.arrive(conn.decoder)  # the limits before authentication (admission.py)
+        if ticket is None:
+            self.stats["rejected"] += 1
+            await trio.aclose_forcefully(tcp)
+            return
+        try:
+            with ticket.scope:
+                await self._serve_connection(tcp, conn, ticket)
+        finally:
+            self.admission.leave(ticket)
+        if ticket.scope.cancelled_caught and not ticket.admitted:
+            self.stats["rejected"] += 1
+            self.gate.rejections["protocol"] += 1
+            why = "evicted by newer connections" if ticket.evicted else "no hello in time"
+            log.warning("closed the connection from %s before it said who it is: %s", conn.peer, why)
+
+    async def _serve_connection(self, tcp: trio.SocketStream, conn: FrameConn, ticket: Ticket) -> None:
+        stream: trio.abc.Stream = tcp
         try:
             certified: str | None = None
             if self.tls is not None:
+                # A connection that has sent nothing yet costs a socket and a task; its TLS state
+                # (tens of KiB) only once it speaks.
+                await trio.lowlevel.wait_readable(tcp.socket)
                 stream = TlsStream(tcp, server_ctx(self.tls), server_side=True)
                 conn = FrameConn(stream, self.frame_timeout)
+                ticket.decoder = conn.decoder
+                conn.decoder.max_frame_size = PRE_AUTH_FRAME
                 try:
                     await handshake(stream, HELLO_TIMEOUT)
                 except (HandshakeError, trio.TooSlowError) as exc:
                     why = str(exc) or "no handshake in time"
                     raise self.gate.refuse("handshake", f"TLS handshake failed: {why}", conn.peer) from None
                 certified = pki.peer_node_id(stream)
-            with trio.fail_after(HELLO_TIMEOUT):
-                hello = await conn.receive()
+            hello = await conn.receive()  # under the ticket's deadline
             if hello is None:
                 return
             fields = hello if isinstance(hello, dict) else {}
             kind, peer = fields.get("hello"), fields.get("id")
             if kind == "peer" and isinstance(peer, str):
                 self.gate.admit_hello(peer, certified, conn.peer)
+                self.admission.admit(ticket)
                 theirs = fields.get("protocol", MIN_COMPATIBLE_VERSION)  # absent: a version-1 build
                 # A malformed or too old version closes the link.
                 self.peer_protocols[peer] = (negotiate(codec.PROTOCOL_VERSION, theirs), trio.current_time())
@@ -216,8 +246,14 @@ class TcpTransport:
                 finally:
                     self._inbound[peer] -= 1
             elif kind == "client":
-                await self.on_client(conn, {str(k): v for k, v in fields.items()})
+                client_hello = {str(k): v for k, v in fields.items()}
+                if self.admits_client(client_hello):
+                    self.admission.admit(ticket)
+                # A client the node does not know yet keeps the small limits and the deadline: its
+                # calls are answered "unauthenticated" until then (rpc_service.py).
+                await self.on_client(conn, client_hello)
             elif kind == "join" and self.on_join is not None:
+                self.admission.extend(ticket, JOIN_TIMEOUT)
                 await self.on_join(conn)  # a new machine redeeming a join token (node/join.py)
             else:
                 raise ProtocolError("the first frame must be a hello ({'hello': 'peer'|'client'})")
@@ -226,7 +262,12 @@ class TcpTransport:
         except (ProtocolError, trio.TooSlowError) as exc:
             self.stats["rejected"] += 1
             self.gate.rejections["protocol"] += 1
-            log.warning("closed the connection from %s: %s", conn.peer, exc or "no hello in time")
+            log.warning("closed the connection from %s: %s", conn.peer, exc or "too slow")
+        except Truncated as exc:
+            # Anyone on the path can cut a connection; a peer that died does too. Either way what
+            # it sent after the last frame we read is lost: say so.
+            self.stats["truncated"] += 1
+            log.warning("connection from %s: %s", conn.peer, exc)
         except STREAM_ERRORS:
             pass  # the other side went away; nothing to tell
         except Exception:

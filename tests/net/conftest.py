@@ -180,3 +180,72 @@ def wait_for(condition: Callable[[], bool], timeout: float = 10.0, what: str = "
             return
         time.sleep(0.05)
     raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+
+
+# A cluster spread over loopback addresses, and nodes joining it from another one (docs/joining.md).
+SPREAD_HOSTS = "127.0.0.2-5"
+JOINER_HOST = "127.0.0.6"
+
+
+@pytest.fixture
+def spread_cluster(tmp_path: Path) -> Iterator[ClusterFile]:
+    directory = tmp_path / "cluster"
+    try:
+        up = run_cli(
+            *("cluster", "up", "--nodes", "4", "--zones", "2", "--hosts", SPREAD_HOSTS),
+            *("--dir", str(directory)),
+            *("--node-arg=--frame-timeout", "--node-arg=1"),
+        )
+        assert up.returncode == 0, up.stderr.decode()
+        yield clusterfile.load(directory)
+    finally:
+        kill_all(directory)
+
+
+class Joiner:
+    """`bhandar node run --join` processes of one test; every one is killed at the end."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.procs: list[subprocess.Popen[bytes]] = []
+
+    def start(
+        self, node_id: str, token: str, join: str, host: str, port: int = 0, http_port: int = -1
+    ) -> subprocess.Popen[bytes]:
+        log = open(self.root / f"{node_id}.log", "ab")  # noqa: SIM115 (the child writes to it)
+        proc = subprocess.Popen(
+            [
+                *(sys.executable, "-P", "-m", "bhandar_cli", "node", "run", "--join", join, "--token", token),
+                *("--id", node_id, "--host", host, "--port", str(port), "--http-port", str(http_port)),
+                *("--data-dir", str(self.root / node_id), "--frame-timeout", "1"),
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            cwd=REPO,
+            start_new_session=True,
+        )
+        log.close()
+        self.procs.append(proc)
+        return proc
+
+    def finish(self, proc: subprocess.Popen[bytes], node_id: str) -> tuple[int, str]:
+        """Wait (bounded) for a node that should refuse to start; its exit status and output."""
+        code = proc.wait(timeout=60)
+        return code, (self.root / f"{node_id}.log").read_text(errors="replace")
+
+    def stop_all(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=10)
+
+
+@pytest.fixture
+def joiners(tmp_path: Path) -> Iterator[Joiner]:
+    joiner = Joiner(tmp_path)
+    try:
+        yield joiner
+    finally:
+        joiner.stop_all()

@@ -8,92 +8,20 @@ with a tampered CA pin does not work at all, and a node without TLS refuses a no
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import signal
-import subprocess
-import sys
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from bhandar_cli.core.messages import GetRequest, GetResult, PutRequest, PutResult
 from bhandar_cli.core.wire import from_wire, to_wire
-from bhandar_cli.node import clusterfile
 from bhandar_cli.node.clusterfile import ClusterFile, NodeEntry
 from bhandar_cli.node.placement import free_ports
-from tests.net.conftest import REPO, kill_all, rpc, run_cli, wait_for
-
-HOSTS = "127.0.0.2-5"
-JOINER_HOST = "127.0.0.6"
+from tests.net.conftest import JOINER_HOST, Joiner, rpc, run_cli, wait_for
 
 
-@pytest.fixture
-def spread_cluster(tmp_path: Path) -> Iterator[ClusterFile]:
-    directory = tmp_path / "cluster"
-    try:
-        up = run_cli(
-            *("cluster", "up", "--nodes", "4", "--zones", "2", "--hosts", HOSTS, "--dir", str(directory)),
-            *("--node-arg=--frame-timeout", "--node-arg=1"),
-        )
-        assert up.returncode == 0, up.stderr.decode()
-        yield clusterfile.load(directory)
-    finally:
-        kill_all(directory)
-
-
-class Joiner:
-    """`bhandar node run --join` processes of one test; every one is killed at the end."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.procs: list[subprocess.Popen[bytes]] = []
-
-    def start(self, node_id: str, token: str, join: str, host: str, port: int = 0) -> subprocess.Popen[bytes]:
-        log = open(self.root / f"{node_id}.log", "ab")  # noqa: SIM115 (the child writes to it)
-        proc = subprocess.Popen(
-            [
-                *(sys.executable, "-P", "-m", "bhandar_cli", "node", "run", "--join", join, "--token", token),
-                *("--id", node_id, "--host", host, "--port", str(port), "--http-port", "-1"),
-                *("--data-dir", str(self.root / node_id), "--frame-timeout", "1"),
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            cwd=REPO,
-            start_new_session=True,
-        )
-        log.close()
-        self.procs.append(proc)
-        return proc
-
-    def finish(self, proc: subprocess.Popen[bytes], node_id: str) -> tuple[int, str]:
-        """Wait (bounded) for a node that should refuse to start; its exit status and output."""
-        code = proc.wait(timeout=60)
-        return code, (self.root / f"{node_id}.log").read_text(errors="replace")
-
-    def stop_all(self) -> None:
-        for proc in self.procs:
-            if proc.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=10)
-
-
-@pytest.fixture
-def joiners(tmp_path: Path) -> Iterator[Joiner]:
-    joiner = Joiner(tmp_path)
-    try:
-        yield joiner
-    finally:
-        joiner.stop_all()
-
-
-def mint(cluster: ClusterFile) -> dict[str, Any]:
+def mint_join_token(cluster: ClusterFile) -> dict[str, Any]:
     made = run_cli("cluster", "join-token", "create", "--dir", cluster.dir, "-o", "json", "--ttl", "5m")
     assert made.returncode == 0, made.stderr.decode()
     answer: dict[str, Any] = json.loads(made.stdout)
@@ -110,7 +38,7 @@ def test_a_node_on_another_address_joins_with_a_token_and_serves_quorum_requests
     cluster = spread_cluster
     assert [n.host for n in cluster.nodes] == ["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"]
     assert cluster.tls
-    minted = mint(cluster)
+    minted = mint_join_token(cluster)
     assert minted["id"] == "E" and minted["token"] in minted["command"]
     assert minted["via"] == "A" and minted["address"] == cluster.node("A").address
     unknown = run_cli("cluster", "join-token", "create", "--dir", cluster.dir, "--via", "Q")
@@ -152,7 +80,7 @@ def test_a_node_on_another_address_joins_with_a_token_and_serves_quorum_requests
     assert not (tmp_path / "F" / "tls").exists()
 
     # A token whose CA pin was tampered with: the joiner stops before the secret leaves.
-    fresh = mint(cluster)
+    fresh = mint_join_token(cluster)
     pin = fresh["token"].rsplit(".", 1)[1]
     tampered = fresh["token"][: -len(pin)] + ("0" if pin[0] != "0" else "1") + pin[1:]
     mitm = joiners.start("G", tampered, fresh["address"], "127.0.0.8")

@@ -22,6 +22,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.x509.oid import NameOID
 
+from bhandar_cli.core.config import NODE_ID
 from bhandar_cli.node import pki
 from bhandar_cli.node.frames import FrameConn
 from bhandar_cli.node.join import JoinDesk, JoinUnreachable, join_once, redeem
@@ -218,6 +219,45 @@ def test_an_id_in_use_or_ever_used_is_refused_and_does_not_spend_the_token(
     with pytest.raises(JoinRefused, match=says):
         join(issuer, token, node_id, tmp_path / "X" / "tls")
     assert join(issuer, token, "G", tmp_path / "G" / "tls").exists()
+
+
+@pytest.mark.parametrize(
+    ("node_id", "csr"),
+    [("B", None), ("gone", None), ("F", None), ("bad id!", None), ("H", "not a CSR")],
+    ids=["member", "decommissioned", "issued", "malformed", "broken-csr"],
+)
+@pytest.mark.parametrize("token", ["never-minted", "expired"])
+def test_without_a_good_token_the_desk_says_nothing_about_the_id_and_signs_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, node_id: str, csr: str | None, token: str
+) -> None:
+    """An attacker holding no token (or a dead one) learns from the desk only that the token is
+    no good: not which ids are taken or were ever used, nor whether its request would be signed."""
+    issuer = Issuer(tmp_path, known={"A", "B", "gone"})
+    issuer.desk.tokens.record_issued("F")
+    signed: list[str] = []
+    sign = pki.sign_node_csr
+
+    def recording_sign(ca_dir: Path, csr_pem: bytes, node: str, hosts: list[str]) -> bytes:
+        signed.append(node)
+        return sign(ca_dir, csr_pem, node, hosts)
+
+    monkeypatch.setattr(pki, "sign_node_csr", recording_sign)
+    if token == "expired":
+        now = [1_000_000.0]
+        issuer.desk.clock = lambda: now[0]
+        presented = mint(issuer, ttl=60.0)
+        now[0] += 61.0
+        says = "expired"
+    else:
+        presented = replace(mint(issuer), secret="ab" * 16)  # the node's CA, a secret it never made
+        says = "unknown or already used"
+    _, csr_pem = pki.make_csr(node_id if NODE_ID.fullmatch(node_id) else "X")
+    request = {"token": str(presented), "id": node_id, "csr": csr or csr_pem.decode(), "hosts": ["h"]}
+    with pytest.raises(JoinRefused) as refused:
+        issuer.desk.grant(request)
+    assert says in str(refused.value) and node_id not in str(refused.value), refused.value
+    assert "csr" not in str(refused.value).lower() and "signing" not in str(refused.value)
+    assert signed == []
 
 
 def test_a_tampered_ca_pin_stops_the_joiner_before_its_token_leaves(tmp_path: Path) -> None:

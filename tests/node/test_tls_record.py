@@ -12,8 +12,9 @@ import pytest
 import trio
 
 from bhandar_cli.node import frames, pki
-from bhandar_cli.node.frames import send_within
-from bhandar_cli.node.tls_record import TlsStream
+from bhandar_cli.node.codec import encode_frame
+from bhandar_cli.node.frames import FrameConn, send_within
+from bhandar_cli.node.tls_record import TlsStream, Truncated
 from bhandar_cli.node.tls_streams import HandshakeError, client_ctx, handshake, open_stream, server_ctx
 
 Handler = Callable[[TlsStream], Awaitable[None]]
@@ -125,24 +126,40 @@ async def test_a_peer_that_shows_a_foreign_certificate_is_refused(certs: Certs) 
 
 
 @in_trio
-async def test_close_notify_and_a_bare_tcp_close_both_end_the_stream(certs: Certs) -> None:
+async def test_close_notify_ends_the_stream_and_a_bare_tcp_close_is_reported_as_truncation(
+    certs: Certs,
+) -> None:
+    """Only a close_notify is the other side's end. A TCP close without one (what an attacker on
+    the path can make, also exactly between two frames) raises Truncated, through the frame layer
+    too, where an end between frames would otherwise look clean."""
     a, _ = certs
     ways: list[str] = []
 
     async def close_after_one(stream: TlsStream) -> None:
         await stream.send_all(await stream.receive_some())
-        if ways[-1] == "bare":
-            await stream.transport_stream.aclose()  # no close_notify
-        else:
+        if ways[-1] == "notify":
             await stream.aclose()
+        else:
+            await stream.transport_stream.aclose()  # no close_notify
 
     async with server(a, close_after_one) as (port, _):
-        for way in ("notify", "bare"):
+        for way in ("notify", "bare", "bare-between-frames"):
             ways.append(way)
             client = await connect(port, a)
-            await client.send_all(b"ping")
-            assert await read_exactly(client, 4) == b"ping"
-            assert await client.receive_some() == b""
+            frame = encode_frame({"ping": way})
+            await client.send_all(frame)
+            if way == "bare-between-frames":
+                conn = FrameConn(client)
+                assert await conn.receive() == {"ping": way}
+                with pytest.raises(Truncated, match="without close_notify"):
+                    await conn.receive()
+            else:
+                assert await read_exactly(client, len(frame)) == frame
+                if way == "notify":
+                    assert await client.receive_some() == b""
+                else:
+                    with pytest.raises(Truncated, match="without close_notify"):
+                        await client.receive_some()
             await client.aclose()
             with pytest.raises(trio.ClosedResourceError):
                 await client.send_all(b"after close")
