@@ -319,10 +319,12 @@ created (PUT /v1/keyspaces/NAME; every field of the body is optional) before a k
 or written; kv and counters exist from the start. A name is {KEYSPACE_NAME_RULE}, and a cluster
 holds at most {MAX_KEYSPACES} keyspaces. Failures answer {{"error":"human sentence","code":CODE}}:
 bad input 400, key not found or unknown keyspace 404, too many siblings or a keyspace defined
-otherwise 409, too large 413, unavailable 503, timeout 504. A cluster started by cluster up admits
-requests by token: send Authorization: Bearer TOKEN. No valid token 401 (unauthenticated, with
-WWW-Authenticate: Bearer), a token without the role 403 (forbidden), a token past its rate 429
-(rate_limited, with Retry-After)."""
+otherwise 409, too large 413, a body not whole within 30 s 408, unavailable 503, timeout 504. Every
+node admits requests by token (only node run --admit-anyone, on loopback, does not): send
+Authorization: Bearer TOKEN. No valid token 401 (unauthenticated, with WWW-Authenticate: Bearer), a
+token without the role 403 (forbidden), a token past its rate 429 (rate_limited, with Retry-After).
+A node serves at most 256 connections, gives a TLS handshake 5 s and closes a connection silent
+for 10 s in the middle of a request."""
 
 SECURITY = [
     """cluster up is secure by default: it makes a cluster CA in DIR/tls and a key and certificate
@@ -331,10 +333,20 @@ SECURITY = [
     its sender must name that node too); a decommissioned node's certificate is refused. Refusals
     are logged and counted (bhandar_peer_rejections_total{reason}). Clients and the HTTP API use
     TLS and check the node's certificate against the cluster CA.""",
+    """Every node checks client tokens, also one that joined with a join token (it learns them by
+    gossip). Before a connection has said who it is, its frames are at most 64 KiB, it has 5 s for
+    its hello, and at most 64 such connections wait (the oldest is closed for a new one). A TLS
+    stream cut without close_notify is reported as truncated. Only the first node (or those
+    cluster up --issuers names) holds the CA key and admits machines joining with a token.""",
     """Everything a cluster writes is its owner's only: directories 0700; keys, certificates, the
-    cluster file, logs, WAL segments, SSTables and manifests 0600.""",
-    """cluster up --insecure runs plain TCP. A node without --tls-dir refuses to listen on any
-    address that is not loopback (exit 2). For a cluster grown by hand: cluster init makes the CA,
+    cluster file, logs, WAL segments, SSTables and manifests 0600. An encrypting node seals its
+    MANIFEST (an HMAC under the data key, with a generation): one changed, rolled back or naming
+    planted plain files is refused.""",
+    """The web view (bhandar web) listens on loopback only, answers only requests addressed to it
+    there, and runs only commands carrying the key it wrote into its page.""",
+    """cluster up --insecure runs plain TCP without token checks (node run --admit-anyone). A node
+    without --tls-dir, or with --admit-anyone, refuses to listen on any address that is not
+    loopback (exit 2). For a cluster grown by hand: cluster init makes the CA,
     cluster cert NODE --host H --out DIR issues a node's certificate, node run --tls-dir DIR uses
     it. See docs/security.md in the source tree; look at a certificate with
     openssl x509 -in DATA_DIR/tls/node.crt -noout -subject.""",
