@@ -72,7 +72,9 @@ class Admission:
         return ticket
 
     def admit(self, ticket: Ticket) -> None:
-        """The connection proved who it is: the normal limits from now on."""
+        """The connection proved who it is: the normal limits from now on (again: nothing)."""
+        if ticket.admitted:
+            return
         self._pending.pop(ticket, None)
         ticket.admitted = True
         ticket.scope.deadline = math.inf

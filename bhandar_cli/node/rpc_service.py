@@ -108,20 +108,24 @@ class RpcService:
         for out in list(self._outboxes):
             out.put(wire_frame({"id": None, "notice": "draining"}, out.version))
 
-    async def serve(self, conn: FrameConn, hello: dict[str, Any]) -> None:
+    async def serve(self, conn: FrameConn, hello: dict[str, Any], admit: Callable[[], None]) -> None:
         """One client connection, opened by `hello`: RPC frames in, answers out (in any order:
-        each names its call)."""
+        each names its call). `admit` lifts the connection's limits before authentication
+        (admission.py), once a call shows its token is one this node knows (it may have learnt
+        it by gossip after the hello)."""
         out = Outbox(conn.stream)
         # Answers in the newest version both sides read: a client's hello names what it reads.
         out.version = codec.negotiate(codec.protocol(), hello.get("protocol"))
         credential = Credential.of(hello.get("token"))
         self._outboxes.add(out)
         try:
-            await self._serve(conn, out, credential)
+            await self._serve(conn, out, credential, admit)
         finally:
             self._outboxes.discard(out)
 
-    async def _serve(self, conn: FrameConn, out: Outbox, credential: Credential) -> None:
+    async def _serve(
+        self, conn: FrameConn, out: Outbox, credential: Credential, admit: Callable[[], None]
+    ) -> None:
         error: ProtocolError | Truncated | None = None
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_write_until_broken, out, nursery.cancel_scope)
@@ -129,7 +133,7 @@ class RpcService:
                 while (body := await conn.receive()) is not None:
                     if not isinstance(body, dict) or not isinstance(body.get("op"), str):
                         raise ProtocolError("an RPC frame must be a map with an 'op'")
-                    self._dispatch({str(k): v for k, v in body.items()}, out, nursery, credential)
+                    self._dispatch({str(k): v for k, v in body.items()}, out, nursery, credential, admit)
             except (ProtocolError, Truncated) as exc:
                 error = exc  # re-raised outside the nursery so it is not wrapped in a group
             nursery.cancel_scope.cancel()
@@ -147,7 +151,12 @@ class RpcService:
         return None
 
     def _dispatch(
-        self, body: dict[str, Any], out: Outbox, nursery: trio.Nursery, credential: Credential
+        self,
+        body: dict[str, Any],
+        out: Outbox,
+        nursery: trio.Nursery,
+        credential: Credential,
+        admit: Callable[[], None],
     ) -> None:
         call_id, op = body.get("id"), body["op"]
         if op == "request":
@@ -164,6 +173,7 @@ class RpcService:
                 failure = Failure(refused.code, str(refused))
                 out.put(wire_frame({"id": call_id, "ok": True, "body": to_wire(failure)}, out.version))
                 return
+            admit()
 
             def respond(result: Result) -> None:
                 try:
@@ -177,6 +187,7 @@ class RpcService:
         if refused is not None:
             _refuse(out, call_id, refused)
             return
+        admit()
         slow = getattr(self, f"_slow_{op}", None)
         if slow is not None:  # work off the event loop: answered when it is done
             nursery.start_soon(self._answer_later, slow, body, out, call_id)

@@ -76,7 +76,7 @@ class TcpTransport:
         self,
         me: str,
         on_message: Callable[[str, Any], None],
-        on_client: Callable[[FrameConn, dict[str, Any]], Awaitable[None]],
+        on_client: Callable[[FrameConn, dict[str, Any], Callable[[], None]], Awaitable[None]],
         frame_timeout: float = FRAME_TIMEOUT,
         resolve: Callable[[str], str] = lambda dst: dst,
         tls: pki.NodeTls | None = None,
@@ -249,9 +249,10 @@ class TcpTransport:
                 client_hello = {str(k): v for k, v in fields.items()}
                 if self.admits_client(client_hello):
                     self.admission.admit(ticket)
-                # A client the node does not know yet keeps the small limits and the deadline: its
-                # calls are answered "unauthenticated" until then (rpc_service.py).
-                await self.on_client(conn, client_hello)
+                # A client whose token the node does not know keeps the small limits and the
+                # deadline: its calls are answered "unauthenticated", until one passes (the node
+                # learnt the token by gossip meanwhile) and admits it (rpc_service.py).
+                await self.on_client(conn, client_hello, partial(self.admission.admit, ticket))
             elif kind == "join" and self.on_join is not None:
                 self.admission.extend(ticket, JOIN_TIMEOUT)
                 await self.on_join(conn)  # a new machine redeeming a join token (node/join.py)

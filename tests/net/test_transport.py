@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -83,7 +84,7 @@ class Peer:
         self.inbox.append((src, msg, trio.current_time()))
         self.arrived.set()
 
-    async def _no_clients(self, conn: FrameConn, hello: dict[str, Any]) -> None:
+    async def _no_clients(self, conn: FrameConn, hello: dict[str, Any], admit: Callable[[], None]) -> None:
         return None
 
     async def next(self, timeout: float = 5.0) -> tuple[str, Any, float]:
