@@ -203,7 +203,7 @@ class TcpTransport:
         if ticket.scope.cancelled_caught and not ticket.admitted:
             self.stats["rejected"] += 1
             self.gate.rejections["protocol"] += 1
-            why = "evicted by newer connections" if ticket.evicted else "no hello in time"
+            why = "evicted by newer ones" if ticket.evicted else "no hello, or no token it knows, in time"
             log.warning("closed the connection from %s before it said who it is: %s", conn.peer, why)
 
     async def _serve_connection(self, tcp: trio.SocketStream, conn: FrameConn, ticket: Ticket) -> None:
