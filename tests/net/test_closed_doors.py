@@ -132,11 +132,13 @@ def _kib(pid: int, field: str) -> int:
 
 
 def _is_closed(sock: socket.socket) -> bool:
+    """Whether the node closed `sock` (its end, or a reset); never waits."""
+    sock.setblocking(False)
     try:
-        return sock.recv(1, socket.MSG_DONTWAIT) == b""
+        return sock.recv(1) == b""
     except BlockingIOError:
         return False
-    except OSError:  # reset
+    except ConnectionError:
         return True
 
 
