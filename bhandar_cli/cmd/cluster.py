@@ -120,11 +120,7 @@ def up(
         False, "--no-encrypt", help="Keep the nodes' WAL and SSTables plain (default: encrypted at rest)."
     ),
     issuers: str = typer.Option(
-        "",
-        "--issuers",
-        metavar="A,B",
-        help="Nodes given the CA key, which sign certificates for machines joining with a token "
-        "(default: the first node only).",
+        "", "--issuers", metavar="A,B", help="Nodes given the CA key, to admit joining machines (default: A)."
     ),
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
@@ -152,16 +148,12 @@ def up(
         fail(f"--fsync must be always, batch or none (got {fsync!r})", EXIT_USAGE)
     if protocol not in (1, 2):
         fail(f"--protocol must be 1 or 2 (got {protocol})", EXIT_USAGE)
-    from bhandar_cli.host.topology import node_names
+    from bhandar_cli.node.placement import parse_issuers
 
-    issuing = tuple(dict.fromkeys(i.strip().upper() for i in issuers.split(",") if i.strip()))
-    if any(i not in node_names(nodes) for i in issuing):
-        fail(
-            f"--issuers names nodes of this cluster: {', '.join(node_names(nodes))} (got {issuers!r})",
-            EXIT_USAGE,
-        )
-    if issuing and insecure:
-        fail("--issuers needs certificates: leave out --insecure", EXIT_USAGE)
+    try:
+        issuing = parse_issuers(issuers, nodes, tls=not insecure)
+    except ValueError as exc:
+        fail(f"--issuers: {exc}", EXIT_USAGE)
     extra = [*node_args, "--fsync", fsync]
     from bhandar_cli.node import supervisor
     from bhandar_cli.node.clusterfile import resolve_dir

@@ -124,8 +124,9 @@ def run(
             fail(f"--config: {exc}", EXIT_USAGE)
     if not MIN_COMPATIBLE_VERSION <= protocol <= PROTOCOL_VERSION:
         fail(f"--protocol must be {MIN_COMPATIBLE_VERSION}..{PROTOCOL_VERSION} (got {protocol})", EXIT_USAGE)
+    from bhandar_cli.node.exposure import ListenRefused
     from bhandar_cli.node.pki import PkiError
-    from bhandar_cli.node.process import ListenRefused, NodeCrashed, NodeOptions, run_node
+    from bhandar_cli.node.process import NodeCrashed, NodeOptions, run_node
 
     seed_list = parse_seeds(seeds)
     if join or token:

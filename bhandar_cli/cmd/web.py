@@ -43,7 +43,7 @@ def web(
     """Serve a live web view of an in-process cluster (or --connect DIR) next to its REPL."""
     if not 0 <= port <= 65535:
         fail(f"--port must be between 0 and 65535 (got {port})", EXIT_USAGE)
-    from bhandar_cli.node.process import is_loopback
+    from bhandar_cli.node.exposure import is_loopback
 
     if not is_loopback(host):
         fail(

@@ -19,13 +19,18 @@ At most `MAX_OPEN` connections are open in all; past it a new one is closed at o
 
 from __future__ import annotations
 
+import logging
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import trio
 
 from bhandar_cli.node.codec import DEFAULT_MAX_FRAME_SIZE, FrameDecoder
-from bhandar_cli.node.frames import HELLO_TIMEOUT
+from bhandar_cli.node.frames import HELLO_TIMEOUT, FrameConn
+
+log = logging.getLogger("bhandar.transport")
 
 PRE_AUTH_FRAME = 64 * 1024
 JOIN_TIMEOUT = 15.0  # the joiner's own deadline is 10 s: ours outlasts it
@@ -54,6 +59,23 @@ class Admission:
     stats: dict[str, int] = field(default_factory=lambda: {"evicted": 0, "over_cap": 0, "late_hello": 0})
     _pending: dict[Ticket, None] = field(default_factory=dict)  # oldest first
 
+    @contextmanager
+    def enter(self, conn: FrameConn) -> Iterator[Ticket | None]:
+        """The place of a new connection for as long as it is served: a ticket, limited until
+        `admit` (None: MAX_OPEN are open, close it); one closed before admission is logged."""
+        ticket = self.arrive(conn.decoder)
+        if ticket is None:
+            yield None
+            return
+        try:
+            with ticket.scope:
+                yield ticket
+        finally:
+            self.leave(ticket)
+        if ticket.scope.cancelled_caught and not ticket.admitted:
+            why = "evicted by newer ones" if ticket.evicted else "no hello, or no token it knows, in time"
+            log.warning("closed the connection from %s before it said who it is: %s", conn.peer, why)
+
     def arrive(self, decoder: FrameDecoder) -> Ticket | None:
         """A ticket for a new connection, limited until `admit`; None if MAX_OPEN are open."""
         if self.open >= self.max_open:
@@ -70,6 +92,10 @@ class Admission:
         self._pending[ticket] = None
         self.open += 1
         return ticket
+
+    def limit(self, ticket: Ticket, decoder: FrameDecoder) -> None:
+        """The connection reads through `decoder` from now on (TLS on top of the socket)."""
+        ticket.decoder, decoder.max_frame_size = decoder, ticket.decoder.max_frame_size
 
     def admit(self, ticket: Ticket) -> None:
         """The connection proved who it is: the normal limits from now on (again: nothing)."""
@@ -89,6 +115,10 @@ class Admission:
             self.stats["late_hello"] += 1
         self._pending.pop(ticket, None)
         self.open -= 1
+
+    def view(self) -> dict[str, int]:
+        """For `info`: connections open, those not admitted yet, and what was refused."""
+        return {"open": self.open, "unauthenticated": len(self._pending), **self.stats}
 
     @property
     def pending(self) -> int:

@@ -164,6 +164,14 @@ class Authenticator:
             )
         return record
 
+    def knows(self, token: Any) -> bool:
+        """Whether `token` (as a client presented it) is a valid token of this node's table."""
+        try:
+            self.identify(Credential.of(token))
+        except Unauthenticated:
+            return False
+        return True
+
     def identify(self, credential: Credential) -> TokenRecord:
         if credential.problem:
             raise Unauthenticated(credential.problem)

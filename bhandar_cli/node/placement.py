@@ -67,3 +67,17 @@ def node_ports(hosts: list[str], base_port: int) -> list[int]:
             for k, i in enumerate(mine):
                 ports[2 * i : 2 * i + 2] = found[2 * k : 2 * k + 2]
     return ports
+
+
+def parse_issuers(text: str, nodes: int, tls: bool) -> tuple[str, ...]:
+    """The nodes `cluster up --issuers A,B` gives the CA key to (() : the first); ValueError for a
+    name that is not one of the cluster's nodes, or for any without certificates."""
+    from bhandar_cli.host.topology import node_names
+
+    names = node_names(nodes)
+    issuing = tuple(dict.fromkeys(i.strip().upper() for i in text.split(",") if i.strip()))
+    if any(i not in names for i in issuing):
+        raise ValueError(f"name nodes of this cluster: {', '.join(names)} (got {text!r})")
+    if issuing and not tls:
+        raise ValueError("issuing certificates needs certificates: leave out --insecure")
+    return issuing

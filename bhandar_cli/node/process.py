@@ -23,13 +23,11 @@ The RPC its port serves (client requests and admin operations) is node/rpc_servi
 from __future__ import annotations
 
 import gc
-import ipaddress
 import json
 import logging
 import os
 import random
 import signal
-import socket
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -38,7 +36,6 @@ from typing import Any
 import trio
 
 from bhandar_cli.core.config import NodeConfig
-from bhandar_cli.core.errors import Unauthenticated
 from bhandar_cli.core.live_config import LiveConfig
 from bhandar_cli.core.messages import (
     ClientRequest,
@@ -50,9 +47,10 @@ from bhandar_cli.core.ring import Ring
 from bhandar_cli.core.tokens import TokenTable
 from bhandar_cli.host.executor import NodeHost
 from bhandar_cli.node import admin, codec, pki
-from bhandar_cli.node.auth import Authenticator, Credential, load_auth_file
+from bhandar_cli.node.auth import Authenticator, load_auth_file
 from bhandar_cli.node.codec import PROTOCOL_VERSION, limit_protocol
 from bhandar_cli.node.epoch_clock import EpochClock
+from bhandar_cli.node.exposure import node_tls
 from bhandar_cli.node.frames import FRAME_TIMEOUT
 from bhandar_cli.node.join import JoinDesk
 from bhandar_cli.node.join_token import JoinTokens
@@ -94,48 +92,6 @@ class NodeOptions:
     config: str = ""  # the cluster configuration to start with, as JSON (core/live_config.py)
 
 
-class ListenRefused(Exception):
-    """The node was asked to listen where it will not (the operator's options)."""
-
-
-def is_loopback(host: str) -> bool:
-    """Whether every address `host` names is a loopback one (names are resolved first)."""
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        pass
-    try:
-        infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
-    except OSError:
-        return False
-    return bool(infos) and all(ipaddress.ip_address(info[4][0]).is_loopback for info in infos)
-
-
-def node_tls(options: NodeOptions) -> pki.NodeTls | None:
-    """The node's TLS files, checked; raises ListenRefused for plain TCP or no token checks off
-    loopback, and PkiError for a TLS directory without its files."""
-    if options.admit_anyone and not is_loopback(options.host):
-        raise ListenRefused(
-            f"refusing --admit-anyone on {options.host}: anyone who can reach it could write, mint "
-            "admin tokens or stop the cluster; leave it out (the node then checks tokens) or listen "
-            "on 127.0.0.1"
-        )
-    if options.tls_dir is None:
-        if not is_loopback(options.host):
-            raise ListenRefused(
-                f"refusing to listen on {options.host} without TLS: anyone who can reach it could "
-                "join the cluster; give the node --tls-dir (cluster up makes one) or listen on 127.0.0.1"
-            )
-        return None
-    files = pki.NodeTls.in_dir(options.tls_dir)
-    if not files.exists():
-        raise pki.PkiError(
-            f"{options.tls_dir} lacks {pki.CA_CERT}, {pki.NODE_CERT} or {pki.NODE_KEY} "
-            "(bhandar cluster cert makes them)"
-        )
-    return files
-
-
 class NodeProcess:
     def __init__(self, options: NodeOptions, tls: pki.NodeTls | None) -> None:
         self.options = options
@@ -164,7 +120,7 @@ class NodeProcess:
             options.id, self.deliver, self.rpc.serve, options.frame_timeout, self._resolve, self.tls
         )
         self.transport.on_join = self.join_desk.serve
-        self.transport.admits_client = self._admits_client
+        self.transport.admits_client = lambda hello: self.auth is None or self.auth.knows(hello.get("token"))
         # A decommissioned node's certificate stays valid: the membership says it is gone.
         self.transport.gate.decommissioned = self._decommissioned
         ring = Ring.build([options.id], options.vnodes, {options.id: options.zone})
@@ -260,16 +216,6 @@ class NodeProcess:
         log.info("%s: %s", name, note.text)
         self.notes.append(note.text, note.data)
 
-    def _admits_client(self, hello: dict[str, Any]) -> bool:
-        """Whether a client's hello shows a token this node knows (or the node admits anyone)."""
-        if self.auth is None:
-            return True
-        try:
-            self.auth.identify(Credential.of(hello.get("token")))
-        except Unauthenticated:
-            return False
-        return True
-
     def token_table(self) -> TokenTable:
         """The tokens this node knows: its core node's table (kept by gossip), or before the node
         boots, the one read from the store and the auth file."""
@@ -356,11 +302,7 @@ class NodeProcess:
             transport=dict(self.transport.stats),
             peer_rejections=dict(self.transport.gate.rejections),
             connected=self.transport.connected(),
-            connections={
-                "open": self.transport.admission.open,
-                "unauthenticated": self.transport.admission.pending,
-                **self.transport.admission.stats,
-            },
+            connections=self.transport.admission.view(),
         )
         return info
 

@@ -15,9 +15,8 @@ names the newest one its writer reads (`"protocol"`): this node writes to each p
 version both read (`codec.negotiate`), the oldest until it has heard the peer's hello, and counts
 the messages it sends and receives per version (`by_protocol`, in `info`).
 Garbage, an oversized length prefix or a frame left half-sent
-  for `frame_timeout` seconds closes the connection; the node goes on serving the others. Until a
-  connection is admitted (a peer's certificate and hello, a client's token) it has the smaller
-  limits of admission.py: small frames, a deadline for its hello, a cap on how many wait.
+  for `frame_timeout` seconds closes the connection; the node goes on serving the others. Before
+  a connection is admitted (a peer's certificate, a client's token) admission.py's limits hold.
 With the node's TLS files (`tls`), both run over TLS: the listener asks for a certificate of the
 cluster CA (clients show none, peers must; the checks on who speaks as whom are peer_gate.py's),
 and a link to a peer shows this node's certificate and checks the peer's against its node id.
@@ -39,7 +38,7 @@ import trio
 from bhandar_cli.core.wire import from_wire, readable_at, to_wire_at
 from bhandar_cli.host.network import NetworkModel
 from bhandar_cli.node import codec, pki
-from bhandar_cli.node.admission import JOIN_TIMEOUT, PRE_AUTH_FRAME, Admission, Ticket
+from bhandar_cli.node.admission import JOIN_TIMEOUT, Admission, Ticket
 from bhandar_cli.node.codec import (
     MIN_COMPATIBLE_VERSION,
     ProtocolError,
@@ -91,17 +90,16 @@ class TcpTransport:
         self.on_client = on_client
         # Set by a node that admits new machines (node/join.py); None: join hellos are refused.
         self.on_join: Callable[[FrameConn], Awaitable[None]] | None = None
-        # Whether a client's hello proves who it is (a token the node knows; set by the node
-        # process): only then does its connection leave the limits before authentication.
-        self.admits_client: Callable[[dict[str, Any]], bool] = lambda hello: True
         self.admission = Admission()
+        # Whether a client's hello shows a token the node knows (the node process sets it).
+        self.admits_client: Callable[[dict[str, Any]], bool] = lambda hello: True
         self.frame_timeout = frame_timeout
         # Partitions and extra delays set by the operator; no loss or latency of its own.
         self.model = NetworkModel(Random(), latency=None)
-        # "writes" counts send_all calls to peers: sent / writes is how many frames share one.
-        # "truncated": inbound TLS streams cut without close_notify (tls_record.py).
-        counted = ("sent", "received", "dropped", "connects", "connect_failures", "rejected", "writes")
-        self.stats = dict.fromkeys((*counted, "truncated"), 0)
+        # "writes" counts send_all calls to peers: sent / writes is how many frames share one;
+        # "truncated", inbound TLS streams cut without close_notify (tls_record.py).
+        self.stats = dict.fromkeys(("sent", "received", "dropped", "connects", "connect_failures"), 0)
+        self.stats.update(rejected=0, writes=0, truncated=0)
         self._links: dict[str, _PeerLink] = {}
         self._nursery: trio.Nursery | None = None
         self._last_msg: Any = None
@@ -188,36 +186,21 @@ class TcpTransport:
             task_status.started(listeners[0].socket.getsockname()[1])
 
     async def _handle(self, tcp: trio.SocketStream) -> None:
-        stream: trio.abc.Stream = tcp
-        conn = FrameConn(stream, self.frame_timeout)
-        ticket = self.admission.arrive(conn.decoder)  # the limits before authentication (admission.py)
-        if ticket is None:
-            self.stats["rejected"] += 1
-            await trio.aclose_forcefully(tcp)
-            return
-        try:
-            with ticket.scope:
+        conn = FrameConn(tcp, self.frame_timeout)
+        with self.admission.enter(conn) as ticket:  # the limits before authentication (admission.py)
+            if ticket is not None:
                 await self._serve_connection(tcp, conn, ticket)
-        finally:
-            self.admission.leave(ticket)
-        if ticket.scope.cancelled_caught and not ticket.admitted:
-            self.stats["rejected"] += 1
-            self.gate.rejections["protocol"] += 1
-            why = "evicted by newer ones" if ticket.evicted else "no hello, or no token it knows, in time"
-            log.warning("closed the connection from %s before it said who it is: %s", conn.peer, why)
+        await trio.aclose_forcefully(tcp)  # one past the cap (any other is closed already)
 
     async def _serve_connection(self, tcp: trio.SocketStream, conn: FrameConn, ticket: Ticket) -> None:
         stream: trio.abc.Stream = tcp
         try:
             certified: str | None = None
             if self.tls is not None:
-                # A connection that has sent nothing yet costs a socket and a task; its TLS state
-                # (tens of KiB) only once it speaks.
-                await trio.lowlevel.wait_readable(tcp.socket)
+                await trio.lowlevel.wait_readable(tcp.socket)  # TLS state (KiBs) once it speaks
                 stream = TlsStream(tcp, server_ctx(self.tls), server_side=True)
                 conn = FrameConn(stream, self.frame_timeout)
-                ticket.decoder = conn.decoder
-                conn.decoder.max_frame_size = PRE_AUTH_FRAME
+                self.admission.limit(ticket, conn.decoder)
                 try:
                     await handshake(stream, HELLO_TIMEOUT)
                 except (HandshakeError, trio.TooSlowError) as exc:
@@ -247,11 +230,8 @@ class TcpTransport:
                     self._inbound[peer] -= 1
             elif kind == "client":
                 client_hello = {str(k): v for k, v in fields.items()}
-                if self.admits_client(client_hello):
+                if self.admits_client(client_hello):  # else a call that passes does (rpc_service.py)
                     self.admission.admit(ticket)
-                # A client whose token the node does not know keeps the small limits and the
-                # deadline: its calls are answered "unauthenticated", until one passes (the node
-                # learnt the token by gossip meanwhile) and admits it (rpc_service.py).
                 await self.on_client(conn, client_hello, partial(self.admission.admit, ticket))
             elif kind == "join" and self.on_join is not None:
                 self.admission.extend(ticket, JOIN_TIMEOUT)
@@ -264,9 +244,7 @@ class TcpTransport:
             self.stats["rejected"] += 1
             self.gate.rejections["protocol"] += 1
             log.warning("closed the connection from %s: %s", conn.peer, exc or "too slow")
-        except Truncated as exc:
-            # Anyone on the path can cut a connection; a peer that died does too. Either way what
-            # it sent after the last frame we read is lost: say so.
+        except Truncated as exc:  # cut on the path, or the peer died: what followed is lost
             self.stats["truncated"] += 1
             log.warning("connection from %s: %s", conn.peer, exc)
         except STREAM_ERRORS:
@@ -420,6 +398,3 @@ def _label(msg: Any) -> str:
     name = type(msg).__name__
     kind = getattr(msg, "kind", None)
     return f"{name}:{kind}" if isinstance(kind, str) else name
-
-
-# --- RPC client ----------------------------------------------------------------------------------
