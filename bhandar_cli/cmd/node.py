@@ -211,5 +211,30 @@ def run(
         pass
 
 
+@node_app.command("maelstrom")
+def maelstrom(
+    data_dir: str = typer.Option(
+        "", "--data-dir", help="Keep the store here (default: $BHANDAR_CHECK_DIR, else in memory)."
+    ),
+    vnodes: int = typer.Option(8, "--vnodes", help="Tokens per node (the same on every node)."),
+    consistency: str = typer.Option("QUORUM", "--consistency", "-c", help="ONE, QUORUM or ALL."),
+) -> None:
+    """Run Bhandar's node as a Maelstrom node: one JSON message per line on standard input and
+    output (bhandar check starts it, and so can Maelstrom). It serves dynamo-kv, g-counter,
+    pn-counter and lin-kv (cas answered with error 10, not supported)."""
+    from bhandar_cli.core.config import parse_level
+    from bhandar_cli.core.errors import BadInput
+
+    try:
+        level = parse_level(consistency)
+    except BadInput as exc:
+        fail(str(exc), EXIT_USAGE)
+    if not 1 <= vnodes <= 1024:
+        fail("--vnodes must be 1..1024", EXIT_USAGE)
+    from bhandar_cli.node.maelstrom import run_maelstrom_node
+
+    run_maelstrom_node(data_dir, vnodes, level)
+
+
 if __name__ == "__main__":
     node_app(prog_name="bhandar node")
