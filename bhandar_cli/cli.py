@@ -15,11 +15,13 @@ import typer
 from bhandar_cli import __version__
 from bhandar_cli.cmd.bench import bench_app
 from bhandar_cli.cmd.bench_big import big as bench_big
+from bhandar_cli.cmd.bench_check import bench_check
 from bhandar_cli.cmd.bench_cli import bench_cli
 from bhandar_cli.cmd.bench_repair import repair as bench_repair
 from bhandar_cli.cmd.bench_security import security as bench_security
 from bhandar_cli.cmd.bulk import export, import_
 from bhandar_cli.cmd.chaos import chaos
+from bhandar_cli.cmd.check import check
 from bhandar_cli.cmd.cluster import cluster_app
 from bhandar_cli.cmd.cluster_pki import cert as cluster_cert
 from bhandar_cli.cmd.cluster_pki import init as cluster_init
@@ -53,6 +55,7 @@ app = typer.Typer(
 app.command("repl")(repl)
 app.command("demo")(demo)
 app.command("chaos")(chaos)
+app.command("check")(check)
 app.command("get")(get)
 app.command("put")(put)
 app.command("delete")(delete)
@@ -69,6 +72,7 @@ bench_app.command("security")(bench_security)
 bench_app.command("repair")(bench_repair)
 bench_app.command("big")(bench_big)
 bench_app.command("cli")(bench_cli)
+bench_app.command("check")(bench_check)
 app.add_typer(bench_app, name="bench")
 cluster_app.command("init")(cluster_init)
 cluster_app.command("cert")(cluster_cert)

@@ -1,0 +1,110 @@
+"""What the clients of a check did and saw, and what a checker concluded from it.
+
+An `Op` is one client request from invocation to outcome, Jepsen's way: `ok` (answered with
+the workload's `*_ok`), `fail` (a definite error: it did not happen), or `info` (an indefinite
+error or no answer in time: it may have happened, now or later). Times are seconds since the run
+began. Final reads, made after the faults are healed, are marked `final`.
+
+A `Verdict` is valid, invalid (with the problems found, each naming its operations) or unknown
+(the checker could not decide, and says why). Its `summary` is the one paragraph a person reads.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from bhandar_cli.check.protocol import definite, error_name
+
+VALID, INVALID, UNKNOWN = "valid", "invalid", "unknown"
+
+
+@dataclass(slots=True)
+class Op:
+    """One client operation; mutable because its outcome arrives after it is invoked."""
+
+    index: int
+    client: str
+    node: str
+    f: str
+    value: Any
+    invoked: float
+    completed: float = math.inf
+    type: str = "invoke"  # ok | fail | info
+    result: Any = None
+    code: int | None = None  # the error code, when the node answered with an error
+    error: str = ""
+    final: bool = False
+    msg_id: int = 0  # the request's msg_id (the last attempt's): the journal's messages of this op
+
+    @property
+    def ok(self) -> bool:
+        return self.type == "ok"
+
+    def answer(self, now: float, result: Any) -> None:
+        if self.type == "invoke":
+            self.completed, self.type, self.result = now, "ok", result
+
+    def failed(self, now: float, code: int, text: str) -> None:
+        if self.type == "invoke":
+            self.completed, self.code = now, code
+            self.type = "fail" if definite(code) else "info"
+            self.error = f"error {code} ({error_name(code)})" + (f": {text}" if text else "")
+
+    def gave_up(self, now: float, why: str) -> None:
+        if self.type == "invoke":
+            self.completed, self.type, self.error = now, "info", why
+
+    def when(self) -> str:
+        end = f"{self.completed:.3f}" if math.isfinite(self.completed) else "never"
+        return f"{self.invoked:.3f}-{end} s"
+
+
+class History:
+    """Every client operation of a run, in invocation order."""
+
+    def __init__(self) -> None:
+        self.ops: list[Op] = []
+
+    def invoke(self, now: float, client: str, node: str, f: str, value: Any, final: bool = False) -> Op:
+        op = Op(len(self.ops), client, node, f, value, now, final=final)
+        self.ops.append(op)
+        return op
+
+    def counts(self) -> dict[str, int]:
+        out = {"ok": 0, "fail": 0, "info": 0}
+        for op in self.ops:
+            if op.type in out:
+                out[op.type] += 1
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    kind: str  # lost, duplicate, not-linearizable, wrong-echo, ...
+    text: str  # one or two sentences naming the operations
+    ops: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Verdict:
+    status: str  # valid | invalid | unknown
+    summary: str  # one paragraph: what went wrong (or what was checked)
+    problems: tuple[Problem, ...] = ()
+    stats: dict[str, Any] = field(default_factory=dict)
+    staleness: tuple[tuple[float, float, int], ...] = ()  # (ms after the ack, fraction fresh, reads)
+
+    @property
+    def valid(self) -> bool:
+        return self.status == VALID
+
+
+def judged(problems: list[Problem], checked: str, stats: dict[str, Any], **extra: Any) -> Verdict:
+    """Valid when there are no problems (`checked` says what was checked), else invalid with the
+    first problems in the summary."""
+    if not problems:
+        return Verdict(VALID, checked, (), stats, **extra)
+    more = f" ({len(problems) - 3} more problems in the report)" if len(problems) > 3 else ""
+    summary = " ".join(p.text for p in problems[:3]) + more
+    return Verdict(INVALID, summary, tuple(problems), stats, **extra)

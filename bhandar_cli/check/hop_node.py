@@ -1,0 +1,97 @@
+"""The node `bhandar bench check` runs: tokens go round a ring of nodes, hop by hop.
+
+A Maelstrom node (`python -m bhandar_cli.check.hop_node`) that answers `init` and passes every
+`hop` message it receives to the next node of the ring (n1 -> n2 -> ... -> nN -> n1), stamped
+with the time it sent it. It keeps the delay of every hop it received (the receive time minus
+the sender's stamp: one monotonic clock on one machine) and, when its input ends or it gets
+SIGTERM, writes `{"hops": N, "first_ns", "last_ns", "delays_us": [...]}` as one line on
+standard error.
+
+Without `init` (the direct-pipe baseline) it takes its id and the ring from $HOP_ID and $HOP_IDS,
+and its standard output is the next node's standard input, so the dest field is never read; it
+says it is ready (its SIGTERM handler set) by writing a byte to the descriptor $HOP_READY_FD.
+It imports nothing of Bhandar: its cost is the same in both runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from typing import Any
+
+KEEP = 200_000  # delays kept (a sample: every hop past this is counted, not kept)
+
+
+class Hop:
+    def __init__(self) -> None:
+        self.id = os.environ.get("HOP_ID", "")
+        ring = os.environ.get("HOP_IDS", "")
+        self.next = ""
+        if self.id and ring:
+            self.ring(ring.split(","))
+        self.hops = 0
+        self.delays: list[int] = []
+        self.first = self.last = 0  # monotonic ns of the first and last hop received
+
+    def ring(self, ids: list[str]) -> None:
+        self.next = ids[(ids.index(self.id) + 1) % len(ids)]
+
+    def handle(self, msg: dict[str, Any], out: list[bytes]) -> None:
+        body = msg["body"]
+        now = time.monotonic_ns()
+        if body["type"] == "init":
+            self.id = body["node_id"]
+            self.ring(body["node_ids"])
+            reply = {"type": "init_ok", "in_reply_to": body["msg_id"]}
+            out.append(json.dumps({"src": self.id, "dest": msg["src"], "body": reply}).encode() + b"\n")
+            return
+        if body["type"] != "hop":
+            return
+        self.hops += 1
+        self.first = self.first or now
+        self.last = now
+        if len(self.delays) < KEEP:
+            self.delays.append((now - body["sent"]) // 1000)
+        fwd = {"type": "hop", "token": body["token"], "sent": time.monotonic_ns()}
+        out.append(json.dumps({"src": self.id, "dest": self.next, "body": fwd}).encode() + b"\n")
+
+    def report(self) -> None:
+        report = {"hops": self.hops, "first_ns": self.first, "last_ns": self.last, "delays_us": self.delays}
+        sys.stderr.write(json.dumps(report) + "\n")
+        sys.stderr.flush()
+
+
+def main() -> None:
+    hop = Hop()
+
+    def stop(signum: int, frame: object) -> None:
+        hop.report()
+        os._exit(0)
+
+    signal.signal(signal.SIGTERM, stop)
+    ready = os.environ.get("HOP_READY_FD")
+    if ready:  # the direct-pipe run waits for this before it starts the clock
+        os.write(int(ready), b"r")
+        os.close(int(ready))
+    pending = b""
+    while chunk := os.read(0, 1 << 16):
+        pending += chunk
+        *lines, pending = pending.split(b"\n")
+        out: list[bytes] = []
+        for line in lines:
+            if line.strip():
+                hop.handle(json.loads(line), out)
+        data = b"".join(out)
+        try:
+            while data:
+                data = data[os.write(1, data) :]
+        except BrokenPipeError:  # the next node stopped first: the run is over
+            break
+    hop.report()
+
+
+if __name__ == "__main__":
+    main()

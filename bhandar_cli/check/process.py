@@ -1,0 +1,195 @@
+"""One node program's lives under the harness: its process, its pipes, its log, its faults.
+
+A `NodeProcess` is a slot (n1, n2, ...) that a program runs in. Each life is a process in a
+session of its own (so a kill reaches whatever the program started too), with standard input
+and output as pipes and standard error appended to the slot's log. Lines the node writes go to
+`on_line` as they arrive; what the harness sends waits in a bounded queue that one task writes
+out, so a node that stops reading (paused, hung) costs the harness memory up to the bound and
+then loses messages (counted), never a blocked harness. `kill` is SIGKILL, `pause` SIGSTOP,
+`resume` SIGCONT, `stop` the end of the run: standard input closed, SIGTERM, and SIGKILL after
+a grace period; after `stop` nothing the program started is left running.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+
+import trio
+
+from bhandar_cli.check.protocol import MAX_LINE
+
+QUEUE_BYTES = 16 << 20  # bytes waiting for a node's standard input before messages are dropped
+READ_SIZE = 1 << 16
+STOP_GRACE = 0.5  # seconds between SIGTERM and SIGKILL at the end of a run
+
+OnLine = Callable[["NodeProcess", bytes], None]
+OnEnd = Callable[["NodeProcess", int | None, str], None]  # (slot, exit status, why the output ended)
+
+
+class NodeProcess:
+    def __init__(
+        self, name: str, argv: list[str], log: Path, env: dict[str, str], on_line: OnLine, on_end: OnEnd
+    ):
+        self.name = name
+        self.argv = argv
+        self.log = log
+        self.env = env
+        self.on_line = on_line
+        self.on_end = on_end
+        self.proc: trio.Process | None = None
+        self.life = 0  # lives started
+        self.paused = False
+        self.killed = False  # the harness ended this life on purpose (kill nemesis, end of run)
+        self.dropped = 0  # messages not delivered because the queue was full or the node was down
+        self.lines = 0  # lines read from this node, every life
+        self._queue: deque[bytes] = deque()
+        self._queued = 0
+        self._ready = trio.Event()
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.returncode is None
+
+    async def start(self, nursery: trio.Nursery) -> None:
+        """A new life; raises OSError when the program cannot be started (no such file...)."""
+        self.life += 1
+        self.paused = self.killed = False
+        self._queue.clear()
+        self._queued = 0
+        with self.log.open("ab") as log:
+            log.write(f"--- harness: {self.name} life {self.life}: {' '.join(self.argv)}\n".encode())
+            log.flush()
+            proc = await trio.lowlevel.open_process(
+                self.argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log.fileno(),
+                start_new_session=True,
+                env=self.env,
+            )
+        self.proc = proc
+        nursery.start_soon(self._read, proc, self.life)
+        nursery.start_soon(self._write, proc)
+
+    def send(self, line: bytes) -> bool:
+        """Queue one line for the node's standard input; False (and counted) if it is down or its
+        queue is full."""
+        if not self.running or self._queued + len(line) > QUEUE_BYTES:
+            self.dropped += 1
+            return False
+        self._queue.append(line)
+        self._queued += len(line)
+        self._ready.set()
+        return True
+
+    async def _write(self, proc: trio.Process) -> None:
+        assert proc.stdin is not None
+        queue = self._queue
+        try:
+            while proc.returncode is None:
+                if not queue:
+                    self._ready = trio.Event()
+                    await self._ready.wait()
+                    if self.proc is not proc:
+                        return
+                    continue
+                data = b"".join(queue)
+                queue.clear()
+                self._queued = 0
+                await proc.stdin.send_all(data)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            return  # the node exited (its reader reports it)
+
+    async def _read(self, proc: trio.Process, life: int) -> None:
+        assert proc.stdout is not None
+        pending = b""
+        why = "its standard output closed"
+        try:
+            while True:
+                try:
+                    chunk = await proc.stdout.receive_some(READ_SIZE)
+                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                    break
+                if not chunk:
+                    break
+                pending += chunk
+                if b"\n" not in chunk:
+                    if len(pending) > MAX_LINE:
+                        self.on_line(self, pending)  # the decoder names it: a line too long
+                        pending = b""
+                    continue
+                *lines, pending = pending.split(b"\n")
+                self.lines += len(lines)
+                on_line = self.on_line
+                for line in lines:
+                    if line.strip():
+                        on_line(self, line)
+                    if self.proc is not proc:
+                        return
+            with trio.move_on_after(STOP_GRACE * 4):
+                await proc.wait()
+        finally:
+            if self.proc is proc and life == self.life:
+                self._ready.set()  # the writer notices the life is over
+                self.on_end(self, proc.returncode, why)
+
+    # --- faults ----------------------------------------------------------------------------------
+
+    def _signal_group(self, signum: int) -> None:
+        proc = self.proc
+        if proc is None:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):  # gone already
+            os.killpg(proc.pid, signum)
+
+    def kill(self) -> None:
+        """SIGKILL the node and whatever it started (the kill fault, and the end of a run)."""
+        self.killed = True
+        self.paused = False
+        self._signal_group(signal.SIGKILL)
+
+    def pause(self) -> None:
+        if self.running and not self.paused:
+            self.paused = True
+            self._signal_group(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        if self.paused:
+            self.paused = False
+            self._signal_group(signal.SIGCONT)
+
+    async def stop(self) -> None:
+        """End the run for this node: close its input, SIGTERM, then SIGKILL after a grace period,
+        and wait until the process is gone. SIGKILL goes to its whole session in any case, so a
+        child it left behind does not outlive the run."""
+        proc = self.proc
+        if proc is None:
+            return
+        self.killed = True
+        with trio.CancelScope(shield=True):
+            self.resume()
+            if proc.returncode is None:
+                self._signal_group(signal.SIGTERM)
+                with trio.move_on_after(STOP_GRACE):
+                    await proc.wait()
+            self._signal_group(signal.SIGKILL)
+            await proc.wait()
+            for stream in (proc.stdin, proc.stdout):
+                if stream is not None:
+                    await stream.aclose()
+
+    def tail(self, lines: int = 5) -> str:
+        """The last lines of the node's log (what it said before dying), on one line."""
+        try:
+            data = self.log.read_bytes()[-4096:]
+        except OSError:
+            return ""
+        kept = [ln.strip() for ln in data.decode("utf-8", "replace").splitlines() if ln.strip()]
+        kept = [ln for ln in kept if not ln.startswith("--- harness:")]
+        return " | ".join(kept[-lines:])

@@ -1,0 +1,175 @@
+"""What a check reports: the text a person reads, the JSON a script reads, the command that
+repeats the run, and the checklist's table.
+
+The text: what ran (program, workload, seed), the faults, the operations and their latency,
+the staleness curve when the workload has one, then the verdict: VALID, INVALID or UNKNOWN with
+its paragraph, and for an invalid run the first problems, each naming its operations. A run
+that could not be judged says why on standard error (the command prints it).
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+from typing import Any
+
+from bhandar_cli.check.run import CheckOptions, Outcome
+from bhandar_cli.check.staleness import render as render_staleness
+
+PROBLEMS_SHOWN = 10
+
+
+def repeat_command(opts: CheckOptions) -> str:
+    """The command line that runs the same plan again."""
+    parts = ["bhandar", "check", "--bin", shlex.join(opts.argv), "-w", opts.workload]
+    parts += ["--node-count", str(opts.node_count), "--concurrency", str(opts.concurrency)]
+    parts += ["--rate", f"{opts.rate:g}", "--time-limit", f"{opts.time_limit:g}s", "--seed", str(opts.seed)]
+    if opts.latency_ms:
+        parts += ["--latency", f"{opts.latency_ms:g}ms"]
+    if opts.scenario:
+        parts += ["--scenario", opts.scenario]
+    elif opts.nemesis:
+        parts += ["--nemesis", ",".join(opts.nemesis), "--nemesis-interval", f"{opts.interval:g}s"]
+    return " ".join(shlex.quote(p) for p in parts)
+
+
+def percentile(sorted_values: list[float], q: float) -> float:
+    if not sorted_values:
+        return 0.0
+    return sorted_values[min(len(sorted_values) - 1, math.ceil(q * len(sorted_values)) - 1)]
+
+
+def latency_ms(outcome: Outcome) -> dict[str, float]:
+    done = sorted(
+        (op.completed - op.invoked) * 1000.0 for op in outcome.history.ops if op.ok and not op.final
+    )
+    return {"p50": round(percentile(done, 0.5), 2), "p99": round(percentile(done, 0.99), 2)}
+
+
+def op_counts(outcome: Outcome) -> dict[str, int]:
+    counts = {"ok": 0, "fail": 0, "info": 0}
+    for op in outcome.history.ops:
+        if not op.final and op.type in counts:
+            counts[op.type] += 1
+    return {"ops": sum(counts.values()), **counts}
+
+
+def status_of(outcome: Outcome) -> str:
+    return "error" if outcome.error else outcome.verdict.status if outcome.verdict else "error"
+
+
+def render(outcome: Outcome) -> str:
+    """The whole text report of one run."""
+    opts = outcome.options
+    lines = [
+        f"bhandar check: {opts.node_count} x {shlex.join(opts.argv)}, workload {opts.workload}, "
+        f"{opts.concurrency} clients at {opts.rate:g} ops/s for {opts.time_limit:g} s, seed {opts.seed}",
+        f"repeat with: {repeat_command(opts)}",
+    ]
+    if outcome.faults:
+        lines.append("faults: " + "; ".join(f.text(outcome.nodes) for f in outcome.faults))
+    else:
+        lines.append("faults: none")
+    counts, lat = op_counts(outcome), latency_ms(outcome)
+    lines.append(
+        f"operations: {counts['ops']} ({counts['ok']} ok, {counts['fail']} failed, "
+        f"{counts['info']} indefinite), "
+        f"latency p50 {lat['p50']:g} ms, p99 {lat['p99']:g} ms"
+    )
+    msgs = outcome.messages
+    lines.append(
+        f"messages: {msgs.get('node', 0):,} between nodes "
+        f"({outcome.network.get('dropped', 0):,} dropped by the network), "
+        f"{msgs.get('client', 0):,} to clients, {msgs.get('service', 0):,} to services; "
+        f"{outcome.restarts} restarts; {outcome.real_seconds:.1f} s in all"
+    )
+    verdict = outcome.verdict
+    if verdict is not None and verdict.staleness:
+        lines.append(render_staleness(verdict.staleness, float(verdict.stats.get("latest_miss_ms", 0.0))))
+    if verdict is not None:
+        lines.append(f"{verdict.status.upper()}: {verdict.summary}")
+        if len(verdict.problems) > 3:
+            lines.append("problems:")
+            lines += [f"  {i}. {p.text}" for i, p in enumerate(verdict.problems[:PROBLEMS_SHOWN], 1)]
+            if len(verdict.problems) > PROBLEMS_SHOWN:
+                lines.append(
+                    f"  ... and {len(verdict.problems) - PROBLEMS_SHOWN} more (see -o json or --report)"
+                )
+    lines.append(f"logs: {opts.log_dir} (one log per node, history.jsonl)")
+    return "\n".join(lines)
+
+
+def to_json(outcome: Outcome, report: str = "") -> dict[str, Any]:
+    opts = outcome.options
+    verdict = outcome.verdict
+    out: dict[str, Any] = {
+        "cmd": "check",
+        "ok": outcome.exit_code == 0,
+        "verdict": status_of(outcome),
+        "exit": outcome.exit_code,
+        "workload": opts.workload,
+        "program": list(opts.argv),
+        "seed": opts.seed,
+        "nodes": outcome.nodes,
+        "clients": opts.concurrency,
+        "rate": opts.rate,
+        "time_limit_s": opts.time_limit,
+        "faults": [f.plain() for f in outcome.faults],
+        "operations": op_counts(outcome),
+        "latency_ms": latency_ms(outcome),
+        "messages": {**outcome.messages, **outcome.network},
+        "restarts": outcome.restarts,
+        "events": outcome.events,
+        "real_seconds": round(outcome.real_seconds, 3),
+        "logs": opts.log_dir,
+        "repeat": repeat_command(opts),
+    }
+    if outcome.error:
+        out["error"] = outcome.error
+    if verdict is not None:
+        out["summary"] = verdict.summary
+        out["problems"] = [{"kind": p.kind, "text": p.text, "ops": list(p.ops)} for p in verdict.problems]
+        out["stats"] = verdict.stats
+        out["staleness"] = [
+            {"upto_ms": t, "fresh": round(f, 4), "samples": n} for t, f, n in verdict.staleness
+        ]
+    if report:
+        out["report"] = report
+    return out
+
+
+# --- the checklist ----------------------------------------------------------------------------------
+
+COLUMNS = ("scenario", "ops", "ok", "failed", "indefinite", "lost", "stale reads", "p99 ms", "verdict")
+
+
+def checklist_row(name: str, outcome: Outcome) -> dict[str, Any]:
+    counts, stats = op_counts(outcome), outcome.verdict.stats if outcome.verdict else {}
+    return {
+        "scenario": name,
+        "ops": counts["ops"],
+        "ok": counts["ok"],
+        "failed": counts["fail"],
+        "indefinite": counts["info"],
+        "lost": stats.get("lost", "-"),
+        "stale reads": stats.get("stale_reads", "-"),
+        "p99 ms": latency_ms(outcome)["p99"],
+        "verdict": status_of(outcome),
+    }
+
+
+def render_table(rows: list[dict[str, Any]]) -> str:
+    cells = [list(COLUMNS)] + [
+        [f"{row[c]:g}" if isinstance(row[c], float) else str(row[c]) for c in COLUMNS] for row in rows
+    ]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(COLUMNS))]
+    out = []
+    for n, r in enumerate(cells):
+        out.append(
+            " | ".join(
+                v.ljust(w) if i == 0 else v.rjust(w) for i, (v, w) in enumerate(zip(r, widths, strict=True))
+            )
+        )
+        if n == 0:
+            out.append("-+-".join("-" * w for w in widths))
+    return "\n".join(out)

@@ -1,0 +1,151 @@
+"""Where every message of a check goes, and the journal of all of them.
+
+Node-to-node messages go through Bhandar's one network model (`host.network`): partitions,
+one-way cuts, loss, duplication, a slow node's extra delay and the latency model are decided
+there, exactly as in the simulator and the in-process cluster. Messages between a node and a
+client or a service are outside the partitioned network (a client always reaches its node, as
+in Maelstrom) but take the same latency, and a client's request is duplicated with the model's
+duplication rate (a retransmission with the same `msg_id`: a node must treat it as one request).
+A message to an id that is neither a node, a client nor a service is answered with error 1
+(node-not-found).
+
+Every message is journalled (sent, arrived or dropped, who, what type, which ids) up to
+`JOURNAL_MAX` messages: the report's Lamport diagram is drawn from it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from random import Random
+from typing import Any
+
+import trio
+
+from bhandar_cli.check.process import NodeProcess
+from bhandar_cli.check.protocol import NODE_NOT_FOUND, Message, encode, error_body, reply_body
+from bhandar_cli.host.network import LatencyModel, Network, NetworkModel
+from bhandar_cli.node.timers import TrioTimers
+
+JOURNAL_MAX = 200_000
+HARNESS = "c0"  # the harness's own id (init and topology come from it)
+
+
+class Envelope:
+    """One message in flight and in the journal: times in seconds since the run began."""
+
+    __slots__ = ("arrived", "body", "dest", "raw", "sent", "src")
+
+    def __init__(self, sent: float, src: str, dest: str, body: dict[str, Any], raw: bytes) -> None:
+        self.sent = sent
+        self.arrived: float | None = None  # None: dropped, or still in flight
+        self.src = src
+        self.dest = dest
+        self.body = body
+        self.raw = raw
+
+
+class Router:
+    def __init__(
+        self,
+        nodes: dict[str, NodeProcess],
+        rng: Random,
+        latency: LatencyModel | None,
+        on_client: Callable[[Message], None],
+        services: dict[str, Callable[[str, dict[str, Any]], dict[str, Any]]],
+        start: float,
+    ) -> None:
+        self.nodes = nodes
+        self.model = NetworkModel(rng, latency)
+        self.timers = TrioTimers()
+        self.network = Network(self.model, self._schedule, self._arrive)
+        self.on_client = on_client
+        self.services = services
+        self.start = start
+        self.journal: list[Envelope] = []
+        self.journal_full = False
+        self.counts = {"node": 0, "client": 0, "service": 0}
+        self._rng = rng
+
+    async def run(self) -> None:
+        await self.timers.run()
+
+    def now(self) -> float:
+        return trio.current_time() - self.start
+
+    def restart_clock(self) -> None:
+        """Time 0 is now (when the workload begins); what was journalled before moves back."""
+        offset = trio.current_time() - self.start
+        self.start += offset
+        for env in self.journal:
+            env.sent -= offset
+            if env.arrived is not None:
+                env.arrived -= offset
+
+    def _record(self, src: str, dest: str, body: dict[str, Any], raw: bytes) -> Envelope:
+        env = Envelope(self.now(), src, dest, body, raw)
+        if len(self.journal) < JOURNAL_MAX:
+            self.journal.append(env)
+        else:
+            self.journal_full = True
+        return env
+
+    def _schedule(self, delay: float, fn: Callable[..., None], args: tuple[Any, ...]) -> None:
+        if delay <= 0:
+            fn(*args)
+        else:
+            self.timers.schedule(delay, fn, args)
+
+    def _arrive(self, dst: str, src: str, env: Envelope) -> bool:
+        """Network's deliver: hand the line to the node; False when it is down or not reading."""
+        node = self.nodes.get(dst)
+        if node is None or not node.send(env.raw):
+            return False
+        env.arrived = self.now()
+        return True
+
+    # --- from nodes --------------------------------------------------------------------------------
+
+    def from_node(self, msg: Message) -> None:
+        """A message a node wrote (decoded and checked by the caller)."""
+        dest = msg.dest
+        env = self._record(msg.src, dest, msg.body, msg.raw + b"\n")
+        if dest in self.nodes:
+            self.counts["node"] += 1
+            self.network.send(msg.src, dest, env)
+        elif dest.startswith("c") and dest[1:].isdigit():
+            self.counts["client"] += 1
+            self._schedule(self.model.delay(msg.src, dest), self._to_client, (env, msg))
+        elif dest in self.services:
+            self.counts["service"] += 1
+            self._schedule(self.model.delay(msg.src, dest), self._to_service, (env, msg))
+        elif msg.msg_id is not None:
+            text = f"no node {dest!r}: nodes are {', '.join(self.nodes)}, services {', '.join(self.services)}"
+            self.send_to_node(dest, msg.src, reply_body(msg.body, error_body(NODE_NOT_FOUND, text)))
+
+    def _to_client(self, env: Envelope, msg: Message) -> None:
+        env.arrived = self.now()
+        self.on_client(msg)
+
+    def _to_service(self, env: Envelope, msg: Message) -> None:
+        env.arrived = self.now()
+        service = self.services[msg.dest]
+        answer = reply_body(msg.body, service(msg.src, msg.body))
+        self.send_to_node(msg.dest, msg.src, answer)
+
+    # --- to nodes ----------------------------------------------------------------------------------
+
+    def send_to_node(self, src: str, node: str, body: dict[str, Any], copies: int = 1) -> None:
+        """A client's, a service's or the harness's message to a node, after the latency (a
+        client's request may be duplicated: `copies`)."""
+        raw = encode(src, node, body)
+        for _ in range(copies):
+            env = self._record(src, node, body, raw)
+            self._schedule(self.model.delay(src, node), self._arrive_direct, (node, env))
+
+    def _arrive_direct(self, node: str, env: Envelope) -> None:
+        self._arrive(node, env.src, env)
+
+    def client_copies(self) -> int:
+        """How many copies of a client's request the network delivers (the duplicate fault)."""
+        dup = self.model.duplicate
+        return 2 if dup and self._rng.random() < dup else 1

@@ -1,0 +1,295 @@
+"""One check, from the first process to the verdict.
+
+The seed draws everything the harness decides: the faults (check/nemesis.py), each client's
+operations and pauses, the network's losses, duplicates and latencies, the services' choices.
+(The nodes' own timing is the machine's: a run under real processes repeats its plan, not its
+every interleaving.) The order of a run:
+
+1. start `node_count` copies of the program (n1..nN) and send each `init`; a node that cannot be
+   started, exits, or does not answer `init_ok` within `init_timeout` is a setup error;
+2. the workload's setup messages (broadcast's `topology`), answered;
+3. time 0: the clients (c1..cM) run for `time_limit` while the nemesis applies the plan;
+4. every fault ends (partitions healed, killed nodes restarted, paused ones continued), the
+   nodes get `recovery` seconds, and the workload's final reads run;
+5. every process is stopped (nothing is left running), and the workload's checker judges the
+   history. Nodes that exited unasked or did not come back after a kill make it invalid.
+
+A node that breaks the protocol (garbage, a malformed answer, a flood) ends the run at once: the
+outcome carries the error, naming the node and the message, and no verdict.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from random import Random
+
+import trio
+
+from bhandar_cli.check.clients import Clients
+from bhandar_cli.check.cluster import NodeCluster, SetupError
+from bhandar_cli.check.history import INVALID, UNKNOWN, VALID, History, Problem, Verdict
+from bhandar_cli.check.nemesis import Fault, draw, scenario
+from bhandar_cli.check.protocol import ProtocolError
+from bhandar_cli.check.router import Envelope, Router
+from bhandar_cli.check.services import services
+from bhandar_cli.check.workload import workloads
+from bhandar_cli.host.network import LatencyModel
+
+
+@dataclass(frozen=True)
+class CheckOptions:
+    argv: tuple[str, ...]
+    workload: str
+    log_dir: str
+    node_count: int = 3
+    concurrency: int = 3
+    rate: float = 20.0  # operations per second, all clients together
+    time_limit: float = 5.0
+    latency_ms: float = 0.0  # mean of the exponential latency of every message
+    seed: int = 0
+    nemesis: tuple[str, ...] = ()
+    interval: float = 1.0  # seconds: a fault's length and the pause before the next are drawn from it
+    op_timeout: float = 1.0
+    recovery: float = 1.0
+    init_timeout: float = 10.0
+    flood_limit: int = 10_000
+    scenario: str = ""  # a checklist scenario's fixed faults instead of a draw from `nemesis`
+
+
+@dataclass
+class Outcome:
+    options: CheckOptions
+    nodes: list[str]
+    faults: list[Fault]
+    history: History
+    verdict: Verdict | None = None
+    error: str = ""  # a setup or protocol error: the run could not be judged
+    journal: list[Envelope] = field(default_factory=list)
+    journal_full: bool = False
+    events: list[str] = field(default_factory=list)
+    messages: dict[str, int] = field(default_factory=dict)
+    network: dict[str, int] = field(default_factory=dict)
+    late_answers: int = 0
+    restarts: int = 0
+    real_seconds: float = 0.0
+
+    @property
+    def exit_code(self) -> int:
+        if self.error:
+            return 2
+        return 0 if self.verdict is not None and self.verdict.valid else 1
+
+
+def latency_model(mean_ms: float) -> LatencyModel | None:
+    return LatencyModel(base_ms=0.0, mean_ms=mean_ms, spike_rate=0.0) if mean_ms > 0 else None
+
+
+def run_check(opts: CheckOptions) -> Outcome:
+    """Run one check (its own trio loop) and judge it."""
+    started = time.monotonic()
+    outcome = trio.run(_run, opts)
+    outcome.real_seconds = time.monotonic() - started
+    save_history(outcome)
+    return outcome
+
+
+def run_checks(many: list[CheckOptions]) -> list[Outcome]:
+    """Several checks at once, on one trio loop (each with its own processes and directory)."""
+    outcomes: list[Outcome | None] = [None] * len(many)
+
+    async def all_of() -> None:
+        async def one(i: int) -> None:
+            outcomes[i] = await _run(many[i])
+
+        async with trio.open_nursery() as nursery:
+            for i in range(len(many)):
+                nursery.start_soon(one, i)
+
+    trio.run(all_of)
+    done = [o for o in outcomes if o is not None]
+    for outcome in done:
+        save_history(outcome)
+    return done
+
+
+def with_silence(verdict: Verdict, history: History) -> Verdict:
+    """A valid verdict with nothing answered is unknown, and one with nodes that answered none of
+    their requests says so: a checker judges answers, and a node that gives none escapes it."""
+    asked: dict[str, int] = {}
+    answered: set[str] = set()
+    for op in history.ops:
+        asked[op.node] = asked.get(op.node, 0) + 1
+        if op.ok:
+            answered.add(op.node)
+    silent = [
+        f"{node} answered none of its {n} requests" for node, n in asked.items() if node not in answered
+    ]
+    if not silent or verdict.status != VALID:
+        return verdict
+    if not answered:
+        return Verdict(UNKNOWN, f"Nothing to judge: {'; '.join(silent)}.", (), verdict.stats)
+    return replace(verdict, summary=f"{verdict.summary} But {'; '.join(silent)}.")
+
+
+def with_events(verdict: Verdict, events: list[str]) -> Verdict:
+    """The verdict, made invalid by what nodes did unasked (exits, failed restarts)."""
+    if not events:
+        return verdict
+    found = tuple(Problem("node", f"{e}.") for e in events)
+    summary = " ".join(p.text for p in found)
+    if verdict.status != VALID:
+        summary += " " + verdict.summary
+    return Verdict(INVALID, summary, found + verdict.problems, verdict.stats, verdict.staleness)
+
+
+async def _run(opts: CheckOptions) -> Outcome:
+    rng = Random(opts.seed)
+    names = [f"n{i}" for i in range(1, opts.node_count + 1)]
+    workload = workloads()[opts.workload](Random(rng.getrandbits(64)), names)
+    net_rng, service_rng, fault_rng = (Random(rng.getrandbits(64)) for _ in range(3))
+    client_rngs = [Random(rng.getrandbits(64)) for _ in range(opts.concurrency)]
+    if opts.scenario:
+        faults = scenario(opts.scenario, names, opts.time_limit)
+    else:
+        faults = draw(fault_rng, list(opts.nemesis), names, opts.time_limit, opts.interval)
+    log_dir = fresh_log_dir(Path(opts.log_dir), names)
+    history = History()
+    outcome = Outcome(opts, names, faults, history)
+    run_scope = trio.CancelScope()
+
+    def protocol_error(exc: ProtocolError) -> None:
+        if not outcome.error:
+            outcome.error = f"protocol error: {exc}"
+        run_scope.cancel()
+
+    cluster = NodeCluster(names, list(opts.argv), log_dir, dict(os.environ), opts.flood_limit, protocol_error)
+    clients: Clients | None = None
+
+    def on_client(msg: object) -> None:
+        if clients is not None:
+            clients.on_answer(msg)  # type: ignore[arg-type]
+
+    router = Router(
+        cluster.procs,
+        net_rng,
+        latency_model(opts.latency_ms),
+        on_client,
+        services(service_rng),
+        trio.current_time(),
+    )
+    cluster.attach(router)
+    clients = Clients(router, workload, history, opts.op_timeout, protocol_error)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(router.run)
+        try:
+            with run_scope:
+                await cluster.start(nursery, names, opts.init_timeout)
+                await _setup(clients, workload.setup(), opts)
+                router.restart_clock()
+                async with trio.open_nursery() as work:
+                    work.start_soon(_nemesis, cluster, nursery, work, faults, router, opts.init_timeout)
+                    pause = opts.concurrency / opts.rate
+                    for i, client_rng in enumerate(client_rngs, start=1):
+                        node = names[(i - 1) % len(names)]
+                        work.start_soon(clients.run, i, node, client_rng, opts.time_limit, pause)
+                await _heal(cluster, nursery, opts.init_timeout)
+                await trio.sleep(opts.recovery)
+                await clients.finals(opts.concurrency)
+        except SetupError as exc:
+            outcome.error = f"setup error: {exc}"
+        finally:
+            await cluster.stop()
+            nursery.cancel_scope.cancel()
+    for op in history.ops:  # a run cut short leaves operations without an outcome
+        op.gave_up(router.now(), "the run ended first")
+    outcome.journal, outcome.journal_full = router.journal, router.journal_full
+    outcome.events = cluster.events
+    outcome.messages = dict(router.counts)
+    outcome.network = {"sent": router.model.sent, "dropped": router.model.dropped}
+    outcome.late_answers = clients.late
+    outcome.restarts = cluster.restarts
+    if not outcome.error:
+        outcome.verdict = with_events(with_silence(workload.check(history), history), outcome.events)
+    return outcome
+
+
+def fresh_log_dir(log_dir: Path, names: list[str]) -> Path:
+    """The run's directory, without what an earlier run there left (logs, the nodes' data)."""
+    log_dir.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(log_dir / "data", ignore_errors=True)
+    for name in names:
+        (log_dir / f"{name}.log").unlink(missing_ok=True)
+    return log_dir
+
+
+async def _setup(clients: Clients, requests: list[tuple[str, dict[str, object]]], opts: CheckOptions) -> None:
+    """The workload's setup requests, each answered with its `*_ok` (or a setup error)."""
+    for node, body in requests:
+        answer = await clients.call("c1", node, body)
+        if answer is None or answer.type != f"{body['type']}_ok":
+            got = "no answer" if answer is None else repr(answer.raw.decode("utf-8", "replace")[:200])
+            raise SetupError(
+                f"{node} did not answer {body['type']} with {body['type']}_ok "
+                f"within {opts.op_timeout:g} s ({got})"
+            )
+
+
+async def _nemesis(
+    cluster: NodeCluster,
+    nursery: trio.Nursery,
+    work: trio.Nursery,
+    faults: list[Fault],
+    router: Router,
+    init_timeout: float,
+) -> None:
+    steps = sorted(
+        [(f.start, 0, i) for i, f in enumerate(faults)] + [(f.end, 1, i) for i, f in enumerate(faults)]
+    )
+    for at, ending, i in steps:
+        await trio.sleep_until(router.start + at)
+        if ending:
+            work.start_soon(cluster.end, nursery, faults[i], init_timeout)
+        else:
+            cluster.begin(faults[i])
+
+
+async def _heal(cluster: NodeCluster, nursery: trio.Nursery, init_timeout: float) -> None:
+    """End every fault: the network whole again, paused nodes continued, killed nodes back."""
+    router = cluster.router
+    assert router is not None
+    router.network.heal()
+    model = router.model
+    model.loss = model.duplicate = 0.0
+    model.extra_delay.clear()
+    for proc in cluster.procs.values():
+        proc.resume()
+    for name, proc in cluster.procs.items():
+        if proc.killed and not proc.running:
+            await cluster.restart(nursery, name, init_timeout)
+
+
+def save_history(outcome: Outcome) -> None:
+    """The history as JSON lines in the log directory, for a person or a script to dig into."""
+    path = Path(outcome.options.log_dir) / "history.jsonl"
+    with path.open("w", encoding="utf-8") as out:
+        for op in outcome.history.ops:
+            row = {
+                "index": op.index,
+                "client": op.client,
+                "node": op.node,
+                "f": op.f,
+                "value": op.value,
+                "type": op.type,
+                "invoked": round(op.invoked, 6),
+                "completed": round(op.completed, 6) if math.isfinite(op.completed) else None,
+                "result": sorted(op.result) if isinstance(op.result, frozenset) else op.result,
+                "error": op.error,
+                "final": op.final,
+            }
+            out.write(json.dumps(row, default=str) + "\n")

@@ -1,0 +1,1 @@
+"""One module per workload of `bhandar check`: its operations, its answers and its checker."""
