@@ -296,6 +296,19 @@ chaos --swarm  {"start":N,"count":N,"options":{"ops":N,"faults":[...]|null,"stor
                 "violations":N,"command":S}],"interrupted":bool,"ok":bool,"command":S,"seconds":F}
 """
 
+JSON_CHECK_SHAPE = """
+check   {"cmd":"check","ok":bool,"verdict":"valid|invalid|unknown|error","exit":N,"workload":S,
+         "program":[S,...],"seed":N,"nodes":["n1",...],"clients":N,"faults":[{"kind":S,"start":F,
+         "end":F,"nodes":[...],"amount":F}],"operations":{"ops":N,"ok":N,"fail":N,"info":N},
+         "latency_ms":{"p50":F,"p99":F},"messages":{"node":N,"client":N,"service":N,"sent":N,
+         "dropped":N},"summary":S,"problems":[{"kind":S,"text":S,"ops":[N,...]}],"stats":{...},
+         "staleness":[{"upto_ms":F|null,"fresh":F,"samples":N}],"events":[S],"logs":DIR,"repeat":S,
+         "error":S (exit 2 only)}
+check --checklist  {"cmd":"check","ok":bool,"checklist":[{"scenario":S,"ops":N,"ok":N,"failed":N,
+         "indefinite":N,"lost":N|"-","stale reads":N|"-","p99 ms":F,"verdict":S,"staleness":[...]}],"exit":N,
+         "seed":N,"repeat":[S,...]}
+"""
+
 HTTP_ENDPOINTS = """
 GET    /v1/kv/KS/KEY?consistency=QUORUM     200 {"values":[...],"context":"..."} | 404
 PUT    /v1/kv/KS/KEY?consistency=QUORUM     body {"value":...,"context":"..."}    204
@@ -466,10 +479,21 @@ def fixed_sections() -> dict[str, list[str]]:
         options left to be drawn per seed are null."""
     )
     json_out += example(JSON_CHAOS_SWARM_SHAPE)
+    json_out += para(
+        """check prints one object per run: the verdict, each problem with the indexes of the
+        operations it names (their lines in the history.jsonl of the log directory), and the
+        command line that repeats the run."""
+    )
+    json_out += example(JSON_CHECK_SHAPE)
     http = para(HTTP_TEXT) + example(HTTP_ENDPOINTS)
     exit_status = [line for code, text in EXIT_STATUS for line in item(bold(code), text)]
     exit_status += para("Errors are written to standard error, whatever the output mode.")
     exit_status += para("A script that bhandar repl runs in batch mode exits as SCRIPTS says.")
+    exit_status += para(
+        """bhandar check exits 0 when the history is valid, 1 when it is invalid or the checker
+        cannot decide (unknown), and 2 on a usage, setup or protocol error (no such program, no
+        init_ok, a malformed message, a flood)."""
+    )
     environment = item(
         bold("BHANDAR_CLUSTER"),
         """The cluster directory used by the one-shot data commands (get, put, delete, incr), the
@@ -488,6 +512,12 @@ def fixed_sections() -> dict[str, list[str]]:
         """The data key (base64 of 32 bytes) for bhandar node run when --data-key-file is not
         given: the node encrypts its WAL and SSTables at rest with it. A node whose data directory
         is encrypted refuses to start without its key, or with another one.""",
+    )
+    environment += item(
+        bold("BHANDAR_CHECK_DIR"),
+        """Set by bhandar check for each node program it starts: a directory of that node slot's
+        own, kept across the node's restarts, where a node may keep what must survive a kill.
+        bhandar node maelstrom keeps its store there when --data-dir is not given.""",
     )
     files: list[str] = []
     for path, text in FILES:

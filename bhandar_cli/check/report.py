@@ -14,6 +14,7 @@ import shlex
 from typing import Any
 
 from bhandar_cli.check.run import CheckOptions, Outcome
+from bhandar_cli.check.staleness import Curve
 from bhandar_cli.check.staleness import render as render_staleness
 
 PROBLEMS_SHOWN = 10
@@ -52,6 +53,13 @@ def op_counts(outcome: Outcome) -> dict[str, int]:
         if not op.final and op.type in counts:
             counts[op.type] += 1
     return {"ops": sum(counts.values()), **counts}
+
+
+def plain_curve(points: Curve) -> list[dict[str, Any]]:
+    """A staleness curve for JSON (the last bucket's open end is null)."""
+    return [
+        {"upto_ms": t if math.isfinite(t) else None, "fresh": round(f, 4), "samples": n} for t, f, n in points
+    ]
 
 
 def status_of(outcome: Outcome) -> str:
@@ -145,6 +153,7 @@ COLUMNS = ("scenario", "ops", "ok", "failed", "indefinite", "lost", "stale reads
 
 def checklist_row(name: str, outcome: Outcome) -> dict[str, Any]:
     counts, stats = op_counts(outcome), outcome.verdict.stats if outcome.verdict else {}
+    staleness = outcome.verdict.staleness if outcome.verdict else ()
     return {
         "scenario": name,
         "ops": counts["ops"],
@@ -155,7 +164,18 @@ def checklist_row(name: str, outcome: Outcome) -> dict[str, Any]:
         "stale reads": stats.get("stale_reads", "-"),
         "p99 ms": latency_ms(outcome)["p99"],
         "verdict": status_of(outcome),
+        "staleness": plain_curve(staleness),
+        "latest_miss_ms": stats.get("latest_miss_ms", "-"),
     }
+
+
+def curve_line(row: dict[str, Any]) -> str:
+    """A scenario's staleness curve on one line: `no fault: <1 ms 93%, <5 ms 100%; ...`."""
+    points = ", ".join(
+        f"<{p['upto_ms']:g} ms {p['fresh']:.0%}" if p["upto_ms"] is not None else f"later {p['fresh']:.0%}"
+        for p in row["staleness"]
+    )
+    return f"{row['scenario']}: {points}; the latest miss {row['latest_miss_ms']} ms after the ack"
 
 
 def render_table(rows: list[dict[str, Any]]) -> str:

@@ -44,36 +44,45 @@ def check(
         None, metavar="[ARG]...", help="More arguments for the program (after --)."
     ),
     workload: str = typer.Option(
-        ..., "--workload", "-w", help=f"What clients do and what is checked. {WORKLOAD_HELP}."
+        ..., "--workload", "-w", metavar="NAME", help=f"What clients do and what is checked. {WORKLOAD_HELP}."
     ),
     node_count: int = typer.Option(3, "--node-count", help="Copies of the program to run (n1, n2, ...)."),
     concurrency: int | None = typer.Option(
         None, "--concurrency", help="Clients (c1, c2, ...); default: one per node."
     ),
     rate: float = typer.Option(20.0, "--rate", help="Operations per second, all clients together."),
-    time_limit: str = typer.Option("5s", "--time-limit", help="How long the clients run."),
+    time_limit: str = typer.Option(
+        "5s", "--time-limit", metavar="DURATION", help="How long the clients run."
+    ),
     latency: str = typer.Option(
-        "0ms", "--latency", help="Mean latency added to every message (exponential)."
+        "0ms", "--latency", metavar="DURATION", help="Mean latency added to every message (exponential)."
     ),
     seed: int | None = typer.Option(
         None, "--seed", help="Draws the faults and the workload (printed: repeat a run)."
     ),
     nemesis: str = typer.Option("", "--nemesis", metavar="KIND,...", help=f"Faults: {', '.join(KINDS)}."),
     nemesis_interval: str = typer.Option(
-        "", "--nemesis-interval", help="Typical fault length (default: a fifth of the time limit)."
+        "",
+        "--nemesis-interval",
+        metavar="DURATION",
+        help="Typical fault length (default: a fifth of the time limit).",
     ),
     checklist: bool = typer.Option(False, "--checklist", help=f"Run every scenario: {'; '.join(SCENARIOS)}."),
-    scenario: str = typer.Option("", "--scenario", help="Run one checklist scenario."),
+    scenario: str = typer.Option("", "--scenario", metavar="NAME", help="Run one checklist scenario."),
     report: Path | None = typer.Option(
         None, "--report", metavar="FILE", help="Write a self-contained HTML report."
     ),
     log_dir: str = typer.Option(
         "bhandar-check", "--log-dir", metavar="DIR", help="Node logs, their data, the history."
     ),
-    op_timeout: str = typer.Option("1s", "--timeout", help="How long a client waits for an answer."),
-    recovery: str = typer.Option("1s", "--recovery", help="Time after the heal before the final reads."),
+    op_timeout: str = typer.Option(
+        "1s", "--timeout", metavar="DURATION", help="How long a client waits for an answer."
+    ),
+    recovery: str = typer.Option(
+        "1s", "--recovery", metavar="DURATION", help="Time after the heal before the final reads."
+    ),
     init_timeout: str = typer.Option(
-        "10s", "--init-timeout", help="How long a node may take to answer init."
+        "10s", "--init-timeout", metavar="DURATION", help="How long a node may take to answer init."
     ),
     flood_limit: int = typer.Option(
         10_000, "--flood-limit", help="Messages one node may write in one second."
@@ -85,8 +94,9 @@ def check(
     them through Bhandar's network model with the faults of --nemesis, drive clients at --rate and
     judge what they saw with the workload's checker.
 
-    Exit 0 valid, 1 invalid or unknown (with the operations that show it), 2 a setup or protocol
-    error (no such program, no init_ok, a malformed message, a flood)."""
+    Exit 0 valid; 1 invalid or unknown (with the operations that show it);
+    2 a setup or protocol error (no such program, no init_ok, a malformed
+    message, a flood)."""
     from bhandar_cli.check.run import CheckOptions
 
     argv = [*shlex.split(program), *(args or [])]
@@ -159,7 +169,7 @@ def _one(opts: object, report: Path | None, output: OutputFormat) -> None:
 
 def _checklist(opts: object, report: Path | None, output: OutputFormat) -> None:
     from bhandar_cli.check.checklist import run_checklist
-    from bhandar_cli.check.report import render_table, repeat_command
+    from bhandar_cli.check.report import curve_line, render_table, repeat_command
     from bhandar_cli.check.run import CheckOptions
 
     assert isinstance(opts, CheckOptions)
@@ -186,6 +196,10 @@ def _checklist(opts: object, report: Path | None, output: OutputFormat) -> None:
         )
     else:
         print(render_table(rows))
+        curves = [curve_line(row) for row in rows if row["staleness"]]
+        if curves:
+            print("\nstaleness (reads fresh, by how long after a write's acknowledgement they began):")
+            print("\n".join(f"  {line}" for line in curves))
         for outcome, row in zip(outcomes, rows, strict=True):
             if outcome.exit_code:
                 said = outcome.error or (outcome.verdict.summary if outcome.verdict else "")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import typer
@@ -46,27 +47,24 @@ def test_usage_errors_exit_2_with_one_line(args: list[str], words: str) -> None:
     assert words in result.stderr and len(result.stderr.strip().splitlines()) == 1
 
 
+def strict_json(text: str) -> dict[str, Any]:
+    def refuse(name: str) -> None:
+        raise ValueError(f"{name} is not JSON")
+
+    return dict(json.loads(text, parse_constant=refuse))
+
+
 def test_a_valid_run_in_json_and_its_logs(tmp_path: Path) -> None:
-    result = invoke(
-        "check",
-        "--bin",
-        " ".join(py("echo.py")),
-        "-w",
-        "echo",
-        "--log-dir",
-        str(tmp_path),
-        "-o",
-        "json",
-        *QUICK,
-    )
+    argv = " ".join(py("sets.py"))
+    result = invoke("check", "--bin", argv, "-w", "g-set", "--log-dir", str(tmp_path), "-o", "json", *QUICK)
     assert result.exit_code == 0, result.output
-    out = json.loads(result.stdout)
+    out = strict_json(result.stdout)
     assert (out["cmd"], out["ok"], out["verdict"], out["seed"], out["exit"]) == ("check", True, "valid", 2, 0)
     assert out["operations"]["ok"] > 5 and out["repeat"].startswith("bhandar check --bin ")
-    assert "--seed 2" in out["repeat"]
+    assert "--seed 2" in out["repeat"] and out["staleness"] and out["stats"]["lost"] == 0
     assert {p.name for p in tmp_path.iterdir()} >= {"n1.log", "n2.log", "n3.log", "history.jsonl", "data"}
     rows = [json.loads(line) for line in (tmp_path / "history.jsonl").read_text().splitlines()]
-    assert len(rows) == out["operations"]["ops"] and rows[0]["f"] == "echo"
+    assert len(rows) >= out["operations"]["ops"] + 3 and {r["f"] for r in rows} == {"add", "read"}
 
 
 def test_an_invalid_run_exits_1_and_its_report_marks_the_operations(tmp_path: Path) -> None:
@@ -129,6 +127,7 @@ def test_the_checklist_table(tmp_path: Path) -> None:
     assert [line.split(" | ")[0].strip() for line in lines[2:9]] == list(SCENARIOS)
     assert all(line.rstrip().endswith("valid") for line in lines[2:9])
     assert "staleness" in report.read_text()
+    assert "staleness (reads fresh, by how long" in result.stdout
 
 
 def test_bench_check_measures_both_ways(tmp_path: Path) -> None:
