@@ -77,6 +77,7 @@ def main() -> None:
         os.write(int(ready), b"r")
         os.close(int(ready))
     pending = b""
+    broken = False  # the next node stopped first: the run is over, wait for the SIGTERM
     while chunk := os.read(0, 1 << 16):
         pending += chunk
         *lines, pending = pending.split(b"\n")
@@ -84,12 +85,13 @@ def main() -> None:
         for line in lines:
             if line.strip():
                 hop.handle(json.loads(line), out)
-        data = b"".join(out)
+        data = b"" if broken else b"".join(out)
         try:
             while data:
                 data = data[os.write(1, data) :]
-        except BrokenPipeError:  # the next node stopped first: the run is over
-            break
+        except BrokenPipeError:
+            broken = True
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})  # one report, written whole
     hop.report()
 
 

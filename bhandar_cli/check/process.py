@@ -6,8 +6,8 @@ and output as pipes and standard error appended to the slot's log. Lines the nod
 `on_line` as they arrive; what the harness sends waits in a bounded queue that one task writes
 out, so a node that stops reading (paused, hung) costs the harness memory up to the bound and
 then loses messages (counted), never a blocked harness. `kill` is SIGKILL, `pause` SIGSTOP,
-`resume` SIGCONT, `stop` the end of the run: standard input closed, SIGTERM, and SIGKILL after
-a grace period; after `stop` nothing the program started is left running.
+`resume` SIGCONT, `stop` the end of the run: SIGTERM, and SIGKILL to the whole session after a
+grace period; after `stop` nothing the program started is left running.
 """
 
 from __future__ import annotations
@@ -48,13 +48,15 @@ class NodeProcess:
         self.killed = False  # the harness ended this life on purpose (kill nemesis, end of run)
         self.dropped = 0  # messages not delivered because the queue was full or the node was down
         self.lines = 0  # lines read from this node, every life
+        self._live = False  # the current life's process has not been seen to end or killed
         self._queue: deque[bytes] = deque()
         self._queued = 0
         self._ready = trio.Event()
 
     @property
     def running(self) -> bool:
-        return self.proc is not None and self.proc.returncode is None
+        # Not `proc.returncode`: that is a waitpid() per call, and `send` asks for every message.
+        return self.proc is not None and self._live
 
     async def start(self, nursery: trio.Nursery) -> None:
         """A new life; raises OSError when the program cannot be started (no such file...)."""
@@ -73,7 +75,7 @@ class NodeProcess:
                 start_new_session=True,
                 env=self.env,
             )
-        self.proc = proc
+        self.proc, self._live = proc, True
         nursery.start_soon(self._read, proc, self.life)
         nursery.start_soon(self._write, proc)
 
@@ -92,7 +94,7 @@ class NodeProcess:
         assert proc.stdin is not None
         queue = self._queue
         try:
-            while proc.returncode is None:
+            while self._live and self.proc is proc:
                 if not queue:
                     self._ready = trio.Event()
                     await self._ready.wait()
@@ -136,6 +138,7 @@ class NodeProcess:
                 await proc.wait()
         finally:
             if self.proc is proc and life == self.life:
+                self._live = False
                 self._ready.set()  # the writer notices the life is over
                 self.on_end(self, proc.returncode, why)
 
@@ -152,6 +155,7 @@ class NodeProcess:
         """SIGKILL the node and whatever it started (the kill fault, and the end of a run)."""
         self.killed = True
         self.paused = False
+        self._live = False
         self._signal_group(signal.SIGKILL)
 
     def pause(self) -> None:
@@ -165,8 +169,8 @@ class NodeProcess:
             self._signal_group(signal.SIGCONT)
 
     async def stop(self) -> None:
-        """End the run for this node: close its input, SIGTERM, then SIGKILL after a grace period,
-        and wait until the process is gone. SIGKILL goes to its whole session in any case, so a
+        """End the run for this node: SIGTERM, then SIGKILL after a grace period, and wait until
+        the process is gone. SIGKILL goes to its whole session in any case, so a
         child it left behind does not outlive the run."""
         proc = self.proc
         if proc is None:

@@ -10,7 +10,7 @@ from bhandar_cli.cmd.output import EXIT_USAGE, OUTPUT_OPTION, OutputFormat, emit
 
 def bench_check(
     nodes: int = typer.Option(5, "--nodes", help="Nodes in the ring."),
-    tokens: int = typer.Option(64, "--tokens", help="Messages in flight for the heavy load."),
+    tokens: int = typer.Option(16, "--tokens", help="Messages in flight for the heavy load."),
     seconds: float = typer.Option(3.0, "--seconds", help="Seconds each of the four runs lasts."),
     ops: int = typer.Option(10_000, "--ops", help="Operations of the lin-kv history the checker decides."),
     clients: int = typer.Option(5, "--clients", help="Clients of that history."),
