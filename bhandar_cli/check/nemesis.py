@@ -20,7 +20,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from random import Random
 
-KINDS = ("partition", "kill", "pause", "slow", "loss", "duplicate")
+from bhandar_cli.check.catalog import KINDS, SCENARIOS
+
+__all__ = ["KINDS", "SCENARIOS", "Fault", "draw", "scenario"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,16 +86,6 @@ def _fault(rng: Random, kind: str, nodes: list[str], start: float, end: float) -
 
 
 # --- the checklist ---------------------------------------------------------------------------------
-
-SCENARIOS = (
-    "no fault",
-    "one node down",
-    "two nodes down",
-    "minority partition",
-    "slow replica",
-    "hint holder killed",
-    "restarts",
-)
 
 
 def scenario(name: str, nodes: list[str], time_limit: float) -> list[Fault]:

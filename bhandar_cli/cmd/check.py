@@ -14,13 +14,11 @@ from pathlib import Path
 
 import typer
 
-from bhandar_cli.check.nemesis import KINDS, SCENARIOS
-from bhandar_cli.check.workload import workloads
+from bhandar_cli.check.catalog import KINDS, SCENARIOS, WORKLOADS
 from bhandar_cli.cmd.output import EXIT_USAGE, OUTPUT_OPTION, OutputFormat, emit_json, fail
 from bhandar_cli.core.durations import seconds_of
 
-WORKLOADS = workloads()
-WORKLOAD_HELP = "; ".join(f"{name}: {w.doc}" for name, w in WORKLOADS.items())
+WORKLOAD_HELP = "; ".join(f"{name}: {doc}" for name, doc in WORKLOADS.items())
 
 
 def _seconds(option: str, text: str, low: float, high: float) -> float:

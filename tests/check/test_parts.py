@@ -8,10 +8,12 @@ from random import Random
 
 import pytest
 
+from bhandar_cli.check.catalog import WORKLOADS
 from bhandar_cli.check.nemesis import KINDS, SCENARIOS, draw, scenario
 from bhandar_cli.check.protocol import ProtocolError, decode, definite, encode
 from bhandar_cli.check.services import services
 from bhandar_cli.check.staleness import curve, render
+from bhandar_cli.check.workload import workloads
 from bhandar_cli.check.workloads.counters import possible_sums
 
 
@@ -113,3 +115,8 @@ def test_the_staleness_curve() -> None:
     assert points == ((1.0, 0.5, 2), (5.0, 1.0, 1), (5000.0, 1.0, 1))
     assert worst == pytest.approx(0.5)
     assert "50.0% fresh" in render(points, worst) and "0.5 ms after" in render(points, worst)
+
+
+def test_the_catalog_names_every_workload_in_order() -> None:
+    assert list(workloads()) == list(WORKLOADS)
+    assert all(cls.doc == WORKLOADS[name] for name, cls in workloads().items())

@@ -14,6 +14,7 @@ from collections import Counter as Tally
 from random import Random
 from typing import Any
 
+from bhandar_cli.check.catalog import WORKLOADS
 from bhandar_cli.check.history import UNKNOWN, History, Op, Problem, Verdict, judged
 from bhandar_cli.check.workload import Workload, named, outcome, require
 
@@ -109,10 +110,10 @@ class Counter(Workload):
 
 class GCounter(Counter):
     name = "g-counter"
-    doc = "final reads equal the acknowledged sum (within indefinite adds)"
+    doc = WORKLOADS[name]
 
 
 class PnCounter(Counter):
     name = "pn-counter"
-    doc = "as g-counter, with negative deltas"
+    doc = WORKLOADS[name]
     negative = True

@@ -25,6 +25,7 @@ import json
 from random import Random
 from typing import Any
 
+from bhandar_cli.check.catalog import WORKLOADS
 from bhandar_cli.check.history import UNKNOWN, History, Op, Problem, Verdict, judged
 from bhandar_cli.check.staleness import curve
 from bhandar_cli.check.workload import BadAnswer, Workload, named, outcome, require
@@ -35,7 +36,7 @@ SHOWN = 5
 
 class DynamoKv(Workload):
     name = "dynamo-kv"
-    doc = "put with context, get returning siblings: nothing acknowledged lost, siblings only if concurrent"
+    doc = WORKLOADS[name]
 
     def __init__(self, rng: Random, nodes: list[str]) -> None:
         super().__init__(rng, nodes)

@@ -8,13 +8,14 @@ from __future__ import annotations
 from random import Random
 from typing import Any
 
+from bhandar_cli.check.catalog import WORKLOADS
 from bhandar_cli.check.history import History, Op, Problem, Verdict, judged
 from bhandar_cli.check.workload import Workload, named, require
 
 
 class Echo(Workload):
     name = "echo"
-    doc = "echo_ok must carry back the payload sent"
+    doc = WORKLOADS[name]
 
     def next_op(self, rng: Random, client: int) -> tuple[str, Any]:
         return "echo", f"Please echo {self.unique()}"

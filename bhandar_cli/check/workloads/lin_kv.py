@@ -18,6 +18,7 @@ from __future__ import annotations
 from random import Random
 from typing import Any
 
+from bhandar_cli.check.catalog import WORKLOADS
 from bhandar_cli.check.history import INVALID, UNKNOWN, History, Op, Problem, Verdict, judged
 from bhandar_cli.check.linearizable import KeyResult, check_registers
 from bhandar_cli.check.workload import Workload, named, outcome, require
@@ -28,7 +29,7 @@ KEYS_AT_ONCE = 2
 
 class LinKv(Workload):
     name = "lin-kv"
-    doc = "read/write/cas, linearizable per key"
+    doc = WORKLOADS[name]
 
     def __init__(self, rng: Random, nodes: list[str]) -> None:
         super().__init__(rng, nodes)

@@ -17,6 +17,7 @@ import math
 from random import Random
 from typing import Any
 
+from bhandar_cli.check.catalog import WORKLOADS
 from bhandar_cli.check.history import UNKNOWN, History, Op, Problem, Verdict, judged
 from bhandar_cli.check.staleness import MAX_SAMPLES, curve
 from bhandar_cli.check.workload import BadAnswer, Workload, named, outcome, require
@@ -152,7 +153,7 @@ class SetWorkload(Workload):
 
 class Broadcast(SetWorkload):
     name = "broadcast"
-    doc = "every acknowledged broadcast in every final read"
+    doc = WORKLOADS[name]
     add = "broadcast"
     field = "message"
     read_field = "messages"
@@ -164,4 +165,4 @@ class Broadcast(SetWorkload):
 
 class GSet(SetWorkload):
     name = "g-set"
-    doc = "every acknowledged add in every final read"
+    doc = WORKLOADS[name]

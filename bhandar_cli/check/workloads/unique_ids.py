@@ -10,13 +10,14 @@ import json
 from random import Random
 from typing import Any
 
+from bhandar_cli.check.catalog import WORKLOADS
 from bhandar_cli.check.history import History, Op, Problem, Verdict, judged
 from bhandar_cli.check.workload import Workload, named, require
 
 
 class UniqueIds(Workload):
     name = "unique-ids"
-    doc = "every generate_ok id must be new"
+    doc = WORKLOADS[name]
 
     def next_op(self, rng: Random, client: int) -> tuple[str, Any]:
         return "generate", None

@@ -1,0 +1,31 @@
+"""What `bhandar check` offers, by name, for the command line to list without importing it: the
+workloads (each with its one line of help), the kinds of fault and the checklist's scenarios.
+The workloads' modules (check/workloads/) and the nemesis (check/nemesis.py) take their names
+from here."""
+
+from __future__ import annotations
+
+WORKLOADS: dict[str, str] = {
+    "echo": "echo_ok must carry back the payload sent",
+    "unique-ids": "every generate_ok id must be new",
+    "broadcast": "every acknowledged broadcast in every final read",
+    "g-set": "every acknowledged add in every final read",
+    "g-counter": "final reads equal the acknowledged sum (within indefinite adds)",
+    "pn-counter": "as g-counter, with negative deltas",
+    "lin-kv": "read/write/cas, linearizable per key",
+    "dynamo-kv": (
+        "put with context, get returning siblings: nothing acknowledged lost, siblings only if concurrent"
+    ),
+}
+
+KINDS = ("partition", "kill", "pause", "slow", "loss", "duplicate")
+
+SCENARIOS = (
+    "no fault",
+    "one node down",
+    "two nodes down",
+    "minority partition",
+    "slow replica",
+    "hint holder killed",
+    "restarts",
+)
