@@ -43,6 +43,7 @@ from bhandar_cli.host.executor import NodeHost
 from bhandar_cli.host.topology import zone_map
 from bhandar_cli.node.cbor_validation import validate_cbor
 from bhandar_cli.node.codec import DEFAULT_MAX_DEPTH, DEFAULT_MAX_ITEMS
+from bhandar_cli.node.epoch_clock import EpochClock
 from bhandar_cli.node.maelstrom_api import UNAVAILABLE, NotServed, answer_of, request_of, schema_request
 from bhandar_cli.node.runtime import FATAL, NodeRunner
 
@@ -214,4 +215,6 @@ class MaelstromNode:
 
 def run_maelstrom_node(data_dir: str = "", vnodes: int = 8, level: str = "QUORUM") -> None:
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(asctime)s %(message)s")
-    trio.run(MaelstromNode(data_dir, vnodes, level).run)
+    # Unix seconds, as node processes run: LWW timestamps from different nodes must share one time
+    # line (trio's default clock starts at a random offset in every process).
+    trio.run(MaelstromNode(data_dir, vnodes, level).run, clock=EpochClock())

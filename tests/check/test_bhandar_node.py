@@ -32,19 +32,31 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Outcome]:
             recovery=1.0,
             rate=40.0,
         ),
-        # At ONE, a read on another replica misses a write whose replication is still on its way.
+        # At ONE, a node cut off by a partition still answers reads from its own copy, which misses
+        # the writes the other side acknowledged meanwhile (clients reach every node).
         short(
             (BHANDAR, "node", "maelstrom", "-c", "ONE"),
             "lin-kv",
             root / "lin",
             seed=12,
             time_limit=2.0,
-            latency_ms=5.0,
+            nemesis=("partition",),
+            op_timeout=1.5,
+            rate=80.0,
+        ),
+        # At QUORUM with no fault, last-writer-wins across nodes is linearizable on one machine, but
+        # only if every node stamps writes on one time line (each process once had its own).
+        short(
+            (BHANDAR, "node", "maelstrom"),
+            "lin-kv",
+            root / "lin-quorum",
+            seed=13,
+            time_limit=2.0,
             op_timeout=1.5,
             rate=80.0,
         ),
     ]
-    return dict(zip(("dynamo", "lin"), run_checks(runs), strict=True))
+    return dict(zip(("dynamo", "lin", "lin-quorum"), run_checks(runs), strict=True))
 
 
 def test_dynamo_kv_passes_under_partitions_and_kills(outcomes: dict[str, Outcome]) -> None:
@@ -65,6 +77,12 @@ def test_lin_kv_is_not_linearizable_and_the_report_shows_the_pair(outcomes: dict
     assert 2 <= len(problem.ops) <= 4
     html = page(outcome)
     assert 'class="lamport"' in html and 'class="own"' in html
+
+
+def test_lin_kv_at_quorum_without_faults_is_linearizable(outcomes: dict[str, Outcome]) -> None:
+    outcome = outcomes["lin-quorum"]
+    assert outcome.exit_code == 0, (outcome.error, outcome.verdict)
+    assert outcome.verdict is not None and outcome.verdict.stats["ops_checked"] >= 20
 
 
 def test_cas_is_answered_not_supported(outcomes: dict[str, Outcome]) -> None:
