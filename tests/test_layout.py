@@ -29,10 +29,12 @@ def in_package(part: str) -> list[Path]:
 
 
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
-def test_every_module_says_what_it_owns_and_stays_under_400_lines(path: Path) -> None:
+def test_every_module_says_what_it_owns_and_stays_under_600_lines(path: Path) -> None:
     text = path.read_text(encoding="utf-8")
     assert ast.get_docstring(ast.parse(text)), f"{path.name} has no module docstring"
-    assert len(text.splitlines()) <= 400, f"{path.name} has {len(text.splitlines())} lines"
+    # An alarm, not a rule: a module ends where its concept ends (a long cohesive module beats two
+    # halves cut at a line count); past 600 lines, look for the second concept inside it.
+    assert len(text.splitlines()) <= 600, f"{path.name} has {len(text.splitlines())} lines"
 
 
 @pytest.mark.parametrize("part", ["node", "host", "core", "storage", "repl"])
