@@ -27,11 +27,11 @@ from typing import Any
 import typer
 
 from bhandar_cli import __version__
-from bhandar_cli.cli import app
-from bhandar_cli.core import limits
-from bhandar_cli.core.config import KEYSPACE_NAME_RULE, LEVELS
-from bhandar_cli.core.errors import ERROR_CODES
-from bhandar_cli.core.keyspaces import MAX_KEYSPACES
+from bhandar_cli.cli.app import app
+from bhandar_cli.core.model import limits
+from bhandar_cli.core.model.config import KEYSPACE_NAME_RULE, LEVELS
+from bhandar_cli.core.model.errors import ERROR_CODES
+from bhandar_cli.core.model.keyspaces import MAX_KEYSPACES
 from bhandar_cli.repl.commands import COMMANDS
 from bhandar_cli.repl.script_rules import SCRIPT_RULES, STATUS_ORDER
 from bhandar_cli.repl.table import CommandTable

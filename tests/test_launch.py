@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from bhandar_cli.launch import read_oneshot
+from bhandar_cli.cli.launch import read_oneshot
 
 
 def test_plain_data_commands_are_read_with_every_option_spelling() -> None:
@@ -57,7 +57,7 @@ def test_a_oneshot_command_exits_as_sys_exit_would_with_its_output_flushed(
     code: object, status: int, stderr: str
 ) -> None:
     # Piped, stdout is block-buffered: what was printed is lost unless exit_now flushes it.
-    script = f"from bhandar_cli.launch import exit_now\nprint('said', end='')\nexit_now({code!r})"
+    script = f"from bhandar_cli.cli.launch import exit_now\nprint('said', end='')\nexit_now({code!r})"
     env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, env=env, timeout=60)
     assert (proc.returncode, proc.stdout, proc.stderr.decode()) == (status, b"said", stderr)
@@ -98,7 +98,7 @@ def test_every_command_in_a_list_is_summed_up_in_one_line() -> None:
     # showed summaries broken where the source wrapped them.
     import typer
 
-    from bhandar_cli.cli import app
+    from bhandar_cli.cli.app import app
 
     def summaries(group: typer.Typer) -> list[str]:
         found = [info.short_help or "" for info in group.registered_commands]

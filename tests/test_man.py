@@ -113,7 +113,7 @@ def test_a_command_added_to_the_table_is_in_the_page() -> None:
 
 
 def test_failure_codes_are_the_declared_error_codes() -> None:
-    from bhandar_cli.core import errors
+    from bhandar_cli.core.model import errors
 
     def kinds(cls: type[errors.BhandarError]) -> set[str]:
         return {cls.code}.union(*(kinds(sub) for sub in cls.__subclasses__()))

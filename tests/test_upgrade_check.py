@@ -10,9 +10,9 @@ import pytest
 import trio
 import trio.testing
 
-from bhandar_cli.client_upgrade import REJOIN_TIMEOUT, check_step
-from bhandar_cli.core.errors import Refused
-from bhandar_cli.core.ring import Ring
+from bhandar_cli.client.ops.upgrade import REJOIN_TIMEOUT, check_step
+from bhandar_cli.core.membership.ring import Ring
+from bhandar_cli.core.model.errors import Refused
 
 NAMES = ["A", "B", "C", "D", "E"]
 

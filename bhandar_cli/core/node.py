@@ -14,14 +14,16 @@ The coordinator merges the write into its own copy and sends the whole merged re
 replicas while its own copy syncs, and answers after W acknowledgements (itself included, once
 synced). Reads go to the same replicas; the coordinator answers after R replies, then repairs the
 replicas that answered with older versions (read repair). The tunables (`config`) change at
-runtime through `reconfigure` (live_config.py).
+runtime through `reconfigure` (core/model/live_config.py).
 
 The node only wires its roles together, each an object handed its collaborators: the coordinator
-(coordinator.py, with reads.py and writes.py), the replica (replica.py), hinted handoff
-(handoff.py), ownership handoff (ownership.py), anti-entropy (antientropy.py, reaping.py),
-streaming (streaming.py) and the membership it routes by (ringview.py, node_membership.py). The
-state several of them share is its own object: the op table (optable.py), keyspace definitions
-(keyspaces.py), client tokens (tokens.py), metrics.
+(core/roles/coordinator.py, with core/roles/read_path.py and core/roles/write_path.py), the replica
+(core/roles/replica.py), hinted handoff (core/roles/handoff.py), ownership handoff
+(core/roles/ownership.py), anti-entropy (core/repair/antientropy.py, core/repair/reaping.py),
+streaming (core/roles/streaming.py) and the membership it routes by (core/membership/ringview.py,
+core/membership/node_membership.py). The state several of them share is its own object: the op table
+(core/protocol/optable.py), keyspace definitions (core/model/keyspaces.py), client tokens
+(core/model/tokens.py), metrics.
 """
 
 from __future__ import annotations
@@ -30,23 +32,21 @@ from collections.abc import Callable, Mapping
 from random import Random
 from typing import Any
 
-from bhandar_cli.core import antientropy as ae
-from bhandar_cli.core import streaming as st
-from bhandar_cli.core.antientropy import AntiEntropy
-from bhandar_cli.core.config import KeyspaceDef, NodeConfig
-from bhandar_cli.core.coordinator import Coordinator
-from bhandar_cli.core.damage_repair import DamageRepair
-from bhandar_cli.core.dot_lease import DotLease
-from bhandar_cli.core.expiry import ExpirySweeper
-from bhandar_cli.core.gossip import GossipLiveness
-from bhandar_cli.core.handoff import HintedHandoff
-from bhandar_cli.core.hash_index import HashIndex
-from bhandar_cli.core.hints import HintQueue
-from bhandar_cli.core.indexed_store import IndexedStore
-from bhandar_cli.core.keyspaces import Keyspaces
-from bhandar_cli.core.live_config import LiveConfig, config_view, retune
-from bhandar_cli.core.liveness import Liveness, PingLiveness
-from bhandar_cli.core.messages import (
+from bhandar_cli.core.membership.gossip import GossipLiveness
+from bhandar_cli.core.membership.liveness import Liveness, PingLiveness
+from bhandar_cli.core.membership.node_membership import MembershipSaver, boot_gossip
+from bhandar_cli.core.membership.ring import Ring
+from bhandar_cli.core.membership.ringview import RingView
+from bhandar_cli.core.model.config import KeyspaceDef, NodeConfig
+from bhandar_cli.core.model.keyspaces import Keyspaces
+from bhandar_cli.core.model.live_config import LiveConfig, config_view, retune
+from bhandar_cli.core.model.metrics import NodeMetrics
+from bhandar_cli.core.model.records import Record
+from bhandar_cli.core.model.sibling_limit import SiblingLimit
+from bhandar_cli.core.model.store import Store, StoreDamage
+from bhandar_cli.core.model.tokens import TokenTable
+from bhandar_cli.core.node_views import NodeViews
+from bhandar_cli.core.protocol.messages import (
     ClientReply,
     ClientRequest,
     DecommissionRequest,
@@ -64,23 +64,25 @@ from bhandar_cli.core.messages import (
     SchemaUpdate,
     Send,
 )
-from bhandar_cli.core.metrics import NodeMetrics
-from bhandar_cli.core.node_membership import MembershipSaver, boot_gossip
-from bhandar_cli.core.ops import ForwardOp, HandoffOp, IncrOp, Op, OwnershipOp, PutOp, ReadOp
-from bhandar_cli.core.optable import IdSource, OpTable
-from bhandar_cli.core.ownership import OwnershipHandoff
-from bhandar_cli.core.reads import ReadCoordinator
-from bhandar_cli.core.reaping import TombstoneReaper
-from bhandar_cli.core.records import Record
-from bhandar_cli.core.replica import Replica
-from bhandar_cli.core.ring import Ring
-from bhandar_cli.core.ringview import RingView
-from bhandar_cli.core.sibling_limit import SiblingLimit
-from bhandar_cli.core.store import Store, StoreDamage
-from bhandar_cli.core.streaming import Streaming
-from bhandar_cli.core.tokens import TokenTable
-from bhandar_cli.core.views import NodeViews
-from bhandar_cli.core.writes import WriteCoordinator
+from bhandar_cli.core.protocol.ops import ForwardOp, HandoffOp, IncrOp, Op, OwnershipOp, PutOp, ReadOp
+from bhandar_cli.core.protocol.optable import IdSource, OpTable
+from bhandar_cli.core.repair import antientropy as ae
+from bhandar_cli.core.repair.antientropy import AntiEntropy
+from bhandar_cli.core.repair.damage_repair import DamageRepair
+from bhandar_cli.core.repair.hash_index import HashIndex
+from bhandar_cli.core.repair.indexed_store import IndexedStore
+from bhandar_cli.core.repair.reaping import TombstoneReaper
+from bhandar_cli.core.roles import streaming as st
+from bhandar_cli.core.roles.coordinator import Coordinator
+from bhandar_cli.core.roles.dot_lease import DotLease
+from bhandar_cli.core.roles.expiry import ExpirySweeper
+from bhandar_cli.core.roles.handoff import HintedHandoff
+from bhandar_cli.core.roles.hints import HintQueue
+from bhandar_cli.core.roles.ownership import OwnershipHandoff
+from bhandar_cli.core.roles.read_path import ReadCoordinator
+from bhandar_cli.core.roles.replica import Replica
+from bhandar_cli.core.roles.streaming import Streaming
+from bhandar_cli.core.roles.write_path import WriteCoordinator
 
 HOUSEKEEPING = 0.25  # seconds between checks of repair sessions, range movement and membership
 
@@ -350,7 +352,7 @@ class Node:
 
     def goodbye(self) -> list[Send]:
         """This node stops cleanly: tell every peer (gossip membership only), so it is down in
-        their eyes at once (gossip.py `Goodbye`)."""
+        their eyes at once (core/membership/gossip.py `Goodbye`)."""
         gossip = self._ring_view.gossip
         if gossip is None:
             return []

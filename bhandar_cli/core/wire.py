@@ -12,7 +12,7 @@ policy, a hint's time).
 
 Versions: `ADDED_IN` lists the fields each protocol version added to a message, and
 `to_wire_at(msg, version)` leaves out what a reader of an older version does not know, so a node
-writes to each peer what that peer reads (node/codec.py negotiates the version). A field added in
+writes to each peer what that peer reads (node/net/codec.py negotiates the version). A field added in
 a version must be optional (a default the older side's messages decode to) and belong to a
 top-level message, which is where `to_wire_at` looks. Version 2 added:
 
@@ -29,14 +29,14 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from bhandar_cli.core import client_messages
-from bhandar_cli.core.config import KeyspaceDef
-from bhandar_cli.core.crdt import PNCounter
-from bhandar_cli.core.errors import BhandarError
-from bhandar_cli.core.records import Versioned, from_plain, to_plain
+from bhandar_cli.core.model.config import KeyspaceDef
+from bhandar_cli.core.model.crdt import PNCounter
+from bhandar_cli.core.model.errors import BhandarError
+from bhandar_cli.core.model.records import Versioned, from_plain, to_plain
+from bhandar_cli.core.protocol import client_messages
 
-# What a one-shot command sends and receives (core/client_messages.py). The rest (keyspace
-# requests, the node-to-node messages of gossip, repair, streaming and core/messages.py) are
+# What a one-shot command sends and receives (core/protocol/client_messages.py). The rest (keyspace
+# requests, the node-to-node messages of gossip, repair, streaming and core/protocol/messages.py) are
 # registered on first need (`_register_peers`): their modules cost a one-shot command, which
 # never sees them, half its start-up.
 CLIENT_TYPES: tuple[type, ...] = (
@@ -52,7 +52,11 @@ CLIENT_TYPES: tuple[type, ...] = (
 
 
 def _peer_types() -> tuple[type, ...]:
-    from bhandar_cli.core import antientropy, gossip, membership, merkle, messages, streaming, tokens
+    from bhandar_cli.core.membership import gossip, members
+    from bhandar_cli.core.model import tokens
+    from bhandar_cli.core.protocol import messages
+    from bhandar_cli.core.repair import antientropy, merkle
+    from bhandar_cli.core.roles import streaming
 
     return (
         messages.KeyspaceRequest,
@@ -69,7 +73,7 @@ def _peer_types() -> tuple[type, ...]:
         messages.DecommissionRequest,
         messages.RepairResult,
         messages.MoveResult,
-        membership.MemberState,
+        members.MemberState,
         gossip.Goodbye,
         gossip.GossipSyn,
         gossip.GossipAck,

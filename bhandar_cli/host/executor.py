@@ -46,13 +46,21 @@ from collections.abc import Callable
 from random import Random
 from typing import Any
 
-from bhandar_cli.core.config import NodeConfig
-from bhandar_cli.core.messages import ClientRequest, DotLeaseSaved, Failure, Note, Respond, Result, Send
-from bhandar_cli.core.metrics import OK, NodeMetrics
+from bhandar_cli.core.membership.ring import Ring
+from bhandar_cli.core.model.config import NodeConfig
+from bhandar_cli.core.model.metrics import OK, NodeMetrics
+from bhandar_cli.core.model.store import Store
 from bhandar_cli.core.node import Node
-from bhandar_cli.core.ops import counted_as
-from bhandar_cli.core.ring import Ring
-from bhandar_cli.core.store import Store
+from bhandar_cli.core.protocol.messages import (
+    ClientRequest,
+    DotLeaseSaved,
+    Failure,
+    Note,
+    Respond,
+    Result,
+    Send,
+)
+from bhandar_cli.core.protocol.ops import counted_as
 from bhandar_cli.storage.jobs import BackgroundJob
 
 log = logging.getLogger("bhandar.node")

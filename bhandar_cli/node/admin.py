@@ -1,4 +1,4 @@
-"""What drivers add to a node's views (core/views.py) for tools: the status of a node that may be
+"""What drivers add to a node's views (core/node_views.py) for tools: the status of a node that may be
 down, the plain forms of records and metrics for the admin RPC, and the cluster-wide convergence
 check both backends run on their nodes' views.
 """
@@ -8,12 +8,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from bhandar_cli.core.merkle import EMPTY_HASH
-from bhandar_cli.core.metrics import Histogram, NodeMetrics, OpStats
+from bhandar_cli.core.membership.ring import Ring
+from bhandar_cli.core.model.metrics import Histogram, NodeMetrics, OpStats
+from bhandar_cli.core.model.records import Record, from_plain, to_plain
+from bhandar_cli.core.model.wording import count as counted
 from bhandar_cli.core.node import Node
-from bhandar_cli.core.records import Record, from_plain, to_plain
-from bhandar_cli.core.ring import Ring
-from bhandar_cli.core.wording import count as counted
+from bhandar_cli.core.repair.merkle import EMPTY_HASH
 
 
 def node_info(

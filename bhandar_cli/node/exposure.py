@@ -13,7 +13,7 @@ import ipaddress
 import socket
 from typing import TYPE_CHECKING
 
-from bhandar_cli.node import pki
+from bhandar_cli.security import pki
 
 if TYPE_CHECKING:
     from bhandar_cli.node.process import NodeOptions

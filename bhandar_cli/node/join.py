@@ -32,11 +32,11 @@ from typing import Any
 
 import trio
 
-from bhandar_cli.core.config import NODE_ID, NODE_ID_RULE
-from bhandar_cli.node import pki
-from bhandar_cli.node.codec import MIN_COMPATIBLE_VERSION, ProtocolError, encode_frame
-from bhandar_cli.node.frames import CONNECT_TIMEOUT, STREAM_ERRORS, FrameConn
-from bhandar_cli.node.join_token import JoinRefused, JoinToken, JoinTokens
+from bhandar_cli.core.model.config import NODE_ID, NODE_ID_RULE
+from bhandar_cli.node.net.codec import MIN_COMPATIBLE_VERSION, ProtocolError, encode_frame
+from bhandar_cli.node.net.frames import CONNECT_TIMEOUT, STREAM_ERRORS, FrameConn
+from bhandar_cli.security import pki
+from bhandar_cli.security.join_tokens import JoinRefused, JoinToken, JoinTokens
 
 log = logging.getLogger("bhandar.join")
 

@@ -21,11 +21,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from bhandar_cli.core.config import KeyspaceDef
-from bhandar_cli.core.context import decode_context, encode_context
-from bhandar_cli.core.crdt import PNCounter
-from bhandar_cli.core.errors import BadInput
-from bhandar_cli.core.messages import (
+from bhandar_cli.core.model.config import KeyspaceDef
+from bhandar_cli.core.model.context import decode_context, encode_context
+from bhandar_cli.core.model.crdt import PNCounter
+from bhandar_cli.core.model.errors import BadInput
+from bhandar_cli.core.model.records import Versioned
+from bhandar_cli.core.model.values import decode_value, encode_json
+from bhandar_cli.core.model.versions import JSON, context_of
+from bhandar_cli.core.protocol.messages import (
     ClientRequest,
     Failure,
     GetRequest,
@@ -35,9 +38,6 @@ from bhandar_cli.core.messages import (
     PutRequest,
     Result,
 )
-from bhandar_cli.core.records import Versioned
-from bhandar_cli.core.versions import JSON, context_of
-from bhandar_cli.values import decode_value, encode_json
 
 KV, COUNTERS, COUNTER_KEY = "kv", "counters", "counter"
 LIN = "lin"

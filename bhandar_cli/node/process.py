@@ -11,9 +11,9 @@ those in flight are answered, then the node exits; its core keeps answering peer
 until then, so a request forwarded to it in the meantime is not lost.
 
 With a TLS directory (`tls_dir`: ca.crt, node.crt, node.key) the peer port and the HTTP API run
-over TLS with the node's certificate (node/pki.py); without one the node listens in plain TCP,
+over TLS with the node's certificate (security/pki.py); without one the node listens in plain TCP,
 which it refuses to do anywhere but on a loopback address. Clients are admitted by token always
-(node/auth.py: the table the node keeps, from its auth file and from gossip; an empty one admits
+(security/auth.py: the table the node keeps, from its auth file and from gossip; an empty one admits
 no one), unless the operator says `admit_anyone`, which only a node on a loopback address takes.
 Everything it writes is its owner's only (umask 077).
 
@@ -35,31 +35,28 @@ from typing import Any
 
 import trio
 
-from bhandar_cli.core.config import NodeConfig
-from bhandar_cli.core.live_config import LiveConfig
-from bhandar_cli.core.messages import (
-    ClientRequest,
-    Failure,
-    Note,
-    Result,
-)
-from bhandar_cli.core.ring import Ring
-from bhandar_cli.core.tokens import TokenTable
+from bhandar_cli.core.membership.ring import Ring
+from bhandar_cli.core.model.config import NodeConfig
+from bhandar_cli.core.model.live_config import LiveConfig
+from bhandar_cli.core.model.tokens import TokenTable
+from bhandar_cli.core.protocol.messages import ClientRequest, Failure, Note, Result
 from bhandar_cli.host.executor import NodeHost
-from bhandar_cli.node import admin, codec, pki
-from bhandar_cli.node.auth import Authenticator, load_auth_file
-from bhandar_cli.node.codec import PROTOCOL_VERSION, limit_protocol
+from bhandar_cli.node import admin
 from bhandar_cli.node.epoch_clock import EpochClock
 from bhandar_cli.node.exposure import node_tls
-from bhandar_cli.node.frames import FRAME_TIMEOUT
 from bhandar_cli.node.join import JoinDesk
-from bhandar_cli.node.join_token import JoinTokens
+from bhandar_cli.node.net import codec
+from bhandar_cli.node.net.codec import PROTOCOL_VERSION, limit_protocol
+from bhandar_cli.node.net.frames import FRAME_TIMEOUT
+from bhandar_cli.node.net.transport import TcpTransport
 from bhandar_cli.node.note_log import NoteLog
 from bhandar_cli.node.reconfigure import tune_store
 from bhandar_cli.node.rpc_service import RpcService
 from bhandar_cli.node.runtime import FATAL, NodeRunner
-from bhandar_cli.node.storage import open_node_store
-from bhandar_cli.node.transport import TcpTransport
+from bhandar_cli.security import pki
+from bhandar_cli.security.auth import Authenticator, load_auth_file
+from bhandar_cli.security.join_tokens import JoinTokens
+from bhandar_cli.store.data_dir import open_node_store
 
 log = logging.getLogger("bhandar.node")
 
@@ -87,9 +84,9 @@ class NodeOptions:
     admit_anyone: bool = False  # no token checks: loopback only (`cluster up --insecure`)
     snapshot_dir: str = ""  # where `snapshot NAME` links tables ("": DATA_DIR/../snapshots)
     bootstrap: bool = False  # first start of a node added to a running cluster: join, stream
-    protocol: int = PROTOCOL_VERSION  # the newest wire protocol this node speaks (node/codec.py)
-    data_key: bytes | None = field(default=None, repr=False)  # encryption at rest (node/data_key.py)
-    config: str = ""  # the cluster configuration to start with, as JSON (core/live_config.py)
+    protocol: int = PROTOCOL_VERSION  # the newest wire protocol this node speaks (node/net/codec.py)
+    data_key: bytes | None = field(default=None, repr=False)  # encryption at rest (security/data_key.py)
+    config: str = ""  # the cluster configuration to start with, as JSON (core/model/live_config.py)
 
 
 class NodeProcess:
@@ -152,7 +149,7 @@ class NodeProcess:
         try:
             async with trio.open_nursery() as nursery:
                 if opts.http_port >= 0:
-                    from bhandar_cli.node.http import serve_http
+                    from bhandar_cli.node.http.api import serve_http
 
                     self.http_port = await nursery.start(
                         serve_http, self, opts.host, opts.http_port, self.tls

@@ -1,16 +1,16 @@
 """Applying a version of the cluster configuration to a running node, on the driver's side: the
 core's tunables (`Node.reconfigure`) and the storage engine's (`tune_store`), and remembering it
 for the node's next life. Both node processes (the `config` RPC) and the in-process cluster
-(node/backend.py) come through `apply_live`."""
+(client/backends/in_process_backend.py) come through `apply_live`."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 from typing import Any
 
-from bhandar_cli.core import live_config
-from bhandar_cli.core.errors import Unavailable
-from bhandar_cli.core.live_config import LiveConfig
+from bhandar_cli.core.model import live_config
+from bhandar_cli.core.model.errors import Unavailable
+from bhandar_cli.core.model.live_config import LiveConfig
 from bhandar_cli.host.executor import NodeHost
 from bhandar_cli.storage.compaction import TierPolicy
 from bhandar_cli.storage.options import EngineOptions

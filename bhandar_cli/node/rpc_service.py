@@ -4,7 +4,7 @@ One map per frame, answers carry the same `id`: `request` (a client request in w
 node's coordinator answers it), and the admin operations `info`, `records`, `hints`, `metrics`,
 `digest`, `members`, `tree`, `notes` (what the node noticed, node/note_log.py), `partition`,
 `heal`, `delay`, `flush`, `compact`, `snapshot`, `join_token`, `config`, `shutdown` and
-`token_create|list|revoke`. When the node checks tokens (node/auth.py), each call is checked
+`token_create|list|revoke`. When the node checks tokens (security/auth.py), each call is checked
 against the token the connection's hello showed, at the time of the call (a revocation counts at
 once); a refusal answers with its `code` (unauthenticated, forbidden, rate_limited). Fast
 operations are answered at once; slow ones (`compact`) run in a task of the connection and are
@@ -23,8 +23,9 @@ from typing import TYPE_CHECKING, Any, cast
 
 import trio
 
-from bhandar_cli.core.errors import BadInput, BhandarError, RateLimited
-from bhandar_cli.core.messages import (
+from bhandar_cli.core.model.errors import BadInput, BhandarError, RateLimited
+from bhandar_cli.core.model.tokens import check_record
+from bhandar_cli.core.protocol.messages import (
     ClientRequest,
     DecommissionRequest,
     Failure,
@@ -35,16 +36,16 @@ from bhandar_cli.core.messages import (
     RepairRequest,
     Result,
 )
-from bhandar_cli.core.tokens import check_record
 from bhandar_cli.core.wire import from_wire, to_wire
-from bhandar_cli.node import admin, codec
-from bhandar_cli.node.auth import Credential, request_op
-from bhandar_cli.node.codec import ProtocolError, encode_frame
-from bhandar_cli.node.frames import FrameConn, Outbox, wire_frame
-from bhandar_cli.node.join_token import DEFAULT_TTL, JoinRefused
+from bhandar_cli.node import admin
+from bhandar_cli.node.net import codec
+from bhandar_cli.node.net.codec import ProtocolError, encode_frame
+from bhandar_cli.node.net.frames import FrameConn, Outbox, wire_frame
+from bhandar_cli.node.net.tls_stream import Truncated
 from bhandar_cli.node.reconfigure import apply_live, config_view
-from bhandar_cli.node.storage import snapshot_path
-from bhandar_cli.node.tls_record import Truncated
+from bhandar_cli.security.auth import Credential, request_op
+from bhandar_cli.security.join_tokens import DEFAULT_TTL, JoinRefused
+from bhandar_cli.store.data_dir import snapshot_path
 
 if TYPE_CHECKING:
     from bhandar_cli.node.process import NodeProcess
@@ -111,7 +112,7 @@ class RpcService:
     async def serve(self, conn: FrameConn, hello: dict[str, Any], admit: Callable[[], None]) -> None:
         """One client connection, opened by `hello`: RPC frames in, answers out (in any order:
         each names its call). `admit` lifts the connection's limits before authentication
-        (admission.py), once a call shows its token is one this node knows (it may have learnt
+        (node/net/admission.py), once a call shows its token is one this node knows (it may have learnt
         it by gossip after the hello)."""
         out = Outbox(conn.stream)
         # Answers in the newest version both sides read: a client's hello names what it reads.

@@ -1,1 +1,1 @@
-"""The REPL: command grammar, execution through client.py, and rich views."""
+"""The REPL: command grammar, execution through client/client.py, and rich views."""

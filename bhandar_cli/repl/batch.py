@@ -20,15 +20,15 @@ from typing import Any, TextIO
 import trio
 from rich.console import Console
 
-from bhandar_cli.client import Client
-from bhandar_cli.core.config import NodeConfig
-from bhandar_cli.core.store import Store
-from bhandar_cli.node.backend import InProcessBackend
-from bhandar_cli.node.cluster import InProcessCluster
+from bhandar_cli.client.backends.in_process_backend import InProcessBackend
+from bhandar_cli.client.client import Client
+from bhandar_cli.core.model.config import NodeConfig
+from bhandar_cli.core.model.store import Store
+from bhandar_cli.fleet.in_process_cluster import InProcessCluster
 from bhandar_cli.node.epoch_clock import cluster_clock
-from bhandar_cli.node.storage import open_node_store
 from bhandar_cli.repl.script import ScriptRun, run_stream, run_text
 from bhandar_cli.repl.session import Session
+from bhandar_cli.store.data_dir import open_node_store
 
 
 @dataclass(frozen=True)

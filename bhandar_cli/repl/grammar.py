@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from bhandar_cli.core.durations import seconds_of
-from bhandar_cli.core.errors import BadInput
+from bhandar_cli.core.model.durations import seconds_of
+from bhandar_cli.core.model.errors import BadInput
 from bhandar_cli.repl.table import CommandSpec, CommandTable
 
 

@@ -12,9 +12,9 @@ from typing import Any
 
 import trio
 
-from bhandar_cli.client import Client
-from bhandar_cli.core.errors import BhandarError
-from bhandar_cli.outcomes import ClientError
+from bhandar_cli.client.client import Client
+from bhandar_cli.client.outcomes import ClientError
+from bhandar_cli.core.model.errors import BhandarError
 from bhandar_cli.repl.commands import COMMANDS
 from bhandar_cli.repl.grammar import Command, ParseError, parse
 from bhandar_cli.repl.table import CommandTable

@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from bhandar_cli.core.errors import BhandarError
+from bhandar_cli.core.model.errors import BhandarError
 from bhandar_cli.repl.kinds import Kind
 
 if TYPE_CHECKING:
@@ -61,7 +61,7 @@ class Option:
 class CommandSpec:
     name: str
     summary: str  # one line, for the `help` list and completion menus
-    handler: Handler  # takes the session and the parsed command; talks to the cluster via client.py
+    handler: Handler  # takes the session and the parsed command; talks to the cluster via client/client.py
     args: tuple[Arg, ...] = ()
     options: tuple[Option, ...] = ()
     aliases: tuple[str, ...] = ()

@@ -11,8 +11,8 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from bhandar_cli.core.versions import show_clock
-from bhandar_cli.core.wording import count as counted
+from bhandar_cli.core.model.versions import show_clock
+from bhandar_cli.core.model.wording import count as counted
 from bhandar_cli.repl.palette import node_style
 from bhandar_cli.repl.views_data import show_value
 

@@ -12,10 +12,10 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from bhandar_cli.core.config import show_ttl
-from bhandar_cli.core.versions import relation, show_clock
-from bhandar_cli.core.wording import count as counted
-from bhandar_cli.outcomes import GetOutcome, IncrOutcome, WriteOutcome
+from bhandar_cli.client.outcomes import GetOutcome, IncrOutcome, WriteOutcome
+from bhandar_cli.core.model.config import show_ttl
+from bhandar_cli.core.model.versions import relation, show_clock
+from bhandar_cli.core.model.wording import count as counted
 from bhandar_cli.repl.palette import node_style
 
 

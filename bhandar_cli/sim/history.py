@@ -1,12 +1,12 @@
 """The history of a chaos run: every client operation as invoked and completed, and what the
-checker concluded about it (violations, counts). `checker.py` judges it."""
+checker concluded about it (violations, counts). `sim/checker/check.py` judges it."""
 
 import math
 from dataclasses import dataclass
 
-from bhandar_cli.core.errors import REFUSED_INPUT
-from bhandar_cli.core.messages import Failure, GetResult, Result
-from bhandar_cli.core.records import Record
+from bhandar_cli.core.model.errors import REFUSED_INPUT
+from bhandar_cli.core.model.records import Record
+from bhandar_cli.core.protocol.messages import Failure, GetResult, Result
 
 # A failed write with one of these codes was refused before anything was stored, so it cannot
 # have superseded anything.

@@ -1,6 +1,6 @@
 """`bhandar sim scale`: what gossip, failure detection, anti-entropy and hints cost as a cluster grows.
 
-For each cluster size the real core runs on a simulated cluster (sim/cluster.py, every node with
+For each cluster size the real core runs on a simulated cluster (sim/sim_cluster.py, every node with
 gossip, phi detectors, anti-entropy and hinted handoff as in production), through these phases:
 
 1. boot, wait until every node has heard of every other, create a keyspace (N=3) and write
@@ -14,7 +14,7 @@ gossip, phi detectors, anti-entropy and hinted handoff as in production), throug
 
 Beside each size, the all-to-all heartbeat baseline from the same run: every node sends its own
 heartbeat (one member's state, encoded here) to each of the n - 1 others every gossip interval.
-Repair age is the background round of core/repair_schedule.py: one (range, peer) comparison per
+Repair age is the background round of core/repair/repair_schedule.py: one (range, peer) comparison per
 repair interval, so a range is compared again after (ranges x peers) intervals, at any size.
 
 Everything depends on the seed only; nothing here reads the wall clock.
@@ -31,14 +31,14 @@ from typing import Any
 
 import cbor2
 
-from bhandar_cli.core import antientropy as ae
-from bhandar_cli.core.config import KeyspaceDef, NodeConfig
-from bhandar_cli.core.gossip import GossipAck, GossipSyn, GossipTokens
-from bhandar_cli.core.membership import MemberState
-from bhandar_cli.core.messages import Failure, KeyspaceRequest, PutRequest
+from bhandar_cli.core.membership.gossip import GossipAck, GossipSyn, GossipTokens
+from bhandar_cli.core.membership.members import MemberState
+from bhandar_cli.core.model.config import KeyspaceDef, NodeConfig
+from bhandar_cli.core.protocol.messages import Failure, KeyspaceRequest, PutRequest
+from bhandar_cli.core.repair import antientropy as ae
 from bhandar_cli.core.wire import to_wire
 from bhandar_cli.host.topology import next_node_name
-from bhandar_cli.sim.cluster import SimCluster
+from bhandar_cli.sim.sim_cluster import SimCluster
 
 DEFAULT_SIZES = (24, 48, 120, 240)
 DEFAULT_SEED = 18

@@ -8,7 +8,7 @@ are exponential around `mean_gap`; a crash or partition lasts between `outage` s
 comes at about a third of the run and the decommission at about two thirds, of a node that was
 there from the start (never the one that joined, so the ring both grows and shrinks).
 
-Every fault goes through client.py like an operator's command (`kill`, `revive`, `partition`,
+Every fault goes through client/client.py like an operator's command (`kill`, `revive`, `partition`,
 `heal`, `add`, `decommission`). A fault that could not be carried out (a restart that timed out) is
 recorded as such and the schedule goes on; the end of the soak restarts whatever is still down.
 """
@@ -24,11 +24,11 @@ from typing import Any
 
 import trio
 
-from bhandar_cli.core.errors import BhandarError
-from bhandar_cli.node.clusterfile import ClusterFileError
-from bhandar_cli.node.growth import next_free_name
-from bhandar_cli.node.supervisor import StartError
-from bhandar_cli.outcomes import ClientError
+from bhandar_cli.client.outcomes import ClientError
+from bhandar_cli.core.model.errors import BhandarError
+from bhandar_cli.fleet.cluster_file import ClusterFileError
+from bhandar_cli.fleet.resize import next_free_name
+from bhandar_cli.fleet.supervisor import StartError
 
 # Failures of a fault action: the cluster's state, not a bug of the soak.
 FAULT_ERRORS = (BhandarError, ClientError, ClusterFileError, StartError, trio.TooSlowError)

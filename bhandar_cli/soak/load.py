@@ -3,7 +3,7 @@
 Each client is sequential (one request at a time, like one thread of an application) and goes
 through the TCP backend, so what it records is exactly what the store answered: the chaos
 checker's `History` (sim/history.py), judged at the end by the chaos checker. Like the chaos
-workload (sim/workload.py), on a versioned keyspace it reads, remembers the context it got, and
+workload (sim/chaos/workload.py), on a versioned keyspace it reads, remembers the context it got, and
 writes with it (read, modify, write; now and then a blind put), deletes what it read, and on a
 counter keyspace increments with request ids, retrying a failed increment with the same id. Every
 put writes a value never written before, so the checker can follow each write. Writes go at
@@ -23,11 +23,11 @@ from typing import Any
 
 import trio
 
-from bhandar_cli.core.config import KeyspaceDef
-from bhandar_cli.core.messages import Failure, GetRequest, IncrRequest, PutRequest
-from bhandar_cli.core.records import Versioned
-from bhandar_cli.core.versions import JSON, context_of
-from bhandar_cli.node.clusterfile import ClusterFileError
+from bhandar_cli.core.model.config import KeyspaceDef
+from bhandar_cli.core.model.records import Versioned
+from bhandar_cli.core.model.versions import JSON, context_of
+from bhandar_cli.core.protocol.messages import Failure, GetRequest, IncrRequest, PutRequest
+from bhandar_cli.fleet.cluster_file import ClusterFileError
 from bhandar_cli.sim.history import NOT_APPLIED, History, Operation
 
 VERSIONED = KeyspaceDef("soak")

@@ -5,7 +5,7 @@ schedule drawn from its seed (soak/faults.py): crashes by SIGKILL and restarts, 
 and heals, one join and one decommission. Then it heals everything, restarts what is down, waits
 (bounded) until the replicas converge, asking the nodes for an anti-entropy repair now and then,
 reads every key's record from each of its home replicas (the ring of the nodes in service at the
-end), and hands the history and those records to the chaos checker (sim/checker.py): nothing
+end), and hands the history and those records to the chaos checker (sim/checker/check.py): nothing
 acknowledged lost or resurrected, counters within what acknowledged and attempted increments
 allow, every replica the same.
 
@@ -26,14 +26,15 @@ from typing import Any
 
 import trio
 
-from bhandar_cli.core.config import KeyspaceDef, NodeConfig
-from bhandar_cli.core.errors import BadInput, Unavailable
-from bhandar_cli.core.records import Record, merge_records
-from bhandar_cli.core.ring import key_token
-from bhandar_cli.node import admin, clusterfile, supervisor
-from bhandar_cli.node.rpc_errors import RpcError
-from bhandar_cli.outcomes import ClientError
-from bhandar_cli.sim.checker import check
+from bhandar_cli.client.outcomes import ClientError
+from bhandar_cli.core.membership.ring import key_token
+from bhandar_cli.core.model.config import KeyspaceDef, NodeConfig
+from bhandar_cli.core.model.errors import BadInput, Unavailable
+from bhandar_cli.core.model.records import Record, merge_records
+from bhandar_cli.fleet import cluster_file, supervisor
+from bhandar_cli.node import admin
+from bhandar_cli.node.net.rpc_errors import RpcError
+from bhandar_cli.sim.checker.check import check
 from bhandar_cli.sim.history import CheckResult, History
 from bhandar_cli.soak.faults import FAULT_ERRORS, FaultLog, FaultSchedule, FaultTimes
 from bhandar_cli.soak.load import KEYSPACES, LoadStats, SoakClient
@@ -259,4 +260,4 @@ async def own_cluster() -> AsyncIterator[Path]:
         yield directory
     finally:
         with trio.CancelScope(shield=True):
-            await supervisor.down(clusterfile.load(directory))
+            await supervisor.down(cluster_file.load(directory))

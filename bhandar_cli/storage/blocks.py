@@ -19,7 +19,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from bhandar_cli.storage.records import DELETE, KIND_NAMES
+from bhandar_cli.storage.record_kinds import DELETE, KIND_NAMES
 
 DEFAULT_BLOCK_BYTES = 4096
 _U32 = struct.Struct("<I")

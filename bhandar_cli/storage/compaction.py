@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from itertools import groupby
 from operator import itemgetter
 
-from bhandar_cli.storage.records import DELETE, MERGE, VALUE, Merge, resolve
+from bhandar_cli.storage.record_kinds import DELETE, MERGE, VALUE, Merge, resolve
 
 Entry = tuple[bytes, int, bytes | None]  # (key, kind, value)
 _KEY = itemgetter(0)

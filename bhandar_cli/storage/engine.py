@@ -64,12 +64,11 @@ from typing import TypeVar
 from bhandar_cli.storage import archive, compaction, reads, recovery, wal
 from bhandar_cli.storage.cipher import mark_key
 from bhandar_cli.storage.damage import Corruption, DamageLog
-from bhandar_cli.storage.disk import Disk
-from bhandar_cli.storage.errors import CorruptTableError
+from bhandar_cli.storage.disk.interface import Disk
 from bhandar_cli.storage.jobs import BackgroundJob
 from bhandar_cli.storage.memtable import Memtable
 from bhandar_cli.storage.options import EngineOptions
-from bhandar_cli.storage.records import DELETE, MERGE, VALUE, Merge, encode_op, encode_time_mark
+from bhandar_cli.storage.record_kinds import DELETE, MERGE, VALUE, Merge, encode_op, encode_time_mark
 from bhandar_cli.storage.recovery import restore_snapshot
 from bhandar_cli.storage.reports import (
     CompactionReport,
@@ -80,6 +79,7 @@ from bhandar_cli.storage.reports import (
 )
 from bhandar_cli.storage.sstable import BlockCache
 from bhandar_cli.storage.status import EngineStatus
+from bhandar_cli.storage.storage_errors import CorruptTableError
 from bhandar_cli.storage.syncs import GroupCommit
 from bhandar_cli.storage.tree import Tree
 from bhandar_cli.storage.wal import WALWriter

@@ -24,12 +24,12 @@ from typing import Protocol
 
 from bhandar_cli.storage.compaction import Entry, merge_runs
 from bhandar_cli.storage.damage import Corruption, DamageLog
-from bhandar_cli.storage.disk import Disk
-from bhandar_cli.storage.errors import CorruptTableError
+from bhandar_cli.storage.disk.interface import Disk
 from bhandar_cli.storage.memtable import SealedMemtable
-from bhandar_cli.storage.records import Merge
+from bhandar_cli.storage.record_kinds import Merge
 from bhandar_cli.storage.reports import JobReport
 from bhandar_cli.storage.sstable import BlockCache, Table, TableWriter
+from bhandar_cli.storage.storage_errors import CorruptTableError
 
 FLUSH, COMPACTION = "flush", "compaction"
 

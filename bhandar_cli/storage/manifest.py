@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bhandar_cli.storage.cipher import DataCipher
-from bhandar_cli.storage.disk import Disk, join, write_file_atomically
-from bhandar_cli.storage.errors import CorruptManifestError, DataKeyError
+from bhandar_cli.storage.disk.interface import Disk, join, write_file_atomically
+from bhandar_cli.storage.storage_errors import CorruptManifestError, DataKeyError
 
 NAME = "MANIFEST"
 GENERATION = "GENERATION"

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from sortedcontainers import SortedDict
 
-from bhandar_cli.storage.records import DELETE, MERGE, VALUE, Merge
+from bhandar_cli.storage.record_kinds import DELETE, MERGE, VALUE, Merge
 from bhandar_cli.storage.wal import WALWriter
 
 ENTRY_OVERHEAD = 48  # rough cost of the tuple and dict slot, so tiny values still count

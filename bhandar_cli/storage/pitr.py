@@ -1,7 +1,7 @@
 """Point-in-time restore: which archived writes a restore brings back, and which it discards.
 
 A snapshot's archive (archive.py) holds every WAL written after it, in order; each write there
-follows a time mark (records.py) saying when it was made. `split` replays them as recovery does
+follows a time mark (record_kinds.py) saying when it was made. `split` replays them as recovery does
 (wal.parse: a torn tail or a damaged stretch costs only its own records) and cuts at `until`:
 the writes made at or before it are kept (their payloads go into the restored directory as one
 WAL, see recovery.restore_snapshot), the later ones are discarded and counted. Without `until`
@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 from bhandar_cli.storage import archive, wal
 from bhandar_cli.storage.cipher import DataCipher
-from bhandar_cli.storage.disk import Disk
-from bhandar_cli.storage.records import decode_log_link, decode_op, decode_time_mark
+from bhandar_cli.storage.disk.interface import Disk
+from bhandar_cli.storage.record_kinds import decode_log_link, decode_op, decode_time_mark
 
 
 class NoWriteTimes(ValueError):

@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 from bhandar_cli.storage import compaction
 from bhandar_cli.storage.bloom import bloom_hash, filter_hash
 from bhandar_cli.storage.memtable import Memtable, SealedMemtable
-from bhandar_cli.storage.records import DELETE, MERGE, VALUE, Merge
+from bhandar_cli.storage.record_kinds import DELETE, MERGE, VALUE, Merge
 from bhandar_cli.storage.sstable import Table
 
 Record = tuple[int, bytes | None]  # (kind, value)

@@ -14,13 +14,13 @@ from dataclasses import dataclass, replace
 from bhandar_cli.storage import archive, damage, manifest, wal
 from bhandar_cli.storage.cipher import DataCipher, check_key
 from bhandar_cli.storage.damage import Corruption, DamageLog, KeyInterval
-from bhandar_cli.storage.disk import Disk, join
-from bhandar_cli.storage.errors import CorruptManifestError, CorruptTableError
+from bhandar_cli.storage.disk.interface import Disk, join
 from bhandar_cli.storage.manifest import Manifest, file_name, file_number
 from bhandar_cli.storage.memtable import Memtable
-from bhandar_cli.storage.records import Merge, decode_log_link, decode_op, decode_time_mark
+from bhandar_cli.storage.record_kinds import Merge, decode_log_link, decode_op, decode_time_mark
 from bhandar_cli.storage.reports import Quarantined
 from bhandar_cli.storage.sstable import BlockCache, Table
+from bhandar_cli.storage.storage_errors import CorruptManifestError, CorruptTableError
 from bhandar_cli.storage.wal import WALReport
 
 QUARANTINE = "quarantine"
@@ -151,7 +151,7 @@ def _replay_logs(
     plain_ok: frozenset[str] | None = None,
     log: DamageLog | None = None,
 ) -> tuple[list[int], list[WALReport]]:
-    """Replay WALs in order into `memtable`, up to the first gap (see records.py's log links);
+    """Replay WALs in order into `memtable`, up to the first gap (see record_kinds.py's log links);
     the WALs after a gap are deleted, and a plain one an encrypting engine may not read (not in
     `plain_ok`) is quarantined unread. Returns the WALs kept and a report for every WAL."""
     reports: list[WALReport] = []

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
-from bhandar_cli.storage.errors import EngineClosedError, EngineFailedError
+from bhandar_cli.storage.storage_errors import EngineClosedError, EngineFailedError
 
 
 class EngineStatus:

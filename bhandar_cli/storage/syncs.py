@@ -19,7 +19,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from bhandar_cli.storage.errors import EngineFailedError
+from bhandar_cli.storage.storage_errors import EngineFailedError
 from bhandar_cli.storage.wal import WALWriter
 
 

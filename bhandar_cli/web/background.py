@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from bhandar_cli.core.errors import BadInput
+from bhandar_cli.core.model.errors import BadInput
 
 if TYPE_CHECKING:
     from bhandar_cli.repl.session import Session

@@ -1,7 +1,7 @@
 """`bhandar demo NAME --web`: the web view served beside a classroom demo, its narration on the page.
 
 The page is the one the REPL's `web` command serves (background.py), started on the demo's session
-before the first step; the demo's Narration (repl/demo_narration.py) feeds the snapshot's `demo`
+before the first step; the demo's Narration (teach/narration.py) feeds the snapshot's `demo`
 field, which the page draws in its Narration panel. When the demo has run to its end (every step,
 or a failed expectation) the page stays up until Enter or Ctrl-C, so the class can look at the
 final state and the last ✓ or ✗; at the end of input (a script, stdin from /dev/null) it stops at
@@ -18,12 +18,12 @@ import trio
 from rich.console import Console
 from rich.text import Text
 
-from bhandar_cli.repl.demo_narration import Narration
+from bhandar_cli.teach.narration import Narration
 from bhandar_cli.web.background import serve_in_background, stop_serving
 
 if TYPE_CHECKING:
-    from bhandar_cli.repl.demo_runner import WebPage
     from bhandar_cli.repl.session import Session
+    from bhandar_cli.teach.demo_runner import WebPage
 
 
 class _Reader(Protocol):  # the runner's line reader (demo_runner._EndAware)

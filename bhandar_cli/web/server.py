@@ -1,6 +1,6 @@
 """The web view's HTTP server: the page, its state as Server-Sent Events, and its command box.
 
-An ASGI app on hypercorn's trio worker, the stack of the node's HTTP API (node/http.py). One
+An ASGI app on hypercorn's trio worker, the stack of the node's HTTP API (node/http/api.py). One
 producer task builds the state snapshot (web/state.py) while at least one page is open, at most
 `1 / MIN_INTERVAL` times a second and never more than a third of the time (a slow snapshot under
 load spaces the next one out), and publishes it only when it changed; each page's event stream
@@ -33,7 +33,7 @@ from typing import Any
 
 import trio
 
-from bhandar_cli.asgi import BodyRefused, Limits, Receive, RequestBody, Scope, Send, lifespan, serve
+from bhandar_cli.node.http.asgi import BodyRefused, Limits, Receive, RequestBody, Scope, Send, lifespan, serve
 from bhandar_cli.repl.session import Reply, Session
 from bhandar_cli.web.state import WebState
 

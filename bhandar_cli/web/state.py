@@ -12,7 +12,7 @@ import io
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
-from bhandar_cli.core.errors import BhandarError
+from bhandar_cli.core.model.errors import BhandarError
 from bhandar_cli.web.sequence import DATA_COMMANDS, request_view
 
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ class WebState:
         self.demo: dict[str, Any] | None = None  # the classroom demo being played, if any
 
     def set_demo(self, view: dict[str, Any]) -> None:
-        """A Narration listener (repl/demo_narration.py): the demo's step, narration and checks."""
+        """A Narration listener (teach/narration.py): the demo's step, narration and checks."""
         self.demo = view
         self.version += 1
 

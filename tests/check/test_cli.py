@@ -12,8 +12,8 @@ import typer
 from typer.testing import CliRunner, Result
 
 from bhandar_cli.check.nemesis import SCENARIOS
-from bhandar_cli.cmd.bench_check import bench_check
-from bhandar_cli.cmd.check import check
+from bhandar_cli.cli.bench_check_cmd import bench_check
+from bhandar_cli.cli.check_cmd import check
 from tests.check.support import NODES, py
 
 QUICK = ["--time-limit", "0.6s", "--recovery", "0.3s", "--timeout", "0.5s", "--rate", "40", "--seed", "2"]

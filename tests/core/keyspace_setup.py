@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from bhandar_cli.core.config import KeyspaceDef
-from bhandar_cli.core.messages import KeyspaceRequest, KeyspaceResult
-from bhandar_cli.sim.cluster import SimCluster
+from bhandar_cli.core.model.config import KeyspaceDef
+from bhandar_cli.core.protocol.messages import KeyspaceRequest, KeyspaceResult
+from bhandar_cli.sim.sim_cluster import SimCluster
 
 
 def create_keyspace(c: SimCluster, ks: KeyspaceDef | str, via: str = "A") -> KeyspaceDef:

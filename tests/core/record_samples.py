@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from bhandar_cli.core.crdt import ActorCount, PNCounter
-from bhandar_cli.core.records import Record, Versioned
-from bhandar_cli.core.versions import Sibling
+from bhandar_cli.core.model.crdt import ActorCount, PNCounter
+from bhandar_cli.core.model.records import Record, Versioned
+from bhandar_cli.core.model.versions import Sibling
 
 # Non-ASCII names, and integers past 64 bits (bignums in CBOR).
 names = st.text(alphabet="ABZé€\U0001f600", min_size=1, max_size=3)

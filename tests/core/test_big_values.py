@@ -1,4 +1,4 @@
-"""Values at the size limit (core/limits.py MAX_VALUE_BYTES) through every path that carries them
+"""Values at the size limit (core/model/limits.py MAX_VALUE_BYTES) through every path that carries them
 between nodes, on a simulated cluster: replicated by a write, hinted for a down replica and handed
 off when it is back, repaired by anti-entropy, and streamed to a joining node in batches cut by
 bytes (a batch of a hundred of them would be a frame no peer takes)."""
@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 
-from bhandar_cli.core import streaming
-from bhandar_cli.core.config import KeyspaceDef, NodeConfig
-from bhandar_cli.core.limits import MAX_VALUE_BYTES
-from bhandar_cli.core.messages import (
+from bhandar_cli.core.membership.ring import key_token
+from bhandar_cli.core.model.config import KeyspaceDef, NodeConfig
+from bhandar_cli.core.model.limits import MAX_VALUE_BYTES
+from bhandar_cli.core.model.records import Versioned
+from bhandar_cli.core.protocol.messages import (
     Failure,
     GetRequest,
     GetResult,
@@ -22,10 +23,9 @@ from bhandar_cli.core.messages import (
     RepairRequest,
     Send,
 )
-from bhandar_cli.core.records import Versioned
-from bhandar_cli.core.repair_transfer import BATCH_BYTES, record_bytes
-from bhandar_cli.core.ring import key_token
-from bhandar_cli.sim.cluster import SimCluster
+from bhandar_cli.core.repair.repair_transfer import BATCH_BYTES, record_bytes
+from bhandar_cli.core.roles import streaming
+from bhandar_cli.sim.sim_cluster import SimCluster
 
 BLOB = "application/octet-stream"
 BIG = KeyspaceDef("big")

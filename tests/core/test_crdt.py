@@ -10,7 +10,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bhandar_cli.core.crdt import EMPTY_COUNTER, PNCounter
+from bhandar_cli.core.model.crdt import EMPTY_COUNTER, PNCounter
 
 ACTORS = ("A", "B", "C")
 

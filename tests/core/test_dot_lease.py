@@ -10,15 +10,15 @@ from typing import Any
 
 import pytest
 
-from bhandar_cli.core.dot_lease import LEASE, META, DotLease
-from bhandar_cli.core.messages import DotLeaseSaved, Failure, PutRequest, PutResult
-from bhandar_cli.core.records import Versioned
-from bhandar_cli.core.store import MemoryStore, Store
-from bhandar_cli.core.versions import JSON
-from bhandar_cli.node.disk import RealDisk
-from bhandar_cli.sim.cluster import SimCluster
-from bhandar_cli.sim.storage_faults import LSMHosts
-from bhandar_cli.storage.record_store import RecordStore
+from bhandar_cli.core.model.records import Versioned
+from bhandar_cli.core.model.store import MemoryStore, Store
+from bhandar_cli.core.model.versions import JSON
+from bhandar_cli.core.protocol.messages import DotLeaseSaved, Failure, PutRequest, PutResult
+from bhandar_cli.core.roles.dot_lease import LEASE, META, DotLease
+from bhandar_cli.sim.chaos.storage_faults import LSMHosts
+from bhandar_cli.sim.sim_cluster import SimCluster
+from bhandar_cli.storage.disk.real_disk import RealDisk
+from bhandar_cli.store.record_store import RecordStore
 
 
 class PowerCutStore(MemoryStore):

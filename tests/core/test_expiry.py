@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import pytest
 
-from bhandar_cli.core.config import KeyspaceDef, NodeConfig, parse_ttl, show_ttl
-from bhandar_cli.core.errors import BadInput
-from bhandar_cli.core.expiry import expire
-from bhandar_cli.core.messages import GetRequest, GetResult, PutRequest, PutResult
-from bhandar_cli.core.records import Versioned, merge_records
-from bhandar_cli.core.ring import key_token
-from bhandar_cli.core.versions import JSON, Sibling
+from bhandar_cli.core.membership.ring import key_token
+from bhandar_cli.core.model.config import KeyspaceDef, NodeConfig, parse_ttl, show_ttl
+from bhandar_cli.core.model.errors import BadInput
+from bhandar_cli.core.model.records import Versioned, merge_records
+from bhandar_cli.core.model.versions import JSON, Sibling
+from bhandar_cli.core.protocol.messages import GetRequest, GetResult, PutRequest, PutResult
+from bhandar_cli.core.roles.expiry import expire
 from bhandar_cli.core.wire import from_wire, to_wire
-from bhandar_cli.sim.cluster import SimCluster
+from bhandar_cli.sim.sim_cluster import SimCluster
 from tests.core.keyspace_setup import create_keyspace
 
 TTL = 60
@@ -149,9 +149,9 @@ def test_unexpired_values_are_left_alone_by_the_sweep() -> None:
 
 
 def test_on_disk_an_expired_value_becomes_a_tombstone_and_compaction_drops_it_once_reaped() -> None:
-    from bhandar_cli.sim.disk import SimDisk
+    from bhandar_cli.storage.disk.sim_disk import SimDisk
     from bhandar_cli.storage.engine import EngineOptions
-    from bhandar_cli.storage.record_store import RecordStore
+    from bhandar_cli.store.record_store import RecordStore
 
     disk = SimDisk()
     disk.makedirs("/n")

@@ -4,7 +4,11 @@ quorum is reachable; a forwarded increment never does, since it could count twic
 
 from __future__ import annotations
 
-from bhandar_cli.core.messages import (
+from bhandar_cli.core.membership.ring import key_token
+from bhandar_cli.core.model.metrics import NodeMetrics
+from bhandar_cli.core.model.records import Versioned
+from bhandar_cli.core.model.versions import JSON
+from bhandar_cli.core.protocol.messages import (
     Failure,
     GetRequest,
     GetResult,
@@ -13,11 +17,7 @@ from bhandar_cli.core.messages import (
     PutRequest,
     PutResult,
 )
-from bhandar_cli.core.metrics import NodeMetrics
-from bhandar_cli.core.records import Versioned
-from bhandar_cli.core.ring import key_token
-from bhandar_cli.core.versions import JSON
-from bhandar_cli.sim.cluster import SimCluster
+from bhandar_cli.sim.sim_cluster import SimCluster
 
 KS = "kv"
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from random import Random
 
-from bhandar_cli.core.gossip import GossipAck, GossipLiveness, GossipSyn
-from bhandar_cli.core.membership import MemberState
-from bhandar_cli.core.messages import Send
+from bhandar_cli.core.membership.gossip import GossipAck, GossipLiveness, GossipSyn
+from bhandar_cli.core.membership.members import MemberState
+from bhandar_cli.core.protocol.messages import Send
 
 
 def state(node: str, heartbeat: int, generation: int = 1) -> MemberState:

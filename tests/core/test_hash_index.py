@@ -5,18 +5,18 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bhandar_cli.core.hash_index import STAGED_BYTES, HashIndex
-from bhandar_cli.core.indexed_store import IndexedStore
-from bhandar_cli.core.merkle import RING_SIZE, HashProbe, MerkleTree, answer
-from bhandar_cli.core.merkle_diff import DiffSession
-from bhandar_cli.core.range_tree import RangeTree
-from bhandar_cli.core.reaping import is_tombstone
-from bhandar_cli.core.record_digest import digest
-from bhandar_cli.core.records import Versioned
-from bhandar_cli.core.ring import key_token
-from bhandar_cli.core.store import MemoryStore
-from bhandar_cli.core.token_hashes import STAGED_MAX, TokenHashes
-from bhandar_cli.core.versions import Sibling
+from bhandar_cli.core.membership.ring import key_token
+from bhandar_cli.core.model.record_digest import digest
+from bhandar_cli.core.model.records import Versioned
+from bhandar_cli.core.model.store import MemoryStore
+from bhandar_cli.core.model.versions import Sibling
+from bhandar_cli.core.repair.hash_index import STAGED_BYTES, HashIndex
+from bhandar_cli.core.repair.indexed_store import IndexedStore
+from bhandar_cli.core.repair.merkle import RING_SIZE, HashProbe, MerkleTree, answer
+from bhandar_cli.core.repair.merkle_diff import DiffSession
+from bhandar_cli.core.repair.range_tree import RangeTree
+from bhandar_cli.core.repair.reaping import is_tombstone
+from bhandar_cli.core.repair.token_hashes import STAGED_MAX, TokenHashes
 from tests.core.record_samples import versioned
 
 KEYSPACES = ("ks", "other")

@@ -1,6 +1,6 @@
 """The seed's hash and PRNG, checked against values printed by node (see each comment)."""
 
-from bhandar_cli.core.hashing import Mulberry32, hash32, hash32_codepoints
+from bhandar_cli.core.model.hashing import Mulberry32, hash32, hash32_codepoints
 
 
 def test_mulberry32_matches_javascript() -> None:

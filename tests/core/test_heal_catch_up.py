@@ -3,10 +3,10 @@ replicas agree (the mechanism `bhandar bench repair` times on processes)."""
 
 from __future__ import annotations
 
-from bhandar_cli.core.config import NodeConfig
-from bhandar_cli.core.messages import PutRequest, PutResult, Result
-from bhandar_cli.core.ring import key_token
-from bhandar_cli.sim.cluster import SimCluster
+from bhandar_cli.core.membership.ring import key_token
+from bhandar_cli.core.model.config import NodeConfig
+from bhandar_cli.core.protocol.messages import PutRequest, PutResult, Result
+from bhandar_cli.sim.sim_cluster import SimCluster
 
 JSON = "application/json"
 # Anti-entropy off: only hinted handoff brings the isolated replica up to date here.

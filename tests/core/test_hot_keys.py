@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from bhandar_cli.core.hot_keys import HotKeys
+from bhandar_cli.core.roles.hot_keys import HotKeys
 
 
 def test_the_sketch_never_holds_more_than_its_capacity() -> None:

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from bhandar_cli.core.config import KeyspaceDef
-from bhandar_cli.core.errors import BadInput, KeyspaceConflict, UnknownKeyspace
-from bhandar_cli.core.keyspaces import MAX_KEYSPACES, Keyspaces
-from bhandar_cli.core.messages import (
+from bhandar_cli.core.model.config import KeyspaceDef
+from bhandar_cli.core.model.errors import BadInput, KeyspaceConflict, UnknownKeyspace
+from bhandar_cli.core.model.keyspaces import MAX_KEYSPACES, Keyspaces
+from bhandar_cli.core.model.records import Versioned
+from bhandar_cli.core.model.store import MemoryStore
+from bhandar_cli.core.model.versions import JSON, Sibling
+from bhandar_cli.core.protocol.messages import (
     Failure,
     GetRequest,
     GetResult,
@@ -21,10 +24,7 @@ from bhandar_cli.core.messages import (
     ReplicaWrite,
     Send,
 )
-from bhandar_cli.core.records import Versioned
-from bhandar_cli.core.store import MemoryStore
-from bhandar_cli.core.versions import JSON, Sibling
-from bhandar_cli.sim.cluster import SimCluster
+from bhandar_cli.sim.sim_cluster import SimCluster
 
 BAD_NAMES = [".", "..", "A", "Kv", "a" * 65, "a/b", "", "a.b", "a b", "é"]
 

@@ -1,4 +1,4 @@
-"""Input limits (core/limits.py) as the core enforces them, and forged contexts that cannot lock a key.
+"""Input limits (core/model/limits.py) as the core enforces them, and forged contexts that cannot lock a key.
 
 Requests are handed to the nodes as raw frames would deliver them: nothing checked them first.
 """
@@ -12,9 +12,10 @@ from typing import Any
 import cbor2
 import pytest
 
-from bhandar_cli.core.context import decode_context, encode_context
-from bhandar_cli.core.errors import BadInput, TooLarge
-from bhandar_cli.core.limits import (
+from bhandar_cli.core.membership.ring import key_token
+from bhandar_cli.core.model.context import decode_context, encode_context
+from bhandar_cli.core.model.errors import BadInput, TooLarge
+from bhandar_cli.core.model.limits import (
     MAX_INTEGER,
     NotJson,
     check_context,
@@ -23,7 +24,9 @@ from bhandar_cli.core.limits import (
     json_depth,
     parse_json,
 )
-from bhandar_cli.core.messages import (
+from bhandar_cli.core.model.records import Versioned
+from bhandar_cli.core.model.versions import BYTES, JSON, context_of
+from bhandar_cli.core.protocol.messages import (
     ClientRequest,
     Failure,
     GetRequest,
@@ -33,10 +36,7 @@ from bhandar_cli.core.messages import (
     PutRequest,
     PutResult,
 )
-from bhandar_cli.core.records import Versioned
-from bhandar_cli.core.ring import key_token
-from bhandar_cli.core.versions import BYTES, JSON, context_of
-from bhandar_cli.sim.cluster import SimCluster
+from bhandar_cli.sim.sim_cluster import SimCluster
 
 KV, COUNTERS = "kv", "counters"
 
@@ -296,6 +296,6 @@ def test_forged_counters_for_many_actors_still_leave_the_key_writable() -> None:
 
 def test_size_errors_are_too_large() -> None:
     with pytest.raises(TooLarge):
-        from bhandar_cli.core.limits import check_value_size
+        from bhandar_cli.core.model.limits import check_value_size
 
         check_value_size(b"x" * ((1 << 20) + 1))

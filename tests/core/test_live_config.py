@@ -1,4 +1,4 @@
-"""The cluster configuration in the core: validating a change (core/live_config.py) and a Node
+"""The cluster configuration in the core: validating a change (core/model/live_config.py) and a Node
 taking one at runtime (`Node.reconfigure`), with nothing changed when it is refused."""
 
 from __future__ import annotations
@@ -7,14 +7,14 @@ from random import Random
 
 import pytest
 
-from bhandar_cli.core.config import NodeConfig
-from bhandar_cli.core.errors import BadInput
-from bhandar_cli.core.live_config import SETTINGS, LiveConfig
-from bhandar_cli.core.messages import Failure, GetRequest, Respond
+from bhandar_cli.core.membership.phi import PhiConfig, PhiDetectors
+from bhandar_cli.core.membership.ring import Ring
+from bhandar_cli.core.model.config import NodeConfig
+from bhandar_cli.core.model.errors import BadInput
+from bhandar_cli.core.model.live_config import SETTINGS, LiveConfig
+from bhandar_cli.core.model.store import MemoryStore
 from bhandar_cli.core.node import Node
-from bhandar_cli.core.phi import PhiConfig, PhiDetectors
-from bhandar_cli.core.ring import Ring
-from bhandar_cli.core.store import MemoryStore
+from bhandar_cli.core.protocol.messages import Failure, GetRequest, Respond
 
 CONFIG = NodeConfig(liveness="ping", repair_interval=0)
 

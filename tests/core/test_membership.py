@@ -10,8 +10,11 @@ import copy
 
 import pytest
 
-from bhandar_cli.core.config import NodeConfig
-from bhandar_cli.core.messages import (
+from bhandar_cli.core.membership.ring import key_token
+from bhandar_cli.core.model.config import NodeConfig
+from bhandar_cli.core.model.records import Versioned
+from bhandar_cli.core.model.versions import context_of
+from bhandar_cli.core.protocol.messages import (
     DecommissionRequest,
     GetRequest,
     GetResult,
@@ -21,10 +24,7 @@ from bhandar_cli.core.messages import (
     RepairRequest,
     RepairResult,
 )
-from bhandar_cli.core.records import Versioned
-from bhandar_cli.core.ring import key_token
-from bhandar_cli.core.versions import context_of
-from bhandar_cli.sim.cluster import SimCluster
+from bhandar_cli.sim.sim_cluster import SimCluster
 
 JSON = "application/json"
 

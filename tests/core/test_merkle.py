@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bhandar_cli.core.merkle import (
+from bhandar_cli.core.repair.merkle import (
     EMPTY_HASH,
     RING_SIZE,
     HashProbe,
@@ -14,7 +14,7 @@ from bhandar_cli.core.merkle import (
     ProbeReply,
     range_size,
 )
-from bhandar_cli.core.merkle_diff import DiffSession, diff, render_lines
+from bhandar_cli.core.repair.merkle_diff import DiffSession, diff, render_lines
 
 tokens = st.integers(0, RING_SIZE - 1)
 depths = st.integers(0, 8)

@@ -8,9 +8,13 @@ replaying a chaos seed, so it keeps failing without its fix whatever else change
 
 from __future__ import annotations
 
-from bhandar_cli.core.config import KeyspaceDef, NodeConfig
-from bhandar_cli.core.crdt import EMPTY_COUNTER, PNCounter
-from bhandar_cli.core.messages import (
+from bhandar_cli.core.membership.ring import Ring, key_token, node_tokens
+from bhandar_cli.core.model.config import KeyspaceDef, NodeConfig
+from bhandar_cli.core.model.crdt import EMPTY_COUNTER, PNCounter
+from bhandar_cli.core.model.records import Versioned
+from bhandar_cli.core.model.versions import Sibling
+from bhandar_cli.core.node import Node
+from bhandar_cli.core.protocol.messages import (
     DecommissionRequest,
     Failure,
     GetRequest,
@@ -23,11 +27,7 @@ from bhandar_cli.core.messages import (
     PutResult,
     ReplicaWrite,
 )
-from bhandar_cli.core.node import Node
-from bhandar_cli.core.records import Versioned
-from bhandar_cli.core.ring import Ring, key_token, node_tokens
-from bhandar_cli.core.versions import Sibling
-from bhandar_cli.sim.cluster import SimCluster
+from bhandar_cli.sim.sim_cluster import SimCluster
 
 JSON = "application/json"
 STRICT = KeyspaceDef("strict", quorum="strict")

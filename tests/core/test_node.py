@@ -12,10 +12,16 @@ from collections import deque
 from collections.abc import Callable
 from random import Random
 
-from bhandar_cli.core.config import KeyspaceDef, NodeConfig
-from bhandar_cli.core.gossip import GossipAck
-from bhandar_cli.core.membership import MemberState
-from bhandar_cli.core.messages import (
+from bhandar_cli.core.membership.gossip import GossipAck
+from bhandar_cli.core.membership.members import MemberState
+from bhandar_cli.core.membership.ring import RING_SIZE, Ring, key_token
+from bhandar_cli.core.model.config import KeyspaceDef, NodeConfig
+from bhandar_cli.core.model.record_digest import digest
+from bhandar_cli.core.model.records import Versioned
+from bhandar_cli.core.model.store import MemoryStore
+from bhandar_cli.core.model.versions import Sibling
+from bhandar_cli.core.node import Node
+from bhandar_cli.core.protocol.messages import (
     ClientReply,
     Effect,
     Failure,
@@ -32,12 +38,6 @@ from bhandar_cli.core.messages import (
     Result,
     Send,
 )
-from bhandar_cli.core.node import Node
-from bhandar_cli.core.record_digest import digest
-from bhandar_cli.core.records import Versioned
-from bhandar_cli.core.ring import RING_SIZE, Ring, key_token
-from bhandar_cli.core.store import MemoryStore
-from bhandar_cli.core.versions import Sibling
 
 CONFIG = NodeConfig(liveness="ping", repair_interval=0)
 JSON = "application/json"

@@ -7,8 +7,17 @@ import math
 
 import pytest
 
-from bhandar_cli.core.messages import ClientReply, Failure, GetResult, PutRequest, PutResult, Respond, Send
-from bhandar_cli.core.ops import (
+from bhandar_cli.core.model.records import Versioned
+from bhandar_cli.core.protocol.messages import (
+    ClientReply,
+    Failure,
+    GetResult,
+    PutRequest,
+    PutResult,
+    Respond,
+    Send,
+)
+from bhandar_cli.core.protocol.ops import (
     ForwardOp,
     HandoffOp,
     PutOp,
@@ -19,8 +28,7 @@ from bhandar_cli.core.ops import (
     answer,
     finish,
 )
-from bhandar_cli.core.optable import IdSource, OpTable
-from bhandar_cli.core.records import Versioned
+from bhandar_cli.core.protocol.optable import IdSource, OpTable
 
 
 def forward(deadline: float, target: str = "B") -> ForwardOp:

@@ -11,9 +11,12 @@ changes a run.
 
 from __future__ import annotations
 
-from bhandar_cli.core.config import KeyspaceDef, NodeConfig
-from bhandar_cli.core.crdt import PNCounter
-from bhandar_cli.core.messages import (
+from bhandar_cli.core.membership.ring import Ring, key_token, node_tokens
+from bhandar_cli.core.model.config import KeyspaceDef, NodeConfig
+from bhandar_cli.core.model.crdt import PNCounter
+from bhandar_cli.core.model.records import Record, Versioned
+from bhandar_cli.core.model.versions import context_of
+from bhandar_cli.core.protocol.messages import (
     DecommissionRequest,
     Failure,
     GetRequest,
@@ -26,10 +29,7 @@ from bhandar_cli.core.messages import (
     PutResult,
     RepairRequest,
 )
-from bhandar_cli.core.records import Record, Versioned
-from bhandar_cli.core.ring import Ring, key_token, node_tokens
-from bhandar_cli.core.versions import context_of
-from bhandar_cli.sim.cluster import SimCluster
+from bhandar_cli.sim.sim_cluster import SimCluster
 
 JSON = "application/json"
 KV = KeyspaceDef("strict", quorum="strict")

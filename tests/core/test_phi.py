@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bhandar_cli.core.phi import PhiAccrualDetector, PhiConfig, PhiDetectors, phi_of
+from bhandar_cli.core.membership.phi import PhiAccrualDetector, PhiConfig, PhiDetectors, phi_of
 
 STEADY_BOUND = 2.5226  # seconds of silence before phi reaches 8 (see the module docstring)
 

@@ -6,9 +6,9 @@ which replicas a read asked and which it repaired.
 
 from __future__ import annotations
 
-from bhandar_cli.core.messages import GetRequest, GetResult, PutResult, ReplicaRead, ReplicaWrite
-from bhandar_cli.core.records import Versioned
-from bhandar_cli.core.ring import key_token
+from bhandar_cli.core.membership.ring import key_token
+from bhandar_cli.core.model.records import Versioned
+from bhandar_cli.core.protocol.messages import GetRequest, GetResult, PutResult, ReplicaRead, ReplicaWrite
 from tests.core.test_node import Wire, cluster, key_where, put
 
 

@@ -13,11 +13,11 @@ import cbor2
 import pytest
 from hypothesis import given, settings
 
-from bhandar_cli.core import records as records_module
-from bhandar_cli.core.crdt import ActorCount, PNCounter
-from bhandar_cli.core.record_digest import canonical_bytes, digest
-from bhandar_cli.core.records import Record, Versioned, to_plain
-from bhandar_cli.core.versions import Sibling
+from bhandar_cli.core.model import records as records_module
+from bhandar_cli.core.model.crdt import ActorCount, PNCounter
+from bhandar_cli.core.model.record_digest import canonical_bytes, digest
+from bhandar_cli.core.model.records import Record, Versioned, to_plain
+from bhandar_cli.core.model.versions import Sibling
 from tests.core.record_samples import FORMAT1_DIGESTS, LWW, SAMPLES, records
 
 
@@ -86,10 +86,10 @@ def test_digest_does_not_use_the_plain_form_that_disk_and_wire_carry(monkeypatch
 
 _PROBE = """
 import json, sys
-from bhandar_cli.core.crdt import ActorCount, PNCounter
-from bhandar_cli.core.record_digest import digest
-from bhandar_cli.core.records import Versioned
-from bhandar_cli.core.versions import Sibling
+from bhandar_cli.core.model.crdt import ActorCount, PNCounter
+from bhandar_cli.core.model.record_digest import digest
+from bhandar_cli.core.model.records import Versioned
+from bhandar_cli.core.model.versions import Sibling
 actors = {f"actor-{i}" for i in range(40)}  # set and dict order follow the per-process hash seed
 context = {a: int(a.split("-")[1]) for a in actors}
 record = Versioned((Sibling(("A", 1), context, b"v", ts=2.5),))

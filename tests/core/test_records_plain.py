@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 
-from bhandar_cli.core.crdt import ActorCount, PNCounter
-from bhandar_cli.core.records import Record, from_plain, to_plain
+from bhandar_cli.core.model.crdt import ActorCount, PNCounter
+from bhandar_cli.core.model.records import Record, from_plain, to_plain
 from tests.core.record_samples import SAMPLES, records
 
 

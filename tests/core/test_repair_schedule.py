@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from bhandar_cli.core.config import KeyspaceDef, NodeConfig
-from bhandar_cli.core.repair_schedule import RepairSchedule, ReplicatedRange
+from bhandar_cli.core.model.config import KeyspaceDef, NodeConfig
+from bhandar_cli.core.repair.repair_schedule import RepairSchedule, ReplicatedRange
 
 KS = KeyspaceDef("ks")
 RANGES: list[ReplicatedRange] = [(KS, i * 10, i * 10 + 10, ("B", "C")) for i in range(4)]

@@ -6,15 +6,15 @@ from random import Random
 
 import pytest
 
-from bhandar_cli.core.antientropy import RepairFetch, RepairFetchReply, RepairPush
-from bhandar_cli.core.config import KeyspaceDef, NodeConfig
-from bhandar_cli.core.messages import KeyspaceRequest, RepairRequest, RepairResult, Send
+from bhandar_cli.core.membership.ring import Ring
+from bhandar_cli.core.model.config import KeyspaceDef, NodeConfig
+from bhandar_cli.core.model.records import Versioned
+from bhandar_cli.core.model.store import MemoryStore
+from bhandar_cli.core.model.versions import Sibling
 from bhandar_cli.core.node import Node
-from bhandar_cli.core.records import Versioned
-from bhandar_cli.core.repair_transfer import BATCH_BYTES, FETCH_KEYS, WINDOW, KeyTransfer, record_bytes
-from bhandar_cli.core.ring import Ring
-from bhandar_cli.core.store import MemoryStore
-from bhandar_cli.core.versions import Sibling
+from bhandar_cli.core.protocol.messages import KeyspaceRequest, RepairRequest, RepairResult, Send
+from bhandar_cli.core.repair.antientropy import RepairFetch, RepairFetchReply, RepairPush
+from bhandar_cli.core.repair.repair_transfer import BATCH_BYTES, FETCH_KEYS, WINDOW, KeyTransfer, record_bytes
 from tests.core.test_node import Wire
 
 KEYS = 700

@@ -3,7 +3,7 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bhandar_cli.core.ring import Ring, key_token, moved_keys
+from bhandar_cli.core.membership.ring import Ring, key_token, moved_keys
 
 node_names = st.lists(st.sampled_from("ABCDEFGHIJKL"), min_size=1, max_size=10, unique=True)
 

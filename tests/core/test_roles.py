@@ -7,24 +7,24 @@ from random import Random
 
 import pytest
 
-from bhandar_cli.core.config import KeyspaceDef, NodeConfig
-from bhandar_cli.core.handoff import HintedHandoff
-from bhandar_cli.core.hints import HintQueue
-from bhandar_cli.core.keyspaces import Keyspaces
-from bhandar_cli.core.liveness import PingLiveness
-from bhandar_cli.core.messages import ReplicaAck, ReplicaWrite, Send
-from bhandar_cli.core.metrics import NodeMetrics
-from bhandar_cli.core.node_membership import MembershipSaver, boot_gossip
-from bhandar_cli.core.ops import HandoffOp
-from bhandar_cli.core.optable import IdSource, OpTable
-from bhandar_cli.core.reaping import TombstoneReaper
-from bhandar_cli.core.record_digest import digest
-from bhandar_cli.core.records import Versioned
-from bhandar_cli.core.ring import Ring, key_token
-from bhandar_cli.core.ringview import RingView
-from bhandar_cli.core.sibling_limit import SiblingLimit
-from bhandar_cli.core.store import MemoryStore
-from bhandar_cli.core.versions import Sibling
+from bhandar_cli.core.membership.liveness import PingLiveness
+from bhandar_cli.core.membership.node_membership import MembershipSaver, boot_gossip
+from bhandar_cli.core.membership.ring import Ring, key_token
+from bhandar_cli.core.membership.ringview import RingView
+from bhandar_cli.core.model.config import KeyspaceDef, NodeConfig
+from bhandar_cli.core.model.keyspaces import Keyspaces
+from bhandar_cli.core.model.metrics import NodeMetrics
+from bhandar_cli.core.model.record_digest import digest
+from bhandar_cli.core.model.records import Versioned
+from bhandar_cli.core.model.sibling_limit import SiblingLimit
+from bhandar_cli.core.model.store import MemoryStore
+from bhandar_cli.core.model.versions import Sibling
+from bhandar_cli.core.protocol.messages import ReplicaAck, ReplicaWrite, Send
+from bhandar_cli.core.protocol.ops import HandoffOp
+from bhandar_cli.core.protocol.optable import IdSource, OpTable
+from bhandar_cli.core.repair.reaping import TombstoneReaper
+from bhandar_cli.core.roles.handoff import HintedHandoff
+from bhandar_cli.core.roles.hints import HintQueue
 
 JSON = "application/json"
 # Peers stay up for `down_after` (1.5 s) after the last word from them; hint rounds every 0.1 s.

@@ -3,8 +3,13 @@ replicas that each stayed under it keep every sibling and report the excess (get
 
 from __future__ import annotations
 
-from bhandar_cli.core.config import NodeConfig
-from bhandar_cli.core.messages import (
+from bhandar_cli.core.model.config import NodeConfig
+from bhandar_cli.core.model.metrics import NodeMetrics
+from bhandar_cli.core.model.records import Versioned
+from bhandar_cli.core.model.sibling_limit import LISTED, TRACKED, SiblingLimit
+from bhandar_cli.core.model.versions import JSON, Sibling
+from bhandar_cli.core.node import Node
+from bhandar_cli.core.protocol.messages import (
     Failure,
     GetRequest,
     GetResult,
@@ -13,12 +18,7 @@ from bhandar_cli.core.messages import (
     RepairRequest,
     RepairResult,
 )
-from bhandar_cli.core.metrics import NodeMetrics
-from bhandar_cli.core.node import Node
-from bhandar_cli.core.records import Versioned
-from bhandar_cli.core.sibling_limit import LISTED, TRACKED, SiblingLimit
-from bhandar_cli.core.versions import JSON, Sibling
-from bhandar_cli.sim.cluster import SimCluster
+from bhandar_cli.sim.sim_cluster import SimCluster
 
 KS = "kv"
 LIMIT = 10

@@ -9,8 +9,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from bhandar_cli.core.config import KeyspaceDef, NodeConfig
-from bhandar_cli.core.messages import (
+from bhandar_cli.core.membership.ring import key_token
+from bhandar_cli.core.model.config import KeyspaceDef, NodeConfig
+from bhandar_cli.core.model.records import Versioned
+from bhandar_cli.core.model.versions import JSON, context_of
+from bhandar_cli.core.protocol.messages import (
     Failure,
     GetRequest,
     GetResult,
@@ -19,10 +22,7 @@ from bhandar_cli.core.messages import (
     PutResult,
     Result,
 )
-from bhandar_cli.core.records import Versioned
-from bhandar_cli.core.ring import key_token
-from bhandar_cli.core.versions import JSON, context_of
-from bhandar_cli.sim.cluster import SimCluster
+from bhandar_cli.sim.sim_cluster import SimCluster
 from tests.core.keyspace_setup import create_keyspace
 
 KS = "carts"

@@ -9,14 +9,14 @@ from random import Random
 
 import pytest
 
-from bhandar_cli.core.errors import BadInput
-from bhandar_cli.core.gossip import GossipAck, GossipLiveness, GossipSyn, GossipTokens
-from bhandar_cli.core.membership import MemberState
-from bhandar_cli.core.messages import Send
-from bhandar_cli.core.store import MemoryStore
-from bhandar_cli.core.tokens import TokenRecord, TokenTable, check_record
+from bhandar_cli.core.membership.gossip import GossipAck, GossipLiveness, GossipSyn, GossipTokens
+from bhandar_cli.core.membership.members import MemberState
+from bhandar_cli.core.model.errors import BadInput
+from bhandar_cli.core.model.store import MemoryStore
+from bhandar_cli.core.model.tokens import TokenRecord, TokenTable, check_record
+from bhandar_cli.core.protocol.messages import Send
 from bhandar_cli.core.wire import from_wire, to_wire
-from bhandar_cli.sim.cluster import SimCluster
+from bhandar_cli.sim.sim_cluster import SimCluster
 
 DIGEST = "ab" * 32
 

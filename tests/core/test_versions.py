@@ -14,15 +14,8 @@ from dataclasses import dataclass, field
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bhandar_cli.core.records import Versioned, merge_records
-from bhandar_cli.core.versions import (
-    Sibling,
-    context_of,
-    covers,
-    lww_merge,
-    merge_siblings,
-    next_dot,
-)
+from bhandar_cli.core.model.records import Versioned, merge_records
+from bhandar_cli.core.model.versions import Sibling, context_of, covers, lww_merge, merge_siblings, next_dot
 
 ACTORS = ("A", "B", "C")
 

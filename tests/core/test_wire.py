@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bhandar_cli.core.config import KeyspaceDef
-from bhandar_cli.core.messages import GetRequest, ReplicaRead
+from bhandar_cli.core.model.config import KeyspaceDef
+from bhandar_cli.core.protocol.messages import GetRequest, ReplicaRead
 from bhandar_cli.core.wire import from_wire, to_wire
 
 

@@ -1,6 +1,6 @@
 """Counts in messages agree with their nouns."""
 
-from bhandar_cli.core.wording import count
+from bhandar_cli.core.model.wording import count
 
 
 def test_counts_take_the_right_number() -> None:

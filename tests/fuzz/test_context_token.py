@@ -1,4 +1,4 @@
-"""Fuzz the causal-context token decoder (core/context.py): a valid context or a clear `BadInput`.
+"""Fuzz the causal-context token decoder (core/model/context.py): a valid context or a clear `BadInput`.
 
 A token comes from whoever calls the HTTP API, the CLI or the REPL, so it may be anything: any
 text, a real token with characters changed, or well-formed base64 of any bytes, including CBOR that
@@ -14,9 +14,9 @@ import cbor2
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from bhandar_cli.core.context import decode_context, encode_context
-from bhandar_cli.core.errors import BadInput
-from bhandar_cli.core.limits import ACTOR, MAX_INTEGER
+from bhandar_cli.core.model.context import decode_context, encode_context
+from bhandar_cli.core.model.errors import BadInput
+from bhandar_cli.core.model.limits import ACTOR, MAX_INTEGER
 
 from .conftest import fuzz_settings
 from .strategies import bodies

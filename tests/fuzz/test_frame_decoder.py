@@ -1,4 +1,4 @@
-"""Fuzz the frame decoder (node/codec.py, node/cbor_validation.py) and `core/wire.from_wire`.
+"""Fuzz the frame decoder (node/net/codec.py, node/net/cbor_validation.py) and `core/wire.from_wire`.
 
 Whatever bytes a peer sends, in whatever chunks, the decoder returns bodies of the allowed types
 or raises `ProtocolError`, and never buffers more than one frame; `from_wire` returns a message or
@@ -15,7 +15,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from bhandar_cli.core.wire import from_wire, to_wire
-from bhandar_cli.node.codec import (
+from bhandar_cli.node.net.codec import (
     CLOSED,
     NEED_DATA,
     PREFIX_SIZE,

@@ -1,4 +1,4 @@
-"""Fuzz the HTTP API (node/http.py's ASGI app) with arbitrary methods, paths, query strings, headers
+"""Fuzz the HTTP API (node/http/api.py's ASGI app) with arbitrary methods, paths, query strings, headers
 and bodies, called directly as ASGI (what hypercorn would hand it) in front of a node of a real
 in-process cluster on trio's virtual clock.
 
@@ -20,13 +20,13 @@ import trio.testing
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from bhandar_cli.core.config import NodeConfig
-from bhandar_cli.core.messages import ClientRequest, Result
-from bhandar_cli.core.metrics import NodeMetrics
+from bhandar_cli.core.model.config import NodeConfig
+from bhandar_cli.core.model.metrics import NodeMetrics
+from bhandar_cli.core.protocol.messages import ClientRequest, Result
+from bhandar_cli.fleet.in_process_cluster import InProcessCluster
 from bhandar_cli.node import admin
-from bhandar_cli.node.auth import Authenticator
-from bhandar_cli.node.cluster import InProcessCluster
-from bhandar_cli.node.http import Api
+from bhandar_cli.node.http.api import Api
+from bhandar_cli.security.auth import Authenticator
 
 from .conftest import fuzz_settings
 

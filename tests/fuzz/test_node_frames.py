@@ -21,9 +21,9 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from bhandar_cli.core.wire import registry
-from bhandar_cli.node import pids, supervisor
-from bhandar_cli.node.clusterfile import ClusterFile
-from bhandar_cli.node.codec import encode_frame
+from bhandar_cli.fleet import pids, supervisor
+from bhandar_cli.fleet.cluster_file import ClusterFile
+from bhandar_cli.node.net.codec import encode_frame
 
 from ..net.conftest import NODE_ARGS, kill_all, raw_connection, rpc
 from .conftest import fuzz_settings

@@ -11,11 +11,11 @@ import trio.testing
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bhandar_cli.core.config import NodeConfig
-from bhandar_cli.core.messages import GetRequest, GetResult, PutRequest, PutResult
+from bhandar_cli.core.model.config import NodeConfig
+from bhandar_cli.core.protocol.messages import GetRequest, GetResult, PutRequest, PutResult
 from bhandar_cli.core.wire import from_wire, registry
-from bhandar_cli.node.cluster import InProcessCluster
-from bhandar_cli.node.codec import FrameDecoder, encode_frame
+from bhandar_cli.fleet.in_process_cluster import InProcessCluster
+from bhandar_cli.node.net.codec import FrameDecoder, encode_frame
 
 from .conftest import fuzz_settings
 from .strategies import bodies, message_of, well_formed_records

@@ -9,7 +9,7 @@ import math
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from bhandar_cli.core.errors import BadInput
+from bhandar_cli.core.model.errors import BadInput
 from bhandar_cli.repl.commands import COMMANDS
 from bhandar_cli.repl.completer import argument_hint
 from bhandar_cli.repl.grammar import MAX_DURATION, parse, parse_duration

@@ -24,9 +24,10 @@ import httpx
 import pytest
 import trio
 
-from bhandar_cli.node import access, clusterfile, pids, supervisor
-from bhandar_cli.node.clusterfile import ClusterFile
-from bhandar_cli.node.rpc import rpc_once
+from bhandar_cli.fleet import cluster_file, pids, supervisor
+from bhandar_cli.fleet.cluster_file import ClusterFile
+from bhandar_cli.node.net.rpc import rpc_once
+from bhandar_cli.security import access
 
 REPO = Path(__file__).resolve().parents[2]
 # Short frame timeout so the rogue-client test does not wait 5 s for a half frame.
@@ -38,7 +39,7 @@ TEST_KEYSPACES = ("web", "cli", "crash")
 
 
 def start_cluster(directory: Path, nodes: int = 5, protocol: int | None = None) -> ClusterFile:
-    from bhandar_cli.cmd.cluster import open_tcp_client
+    from bhandar_cli.cli.cluster_cmd import open_tcp_client
 
     async def up() -> ClusterFile:
         cluster = await supervisor.up(directory, nodes, 3, 0, 8, 3, NODE_ARGS, 30.0, protocol=protocol)
@@ -53,8 +54,8 @@ def start_cluster(directory: Path, nodes: int = 5, protocol: int | None = None) 
 def kill_all(directory: Path) -> None:
     """SIGKILL every node process group the cluster file names (and reap our children)."""
     try:
-        cluster = clusterfile.load(directory)
-    except clusterfile.ClusterFileError:
+        cluster = cluster_file.load(directory)
+    except cluster_file.ClusterFileError:
         return
     for entry in cluster.nodes:
         if pids.pid_alive(entry.pid):
@@ -197,7 +198,7 @@ def spread_cluster(tmp_path: Path) -> Iterator[ClusterFile]:
             *("--node-arg=--frame-timeout", "--node-arg=1"),
         )
         assert up.returncode == 0, up.stderr.decode()
-        yield clusterfile.load(directory)
+        yield cluster_file.load(directory)
     finally:
         kill_all(directory)
 

@@ -27,23 +27,24 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from bhandar_cli.cmd.cluster import open_tcp_client
-from bhandar_cli.core.antientropy import RepairPush
-from bhandar_cli.core.config import KeyspaceDef
-from bhandar_cli.core.gossip import GossipSyn
-from bhandar_cli.core.membership import MemberState
-from bhandar_cli.core.messages import DecommissionRequest, KeyspaceRequest, PutRequest, ReplicaWrite
-from bhandar_cli.core.records import Versioned
-from bhandar_cli.core.streaming import StreamRequest
-from bhandar_cli.core.versions import JSON, Sibling
+from bhandar_cli.cli.cluster_cmd import open_tcp_client
+from bhandar_cli.core.membership.gossip import GossipSyn
+from bhandar_cli.core.membership.members import MemberState
+from bhandar_cli.core.model.config import KeyspaceDef
+from bhandar_cli.core.model.records import Versioned
+from bhandar_cli.core.model.versions import JSON, Sibling
+from bhandar_cli.core.protocol.messages import DecommissionRequest, KeyspaceRequest, PutRequest, ReplicaWrite
+from bhandar_cli.core.repair.antientropy import RepairPush
+from bhandar_cli.core.roles.streaming import StreamRequest
 from bhandar_cli.core.wire import to_wire
-from bhandar_cli.node import pids, pki
-from bhandar_cli.node.access import ClientAccess
-from bhandar_cli.node.clusterfile import ClusterFile
-from bhandar_cli.node.codec import encode_frame
-from bhandar_cli.node.rpc import rpc_once
-from bhandar_cli.node.rpc_errors import RpcError
-from bhandar_cli.node.storage import LEFT_SUFFIX
+from bhandar_cli.fleet import pids
+from bhandar_cli.fleet.cluster_file import ClusterFile
+from bhandar_cli.node.net.codec import encode_frame
+from bhandar_cli.node.net.rpc import rpc_once
+from bhandar_cli.node.net.rpc_errors import RpcError
+from bhandar_cli.security import pki
+from bhandar_cli.security.access import ClientAccess
+from bhandar_cli.store.data_dir import LEFT_SUFFIX
 
 from .conftest import kill_all, rpc, run_cli, start_cluster, wait_for
 from .test_rogue import closed_by_node

@@ -15,10 +15,10 @@ import httpx
 import pytest
 import trio
 
-from bhandar_cli.node.access import ClientAccess, for_cluster
-from bhandar_cli.node.clusterfile import ClusterFile
-from bhandar_cli.node.rpc import rpc_once
-from bhandar_cli.node.rpc_errors import RpcError
+from bhandar_cli.fleet.cluster_file import ClusterFile
+from bhandar_cli.node.net.rpc import rpc_once
+from bhandar_cli.node.net.rpc_errors import RpcError
+from bhandar_cli.security.access import ClientAccess, for_cluster
 
 from .conftest import (
     http_base,
@@ -154,7 +154,7 @@ def _code(action: Any) -> str:
 
 
 def process_alive(cluster: ClusterFile, node: str) -> bool:
-    from bhandar_cli.node import pids
+    from bhandar_cli.fleet import pids
 
     return pids.pid_alive(cluster.node(node).pid)
 

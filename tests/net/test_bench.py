@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from bhandar_cli.cmd.bench import parse_mix
-from bhandar_cli.node.clusterfile import ClusterFile
+from bhandar_cli.cli.bench_cmd import parse_mix
+from bhandar_cli.fleet.cluster_file import ClusterFile
 
 from .conftest import run_cli
 
@@ -84,11 +84,11 @@ def test_a_second_run_on_the_same_cluster_writes_fresh_keys() -> None:
     each run on the same cluster would measure heavier keys than the one before."""
     import trio
 
-    from bhandar_cli.client import Client
-    from bhandar_cli.cmd.bench import KEYSPACE, _store_load
+    from bhandar_cli.cli.bench_cmd import KEYSPACE, _store_load
+    from bhandar_cli.client.backends.in_process_backend import InProcessBackend
+    from bhandar_cli.client.client import Client
+    from bhandar_cli.fleet.in_process_cluster import InProcessCluster
     from bhandar_cli.host.network import LatencyModel
-    from bhandar_cli.node.backend import InProcessBackend
-    from bhandar_cli.node.cluster import InProcessCluster
 
     async def main() -> None:
         cluster = InProcessCluster(3, 3, latency=LatencyModel(base_ms=0, mean_ms=0, spike_rate=0))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 
-from bhandar_cli.core.limits import MAX_VALUE_BYTES
+from bhandar_cli.core.model.limits import MAX_VALUE_BYTES
 
 from .conftest import run_cli
 

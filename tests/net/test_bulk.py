@@ -7,7 +7,7 @@ import json
 import uuid
 from typing import Any
 
-from bhandar_cli.node.clusterfile import ClusterFile
+from bhandar_cli.fleet.cluster_file import ClusterFile
 
 from .conftest import run_cli
 

@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bhandar_cli.node import clusterfile
-from bhandar_cli.node.clusterfile import ClusterFile
+from bhandar_cli.fleet import cluster_file
+from bhandar_cli.fleet.cluster_file import ClusterFile
 
 from .conftest import REPO, run_cli
 
@@ -133,10 +133,10 @@ def test_exit_codes(shared_cluster: ClusterFile, tmp_path: Path) -> None:
 
 
 def test_stale_cluster_file_is_one_line_and_exit_1(shared_cluster: ClusterFile, tmp_path: Path) -> None:
-    stale = clusterfile.ClusterFile(
+    stale = cluster_file.ClusterFile(
         str(tmp_path), tuple(n.__class__(**{**n.__dict__, "pid": 0}) for n in shared_cluster.nodes)
     )
-    clusterfile.save(stale)
+    cluster_file.save(stale)
     for args in (
         ("cluster", "status", "--dir", str(tmp_path)),
         ("get", "a", "b", "--cluster", str(tmp_path)),

@@ -36,19 +36,19 @@ import httpx
 import pytest
 import trio
 
-from bhandar_cli.asgi import HANDSHAKE_TIMEOUT
-from bhandar_cli.core.messages import GetRequest, GetResult, PutRequest, PutResult
-from bhandar_cli.core.tokens import ALL_KEYSPACES
+from bhandar_cli.core.model.tokens import ALL_KEYSPACES
+from bhandar_cli.core.protocol.messages import GetRequest, GetResult, PutRequest, PutResult
 from bhandar_cli.core.wire import from_wire, to_wire
-from bhandar_cli.node import pki
-from bhandar_cli.node.access import ClientAccess
-from bhandar_cli.node.admission import MAX_PENDING
-from bhandar_cli.node.auth import mint
-from bhandar_cli.node.clusterfile import ClusterFile, NodeEntry
-from bhandar_cli.node.codec import DEFAULT_MAX_FRAME_SIZE, encode_frame
-from bhandar_cli.node.placement import free_ports
-from bhandar_cli.node.rpc import rpc_once
-from bhandar_cli.node.rpc_errors import RpcError
+from bhandar_cli.fleet.cluster_file import ClusterFile, NodeEntry
+from bhandar_cli.fleet.placement import free_ports
+from bhandar_cli.node.http.asgi import HANDSHAKE_TIMEOUT
+from bhandar_cli.node.net.admission import MAX_PENDING
+from bhandar_cli.node.net.codec import DEFAULT_MAX_FRAME_SIZE, encode_frame
+from bhandar_cli.node.net.rpc import rpc_once
+from bhandar_cli.node.net.rpc_errors import RpcError
+from bhandar_cli.security import pki
+from bhandar_cli.security.access import ClientAccess
+from bhandar_cli.security.auth import mint
 from tests.web.conftest import WebProcess, page_key, start_web
 
 from .conftest import JOINER_HOST, Joiner, raw_connection, rpc, run_cli, tls_verify, wait_for

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 import trio
 
-from bhandar_cli.cmd.cluster import open_tcp_session
-from bhandar_cli.node import clusterfile, pids
-from bhandar_cli.node.clusterfile import ClusterFile
+from bhandar_cli.cli.cluster_cmd import open_tcp_session
+from bhandar_cli.fleet import cluster_file, pids
+from bhandar_cli.fleet.cluster_file import ClusterFile
 
 from .conftest import NODE_ARGS, kill_all, rpc, run_cli, wait_for
 
@@ -62,12 +62,12 @@ def test_cluster_lifecycle_through_the_cli(cli_dir: str) -> None:
 
     started = js("cluster", "start", "B", "--dir", cli_dir)
     assert started["changed"] is True and started["cmd"] == "start"
-    entry = clusterfile.load(cli_dir).node("B")
+    entry = cluster_file.load(cli_dir).node("B")
     assert entry.pid != pid_b and entry.port == up["nodes"][1]["port"]  # same ports, new process
 
     groups = js("cluster", "partition", "A", "|", "B", "--dir", cli_dir)["groups"]
     assert groups == [["A"], ["B"], ["C"]]
-    cluster = clusterfile.load(cli_dir)
+    cluster = cluster_file.load(cli_dir)
     assert sorted(rpc(cluster, "A", "info")["partitions"][0]) == ["A"]
     assert js("cluster", "status", "--dir", cli_dir)["partitions"] == groups
     js("cluster", "heal", "--dir", cli_dir)
@@ -78,7 +78,7 @@ def test_cluster_lifecycle_through_the_cli(cli_dir: str) -> None:
 
     down = js("cluster", "down", "--dir", cli_dir)
     assert down["nodes"] == {"A": "stopped", "B": "stopped", "C": "stopped"}
-    assert all(n.pid == 0 for n in clusterfile.load(cli_dir).nodes)
+    assert all(n.pid == 0 for n in cluster_file.load(cli_dir).nodes)
     after = run_cli("cluster", "status", "--dir", cli_dir)
     assert after.returncode == 1 and b"stale" in after.stderr
     # The same directory comes up again with the data the nodes kept.

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import trio
 
-from bhandar_cli.node import pids, supervisor
-from bhandar_cli.node.clusterfile import NodeEntry
-from bhandar_cli.node.placement import free_ports
+from bhandar_cli.fleet import pids, supervisor
+from bhandar_cli.fleet.cluster_file import NodeEntry
+from bhandar_cli.fleet.placement import free_ports
 
 from .conftest import NODE_ARGS, kill_all, run_cli
 

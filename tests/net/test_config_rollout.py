@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from bhandar_cli.node import clusterfile
-from bhandar_cli.node.clusterfile import ClusterFile
+from bhandar_cli.fleet import cluster_file
+from bhandar_cli.fleet.cluster_file import ClusterFile
 from tests.net.conftest import run_cli
 
 
@@ -33,7 +33,7 @@ def test_a_bad_value_is_rolled_back_and_a_good_one_reaches_every_node(small_clus
     after_bad = show(cluster)
     assert after_bad["agreed"] and after_bad["version"] == 0
     assert all(r["values"]["request_timeout"] == 1.0 for r in after_bad["nodes"])
-    assert clusterfile.load(cluster.dir).config == {}
+    assert cluster_file.load(cluster.dir).config == {}
 
     good = run_cli(
         "config", "set", "phi_threshold", "12", "--window", "1", "--cluster", cluster.dir, "-o", "json"
@@ -43,7 +43,7 @@ def test_a_bad_value_is_rolled_back_and_a_good_one_reaches_every_node(small_clus
     assert report["version"] == 1 and [r["node"] for r in report["nodes"]] == ["A", "B", "C"]
     shown = show(cluster)
     assert shown["agreed"] and shown["version"] == 1 and shown["set"] == {"phi_threshold": 12.0}
-    assert clusterfile.load(cluster.dir).config == {"version": 1, "values": {"phi_threshold": 12.0}}
+    assert cluster_file.load(cluster.dir).config == {"version": 1, "values": {"phi_threshold": 12.0}}
 
     # A node restarted later comes back with the cluster file's version.
     assert run_cli("cluster", "kill", "B", "--dir", cluster.dir).returncode == 0

@@ -16,12 +16,12 @@ from typing import Any
 
 import trio
 
-from bhandar_cli.cmd.cluster import open_tcp_session
-from bhandar_cli.core.errors import BhandarError
-from bhandar_cli.node.clusterfile import ClusterFile
-from bhandar_cli.outcomes import ClientError
+from bhandar_cli.cli.cluster_cmd import open_tcp_session
+from bhandar_cli.client.outcomes import ClientError
+from bhandar_cli.core.model.errors import BhandarError
+from bhandar_cli.core.model.values import encode_json
+from bhandar_cli.fleet.cluster_file import ClusterFile
 from bhandar_cli.repl.status_line import Notices
-from bhandar_cli.values import encode_json
 
 WRITES = 3000  # a bound on the writer; the join ends long before
 
@@ -72,7 +72,7 @@ def test_add_under_writes_loses_nothing_and_the_session_hears_the_cluster(fresh_
                 for key, value in acked.items():
                     got = await client.get("kv", key, level=level)
                     # A put whose forwarded coordinator answered too late is coordinated again by
-                    # another replica (core/coordinator.py): then the key holds the value twice,
+                    # another replica (core/roles/coordinator.py): then the key holds the value twice,
                     # as two siblings. Lost would be a key without it, or holding something else.
                     if not got.values or set(got.values) != {value}:
                         lost.append(f"{key}@{level}: {got.values}")

@@ -21,17 +21,17 @@ from typing import Any
 
 import trio
 
-from bhandar_cli.cmd.cluster import open_tcp_client
-from bhandar_cli.core.records import Versioned
-from bhandar_cli.core.ring import key_token
-from bhandar_cli.node.clusterfile import ClusterFile
-from bhandar_cli.node.data_key import cipher_for, cluster_key
-from bhandar_cli.node.disk import RealDisk
+from bhandar_cli.cli.cluster_cmd import open_tcp_client
+from bhandar_cli.core.membership.ring import key_token
+from bhandar_cli.core.model.records import Versioned
+from bhandar_cli.core.model.values import encode_json
+from bhandar_cli.fleet.cluster_file import ClusterFile
+from bhandar_cli.security.data_key import cipher_for, cluster_key
 from bhandar_cli.storage import wal
-from bhandar_cli.storage.record_store import data_key
-from bhandar_cli.storage.records import decode_op
+from bhandar_cli.storage.disk.real_disk import RealDisk
+from bhandar_cli.storage.record_kinds import decode_op
 from bhandar_cli.storage.sstable import Table
-from bhandar_cli.values import encode_json
+from bhandar_cli.store.record_store import data_key
 
 from .conftest import bearer, http_base, run_cli, tls_verify, wait_for
 

@@ -1,6 +1,6 @@
 """kill -9 a node in the middle of a stream of QUORUM writes: nothing acknowledged is lost.
 
-Writes go through client.py over TCP to a 5-process cluster; one replica is SIGKILLed mid-stream
+Writes go through client/client.py over TCP to a 5-process cluster; one replica is SIGKILLed mid-stream
 and restarted with its data directory a moment later while the writes go on. Afterwards every
 acknowledged write must be readable at QUORUM, and the restarted node must hold every key it
 is a replica of once a read at ALL has repaired it (its own durable writes, hints handed back,
@@ -14,11 +14,11 @@ from typing import Any
 
 import trio
 
-from bhandar_cli.cmd.cluster import open_tcp_client
-from bhandar_cli.core.records import Versioned
-from bhandar_cli.node.clusterfile import ClusterFile
-from bhandar_cli.outcomes import ClientError
-from bhandar_cli.values import encode_json
+from bhandar_cli.cli.cluster_cmd import open_tcp_client
+from bhandar_cli.client.outcomes import ClientError
+from bhandar_cli.core.model.records import Versioned
+from bhandar_cli.core.model.values import encode_json
+from bhandar_cli.fleet.cluster_file import ClusterFile
 
 VICTIM = "D"  # shares zone z1 with A, so it is a replica of some keys, not all
 WRITERS = 8
@@ -99,6 +99,6 @@ def test_acknowledged_writes_survive_a_kill_9(fresh_cluster: ClusterFile) -> Non
 
 
 def _token(key: str) -> int:
-    from bhandar_cli.core.ring import key_token
+    from bhandar_cli.core.membership.ring import key_token
 
     return key_token("crash", key)

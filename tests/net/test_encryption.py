@@ -15,10 +15,10 @@ from typing import Any
 
 import trio
 
-from bhandar_cli.cmd.cluster import open_tcp_client
-from bhandar_cli.node import clusterfile, supervisor
-from bhandar_cli.node.data_key import ENV_VAR, key_path
-from bhandar_cli.values import encode_json
+from bhandar_cli.cli.cluster_cmd import open_tcp_client
+from bhandar_cli.core.model.values import encode_json
+from bhandar_cli.fleet import cluster_file, supervisor
+from bhandar_cli.security.data_key import ENV_VAR, key_path
 
 from .conftest import NODE_ARGS, REPO, kill_all
 
@@ -60,7 +60,7 @@ def _up_write_and_look(directory: Path, encrypt: bool) -> tuple[list[str], list[
 
 def _node_run(data_dir: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-P", "-m", "bhandar_cli.cmd.node", "run", *NODE_A, "--data-dir", data_dir],
+        [sys.executable, "-P", "-m", "bhandar_cli.cli.node_cmd", "run", *NODE_A, "--data-dir", data_dir],
         capture_output=True,
         text=True,
         timeout=60,
@@ -73,8 +73,8 @@ def test_an_encrypted_cluster_keeps_no_plaintext_and_a_node_without_its_key_refu
     directory = tmp_path / "cluster"
     try:
         before, after, tables = _up_write_and_look(directory, encrypt=True)
-        cluster = clusterfile.load(directory)
-        assert cluster.encrypt and clusterfile.path_of(directory).read_text().count('"encrypt": true')
+        cluster = cluster_file.load(directory)
+        assert cluster.encrypt and cluster_file.path_of(directory).read_text().count('"encrypt": true')
         key = key_path(directory)
         assert stat.S_IMODE(key.stat().st_mode) == 0o600
         assert stat.S_IMODE(key.parent.stat().st_mode) == 0o700
@@ -104,7 +104,7 @@ def test_no_encrypt_gives_a_plain_cluster(tmp_path: Path) -> None:
     directory = tmp_path / "cluster"
     try:
         before, after, tables = _up_write_and_look(directory, encrypt=False)
-        assert not clusterfile.load(directory).encrypt and not key_path(directory).exists()
+        assert not cluster_file.load(directory).encrypt and not key_path(directory).exists()
         assert any(p.endswith(".log") for p in before)  # the same search finds a plain value
         assert tables > 0 and any(p.endswith(".sst") for p in after)
     finally:

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from bhandar_cli.core.ring import Ring, key_token
-from bhandar_cli.node.clusterfile import ClusterFile
+from bhandar_cli.core.membership.ring import Ring, key_token
+from bhandar_cli.fleet.cluster_file import ClusterFile
 
 from .conftest import http_client, rpc, run_cli, wait_for
 

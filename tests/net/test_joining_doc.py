@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from bhandar_cli.node.placement import free_ports
+from bhandar_cli.fleet.placement import free_ports
 
 from .conftest import REPO, kill_all, wait_for
 

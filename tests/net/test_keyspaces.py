@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from bhandar_cli.node.clusterfile import ClusterFile
+from bhandar_cli.fleet.cluster_file import ClusterFile
 
 from .conftest import bearer, http_client, run_cli, tls_verify, wait_for
 from .conftest import http_base as base

@@ -13,10 +13,10 @@ import cbor2
 import httpx
 import pytest
 
-from bhandar_cli.core.limits import MAX_INTEGER
-from bhandar_cli.core.ring import Ring, key_token
-from bhandar_cli.node.clusterfile import ClusterFile
-from bhandar_cli.node.codec import encode_frame
+from bhandar_cli.core.membership.ring import Ring, key_token
+from bhandar_cli.core.model.limits import MAX_INTEGER
+from bhandar_cli.fleet.cluster_file import ClusterFile
+from bhandar_cli.node.net.codec import encode_frame
 
 from .conftest import bearer, http_base, http_client, raw_connection, rpc, run_cli, tls_verify, wait_for
 from .test_rogue import closed_by_node, still_serves

@@ -14,10 +14,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from bhandar_cli.core.messages import GetRequest, GetResult, PutRequest, PutResult
+from bhandar_cli.core.protocol.messages import GetRequest, GetResult, PutRequest, PutResult
 from bhandar_cli.core.wire import from_wire, to_wire
-from bhandar_cli.node.clusterfile import ClusterFile, NodeEntry
-from bhandar_cli.node.placement import free_ports
+from bhandar_cli.fleet.cluster_file import ClusterFile, NodeEntry
+from bhandar_cli.fleet.placement import free_ports
 from tests.net.conftest import JOINER_HOST, Joiner, rpc, run_cli, wait_for
 
 

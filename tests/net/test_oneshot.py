@@ -13,26 +13,27 @@ from typing import Any
 
 from typer.testing import CliRunner
 
-from bhandar_cli.cli import app
-from bhandar_cli.node.clusterfile import ClusterFile
+from bhandar_cli.cli.app import app
+from bhandar_cli.fleet.cluster_file import ClusterFile
 
 from .conftest import REPO, run_cli
 
-# Packages a one-shot get does without: the test tools (pulled in once through trio.testing),
-# the REPL's prompt, trio, typer (and the click and pydantic it brings), rich (tables only),
+# Packages a one-shot get does without: the test tools (pulled in once through trio.testing), the
+# REPL's prompt, trio, typer (and the click and pydantic it brings), rich (tables only),
 # cryptography (ssl checks the certificate alone), the node-to-node message modules and
-# core/messages.py itself (the client's messages are core/client_messages.py), the cluster views
-# and operations of the full client (client.py, client_views.py, client_ops.py), pki.py (the
-# client's check of a node is node/ca_trust.py) and what it and pids.py need only to make
-# certificates or start processes (datetime, hashlib, subprocess), and the idna codec (ASCII host
-# names and node ids are passed as bytes).
+# core/protocol/messages.py itself (the client's messages are core/protocol/client_messages.py), the
+# cluster views and operations of the full client (client/client.py, client/cluster_views.py,
+# client/cluster_ops.py), pki.py (the client's check of a node is security/ca_trust.py) and what it
+# and pids.py need only to make certificates or start processes (datetime, hashlib, subprocess), and
+# the idna codec (ASCII host names and node ids are passed as bytes).
 FORBIDDEN = re.compile(
     r"^(pytest|_pytest|trio|typer|click|pydantic|prompt_toolkit|rich|cryptography)(\.|$)"
     r"|^(datetime|hashlib|subprocess|encodings\.idna|stringprep|unicodedata)$"
-    r"|^bhandar_cli\.(repl|sim|storage|host|node\.(supervisor|rpc|frames|runtime|tcpbackend|pki))(\.|$)"
-    r"|^bhandar_cli\.(client|client_views|client_ops)$"
-    r"|^bhandar_cli\.core\.(antientropy|gossip|streaming|hash_index|coordinator|node|store|messages)$"
-    r"|^bhandar_cli\.core\.(keyspaces|membership)$"
+    r"|^bhandar_cli\.(repl|sim|storage|store|host|node\.(net\.(rpc|frames)|runtime))(\.|$)"
+    r"|^bhandar_cli\.(fleet\.supervisor|security\.pki|client\.backends\.tcp_backend)$"
+    r"|^bhandar_cli\.client\.(client|cluster_views|cluster_ops)$"
+    r"|^bhandar_cli\.core\.(repair\.(antientropy|hash_index)|membership\.gossip|roles\.(streaming|coordinator))$"
+    r"|^bhandar_cli\.core\.(node|model\.store|protocol\.messages|model\.keyspaces|membership\.members)$"
 )
 
 
@@ -56,7 +57,7 @@ def test_a_oneshot_get_imports_neither_trio_nor_typer_nor_test_tools(shared_clus
     assert proc.returncode == 0, proc.stderr.decode()[-2000:]
     assert json.loads(proc.stdout)["values"] == ["x"]
     modules = imported(proc.stderr)
-    assert "bhandar_cli.node.blocking_backend" in modules  # the check below looks at a real run
+    assert "bhandar_cli.client.backends.blocking_backend" in modules  # the check below looks at a real run
     assert [m for m in modules if FORBIDDEN.search(m)] == []
 
 
@@ -121,11 +122,11 @@ def test_a_oneshot_put_via_a_non_replica_says_who_coordinated(shared_cluster: Cl
 def test_bench_cli_tells_whether_the_bytecode_it_measures_is_cached(monkeypatch: Any, tmp_path: Path) -> None:
     import importlib.util
 
-    from bhandar_cli.cmd import bench_cli
+    from bhandar_cli.cli import bench_cli_cmd
 
     fresh = tmp_path / "fresh.pyc"
     fresh.write_bytes(b"")  # newer than any source of the tree
     monkeypatch.setattr(importlib.util, "cache_from_source", lambda source: str(fresh))
-    assert bench_cli.bytecode_cached() is True
+    assert bench_cli_cmd.bytecode_cached() is True
     monkeypatch.setattr(importlib.util, "cache_from_source", lambda source: str(tmp_path / "none.pyc"))
-    assert bench_cli.bytecode_cached() is False
+    assert bench_cli_cmd.bytecode_cached() is False

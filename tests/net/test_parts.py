@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from bhandar_cli.core.messages import GetRequest, Ping, PutRequest
-from bhandar_cli.node import clusterfile
-from bhandar_cli.node.clusterfile import ClusterFile, ClusterFileError, NodeEntry
-from bhandar_cli.node.pids import pid_alive
-from bhandar_cli.node.placement import free_ports
+from bhandar_cli.core.protocol.messages import GetRequest, Ping, PutRequest
+from bhandar_cli.fleet import cluster_file
+from bhandar_cli.fleet.cluster_file import ClusterFile, ClusterFileError, NodeEntry
+from bhandar_cli.fleet.pids import pid_alive
+from bhandar_cli.fleet.placement import free_ports
+from bhandar_cli.fleet.supervisor import plan
 from bhandar_cli.node.rpc_service import check_request
-from bhandar_cli.node.supervisor import plan
 
 from .conftest import wait_for
 
@@ -23,26 +23,26 @@ def test_cluster_file_round_trip_and_errors(tmp_path: Path) -> None:
     assert [n.zone for n in cluster.nodes] == ["z1", "z2", "z1", "z2"]
     ports = [p for n in cluster.nodes for p in (n.port, n.http_port)]
     assert len(set(ports)) == 8
-    clusterfile.save(cluster)
-    assert clusterfile.load(tmp_path) == cluster
+    cluster_file.save(cluster)
+    assert cluster_file.load(tmp_path) == cluster
     assert cluster.node("b").id == "B"
     with pytest.raises(ClusterFileError, match="unknown node"):
         cluster.node("Q")
     with pytest.raises(ClusterFileError, match="cluster up"):
-        clusterfile.load(tmp_path / "nowhere")
+        cluster_file.load(tmp_path / "nowhere")
     (tmp_path / "cluster.json").write_text('{"format": 99, "nodes": []}')
     with pytest.raises(ClusterFileError, match="malformed"):
-        clusterfile.load(tmp_path)
+        cluster_file.load(tmp_path)
     planned = plan(tmp_path, 2, 1, 20000, 8, 1)
     assert [(n.port, n.http_port) for n in planned.nodes] == [(20000, 20001), (20002, 20003)]
 
 
 def test_resolve_dir_prefers_option_then_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("BHANDAR_CLUSTER", "/from/env")
-    assert clusterfile.resolve_dir("given") == Path("given")
-    assert clusterfile.resolve_dir(None) == Path("/from/env")
+    assert cluster_file.resolve_dir("given") == Path("given")
+    assert cluster_file.resolve_dir(None) == Path("/from/env")
     monkeypatch.delenv("BHANDAR_CLUSTER")
-    assert clusterfile.resolve_dir(None) == Path(".bhandar")
+    assert cluster_file.resolve_dir(None) == Path(".bhandar")
 
 
 def test_check_request_refuses_wrong_types() -> None:

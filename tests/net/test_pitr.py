@@ -9,8 +9,8 @@ from typing import Any
 
 import trio
 
-from bhandar_cli.cmd.cluster import open_tcp_session
-from bhandar_cli.node.clusterfile import ClusterFile
+from bhandar_cli.cli.cluster_cmd import open_tcp_session
+from bhandar_cli.fleet.cluster_file import ClusterFile
 
 BATCH = 10
 

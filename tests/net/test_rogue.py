@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from bhandar_cli.node.clusterfile import ClusterFile
-from bhandar_cli.node.codec import encode_frame
+from bhandar_cli.fleet.cluster_file import ClusterFile
+from bhandar_cli.node.net.codec import encode_frame
 
 from .conftest import raw_connection, rpc
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from bhandar_cli.node.clusterfile import ClusterFile
+from bhandar_cli.fleet.cluster_file import ClusterFile
 
 from .conftest import http_base, kill_all, rpc, run_cli
 

@@ -18,16 +18,17 @@ from typing import Any
 
 import trio
 
-from bhandar_cli.cmd.cluster import open_tcp_client
-from bhandar_cli.core.config import NodeConfig
-from bhandar_cli.core.ring import key_token
-from bhandar_cli.node import clusterfile, pki
-from bhandar_cli.node.clusterfile import ClusterFile
-from bhandar_cli.sim.checker import check
+from bhandar_cli.cli.cluster_cmd import open_tcp_client
+from bhandar_cli.core.membership.ring import key_token
+from bhandar_cli.core.model.config import NodeConfig
+from bhandar_cli.core.model.values import encode_json
+from bhandar_cli.fleet import cluster_file
+from bhandar_cli.fleet.cluster_file import ClusterFile
+from bhandar_cli.security import pki
+from bhandar_cli.sim.checker.check import check
 from bhandar_cli.sim.history import History
 from bhandar_cli.soak.load import TALLY, VERSIONED, LoadStats, SoakClient
 from bhandar_cli.soak.run import collect, heal_and_converge, prepare_keyspaces
-from bhandar_cli.values import encode_json
 
 from .conftest import REPO, rpc
 
@@ -48,7 +49,7 @@ def test_an_added_node_becomes_a_member_and_gets_its_data(fresh_cluster: Cluster
     assert done.returncode == 0, done.stderr.decode()
     added = json.loads(done.stdout)
     assert (added["node"], added["zone"]) == ("F", "z2")  # the next free name
-    grown = clusterfile.load(directory)
+    grown = cluster_file.load(directory)
     assert grown.names == ["A", "B", "C", "D", "E", "F"]
     # A secure cluster's new node got its own certificate from the cluster CA, key owner-only.
     key = Path(grown.node("F").data_dir) / pki.TLS_DIR / pki.NODE_KEY
@@ -67,7 +68,7 @@ def test_an_added_node_becomes_a_member_and_gets_its_data(fresh_cluster: Cluster
     assert taken.returncode == 1 and taken.stderr.decode().strip() == "bhandar: node B already exists"
     bad_zone = bhandar("cluster", "add", "G", "--zone", "a b", "--dir", directory)
     assert bad_zone.returncode == 1 and "bad zone name 'a b'" in bad_zone.stderr.decode()
-    assert clusterfile.load(directory).names == grown.names  # neither attempt started anything
+    assert cluster_file.load(directory).names == grown.names  # neither attempt started anything
 
 
 async def _ring_of(directory: str) -> Any:
@@ -91,7 +92,7 @@ def test_a_short_soak_loses_nothing(fresh_cluster: ClusterFile) -> None:
     acked = sum(c["acknowledged"] for c in summary["operations"]["by_kind"].values())
     assert acked >= 300 and summary["checked"]["acknowledged_writes"] > 0, summary["operations"]
     # The cluster grew by one and lost one of the original five.
-    after = clusterfile.load(fresh_cluster.dir)
+    after = cluster_file.load(fresh_cluster.dir)
     assert len(after.names) == 5 and "F" in after.names
 
 

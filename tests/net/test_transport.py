@@ -9,10 +9,12 @@ import pytest
 import trio
 import trio.testing
 
-from bhandar_cli.core.config import KeyspaceDef
-from bhandar_cli.core.gossip import GossipSyn
-from bhandar_cli.core.membership import MemberState
-from bhandar_cli.core.messages import (
+from bhandar_cli.core.membership.gossip import GossipSyn
+from bhandar_cli.core.membership.members import MemberState
+from bhandar_cli.core.model.config import KeyspaceDef
+from bhandar_cli.core.model.records import Versioned
+from bhandar_cli.core.model.versions import Sibling
+from bhandar_cli.core.protocol.messages import (
     ClientReply,
     Failure,
     GetRequest,
@@ -27,15 +29,13 @@ from bhandar_cli.core.messages import (
     ReplicaWrite,
     SchemaUpdate,
 )
-from bhandar_cli.core.records import Versioned
-from bhandar_cli.core.versions import Sibling
 from bhandar_cli.core.wire import from_wire, to_wire
-from bhandar_cli.node.codec import FrameDecoder, encode_frame
-from bhandar_cli.node.frames import PEER_QUEUE, FrameConn, wire_frame
-from bhandar_cli.node.placement import free_ports
-from bhandar_cli.node.rpc import open_rpc
-from bhandar_cli.node.rpc_errors import RpcError
-from bhandar_cli.node.transport import TcpTransport
+from bhandar_cli.fleet.placement import free_ports
+from bhandar_cli.node.net.codec import FrameDecoder, encode_frame
+from bhandar_cli.node.net.frames import PEER_QUEUE, FrameConn, wire_frame
+from bhandar_cli.node.net.rpc import open_rpc
+from bhandar_cli.node.net.rpc_errors import RpcError
+from bhandar_cli.node.net.transport import TcpTransport
 
 RECORD = Versioned((Sibling(("A", 3), {"A": 3, "B~2": 1}, b'"x"', "application/json", 1.5),))
 KS = KeyspaceDef("kv", "lww", 3, "strict")
@@ -162,7 +162,7 @@ def test_a_message_fanned_out_as_equal_objects_is_encoded_once(monkeypatch: pyte
         encoded.append(body)
         return wire_frame(body, version)
 
-    monkeypatch.setattr("bhandar_cli.node.transport.wire_frame", counting_wire_frame)
+    monkeypatch.setattr("bhandar_cli.node.net.transport.wire_frame", counting_wire_frame)
 
     async def main() -> None:
         async with trio.open_nursery() as nursery:

@@ -14,10 +14,10 @@ from typing import Any
 
 import trio
 
-from bhandar_cli.cmd.cluster import open_tcp_client
-from bhandar_cli.node import clusterfile
-from bhandar_cli.node.clusterfile import ClusterFile
-from bhandar_cli.values import encode_json
+from bhandar_cli.cli.cluster_cmd import open_tcp_client
+from bhandar_cli.core.model.values import encode_json
+from bhandar_cli.fleet import cluster_file
+from bhandar_cli.fleet.cluster_file import ClusterFile
 
 REPLICAS = 3
 
@@ -126,7 +126,7 @@ def test_upgrade_to_2_under_quorum_writes_fails_nothing(fresh_cluster_v1: Cluste
     # RPC did not get through on a loaded machine.
     assert all(r["stopped"] in ("stopped", "terminated") for r in report["nodes"]), report
     assert {info["protocol"] for info in report["after"].values()} == {2}
-    assert {n.protocol for n in clusterfile.load(cluster.dir).nodes} == {2}
+    assert {n.protocol for n in cluster_file.load(cluster.dir).nodes} == {2}
     phases = [e["phase"] for e in events if e["node"] == "C"]
     assert phases[:3] == ["check", "flush", "stop"] and phases[-1] == "done", phases
 

@@ -8,8 +8,8 @@ import json
 import re
 from typing import Any
 
-from bhandar_cli.node import clusterfile
-from bhandar_cli.node.clusterfile import ClusterFile
+from bhandar_cli.fleet import cluster_file
+from bhandar_cli.fleet.cluster_file import ClusterFile
 from tests.net.conftest import run_cli
 
 
@@ -31,7 +31,7 @@ def test_upgrade_refuses_with_a_node_down_then_moves_the_cluster_to_2(fresh_clus
     assert found and "two replicas of those keys down" in said, said
     # The node it stopped before, and D, were never touched; nodes that share no key with D may
     # have been upgraded before it.
-    after = {n.id: n.protocol for n in clusterfile.load(cluster.dir).nodes}
+    after = {n.id: n.protocol for n in cluster_file.load(cluster.dir).nodes}
     assert after[found.group(1)] == 1 and after["D"] == 1, after
     assert run_cli("cluster", "start", "D", "--dir", cluster.dir).returncode == 0
 

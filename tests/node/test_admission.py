@@ -8,9 +8,9 @@ from collections.abc import Awaitable, Callable
 import trio
 import trio.testing
 
-from bhandar_cli.node.admission import PRE_AUTH_FRAME, Admission
-from bhandar_cli.node.codec import DEFAULT_MAX_FRAME_SIZE, FrameDecoder
-from bhandar_cli.node.frames import HELLO_TIMEOUT
+from bhandar_cli.node.net.admission import PRE_AUTH_FRAME, Admission
+from bhandar_cli.node.net.codec import DEFAULT_MAX_FRAME_SIZE, FrameDecoder
+from bhandar_cli.node.net.frames import HELLO_TIMEOUT
 
 
 def in_virtual_time(body: Callable[[], Awaitable[None]]) -> None:

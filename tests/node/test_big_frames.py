@@ -6,7 +6,7 @@ from __future__ import annotations
 import trio
 import trio.testing
 
-from bhandar_cli.node.frames import BATCH_BYTES, SMALL_FRAME, Outbox, small_first
+from bhandar_cli.node.net.frames import BATCH_BYTES, SMALL_FRAME, Outbox, small_first
 
 
 class Recording(trio.abc.SendStream):

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bhandar_cli.node.codec import (
+from bhandar_cli.node.net.codec import (
     CLOSED,
     MIN_COMPATIBLE_VERSION,
     NEED_DATA,
@@ -287,7 +287,7 @@ def test_semantic_tags_are_rejected(tag: int) -> None:
 
 def test_a_tag_past_the_validator_would_still_be_refused_by_the_decoder_hook() -> None:
     # Defence in depth, whichever way the installed cbor2 calls its tag hook.
-    from bhandar_cli.node import codec
+    from bhandar_cli.node.net import codec
 
     with pytest.raises((ProtocolError, cbor2.CBORDecodeError)) as caught:
         cbor2.loads(cbor2.dumps(cbor2.CBORTag(9999, "a")), tag_hook=codec._reject_tag)

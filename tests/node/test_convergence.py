@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from random import Random
 
-from bhandar_cli.core.config import NodeConfig
+from bhandar_cli.core.membership.ring import Ring, key_token
+from bhandar_cli.core.model.config import NodeConfig
+from bhandar_cli.core.model.records import Versioned
+from bhandar_cli.core.model.store import MemoryStore
+from bhandar_cli.core.model.versions import Sibling
 from bhandar_cli.core.node import Node
-from bhandar_cli.core.records import Versioned
-from bhandar_cli.core.ring import Ring, key_token
-from bhandar_cli.core.store import MemoryStore
-from bhandar_cli.core.versions import Sibling
 from bhandar_cli.node.admin import convergence_problems, convergence_ranges
 
 NAMES = ("A", "B", "C", "D")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bhandar_cli.node.data_key import ENV_VAR, DataKeyProblem, ensure_key, node_key, read_key_file
+from bhandar_cli.security.data_key import ENV_VAR, DataKeyProblem, ensure_key, node_key, read_key_file
 
 
 def test_the_key_is_made_once_owner_only_and_kept(tmp_path: Path) -> None:

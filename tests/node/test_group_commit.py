@@ -16,11 +16,11 @@ import pytest
 import trio
 import trio.testing
 
-from bhandar_cli.core.config import NodeConfig
-from bhandar_cli.core.messages import Failure, PutRequest, PutResult, Result
-from bhandar_cli.core.ring import Ring
-from bhandar_cli.core.store import MemoryStore
-from bhandar_cli.core.versions import JSON
+from bhandar_cli.core.membership.ring import Ring
+from bhandar_cli.core.model.config import NodeConfig
+from bhandar_cli.core.model.store import MemoryStore
+from bhandar_cli.core.model.versions import JSON
+from bhandar_cli.core.protocol.messages import Failure, PutRequest, PutResult, Result
 from bhandar_cli.host.executor import NodeHost
 from bhandar_cli.node.runtime import NodeRunner
 

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 import trio
 
-from bhandar_cli import asgi
-from bhandar_cli.asgi import BodyRefused, Limits, Receive, RequestBody, Scope, Send
-from bhandar_cli.node import pki
+from bhandar_cli.node.http import asgi
+from bhandar_cli.node.http.asgi import BodyRefused, Limits, Receive, RequestBody, Scope, Send
+from bhandar_cli.security import pki
 
 DEADLINE = 10.0  # bounds every wait below; the limits under test are a second or two
 
@@ -151,7 +151,7 @@ def test_a_tls_handshake_that_does_not_come_is_given_up_quickly(
 
 
 def test_the_node_api_has_a_cap_a_read_timeout_and_a_short_handshake() -> None:
-    from bhandar_cli.node import http
+    from bhandar_cli.node.http import api
 
-    assert http.LIMITS.max_connections and http.LIMITS.read_timeout
+    assert api.LIMITS.max_connections and api.LIMITS.read_timeout
     assert asgi.HANDSHAKE_TIMEOUT <= 5

@@ -1,4 +1,4 @@
-"""Join tokens and the join exchange (node/join_token.py, node/join.py) over real TLS on 127.0.0.1.
+"""Join tokens and the join exchange (security/join_tokens.py, node/join.py) over real TLS on 127.0.0.1.
 
 The issuing side here is a `JoinDesk` behind a small TLS listener shaped like the node's (server
 certificate of node A, client certificate optional, a join hello routed to the desk); the process
@@ -22,11 +22,11 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.x509.oid import NameOID
 
-from bhandar_cli.core.config import NODE_ID
-from bhandar_cli.node import pki
-from bhandar_cli.node.frames import FrameConn
+from bhandar_cli.core.model.config import NODE_ID
 from bhandar_cli.node.join import JoinDesk, JoinUnreachable, join_once, redeem
-from bhandar_cli.node.join_token import JoinRefused, JoinToken, JoinTokens, parse_ttl
+from bhandar_cli.node.net.frames import FrameConn
+from bhandar_cli.security import pki
+from bhandar_cli.security.join_tokens import JoinRefused, JoinToken, JoinTokens, parse_ttl
 
 DEADLINE = 20.0
 

@@ -18,9 +18,14 @@ import pytest
 import trio
 import trio.testing
 
-from bhandar_cli.client import Client
-from bhandar_cli.core.config import KeyspaceDef, NodeConfig
-from bhandar_cli.core.messages import (
+from bhandar_cli.client.backends.in_process_backend import InProcessBackend
+from bhandar_cli.client.client import Client
+from bhandar_cli.client.outcomes import ClientError
+from bhandar_cli.core.membership.ring import key_token
+from bhandar_cli.core.model.config import KeyspaceDef, NodeConfig
+from bhandar_cli.core.model.records import Record, Versioned, merge_records
+from bhandar_cli.core.model.versions import context_of
+from bhandar_cli.core.protocol.messages import (
     Failure,
     GetRequest,
     GetResult,
@@ -28,14 +33,9 @@ from bhandar_cli.core.messages import (
     KeyspaceRequest,
     PutRequest,
 )
-from bhandar_cli.core.records import Record, Versioned, merge_records
-from bhandar_cli.core.ring import key_token
-from bhandar_cli.core.versions import context_of
+from bhandar_cli.fleet.in_process_cluster import InProcessCluster
 from bhandar_cli.host.topology import next_node_name
-from bhandar_cli.node.backend import InProcessBackend
-from bhandar_cli.node.cluster import InProcessCluster
-from bhandar_cli.outcomes import ClientError
-from bhandar_cli.sim.checker import check
+from bhandar_cli.sim.checker.check import check
 from bhandar_cli.sim.history import History
 
 KS = KeyspaceDef("ks")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bhandar_cli.node.node_logs import last_words, log_tail, with_last_words
+from bhandar_cli.fleet.node_logs import last_words, log_tail, with_last_words
 
 DISK_FULL = "bhandar: node B failed to sync its store: its disk is full: No space left on device; free space"
 

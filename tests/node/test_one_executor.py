@@ -16,14 +16,14 @@ from typing import Any
 import trio
 import trio.testing
 
-from bhandar_cli.core.config import NodeConfig
-from bhandar_cli.core.messages import GetRequest, PutRequest, Result
-from bhandar_cli.core.ring import Ring
-from bhandar_cli.core.store import MemoryStore
+from bhandar_cli.core.membership.ring import Ring
+from bhandar_cli.core.model.config import NodeConfig
+from bhandar_cli.core.model.store import MemoryStore
+from bhandar_cli.core.protocol.messages import GetRequest, PutRequest, Result
 from bhandar_cli.host.executor import NodeHost, Responder
 from bhandar_cli.node.runtime import NodeRunner
-from bhandar_cli.sim.cluster import SimCluster
 from bhandar_cli.sim.loop import EventLoop
+from bhandar_cli.sim.sim_cluster import SimCluster
 from bhandar_cli.sim.stepper import SimStepper
 
 Input = tuple[float, str | None, Any]  # (time, sender or None for a client, message or request)

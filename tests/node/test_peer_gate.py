@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from bhandar_cli.core.gossip import GossipSyn
-from bhandar_cli.core.membership import MemberState
-from bhandar_cli.core.messages import Ping
-from bhandar_cli.core.streaming import StreamRequest
-from bhandar_cli.node.peer_gate import PeerGate, PeerRefused
+from bhandar_cli.core.membership.gossip import GossipSyn
+from bhandar_cli.core.membership.members import MemberState
+from bhandar_cli.core.protocol.messages import Ping
+from bhandar_cli.core.roles.streaming import StreamRequest
+from bhandar_cli.security.peer_gate import PeerGate, PeerRefused
 
 
 def refused(call: object, *args: object) -> str:

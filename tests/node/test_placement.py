@@ -1,4 +1,4 @@
-"""Where a new cluster's nodes listen (node/placement.py): `--hosts` lists and ports per address."""
+"""Where a new cluster's nodes listen (fleet/placement.py): `--hosts` lists and ports per address."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from bhandar_cli.node.placement import parse_hosts
-from bhandar_cli.node.supervisor import plan
+from bhandar_cli.fleet.placement import parse_hosts
+from bhandar_cli.fleet.supervisor import plan
 
 
 def test_hosts_are_listed_or_ranged_in_node_order() -> None:

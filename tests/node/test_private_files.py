@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from bhandar_cli.node import clusterfile, pki
-from bhandar_cli.node.clusterfile import ClusterFile, NodeEntry
+from bhandar_cli.fleet import cluster_file
+from bhandar_cli.fleet.cluster_file import ClusterFile, NodeEntry
+from bhandar_cli.security import pki
 
 SECRET = b"-----BEGIN PRIVATE KEY----- not for others"
 
@@ -39,8 +40,8 @@ def _write_key(directory: Path) -> Path:
 
 def _write_cluster_file(directory: Path) -> Path:
     entry = NodeEntry("A", "z1", "127.0.0.1", 1, 2, str(directory / "data" / "A"), str(directory / "A.log"))
-    clusterfile.save(ClusterFile(str(directory), (entry,), token="bht_0123456789ab_secret"))
-    return clusterfile.path_of(directory)
+    cluster_file.save(ClusterFile(str(directory), (entry,), token="bht_0123456789ab_secret"))
+    return cluster_file.path_of(directory)
 
 
 WRITERS: dict[str, tuple[Callable[[Path], Path], list[str]]] = {

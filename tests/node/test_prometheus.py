@@ -9,8 +9,8 @@ from typing import Any
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from bhandar_cli.core.metrics import NodeMetrics
-from bhandar_cli.node.prometheus import LATENCY_BOUNDS_MS, NodeCollector
+from bhandar_cli.core.model.metrics import NodeMetrics
+from bhandar_cli.node.http.prometheus import LATENCY_BOUNDS_MS, NodeCollector
 
 
 class _Source:

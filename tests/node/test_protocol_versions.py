@@ -9,12 +9,12 @@ from random import Random
 import cbor2
 import pytest
 
-from bhandar_cli.core.gossip import Goodbye, GossipAck, GossipLiveness, GossipSyn
-from bhandar_cli.core.membership import MemberState
-from bhandar_cli.core.messages import Send
+from bhandar_cli.core.membership.gossip import Goodbye, GossipAck, GossipLiveness, GossipSyn
+from bhandar_cli.core.membership.members import MemberState
+from bhandar_cli.core.protocol.messages import Send
 from bhandar_cli.core.wire import from_wire, readable_at, to_wire, to_wire_at
-from bhandar_cli.node import codec
-from bhandar_cli.node.codec import (
+from bhandar_cli.node.net import codec
+from bhandar_cli.node.net.codec import (
     MIN_COMPATIBLE_VERSION,
     PROTOCOL_VERSION,
     FrameDecoder,
@@ -23,7 +23,7 @@ from bhandar_cli.node.codec import (
     limit_protocol,
     negotiate,
 )
-from bhandar_cli.node.frames import wire_frame
+from bhandar_cli.node.net.frames import wire_frame
 
 
 @pytest.fixture

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from bhandar_cli.core.tokens import TokenRecord
-from bhandar_cli.node.rate_limit import RateLimiter, TokenBucket
+from bhandar_cli.core.model.tokens import TokenRecord
+from bhandar_cli.security.rate_limit import RateLimiter, TokenBucket
 
 DIGEST = "ab" * 32
 

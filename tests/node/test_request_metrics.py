@@ -5,11 +5,11 @@ waited in the inbox (the core's `now` alone would say 0 ms: the bug this guards 
 
 from __future__ import annotations
 
-from bhandar_cli.core.config import NodeConfig
-from bhandar_cli.core.messages import GetRequest, PutRequest, Result
-from bhandar_cli.core.ring import Ring
-from bhandar_cli.core.store import MemoryStore
-from bhandar_cli.core.versions import JSON
+from bhandar_cli.core.membership.ring import Ring
+from bhandar_cli.core.model.config import NodeConfig
+from bhandar_cli.core.model.store import MemoryStore
+from bhandar_cli.core.model.versions import JSON
+from bhandar_cli.core.protocol.messages import GetRequest, PutRequest, Result
 from bhandar_cli.host.executor import NodeHost
 
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 import trio
 import trio.testing
 
-from bhandar_cli.core.config import NodeConfig
-from bhandar_cli.core.messages import PutRequest, PutResult, Result
-from bhandar_cli.core.ring import Ring
-from bhandar_cli.core.store import MemoryStore
-from bhandar_cli.core.versions import JSON
+from bhandar_cli.core.membership.ring import Ring
+from bhandar_cli.core.model.config import NodeConfig
+from bhandar_cli.core.model.store import MemoryStore
+from bhandar_cli.core.model.versions import JSON
+from bhandar_cli.core.protocol.messages import PutRequest, PutResult, Result
 from bhandar_cli.host.executor import BATCH, NodeHost
 from bhandar_cli.node.runtime import NodeRunner
 

@@ -1,4 +1,4 @@
-"""TlsStream (node/tls_record.py): TLS over a real loopback TCP connection, as nodes use it."""
+"""TlsStream (node/net/tls_stream.py): TLS over a real loopback TCP connection, as nodes use it."""
 
 from __future__ import annotations
 
@@ -11,11 +11,12 @@ from typing import Any
 import pytest
 import trio
 
-from bhandar_cli.node import frames, pki
-from bhandar_cli.node.codec import encode_frame
-from bhandar_cli.node.frames import FrameConn, send_within
-from bhandar_cli.node.tls_record import TlsStream, Truncated
-from bhandar_cli.node.tls_streams import HandshakeError, client_ctx, handshake, open_stream, server_ctx
+from bhandar_cli.node.net import frames
+from bhandar_cli.node.net.codec import encode_frame
+from bhandar_cli.node.net.frames import FrameConn, send_within
+from bhandar_cli.node.net.tls_connect import HandshakeError, client_ctx, handshake, open_stream, server_ctx
+from bhandar_cli.node.net.tls_stream import TlsStream, Truncated
+from bhandar_cli.security import pki
 
 Handler = Callable[[TlsStream], Awaitable[None]]
 Certs = tuple[pki.NodeTls, pki.NodeTls]

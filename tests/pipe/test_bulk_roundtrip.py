@@ -9,8 +9,8 @@ import pytest
 import trio
 import trio.testing
 
-from bhandar_cli.client import Client
-from bhandar_cli.client_bulk import (
+from bhandar_cli.client.client import Client
+from bhandar_cli.client.ops.bulk import (
     RETRIES,
     ExportHeader,
     export_key,
@@ -20,10 +20,10 @@ from bhandar_cli.client_bulk import (
     value_from_json,
     value_json,
 )
-from bhandar_cli.core.config import KeyspaceDef
-from bhandar_cli.core.errors import BadInput
-from bhandar_cli.core.versions import BYTES, JSON
-from bhandar_cli.outcomes import ClientError
+from bhandar_cli.client.outcomes import ClientError
+from bhandar_cli.core.model.config import KeyspaceDef
+from bhandar_cli.core.model.errors import BadInput
+from bhandar_cli.core.model.versions import BYTES, JSON
 from bhandar_cli.repl.batch import ClusterOptions, open_session
 
 

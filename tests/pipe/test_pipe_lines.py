@@ -11,7 +11,7 @@ import pytest
 import trio
 import trio.testing
 
-from bhandar_cli.cmd.pipe import InputFormat, ResultWriter, run_pipe
+from bhandar_cli.cli.pipe_cmd import InputFormat, ResultWriter, run_pipe
 from bhandar_cli.repl.batch import ClusterOptions, open_session
 
 

@@ -20,8 +20,8 @@ from prompt_toolkit.document import Document
 from rich.console import Console
 from rich.text import Text
 
-from bhandar_cli.core.config import LEVELS, POLICIES, QUORUM_MODES
-from bhandar_cli.core.errors import BadInput
+from bhandar_cli.core.model.config import LEVELS, POLICIES, QUORUM_MODES
+from bhandar_cli.core.model.errors import BadInput
 from bhandar_cli.repl.batch import ClusterOptions, open_session
 from bhandar_cli.repl.commands import COMMANDS
 from bhandar_cli.repl.completer import BhandarCompleter, BhandarLexer, CompletionContext, argument_hint
@@ -103,7 +103,7 @@ def test_usage_lines_spell_the_declared_levels_policies_and_modes() -> None:
     assert f"[policy={'|'.join(POLICIES)}]" in keyspace and f"[quorum={'|'.join(QUORUM_MODES)}]" in keyspace
 
 
-# The sets declared in core/config.py and core/errors.py, as they would be copied by hand.
+# The sets declared in core/model/config.py and core/model/errors.py, as they would be copied by hand.
 COPIES = [
     r'"ONE",\s*"QUORUM",\s*"ALL"',
     r"ONE\|QUORUM\|ALL",
@@ -117,7 +117,7 @@ COPIES = [
     r"unavailable\|timeout",
     r'"bad_input",\s*"too_large",\s*"unknown_keyspace"',
 ]
-DECLARED_IN = {"bhandar_cli/core/config.py", "bhandar_cli/core/errors.py"}
+DECLARED_IN = {"bhandar_cli/core/model/config.py", "bhandar_cli/core/model/errors.py"}
 
 
 def test_levels_policies_modes_and_error_codes_are_spelled_only_where_declared() -> None:

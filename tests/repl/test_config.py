@@ -10,7 +10,7 @@ import pytest
 import trio
 import trio.testing
 
-from bhandar_cli.core.errors import Unavailable
+from bhandar_cli.core.model.errors import Unavailable
 from bhandar_cli.repl.batch import ClusterOptions, open_session
 from tests.repl.conftest import run_lines
 
@@ -134,7 +134,7 @@ class OneBadNode:
         return self.config[name]
 
     async def request(self, via: str, request: Any, timeout: float) -> Any:
-        from bhandar_cli.core.messages import Failure, GetResult
+        from bhandar_cli.core.protocol.messages import Failure, GetResult
 
         await trio.sleep(0.002)
         if via == "C" and self.config["C"]["version"] > 0:
@@ -143,7 +143,7 @@ class OneBadNode:
 
 
 def test_a_regression_at_a_later_node_puts_the_nodes_before_it_back_too() -> None:
-    from bhandar_cli.client_config import ConfigRollout
+    from bhandar_cli.client.ops.config_rollout import ConfigRollout
 
     backend = OneBadNode()
 

@@ -20,13 +20,13 @@ import typer
 from rich.console import Console
 from typer.testing import CliRunner
 
-import bhandar_cli.core.records
-import bhandar_cli.core.writes
-from bhandar_cli.cmd.demo import demo as demo_command
-from bhandar_cli.core.versions import lww_merge
+import bhandar_cli.core.model.records
+import bhandar_cli.core.roles.write_path
+from bhandar_cli.cli.demo_cmd import demo as demo_command
+from bhandar_cli.core.model.versions import lww_merge
 from bhandar_cli.repl.batch import ClusterOptions, open_session
-from bhandar_cli.repl.demo_runner import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, Outcome, play, run_demo
-from bhandar_cli.repl.demos import DEMOS, SIBLINGS, Demo, DemoContext, Expect, Step, get_values
+from bhandar_cli.teach.demo_runner import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, Outcome, play, run_demo
+from bhandar_cli.teach.demos import DEMOS, SIBLINGS, Demo, DemoContext, Expect, Step, get_values
 
 UNEXPECTED = "this demo did not behave as expected"
 
@@ -96,8 +96,8 @@ def test_a_store_that_drops_concurrent_writes_fails_the_siblings_demo(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Break the store on purpose: merge siblings as last-write-wins, silently dropping one write.
-    monkeypatch.setattr(bhandar_cli.core.records, "merge_siblings", lww_merge)
-    monkeypatch.setattr(bhandar_cli.core.writes, "merge_siblings", lww_merge)
+    monkeypatch.setattr(bhandar_cli.core.model.records, "merge_siblings", lww_merge)
+    monkeypatch.setattr(bhandar_cli.core.roles.write_path, "merge_siblings", lww_merge)
     code, out, err = run(SIBLINGS)
     assert code == EXIT_FAILED
     assert "✓ A holds {A:2}, B and C hold {A:1, B:1}: concurrent" in out  # replicas still diverge
@@ -195,7 +195,7 @@ def test_context_helpers_find_replies() -> None:
 
 
 def cli() -> typer.Typer:
-    # Until the lead registers `demo` on the root app (cli.py), test it through an app of its own.
+    # Until the lead registers `demo` on the root app (cli/app.py), test it through an app of its own.
     app = typer.Typer()
     app.command("demo")(demo_command)
 
@@ -232,15 +232,15 @@ def test_cli_unknown_demo_is_a_one_line_usage_error(typo: str, nearest: str) -> 
 
 
 def test_cli_failing_demo_exits_1(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(bhandar_cli.core.records, "merge_siblings", lww_merge)
-    monkeypatch.setattr(bhandar_cli.core.writes, "merge_siblings", lww_merge)
+    monkeypatch.setattr(bhandar_cli.core.model.records, "merge_siblings", lww_merge)
+    monkeypatch.setattr(bhandar_cli.core.roles.write_path, "merge_siblings", lww_merge)
     result = CliRunner().invoke(cli(), ["demo", "siblings", "--auto", "--virtual-time"])
     assert result.exit_code == EXIT_FAILED
     assert UNEXPECTED in result.stderr
 
 
 def test_join_demo_runs_to_the_end() -> None:
-    from bhandar_cli.repl.demos import DEMOS
+    from bhandar_cli.teach.demos import DEMOS
 
     assert "join" in DEMOS
     proc = subprocess.run(

@@ -93,7 +93,7 @@ def test_a_blind_write_over_an_expired_value_warns_of_no_lost_version(repl: Run)
 def test_a_get_says_expired_or_deleted_by_the_kind_of_tombstone() -> None:
     from rich.console import Console
 
-    from bhandar_cli.outcomes import GetOutcome, SiblingView
+    from bhandar_cli.client.outcomes import GetOutcome, SiblingView
     from bhandar_cli.repl.views_data import render_get
 
     def shown(*tombstones: SiblingView) -> str:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from bhandar_cli.core import keyspaces as keyspaces_module
+from bhandar_cli.core.model import keyspaces as keyspaces_module
 
 Run = Any
 

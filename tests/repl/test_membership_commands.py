@@ -186,7 +186,7 @@ def test_a_data_dir_is_reopened_only_with_the_nodes_it_holds(tmp_path: Path) -> 
     import typer
     from typer.testing import CliRunner
 
-    from bhandar_cli.cmd.repl import repl as repl_command
+    from bhandar_cli.cli.repl_cmd import repl as repl_command
 
     app = typer.Typer()
     app.command("repl")(repl_command)
@@ -206,7 +206,7 @@ def test_a_data_dir_is_reopened_only_with_the_nodes_it_holds(tmp_path: Path) -> 
     )
     assert "start it with --nodes 6, or use another directory" in fewer.stderr
     # `bhandar web` shapes its cluster with the same options and refuses the same way.
-    from bhandar_cli.cmd.web import web as web_command
+    from bhandar_cli.cli.web_cmd import web as web_command
 
     web_app = typer.Typer()
     web_app.command("web")(web_command)

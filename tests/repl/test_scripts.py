@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner, Result
 
-from bhandar_cli.cli import app
+from bhandar_cli.cli.app import app
 from bhandar_cli.repl.script import place_of
 from bhandar_cli.repl.script_rules import SCRIPT_FILE, SCRIPT_RULES, ScriptRule
 

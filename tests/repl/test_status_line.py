@@ -106,7 +106,7 @@ def test_a_fallback_actor_is_explained_where_it_is_shown() -> None:
     import typer
     from typer.testing import CliRunner
 
-    from bhandar_cli.cmd.repl import repl
+    from bhandar_cli.cli.repl_cmd import repl
 
     app = typer.Typer()
     app.command("repl")(repl)
@@ -125,7 +125,7 @@ def test_a_restored_nodes_actor_is_explained_as_a_restore_not_a_fallback(tmp_pat
     import typer
     from typer.testing import CliRunner
 
-    from bhandar_cli.cmd.repl import repl
+    from bhandar_cli.cli.repl_cmd import repl
 
     app = typer.Typer()
     app.command("repl")(repl)

@@ -6,7 +6,7 @@ from typing import Any
 
 from rich.console import Console
 
-from bhandar_cli.outcomes import WriteOutcome
+from bhandar_cli.client.outcomes import WriteOutcome
 from bhandar_cli.repl.views_data import render_write
 
 

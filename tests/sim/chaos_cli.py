@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 from typer.testing import CliRunner, Result
 
-from bhandar_cli.cmd.chaos import chaos
+from bhandar_cli.cli.chaos_cmd import chaos
 
 
 def make_app() -> typer.Typer:

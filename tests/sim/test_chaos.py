@@ -19,9 +19,9 @@ from random import Random
 
 import pytest
 
-from bhandar_cli.core.messages import Failure, PutRequest, PutResult
-from bhandar_cli.core.records import Versioned
-from bhandar_cli.sim.chaos import (
+from bhandar_cli.core.model.records import Versioned
+from bhandar_cli.core.protocol.messages import Failure, PutRequest, PutResult
+from bhandar_cli.sim.chaos.chaos_run import (
     REAL_TIME_FIELDS,
     ChaosOptions,
     draw_params,
@@ -30,10 +30,10 @@ from bhandar_cli.sim.chaos import (
     reproduce_command,
     run_chaos,
 )
-from bhandar_cli.sim.cluster import SimCluster
-from bhandar_cli.sim.faults import FAULT_KINDS, NETWORK_KINDS
-from bhandar_cli.sim.ministore_scenario import run_ministore_scenario
-from bhandar_cli.sim.storage_faults import LSMHosts
+from bhandar_cli.sim.chaos.fault_injector import FAULT_KINDS, NETWORK_KINDS
+from bhandar_cli.sim.chaos.ministore_scenario import run_ministore_scenario
+from bhandar_cli.sim.chaos.storage_faults import LSMHosts
+from bhandar_cli.sim.sim_cluster import SimCluster
 from tests.sim.chaos_cli import invoke
 
 # 128-2138 once found bugs; 7100017: every seed had left and the others had moved ports, so a
@@ -55,7 +55,7 @@ TORN_SEED = 16  # its crashes tear tails and strike inside disk operations: reco
 STORE_BUG_SEEDS = {
     "a decommissioned node left holding hints": ChaosOptions(18, 3000, faults=FAULT_KINDS),
     # Writes acknowledged at ONE during a join rested on the one replica the join dropped: the
-    # joining node was down, so it was no pending replica and got no hint (core/quorum.py).
+    # joining node was down, so it was no pending replica and got no hint (core/roles/quorum.py).
     "a pending replica that was down": ChaosOptions(901936, 8000),
 }
 PLANTED = ChaosOptions(13, 1500, faults=("clog", "loss"), consistency="QUORUM", bugs=("ack_before_quorum",))
@@ -223,7 +223,7 @@ def test_the_same_seed_prints_the_same_bytes_in_another_process(storage: str, se
     """String hashing is salted per process; nothing may depend on it."""
     script = (
         "import typer, sys\n"
-        "from bhandar_cli.cmd.chaos import chaos\n"
+        "from bhandar_cli.cli.chaos_cmd import chaos\n"
         "app = typer.Typer()\n"
         "app.command()(chaos)\n"
         f"app(['--seed', '{seed}', '--ops', '{ops}', '--faults', 'all', '--storage', '{storage}'])\n"

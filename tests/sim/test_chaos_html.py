@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from bhandar_cli.sim.chaos import ChaosOptions, run_chaos
-from bhandar_cli.sim.chaos_html import render_html
-from bhandar_cli.sim.chaos_report import render_summary, reproduce_command
+from bhandar_cli.sim.chaos.chaos_run import ChaosOptions, run_chaos
+from bhandar_cli.sim.chaos.report import render_summary, reproduce_command
+from bhandar_cli.sim.chaos.report_html import render_html
 from tests.sim.chaos_cli import invoke
 
 PLANTED = ChaosOptions(13, 1500, faults=("clog", "loss"), consistency="QUORUM", bugs=("ack_before_quorum",))

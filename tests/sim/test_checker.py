@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from bhandar_cli.core.config import KeyspaceDef
-from bhandar_cli.core.crdt import EMPTY_COUNTER
-from bhandar_cli.core.messages import Failure, GetResult, IncrResult, PutResult
-from bhandar_cli.core.records import Record, Versioned
-from bhandar_cli.core.versions import Sibling
-from bhandar_cli.sim.checker import check, count_stale_reads
+from bhandar_cli.core.model.config import KeyspaceDef
+from bhandar_cli.core.model.crdt import EMPTY_COUNTER
+from bhandar_cli.core.model.records import Record, Versioned
+from bhandar_cli.core.model.versions import Sibling
+from bhandar_cli.core.protocol.messages import Failure, GetResult, IncrResult, PutResult
+from bhandar_cli.sim.checker.check import check, count_stale_reads
 from bhandar_cli.sim.history import History, Operation
 
 SLOPPY = KeyspaceDef("sibs")

@@ -3,9 +3,9 @@ with its replicas; virtual nodes do not spread it, so those replicas carry its s
 
 from __future__ import annotations
 
-from bhandar_cli.sim.chaos import ChaosOptions, run_chaos
-from bhandar_cli.sim.chaos_report import render_summary, report_json, reproduce_command
-from bhandar_cli.sim.workload import HOT_KEY, SIBS
+from bhandar_cli.sim.chaos.chaos_run import ChaosOptions, run_chaos
+from bhandar_cli.sim.chaos.report import render_summary, report_json, reproduce_command
+from bhandar_cli.sim.chaos.workload import HOT_KEY, SIBS
 
 
 def test_the_hot_key_of_a_skewed_run_tops_the_view_with_its_replicas() -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 
-from bhandar_cli.sim.loop_baseline import bare_loop_rate
+from bhandar_cli.bench.loop_baseline import bare_loop_rate
 from tests.sim.chaos_cli import invoke
 
 

@@ -11,13 +11,13 @@ from random import Random
 
 from pytest import MonkeyPatch
 
-from bhandar_cli.client_ops import NODE_NAME
-from bhandar_cli.core.gossip import GossipLiveness
-from bhandar_cli.core.messages import Effect
-from bhandar_cli.core.ring import Ring
+from bhandar_cli.client.cluster_ops import NODE_NAME
+from bhandar_cli.core.membership.gossip import GossipLiveness
+from bhandar_cli.core.membership.ring import Ring
+from bhandar_cli.core.protocol.messages import Effect
 from bhandar_cli.host.topology import next_node_name, node_names, zone_map
-from bhandar_cli.sim.chaos import ChaosOptions, run_chaos
-from bhandar_cli.sim.cluster import SimCluster
+from bhandar_cli.sim.chaos.chaos_run import ChaosOptions, run_chaos
+from bhandar_cli.sim.sim_cluster import SimCluster
 
 
 def test_node_names_beyond_z_round_trip() -> None:

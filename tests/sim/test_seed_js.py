@@ -1,4 +1,4 @@
-"""JavaScript number semantics (`bhandar_cli/sim/seed_js.py`) against what node 20 prints.
+"""JavaScript number semantics (`bhandar_cli/sim/seeds/seed_js.py`) against what node 20 prints.
 
 Every expected value below was printed by node v20, e.g.
 `node -e 'console.log([0.125, 1.005].map(x => x.toFixed(2)))'`; the obvious Python spelling is
@@ -11,8 +11,8 @@ import math
 
 import pytest
 
-from bhandar_cli.core.hashing import Mulberry32
-from bhandar_cli.sim.seed_js import (
+from bhandar_cli.core.model.hashing import Mulberry32
+from bhandar_cli.sim.seeds.seed_js import (
     js_json_stringify,
     js_math_log,
     js_number_to_string,

@@ -47,11 +47,11 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from bhandar_cli.cli import app
-from bhandar_cli.sim.seed_js import js_number_to_string, js_round, js_to_fixed
-from bhandar_cli.sim.seed_ministore import simulate_ministore
-from bhandar_cli.sim.seed_quorum import simulate_quorum
-from bhandar_cli.sim.seed_ring import simulate_ring
+from bhandar_cli.cli.app import app
+from bhandar_cli.sim.seeds.seed_js import js_number_to_string, js_round, js_to_fixed
+from bhandar_cli.sim.seeds.seed_ministore import simulate_ministore
+from bhandar_cli.sim.seeds.seed_quorum import simulate_quorum
+from bhandar_cli.sim.seeds.seed_ring import simulate_ring
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
 runner = CliRunner()

@@ -8,8 +8,11 @@ which fails again if the fix is taken out.
 
 from __future__ import annotations
 
-from bhandar_cli.core.config import KeyspaceDef, NodeConfig
-from bhandar_cli.core.messages import (
+from bhandar_cli.core.membership.ring import Ring, key_token
+from bhandar_cli.core.model.config import KeyspaceDef, NodeConfig
+from bhandar_cli.core.model.records import Versioned
+from bhandar_cli.core.model.versions import context_of
+from bhandar_cli.core.protocol.messages import (
     DecommissionRequest,
     Failure,
     GetRequest,
@@ -22,10 +25,7 @@ from bhandar_cli.core.messages import (
     ReplicaWrite,
     Send,
 )
-from bhandar_cli.core.records import Versioned
-from bhandar_cli.core.ring import Ring, key_token
-from bhandar_cli.core.versions import context_of
-from bhandar_cli.sim.cluster import SimCluster
+from bhandar_cli.sim.sim_cluster import SimCluster
 
 JSON = "application/json"
 

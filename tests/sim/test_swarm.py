@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from bhandar_cli.sim.chaos import ChaosOptions
-from bhandar_cli.sim.swarm import SeedOutcome, run_swarm
+from bhandar_cli.sim.chaos.chaos_run import ChaosOptions
+from bhandar_cli.sim.chaos.swarm import SeedOutcome, run_swarm
 from tests.sim.chaos_cli import invoke
 
 CI_SWARM = ("--swarm", "8", "--start", "9000000", "--ops", "1000", "--jobs", "2")
@@ -143,7 +143,7 @@ def test_an_interrupt_stops_the_workers_and_keeps_the_tally() -> None:
 def test_a_swarm_interrupted_before_any_failure_exits_130(
     output: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from bhandar_cli.sim import swarm
+    from bhandar_cli.sim.chaos import swarm
 
     real = swarm.run_swarm
 

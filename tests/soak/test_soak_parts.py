@@ -11,7 +11,7 @@ from typing import Any
 import trio
 import trio.testing
 
-from bhandar_cli.cmd.soak import live_line
+from bhandar_cli.cli.soak_cmd import live_line
 from bhandar_cli.sim.history import History
 from bhandar_cli.soak.faults import FaultLog, FaultSchedule, FaultTimes
 from bhandar_cli.soak.load import LoadStats, outcome_of
@@ -45,7 +45,7 @@ def test_percentiles_and_the_live_line() -> None:
 
 
 class FakeOperator:
-    """Stands in for client.py: records the faults, each taking a second of (mock) time."""
+    """Stands in for client/client.py: records the faults, each taking a second of (mock) time."""
 
     def __init__(self) -> None:
         self.backend = SimpleNamespace(

@@ -6,10 +6,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from bhandar_cli.sim.disk import SimDisk
 from bhandar_cli.storage.compaction import TierPolicy
+from bhandar_cli.storage.disk.sim_disk import SimDisk
 from bhandar_cli.storage.engine import EngineOptions, LSMEngine
-from bhandar_cli.storage.records import Merge
+from bhandar_cli.storage.record_kinds import Merge
 
 # Tiny tables so a few hundred writes exercise flushes, several blocks per table and compaction.
 SMALL = EngineOptions(

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bhandar_cli.sim.disk import SimDisk
 from bhandar_cli.storage import archive, pitr
+from bhandar_cli.storage.disk.sim_disk import SimDisk
 from bhandar_cli.storage.engine import EngineOptions, LSMEngine, restore_snapshot
 
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from bhandar_cli.node.storage_bench import run_compaction_bench, run_storage_bench
-from bhandar_cli.node.storage_sides import Workload
+from bhandar_cli.bench.storage_bench import run_compaction_bench, run_storage_bench
+from bhandar_cli.bench.storage_contenders import Workload
 
 
 def test_bench_returns_both_sides_their_peak_rss_and_ratios(tmp_path: Path) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 
-from bhandar_cli.sim.disk import SimDisk
 from bhandar_cli.storage.blocks import (
     BlockCache,
     CachedBlock,
@@ -16,8 +15,9 @@ from bhandar_cli.storage.blocks import (
     find_in_block,
     parse_block,
 )
+from bhandar_cli.storage.disk.sim_disk import SimDisk
 from bhandar_cli.storage.engine import LSMEngine
-from bhandar_cli.storage.records import VALUE
+from bhandar_cli.storage.record_kinds import VALUE
 from bhandar_cli.storage.sstable import Table, TableWriter
 
 from .conftest import SMALL
@@ -118,7 +118,7 @@ def test_the_sparse_index_finds_every_key_and_no_absent_one() -> None:
 def test_a_block_is_searched_in_its_bytes_as_when_decoded() -> None:
     """A key that is a substring of other keys, or spans two of them, is not found there; each
     key, deletions included, is found with its kind and value."""
-    from bhandar_cli.storage.records import DELETE
+    from bhandar_cli.storage.record_kinds import DELETE
 
     keys = [b"ab", b"abab", b"b", b"ba", b"bab", b"c" * 300]
     kinds = [VALUE, DELETE, VALUE, VALUE, DELETE, VALUE]

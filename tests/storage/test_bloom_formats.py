@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from bhandar_cli.node.disk import RealDisk
 from bhandar_cli.storage.bloom import (
     BlockedBloom,
     BloomFilter,
@@ -18,6 +17,7 @@ from bhandar_cli.storage.bloom import (
     read_filter,
 )
 from bhandar_cli.storage.cipher import DataCipher
+from bhandar_cli.storage.disk.real_disk import RealDisk
 from bhandar_cli.storage.engine import EngineOptions, LSMEngine
 
 DATA = Path(__file__).parent / "data" / "bloom_format1"

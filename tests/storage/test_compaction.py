@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from bhandar_cli.sim.disk import SimDisk
 from bhandar_cli.storage.compaction import Entry, TierPolicy, backlog, live_keys, merge_runs, pick, tiers
+from bhandar_cli.storage.disk.sim_disk import SimDisk
 from bhandar_cli.storage.engine import LSMEngine
-from bhandar_cli.storage.records import DELETE, MERGE, VALUE
+from bhandar_cli.storage.record_kinds import DELETE, MERGE, VALUE
 
 from .conftest import SMALL, small_engine, union
 

@@ -19,8 +19,8 @@ import random
 
 import pytest
 
-from bhandar_cli.sim.disk import SimDisk, SimulatedCrash
 from bhandar_cli.storage.compaction import TierPolicy
+from bhandar_cli.storage.disk.sim_disk import SimDisk, SimulatedCrash
 from bhandar_cli.storage.engine import EngineOptions, LSMEngine
 from bhandar_cli.storage.wal import FsyncPolicy
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from bhandar_cli.node.disk import RealDisk
-from bhandar_cli.sim.disk import SimDisk
-from bhandar_cli.storage.disk import Disk, write_file_atomically
+from bhandar_cli.storage.disk.interface import Disk, write_file_atomically
+from bhandar_cli.storage.disk.real_disk import RealDisk
+from bhandar_cli.storage.disk.sim_disk import SimDisk
 
 
 @pytest.fixture(params=["sim", "real"])
@@ -64,7 +64,7 @@ def test_sim_crash_loses_unsynced_bytes_and_can_tear_them() -> None:
 
 
 def test_sim_crash_point_interrupts_the_chosen_operation() -> None:
-    from bhandar_cli.sim.disk import SimulatedCrash
+    from bhandar_cli.storage.disk.sim_disk import SimulatedCrash
 
     disk = SimDisk()
     disk.makedirs("/d")

@@ -11,15 +11,15 @@ from dataclasses import replace
 
 import pytest
 
-from bhandar_cli.sim.disk import SimDisk
 from bhandar_cli.storage import archive, damage, pitr, wal
 from bhandar_cli.storage.cipher import NONCE_BYTES, TABLE_BLOCK, WAL_RECORD, DataCipher
 from bhandar_cli.storage.damage import DamageLog
-from bhandar_cli.storage.disk import join
+from bhandar_cli.storage.disk.interface import join
+from bhandar_cli.storage.disk.sim_disk import SimDisk
 from bhandar_cli.storage.engine import EngineOptions, LSMEngine, restore_snapshot
-from bhandar_cli.storage.errors import CorruptManifestError, DataKeyError
-from bhandar_cli.storage.records import VALUE
+from bhandar_cli.storage.record_kinds import VALUE
 from bhandar_cli.storage.sstable import BlockCache, Table, TableWriter
+from bhandar_cli.storage.storage_errors import CorruptManifestError, DataKeyError
 
 from .conftest import SMALL
 

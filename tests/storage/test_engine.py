@@ -13,13 +13,13 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invariant, rule
 
-from bhandar_cli.node.disk import RealDisk
-from bhandar_cli.sim.disk import SimDisk, SimulatedCrash
 from bhandar_cli.storage import wal
 from bhandar_cli.storage.compaction import TierPolicy
+from bhandar_cli.storage.disk.real_disk import RealDisk
+from bhandar_cli.storage.disk.sim_disk import SimDisk, SimulatedCrash
 from bhandar_cli.storage.engine import EngineOptions, LSMEngine, restore_snapshot
-from bhandar_cli.storage.errors import CorruptManifestError, EngineClosedError, EngineFailedError
-from bhandar_cli.storage.records import encode_op
+from bhandar_cli.storage.record_kinds import encode_op
+from bhandar_cli.storage.storage_errors import CorruptManifestError, EngineClosedError, EngineFailedError
 
 from .conftest import SMALL, small_engine
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from bhandar_cli.node.disk import RealDisk
-from bhandar_cli.sim.disk import SimDisk, SimulatedCrash
+from bhandar_cli.storage.disk.real_disk import RealDisk
+from bhandar_cli.storage.disk.sim_disk import SimDisk, SimulatedCrash
 from bhandar_cli.storage.engine import LSMEngine
-from bhandar_cli.storage.errors import EngineFailedError
+from bhandar_cli.storage.storage_errors import EngineFailedError
 
 from .conftest import small_engine
 

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from bhandar_cli.node.disk import RealDisk
-from bhandar_cli.sim.disk import SimDisk
 from bhandar_cli.storage.compaction import TierPolicy
+from bhandar_cli.storage.disk.real_disk import RealDisk
+from bhandar_cli.storage.disk.sim_disk import SimDisk
 from bhandar_cli.storage.engine import LSMEngine
 from bhandar_cli.storage.jobs import BackgroundJob, CompactionJob, FlushJob
-from bhandar_cli.storage.records import Merge
+from bhandar_cli.storage.record_kinds import Merge
 from bhandar_cli.storage.reports import JobReport
 
 from .conftest import SMALL, apply_op, small_engine, union

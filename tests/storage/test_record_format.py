@@ -8,13 +8,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bhandar_cli.core.crdt import PNCounter
-from bhandar_cli.core.record_digest import digest
-from bhandar_cli.core.records import Record, Versioned, from_plain, merge_records, to_plain
-from bhandar_cli.core.versions import Sibling
-from bhandar_cli.storage import record_format
-from bhandar_cli.storage.errors import StorageError
-from bhandar_cli.storage.record_format import (
+from bhandar_cli.core.model.crdt import PNCounter
+from bhandar_cli.core.model.record_digest import digest
+from bhandar_cli.core.model.records import Record, Versioned, from_plain, merge_records, to_plain
+from bhandar_cli.core.model.versions import Sibling
+from bhandar_cli.storage.storage_errors import StorageError
+from bhandar_cli.store import record_format
+from bhandar_cli.store.record_format import (
     FORMAT_VERSION,
     RECORD_TAG,
     RecordFormatError,

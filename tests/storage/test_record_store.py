@@ -14,9 +14,13 @@ from random import Random
 import cbor2
 import pytest
 
-from bhandar_cli.core.config import KeyspaceDef
-from bhandar_cli.core.crdt import PNCounter
-from bhandar_cli.core.messages import (
+from bhandar_cli.core.model.config import KeyspaceDef
+from bhandar_cli.core.model.crdt import PNCounter
+from bhandar_cli.core.model.record_digest import digest
+from bhandar_cli.core.model.records import Versioned
+from bhandar_cli.core.model.store import MemoryStore
+from bhandar_cli.core.model.versions import Sibling
+from bhandar_cli.core.protocol.messages import (
     Failure,
     GetRequest,
     GetResult,
@@ -24,15 +28,11 @@ from bhandar_cli.core.messages import (
     PutRequest,
     RepairRequest,
 )
-from bhandar_cli.core.record_digest import digest
-from bhandar_cli.core.records import Versioned
-from bhandar_cli.core.store import MemoryStore
-from bhandar_cli.core.versions import Sibling
-from bhandar_cli.sim.cluster import SimCluster
-from bhandar_cli.sim.disk import SimDisk
+from bhandar_cli.sim.sim_cluster import SimCluster
+from bhandar_cli.storage.disk.sim_disk import SimDisk
 from bhandar_cli.storage.engine import EngineOptions
-from bhandar_cli.storage.record_format import FORMAT_VERSION, RECORD_TAG
-from bhandar_cli.storage.record_store import HINT, RecordStore, data_key
+from bhandar_cli.store.record_format import FORMAT_VERSION, RECORD_TAG
+from bhandar_cli.store.record_store import HINT, RecordStore, data_key
 from tests.core.record_samples import FORMAT1_DATA, FORMAT1_DIGESTS, FORMAT1_HINT, LWW, SAMPLES, SIBLINGS
 
 
@@ -223,7 +223,7 @@ def test_a_record_of_a_newer_format_is_reported_treated_as_absent_and_kept(
     future = _future("data", "siblings", "a layout this build does not know")
     s.engine.put(data_key("ks", "b"), future)
     s.engine.put(HINT + cbor2.dumps(["C", "ks", "b"]), _future("hint", "?"))
-    with caplog.at_level("WARNING", logger="bhandar_cli.storage.record_store"):
+    with caplog.at_level("WARNING", logger="bhandar_cli.store.record_store"):
         assert s.get("ks", "b") is None
         assert [k for k, _ in s.items("ks")] == ["a"]  # the other keys are served
         assert list(s.hints()) == []

@@ -8,11 +8,11 @@ import random
 
 import pytest
 
-from bhandar_cli.sim.disk import SimDisk
 from bhandar_cli.storage.damage import Corruption, DamageLog, KeyInterval
-from bhandar_cli.storage.errors import CorruptTableError
-from bhandar_cli.storage.records import DELETE, VALUE
+from bhandar_cli.storage.disk.sim_disk import SimDisk
+from bhandar_cli.storage.record_kinds import DELETE, VALUE
 from bhandar_cli.storage.sstable import FOOTER_SIZE, BlockCache, Table, TableWriter
+from bhandar_cli.storage.storage_errors import CorruptTableError
 
 from .conftest import small_engine
 

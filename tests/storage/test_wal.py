@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bhandar_cli.node.disk import RealDisk
-from bhandar_cli.sim.disk import SimDisk
 from bhandar_cli.storage import wal
+from bhandar_cli.storage.disk.real_disk import RealDisk
+from bhandar_cli.storage.disk.sim_disk import SimDisk
 from bhandar_cli.storage.wal import FsyncPolicy, WALWriter
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from selenium.webdriver.common.by import By
 
-from bhandar_cli.sim.chaos_report import reproduce_command
+from bhandar_cli.sim.chaos.report import reproduce_command
 from tests.sim.chaos_cli import invoke
 from tests.sim.test_chaos_html import PLANTED
 

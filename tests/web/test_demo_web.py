@@ -25,10 +25,10 @@ from selenium.webdriver.support.ui import WebDriverWait
 from typer.testing import CliRunner
 
 from bhandar_cli.repl.batch import ClusterOptions, open_session
-from bhandar_cli.repl.demo_narration import Narration
-from bhandar_cli.repl.demo_runner import EXIT_FAILED, EXIT_OK, WebPage, play, run_demo
-from bhandar_cli.repl.demos import Demo, DemoContext, Expect, Step, get_values, lines, text
-from bhandar_cli.repl.demos_failures import QUORUM
+from bhandar_cli.teach.demo_runner import EXIT_FAILED, EXIT_OK, WebPage, play, run_demo
+from bhandar_cli.teach.demos import Demo, DemoContext, Expect, Step, get_values, lines, text
+from bhandar_cli.teach.demos_failures import QUORUM
+from bhandar_cli.teach.narration import Narration
 from bhandar_cli.web.state import WebState
 from tests.repl.test_demos import cli
 from tests.web.conftest import REPO

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from bhandar_cli.core.config import KEYSPACE_NAME_RULE
-from bhandar_cli.core.errors import BadInput
-from bhandar_cli.core.keyspaces import MAX_KEYSPACES
-from bhandar_cli.core.limits import NotJson, parse_json
-from bhandar_cli.outcomes import GetOutcome, IncrOutcome, WriteOutcome
+from bhandar_cli.client.outcomes import GetOutcome, IncrOutcome, WriteOutcome
+from bhandar_cli.core.model.config import KEYSPACE_NAME_RULE
+from bhandar_cli.core.model.errors import BadInput
+from bhandar_cli.core.model.keyspaces import MAX_KEYSPACES
+from bhandar_cli.core.model.limits import NotJson, parse_json
+from bhandar_cli.core.model.values import parse_value_text
 from bhandar_cli.repl.kinds import (
     CONTEXT,
     INTEGER,
@@ -27,7 +28,6 @@ from bhandar_cli.repl.kinds import (
 )
 from bhandar_cli.repl.table import Arg, CommandTable, Option
 from bhandar_cli.repl.views_data import render_get, render_incr, render_keyspaces, render_write
-from bhandar_cli.values import parse_value_text
 
 if TYPE_CHECKING:
     from bhandar_cli.repl.grammar import Command, Word

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from bhandar_cli.core.errors import BadInput
+from bhandar_cli.core.model.errors import BadInput
 from bhandar_cli.repl.kinds import INTEGER, KEY, KEYSPACE, NODE, choices
 from bhandar_cli.repl.table import Arg, CommandTable, Option
 from bhandar_cli.repl.views_cluster import (

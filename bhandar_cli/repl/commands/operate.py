@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from bhandar_cli.core.errors import BadInput
-from bhandar_cli.core.live_config import SETTINGS
+from bhandar_cli.core.model.errors import BadInput
+from bhandar_cli.core.model.live_config import SETTINGS
 from bhandar_cli.repl.grammar import parse_duration, partition_groups
 from bhandar_cli.repl.kinds import (
     DIRECTORY,

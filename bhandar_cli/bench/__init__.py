@@ -1,0 +1,1 @@
+"""Benchmarks, each beside a baseline measured in the same run."""

@@ -1,0 +1,116 @@
+"""`bhandar chaos --swarm`: a swarm's progress, its failing seeds and its tally on the terminal.
+
+`cli/chaos_cmd.py` validates the options and calls `run_swarm_command`; the seeds run in
+`bhandar_cli/sim/chaos/swarm.py`. On a terminal a rich progress bar runs while failing seeds print above
+it; piped, there is no bar: one line per failing seed as it finishes, then the tally. With
+`-o json`, one object at the end. Exit 0 only if every seed ran and passed; 1 if any failed; 130
+if Ctrl-C stopped the swarm before any failed (as typer answers a Ctrl-C elsewhere, and `demo`).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import typer
+
+from bhandar_cli.cli.output import EXIT_FAILED, OutputFormat, emit_json
+from bhandar_cli.core.model.wording import count as counted
+
+if TYPE_CHECKING:
+    from bhandar_cli.sim.chaos.chaos_run import ChaosOptions
+    from bhandar_cli.sim.chaos.swarm import SeedOutcome, SwarmResult
+
+EXIT_INTERRUPTED = 130  # the shell's convention for a program stopped by SIGINT
+
+
+def run_swarm_command(
+    base: ChaosOptions, count: int, jobs: int, seed_timeout: float, output: OutputFormat
+) -> None:
+    from bhandar_cli.sim.chaos.swarm import run_swarm, swarm_json
+
+    jobs = min(jobs, count)
+    if output is OutputFormat.json:
+        result = run_swarm(base, count, jobs, seed_timeout)
+        emit_json(swarm_json(result))
+    else:
+        _write(_header(base, count, jobs))
+        if sys.stdout.isatty():
+            result = _with_progress_bar(base, count, jobs, seed_timeout)
+        else:
+            result = run_swarm(base, count, jobs, seed_timeout, lambda o: _write(_failure(o)))
+        _write(_tally(result))
+    if result.failed:
+        raise typer.Exit(EXIT_FAILED)
+    if result.interrupted:
+        raise typer.Exit(EXIT_INTERRUPTED)
+
+
+def _write(text: str) -> None:
+    sys.stdout.write(text)
+    sys.stdout.flush()
+
+
+def _header(base: ChaosOptions, count: int, jobs: int) -> str:
+    last = base.seed + count - 1
+    return f"chaos swarm: {count} seeds, {base.seed} to {last}, on {counted(jobs, 'worker')}\n"
+
+
+def _failure(outcome: SeedOutcome) -> str:
+    """Two lines for a failing seed (nothing for one that passed): why, and how to replay it."""
+    if outcome.passed:
+        return ""
+    more = f" (+{outcome.violations - 1} more)" if outcome.violations > 1 else ""
+    return f"FAILED seed {outcome.seed}: {outcome.violation}{more}\n  replay: {outcome.command}\n"
+
+
+def _tally(result: SwarmResult) -> str:
+    from bhandar_cli.sim.chaos.swarm import swarm_command
+
+    done = len(result.outcomes)
+    failed = result.failed
+    head = f"interrupted after {done} of {result.count} seeds" if result.interrupted else f"{done} seeds"
+    lines = [f"swarm: {head}: {result.passed} passed, {len(failed)} failed in {result.seconds:.1f} s"]
+    if failed:
+        lines.append("failed seeds: " + " ".join(str(o.seed) for o in failed))
+    lines.append(f"repeat with: {swarm_command(result)}")
+    return "\n".join(lines) + "\n"
+
+
+def _with_progress_bar(base: ChaosOptions, count: int, jobs: int, seed_timeout: float) -> SwarmResult:
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+    from rich.text import Text
+
+    from bhandar_cli.sim.chaos.swarm import run_swarm
+
+    with Progress(
+        TextColumn("swarm"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[failed]} failed"),
+        TimeElapsedColumn(),
+        TextColumn("eta"),
+        TimeRemainingColumn(),
+        transient=True,
+    ) as progress:
+        task = progress.add_task("seeds", total=count, failed=0)
+        failures = 0
+
+        def show(outcome: SeedOutcome) -> None:
+            nonlocal failures
+            if not outcome.passed:
+                failures += 1
+                # Text, not markup: a violation's text may hold brackets.
+                progress.console.print(Text(_failure(outcome).rstrip("\n"), style="red"))
+            progress.update(task, advance=1, failed=failures)
+
+        on_outcome: Callable[[SeedOutcome], None] = show
+        return run_swarm(base, count, jobs, seed_timeout, on_outcome)

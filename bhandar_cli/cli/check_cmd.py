@@ -1,0 +1,212 @@
+"""`bhandar check`: run anyone's nodes (Maelstrom's protocol) under Bhandar's faults and checkers.
+
+Parses and validates the options, runs the check (check/run.py) or the checklist, and prints
+the report (check/report.py, --report's page from check/html.py). Exit 0 valid, 1 invalid or
+unknown, 2 a usage, setup or protocol error.
+"""
+
+from __future__ import annotations
+
+import random
+import shlex
+import sys
+from pathlib import Path
+
+import typer
+
+from bhandar_cli.check.catalog import KINDS, SCENARIOS, WORKLOADS
+from bhandar_cli.cli.output import EXIT_USAGE, OUTPUT_OPTION, OutputFormat, emit_json, fail
+from bhandar_cli.core.model.durations import seconds_of
+
+WORKLOAD_HELP = "; ".join(f"{name}: {doc}" for name, doc in WORKLOADS.items())
+
+
+def _seconds(option: str, text: str, low: float, high: float) -> float:
+    value = seconds_of(text)
+    if value is None or not low <= value <= high:
+        fail(
+            f"{option} takes a duration from {low:g} s to {high:g} s such as 500ms, 5s or 2m (got {text!r})",
+            EXIT_USAGE,
+        )
+    return value
+
+
+def check(
+    program: str = typer.Option(
+        ...,
+        "--bin",
+        metavar="PROGRAM",
+        help="The node program; quote it with its arguments ('bhandar node maelstrom').",
+    ),
+    args: list[str] | None = typer.Argument(
+        None, metavar="[ARG]...", help="More arguments for the program (after --)."
+    ),
+    workload: str = typer.Option(
+        ..., "--workload", "-w", metavar="NAME", help=f"What clients do and what is checked. {WORKLOAD_HELP}."
+    ),
+    node_count: int = typer.Option(3, "--node-count", help="Copies of the program to run (n1, n2, ...)."),
+    concurrency: int | None = typer.Option(
+        None, "--concurrency", help="Clients (c1, c2, ...); default: one per node."
+    ),
+    rate: float = typer.Option(20.0, "--rate", help="Operations per second, all clients together."),
+    time_limit: str = typer.Option(
+        "5s", "--time-limit", metavar="DURATION", help="How long the clients run."
+    ),
+    latency: str = typer.Option(
+        "0ms", "--latency", metavar="DURATION", help="Mean latency added to every message (exponential)."
+    ),
+    seed: int | None = typer.Option(
+        None, "--seed", help="Draws the faults and the workload (printed: repeat a run)."
+    ),
+    nemesis: str = typer.Option("", "--nemesis", metavar="KIND,...", help=f"Faults: {', '.join(KINDS)}."),
+    nemesis_interval: str = typer.Option(
+        "",
+        "--nemesis-interval",
+        metavar="DURATION",
+        help="Typical fault length (default: a fifth of the time limit).",
+    ),
+    checklist: bool = typer.Option(False, "--checklist", help=f"Run every scenario: {'; '.join(SCENARIOS)}."),
+    scenario: str = typer.Option("", "--scenario", metavar="NAME", help="Run one checklist scenario."),
+    report: Path | None = typer.Option(
+        None, "--report", metavar="FILE", help="Write a self-contained HTML report."
+    ),
+    log_dir: str = typer.Option(
+        "bhandar-check", "--log-dir", metavar="DIR", help="Node logs, their data, the history."
+    ),
+    op_timeout: str = typer.Option(
+        "1s", "--timeout", metavar="DURATION", help="How long a client waits for an answer."
+    ),
+    recovery: str = typer.Option(
+        "1s", "--recovery", metavar="DURATION", help="Time after the heal before the final reads."
+    ),
+    init_timeout: str = typer.Option(
+        "10s", "--init-timeout", metavar="DURATION", help="How long a node may take to answer init."
+    ),
+    flood_limit: int = typer.Option(
+        10_000, "--flood-limit", help="Messages one node may write in one second."
+    ),
+    output: OutputFormat = OUTPUT_OPTION,
+) -> None:
+    """Check a store you did not write: start --node-count copies of any program that speaks
+    Maelstrom's protocol (JSON messages on standard input and output), route every message between
+    them through Bhandar's network model with the faults of --nemesis, drive clients at --rate and
+    judge what they saw with the workload's checker.
+
+    Exit 0 valid; 1 invalid or unknown (with the operations that show it);
+    2 a setup or protocol error (no such program, no init_ok, a malformed
+    message, a flood)."""
+    from bhandar_cli.check.run import CheckOptions
+
+    argv = [*shlex.split(program), *(args or [])]
+    if not argv:
+        fail("--bin needs a program", EXIT_USAGE)
+    if workload not in WORKLOADS:
+        fail(f"unknown workload {workload!r} (use {', '.join(WORKLOADS)})", EXIT_USAGE)
+    kinds = tuple(k.strip() for k in nemesis.split(",") if k.strip())
+    unknown = [k for k in kinds if k not in KINDS]
+    if unknown:
+        fail(f"--nemesis: unknown fault {unknown[0]!r} (use {', '.join(KINDS)})", EXIT_USAGE)
+    if scenario and scenario not in SCENARIOS:
+        fail(f"--scenario: unknown scenario {scenario!r} (use {'; '.join(SCENARIOS)})", EXIT_USAGE)
+    if (checklist or scenario) and kinds:
+        fail("--checklist and --scenario bring their own faults; leave out --nemesis", EXIT_USAGE)
+    if not 1 <= node_count <= 64 or not 1 <= (concurrency or node_count) <= 1000:
+        fail("--node-count must be 1..64 and --concurrency 1..1000", EXIT_USAGE)
+    if not 0 < rate <= 100_000 or flood_limit < 1:
+        fail("--rate must be above 0 and at most 100000, --flood-limit at least 1", EXIT_USAGE)
+    limit = _seconds("--time-limit", time_limit, 0.05, 86_400)
+    interval = (
+        _seconds("--nemesis-interval", nemesis_interval, 0.01, 3600)
+        if nemesis_interval
+        else min(10.0, max(0.2, limit / 5))
+    )
+    opts = CheckOptions(
+        tuple(argv),
+        workload,
+        log_dir,
+        node_count,
+        concurrency or node_count,
+        rate,
+        limit,
+        _seconds("--latency", latency, 0, 10) * 1000.0,
+        seed if seed is not None else random.SystemRandom().randrange(1 << 31),
+        kinds,
+        interval,
+        _seconds("--timeout", op_timeout, 0.01, 600),
+        _seconds("--recovery", recovery, 0, 600),
+        _seconds("--init-timeout", init_timeout, 0.1, 600),
+        flood_limit,
+        scenario,
+    )
+    if checklist:
+        _checklist(opts, report, output)
+    else:
+        _one(opts, report, output)
+
+
+def _one(opts: object, report: Path | None, output: OutputFormat) -> None:
+    from bhandar_cli.check.report import render, to_json
+    from bhandar_cli.check.run import CheckOptions, run_check
+
+    assert isinstance(opts, CheckOptions)
+    if output is not OutputFormat.json:
+        print(f"bhandar check: seed {opts.seed}, logs in {opts.log_dir} ...", file=sys.stderr, flush=True)
+    outcome = run_check(opts)
+    if report is not None:
+        from bhandar_cli.check.html import page
+
+        _write(report, page(outcome))
+    if output is OutputFormat.json:
+        emit_json(to_json(outcome, str(report or "")))
+    else:
+        print(render(outcome) + (f"\nreport: {report}" if report else ""), flush=True)
+    if outcome.error:
+        fail(f"check: {outcome.error}", 2)
+    raise SystemExit(outcome.exit_code)
+
+
+def _checklist(opts: object, report: Path | None, output: OutputFormat) -> None:
+    from bhandar_cli.check.checklist import run_checklist
+    from bhandar_cli.check.report import curve_line, render_table, repeat_command
+    from bhandar_cli.check.run import CheckOptions
+
+    assert isinstance(opts, CheckOptions)
+    quiet = output is OutputFormat.json
+    rows, outcomes = run_checklist(
+        opts, (lambda _: None) if quiet else (lambda s: print(s, file=sys.stderr, flush=True))
+    )
+    if report is not None:
+        from bhandar_cli.check.html import checklist_page
+
+        _write(report, checklist_page(f"bhandar check --checklist: {opts.workload}", rows, outcomes))
+    codes = [o.exit_code for o in outcomes]
+    code = 2 if 2 in codes else 1 if 1 in codes else 0
+    if quiet:
+        emit_json(
+            {
+                "cmd": "check",
+                "ok": code == 0,
+                "checklist": rows,
+                "exit": code,
+                "seed": opts.seed,
+                "repeat": [repeat_command(o.options) for o in outcomes],
+            }
+        )
+    else:
+        print(render_table(rows))
+        curves = [curve_line(row) for row in rows if row["staleness"]]
+        if curves:
+            print("\nstaleness (reads fresh, by how long after a write's acknowledgement they began):")
+            print("\n".join(f"  {line}" for line in curves))
+        for outcome, row in zip(outcomes, rows, strict=True):
+            if outcome.exit_code:
+                said = outcome.error or (outcome.verdict.summary if outcome.verdict else "")
+                print(f"\n{row['scenario']}: {said}\n  repeat with: {repeat_command(outcome.options)}")
+    raise SystemExit(code)
+
+
+def _write(path: Path, text: str) -> None:
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        fail(f"cannot write the report to {path}: {exc.strerror or exc}", 1)

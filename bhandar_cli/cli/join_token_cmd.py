@@ -1,0 +1,108 @@
+"""`bhandar cluster join-token create`: a single-use token that lets a node on another machine join.
+
+Parsing and rendering only: a node of the cluster mints the token (node/join.py, RPC `join_token`)
+and this prints it with the `bhandar node run --join` command to run on the new machine.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+import typer
+
+from bhandar_cli.cli.cluster_cmd import DIR_OPTION, run_async
+from bhandar_cli.cli.output import EXIT_USAGE, OUTPUT_OPTION, OutputFormat, emit_json, fail
+
+join_token_app = typer.Typer(
+    help="Single-use tokens that let a node on another machine join the cluster.",
+    no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+@join_token_app.command("create")
+def create(
+    via: str | None = typer.Option(
+        None,
+        "--via",
+        metavar="NODE",
+        help="Node that issues the token, one holding the CA key (default: the first such node running).",
+    ),
+    ttl: str = typer.Option("15m", "--ttl", help="How long it is valid: 90s, 15m, 2h, 1d (at most 7d)."),
+    directory: str | None = DIR_OPTION,
+    output: OutputFormat = OUTPUT_OPTION,
+) -> None:
+    """Mint a join token on a node holding the cluster CA key, and print the command for the new machine."""
+    from bhandar_cli.security.join_tokens import parse_ttl
+
+    try:
+        seconds = parse_ttl(ttl)
+    except ValueError as exc:
+        fail(f"--ttl: {exc}", EXIT_USAGE)
+
+    async def body() -> dict[str, Any]:
+        import trio
+
+        from bhandar_cli.core.model.errors import BadInput, Refused, Unavailable
+        from bhandar_cli.fleet import cluster_file, pids
+        from bhandar_cli.host.topology import next_node_name
+        from bhandar_cli.node.net.rpc import rpc_once
+        from bhandar_cli.node.net.rpc_errors import RpcError
+        from bhandar_cli.security import access
+
+        cluster = cluster_file.load(cluster_file.resolve_dir(directory))
+        if via is not None:
+            try:
+                entry = cluster.node(via)
+            except cluster_file.ClusterFileError as exc:
+                raise BadInput(str(exc)) from None
+        else:
+            running = [n for n in cluster.nodes if n.id in cluster.issuing and pids.pid_alive(n.pid)]
+            if not running:
+                raise Unavailable(
+                    f"no node that signs certificates ({', '.join(cluster.issuing)}) is running: start "
+                    f"it (bhandar cluster start {cluster.issuing[0]} --dir {cluster.dir})"
+                )
+            entry = running[0]
+        reach = access.for_cluster(cluster)
+        try:
+            answer = await rpc_once(entry.host, entry.port, "join_token", 5.0, entry.id, reach, ttl=seconds)
+            members = await rpc_once(entry.host, entry.port, "members", 5.0, entry.id, reach)
+        except (RpcError, trio.TooSlowError) as exc:
+            raise Unavailable(str(exc) or f"node {entry.id} did not answer") from None
+        if "refused" in answer:
+            others = [i for i in cluster.issuing if i != entry.id]
+            hint = f"; --via {others[0]} can" if others else ""
+            raise Refused(f"node {entry.id} cannot issue join tokens: {answer['refused']}{hint}")
+        new_id = next_node_name([*cluster.names, *(str(m["id"]) for m in members)])
+        options = (
+            ""
+            if (cluster.vnodes, cluster.replicas) == (8, 3)
+            else (f" --vnodes {cluster.vnodes} --replicas {cluster.replicas}")
+        )
+        command = (
+            f"bhandar node run --join {entry.address} --token {answer['token']} --id {new_id} "
+            f"--host ADDRESS --data-dir bhandar-{new_id}{options}"
+        )
+        expires = datetime.datetime.fromtimestamp(answer["expires"], datetime.UTC)
+        return {
+            "cmd": "cluster join-token create",
+            "ok": True,
+            "via": entry.id,
+            "address": entry.address,
+            "token": answer["token"],
+            "expires": answer["expires"],
+            "expires_at": expires.isoformat(timespec="seconds"),
+            "id": new_id,
+            "command": command,
+        }
+
+    data = run_async("cluster join-token create", output, body)
+    if output is OutputFormat.json:
+        emit_json(data)
+        return
+    at = data["expires_at"].replace("T", " ").replace("+00:00", " UTC")
+    typer.echo(f"join token from node {data['via']}, for one node, valid until {at}:\n  {data['token']}")
+    typer.echo("on the new machine run (ADDRESS: its address the cluster can reach):")
+    typer.echo(f"  {data['command']}")

@@ -1,0 +1,1 @@
+"""The one client API the faces use: `Client`, its backends, and operations built on it."""

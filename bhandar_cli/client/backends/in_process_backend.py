@@ -1,0 +1,231 @@
+"""The in-process backend of `client.Client`: an `InProcessCluster` seen through the Backend API."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import trio
+
+from bhandar_cli.core.membership.ring import Ring
+from bhandar_cli.core.model.metrics import NodeMetrics
+from bhandar_cli.core.model.records import Record
+from bhandar_cli.core.node import Node
+from bhandar_cli.core.protocol.messages import Result
+from bhandar_cli.fleet.in_process_cluster import InProcessCluster
+from bhandar_cli.node import admin
+
+
+class InProcessBackend:
+    def __init__(self, cluster: InProcessCluster, data_dir: str | None = None) -> None:
+        self.cluster = cluster
+        self.names: list[str] = cluster.names
+        self.zones: dict[str, str] = cluster.zones
+        self.data_dir = data_dir
+
+    @property
+    def ring(self) -> Ring:
+        """The current ring as a live node's gossip sees it (the boot ring if none is up)."""
+        for name in self.names:
+            node = self.cluster.host(name).node
+            if node is not None and node.status == "normal":
+                return node.ring
+        return self.cluster.ring
+
+    async def drain_notes(self) -> list[tuple[str, dict[str, Any], str]]:
+        """Notes the nodes made since the last call: (text, data, node)."""
+        notes = list(self.cluster.notes)
+        self.cluster.notes.clear()
+        return [(note.text, note.data, node) for _, node, note in notes]
+
+    def now(self) -> float:
+        return trio.current_time()
+
+    def is_alive(self, name: str) -> bool:
+        return self.cluster.host(name).alive
+
+    def new_rid(self) -> int:
+        return self.cluster.new_rid()
+
+    def partitions(self) -> list[list[str]]:
+        return [list(g) for g in self.cluster.model.groups]
+
+    async def request(self, via: str, request: Any, timeout: float) -> Result:
+        return await self.cluster.request(via, request, timeout)
+
+    def _node(self, name: str) -> Node | None:
+        return self.cluster.host(name).node
+
+    async def node_info(self, name: str, counts: bool = True) -> dict[str, Any]:
+        host = self.cluster.host(name)
+        tokens = len(self.ring.tokens_by_node().get(name, []))
+        info = admin.node_info(name, host.zone, host.node, trio.current_time(), tokens, counts)
+        if host.crash_reason is not None and host.node is None:
+            info["crashed"] = host.crash_reason
+        return info
+
+    async def node_records(self, name: str, keyspace: str, key: str) -> tuple[Record | None, Record | None]:
+        node = self._node(name)
+        if node is None:
+            return None, None
+        return node.records(keyspace, key)
+
+    async def node_hints(self, name: str) -> list[dict[str, Any]]:
+        node = self._node(name)
+        return [] if node is None else node.hints_summary(trio.current_time())
+
+    async def node_metrics(self, name: str) -> NodeMetrics:
+        return self.cluster.host(name).metrics()
+
+    async def node_members(self, name: str) -> list[dict[str, Any]]:
+        node = self._node(name)
+        return [] if node is None else node.members(trio.current_time())
+
+    async def node_tree(self, name: str, keyspace: str, lo: int, hi: int) -> list[list[Any]]:
+        node = self._node(name)
+        return [] if node is None else node.tree_entries(keyspace, lo, hi)
+
+    async def kill(self, name: str) -> bool:
+        return self.cluster.kill(name)
+
+    async def revive(self, name: str) -> bool:
+        return await self.cluster.revive(name)
+
+    async def add_node(self, name: str, zone: str | None) -> str:
+        host = await self.cluster.add_node(name, zone)
+        return host.zone
+
+    async def retire(self, name: str) -> None:
+        """Stop a node that has left the ring and forget it (its data directory is set aside)."""
+        await self.cluster.retire(name)
+        if self.data_dir is not None:
+            from bhandar_cli.store.data_dir import retire_node_dir
+
+            retire_node_dir(self.data_dir, name)
+
+    async def set_node_config(self, name: str, plain: dict[str, Any]) -> dict[str, Any]:
+        """Apply a version of the cluster configuration on node `name` now (node/reconfigure.py)."""
+        from bhandar_cli.node.reconfigure import apply_live
+
+        return apply_live(self.cluster.host(name), plain)
+
+    async def partition(self, groups: list[list[str]]) -> list[list[str]]:
+        return self.cluster.partition(groups)
+
+    async def heal(self) -> None:
+        self.cluster.heal()
+
+    async def delay(self, name: str, ms: float) -> None:
+        self.cluster.delay(name, ms)
+
+    # --- storage ---------------------------------------------------------------------------------
+
+    def _store(self, name: str) -> Any:
+        store = self.cluster.host(name).store
+        if not hasattr(store, "flush"):
+            from bhandar_cli.core.model.errors import BadInput
+
+            raise BadInput("this cluster keeps its data in memory: there is no storage engine to work on")
+        return store
+
+    async def flush(self, name: str) -> dict[str, Any]:
+        started = time.perf_counter()
+        table = self._store(name).flush()
+        return {"node": name, "sstable": table, "ms": round((time.perf_counter() - started) * 1000, 3)}
+
+    async def compact(self, name: str) -> dict[str, Any]:
+        started = time.perf_counter()
+        runs = self._store(name).compact()
+        return {"node": name, "compactions": runs, "ms": round((time.perf_counter() - started) * 1000, 3)}
+
+    def _snapshot_dir(self, snapshot: str) -> str:
+        if self.data_dir is None:
+            from bhandar_cli.core.model.errors import BadInput
+
+            raise BadInput("snapshots need a data directory (bhandar repl --data-dir DIR)")
+        return os.path.join(self.data_dir, "snapshots", snapshot)
+
+    async def snapshot(self, snapshot: str, to: str | None = None) -> dict[str, Any]:
+        """Every live node's tables, hard-linked under the data directory's snapshots/NAME, or
+        copied to TO/NAME (snapshots/NAME/LOCATION then says where); the WALs are archived there."""
+        from bhandar_cli.store.data_dir import LOCATION
+
+        local = os.path.abspath(self._snapshot_dir(snapshot))  # the store keeps it in its ARCHIVES
+        base = os.path.join(os.path.abspath(to), snapshot) if to else local
+        if os.path.exists(local) or os.path.exists(base):
+            from bhandar_cli.core.model.errors import BadInput
+
+            raise BadInput(f"snapshot {snapshot} already exists")
+        started = time.perf_counter()
+        if to:
+            os.makedirs(local)
+            with open(os.path.join(local, LOCATION), "w") as f:
+                f.write(base)
+        files = 0
+        for name in self.names:
+            if self.cluster.host(name).alive:
+                files += len(self._store(name).snapshot(os.path.join(base, name), copy=bool(to)))
+        ms = round((time.perf_counter() - started) * 1000, 3)
+        return {"name": snapshot, "files": files, "ms": ms, "to": base if to else None}
+
+    async def restore(self, snapshot: str, until: float | None = None) -> dict[str, Any]:
+        """Stop every node, put the snapshot's tables and the archived writes up to `until` in
+        place, start them again as new actors. The files are verified before anything stops."""
+        from pathlib import Path
+
+        from bhandar_cli.store.data_dir import (
+            open_node_store,
+            restore_node_dir,
+            restore_summary,
+            snapshot_home,
+            verify_snapshot,
+        )
+
+        local = self._snapshot_dir(snapshot)
+        if not os.path.isdir(local):
+            from bhandar_cli.core.model.errors import BadInput
+
+            raise BadInput(f"no snapshot named {snapshot}")
+        assert self.data_dir is not None
+        started = time.perf_counter()
+        home = snapshot_home(Path(local))
+        base = str(home)
+        names = [n for n in self.names if os.path.isdir(os.path.join(base, n))]
+        verified = verify_snapshot(home, names, until)
+        splits = {}
+        for name in names:  # every node down first: no live node may stream newer data back
+            self.cluster.kill(name)
+        restored = []
+        for name in names:
+            host = self.cluster.host(name)
+            await self.cluster.runners[name].stopped()
+            host.store.close()
+            target = os.path.join(self.data_dir, name)
+            splits[name] = restore_node_dir(os.path.join(base, name), target, name, until)
+            host.store = open_node_store(target)
+            restored.append(name)
+        for name in restored:
+            await self.cluster.revive(name, reopen=False)
+        return {
+            "name": snapshot,
+            "nodes": restored,
+            "ms": round((time.perf_counter() - started) * 1000, 3),
+            "verified_files": verified,
+            **restore_summary(home, splits, until),
+        }
+
+    async def convergence_problems(self) -> list[str]:
+        """Why the cluster is not yet converged (empty when it is)."""
+        live = {n: h.node for n, h in self.cluster.hosts.items() if h.node is not None}
+        moving = [n for n, node in live.items() if node.moving]
+        problems = [f"{moving[0]} sees a node joining or leaving"] if moving else []
+        now = trio.current_time()
+        replication = {ks.name: ks.n for node in live.values() for ks in node.keyspaces.values()}
+        return problems + admin.convergence_problems(
+            self.ring,
+            {n: node.hints_summary(now) for n, node in live.items()},
+            {n: node.range_hashes(admin.convergence_ranges(self.ring)) for n, node in live.items()},
+            replication,
+            self.cluster.config.default_n,
+        )

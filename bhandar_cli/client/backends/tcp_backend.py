@@ -1,0 +1,406 @@
+"""The client `Backend` (client/client.py) over TCP to a cluster of node processes, found by its cluster file.
+
+Requests and admin views go through one pipelined RPC connection per node, opened on first use and
+reopened after a failure. `kill` SIGKILLs the node's process group, `revive` restarts it with the
+same data directory and ports; partition, heal, delay and the cluster configuration are admin RPCs
+to every node, recorded in the cluster file. `add_node` starts a node process that joins (fleet/resize.py);
+`retire` stops one that left and strikes it from the file. Liveness is whether the node's process
+runs, re-read from the cluster file when another command changed it."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from bhandar_cli.client.outcomes import ClientError
+from bhandar_cli.core.membership.ring import Ring
+from bhandar_cli.core.model.errors import BadInput, Unavailable
+from bhandar_cli.core.model.metrics import NodeMetrics
+from bhandar_cli.core.model.records import Record
+from bhandar_cli.core.protocol.messages import Failure, Result
+from bhandar_cli.core.wire import from_wire, to_wire
+from bhandar_cli.fleet import cluster_file, node_logs, pids, resize, supervisor
+from bhandar_cli.fleet.cluster_file import ClusterFile, ClusterFileError
+from bhandar_cli.fleet.pids import load_running
+from bhandar_cli.node import admin
+from bhandar_cli.node.net.rpc import RpcClient
+from bhandar_cli.node.net.rpc_errors import CLIENT_CODES, RpcError
+from bhandar_cli.node.note_log import NoteReader
+from bhandar_cli.security import access
+
+ALIVE_CACHE = 0.2  # seconds a liveness answer is reused (the client asks per request)
+ADMIN_TIMEOUT = 3.0
+STORAGE_TIMEOUT = 600.0  # flush, compact, snapshot
+NOTES_TIMEOUT = 0.5  # a REPL asks every few tenths of a second; a slow node is asked again soon
+
+
+class TcpBackend:
+    def __init__(self, cluster: ClusterFile, nursery: trio.Nursery) -> None:
+        self.cluster = cluster
+        self.names: list[str] = cluster.names
+        self.zones: dict[str, str] = cluster.zones
+        self.ring: Ring = Ring.build(self.names, cluster.vnodes, self.zones)
+        self._nursery = nursery
+        self._conns: dict[str, RpcClient] = {}
+        self._locks = {name: trio.Lock() for name in self.names}
+        self._alive: dict[str, tuple[float, bool]] = {}
+        self._mtime = self._file_mtime()
+        self._next_rid = 0
+        self._starting: set[str] = set()
+        self._notes = NoteReader(self._read_notes)
+        self._not_run: set[int] = set()  # rids of requests a node refused before running them
+        self._stopping: set[str] = set()  # nodes this backend is stopping (upgrade): not routed to
+
+    def now(self) -> float:
+        return trio.current_time()
+
+    def new_rid(self) -> int:
+        self._next_rid += 1
+        return self._next_rid
+
+    def partitions(self) -> list[list[str]]:
+        return [list(g) for g in self.cluster.partitions]
+
+    def _file_mtime(self) -> float:
+        try:
+            return os.stat(cluster_file.path_of(self.cluster.dir)).st_mtime
+        except OSError:
+            return 0.0
+
+    def _reload_if_changed(self) -> None:
+        mtime = self._file_mtime()
+        if mtime != self._mtime:
+            self._mtime = mtime
+            try:
+                fresh = cluster_file.load(self.cluster.dir)
+            except ClusterFileError:
+                return  # keep what we know; the next command will say what is wrong
+            self._adopt(fresh)  # another command may have added or retired a node, too
+
+    def not_run(self, rid: int) -> bool:
+        """Whether request `rid` failed unrun (its node unreachable or stopping): it may go elsewhere."""
+        if rid in self._not_run:
+            self._not_run.discard(rid)
+            return True
+        return False
+
+    def is_alive(self, name: str) -> bool:
+        if name in self._starting or name in self._stopping:
+            return False  # its process exists but it does not serve (yet, or any more)
+        conn = self._conns.get(name)
+        if conn is not None and conn.draining and not conn.closed:
+            return False  # it said it is stopping
+        now = trio.current_time()
+        cached = self._alive.get(name)
+        if cached is not None and now - cached[0] < ALIVE_CACHE:
+            return cached[1]
+        self._reload_if_changed()
+        alive = pids.pid_alive(self.cluster.node(name).pid)
+        self._alive[name] = (now, alive)
+        return alive
+
+    async def drain_notes(self) -> list[tuple[str, dict[str, Any], str]]:
+        """Notes the running nodes made since the last call (node/note_log.py)."""
+        return await self._notes.drain([n for n in self.names if self.is_alive(n)])
+
+    async def _read_notes(self, name: str, since: int, boot: str) -> dict[str, Any] | None:
+        with trio.move_on_after(2 * NOTES_TIMEOUT):
+            try:
+                answer: dict[str, Any] = await self.rpc(name, "notes", NOTES_TIMEOUT, since=since, boot=boot)
+                return answer
+            except (RpcError, ClientError, OSError):
+                pass  # down or an older node: its notices are missed, not its data
+        return None
+
+    # --- RPC -----------------------------------------------------------------------------------
+
+    async def _conn(self, name: str) -> RpcClient:
+        conn = self._conns.get(name)
+        if conn is not None and not conn.closed:
+            return conn
+        async with self._locks[name]:
+            conn = self._conns.get(name)
+            if conn is None or conn.closed:
+                entry = self.cluster.node(name)
+                conn = RpcClient(entry.host, entry.port, name, access=access.for_cluster(self.cluster))
+                await conn.connect()
+                self._nursery.start_soon(conn.serve)
+                self._conns[name] = conn
+            return conn
+
+    async def rpc(self, name: str, op: str, timeout: float = ADMIN_TIMEOUT, **args: Any) -> Any:
+        """One call to node `name`; a refusal that says whose fault it is (a token without the
+        role, a bad snapshot name) comes out as a ClientError with its code, not as an RpcError."""
+        conn = await self._conn(name)
+        try:
+            return await conn.call(op, timeout, **args)
+        except RpcError as exc:
+            if exc.code:
+                raise ClientError(exc.code, str(exc)) from None
+            raise
+
+    async def request(self, via: str, request: Any, timeout: float) -> Result:
+        try:
+            body = await self.rpc(via, "request", timeout, msg=to_wire(request))
+            result = from_wire(body)
+        except RpcError as exc:
+            if exc.kind in ("unreachable", "lost", "draining"):
+                # Route around it for a moment (a node restarted elsewhere may not listen yet).
+                self._alive[via] = (trio.current_time(), False)
+            if exc.kind in ("unreachable", "draining"):
+                if len(self._not_run) > 4096:  # a caller that never asks (soak load): keep it small
+                    self._not_run.clear()
+                self._not_run.add(request.rid)
+            return Failure(CLIENT_CODES[exc.kind], str(exc))
+        except ValueError as exc:
+            return Failure("internal", f"node {via} sent an answer this client cannot read: {exc}")
+        return result  # type: ignore[no-any-return]
+
+    async def _admin(self, name: str, op: str, **args: Any) -> Any:
+        """An admin view; None when the node is down or does not answer (views show it down)."""
+        if not self.is_alive(name):
+            return None
+        try:
+            return await self.rpc(name, op, **args)
+        except RpcError:
+            return None
+
+    async def node_info(self, name: str, counts: bool = True) -> dict[str, Any]:
+        info = await self._admin(name, "info", counts=counts)
+        if info is None:  # down: and why, when its process said so as it stopped (a full disk)
+            tokens = len(self.ring.tokens_by_node().get(name, []))
+            down = admin.node_info(name, self.zones[name], None, 0.0, tokens)
+            return node_logs.with_last_words(down, self.cluster.node(name).log)
+        return info  # type: ignore[no-any-return]
+
+    async def node_records(self, name: str, keyspace: str, key: str) -> tuple[Record | None, Record | None]:
+        plain = await self._admin(name, "records", keyspace=keyspace, key=key)
+        return (None, None) if plain is None else admin.records_from_plain(plain)
+
+    async def node_hints(self, name: str) -> list[dict[str, Any]]:
+        return await self._admin(name, "hints") or []
+
+    async def node_metrics(self, name: str) -> NodeMetrics:
+        plain = await self._admin(name, "metrics")
+        return NodeMetrics() if plain is None else admin.metrics_from_plain(plain)
+
+    async def node_members(self, name: str) -> list[dict[str, Any]]:
+        return await self._admin(name, "members") or []
+
+    async def node_tree(self, name: str, keyspace: str, lo: int, hi: int) -> list[list[Any]]:
+        return await self._admin(name, "tree", keyspace=keyspace, lo=lo, hi=hi) or []
+
+    # --- storage -------------------------------------------------------------------------------
+
+    async def _timed(self, node: str, op: str, **args: Any) -> tuple[Any, float]:
+        """A storage operation: as long as its data takes (a big compaction: minutes), a long timeout."""
+        started = time.perf_counter()
+        try:
+            result = await self.rpc(node, op, STORAGE_TIMEOUT, **args)
+        except RpcError as exc:
+            raise Unavailable(f"{op} on {node}: {exc}") from exc
+        return result, round((time.perf_counter() - started) * 1000, 3)
+
+    async def flush(self, name: str) -> dict[str, Any]:
+        table, ms = await self._timed(name, "flush")
+        return {"node": name, "sstable": table, "ms": ms}
+
+    async def compact(self, name: str) -> dict[str, Any]:
+        runs, ms = await self._timed(name, "compact")
+        return {"node": name, "compactions": runs, "ms": ms}
+
+    def _snapshot_dir(self, snapshot: str) -> Path:
+        return Path(self.cluster.dir) / "snapshots" / snapshot
+
+    async def snapshot(self, snapshot: str, to: str | None = None) -> dict[str, Any]:
+        """Each live node links its tables under the cluster's snapshots/NAME, or copies them to
+        TO/NAME (snapshots/NAME/LOCATION then says where); its WALs are archived there."""
+        from bhandar_cli.store.data_dir import LOCATION
+
+        local = self._snapshot_dir(snapshot)
+        target = Path(to).resolve() / snapshot if to else local
+        if local.exists() or target.exists():
+            raise BadInput(f"snapshot {snapshot} already exists")
+        started = time.perf_counter()
+        if to:
+            local.mkdir(parents=True)
+            (local / LOCATION).write_text(str(target))
+        files = 0
+        for name in self.names:
+            if self.is_alive(name):
+                extra = {"to": str(target.parent)} if to else {}
+                count, _ = await self._timed(name, "snapshot", snapshot=snapshot, **extra)
+                files += int(count)
+        ms = round((time.perf_counter() - started) * 1000, 3)
+        return {"name": snapshot, "files": files, "ms": ms, "to": str(target) if to else None}
+
+    async def restore(self, snapshot: str, until: float | None = None) -> dict[str, Any]:
+        """Verify the snapshot's files, stop each node, put the snapshot's tables and the archived
+        writes up to `until` in its data directory, start it again."""
+        from bhandar_cli.security.data_key import cluster_key
+        from bhandar_cli.store.data_dir import (
+            restore_node_dir,
+            restore_summary,
+            snapshot_home,
+            verify_snapshot,
+        )
+
+        local = self._snapshot_dir(snapshot)
+        if not local.is_dir():
+            raise BadInput(f"no snapshot named {snapshot}")
+        started = time.perf_counter()
+        base = snapshot_home(local)
+        entries = [e for e in self.cluster.nodes if (base / e.id).is_dir()]
+        verified, key = verify_snapshot(base, [e.id for e in entries], until), cluster_key(self.cluster)
+        for entry in entries:  # every node down first: no live node may stream newer data back
+            await self.kill(entry.id)
+        splits = {e.id: restore_node_dir(str(base / e.id), e.data_dir, e.id, until, key) for e in entries}
+        self.cluster = await supervisor.start_many(self.cluster, list(splits))
+        self._mtime = self._file_mtime()
+        for name in splits:
+            self._forget(name)
+        return {
+            "name": snapshot,
+            "nodes": list(splits),
+            "ms": round((time.perf_counter() - started) * 1000, 3),
+            "verified_files": verified,
+            **restore_summary(base, splits, until),
+        }
+
+    # --- membership ----------------------------------------------------------------------------
+
+    async def add_node(self, name: str, zone: str | None) -> str:
+        """Start a new node process that joins the ring (fleet/resize.py); returns its zone."""
+        self._reload_if_changed()
+        self._adopt(await resize.add_node(self.cluster, name, zone))
+        return self.cluster.node(name).zone
+
+    async def retire(self, name: str) -> None:
+        """Stop a node that has left the ring and strike it from the cluster file."""
+        self._forget(name)
+        self._adopt(await resize.retire_node(self.cluster, name))
+
+    def _adopt(self, cluster: ClusterFile) -> None:
+        """Take a cluster file with other members: names, zones, routing ring, connection locks."""
+        self.cluster = cluster
+        self.names = cluster.names
+        self.zones = cluster.zones
+        self.ring = Ring.build(self.names, cluster.vnodes, self.zones)
+        self._locks = {name: self._locks.get(name) or trio.Lock() for name in self.names}
+        self._alive.clear()
+        self._mtime = self._file_mtime()
+
+    # --- faults --------------------------------------------------------------------------------
+
+    async def kill(self, name: str) -> bool:
+        self._reload_if_changed()
+        killed = supervisor.kill_process(self.cluster.node(name).pid)
+        self._forget(name)
+        return killed
+
+    async def stop_node(self, name: str) -> str:
+        """Stop a node cleanly (it drains its client requests first: node/process.py) and wait
+        until its process has exited; how it stopped (supervisor.stop). It is not routed to from
+        the moment the stop is asked."""
+        self._reload_if_changed()
+        self._stopping.add(name)
+        try:
+            how = await supervisor.stop(self.cluster.node(name), reach=access.for_cluster(self.cluster))
+        finally:
+            self._stopping.discard(name)
+            self._forget(name)
+        return how
+
+    def protocol_of(self, name: str) -> int:
+        """The wire protocol the node is (re)started with (the cluster file's)."""
+        self._reload_if_changed()
+        return self.cluster.node(name).protocol
+
+    async def revive(self, name: str, protocol: int | None = None) -> bool:
+        """Restart a stopped node with its data and ports (at `protocol` if given, recorded in the
+        cluster file so later restarts keep it)."""
+        self._reload_if_changed()
+        if protocol is not None:
+            self.cluster = self.cluster.with_node(replace(self.cluster.node(name), protocol=protocol))
+            cluster_file.save(self.cluster)
+        self._starting.add(name)
+        try:
+            self.cluster, started = await supervisor.start(self.cluster, name)
+        finally:
+            self._starting.discard(name)
+            self._mtime = self._file_mtime()
+            self._forget(name)
+        return started
+
+    def _forget(self, name: str) -> None:
+        self._alive.pop(name, None)
+        conn = self._conns.pop(name, None)
+        if conn is not None:
+            conn._close("the node was restarted or killed")
+
+    async def partition(self, groups: list[list[str]]) -> list[list[str]]:
+        self._reload_if_changed()
+        self.cluster, _ = await supervisor.set_faults(self.cluster, partitions=groups)
+        self._mtime = self._file_mtime()
+        return self.partitions()
+
+    async def heal(self) -> None:
+        await self.partition([])
+
+    async def delay(self, name: str, ms: float) -> None:
+        self._reload_if_changed()
+        self.cluster, _ = await supervisor.set_faults(self.cluster, delays={**self.cluster.delays, name: ms})
+        self._mtime = self._file_mtime()
+
+    async def set_node_config(self, name: str, plain: dict[str, Any]) -> dict[str, Any]:
+        """Apply a version of the cluster configuration on node `name` now (the `config` RPC)."""
+        return await self.rpc(name, "config", config=plain)  # type: ignore[no-any-return]
+
+    def save_config(self, plain: dict[str, Any]) -> None:
+        """The cluster configuration, into the cluster file: restarted nodes start with it."""
+        self._reload_if_changed()
+        cluster_file.save(cluster := replace(self.cluster, config=plain))
+        self.cluster, self._mtime = cluster, self._file_mtime()
+
+    async def convergence_problems(self) -> list[str]:
+        """Why the cluster is not yet converged: hints held for live nodes, replicas that differ."""
+        live = [n for n in self.names if self.is_alive(n)]
+        hints: dict[str, list[dict[str, Any]]] = {}
+        hashes: dict[str, list[list[Any]]] = {}  # per node: its range hashes
+        replication: dict[str, int] = {}
+        ranges = [list(r) for r in admin.convergence_ranges(self.ring)]
+
+        async def ask(name: str) -> None:
+            hints[name] = await self.node_hints(name)
+            hashes[name] = await self._admin(name, "range_hashes", ranges=ranges) or []
+            info = await self._admin(name, "info", counts=False) or {}  # a key count scans the store
+            replication.update({k["name"]: int(k["n"]) for k in info.get("keyspaces", [])})
+
+        async with trio.open_nursery() as nursery:  # every node at once: `wait converged` polls this
+            for name in live:
+                nursery.start_soon(ask, name)
+        hints = {name: hints[name] for name in live}  # the problems in node order, as answers came in any
+        return admin.convergence_problems(self.ring, hints, hashes, replication, self.cluster.replicas)
+
+
+@asynccontextmanager
+async def open_tcp_backend(directory: str | Path) -> AsyncIterator[TcpBackend]:
+    """A backend on the running cluster of `directory` (ClusterFileError if there is none)."""
+    cluster = load_running(directory)
+    error: list[Exception] = []
+    async with trio.open_nursery() as nursery:
+        try:
+            yield TcpBackend(cluster, nursery)
+        except Exception as exc:  # raised bare below, not wrapped in the nursery's group
+            error.append(exc)
+        finally:
+            nursery.cancel_scope.cancel()
+    if error:
+        raise error[0]

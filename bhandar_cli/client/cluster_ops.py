@@ -1,0 +1,324 @@
+"""Cluster operations of the client: faults, membership changes, repair, storage housekeeping.
+
+Each returns a dictionary in the JSON shape the man page lists under JSON OUTPUT (with more fields
+where useful) or
+raises `ClientError`/`BadInput` with a sentence saying what went wrong and whose fault it is.
+trio and the Merkle modules are imported where they are used: one-shot data commands import
+client.py, and with it this module, without starting trio.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from bhandar_cli.client.outcomes import ClientError
+from bhandar_cli.core.model.errors import BadInput
+from bhandar_cli.core.model.limits import check_snapshot_name
+from bhandar_cli.core.protocol.messages import (
+    DecommissionRequest,
+    Failure,
+    MoveResult,
+    RepairRequest,
+    RepairResult,
+)
+
+if TYPE_CHECKING:
+    from bhandar_cli.client.client import Backend
+
+NODE_NAME = re.compile(r"^[A-Z][A-Za-z0-9_-]{0,15}$")
+MOVE_TIMEOUT = 120.0
+QUIESCE_TIMEOUT = 10.0  # seconds a restore waits for replication and hints to settle
+
+
+class ClusterOps:
+    backend: Backend
+    timeout: float
+
+    def node(self, name: str) -> str:
+        raise NotImplementedError  # Client
+
+    async def _any_info(self) -> dict[str, Any]:
+        raise NotImplementedError  # ClusterViews
+
+    async def partition(self, groups: list[list[str]]) -> dict[str, Any]:
+        clean = [[self.node(n) for n in group] for group in groups if group]
+        seen = [n for g in clean for n in g]
+        if len(seen) != len(set(seen)):
+            raise BadInput("a node appears in two partition groups")
+        if not clean:
+            raise BadInput("partition needs groups, e.g. partition A | B C")
+        result = await self.backend.partition(clean)
+        return {"cmd": "partition", "ok": True, "groups": result}
+
+    async def heal(self) -> dict[str, Any]:
+        await self.backend.heal()
+        return {"cmd": "heal", "ok": True}
+
+    async def kill(self, name: str) -> dict[str, Any]:
+        node = self.node(name)
+        changed = await self.backend.kill(node)
+        return {"cmd": "kill", "ok": True, "node": node, "changed": changed}
+
+    async def revive(self, name: str) -> dict[str, Any]:
+        node = self.node(name)
+        changed = await self.backend.revive(node)
+        return {"cmd": "revive", "ok": True, "node": node, "changed": changed}
+
+    async def delay(self, name: str, ms: float) -> dict[str, Any]:
+        node = self.node(name)
+        if not 0 <= ms <= 60_000:
+            raise BadInput(f"delay must be between 0 and 60000 ms (got {ms:g})")
+        await self.backend.delay(node, ms)
+        return {"cmd": "delay", "ok": True, "node": node, "ms": ms}
+
+    async def sleep(self, seconds: float) -> dict[str, Any]:
+        import trio
+
+        await trio.sleep(seconds)
+        return {"cmd": "sleep", "ok": True, "seconds": seconds}
+
+    async def wait_converged(self, timeout: float = 30.0) -> dict[str, Any]:
+        import trio
+
+        start = self.backend.now()
+        problems: list[str] = []
+        with trio.move_on_after(timeout):
+            while True:
+                problems = await self.backend.convergence_problems()
+                if not problems:
+                    return {"cmd": "wait", "ok": True, "waited_s": round(self.backend.now() - start, 3)}
+                await trio.sleep(0.1)
+        shown = "; ".join(problems[:3]) + (f" (and {len(problems) - 3} more)" if len(problems) > 3 else "")
+        raise ClientError("timeout", f"not converged after {timeout:g} s: {shown}")
+
+    # --- membership ----------------------------------------------------------------------------
+
+    async def members(self, seen_from: str | None = None) -> dict[str, Any]:
+        """One node's gossip view; `disagree` lists members whose up/down differs between views."""
+        live = [n for n in self.backend.names if self.backend.is_alive(n)]
+        if not live:
+            raise ClientError("unavailable", "every node is down; revive one first")
+        source = self.node(seen_from) if seen_from else live[0]
+        if not self.backend.is_alive(source):
+            raise ClientError("unavailable", f"node {source} is down: it has no view to show")
+        members = await self.backend.node_members(source)
+        views = {n: {m["id"]: m["up"] for m in await self.backend.node_members(n)} for n in live}
+        disagree = sorted(
+            {
+                m
+                for view in views.values()
+                for m in view
+                if len({v.get(m) for v in views.values() if m in v}) > 1
+            }
+        )
+        return {"cmd": "members", "ok": True, "from": source, "members": members, "disagree": disagree}
+
+    async def add(self, name: str, zone: str | None = None) -> dict[str, Any]:
+        if not NODE_NAME.match(name):
+            raise BadInput(f"bad node name {name!r} (a capital letter, then letters, digits, _ or -)")
+        if name in self.backend.names:
+            raise BadInput(f"node {name} already exists")
+        if zone is not None and not re.match(r"^[A-Za-z0-9_-]{1,16}$", zone):
+            raise BadInput(f"bad zone name {zone!r}")
+        started = self.backend.now()
+        chosen = await self.backend.add_node(name, zone)
+        if not await self._everyone_sees(name, "normal"):
+            raise ClientError("timeout", f"{name} did not finish bootstrapping in {MOVE_TIMEOUT:g} s")
+        info = await self.backend.node_info(name)
+        received = sum(s["received"] for s in info.get("streams", {}).get("inbound", []))
+        return {
+            "cmd": "add",
+            "ok": True,
+            "node": name,
+            "zone": chosen,
+            "keys_streamed": received,
+            "seconds": round(self.backend.now() - started, 3),
+        }
+
+    async def decommission(self, name: str) -> dict[str, Any]:
+        node = self.node(name)
+        started = self.backend.now()
+        result = await self.backend.request(node, DecommissionRequest(self.backend.new_rid()), MOVE_TIMEOUT)
+        if isinstance(result, Failure):
+            raise ClientError(result.code, result.error)
+        assert isinstance(result, MoveResult)
+        await self._everyone_sees(node, "left")
+        retire = getattr(self.backend, "retire", None)
+        if retire is not None:
+            await retire(node)  # a node that left has nothing more to do: stop it
+        return {
+            "cmd": "decommission",
+            "ok": True,
+            "node": node,
+            "keys_streamed": result.keys,
+            "seconds": round(self.backend.now() - started, 3),
+        }
+
+    async def _everyone_sees(self, node: str, status: str) -> bool:
+        """Wait (bounded) until every live node's gossip view gives `node` this status."""
+        import trio
+
+        with trio.move_on_after(MOVE_TIMEOUT):
+            while True:
+                views = []
+                for name in self.backend.names:
+                    if self.backend.is_alive(name) and name != node:
+                        views.append({m["id"]: m["status"] for m in await self.backend.node_members(name)})
+                if all(v.get(node) == status for v in views):
+                    return True
+                await trio.sleep(0.1)
+        return False
+
+    async def upgrade(self, to: int | None = None, progress: Any = None) -> dict[str, Any]:
+        """Rolling upgrade (client/ops/upgrade.py): one node at a time, each stopped cleanly, started
+        again (at protocol `to`) and serving before the next; `progress` hears each phase."""
+        from bhandar_cli.client.ops.upgrade import RollingUpgrade
+
+        return await RollingUpgrade(self.backend, to, progress).run()
+
+    async def config_set(
+        self, key: str, value: str, progress: Any = None, window: float | None = None
+    ) -> dict[str, Any]:
+        """Staged configuration change (client/ops/config_rollout.py): one node at a time, each watched
+        (errors, p99, peers) before the next; a regression rolls that node back and stops."""
+        from bhandar_cli.client.ops.config_rollout import WINDOW, ConfigRollout
+
+        return await ConfigRollout(self.backend, key, value, progress, window or WINDOW).run()
+
+    async def config_show(self) -> dict[str, Any]:
+        """Each node's configuration version and values (client/ops/config_rollout.py)."""
+        from bhandar_cli.client.ops.config_rollout import cluster_config
+
+        return await cluster_config(self.backend)
+
+    # --- anti-entropy ------------------------------------------------------------------------
+
+    async def repair(self, name: str | None = None) -> dict[str, Any]:
+        nodes = [self.node(name)] if name else [n for n in self.backend.names if self.backend.is_alive(n)]
+        started = self.backend.now()
+        rows: list[dict[str, Any]] = []
+        for node in nodes:
+            result = await self.backend.request(node, RepairRequest(self.backend.new_rid()), MOVE_TIMEOUT)
+            if isinstance(result, Failure):
+                raise ClientError(result.code, f"repair on {node}: {result.error}")
+            assert isinstance(result, RepairResult)
+            rows.append(
+                {
+                    "node": node,
+                    "compared": result.ranges,
+                    "differing": result.differing,
+                    "keys": result.keys,
+                    "failed": list(result.failed),
+                }
+            )
+        return {
+            "cmd": "repair",
+            "ok": True,
+            "nodes": rows,
+            "keys": sum(r["keys"] for r in rows),
+            "seconds": round(self.backend.now() - started, 3),
+        }
+
+    async def merkle(self, a: str, b: str, depth: int = 4) -> dict[str, Any]:
+        """Compare two replicas range by range, as anti-entropy would (without repairing)."""
+        from bhandar_cli.core.repair.merkle import MerkleTree
+        from bhandar_cli.core.repair.merkle_diff import diff, render_lines
+
+        first, second = self.node(a), self.node(b)
+        if first == second:
+            raise BadInput("merkle compares two different nodes")
+        for node in (first, second):
+            if not self.backend.is_alive(node):
+                raise ClientError("unavailable", f"node {node} is down")
+        info = await self._any_info()
+        ring = self.backend.ring
+        ranges: list[dict[str, Any]] = []
+        for ks in sorted(info.get("keyspaces", []), key=lambda k: k["name"]):
+            for rng in ring.ranges():
+                prefs = ring.preference_list(rng.hi, ks["n"])
+                if first not in prefs or second not in prefs:
+                    continue
+                trees = []
+                for node in (first, second):
+                    entries = await self.backend.node_tree(node, ks["name"], rng.lo, rng.hi)
+                    trees.append(MerkleTree.build(rng.lo, rng.hi, depth, [tuple(e) for e in entries]))
+                result = diff(trees[0], trees[1])
+                row: dict[str, Any] = {
+                    "keyspace": ks["name"],
+                    "range": [rng.lo, rng.hi],
+                    "equal": result.equal,
+                    "keys": list(result.keys),
+                }
+                if not result.equal:
+                    row["tree"] = render_lines(result)
+                    row["hashes_compared"] = result.hashes_compared
+                ranges.append(row)
+        return {
+            "cmd": "merkle",
+            "ok": True,
+            "a": first,
+            "b": second,
+            "ranges": ranges,
+            "differing": sum(1 for r in ranges if not r["equal"]),
+        }
+
+    # --- storage -----------------------------------------------------------------------------
+
+    async def flush(self, name: str | None = None) -> dict[str, Any]:
+        nodes = [self.node(name)] if name else [n for n in self.backend.names if self.backend.is_alive(n)]
+        return {"cmd": "flush", "ok": True, "nodes": [await self.backend.flush(n) for n in nodes]}
+
+    async def compact(self, name: str | None = None) -> dict[str, Any]:
+        nodes = [self.node(name)] if name else [n for n in self.backend.names if self.backend.is_alive(n)]
+        return {"cmd": "compact", "ok": True, "nodes": [await self.backend.compact(n) for n in nodes]}
+
+    async def snapshot(self, name: str, to: str | None = None) -> dict[str, Any]:
+        check_snapshot_name(name)  # before any directory is made, here or on a node
+        if to is not None and not to.strip():
+            raise BadInput("snapshot to= needs a directory")
+        # Settled first: a write's last replica copy lands before the snapshot, not after it (where
+        # a restore would count it as a later write).
+        quiesce = await self._quiesce()
+        return {"cmd": "snapshot", "ok": True, **await self.backend.snapshot(name, to), **quiesce}
+
+    async def restore(self, name: str, until: str | None = None) -> dict[str, Any]:
+        """Quiesce, restore snapshot `name` plus the archived writes up to `until` (a wall-clock
+        time, core/model/timestamps.py), then repair. RTO is the whole of it: until the cluster is
+        whole again."""
+        import time
+
+        from bhandar_cli.core.model.timestamps import parse_moment, show_moment
+
+        check_snapshot_name(name)
+        moment = None if until is None else parse_moment(until, time.time())
+        started = time.perf_counter()
+        quiesce = await self._quiesce()
+        restored = await self.backend.restore(name, moment)
+        # A restored node holds older data: repair brings it up to date from its peers.
+        repaired = await self.repair()
+        for field in ("until", "snapshot_taken"):
+            restored[field] = show_moment(restored.get(field))
+        return {
+            "cmd": "restore",
+            "ok": True,
+            **restored,
+            **quiesce,
+            "rto_ms": round((time.perf_counter() - started) * 1000, 3),
+            "repaired_keys": repaired["keys"],
+            "repair_seconds": repaired["seconds"],
+        }
+
+    async def _quiesce(self) -> dict[str, Any]:
+        """Let in-flight replication and hints settle before the nodes stop (bounded): a write
+        acknowledged before the restore is then on every replica, or in no restored state."""
+        import time
+
+        import trio
+
+        started, problems = time.perf_counter(), ["not asked"]
+        with trio.move_on_after(QUIESCE_TIMEOUT):
+            while problems := await self.backend.convergence_problems():
+                await trio.sleep(0.05)
+        ms = round((time.perf_counter() - started) * 1000, 3)
+        return {"quiesced": not problems, "quiesce_ms": ms, "unsettled": problems[:3]}

@@ -1,0 +1,309 @@
+"""Read-only cluster views of the client: status, ring, prefs, clock, hints, metrics, hot keys.
+
+Each returns a dictionary in the JSON shape the man page lists under JSON OUTPUT (extra fields
+allowed); the REPL renders
+them with rich, `-o json` prints them as they are.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from bhandar_cli.client.outcomes import counter_parts, sibling_views
+from bhandar_cli.core.membership.members import CODES
+from bhandar_cli.core.membership.ring import Ring, key_token
+from bhandar_cli.core.model.errors import BadInput
+from bhandar_cli.core.model.records import Versioned
+from bhandar_cli.core.model.versions import context_of, relation
+from bhandar_cli.core.roles.hot_keys import SHOWN, TAU
+
+if TYPE_CHECKING:
+    from bhandar_cli.client.client import Backend
+
+# The latency histogram's upper edges in metrics (ms); each is moved to the nearest exact edge.
+HISTOGRAM_EDGES_MS = (0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000)
+
+
+class ClusterViews:
+    backend: Backend
+
+    async def _any_info(self) -> dict[str, Any]:
+        for name in self.backend.names:
+            if self.backend.is_alive(name):
+                return await self.backend.node_info(name, counts=False)
+        return {}
+
+    async def status(self) -> dict[str, Any]:
+        ring = self.backend.ring
+        tokens = ring.tokens_by_node()
+        nodes = []
+        for name in self.backend.names:
+            info = await self.backend.node_info(name)
+            up = self.backend.is_alive(name)
+            nodes.append(
+                {
+                    "id": name,
+                    "zone": self.backend.zones[name],
+                    "up": up,
+                    "status": info.get("status", "normal"),
+                    "code": ("U" if up else "D") + CODES.get(info.get("status", "normal"), "?"),
+                    "tokens": len(tokens.get(name, [])),
+                    "owns": round(ring.ownership.get(name, 0.0), 4),
+                    "keys": info.get("keys", 0),
+                    "hints": info.get("hints", 0),
+                    "sees_down": sorted(p for p, ok in info.get("peers", {}).items() if not ok),
+                    "streams": info.get("streams", {}),
+                    "storage": info.get("storage", {}),
+                    "siblings_over_limit": info.get("siblings_over_limit", {}),
+                    "protocol": info.get("protocol"),  # node processes only: the wire protocol
+                    # the cluster configuration version it runs (client/ops/config_rollout.py), when up
+                    "config": (info.get("config") or {}).get("version") if up else None,
+                }
+            )
+            if info.get("crashed"):
+                nodes[-1]["crashed"] = info["crashed"]  # why it is down: a bug, not a kill
+            if info.get("conditions"):
+                nodes[-1]["conditions"] = info["conditions"]  # what is wrong while it is up
+        return {"cmd": "status", "ok": True, "nodes": nodes, "partitions": self.backend.partitions()}
+
+    async def ring(self) -> dict[str, Any]:
+        ring = self.backend.ring
+        ranges = [
+            {"range": [r.lo, r.hi], "owner": r.owner, "share": round(r.size / 2**32, 5)}
+            for r in ring.ranges()
+        ]
+        return {
+            "cmd": "ring",
+            "ok": True,
+            "ownership": {n: round(v, 4) for n, v in ring.ownership.items()},
+            "ranges": ranges,
+            "zones": dict(self.backend.zones),
+        }
+
+    async def prefs(self, keyspace: str, key: str, n: int | None = None) -> dict[str, Any]:
+        ring = self.backend.ring
+        token = key_token(keyspace, key)
+        n = n or await self._replication(keyspace)
+        replicas = list(ring.preference_list(token, n))
+        fallbacks = list(ring.fallbacks(token, n))
+        zones = {x: self.backend.zones[x] for x in replicas + fallbacks}
+        up = {x: self.backend.is_alive(x) for x in replicas + fallbacks}
+        return {
+            "cmd": "prefs",
+            "ok": True,
+            "keyspace": keyspace,
+            "key": key,
+            "token": token,
+            "owner": ring.owner(token),
+            "replicas": replicas,
+            "zones": zones,
+            "fallbacks": fallbacks,
+            "up": up,
+        }
+
+    async def _replication(self, keyspace: str) -> int:
+        info = await self._any_info()
+        known = {ks["name"]: int(ks["n"]) for ks in info.get("keyspaces", [])}
+        if keyspace in known:
+            return known[keyspace]
+        if known:  # a node answered and does not know it: the user's mistake, said as for a get
+            from bhandar_cli.core.model.keyspaces import unknown_keyspace  # not on a one-shot get's path
+
+            raise unknown_keyspace(keyspace, known)
+        return 3  # nobody answered: the preference list of the default N still teaches
+
+    async def clock(self, keyspace: str, key: str) -> dict[str, Any]:
+        prefs = await self.prefs(keyspace, key)
+        replicas: dict[str, Any] = {}
+        holders: dict[str, str] = {}
+        down: list[str] = []
+        clocks: dict[str, dict[str, int]] = {}
+        for name in prefs["replicas"] + prefs["fallbacks"]:
+            if not self.backend.is_alive(name):
+                if name in prefs["replicas"]:
+                    replicas[name] = []  # down: cannot be asked (listed in "down")
+                    down.append(name)
+                continue
+            own, hinted = await self.backend.node_records(name, keyspace, key)
+            record = own if name in prefs["replicas"] else hinted
+            if record is None and name not in prefs["replicas"]:
+                continue
+            holders[name] = "replica" if name in prefs["replicas"] else "hint"
+            versions = [v.to_json() for v in sibling_views(record)]
+            if record is not None and not isinstance(record, Versioned):
+                value, entries = counter_parts(record)
+                versions = [
+                    {"counter": value, "entries": {a: {"p": p, "n": q} for a, (p, q) in entries.items()}}
+                ]
+            replicas[name] = versions
+            if isinstance(record, Versioned):
+                clocks[name] = context_of(record.siblings)
+        names = sorted(clocks)
+        relations = [
+            {"a": a, "b": b, "relation": relation(clocks[a], clocks[b])}
+            for i, a in enumerate(names)
+            for b in names[i + 1 :]
+        ]
+        return {
+            "cmd": "clock",
+            "ok": True,
+            "keyspace": keyspace,
+            "key": key,
+            "replicas": replicas,
+            "holders": holders,
+            "down": down,
+            "relations": relations,
+        }
+
+    async def hints(self) -> dict[str, Any]:
+        queues: list[dict[str, Any]] = []
+        for name in self.backend.names:
+            if self.backend.is_alive(name):
+                queues.extend(await self.backend.node_hints(name))
+        return {"cmd": "hints", "ok": True, "queues": queues, "pending": sum(q["count"] for q in queues)}
+
+    async def metrics(self) -> dict[str, Any]:
+        from bhandar_cli.core.model.metrics import NodeMetrics, bucket_edge
+        from bhandar_cli.core.node_views import oldest_hint_age
+
+        edges = [bucket_edge(ms) for ms in HISTOGRAM_EDGES_MS]
+
+        total = NodeMetrics()
+        per_node: dict[str, int] = {}
+        storage: dict[str, Any] = {}
+        repair: dict[str, Any] = {}
+        sketches = HotSketches()
+        for name in self.backend.names:
+            if self.backend.is_alive(name):
+                m = await self.backend.node_metrics(name)
+                total.merge(m)
+                per_node[name] = m.requests
+                info = await self.backend.node_info(name, counts=False)
+                sketches.add(name, info)
+                if info.get("storage"):
+                    storage[name] = info["storage"]
+                if info.get("repair"):
+                    repair[name] = {k: v for k, v in info["repair"].items() if k != "ages"}
+        ops: dict[str, dict[str, Any]] = {}
+        for (op, level), stats in sorted(total.ops.items()):
+            ops.setdefault(op, {})[level] = {
+                "count": stats.count,
+                "ok": stats.ok,
+                "success": round(stats.ok / stats.count, 4) if stats.count else 1.0,
+                "p50_ms": round(stats.latency.percentile(50), 3),
+                "p99_ms": round(stats.latency.percentile(99), 3),
+                "max_ms": round(stats.latency.max_ms, 3),
+                "outcomes": stats.outcomes(),  # "ok" and each error code, the client's own included
+                # Successful requests at or below each edge (cumulative, as Prometheus counts).
+                "histogram": {
+                    "le_ms": [round(e, 3) for e in edges],
+                    "counts": stats.latency.cumulative(edges),
+                },
+            }
+        hints = await self.hints()
+        oldest = oldest_hint_age(hints["queues"])
+        return {
+            "cmd": "metrics",
+            "ok": True,
+            "ops": ops,
+            "stale_reads": total.stale_reads,
+            "read_repairs": total.read_repairs,
+            "hints": {
+                "pending": hints["pending"],
+                "oldest_s": oldest,
+                "stored": total.hints_stored,
+                "delivered": total.hints_delivered,
+                "expired": total.hints_expired,
+                "refused": total.hints_refused,
+            },
+            "requests": per_node,
+            "forwarded": total.forwarded,
+            "forward_fallbacks": total.forward_fallbacks,
+            "sibling_limit_exceeded": total.sibling_limit_exceeded,
+            "anti_entropy": {
+                "sessions": total.repair_sessions,
+                "keys_repaired": total.keys_repaired,
+                "tombstones_reaped": total.tombstones_reaped,
+                "repair_age": repair,  # per node: ranges, never repaired, oldest age in seconds
+            },
+            "values_expired": total.values_expired,  # ttl keyspaces: values turned into tombstones
+            "hot": sketches.view(self.backend.ring, 3)["keys"],  # the `hot` view's top 3 keys
+            "storage": storage,
+        }
+
+    async def hot(self, n: int = 10) -> dict[str, Any]:
+        """The `n` keys clients ask for most, cluster-wide, from every live node's sketch: each
+        with its rate, its share of all requests, its replicas and where its requests entered;
+        and the share of all requests each node serves as a replica of the keys listed."""
+        if not 1 <= n <= HOT_MAX:
+            raise BadInput(f"hot shows 1 to {HOT_MAX} keys, not {n}")
+        sketches = HotSketches()
+        for name in self.backend.names:
+            if self.backend.is_alive(name):
+                sketches.add(name, await self.backend.node_info(name, counts=False))
+        return sketches.view(self.backend.ring, n)
+
+
+HOT_MAX = SHOWN  # keys `hot` shows at most (node info carries this many of each node's sketch)
+
+
+class HotSketches:
+    """The hot-key sketches of the nodes' status views, gathered for `hot_view`."""
+
+    def __init__(self) -> None:
+        self.totals: dict[str, float] = {}
+        self.rates: dict[tuple[str, str], dict[str, float]] = {}
+        self.replication: dict[str, int] = {}
+
+    def add(self, node: str, info: dict[str, Any]) -> None:
+        sketch = info.get("hot") or {}
+        self.totals[node] = float(sketch.get("total_rate", 0.0))
+        for entry in sketch.get("keys", []):
+            self.rates.setdefault((entry["keyspace"], entry["key"]), {})[node] = float(entry["rate"])
+        for ks in info.get("keyspaces", []):
+            self.replication.setdefault(ks["name"], int(ks["n"]))
+
+    def view(self, ring: Ring, n: int) -> dict[str, Any]:
+        return hot_view(ring, self.totals, self.rates, self.replication, n)
+
+
+def hot_view(
+    ring: Ring,
+    totals: dict[str, float],
+    rates: dict[tuple[str, str], dict[str, float]],
+    replication: dict[str, int],
+    n: int,
+) -> dict[str, Any]:
+    """Combine the nodes' sketches: rates add up across the nodes requests entered at."""
+    total = sum(totals.values())
+    ranked = sorted(rates.items(), key=lambda kv: (-sum(kv[1].values()), kv[0]))[:n]
+    keys: list[dict[str, Any]] = []
+    load = dict.fromkeys(ring.nodes, 0.0)
+    for (keyspace, key), by_node in ranked:
+        rate = sum(by_node.values())
+        share = rate / total if total else 0.0
+        replicas = list(ring.preference_list(key_token(keyspace, key), replication.get(keyspace, 3)))
+        for replica in replicas:
+            load[replica] = load.get(replica, 0.0) + share
+        keys.append(
+            {
+                "keyspace": keyspace,
+                "key": key,
+                "rate": round(rate, 2),
+                "share": round(share, 4),
+                "replicas": replicas,
+                "nodes": {x: round(r / rate, 4) for x, r in sorted(by_node.items()) if rate},
+            }
+        )
+    return {
+        "cmd": "hot",
+        "ok": True,
+        "total_rate": round(total, 2),
+        "window_s": TAU,
+        "keys": keys,
+        # Share of all client requests that entered at each node.
+        "nodes": {x: round(r / total, 4) if total else 0.0 for x, r in sorted(totals.items())},
+        # Share of all requests each node serves as a replica of the keys listed (every replica of
+        # a key takes part in its writes and most of its reads): what a hot key does to load.
+        "replica_load": {x: round(v, 4) for x, v in sorted(load.items())},
+    }

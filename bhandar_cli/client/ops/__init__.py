@@ -1,0 +1,1 @@
+"""Operations built on the client: rolling upgrade, configuration rollout, bulk, pipeline."""

@@ -1,0 +1,1 @@
+"""Who is in the cluster and who is up: the ring, gossip, failure detection."""

@@ -1,0 +1,218 @@
+"""Messages between clients and nodes and between nodes, and the effects a node returns.
+
+All are frozen dataclasses of plain values (str, int, float, bytes, records), so the same objects
+travel through the in-memory network, the simulator and, encoded as CBOR, over TCP. What a client
+sends and receives is defined in core/protocol/client_messages.py (a one-shot command imports that alone)
+and re-exported here, so `messages` names every message.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from bhandar_cli.core.model.config import KeyspaceDef
+from bhandar_cli.core.model.records import Record
+from bhandar_cli.core.protocol.client_messages import (
+    Failure,
+    GetRequest,
+    GetResult,
+    IncrRequest,
+    IncrResult,
+    PutRequest,
+    PutResult,
+    TraceSteps,
+)
+
+__all__ = [
+    "ClientReply",
+    "ClientRequest",
+    "DecommissionRequest",
+    "DotLeaseSaved",
+    "Effect",
+    "Failure",
+    "GetRequest",
+    "GetResult",
+    "IncrRequest",
+    "IncrResult",
+    "KeyspaceRequest",
+    "KeyspaceResult",
+    "MoveResult",
+    "Note",
+    "Ping",
+    "Pong",
+    "PutRequest",
+    "PutResult",
+    "RepairRequest",
+    "RepairResult",
+    "ReplicaAck",
+    "ReplicaRead",
+    "ReplicaReadReply",
+    "ReplicaWrite",
+    "Respond",
+    "Result",
+    "SchemaUpdate",
+    "Send",
+    "TraceSteps",
+]
+
+# --- client requests that are not data: keyspaces, repair and decommission -------------------
+
+
+@dataclass(frozen=True, slots=True)
+class KeyspaceRequest:
+    """Create a keyspace (or confirm an identical one exists)."""
+
+    rid: int
+    definition: KeyspaceDef
+    hops: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class RepairRequest:
+    """Run anti-entropy now: compare every range this node replicates with its other replicas."""
+
+    rid: int
+    keyspace: str | None = None
+    hops: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class DecommissionRequest:
+    """Stream this node's ranges to their future replicas, then leave the ring."""
+
+    rid: int
+    hops: int = 0
+
+
+ClientRequest = PutRequest | GetRequest | IncrRequest | KeyspaceRequest | RepairRequest | DecommissionRequest
+
+# --- their results ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class KeyspaceResult:
+    """The keyspace as the cluster has it, and whether this request created it."""
+
+    definition: KeyspaceDef
+    created: bool
+
+
+@dataclass(frozen=True, slots=True)
+class RepairResult:
+    node: str
+    ranges: int  # (range, peer) comparisons made
+    differing: int  # of which found differences
+    keys: int  # keys exchanged (exactly the keys that differed)
+    failed: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class MoveResult:
+    node: str
+    kind: str  # leave
+    keys: int  # records streamed
+
+
+Result = PutResult | GetResult | IncrResult | KeyspaceResult | RepairResult | MoveResult | Failure
+
+
+@dataclass(frozen=True, slots=True)
+class ClientReply:
+    """A result travelling back to the node that forwarded the request."""
+
+    rid: int
+    result: Result
+
+
+# --- between replicas ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaWrite:
+    """Merge `record` into the receiver's copy. `hint_for` names the home replica a fallback
+    stands in for; `kind` is write, repair or handoff (for metrics and traces)."""
+
+    op: int
+    keyspace: KeyspaceDef
+    key: str
+    record: Record
+    hint_for: str | None = None
+    kind: str = "write"
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaAck:
+    op: int
+    ok: bool = True
+    error: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaRead:
+    op: int
+    keyspace: KeyspaceDef
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaReadReply:
+    op: int
+    record: Record | None
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaUpdate:
+    keyspaces: tuple[KeyspaceDef, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Ping:
+    seq: int
+
+
+@dataclass(frozen=True, slots=True)
+class Pong:
+    seq: int
+
+
+# --- effects ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Send:
+    """Send `msg` to node `dst`. If `durable`, only after the node's store is synced."""
+
+    dst: str
+    msg: Any
+    durable: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Respond:
+    """Answer client request `rid`. If `durable`, only after the node's store is synced."""
+
+    rid: int
+    result: Result
+    durable: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Note:
+    """Something worth telling a person watching (a node noticed a peer down, a hint delivered)."""
+
+    text: str
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class DotLeaseSaved:
+    """Tell the node, once its store is synced, that its dot lease's `mark` for `actor` is durable
+    (core/roles/dot_lease.py). Always durable: that is its point."""
+
+    actor: str
+    mark: int
+    durable: bool = True
+
+
+Effect = Send | Respond | Note | DotLeaseSaved

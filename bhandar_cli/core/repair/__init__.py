@@ -1,0 +1,1 @@
+"""Replicas agreeing again: Merkle trees, the hash index, anti-entropy, reaping, damage."""

@@ -1,0 +1,1 @@
+"""What a node does: coordinate, read, write, hold replicas and hints, hand off, stream."""

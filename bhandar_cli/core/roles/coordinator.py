@@ -1,0 +1,332 @@
+"""The coordinator role: every client request, local or forwarded, enters here.
+
+It validates the request, plans its replicas, and either coordinates it (read_path.py, write_path.py),
+forwards it to the node that should (a replica: the first live home replica, or a fallback when
+none is up; a put whose coordinator does not answer in time falls back to the next), or hands a
+command to its role: `repair` to anti-entropy, `decommission` to streaming. Keyspace definitions
+are created here and broadcast to every peer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from bhandar_cli.core.membership.ring import key_token
+from bhandar_cli.core.membership.ringview import RingView
+from bhandar_cli.core.model.config import LEVELS, KeyspaceDef, NodeConfig, one_of
+from bhandar_cli.core.model.errors import BadInput, BhandarError, Unavailable
+from bhandar_cli.core.model.keyspaces import Keyspaces
+from bhandar_cli.core.model.limits import (
+    check_context,
+    check_delta,
+    check_json_value,
+    check_key,
+    check_request_id,
+    check_value_size,
+)
+from bhandar_cli.core.model.metrics import NodeMetrics
+from bhandar_cli.core.model.versions import JSON
+from bhandar_cli.core.protocol.messages import (
+    ClientReply,
+    ClientRequest,
+    DecommissionRequest,
+    Effect,
+    Failure,
+    GetRequest,
+    IncrRequest,
+    IncrResult,
+    KeyspaceRequest,
+    KeyspaceResult,
+    PutRequest,
+    PutResult,
+    RepairRequest,
+    SchemaUpdate,
+    Send,
+)
+from bhandar_cli.core.protocol.ops import ForwardOp, Trace, answer, refuse
+from bhandar_cli.core.protocol.optable import OpTable
+from bhandar_cli.core.repair.antientropy import AntiEntropy
+from bhandar_cli.core.roles.hot_keys import HotKeys
+from bhandar_cli.core.roles.quorum import Plan, plan_replicas, unavailable, write_quorum
+from bhandar_cli.core.roles.read_path import ReadCoordinator
+from bhandar_cli.core.roles.streaming import Streaming
+from bhandar_cli.core.roles.write_path import WriteCoordinator
+
+MAX_HOPS = 2
+TOKEN_CACHE = 1 << 16  # ring positions of recently used keys kept, at most
+
+
+class Coordinator:
+    """Entry point of client requests: validation, the choice of coordinator, forwarding."""
+
+    def __init__(
+        self,
+        node_id: str,
+        config: NodeConfig,
+        keyspaces: Keyspaces,
+        ring_view: RingView,
+        ops: OpTable,
+        metrics: NodeMetrics,
+        reads: ReadCoordinator,
+        writes: WriteCoordinator,
+        anti_entropy: AntiEntropy,
+        streaming: Streaming,
+    ) -> None:
+        self.node_id = node_id
+        self.config = config
+        self.keyspaces = keyspaces
+        self.ring_view = ring_view
+        self.ops = ops
+        self.metrics = metrics
+        self.reads = reads
+        self.writes = writes
+        self.anti_entropy = anti_entropy
+        self.streaming = streaming
+        # (forwarding node, its op id) -> when to forget it. A duplicated forwarded put would
+        # otherwise be coordinated twice and stored as two siblings with the same value.
+        self._recent_forwards: dict[tuple[str, int], float] = {}
+        self._tokens: dict[tuple[str, str], int] = {}
+        # Client request rates per key (the `hot` view): counted where a client's request enters
+        # the cluster, so a forwarded request is counted once.
+        self.hot = HotKeys()
+
+    def request(self, now: float, req: ClientRequest, origin: str | None) -> list[Effect]:
+        """A client request: from a local client (`origin` None) or forwarded by node `origin`."""
+        if origin is not None and self._seen_forward(now, origin, req.rid):
+            return []  # the network delivered this forwarded request twice; the first is handled
+        try:
+            if isinstance(req, KeyspaceRequest):
+                return self._create_keyspace(req, origin)
+            if isinstance(req, RepairRequest):
+                return self.anti_entropy.repair_now(now, req.rid, origin, req.keyspace)
+            if isinstance(req, DecommissionRequest):
+                return self.streaming.decommission(now, req.rid, origin)
+            ks = self._keyspace_for(req)
+            self._validate(req, ks)
+            if origin is None:
+                self.hot.record(now, ks.name, req.key)
+            plan = self._plan(ks, req.key, now)
+            if isinstance(req, GetRequest):
+                return self.reads.get(now, req, origin, ks, plan)
+            needed = write_quorum(plan, req.consistency, ks.n)
+            if len(plan.targets) + len(plan.pending) < needed:
+                failure = unavailable(self.node_id, ks, plan, req.consistency, write=True)
+                return [refuse(req, origin, failure)]
+            avoid = req.avoid if isinstance(req, PutRequest) else ()
+            return self._route(now, req, origin, ks, plan, needed, avoid, None)
+        except BhandarError as exc:
+            return [refuse(req, origin, Failure(exc.code, str(exc), coordinator=self.node_id))]
+
+    def on_forward_reply(self, now: float, src: str, msg: ClientReply) -> list[Effect]:
+        """The answer of a coordinator this node forwarded a request to: relay it."""
+        op = self.ops.get(msg.rid)
+        if not isinstance(op, ForwardOp):
+            return []
+        self.ops.discard(msg.rid)
+        result = msg.result
+        if op.trace is not None and isinstance(result, PutResult | IncrResult | Failure):
+            # The coordinator's steps count from when it got the request: about when we sent it.
+            offset = round((op.sent - op.trace.started) * 1000.0, 3)
+            steps = (*op.trace.steps, *((round(ms + offset, 3), text) for ms, text in result.trace))
+            result = replace(result, trace=steps)
+        return [answer(op.rid, op.origin, result)]
+
+    def expire_forward(self, now: float, op: ForwardOp) -> list[Effect]:
+        """`op.target` did not answer in time: fall back to another coordinator, or fail.
+
+        A put is handed to the next live replica, or coordinated here, while a quorum is reachable
+        without the coordinators already tried. The first may be slow rather than gone and apply
+        the put too; that is safe because no dot is ever issued twice: each coordinator mints the
+        dot from its own actor (a home actor never reuses a counter, see `_unused_dot`; a fallback
+        actor is new for every write), so the two copies are two siblings with the same value and
+        context, as after a client's retry, and the next write with a context that saw them
+        replaces both. An increment has no such safety: a second coordinator counts it under its
+        own actor, so it would count twice. Nothing proves a silent coordinator did not apply it
+        (the request may have arrived), so an increment is never retried elsewhere.
+        """
+        req = op.request
+        waited = (now - op.sent) * 1000.0
+        trace = op.trace
+        if trace is not None:
+            trace.note(now, f"{op.target} did not answer within {waited:.0f} ms")
+        if isinstance(req, IncrRequest):
+            return self._fail(
+                op,
+                f"forwarded to {op.target}, which did not answer in time: the outcome is unknown (the "
+                "increment may have been counted; it is not retried elsewhere, where it could count twice)",
+            )
+        ks = self.keyspaces.get(req.keyspace)
+        if ks is None:  # validated before it was forwarded; a definition is never forgotten
+            return self._fail(op, f"forwarded to {op.target}, which did not answer in time")
+        try:
+            plan = self._plan(ks, req.key, now)
+        except BhandarError as exc:
+            return self._fail(op, f"forwarded to {op.target}, which did not answer in time; {exc}")
+        needed = write_quorum(plan, req.consistency, ks.n)
+        reachable = [t for t in plan.targets if t not in op.tried]
+        if len(reachable) + len(plan.pending) < needed:
+            return self._fail(
+                op,
+                f"forwarded to {', '.join(op.tried)}, which did not answer in time; without "
+                f"{'it' if len(op.tried) == 1 else 'them'} {len(reachable)} replicas are reachable, "
+                f"{req.consistency} needs {needed}",
+            )
+        self.metrics.forward_fallbacks += 1
+        if trace is not None:
+            trace.note(now, f"{self.node_id} falls back: a coordinator other than {', '.join(op.tried)}")
+        try:
+            return self._route(now, req, op.origin, ks, plan, needed, op.tried, trace)
+        except BhandarError as exc:
+            return self._fail(op, f"forwarded to {op.target}, which did not answer in time; {exc}")
+
+    def _fail(self, op: ForwardOp, error: str) -> list[Effect]:
+        steps = tuple(op.trace.steps) if op.trace is not None else ()
+        return [
+            refuse(
+                op.request,
+                op.origin,
+                Failure("timeout", error, coordinator=self.node_id, trace=steps),
+            )
+        ]
+
+    def on_schema(self, now: float, src: str, msg: SchemaUpdate) -> list[Effect]:
+        self.keyspaces.learn_all(msg.keyspaces)
+        return []
+
+    def _seen_forward(self, now: float, origin: str, rid: int) -> bool:
+        recent = self._recent_forwards
+        while recent:  # entries are in expiry order: the window is the same for all
+            oldest = next(iter(recent))
+            if recent[oldest] > now:
+                break
+            del recent[oldest]
+        if (origin, rid) in recent:
+            return True
+        # The forwarder stops waiting after twice the request timeout; later copies are harmless.
+        recent[(origin, rid)] = now + self.config.request_timeout * 2
+        return False
+
+    def _keyspace_for(self, req: PutRequest | GetRequest | IncrRequest) -> KeyspaceDef:
+        ks = self.keyspaces.get(req.keyspace)
+        if ks is not None:
+            return ks
+        if self.ring_view.status == "joining":
+            # A joining node may not have heard the cluster's keyspaces yet: the keyspace may well
+            # exist, so this is the node's state, not the caller's mistake.
+            raise Unavailable(
+                f"{self.node_id} is joining and does not know keyspace {req.keyspace} yet; retry"
+            )
+        # A node that has not heard of a keyspace created elsewhere says so too: the schema
+        # broadcast or gossip brings it soon, and the client retries.
+        return self.keyspaces.require(req.keyspace)
+
+    def _validate(self, req: PutRequest | GetRequest | IncrRequest, ks: KeyspaceDef) -> None:
+        """The limits of core/model/limits.py, checked again here: raw frames reach the core unchecked."""
+        if req.consistency not in LEVELS:
+            raise BadInput(f"unknown consistency level {req.consistency!r} (use {one_of(LEVELS)})")
+        check_key(req.key, self.config.max_key_bytes)
+        if isinstance(req, PutRequest):
+            if ks.policy == "counter":
+                raise BadInput(f"keyspace {ks.name} holds counters: use incr, not put or delete")
+            if req.value is not None:
+                check_value_size(req.value, self.config.max_value_bytes)
+                if req.ctype == JSON:
+                    check_json_value(req.value)
+            if req.context:
+                check_context(req.context)
+        if isinstance(req, IncrRequest):
+            if ks.policy != "counter":
+                raise BadInput(f"keyspace {ks.name} has policy {ks.policy}: incr needs a counter keyspace")
+            check_delta(req.delta)
+            check_request_id(req.request_id)
+
+    def _plan(self, ks: KeyspaceDef, key: str, now: float) -> Plan:
+        view = self.ring_view
+        token = self._tokens.get((ks.name, key))
+        if token is None:
+            if len(self._tokens) >= TOKEN_CACHE:
+                self._tokens.clear()  # a bound on memory; hashing again is cheap
+            token = self._tokens[(ks.name, key)] = key_token(ks.name, key)
+        ring = view.ring
+        if not ring.nodes:
+            # A joining node that has not heard from anyone yet (it knows only seed addresses).
+            # Found by `bhandar chaos --seed 8 --ops 1500 --faults all --storage lsm`.
+            raise Unavailable(f"{self.node_id} has not found the cluster yet (no member known); retry")
+        liveness = view.liveness
+        return plan_replicas(
+            ring, token, ks.n, ks.quorum, lambda n: liveness.is_up(n, now), view.pending_ring()
+        )
+
+    def _route(
+        self,
+        now: float,
+        req: PutRequest | IncrRequest,
+        origin: str | None,
+        ks: KeyspaceDef,
+        plan: Plan,
+        needed: int,
+        avoid: tuple[str, ...],
+        trace: Trace | None,
+    ) -> list[Effect]:
+        """Coordinate the write here or forward it to the replica that should, never to `avoid`
+        (coordinators that did not answer it in time)."""
+        me = self.node_id
+        candidates = tuple(t for t in plan.targets if t not in avoid)
+        if not candidates:
+            raise Unavailable(f"no replica other than {', '.join(avoid)} is reachable")
+        # A fallback coordinates only when no home replica is up: each write it coordinates
+        # mints a new actor, and contexts bloated with them get pruned, which can bring
+        # superseded siblings back. Found by `bhandar chaos --seed 2138 --ops 5000 --faults all`.
+        if me not in candidates or (me not in plan.home and candidates[0] in plan.home):
+            return self._forward(now, req, origin, candidates[0], avoid, trace)
+        if self.ring_view.status in ("leaving", "left"):
+            # A leaving node has streamed (or is about to stream) its data away: a write it
+            # coordinated could rest on its own copy alone and leave with it. Another replica
+            # coordinates. Found by `bhandar chaos --seed 105 --ops 3000` (LSM storage).
+            others = tuple(t for t in candidates if t != me)
+            if not others:
+                raise Unavailable(f"{me} is leaving the ring and no other replica is reachable")
+            return self._forward(now, req, origin, others[0], avoid, trace)
+        self.metrics.coordinated += 1
+        if isinstance(req, IncrRequest):
+            return self.writes.incr(now, req, origin, ks, plan, needed)  # never a fallback
+        return self.writes.put(now, req, origin, ks, plan, needed, trace)
+
+    def _forward(
+        self,
+        now: float,
+        req: PutRequest | IncrRequest,
+        origin: str | None,
+        target: str,
+        avoid: tuple[str, ...],
+        trace: Trace | None,
+    ) -> list[Effect]:
+        if req.hops >= MAX_HOPS:
+            failure = Failure("unavailable", "could not agree on a coordinator (ring views differ); retry")
+            if trace is not None:
+                failure = replace(failure, trace=tuple(trace.steps))
+            return [answer(req.rid, origin, failure)]
+        if trace is None and req.trace:
+            trace = Trace(now)
+        if trace is not None:
+            trace.note(now, f"{self.node_id} forwards to {target}")
+        forward = ForwardOp(
+            req.rid, origin, now + self.config.request_timeout * 2, target, req, (*avoid, target), now, trace
+        )
+        op_id = self.ops.add(forward)
+        self.metrics.forwarded += 1
+        msg = replace(req, rid=op_id, hops=req.hops + 1)
+        if isinstance(msg, PutRequest):
+            msg = replace(msg, avoid=avoid)
+        return [Send(target, msg)]
+
+    def _create_keyspace(self, req: KeyspaceRequest, origin: str | None) -> list[Effect]:
+        created = self.keyspaces.create(req.definition)
+        return [
+            *self._broadcast_schema(),
+            answer(req.rid, origin, KeyspaceResult(req.definition, created), durable=True),
+        ]
+
+    def _broadcast_schema(self) -> list[Effect]:
+        update = SchemaUpdate(self.keyspaces.all())
+        return [Send(peer, update) for peer in self.ring_view.peers()]

@@ -1,0 +1,44 @@
+"""What makes a process cluster on this machine secure: its CA and node certificates, and the
+admin token its nodes start with. `cluster up` calls both; `cluster add` issues one certificate.
+
+The CA lives in DIR/tls (security/pki.py), each node's identity in DATA_DIR/tls; the admin token's
+hash goes into DIR/auth.json, which every node is started with (`--auth-file`), and the token
+itself into the cluster file (0600), where the CLI finds it (security/access.py).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from bhandar_cli.core.model.tokens import ALL_KEYSPACES
+from bhandar_cli.fleet.cluster_file import ClusterFile, NodeEntry
+from bhandar_cli.security import pki
+from bhandar_cli.security.auth import mint, write_auth_file
+
+AUTH_FILE = "auth.json"
+
+
+def node_tls_dir(entry: NodeEntry) -> Path:
+    """Where a node of a secure cluster keeps its certificate and key."""
+    return Path(entry.data_dir) / pki.TLS_DIR
+
+
+def issue_certificates(cluster: ClusterFile) -> None:
+    """The cluster CA in DIR/tls (made if missing) and a certificate for every node lacking one."""
+    ca_dir = Path(cluster.dir) / pki.TLS_DIR
+    if not (ca_dir / pki.CA_KEY).exists():
+        pki.create_ca(ca_dir, Path(cluster.dir).name)
+    for entry in cluster.nodes:
+        if not pki.NodeTls.in_dir(node_tls_dir(entry)).exists():
+            pki.private_dir(Path(entry.data_dir))
+            pki.issue_node(ca_dir, entry.id, [entry.host], node_tls_dir(entry))
+
+
+def make_admin_token(cluster: ClusterFile) -> ClusterFile:
+    """A new admin token on every keyspace: its hash into DIR/auth.json, the token into the
+    cluster file returned (the caller saves it)."""
+    token, record = mint({ALL_KEYSPACES: "admin"}, 0.0, 0, time.time())
+    write_auth_file(Path(cluster.dir) / AUTH_FILE, [record])
+    return replace(cluster, token=token)

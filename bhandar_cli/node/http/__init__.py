@@ -1,0 +1,1 @@
+"""A node's HTTP gateway: the API, the Prometheus endpoint, and the ASGI glue."""

@@ -1,0 +1,1 @@
+"""The wire between nodes and clients on trio: CBOR frames, TLS streams, the transport, RPC."""

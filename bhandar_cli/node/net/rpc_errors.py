@@ -1,0 +1,26 @@
+"""The error of an RPC to a node, shared by the trio client (node/net/rpc.py) and the blocking one
+(node/net/blocking_rpc.py), which must not import trio."""
+
+from __future__ import annotations
+
+
+class RpcError(Exception):
+    """An RPC that got no answer (`kind` unreachable: never sent; lost: sent, then the connection
+    broke; timeout: no answer in time), a refusal of a stopping node (draining: not run, ask another)
+    or an error answer (remote), with the error's `code` when
+    the node gave one (unauthenticated, forbidden, rate_limited, bad_input)."""
+
+    def __init__(self, message: str, kind: str = "remote", code: str = "") -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.code = code
+
+
+CLIENT_CODES = {
+    "timeout": "timeout",
+    "lost": "timeout",
+    "unreachable": "unavailable",
+    "draining": "unavailable",
+    "remote": "internal",
+}
+"""The error code a client reports for an RPC of each kind that failed without a code of its own."""

@@ -1,0 +1,1 @@
+"""Chaos runs: a seeded workload under faults against a simulated cluster, then the checker."""

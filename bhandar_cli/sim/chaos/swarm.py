@@ -1,0 +1,275 @@
+"""Chaos swarms: many consecutive seeds of one chaos run, each in a worker process, and their tally.
+
+This module owns running the seeds and collecting one `SeedOutcome` per seed; `cli/chaos_swarm_view.py`
+validates options and renders. Every seed runs exactly as `bhandar chaos --seed S` with the same
+options would (`run_chaos` on the same `ChaosOptions`), so a failing seed's replay command fails
+the same way.
+
+The pool is a few `multiprocessing` processes driven over one pipe each, rather than a
+`ProcessPoolExecutor`, because the swarm must be able to stop one seed: a seed past its time
+limit has its worker killed and replaced, so a hung seed costs its limit and no more; a worker
+that dies (killed, out of memory) fails only its seed. Workers ignore SIGINT, so a Ctrl-C reaches
+only this process, which kills the workers and returns the tally so far; SIGINT stays blocked while
+a worker starts, so a Ctrl-C during its imports does not print its traceback. Workers are spawned,
+not forked: the parent may be running a progress bar's thread, and forking a threaded process is
+unsafe.
+"""
+
+from __future__ import annotations
+
+import itertools
+import multiprocessing
+import shlex
+import signal
+import time
+import traceback
+from collections.abc import Callable, Generator, Set
+from dataclasses import dataclass, replace
+from multiprocessing.connection import Connection, wait
+from multiprocessing.process import BaseProcess
+from pathlib import Path
+from typing import Any
+
+from bhandar_cli.sim.chaos.chaos_run import ChaosOptions, run_chaos
+from bhandar_cli.sim.chaos.report import reproduce_command
+
+# Checked whenever a worker is busy, so an interrupt or a time limit is noticed within this.
+POLL_SECONDS = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class SeedOutcome:
+    """One seed's verdict: `violation` is None when it passed, else one line saying why it failed."""
+
+    seed: int
+    violation: str | None
+    violations: int  # how many the checker found (1 for a run that raised or ran out of time)
+    command: str  # the command line that replays this seed
+    seconds: float
+
+    @property
+    def passed(self) -> bool:
+        return self.violation is None
+
+
+@dataclass(frozen=True, slots=True)
+class SwarmResult:
+    base: ChaosOptions  # the options every seed shares (its seed is `start`)
+    start: int
+    count: int
+    jobs: int
+    seed_timeout: float
+    outcomes: tuple[SeedOutcome, ...]  # in seed order
+    seconds: float
+    interrupted: bool
+
+    @property
+    def passed(self) -> int:
+        return sum(1 for o in self.outcomes if o.passed)
+
+    @property
+    def failed(self) -> tuple[SeedOutcome, ...]:
+        return tuple(o for o in self.outcomes if not o.passed)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def run_seed(options: ChaosOptions) -> SeedOutcome:
+    """Run one seed; a run that raises is a failure (an internal bug) with the exception's summary."""
+    started = time.perf_counter()
+    command = reproduce_command(options)
+    try:
+        report = run_chaos(options)
+    except Exception as e:
+        summary = _one_line(f"internal error: {type(e).__name__}: {e} ({_raised_at(e)})")
+        return SeedOutcome(options.seed, summary, 1, command, time.perf_counter() - started)
+    found = report.check.violations
+    first = _one_line(str(found[0])) if found else None
+    return SeedOutcome(options.seed, first, len(found), command, time.perf_counter() - started)
+
+
+def _raised_at(error: BaseException) -> str:
+    """Where the exception was raised, as `path:line`, so failing seeds can be grouped by bug."""
+    frame = traceback.extract_tb(error.__traceback__)[-1]
+    path = Path(frame.filename)
+    package = Path(__file__).resolve().parents[3]
+    shown = path.relative_to(package) if path.is_relative_to(package) else path
+    return f"raised at {shown}:{frame.lineno}"
+
+
+def _worker(base: ChaosOptions, pipe: Connection) -> None:
+    """A worker's loop: receive a seed, send its outcome, until the swarm kills it or goes away."""
+    # Ignoring SIGINT discards one that arrived while it was blocked at start (see `_Worker.start`).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    try:
+        while True:
+            pipe.send(run_seed(replace(base, seed=pipe.recv())))
+    except EOFError:  # the swarm has gone
+        return
+
+
+class _Worker:
+    """One worker process, the seed it is running and when that seed's time is up."""
+
+    def __init__(self, base: ChaosOptions) -> None:
+        context = multiprocessing.get_context("spawn")
+        self.pipe, self._child = context.Pipe()
+        self.process: BaseProcess = context.Process(target=_worker, args=(base, self._child), daemon=True)
+        self.seed: int | None = None
+        self.started = 0.0
+        self.deadline = 0.0
+
+    def start(self) -> None:
+        """Start the process (separate from `__init__`, so the swarm holds the worker before it
+        runs and an interrupt at any point still stops it). It inherits SIGINT blocked."""
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            self.process.start()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        self._child.close()
+
+    def give(self, seed: int, timeout: float) -> None:
+        self.pipe.send(seed)
+        self.seed, self.started = seed, time.perf_counter()
+        self.deadline = self.started + timeout
+
+    def take(self) -> SeedOutcome:
+        outcome: SeedOutcome = self.pipe.recv()
+        self.seed = None
+        return outcome
+
+    def stop(self) -> None:
+        if self.process.pid is not None:  # it was started
+            self.process.kill()
+            self.process.join()
+        self.pipe.close()
+        self._child.close()
+
+
+def run_swarm(
+    base: ChaosOptions,
+    count: int,
+    jobs: int,
+    seed_timeout: float,
+    on_outcome: Callable[[SeedOutcome], None] | None = None,
+) -> SwarmResult:
+    """Run seeds `base.seed` .. `base.seed + count - 1` on `jobs` workers. Each outcome is handed
+    to `on_outcome` as it arrives; Ctrl-C stops the swarm and returns what finished."""
+    started = time.perf_counter()
+    outcomes: list[SeedOutcome] = []
+    interrupted = False
+    running = _outcomes(base, count, jobs, seed_timeout)
+    try:
+        for outcome in running:
+            outcomes.append(outcome)
+            if on_outcome is not None:
+                on_outcome(outcome)
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        running.close()  # stops the workers, wherever the interrupt landed
+    return SwarmResult(
+        base=base,
+        start=base.seed,
+        count=count,
+        jobs=jobs,
+        seed_timeout=seed_timeout,
+        outcomes=tuple(sorted(outcomes, key=lambda o: o.seed)),
+        seconds=time.perf_counter() - started,
+        interrupted=interrupted,
+    )
+
+
+def _outcomes(
+    base: ChaosOptions, count: int, jobs: int, seed_timeout: float
+) -> Generator[SeedOutcome, None, None]:
+    pending = iter(range(base.seed, base.seed + count))
+    workers: list[_Worker] = []
+    try:
+        for first in itertools.islice(pending, jobs):
+            workers.append(worker := _Worker(base))
+            worker.start()
+            worker.give(first, seed_timeout)
+        while busy := [w for w in workers if w.seed is not None]:
+            ready = set(wait([w.pipe for w in busy] + [w.process.sentinel for w in busy], POLL_SECONDS))
+            now = time.perf_counter()
+            for i, worker in enumerate(workers):
+                if worker.seed is None:
+                    continue
+                outcome = _finished(worker, ready, now, base, seed_timeout)
+                if outcome is None:
+                    continue
+                yield outcome
+                if worker.seed is not None:  # it did not answer: it is gone or stuck
+                    worker.stop()
+                    workers[i] = worker = _Worker(base)
+                    worker.start()
+                if (seed := next(pending, None)) is not None:
+                    worker.give(seed, seed_timeout)
+    finally:
+        for worker in workers:
+            worker.stop()
+
+
+def _finished(
+    worker: _Worker, ready: Set[object], now: float, base: ChaosOptions, seed_timeout: float
+) -> SeedOutcome | None:
+    """The outcome of the worker's seed if it has one: its answer, its death, or its time limit."""
+    assert worker.seed is not None
+    if worker.pipe in ready:
+        try:
+            return worker.take()
+        except (EOFError, OSError):
+            pass  # it died while answering: its exit code below
+    seconds = now - worker.started
+    options = replace(base, seed=worker.seed)
+    if worker.pipe in ready or worker.process.sentinel in ready:
+        worker.process.join()
+        why = f"internal error: the worker process died (exit code {worker.process.exitcode})"
+        return SeedOutcome(worker.seed, why, 1, reproduce_command(options), seconds)
+    if now >= worker.deadline:
+        why = f"did not finish in {seed_timeout:g} s"
+        return SeedOutcome(worker.seed, why, 1, reproduce_command(options), seconds)
+    return None
+
+
+def swarm_command(result: SwarmResult) -> str:
+    """The command line that runs this swarm again (the same seeds and options)."""
+    parts = shlex.split(reproduce_command(result.base))
+    parts[2:4] = ["--swarm", str(result.count), "--start", str(result.start)]
+    return shlex.join(parts)
+
+
+def swarm_json(result: SwarmResult) -> dict[str, Any]:
+    base = result.base
+    return {
+        "start": result.start,
+        "count": result.count,
+        "options": {
+            "ops": base.ops,
+            "nodes": base.nodes,
+            "replicas": base.replicas,
+            "faults": None if base.faults is None else list(base.faults),
+            "consistency": base.consistency,
+            "keys": base.keys,
+            "clients": base.clients,
+            "storage": base.storage,
+            "bugs": list(base.bugs),
+            "jobs": result.jobs,
+            "seed_timeout": result.seed_timeout,
+        },
+        "finished": len(result.outcomes),
+        "passed": result.passed,
+        "failed": [
+            {"seed": o.seed, "violation": o.violation, "violations": o.violations, "command": o.command}
+            for o in result.failed
+        ],
+        "interrupted": result.interrupted,
+        "ok": not result.failed and not result.interrupted,
+        "command": swarm_command(result),
+        "seconds": round(result.seconds, 3),
+    }

@@ -1,0 +1,1 @@
+"""The chaos checker: what a history of client operations must satisfy."""

@@ -1,0 +1,123 @@
+"""What a history reveals about write identity: which dot each written value got, and when a
+later write superseded it.
+
+Clients learn a write's dot only by reading it back, and a write supersedes another only through
+a context that covers its dot (contexts come only from reads). `learn_dots` gathers value -> dot
+from every record a client read and every final record, and checks that one dot always names one
+write; `superseded_at` finds, per put, the earliest invocation of a write whose context covered
+its dot. The checker's lost-write, stale-read and resurrection properties rest on both.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Iterable, Mapping
+
+from bhandar_cli.core.model.records import Record, Versioned
+from bhandar_cli.core.model.versions import Dot
+from bhandar_cli.sim.checker.finding_text import dot_text, show_value
+from bhandar_cli.sim.history import NOT_APPLIED, History, Operation, Violation
+
+
+def _records_seen(
+    history: History, final: Mapping[tuple[str, str], Record | None]
+) -> Iterable[tuple[str, str, Versioned]]:
+    for op in history.ops:
+        if op.kind == "get" and op.ok and isinstance(op.record, Versioned):
+            yield op.keyspace, op.key, op.record
+    for (ks, key), record in final.items():
+        if isinstance(record, Versioned):
+            yield ks, key, record
+
+
+def learn_dots(
+    history: History, final: Mapping[tuple[str, str], Record | None]
+) -> tuple[dict[bytes, Dot], list[Violation], set[bytes]]:
+    """value -> dot for every value seen; violations where one dot named two different writes; and
+    the values stored twice: one put under two dots, each with the put's context (a request the
+    network duplicated and a coordinator took twice, having restarted in between and forgotten the
+    first) or with the part of it a coordinator kept (a forwarded put that timed out and was
+    coordinated again by another node; each coordinator prunes a long context on its own).
+    """
+    dot_of: dict[bytes, Dot] = {}
+    context_of_value: dict[bytes, Mapping[str, int]] = {}
+    seen: dict[tuple[str, str, Dot], tuple[bytes | None, tuple[tuple[str, int], ...]]] = {}
+    violations: list[Violation] = []
+    twice: set[bytes] = set()
+    # Values are unique per put, so a value names the request that wrote it.
+    put_context = {op.value: op.context or {} for op in history.ops if op.kind == "put" and op.value}
+    # The same sibling object comes back in many reads (and the history holds every one of them
+    # meanwhile, so an id names one sibling throughout): its identity is worked out once.
+    idents: dict[int, tuple[bytes | None, tuple[tuple[str, int], ...]]] = {}
+    for ks, key, record in _records_seen(history, final):
+        for s in record.siblings:
+            ident = idents.get(id(s))
+            if ident is None:
+                ident = idents[id(s)] = (s.value, tuple(sorted(s.context.items())))
+            slot = (ks, key, s.dot)
+            first = seen.setdefault(slot, ident)
+            if first != ident:
+                violations.append(
+                    Violation("dot_reused", ks, key, f"dot {dot_text(s.dot)} names two different writes")
+                )
+                seen[slot] = ident  # report each change once, not on every later read
+            if s.value is None:
+                continue
+            known = dot_of.setdefault(s.value, s.dot)
+            if known == s.dot:
+                context_of_value.setdefault(s.value, s.context)
+            elif context_of_value.get(s.value) == s.context or (
+                _kept_from(s.context, put_context.get(s.value))
+                and _kept_from(context_of_value.get(s.value), put_context.get(s.value))
+            ):
+                twice.add(s.value)
+            else:
+                seen_as = f"{dot_text(known)} and {dot_text(s.dot)}"
+                detail = f"value {show_value(s.value)} seen under dots {seen_as}"
+                violations.append(Violation("dot_reused", ks, key, detail))
+    return dot_of, violations, twice
+
+
+def _kept_from(stored: Mapping[str, int] | None, sent: Mapping[str, int] | None) -> bool:
+    """Whether a sibling's context is the put's context or a pruned part of it (entries dropped,
+    none changed)."""
+    if stored is None or sent is None:
+        return False
+    return all(sent.get(actor) == counter for actor, counter in stored.items())
+
+
+def superseded_at(writes: list[Operation], dot_of: Mapping[bytes, Dot]) -> dict[int, float]:
+    """op index -> the earliest invocation of a write whose context covered its dot.
+
+    Only writes that may have been applied count; puts of the key whose dot nobody ever saw have
+    no entry (nothing can have covered them).
+    """
+    appliable = sorted(
+        (op for op in writes if op.context and not (op.outcome == "fail" and op.code in NOT_APPLIED)),
+        key=lambda op: op.invoked,
+    )
+    # Per actor: invocation times and the running maximum counter of that actor in contexts, so
+    # "first time some context covered (actor, n)" is one binary search.
+    per_actor: dict[str, tuple[list[float], list[int]]] = {}
+    for op in appliable:
+        assert op.context is not None
+        for actor, counter in op.context.items():
+            times, tops = per_actor.setdefault(actor, ([], []))
+            if not tops or counter > tops[-1]:
+                times.append(op.invoked)
+                tops.append(counter)
+    out: dict[int, float] = {}
+    for op in writes:
+        if op.kind != "put" or op.value is None:
+            continue
+        dot = dot_of.get(op.value)
+        if dot is None:
+            continue
+        entry = per_actor.get(dot[0])
+        if entry is None:
+            continue
+        times, tops = entry
+        i = bisect_left(tops, dot[1])
+        if i < len(tops):
+            out[op.index] = times[i]
+    return out

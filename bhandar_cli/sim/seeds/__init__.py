@@ -1,0 +1,1 @@
+"""The seed's four teaching simulators, ported exactly from JavaScript."""

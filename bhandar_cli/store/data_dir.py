@@ -1,0 +1,211 @@
+"""Opening a node's durable store in its data directory (the LSM engine on the real disk), which
+nodes a directory of an in-process cluster holds, and where its snapshots go."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from bhandar_cli.core.model.errors import BadInput, Refused
+from bhandar_cli.core.model.limits import check_snapshot_name
+from bhandar_cli.security.data_key import cipher_for
+from bhandar_cli.security.pki import TLS_DIR
+from bhandar_cli.storage import archive, pitr
+from bhandar_cli.storage.disk.data_dir_lock import lock_data_dir
+from bhandar_cli.storage.disk.real_disk import RealDisk
+from bhandar_cli.storage.engine import EngineOptions
+from bhandar_cli.storage.pitr import Split
+from bhandar_cli.storage.recovery import restore_snapshot
+from bhandar_cli.storage.wal import FsyncPolicy
+from bhandar_cli.store.record_store import DATA as DATA_PREFIX
+from bhandar_cli.store.record_store import RecordStore
+
+
+class LockedStore(RecordStore):
+    """A node's store on the local disk: it holds its directory's lock (storage/disk/data_dir_lock.py) from
+    open to close, across a `reopen`."""
+
+    def __init__(self, disk: RealDisk, data_dir: str, options: EngineOptions) -> None:
+        self._release = lock_data_dir(data_dir)
+        try:
+            super().__init__(disk, data_dir, options)
+        except BaseException:
+            self._release()
+            raise
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._release()
+
+
+def open_node_store(data_dir: str, fsync: str = "batch", key: bytes | None = None) -> RecordStore:
+    """The store of one node in `data_dir` (created if missing); recovery runs on open. The wall
+    clock marks writes while a snapshot archives the WALs (storage/archive.py). With the data
+    `key` (security/data_key.py) new WALs and tables are encrypted; without it an encrypted
+    directory refuses to open (`DataKeyError`). Another process with the directory open refuses
+    it too (`DataDirInUse`)."""
+    disk = RealDisk()
+    disk.makedirs(data_dir)
+    options = EngineOptions(fsync=FsyncPolicy(fsync), wall_clock=time.time, cipher=cipher_for(key))
+    return LockedStore(disk, data_dir, options)
+
+
+LEFT_SUFFIX = ".left"  # a node that left the ring: its directory renamed, its data kept
+
+
+def stored_nodes(base: str) -> list[str]:
+    """The nodes whose stores an in-process cluster's --data-dir holds (not those that left)."""
+    if not os.path.isdir(base):
+        return []
+    return sorted(
+        entry.name
+        for entry in os.scandir(base)
+        if entry.is_dir() and "." not in entry.name and os.path.exists(os.path.join(entry.path, "MANIFEST"))
+    )
+
+
+def node_set_mismatch(base: str, nodes: int, where: str, grow_hint: str) -> str | None:
+    """Why starting `nodes` nodes (A, B, ...) on the data under `base` would be wrong, or None.
+
+    The stored membership would keep nodes not started in the ring (owning ranges, collecting
+    hints) with nobody running them, and a node the data does not know would start empty and own
+    ranges it never received. `where` names the directory for the message; `grow_hint` says how
+    nodes added later are started again."""
+    from bhandar_cli.host.topology import node_names
+
+    stored, wanted = stored_nodes(base), node_names(nodes)
+    if not stored or stored == wanted:
+        return None
+    said = f"{where} holds the data of {len(stored)} nodes ({', '.join(stored)})"
+    missing = [n for n in stored if n not in wanted]
+    new = [n for n in wanted if n not in stored]
+    if missing:
+        said += f"; --nodes {nodes} would leave {', '.join(missing)} in the ring with nobody running them"
+    if new:
+        said += f"; --nodes {nodes} would start {', '.join(new)} with no data"
+    if stored == node_names(len(stored)):
+        return said + f": start it with --nodes {len(stored)}, or use another directory"
+    return said + f": {grow_hint}, or use another directory"
+
+
+def retire_node_dir(base: str, node: str) -> None:
+    """Set aside the directory of a node that left the ring, so the next start does not count it
+    as a member (stored_nodes): NODE.left, NODE.left2, ..."""
+    source = os.path.join(base, node)
+    if not os.path.isdir(source):
+        return
+    target, n = source + LEFT_SUFFIX, 1
+    while os.path.exists(target):
+        n += 1
+        target = f"{source}{LEFT_SUFFIX}{n}"
+    os.replace(source, target)
+
+
+def snapshot_path(root: Path, name: object, node: str) -> Path:
+    """Where node `node` links the tables of snapshot `name`: ROOT/NAME/NODE. The name comes from
+    a client: one that is not a plain name (a `/`, `..`, a leading dot) would make the node link
+    its files outside its snapshot directory, so it is refused (core/model/limits.py)."""
+    return root / check_snapshot_name(name) / node
+
+
+def restore_node_dir(
+    snapshot_dir: str, data_dir: str, node: str, until: float | None = None, key: bytes | None = None
+) -> Split:
+    """Replace a stopped node's data directory by its snapshot (hard links) plus the archived
+    writes made up to `until` (none when None), as a new actor; returns what was kept and
+    discarded. The WALs still in the data directory are archived first (storage/archive.py), so
+    every write the node logged after the snapshot is in the archive.
+
+    The restored node's own dot counters go back in time; writing under a new actor id
+    (`Node.home_actor`) keeps it from reusing dots it handed out after the snapshot. The node's
+    TLS identity (DATA_DIR/tls) is not data: it waits beside the directory and comes back. An
+    encrypted node's archived WALs are read, and its restored WAL written, with its data `key`.
+    """
+    old = open_node_store(data_dir, key=key)
+    restores = int(old.get_meta("restores") or 0) + 1
+    limit = old.engine.options.archive_bytes
+    old.close()
+    disk = RealDisk()
+    archive.close_all(disk, data_dir, limit)
+    try:
+        split = pitr.split(disk, snapshot_dir, until, cipher_for(key))
+    except pitr.NoWriteTimes as e:
+        raise BadInput(f"node {node}: {e}") from None
+    identity = Path(data_dir) / TLS_DIR
+    kept = Path(data_dir).with_name(f".{Path(data_dir).name}.{TLS_DIR}")  # same file system
+    if identity.is_dir():
+        identity.rename(kept)
+    shutil.rmtree(data_dir)
+    os.makedirs(data_dir, mode=0o700)
+    restore_snapshot(disk, snapshot_dir, data_dir, split.kept, cipher_for(key))
+    if kept.is_dir():
+        kept.rename(identity)
+    fresh = open_node_store(data_dir, key=key)
+    fresh.put_meta("restores", restores)
+    fresh.put_meta("actor", f"{node}~r{restores}")
+    fresh.close()
+    return split
+
+
+LOCATION = "LOCATION"  # in SNAPSHOTS/NAME of a snapshot taken with to=DIR: where it went
+
+
+def snapshot_home(local: Path) -> Path:
+    """Where the node directories of a snapshot are: `local` (SNAPSHOTS/NAME), or DIR/NAME for a
+    snapshot copied off with to=DIR (its LOCATION file says where)."""
+    where = local / LOCATION
+    return Path(where.read_text().strip()) if where.is_file() else local
+
+
+def verify_snapshot(home: Path, nodes: list[str], until: float | None = None) -> int:
+    """Check every node's snapshot files against their checksums before anything is stopped;
+    Refused, naming the file, if one is missing or damaged; BadInput if `until` is before the
+    snapshot was taken (its tables already hold later writes). Returns the files checked."""
+    checked = 0
+    for node in nodes:
+        info = archive.ArchiveInfo.load(RealDisk(), str(home / node))
+        if until is not None and info is not None and info.taken is not None and until < info.taken:
+            from bhandar_cli.core.model.timestamps import show_moment
+
+            raise BadInput(
+                f"until={show_moment(until)} is before snapshot {home.name} was taken "
+                f"({show_moment(info.taken)}): restore an older snapshot, or give a later time"
+            )
+        try:
+            checked += archive.verify(RealDisk(), str(home / node))
+        except archive.SnapshotDamaged as e:
+            raise Refused(
+                f"restore refused: snapshot file {e.path} is damaged ({e.what}); nothing was changed"
+            ) from None
+    return checked
+
+
+def restore_summary(home: Path, splits: dict[str, Split], until: float | None) -> dict[str, Any]:
+    """What a restore brought back and lost, over every node: writes are counted once however
+    many replicas logged them (a data record's key and bytes name one write)."""
+    data = DATA_PREFIX
+    kept = {kv for s in splits.values() for kv in s.kept_keys if kv[0].startswith(data)}
+    lost = {kv for s in splits.values() for kv in s.discarded_keys if kv[0].startswith(data)} - kept
+    infos = [archive.ArchiveInfo.load(RealDisk(), str(home / n)) for n in splits]
+    taken = min((i.taken for i in infos if i is not None and i.taken is not None), default=None)
+    since = until if until is not None else taken
+    last_lost = max((s.last_discarded for s in splits.values() if s.last_discarded is not None), default=None)
+    warnings = [p for s in splits.values() for p in s.problems]
+    warnings += [
+        f"the WAL archive of {n} filled up (archive_bytes): writes it logged later were not kept"
+        for n, s in splits.items()
+        if s.full
+    ]
+    return {
+        "until": until,
+        "snapshot_taken": taken,
+        "replayed": len(kept),
+        "discarded": len(lost),
+        "rpo_s": round(max(0.0, last_lost - since), 3) if lost and last_lost and since else 0.0,
+        "warnings": warnings,
+    }

@@ -1,0 +1,1 @@
+"""The classroom demos as data, their runner and their narration."""

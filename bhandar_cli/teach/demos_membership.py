@@ -1,0 +1,98 @@
+"""Demos about membership: a node joins (it streams the keys of the ranges it will replicate) and leaves."""
+
+from __future__ import annotations
+
+from bhandar_cli.repl.batch import ClusterOptions
+from bhandar_cli.teach.demo_kit import Demo, DemoContext, Expect, Step
+
+KEYS = 30
+
+
+def _bootstrapped(ctx: DemoContext) -> str | None:
+    add = ctx.reply("add")
+    if not add.get("ok"):
+        return f"add failed: {add.get('error')}"
+    return None if add["keys_streamed"] > 0 else "E received no records while bootstrapping"
+
+
+def _e_owns_a_share(ctx: DemoContext) -> str | None:
+    nodes = {n["id"]: n for n in ctx.reply("status")["nodes"]}
+    e = nodes.get("E")
+    if e is None or e["code"] != "UN":
+        return "E is not up and normal in the status"
+    return None if 0.05 < e["owns"] < 0.45 else f"E owns {100 * e['owns']:.1f}% of the ring"
+
+
+def _every_key_readable(ctx: DemoContext) -> str | None:
+    gets = [r for r in ctx.step if r.get("cmd") == "get"]
+    missing = [str(r.get("key")) for r in gets if not r.get("found")]
+    if len(gets) != KEYS:
+        return f"{len(gets)} reads answered out of {KEYS}"
+    return None if not missing else f"not found at ALL: {', '.join(missing)}"
+
+
+def _e_gone(ctx: DemoContext) -> str | None:
+    leave = ctx.reply("decommission")
+    if not leave.get("ok"):
+        return f"decommission failed: {leave.get('error')}"
+    ids = [n["id"] for n in ctx.reply("status")["nodes"]]
+    return None if "E" not in ids else "E is still in the status"
+
+
+def _share(ctx: DemoContext) -> str:
+    e = next(n for n in ctx.last("status")["nodes"] if n["id"] == "E")
+    add = ctx.last("add")
+    return (
+        f"E owns {100 * e['owns']:.1f}% of the ring (first replica of its ranges) and now holds "
+        f"{e['keys']} of the {KEYS} keys as one of their three replicas; it received "
+        f"{add['keys_streamed']} records because every current replica of a key sends it. Only the "
+        "keys of E's ranges moved; hash mod N would have moved about 80% of them."
+    )
+
+
+JOIN = Demo(
+    name="join",
+    title="A node joins, then leaves: bootstrap, pending ranges, decommission",
+    summary="a fifth node joins: it streams the keys of its ranges, and every key stays readable",
+    guide="docs/membership-and-anti-entropy.md",
+    options=ClusterOptions(nodes=4, zones=2),
+    steps=(
+        Step(
+            f"Four nodes, A to D. We write {KEYS} keys at QUORUM.",
+            [f"put kv k{i} {i}" for i in range(KEYS)],
+        ),
+        Step(
+            "status shows how the ring is shared among the four.",
+            ["status"],
+        ),
+        Step(
+            "We add node E. It takes its tokens, announces itself joining by gossip, and from then on "
+            "coordinators send it the writes of the ranges it will own (pending ranges). It streams "
+            "those ranges from the current replicas, then announces itself normal.",
+            ["add E", "status"],
+            (
+                Expect("E bootstrapped some records", _bootstrapped),
+                Expect("E is up, normal, and owns a share of the ring", _e_owns_a_share),
+            ),
+            then=_share,
+        ),
+        Step(
+            "Every key is still there: we read all of them at c=ALL, from the new replica sets.",
+            [f"get kv k{i} c=ALL" for i in range(KEYS)],
+            (Expect(f"all {KEYS} keys are found at ALL", _every_key_readable),),
+        ),
+        Step(
+            "Now E leaves. Decommission: E announces leaving, streams every record it holds to the "
+            "replicas each key will have without it, waits for every batch to be acknowledged, "
+            "and announces left.",
+            ["decommission E", "status"],
+            (Expect("E left the ring", _e_gone),),
+        ),
+        Step(
+            "And every key is still there.",
+            [f"get kv k{i} c=ALL" for i in range(KEYS)],
+            (Expect(f"all {KEYS} keys are found at ALL", _every_key_readable),),
+            then="No acknowledged write was lost while the ring changed twice.",
+        ),
+    ),
+)
