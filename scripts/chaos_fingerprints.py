@@ -6,7 +6,7 @@ compiled or tuned without meaning to change behaviour.
 
 Each run's `bhandar chaos -o json` is kept whole except the fields that measure the machine (real
 time, CPU, rates); what is left (every count, every fault, every event, the verdict) is a
-fingerprint of the run. tests/sim/test_fingerprints.py checks the set on every test run.
+fingerprint of the run. tests/sim/chaos/test_fingerprints.py checks the set on every test run.
 """
 
 from __future__ import annotations

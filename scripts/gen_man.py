@@ -11,7 +11,7 @@ SCRIPTS comes from the script rules (`bhandar_cli.repl.script_rules.SCRIPT_RULES
 the tests run. DESCRIPTION, LIMITS, DELETE, JSON OUTPUT, HTTP API, SECURITY, EXIT STATUS,
 ENVIRONMENT, FILES and SEE ALSO are fixed text below, with the consistency levels, error codes
 and limits read from their declarations. The output carries no date and nothing from the
-environment, so the same code always gives the same page and `tests/test_man.py` can tell when
+environment, so the same code always gives the same page and `tests/cli/test_man.py` can tell when
 the committed page is stale.
 """
 

@@ -39,7 +39,7 @@ OPS_MAX = 10_000_000
 NODES_MAX = 1000  # simulated nodes are cheap; beyond Z they are named AA, AB, ...
 SCENARIOS = ("ministore",)
 STORAGES = ("memory", "lsm")
-# Test-only planted bugs: each must make the checker fail (tests/sim/test_chaos.py shows it does).
+# Test-only planted bugs: each must make the checker fail (tests/sim/chaos/test_chaos.py shows it does).
 KNOWN_BUGS = ("ack_before_quorum", "ack_before_sync")
 SHOWN_VIOLATIONS = 20
 SWARM_MAX = 1_000_000

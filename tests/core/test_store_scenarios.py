@@ -23,7 +23,7 @@ from bhandar_cli.core.protocol.messages import (
     Result,
 )
 from bhandar_cli.sim.sim_cluster import SimCluster
-from tests.core.keyspace_setup import create_keyspace
+from tests.support.keyspace_setup import create_keyspace
 
 KS = "carts"
 

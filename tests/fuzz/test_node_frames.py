@@ -24,8 +24,8 @@ from bhandar_cli.core.wire import registry
 from bhandar_cli.fleet import pids, supervisor
 from bhandar_cli.fleet.cluster_file import ClusterFile
 from bhandar_cli.node.net.codec import encode_frame
+from tests.e2e.conftest import NODE_ARGS, kill_all, raw_connection, rpc
 
-from ..net.conftest import NODE_ARGS, kill_all, raw_connection, rpc
 from .conftest import fuzz_settings
 from .strategies import message_of, mutated, small_bodies
 

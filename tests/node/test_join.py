@@ -2,7 +2,7 @@
 
 The issuing side here is a `JoinDesk` behind a small TLS listener shaped like the node's (server
 certificate of node A, client certificate optional, a join hello routed to the desk); the process
-cluster test (tests/net/test_multihost.py) runs the same exchange through `bhandar node run --join`.
+cluster test (tests/e2e/test_multihost.py) runs the same exchange through `bhandar node run --join`.
 """
 
 from __future__ import annotations

@@ -12,8 +12,8 @@ from typing import Any
 from selenium.webdriver.common.by import By
 
 from bhandar_cli.sim.chaos.report import reproduce_command
-from tests.sim.chaos_cli import invoke
-from tests.sim.test_chaos_html import PLANTED
+from tests.sim.chaos.test_report_html import PLANTED
+from tests.support.chaos_cli import invoke
 
 
 def test_a_failing_runs_report_shows_the_replay_command_first_and_marks_its_violations(

@@ -30,7 +30,7 @@ from bhandar_cli.teach.demos import Demo, DemoContext, Expect, Step, get_values,
 from bhandar_cli.teach.demos_failures import QUORUM
 from bhandar_cli.teach.narration import Narration
 from bhandar_cli.web.state import WebState
-from tests.repl.test_demos import cli
+from tests.teach.test_demos import cli
 from tests.web.conftest import REPO
 
 WAIT_S = 20

@@ -24,7 +24,7 @@ Each node in turn goes through these phases, reported live to `progress` as they
 - settle: until twice the request timeout (a forward's deadline) has passed since every peer saw
   it up. A put forwarded to it while it was away (by a peer that had not yet seen it down) waits
   that long before its coordinator falls back to another replica; stopping the next node sooner
-  could make that other replica the one being stopped (found by tests/net/test_upgrade.py: 2 of
+  could make that other replica the one being stopped (found by tests/e2e/test_upgrade.py: 2 of
   657 writes failed so, "forwarded to B, C, which did not answer in time").
 
 Only then does the next node stop; a node that does not serve again within SETTLE_TIMEOUT stops

@@ -121,7 +121,7 @@ class NodeConfig:
     # Acceptable heartbeat pause before phi climbs. With gossip every 0.5 s and threshold 8, a dead
     # node is marked down by every live node of five within 2.5 s on average and 4.1 s at worst
     # over 300 seeds (`detection_bound` adds a margin), with no false downs in 30 minutes of
-    # simulated gossip (see tests/core/test_membership.py and test_phi.py).
+    # simulated gossip (see tests/core/membership/test_membership.py and test_phi.py).
     phi_pause: float = 0.5
     ping_interval: float = 0.5
     down_after: float = 1.5

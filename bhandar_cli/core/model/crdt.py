@@ -90,7 +90,7 @@ class PNCounter:
         # pinned: this actor keeps the increment, so it must keep the id. Pinned ids do not count
         # against the window; if they did, enough of them would make this actor forget the id it
         # just applied, and a retry of that request would be counted again. Found by the property
-        # test tests/core/test_crdt.py::test_window_pruning_keeps_the_value.
+        # test tests/core/model/test_crdt.py::test_window_pruning_keeps_the_value.
         pinned = {rid for rid, _ in ids if rid in holders and min(holders[rid]) > actor}
         excess = sum(1 for rid, _ in ids if rid not in pinned) - window
         kept: list[tuple[str, int]] = []
