@@ -1,1 +1,3 @@
-"""Typer sub-apps of the `bhandar` command line, one module per command group."""
+"""The `bhandar` command line: the typer app (app.py), its entry point (launch.py, which runs a
+one-shot data command without typer) and one module per command group (`*_cmd.py`). Each command
+parses, calls the client and renders."""

@@ -1,1 +1,2 @@
-"""The trio runtime: nodes in one process over an in-memory network, or as processes over TCP."""
+"""The trio node runtime: a node's lives on trio (runtime.py), a node process (process.py) with its
+RPC service, admin views and timers; the wire in net/, the HTTP gateway in http/."""

@@ -1,7 +1,8 @@
 """Per-node storage: the LSM engine (WAL, memtables, SSTables, Bloom filters) over a Disk.
 
-Sans-I/O: every byte goes through an injected `disk.Disk` (`storage.disk.real_disk.RealDisk` for files,
-`storage.disk.sim_disk.SimDisk` for crash tests); nothing here reads the clock or the global `random`.
+Sans-I/O: every byte goes through an injected `Disk` (disk/: `interface.Disk`, `real_disk.RealDisk`
+for files, `sim_disk.SimDisk` for crash tests); nothing here reads the clock or the global
+`random`.
 
 - `engine.LSMEngine(disk, directory, options=EngineOptions(), merge=None)`: put, delete, get,
   scan, begin_sync / sync (group commit), background_job, flush, compact, maybe_compact,
@@ -13,8 +14,8 @@ Sans-I/O: every byte goes through an injected `disk.Disk` (`storage.disk.real_di
   `table_writer.py` tables (written), `blocks.py` data blocks and the block cache, `bloom.py`
   filters (blocked, and the classic format still read) and `measure_false_positive_rate`,
   `compaction.py` size tiers and the k-way merge, `manifest.py` the list of live files,
-  `recovery.py` open after a crash, `record_kinds.py` record kinds and the merge fold, `reports.py`
-  reports and stats, `storage_errors.py`, `store/record_store.py` the node's `Store` on the engine,
-  `cipher.py` encryption at rest (AES-GCM sealing of WAL records and table blocks, the key
-  check).
+  `recovery.py` open after a crash, `record_kinds.py` record kinds and the merge fold,
+  `reports.py` reports and stats, `storage_errors.py`, `cipher.py` encryption at rest (AES-GCM
+  sealing of WAL records and table blocks, the key check); disk/ the disk layer (the interface,
+  the real and the simulated disk, the sync worker, the data directory's lock).
 """

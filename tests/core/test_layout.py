@@ -44,7 +44,7 @@ def test_the_core_does_no_io(path: Path) -> None:
 
 
 def test_only_the_node_module_wires_the_roles_together() -> None:
-    """No role reaches another through the node: nothing in the core but node.py imports it."""
+    """No role reaches another through the node: nothing in the core but core/node.py imports it."""
     importers = [p.name for p in MODULES if "bhandar_cli.core.node" in imported(tree_of(p))]
     assert importers == []
 

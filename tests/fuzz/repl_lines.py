@@ -15,7 +15,7 @@ odd_text = st.text(st.characters(blacklist_categories=["Cs"]), max_size=10)
 node_names = st.sampled_from(["A", "B", "C", "D", "Z", "a", "", "A|B", "F-1", "é"]) | odd_text
 durations = st.sampled_from(["0", "0s", "1ms", "250ms", "1s", "2", "-1s", "1.5x", "1e3", ""]) | odd_text
 
-# Values per argument or option kind, by the kind's name (kinds.py).
+# Values per argument or option kind, by the kind's name (repl/kinds.py).
 BY_KIND: dict[str, st.SearchStrategy[str]] = {
     "keyspace": st.sampled_from(["kv", "counters", "web", "nope", "KV", ""]) | odd_text,
     "new-keyspace": st.sampled_from(["fuzz", "kv", "a" * 70, "x/y", ""]) | odd_text,

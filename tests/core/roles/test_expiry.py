@@ -176,7 +176,7 @@ def test_on_disk_an_expired_value_becomes_a_tombstone_and_compaction_drops_it_on
     assert on_disk()  # the value's table is still there
     store.compact()
     assert not on_disk()  # compaction merged the value away: only the tombstone is left
-    store.remove("cache", "k")  # reaped (reaping.py)
+    store.remove("cache", "k")  # reaped (core/repair/reaping.py)
     store.flush()
     store.compact()
     assert store.get("cache", "k") is None and list(store.keys("cache")) == []

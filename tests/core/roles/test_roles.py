@@ -1,5 +1,5 @@
 """Roles of a node built alone from their collaborators: the ring view, membership across restarts,
-hinted handoff and tombstone reaping (keyspaces: test_keyspaces.py)."""
+hinted handoff and tombstone reaping (keyspaces: tests/core/model/test_keyspaces.py)."""
 
 from __future__ import annotations
 

@@ -50,7 +50,7 @@ LSM_SEEDS = (3, 8, 13, 18, 31, 32, 35, 37)
 PROCESS_MEMBERSHIP_SEED = 7  # seed addresses, restarts at new ports, decommissions, LSM crashes
 TORN_SEED = 16  # its crashes tear tails and strike inside disk operations: recovery really runs
 # Runs that found store bugs and still find them when the fix is taken out. The other bugs these
-# runs found are replayed as small scenarios in test_store_bugs.py: a seed stops reproducing its
+# runs found are replayed as small scenarios in tests/sim/test_store_bugs.py: a seed stops reproducing its
 # bug as soon as anything else changes the run, as the seeds that first found them did.
 STORE_BUG_SEEDS = {
     "a decommissioned node left holding hints": ChaosOptions(18, 3000, faults=FAULT_KINDS),
