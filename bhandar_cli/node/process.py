@@ -136,7 +136,7 @@ class NodeProcess:
             trio.current_time,  # requests' latency, from their arrival to their answer
         )
         self.runner = NodeRunner(self.host, offload=True)
-        self.port = options.port
+        self.port: int = options.port
         self.http_port = options.http_port
         self.shutdown = trio.Event()
         self.draining = False  # stopping: new client requests are refused, not run

@@ -19,12 +19,12 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, Protocol, cast
 
 import trio
 
 from bhandar_cli.core.model.errors import BadInput, BhandarError, RateLimited
-from bhandar_cli.core.model.tokens import check_record
+from bhandar_cli.core.model.tokens import TokenTable, check_record
 from bhandar_cli.core.protocol.messages import (
     ClientRequest,
     DecommissionRequest,
@@ -37,18 +37,41 @@ from bhandar_cli.core.protocol.messages import (
     Result,
 )
 from bhandar_cli.core.wire import from_wire, to_wire
+from bhandar_cli.host.executor import NodeHost
 from bhandar_cli.node import admin
+from bhandar_cli.node.join import JoinDesk
 from bhandar_cli.node.net import codec
 from bhandar_cli.node.net.codec import ProtocolError, encode_frame
 from bhandar_cli.node.net.frames import FrameConn, Outbox, wire_frame
 from bhandar_cli.node.net.tls_stream import Truncated
+from bhandar_cli.node.net.transport import TcpTransport
+from bhandar_cli.node.note_log import NoteLog
 from bhandar_cli.node.reconfigure import apply_live, config_view
-from bhandar_cli.security.auth import Credential, request_op
+from bhandar_cli.security.auth import Authenticator, Credential, request_op
 from bhandar_cli.security.join_tokens import DEFAULT_TTL, JoinRefused
 from bhandar_cli.store.data_dir import snapshot_path
+from bhandar_cli.store.record_store import RecordStore
 
-if TYPE_CHECKING:
-    from bhandar_cli.node.process import NodeProcess
+
+class ServedProcess(Protocol):
+    """What the RPC service answers from: the node process it serves (node/process.py's
+    `NodeProcess`), as far as the operations read or change it."""
+
+    id: str
+    host: NodeHost
+    store: RecordStore
+    transport: TcpTransport
+    auth: Authenticator | None
+    join_desk: JoinDesk
+    notes: NoteLog
+    snapshot_root: Path
+    draining: bool
+
+    def token_table(self) -> TokenTable: ...
+    def info(self, counts: bool = True) -> dict[str, Any]: ...
+    def submit(self, request: ClientRequest, respond: Callable[[Result], None]) -> None: ...
+    async def stop(self) -> None: ...
+
 
 log = logging.getLogger("bhandar.node")
 
@@ -99,7 +122,7 @@ def check_request(req: Any) -> ClientRequest:
 class RpcService:
     """Serves one node process's RPC connections (its collaborator: the process)."""
 
-    def __init__(self, process: NodeProcess) -> None:
+    def __init__(self, process: ServedProcess) -> None:
         self.process = process
         self._outboxes: set[Outbox] = set()  # of the open client connections
 
@@ -342,7 +365,7 @@ class RpcService:
         return 1 if report.installed else 0
 
 
-async def _stop_soon(process: NodeProcess) -> None:
+async def _stop_soon(process: ServedProcess) -> None:
     await trio.sleep(0.05)
     await process.stop()
 
