@@ -1,7 +1,8 @@
 """`bhandar chaos`: a seeded workload under faults against the simulated store, then the checker.
 
-This module only parses and validates options, shows progress and prints; the run itself is in
-`bhandar_cli/sim/chaos/chaos_run.py` (imported inside the command so `bhandar --help` stays fast).
+This module only parses options, shows progress and prints; the options of a run are checked in
+`bhandar_cli/sim/chaos/options.py` and the run itself is in `bhandar_cli/sim/chaos/chaos_run.py`
+(both imported inside the command so `bhandar --help` stays fast).
 Register it with `app.command("chaos")(chaos)`. `--swarm N` runs N seeds in worker processes
 instead of one: `sim/chaos/swarm.py` runs them and `cli/chaos_swarm_view.py` prints them, after the same
 validation as a single run, so every failing seed's replay command is a valid `--seed` run.
@@ -11,8 +12,8 @@ figures (the only line that differs between two runs of the same seed), with a b
 events/s measured around the run for comparison and the run's CPU time per operation and per event
 (steadier than real time on a busy machine). With `-o json`, one object.
 On any violation the violations and a `reproduce with: bhandar chaos ...` line go to standard error
-and the exit code is 1. Numeric options are parsed here rather than typed as `int` so that every bad
-value gives the same one-line error and exit code 2 (click would print a usage box).
+and the exit code is 1. Numeric options are taken as text rather than typed as `int` so that every
+bad value gives the same one-line error and exit code 2 (click would print a usage box).
 
 Fault kinds include range movements (`join`, `decommission`); `--storage lsm` puts every node on
 the LSM engine over a simulated disk that crashes can tear. `--bug` (hidden) plants a known bug,
@@ -24,23 +25,19 @@ the simulator's driver (acknowledging before the store is synced; only storage f
 from __future__ import annotations
 
 import os
-import re
 import secrets
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import typer
 
 from bhandar_cli.cli.output import EXIT_FAILED, EXIT_USAGE, OUTPUT_OPTION, OutputFormat, emit_json, fail
 from bhandar_cli.core.model.config import LEVELS, one_of
+from bhandar_cli.core.model.errors import BadInput
 
-SEED_MAX = 2**63 - 1
-OPS_MAX = 10_000_000
-NODES_MAX = 1000  # simulated nodes are cheap; beyond Z they are named AA, AB, ...
 SCENARIOS = ("ministore",)
-STORAGES = ("memory", "lsm")
-# Test-only planted bugs: each must make the checker fail (tests/sim/chaos/test_chaos.py shows it does).
-KNOWN_BUGS = ("ack_before_quorum", "ack_before_sync")
 SHOWN_VIOLATIONS = 20
 SWARM_MAX = 1_000_000
 SWARM_OPTIONS = ("--swarm", "--start", "--jobs", "--seed-timeout")
@@ -48,46 +45,23 @@ JOBS_MAX = 256
 SEED_TIMEOUT = 300  # seconds; a seed of the default size takes one to a few
 SEED_TIMEOUT_MAX = 86_400
 BASELINE_SECONDS = 0.5  # real seconds of the bare event loop measured beside a run
-_INT = re.compile(r"[0-9]+")
+
+
+@contextmanager
+def _usage_errors() -> Iterator[None]:
+    """An option the chaos run refuses (sim/chaos/options.py): one line and exit 2."""
+    try:
+        yield
+    except BadInput as exc:
+        fail(str(exc), EXIT_USAGE)
 
 
 def _int(option: str, text: str | None, lo: int, hi: int) -> int | None:
-    if text is None:
-        return None
-    value = text.strip()
-    if not _INT.fullmatch(value) or not lo <= int(value) <= hi:
-        fail(f"{option} must be an integer from {lo} to {hi}, got {text!r}", EXIT_USAGE)
-    return int(value)
+    from bhandar_cli.sim.chaos.options import parse_int
 
-
-def _fraction(option: str, text: str | None) -> float:
-    if text is None:
-        return 0.0
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0.0 <= value <= 1.0:
-        fail(f"{option} must be a fraction from 0 to 1, got {text!r}", EXIT_USAGE)
-    return value
-
-
-def _faults(text: str | None) -> tuple[str, ...] | None:
-    from bhandar_cli.sim.chaos.fault_injector import FAULT_KINDS
-
-    if text is None:
-        return None
-    value = text.strip().lower()
-    if value == "all":
-        return FAULT_KINDS
-    if value in ("none", ""):
-        return ()
-    kinds = [k.strip() for k in value.split(",") if k.strip()]
-    unknown = [k for k in kinds if k not in FAULT_KINDS]
-    if unknown:
-        choices = ", ".join(FAULT_KINDS)
-        fail(f"unknown fault {unknown[0]!r} in --faults (use all, none or a list of: {choices})", EXIT_USAGE)
-    return tuple(k for k in FAULT_KINDS if k in kinds)  # a canonical order, so reproduce lines agree
+    with _usage_errors():
+        return parse_int(option, text, lo, hi)
+    return None  # not reached: fail() raised
 
 
 def chaos(
@@ -187,8 +161,11 @@ def chaos(
     """Run a seeded workload under faults on a simulated cluster and check that nothing acknowledged
     was lost, counters add up and replicas converge. The same seed replays the same run; --swarm runs
     many seeds in parallel."""
+    from bhandar_cli.sim.chaos.options import SEED_MAX, chaos_options, parse_fraction
+
     swarm_options = (swarm, start, jobs, seed_timeout)
-    hot_share = _fraction("--hot", hot)
+    with _usage_errors():
+        hot_share = parse_fraction("--hot", hot)
     if report is not None:
         _check_report_path(report, scenario, swarm)
     if scenario is not None:
@@ -210,8 +187,6 @@ def chaos(
             *swarm_options,
         )
         return
-    from bhandar_cli.sim.chaos.chaos_run import ChaosOptions
-
     swarm_n = _int("--swarm", swarm, 1, SWARM_MAX)
     if swarm_n is None:
         for option, value in zip(SWARM_OPTIONS[1:], swarm_options[1:], strict=True):
@@ -220,39 +195,20 @@ def chaos(
     elif seed is not None:
         fail("--seed and --swarm cannot be combined (a swarm starts at --start)", EXIT_USAGE)
     seed_n = _int("--seed", seed, 0, SEED_MAX)
-    ops_n = _int("--ops", ops, 1, OPS_MAX)
-    nodes_n = _int("--nodes", nodes, 2, NODES_MAX)
-    replicas_n = _int("--replicas", replicas, 1, 9)
-    keys_n = _int("--keys", keys, 1, 1_000_000)
-    clients_n = _int("--clients", clients, 1, 10_000)
-    if replicas_n is not None and nodes_n is not None and replicas_n > nodes_n:
-        fail(f"--replicas {replicas_n} needs at least {replicas_n} nodes (--nodes is {nodes_n})", EXIT_USAGE)
-    level = None
-    if consistency is not None:
-        level = consistency.strip().upper()
-        if level not in LEVELS:
-            fail(f"--consistency must be {one_of(LEVELS)}, got {consistency!r}", EXIT_USAGE)
-    for name in bug:
-        if name not in KNOWN_BUGS:
-            fail(f"unknown --bug {name!r} (known: {', '.join(KNOWN_BUGS)})", EXIT_USAGE)
-    kind = None
-    if storage is not None:
-        kind = storage.strip().lower()
-        if kind not in STORAGES:
-            fail(f"--storage must be memory or lsm, got {storage!r}", EXIT_USAGE)
-    options = ChaosOptions(
-        seed=secrets.randbelow(2**32) if seed_n is None else seed_n,
-        ops=2000 if ops_n is None else ops_n,
-        nodes=nodes_n,
-        replicas=replicas_n,
-        faults=_faults(faults),
-        consistency=level,
-        keys=keys_n,
-        clients=clients_n,
-        bugs=tuple(bug),
-        storage=kind,
-        hot=hot_share,
-    )
+    with _usage_errors():
+        options = chaos_options(
+            seed=secrets.randbelow(2**32) if seed_n is None else seed_n,
+            ops=ops,
+            nodes=nodes,
+            replicas=replicas,
+            faults=faults,
+            consistency=consistency,
+            keys=keys,
+            clients=clients,
+            bugs=tuple(bug),
+            storage=storage,
+            hot=hot_share,
+        )
     if swarm_n is not None:
         _swarm(options, swarm_n, start, jobs, seed_timeout, output)
         return
@@ -273,6 +229,7 @@ def _swarm(
     from dataclasses import replace
 
     from bhandar_cli.cli.chaos_swarm_view import run_swarm_command
+    from bhandar_cli.sim.chaos.options import SEED_MAX
 
     start_n = _int("--start", start, 0, SEED_MAX - count + 1)
     jobs_n = _int("--jobs", jobs, 1, JOBS_MAX)
@@ -372,6 +329,7 @@ def _scenario(name: str, seed: str | None, ops: str | None, output: OutputFormat
         render_ministore_scenario,
         run_ministore_scenario,
     )
+    from bhandar_cli.sim.chaos.options import OPS_MAX, SEED_MAX
 
     seed_n = _int("--seed", seed, 0, SEED_MAX)
     ops_n = _int("--ops", ops, 1, OPS_MAX)

@@ -26,7 +26,7 @@ import gc
 import math
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from random import Random
 from typing import Any
 
@@ -41,6 +41,7 @@ from bhandar_cli.sim.chaos.fault_injector import (
     FaultParams,
 )
 from bhandar_cli.sim.chaos.heal import heal
+from bhandar_cli.sim.chaos.options import DEFAULT_HINT_AGE, ChaosOptions, ChaosParams
 from bhandar_cli.sim.chaos.report import (
     REAL_TIME_FIELDS,
     ChaosReport,
@@ -58,8 +59,6 @@ from bhandar_cli.sim.sim_cluster import SimCluster
 
 __all__ = [
     "REAL_TIME_FIELDS",
-    "ChaosOptions",
-    "ChaosParams",
     "ChaosReport",
     "draw_params",
     "render_summary",
@@ -75,54 +74,6 @@ LEVEL_SETS: tuple[tuple[str, ...], ...] = (
     ("ONE", "QUORUM"),
     ("QUORUM", "ALL"),
 )
-DEFAULT_HINT_AGE = NodeConfig().hint_max_age
-
-
-@dataclass(frozen=True, slots=True)
-class ChaosOptions:
-    """What the user fixed; `None` means "draw it from the seed"."""
-
-    seed: int
-    ops: int
-    nodes: int | None = None
-    replicas: int | None = None
-    faults: tuple[str, ...] | None = None
-    consistency: str | None = None
-    keys: int | None = None
-    clients: int | None = None
-    bugs: tuple[str, ...] = ()  # test-only: planted bugs (NodeConfig.bugs)
-    storage: str | None = None  # memory | lsm
-    hot: float = 0.0  # skew: this fraction of operations go to one key (never drawn)
-
-
-@dataclass(frozen=True, slots=True)
-class ChaosParams:
-    """Every parameter of a run, resolved."""
-
-    seed: int
-    ops: int
-    nodes: int
-    zones: int
-    vnodes: int
-    replicas: int
-    levels: tuple[str, ...]
-    clients: int
-    keys: int
-    request_timeout: float
-    gossip_interval: float
-    phi_pause: float
-    hint_interval: float
-    think: float
-    faults: FaultParams
-    bugs: tuple[str, ...]
-    cluster_seed: int
-    workload_seed: int
-    fault_seed: int
-    hint_max_age: float = DEFAULT_HINT_AGE
-    storage: str = "memory"
-    storage_seed: int = 0
-    hot: float = 0.0
-    addressing: bool = False  # process-mode membership: seeds by address (see sim/sim_cluster.py)
 
 
 def draw_params(options: ChaosOptions) -> ChaosParams:

@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from bhandar_cli.sim.chaos.options import ChaosOptions, ChaosParams
 from bhandar_cli.sim.chaos.storage_faults import StorageStats
 from bhandar_cli.sim.history import CheckResult
-
-if TYPE_CHECKING:
-    from bhandar_cli.sim.chaos.chaos_run import ChaosOptions, ChaosParams
 
 REAL_TIME_FIELDS = (
     "real_seconds",

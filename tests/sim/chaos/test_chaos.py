@@ -23,7 +23,6 @@ from bhandar_cli.core.model.records import Versioned
 from bhandar_cli.core.protocol.messages import Failure, PutRequest, PutResult
 from bhandar_cli.sim.chaos.chaos_run import (
     REAL_TIME_FIELDS,
-    ChaosOptions,
     draw_params,
     render_summary,
     report_json,
@@ -32,6 +31,7 @@ from bhandar_cli.sim.chaos.chaos_run import (
 )
 from bhandar_cli.sim.chaos.fault_injector import FAULT_KINDS, NETWORK_KINDS
 from bhandar_cli.sim.chaos.ministore_scenario import run_ministore_scenario
+from bhandar_cli.sim.chaos.options import ChaosOptions
 from bhandar_cli.sim.chaos.storage_faults import LSMHosts
 from bhandar_cli.sim.sim_cluster import SimCluster
 from tests.support.chaos_cli import invoke
