@@ -44,7 +44,7 @@ def demo(
     from rich.console import Console
 
     from bhandar_cli.core.model.errors import BhandarError
-    from bhandar_cli.teach.demo_runner import WebPage, demo_table, run_demo
+    from bhandar_cli.teach.demo_runner import demo_table, run_demo
     from bhandar_cli.teach.demos import DEMOS
 
     if list_ or name is None:
@@ -62,9 +62,11 @@ def demo(
         fail("--web serves the page in real time: drop --virtual-time", EXIT_USAGE)
     if not 0 <= port <= 65535:
         fail(f"--port must be between 0 and 65535 (got {port})", EXIT_USAGE)
+    from bhandar_cli.web.demo_page import WebPage
+
     page = WebPage(port, open_browser) if web or open_browser else None
     try:
-        code = run_demo(chosen, auto=auto, virtual_time=virtual_time, verbose=verbose, web=page)
+        code = run_demo(chosen, auto=auto, virtual_time=virtual_time, verbose=verbose, page=page)
     except BhandarError as exc:  # the port is taken
         fail(str(exc), EXIT_FAILED)
     raise typer.Exit(code)

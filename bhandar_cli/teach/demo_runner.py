@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import TextIO
+from typing import Protocol, TextIO
 
 import trio
 from rich import box
@@ -225,16 +226,7 @@ async def _play_step(
     return None
 
 
-@dataclass(frozen=True)
-class WebPage:
-    """Where `bhandar demo --web` serves the page: the port (0: any free one), and whether to open
-    it in the default browser."""
-
-    port: int
-    open_browser: bool = False
-
-
-class _EndAware:
+class EndAware:
     """A line reader that remembers reaching the end of input (a demo run from a script)."""
 
     def __init__(self, ask: Ask) -> None:
@@ -245,6 +237,16 @@ class _EndAware:
         line = None if self.ended else self.ask()
         self.ended = line is None
         return line
+
+
+class DemoPage(Protocol):
+    """A page shown beside a demo while it plays (`bhandar demo --web`: web/demo_page.py's
+    `WebPage`), handed to `run_demo` by whoever starts the demo; the demo does not know how it is
+    served."""
+
+    def serving(
+        self, session: Session, narration: Narration, out: Console, reader: EndAware
+    ) -> AbstractAsyncContextManager[None]: ...
 
 
 def line_reader(stream: TextIO, echo: Console | None = None) -> Ask:
@@ -274,26 +276,24 @@ def run_demo(
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
     verbose: bool = False,
-    web: WebPage | None = None,
+    page: DemoPage | None = None,
 ) -> int:
-    """Start a cluster for `demo`, play it, stop the cluster; returns the exit status. With `web`,
-    the web view is served for the demo's session, its narration on the page (web/demo_page.py)."""
+    """Start a cluster for `demo`, play it, stop the cluster; returns the exit status. With a
+    `page`, it is served for the demo's session while the demo plays, with the narration."""
     out, err = make_consoles(stdout or sys.stdout, stderr or sys.stderr)
     source = stdin or sys.stdin
-    reader = _EndAware(line_reader(source, None if source.isatty() else out))
+    reader = EndAware(line_reader(source, None if source.isatty() else out))
     ask = None if auto else reader
     narration = Narration(demo.name, demo.title, demo.summary, len(demo.steps))
 
     async def main() -> int:
         async with open_session(demo.options) as session:
-            if web is None:
+            if page is None:
                 outcome = await play(
                     demo, session, out, err, ask, ask_in_thread=not virtual_time, verbose=verbose
                 )
                 return outcome.code
-            from bhandar_cli.web.demo_page import serving_demo
-
-            async with serving_demo(session, narration, web, out, reader):
+            async with page.serving(session, narration, out, reader):
                 outcome = await play(demo, session, out, err, ask, True, verbose, narration)
         return outcome.code
 

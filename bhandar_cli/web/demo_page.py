@@ -12,53 +12,53 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Protocol
+from dataclasses import dataclass
 
 import trio
 from rich.console import Console
 from rich.text import Text
 
+from bhandar_cli.repl.session import Session
+from bhandar_cli.teach.demo_runner import EndAware
 from bhandar_cli.teach.narration import Narration
 from bhandar_cli.web.background import serve_in_background, stop_serving
 
-if TYPE_CHECKING:
-    from bhandar_cli.repl.session import Session
-    from bhandar_cli.teach.demo_runner import WebPage
 
+@dataclass(frozen=True)
+class WebPage:
+    """Where `bhandar demo --web` serves the page: the port (0: any free one), and whether to open
+    it in the default browser. The demo runner is handed it (teach/demo_runner.py's `DemoPage`)."""
 
-class _Reader(Protocol):  # the runner's line reader (demo_runner._EndAware)
-    ended: bool
+    port: int
+    open_browser: bool = False
 
-    def __call__(self) -> str | None: ...
+    @asynccontextmanager
+    async def serving(
+        self, session: Session, narration: Narration, out: Console, reader: EndAware
+    ) -> AsyncIterator[None]:
+        """Serve the page while the demo plays; afterwards wait as the module says, then stop it."""
+        answer = await serve_in_background(session, self.port)  # BadInput when the port is taken
+        server = session.web
+        assert server is not None  # serve_in_background has just set it
+        server.state.set_demo(dict(narration.view))
+        narration.listeners.append(server.state.set_demo)
+        url = answer["url"]
+        out.print(Text(f"web view at {url} (the demo's narration is on the page)", style="bold"))
+        out.file.flush()
+        if self.open_browser:
+            import webbrowser
 
-
-@asynccontextmanager
-async def serving_demo(
-    session: Session, narration: Narration, page: WebPage, out: Console, reader: _Reader
-) -> AsyncIterator[None]:
-    """Serve the page while the demo plays; afterwards wait as the module says, then stop it."""
-    answer = await serve_in_background(session, page.port)  # BadInput when the port is taken
-    server = session.web
-    assert server is not None  # serve_in_background has just set it
-    server.state.set_demo(dict(narration.view))
-    narration.listeners.append(server.state.set_demo)
-    url = answer["url"]
-    out.print(Text(f"web view at {url} (the demo's narration is on the page)", style="bold"))
-    out.file.flush()
-    if page.open_browser:
-        import webbrowser
-
-        await trio.to_thread.run_sync(webbrowser.open, url)
-    try:
-        yield
-        if narration.view["state"] in ("done", "failed") and not reader.ended:
-            out.print(Text(f"the page stays at {url}: Enter (or Ctrl-C) stops it", style="dim"))
-            out.file.flush()
-            try:
-                await trio.to_thread.run_sync(reader, abandon_on_cancel=True)
-                await trio.lowlevel.checkpoint()  # a Ctrl-C that woke the reading thread lands here
-            except KeyboardInterrupt:
-                pass
-    finally:
-        with trio.CancelScope(shield=True):
-            await stop_serving(session)
+            await trio.to_thread.run_sync(webbrowser.open, url)
+        try:
+            yield
+            if narration.view["state"] in ("done", "failed") and not reader.ended:
+                out.print(Text(f"the page stays at {url}: Enter (or Ctrl-C) stops it", style="dim"))
+                out.file.flush()
+                try:
+                    await trio.to_thread.run_sync(reader, abandon_on_cancel=True)
+                    await trio.lowlevel.checkpoint()  # a Ctrl-C that woke the reading thread lands here
+                except KeyboardInterrupt:
+                    pass
+        finally:
+            with trio.CancelScope(shield=True):
+                await stop_serving(session)

@@ -25,10 +25,11 @@ from selenium.webdriver.support.ui import WebDriverWait
 from typer.testing import CliRunner
 
 from bhandar_cli.repl.batch import ClusterOptions, open_session
-from bhandar_cli.teach.demo_runner import EXIT_FAILED, EXIT_OK, WebPage, play, run_demo
+from bhandar_cli.teach.demo_runner import EXIT_FAILED, EXIT_OK, play, run_demo
 from bhandar_cli.teach.demos import Demo, DemoContext, Expect, Step, get_values, lines, text
 from bhandar_cli.teach.demos_failures import QUORUM
 from bhandar_cli.teach.narration import Narration
+from bhandar_cli.web.demo_page import WebPage
 from bhandar_cli.web.state import WebState
 from tests.teach.test_demos import cli
 from tests.web.conftest import REPO
@@ -101,7 +102,7 @@ def test_a_failed_expectation_is_crossed_in_the_snapshot() -> None:
 
 def test_demo_web_serves_the_page_and_stops_it_at_the_end_of_input() -> None:
     out, err = io.StringIO(), io.StringIO()
-    code = run_demo(tiny(TEA), stdin=io.StringIO(""), stdout=out, stderr=err, web=WebPage(0))
+    code = run_demo(tiny(TEA), stdin=io.StringIO(""), stdout=out, stderr=err, page=WebPage(0))
     assert (code, err.getvalue()) == (EXIT_OK, ""), out.getvalue()
     found = re.search(r"web view at (http://127\.0\.0\.1:\d+/)", out.getvalue())
     assert found, out.getvalue()
