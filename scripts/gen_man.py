@@ -233,7 +233,7 @@ def scripts_section() -> list[str]:
     return lines + para(STATUS_ORDER)
 
 
-def repl_section(commands: CommandTable = COMMANDS) -> list[str]:
+def repl_section(commands: CommandTable[Any] = COMMANDS) -> list[str]:
     """REPL COMMANDS: every entry of the command table, in its order."""
     lines = para(REPL_SYNTAX)
     for spec in commands:

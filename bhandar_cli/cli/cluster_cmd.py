@@ -12,7 +12,7 @@ import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -25,6 +25,9 @@ from bhandar_cli.cli.output import (
     fail,
     fail_json,
 )
+
+if TYPE_CHECKING:
+    from bhandar_cli.repl.session import ServeWeb
 
 cluster_app = typer.Typer(
     help="Run a cluster of real node processes on 127.0.0.1 and break it on purpose.",
@@ -48,12 +51,15 @@ async def open_tcp_client(directory: str | Path | None, consistency: str = "QUOR
 
 
 @asynccontextmanager
-async def open_tcp_session(directory: str | Path | None, output: str = "table") -> AsyncIterator[Any]:
+async def open_tcp_session(
+    directory: str | Path | None, output: str = "table", serve_web: ServeWeb | None = None
+) -> AsyncIterator[Any]:
     """A REPL `Session` on the running process cluster of `directory` (for `repl --connect DIR`)."""
+    from bhandar_cli.repl.commands import COMMANDS
     from bhandar_cli.repl.session import Session
 
     async with open_tcp_client(directory) as client:
-        yield Session(client, output)
+        yield Session(client, COMMANDS, output, serve_web)
 
 
 def run_async(cmd: str, output: OutputFormat | str, body: Callable[[], Awaitable[Any]]) -> Any:

@@ -1,6 +1,8 @@
 """Output conventions shared by every command: `-o table|json|raw`, errors to stderr, exit codes.
 
-Exit codes (the man page's EXIT STATUS): 0 success, 1 operation failed, 2 usage error, 3 key not found.
+Exit codes (the man page's EXIT STATUS): 0 success, 1 operation failed, 2 usage error, 3 key not
+found; they and the output formats are the client's (client/outcomes.py), which the REPL's batch
+mode shares.
 Nothing here imports typer until `OUTPUT_OPTION` or `CLUSTER_OPTION` is asked for: one-shot data commands
 (cli/oneshot.py) use these conventions without typer.
 """
@@ -9,20 +11,14 @@ from __future__ import annotations
 
 import json
 import sys
-from enum import StrEnum
 from typing import Any, NoReturn
 
-from bhandar_cli.core.model.errors import REFUSED_INPUT
-
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-EXIT_NOT_FOUND = 3
-
-
-class OutputFormat(StrEnum):
-    table = "table"
-    json = "json"
+from bhandar_cli.client.outcomes import EXIT_FAILED as EXIT_FAILED
+from bhandar_cli.client.outcomes import EXIT_NOT_FOUND as EXIT_NOT_FOUND
+from bhandar_cli.client.outcomes import EXIT_OK as EXIT_OK
+from bhandar_cli.client.outcomes import EXIT_USAGE as EXIT_USAGE
+from bhandar_cli.client.outcomes import OutputFormat as OutputFormat
+from bhandar_cli.client.outcomes import exit_code as exit_code
 
 
 def __getattr__(name: str) -> Any:
@@ -42,12 +38,6 @@ def __getattr__(name: str) -> Any:
         )
     globals()[name] = option
     return option
-
-
-def exit_code(error_code: str) -> int:
-    """The exit code of a failed operation: input the store refuses (a keyspace nobody created, a
-    value past a limit) is a usage error; anything else failed."""
-    return EXIT_USAGE if error_code in REFUSED_INPUT else EXIT_FAILED
 
 
 def emit_json(obj: dict[str, Any]) -> None:

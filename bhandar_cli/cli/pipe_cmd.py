@@ -35,8 +35,8 @@ from bhandar_cli.cli.output import CLUSTER_OPTION, EXIT_FAILED, EXIT_USAGE, fail
 if TYPE_CHECKING:
     from bhandar_cli.client.client import Client
     from bhandar_cli.client.ops.pipeline import Pipeline
-    from bhandar_cli.repl.grammar import Command
     from bhandar_cli.repl.session import Session
+    from bhandar_cli.repl.table import Command
 
 Result = dict[str, Any]
 READ_CHUNK = 1 << 16
@@ -139,7 +139,7 @@ class TextCommands:
         from bhandar_cli.repl.session import Session
         from bhandar_cli.repl.table import CommandTable
 
-        self.session: Session = Session(client, "json", CommandTable(data.TABLE))
+        self.session: Session = Session(client, CommandTable(data.TABLE), "json")
 
     async def feed(self, pipeline: Pipeline[Result], lineno: int, text: str) -> None:
         from bhandar_cli.core.model.errors import BhandarError

@@ -42,6 +42,7 @@ def repl(
         fail(f"no such script file: {script}", EXIT_USAGE)
     from bhandar_cli.fleet.cluster_file import ClusterFileError
     from bhandar_cli.repl.batch import open_session, run_batch
+    from bhandar_cli.web.background import serve_in_background
 
     if connect is not None:
         if virtual_time:
@@ -49,11 +50,11 @@ def repl(
         from bhandar_cli.cli.cluster_cmd import open_tcp_session
 
         def opener() -> Any:
-            return open_tcp_session(connect, output.value)
+            return open_tcp_session(connect, output.value, serve_in_background)
     else:
 
         def opener() -> Any:
-            return open_session(options, output.value)
+            return open_session(options, output.value, serve_in_background)
 
     batch = script is not None or execute is not None or not sys.stdin.isatty()
     try:

@@ -54,16 +54,17 @@ def web(
     options = cluster_options(nodes, zones, vnodes, replicas, seed, data_dir, connect)
     from bhandar_cli.fleet.cluster_file import ClusterFileError
     from bhandar_cli.repl.batch import open_session
+    from bhandar_cli.web.background import serve_in_background
 
     if connect is not None:
         from bhandar_cli.cli.cluster_cmd import open_tcp_session
 
         def opener() -> Any:
-            return open_tcp_session(connect)
+            return open_tcp_session(connect, serve_web=serve_in_background)
     else:
 
         def opener() -> Any:
-            return open_session(options)
+            return open_session(options, serve_web=serve_in_background)
 
     try:
         code = _run(opener, host, port, open_browser, trace)

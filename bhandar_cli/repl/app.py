@@ -38,9 +38,10 @@ from bhandar_cli.core.model.errors import BhandarError
 from bhandar_cli.node.epoch_clock import cluster_clock
 from bhandar_cli.repl.batch import SessionOpener
 from bhandar_cli.repl.completer import BhandarCompleter, BhandarLexer, CompletionContext, argument_hint
-from bhandar_cli.repl.grammar import Command, ParseError
+from bhandar_cli.repl.grammar import ParseError
 from bhandar_cli.repl.session import Reply, Session, failed_line
 from bhandar_cli.repl.status_line import Notices, status_parts
+from bhandar_cli.repl.table import Command
 from bhandar_cli.repl.views import print_reply
 
 STYLE = Style.from_dict(

@@ -26,8 +26,9 @@ from bhandar_cli.core.model.config import NodeConfig
 from bhandar_cli.core.model.store import Store
 from bhandar_cli.fleet.in_process_cluster import InProcessCluster
 from bhandar_cli.node.epoch_clock import cluster_clock
+from bhandar_cli.repl.commands import COMMANDS
 from bhandar_cli.repl.script import ScriptRun, run_stream, run_text
-from bhandar_cli.repl.session import Session
+from bhandar_cli.repl.session import ServeWeb, Session
 from bhandar_cli.store.data_dir import open_node_store
 
 
@@ -43,8 +44,11 @@ class ClusterOptions:
 
 
 @asynccontextmanager
-async def open_session(options: ClusterOptions, output: str = "table") -> AsyncIterator[Session]:
-    """Start an in-process cluster and yield a session on it; stop the cluster on exit."""
+async def open_session(
+    options: ClusterOptions, output: str = "table", serve_web: ServeWeb | None = None
+) -> AsyncIterator[Session]:
+    """Start an in-process cluster and yield a session on it, with every REPL command (`web` when
+    `serve_web` is given); stop the cluster on exit."""
     config = NodeConfig(default_n=options.replicas)
     with contextlib.ExitStack() as stack:
         factory = None
@@ -73,7 +77,7 @@ async def open_session(options: ClusterOptions, output: str = "table") -> AsyncI
         async with trio.open_nursery() as nursery:
             await nursery.start(cluster.run)
             try:
-                yield Session(Client(InProcessBackend(cluster, base)), output)
+                yield Session(Client(InProcessBackend(cluster, base)), COMMANDS, output, serve_web)
             finally:
                 nursery.cancel_scope.cancel()
 

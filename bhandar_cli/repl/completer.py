@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
@@ -30,7 +31,9 @@ class CompletionContext:
     keys: dict[str, list[str]] = field(default_factory=dict)
 
 
-def _candidates(ctx: CompletionContext, commands: CommandTable, kind: Kind, args: list[str]) -> list[str]:
+def _candidates(
+    ctx: CompletionContext, commands: CommandTable[Any], kind: Kind, args: list[str]
+) -> list[str]:
     """What to offer for a value of this kind: live candidates first, then the kind's fixed ones."""
     live: list[str] = []
     if kind.source == "nodes":
@@ -47,7 +50,9 @@ def _candidates(ctx: CompletionContext, commands: CommandTable, kind: Kind, args
 class BhandarCompleter(Completer):
     """Completes what the command table says comes next: a command, an argument, an option."""
 
-    def __init__(self, context: Callable[[], CompletionContext], commands: CommandTable = COMMANDS) -> None:
+    def __init__(
+        self, context: Callable[[], CompletionContext], commands: CommandTable[Any] = COMMANDS
+    ) -> None:
         self.context = context
         self.commands = commands
 
@@ -88,7 +93,7 @@ class BhandarCompleter(Completer):
                     yield Completion(f"{option.name}=", -len(current), display_meta="option")
 
 
-def argument_hint(text: str, commands: CommandTable = COMMANDS) -> str:
+def argument_hint(text: str, commands: CommandTable[Any] = COMMANDS) -> str:
     """The usage of the command being typed (redis-cli style), or '' when there is none."""
     segment = text.rsplit(";", 1)[-1].split()
     if not segment:
@@ -100,7 +105,7 @@ def argument_hint(text: str, commands: CommandTable = COMMANDS) -> str:
 class BhandarLexer(Lexer):
     """Colours: command words, option names, node names, JSON values and comments."""
 
-    def __init__(self, nodes: Callable[[], list[str]], commands: CommandTable = COMMANDS) -> None:
+    def __init__(self, nodes: Callable[[], list[str]], commands: CommandTable[Any] = COMMANDS) -> None:
         self.nodes = nodes
         self.commands = commands
 

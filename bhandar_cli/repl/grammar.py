@@ -9,11 +9,11 @@ argument counts come from the entry's arguments.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from typing import Any
 
 from bhandar_cli.core.model.durations import seconds_of
 from bhandar_cli.core.model.errors import BadInput
-from bhandar_cli.repl.table import CommandSpec, CommandTable
+from bhandar_cli.repl.table import Command, CommandTable, Word
 
 
 class ParseError(BadInput):
@@ -24,37 +24,6 @@ class ParseError(BadInput):
         self.index = index  # the place of the command on its line, from 1
         self.count = count  # how many commands the line holds (as far as it could be split)
         self.name = name  # the command's first word, lower-cased
-
-
-@dataclass(frozen=True)
-class Word:
-    text: str  # unquoted
-    raw: str  # as typed
-
-
-@dataclass(frozen=True)
-class Command:
-    """One parsed command: its table entry, positional words and `name=value` options."""
-
-    spec: CommandSpec
-    args: tuple[Word, ...]
-    options: dict[str, str] = field(default_factory=dict)
-    text: str = ""
-
-    @property
-    def name(self) -> str:
-        return self.spec.name
-
-    def arg(self, i: int) -> str:
-        return self.args[i].text
-
-    def keyword(self, i: int) -> str:
-        """Argument `i`, lower-cased, when it is one of its kind's words; else a usage error."""
-        word = self.arg(i).lower()
-        arg = self.spec.arg_at(i)
-        if arg is None or word not in arg.kind.offers:
-            raise BadInput(f"usage: {self.spec.usage}")
-        return word
 
 
 def split_words(line: str) -> list[list[Word]]:
@@ -121,7 +90,7 @@ def split_words(line: str) -> list[list[Word]]:
     return commands
 
 
-def parse(line: str, commands: CommandTable) -> list[Command]:
+def parse(line: str, commands: CommandTable[Any]) -> list[Command]:
     """Parse a line into commands; raises ParseError naming the problem and the command that has it."""
     groups = split_words(line)
     parsed = []
@@ -133,7 +102,7 @@ def parse(line: str, commands: CommandTable) -> list[Command]:
     return parsed
 
 
-def _command(words: list[Word], commands: CommandTable) -> Command:
+def _command(words: list[Word], commands: CommandTable[Any]) -> Command:
     spec = commands.get(words[0].text)
     if spec is None:
         raise BadInput(

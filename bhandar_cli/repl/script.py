@@ -12,10 +12,17 @@ from dataclasses import dataclass
 
 from rich.console import Console
 
-from bhandar_cli.cli.output import EXIT_FAILED, EXIT_NOT_FOUND, EXIT_OK, EXIT_USAGE
-from bhandar_cli.client.outcomes import ClientError, GetOutcome
-from bhandar_cli.repl.grammar import Command, ParseError
+from bhandar_cli.client.outcomes import (
+    EXIT_FAILED,
+    EXIT_NOT_FOUND,
+    EXIT_OK,
+    EXIT_USAGE,
+    ClientError,
+    GetOutcome,
+)
+from bhandar_cli.repl.grammar import ParseError
 from bhandar_cli.repl.session import Reply, Session, failed_line
+from bhandar_cli.repl.table import Command
 from bhandar_cli.repl.views import print_reply, render_error
 
 

@@ -6,7 +6,7 @@ bad command costs one line of error and the session goes on.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,9 +15,13 @@ import trio
 from bhandar_cli.client.client import Client
 from bhandar_cli.client.outcomes import ClientError
 from bhandar_cli.core.model.errors import BhandarError
-from bhandar_cli.repl.commands import COMMANDS
-from bhandar_cli.repl.grammar import Command, ParseError, parse
-from bhandar_cli.repl.table import CommandTable
+from bhandar_cli.repl.grammar import ParseError, parse
+from bhandar_cli.repl.table import Command, CommandTable
+
+# How a session serves its web view (the `web` command): web/background.py's
+# `serve_in_background`, handed over by whoever opens the session, since the web view is a face
+# above the REPL. Answers the page's address.
+ServeWeb = Callable[["Session", int], Awaitable[dict[str, Any]]]
 
 
 @dataclass
@@ -35,10 +39,18 @@ class Reply:
 
 
 class Session:
-    def __init__(self, client: Client, output: str = "table", commands: CommandTable | None = None) -> None:
+    def __init__(
+        self,
+        client: Client,
+        commands: CommandTable[Session],
+        output: str = "table",
+        serve_web: ServeWeb | None = None,
+    ) -> None:
+        """A session running `commands` (repl/commands' COMMANDS, or fewer) through `client`."""
         self.client = client
         self.output = output
-        self.commands = COMMANDS if commands is None else commands
+        self.commands = commands
+        self.serve_web = serve_web
         self.quit = False
         # Called with every command run and its reply, whoever typed it (the web view draws the
         # session's requests from them); an observer must not raise.

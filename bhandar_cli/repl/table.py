@@ -1,4 +1,5 @@
-"""The REPL command table: what one command declares, and the table every face of the REPL reads.
+"""The REPL command table: what one command declares, the table every face of the REPL reads, and
+what a parsed command holds (grammar.py parses a line by the table into `Command`s).
 
 A command is declared once, by a decorator on its handler (the dbcli `special_command` pattern):
 
@@ -15,19 +16,18 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Awaitable, Callable, Iterable, Iterator
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from bhandar_cli.core.model.errors import BhandarError
+from bhandar_cli.core.model.errors import BadInput, BhandarError
 from bhandar_cli.repl.kinds import Kind
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
 
-    from bhandar_cli.repl.grammar import Command
-    from bhandar_cli.repl.session import Session
-
-Handler = Callable[["Session", "Command"], Awaitable[Any]]
+# The session a command runs in (repl/session.py's `Session`): the table is below it, and is told.
+S = TypeVar("S")
+Handler = Callable[[S, "Command"], Awaitable[Any]]
 Renderer = Callable[[Any], "RenderableType"]
 
 
@@ -58,10 +58,10 @@ class Option:
 
 
 @dataclass(frozen=True)
-class CommandSpec:
+class CommandSpec(Generic[S]):
     name: str
     summary: str  # one line, for the `help` list and completion menus
-    handler: Handler  # takes the session and the parsed command; talks to the cluster via client/client.py
+    handler: Handler[S]  # takes the session and the parsed command; talks to the cluster via client/client.py
     args: tuple[Arg, ...] = ()
     options: tuple[Option, ...] = ()
     aliases: tuple[str, ...] = ()
@@ -74,7 +74,7 @@ class CommandSpec:
     # What Ctrl-C leaves behind, said after the command is cancelled: for a command whose action
     # goes on in the cluster once started (a join), where it stands and how to watch it. None: the
     # command stopped and changed nothing more ("cancelled").
-    interrupted: Callable[[Session, Command], str] | None = None
+    interrupted: Callable[[S, Command], str] | None = None
 
     def __post_init__(self) -> None:
         # Help is written as an indented triple-quoted paragraph; keep it as one line of words.
@@ -107,16 +107,16 @@ class CommandSpec:
         return next((o for o in self.options if o.name == name), None)
 
 
-class CommandTable:
+class CommandTable(Generic[S]):
     """Commands in the order `help` lists them, found by name or alias in any case."""
 
-    def __init__(self, specs: Iterable[CommandSpec] = ()) -> None:
-        self._specs: dict[str, CommandSpec] = {}
-        self._words: dict[str, CommandSpec] = {}  # every name and alias
+    def __init__(self, specs: Iterable[CommandSpec[S]] = ()) -> None:
+        self._specs: dict[str, CommandSpec[S]] = {}
+        self._words: dict[str, CommandSpec[S]] = {}  # every name and alias
         for spec in specs:
             self.add(spec)
 
-    def add(self, spec: CommandSpec) -> None:
+    def add(self, spec: CommandSpec[S]) -> None:
         for word in (spec.name, *spec.aliases):
             if word in self._words:
                 raise BhandarError(f"REPL command table: {word!r} is declared twice")
@@ -137,11 +137,11 @@ class CommandTable:
         examples: tuple[str, ...] = (),
         renderer: Renderer | None = None,
         usage_template: str = CommandSpec.usage_template,
-        interrupted: Callable[[Session, Command], str] | None = None,
-    ) -> Callable[[Handler], Handler]:
+        interrupted: Callable[[S, Command], str] | None = None,
+    ) -> Callable[[Handler[S]], Handler[S]]:
         """Declare a command: decorate its handler with everything the faces need to know."""
 
-        def register(handler: Handler) -> Handler:
+        def register(handler: Handler[S]) -> Handler[S]:
             self.add(
                 CommandSpec(
                     name,
@@ -161,11 +161,11 @@ class CommandTable:
 
         return register
 
-    def get(self, word: str) -> CommandSpec | None:
+    def get(self, word: str) -> CommandSpec[S] | None:
         """The command a typed word names (name or alias, any case), or None."""
         return self._words.get(word.lower())
 
-    def __iter__(self) -> Iterator[CommandSpec]:
+    def __iter__(self) -> Iterator[CommandSpec[S]]:
         return iter(self._specs.values())
 
     def __len__(self) -> int:
@@ -178,3 +178,34 @@ class CommandTable:
         """' (did you mean X?)' for the command nearest to a mistyped word, else ''."""
         close = difflib.get_close_matches(word.lower(), list(self._words), n=1, cutoff=0.5)
         return f" (did you mean {self._words[close[0]].name}?)" if close else ""
+
+
+@dataclass(frozen=True)
+class Word:
+    text: str  # unquoted
+    raw: str  # as typed
+
+
+@dataclass(frozen=True)
+class Command:
+    """One parsed command: its table entry, positional words and `name=value` options."""
+
+    spec: CommandSpec[Any]
+    args: tuple[Word, ...]
+    options: dict[str, str] = field(default_factory=dict)
+    text: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    def arg(self, i: int) -> str:
+        return self.args[i].text
+
+    def keyword(self, i: int) -> str:
+        """Argument `i`, lower-cased, when it is one of its kind's words; else a usage error."""
+        word = self.arg(i).lower()
+        arg = self.spec.arg_at(i)
+        if arg is None or word not in arg.kind.offers:
+            raise BadInput(f"usage: {self.spec.usage}")
+        return word

@@ -6,6 +6,7 @@ The renderers themselves live in views_data, views_cluster, views_ops and views_
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from rich.console import Console, RenderableType
 from rich.text import Text
@@ -17,7 +18,7 @@ from bhandar_cli.repl.table import CommandTable
 from bhandar_cli.repl.views_data import with_trace
 
 
-def render(reply: Reply, commands: CommandTable = COMMANDS) -> RenderableType:
+def render(reply: Reply, commands: CommandTable[Any] = COMMANDS) -> RenderableType:
     data = reply.data
     if isinstance(data, ClientError):
         return render_error(data)
@@ -33,7 +34,7 @@ def render_error(err: ClientError, where: str = "") -> RenderableType:
     return with_trace(line, err.trace)
 
 
-def print_reply(console: Console, reply: Reply, output: str, commands: CommandTable = COMMANDS) -> None:
+def print_reply(console: Console, reply: Reply, output: str, commands: CommandTable[Any] = COMMANDS) -> None:
     if output == "json":
         console.file.write(json.dumps(reply.to_json(), ensure_ascii=False, separators=(",", ":")) + "\n")
     else:

@@ -16,8 +16,8 @@ from bhandar_cli.core.model.errors import BhandarError
 from bhandar_cli.web.sequence import DATA_COMMANDS, request_view
 
 if TYPE_CHECKING:
-    from bhandar_cli.repl.grammar import Command
     from bhandar_cli.repl.session import Reply, Session
+    from bhandar_cli.repl.table import Command
 
 RECENT = 6  # requests kept for the sequence diagrams
 LOGGED = 12  # commands kept for the page's session log

@@ -5,6 +5,7 @@ joined by `;`. Durations stay short, so a session on the virtual clock does not 
 from __future__ import annotations
 
 import shlex
+from typing import Any
 
 from hypothesis import strategies as st
 
@@ -45,7 +46,7 @@ def _value(kind: str) -> st.SearchStrategy[str]:
 
 
 @st.composite
-def command_text(draw: st.DrawFn, spec: CommandSpec) -> str:
+def command_text(draw: st.DrawFn, spec: CommandSpec[Any]) -> str:
     word = draw(st.sampled_from([spec.name, *spec.aliases]))
     if draw(st.booleans()):
         word = word.upper()

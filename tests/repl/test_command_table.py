@@ -25,22 +25,22 @@ from bhandar_cli.core.model.errors import BadInput
 from bhandar_cli.repl.batch import ClusterOptions, open_session
 from bhandar_cli.repl.commands import COMMANDS
 from bhandar_cli.repl.completer import BhandarCompleter, BhandarLexer, CompletionContext, argument_hint
-from bhandar_cli.repl.grammar import Command, parse
+from bhandar_cli.repl.grammar import parse
 from bhandar_cli.repl.kinds import DURATION, LEVEL, NODE
 from bhandar_cli.repl.session import Session
-from bhandar_cli.repl.table import Arg, CommandSpec, CommandTable, Option
+from bhandar_cli.repl.table import Arg, Command, CommandSpec, CommandTable, Option
 from bhandar_cli.repl.views import render
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 CTX = CompletionContext(["A", "B", "C"], ["carts"], {"carts": ["cart:42"]})
 
 
-def complete(text: str, commands: CommandTable = COMMANDS) -> list[str]:
+def complete(text: str, commands: CommandTable[Any] = COMMANDS) -> list[str]:
     completer = BhandarCompleter(lambda: CTX, commands)
     return [c.text for c in completer.get_completions(Document(text), CompleteEvent())]
 
 
-def filled(spec: CommandSpec) -> str:
+def filled(spec: CommandSpec[Any]) -> str:
     """The command with its required arguments given (each its first candidate, else `x`)."""
     words = [spec.name]
     for arg in spec.args[: spec.min_args]:
@@ -49,7 +49,7 @@ def filled(spec: CommandSpec) -> str:
 
 
 @pytest.mark.parametrize("spec", list(COMMANDS), ids=lambda s: s.name)
-def test_every_entry_declares_everything_its_faces_show(spec: CommandSpec) -> None:
+def test_every_entry_declares_everything_its_faces_show(spec: CommandSpec[Any]) -> None:
     assert inspect.iscoroutinefunction(spec.handler), spec.name
     assert spec.summary and spec.help and spec.renderer is not None
     assert spec.usage.split()[0] == spec.name
@@ -138,7 +138,7 @@ def test_levels_policies_modes_and_error_codes_are_spelled_only_where_declared()
 # --- a command added to a table in a test --------------------------------------------------------
 
 
-def with_echo() -> CommandTable:
+def with_echo() -> CommandTable[Any]:
     """The real table plus `echo`, declared here and nowhere else."""
     table = CommandTable(COMMANDS)
 

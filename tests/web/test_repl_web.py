@@ -12,6 +12,7 @@ import pytest
 import trio
 
 from bhandar_cli.repl.batch import ClusterOptions, open_session
+from bhandar_cli.web.background import serve_in_background
 from tests.web.conftest import page_key
 
 
@@ -36,7 +37,8 @@ def test_the_web_command_serves_the_sessions_cluster_and_runs_the_pages_commands
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     async def main() -> None:
-        async with open_session(ClusterOptions(nodes=3, memory=True), "json") as session:
+        options = ClusterOptions(nodes=3, memory=True)
+        async with open_session(options, "json", serve_in_background) as session:
             (bad,) = await session.run_line("web port=99999")
             assert not bad.ok and bad.to_json()["code"] == "bad_input"
             (reply,) = await session.run_line("web port=0")
@@ -82,3 +84,19 @@ def test_the_web_command_serves_the_sessions_cluster_and_runs_the_pages_commands
     trio.run(main)
     out = capsys.readouterr().out
     assert "web> kill C" in out and "web> frobnicate" in out and "web> kill A" not in out
+
+
+def test_a_session_opened_without_a_web_view_says_so_for_the_web_command() -> None:
+    """The web view is a face above the REPL: a session serves it only when whoever opened the
+    session handed it over (bhandar repl and bhandar web do); any other session refuses in one line."""
+
+    async def main() -> None:
+        async with open_session(ClusterOptions(nodes=1, memory=True), "json") as session:
+            (reply,) = await session.run_line("web port=0")
+        answer = reply.to_json()
+        assert not reply.ok and answer["code"] == "bad_input"
+        assert (
+            answer["error"] == "this session has no web view to serve (bhandar repl and bhandar web have one)"
+        )
+
+    trio.run(main)

@@ -7,6 +7,7 @@ of commands is one more line here.
 from __future__ import annotations
 
 from bhandar_cli.repl.commands import control, data, observe, operate
+from bhandar_cli.repl.session import Session
 from bhandar_cli.repl.table import CommandTable
 
-COMMANDS = CommandTable([*data.TABLE, *observe.TABLE, *operate.TABLE, *control.TABLE])
+COMMANDS: CommandTable[Session] = CommandTable([*data.TABLE, *observe.TABLE, *operate.TABLE, *control.TABLE])

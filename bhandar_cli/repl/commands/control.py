@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from bhandar_cli.core.model.config import parse_level
 from bhandar_cli.core.model.errors import BadInput
 from bhandar_cli.repl.grammar import parse_duration
 from bhandar_cli.repl.kinds import COMMAND, DURATION, LEVEL, OUTPUT_FORMAT, PORT, keyword
-from bhandar_cli.repl.table import Arg, CommandTable, Option
+from bhandar_cli.repl.session import Session
+from bhandar_cli.repl.table import Arg, Command, CommandTable, Option
 from bhandar_cli.repl.views_session import (
     render_consistency,
     render_help,
@@ -20,11 +21,7 @@ from bhandar_cli.repl.views_session import (
     render_web,
 )
 
-if TYPE_CHECKING:
-    from bhandar_cli.repl.grammar import Command
-    from bhandar_cli.repl.session import Session
-
-TABLE = CommandTable()
+TABLE: CommandTable[Session] = CommandTable()
 WAIT_TIMEOUT = "30s"
 
 
@@ -112,12 +109,12 @@ async def wait(session: Session, cmd: Command) -> dict[str, Any]:
     renderer=render_web,
 )
 async def web(session: Session, cmd: Command) -> dict[str, Any]:
-    from bhandar_cli.web.background import serve_in_background
-
     text = cmd.options.get("port", "8700")
     if not text.isdigit() or int(text) > 65535:
         raise BadInput(f"port must be 0 to 65535 (got {text!r})")
-    return await serve_in_background(session, int(text))
+    if session.serve_web is None:
+        raise BadInput("this session has no web view to serve (bhandar repl and bhandar web have one)")
+    return await session.serve_web(session, int(text))
 
 
 @TABLE.command(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from bhandar_cli.client.outcomes import GetOutcome, IncrOutcome, WriteOutcome
 from bhandar_cli.core.model.config import KEYSPACE_NAME_RULE
@@ -26,14 +26,11 @@ from bhandar_cli.repl.kinds import (
     VALUE,
     keyword,
 )
-from bhandar_cli.repl.table import Arg, CommandTable, Option
+from bhandar_cli.repl.session import Session
+from bhandar_cli.repl.table import Arg, Command, CommandTable, Option, Word
 from bhandar_cli.repl.views_data import render_get, render_incr, render_keyspaces, render_write
 
-if TYPE_CHECKING:
-    from bhandar_cli.repl.grammar import Command, Word
-    from bhandar_cli.repl.session import Session
-
-TABLE = CommandTable()
+TABLE: CommandTable[Session] = CommandTable()
 
 KS_KEY = (Arg(KEYSPACE), Arg(KEY))
 CTX = Option("ctx", CONTEXT)

@@ -3,11 +3,12 @@ hot."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from bhandar_cli.core.model.errors import BadInput
 from bhandar_cli.repl.kinds import INTEGER, KEY, KEYSPACE, NODE, choices
-from bhandar_cli.repl.table import Arg, CommandTable, Option
+from bhandar_cli.repl.session import Session
+from bhandar_cli.repl.table import Arg, Command, CommandTable, Option
 from bhandar_cli.repl.views_cluster import (
     render_clock,
     render_hints,
@@ -19,11 +20,7 @@ from bhandar_cli.repl.views_cluster import (
 from bhandar_cli.repl.views_hot import render_hot
 from bhandar_cli.repl.views_ops import render_members, render_merkle
 
-if TYPE_CHECKING:
-    from bhandar_cli.repl.grammar import Command
-    from bhandar_cli.repl.session import Session
-
-TABLE = CommandTable()
+TABLE: CommandTable[Session] = CommandTable()
 
 
 @TABLE.command(

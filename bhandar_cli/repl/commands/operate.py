@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from bhandar_cli.core.model.errors import BadInput
 from bhandar_cli.core.model.live_config import SETTINGS
@@ -22,7 +22,8 @@ from bhandar_cli.repl.kinds import (
     choices,
     keyword,
 )
-from bhandar_cli.repl.table import Arg, CommandTable, Option
+from bhandar_cli.repl.session import Session
+from bhandar_cli.repl.table import Arg, Command, CommandTable, Option
 from bhandar_cli.repl.views_ops import (
     print_progress,
     render_add,
@@ -41,11 +42,7 @@ from bhandar_cli.repl.views_ops import (
     render_upgrade,
 )
 
-if TYPE_CHECKING:
-    from bhandar_cli.repl.grammar import Command
-    from bhandar_cli.repl.session import Session
-
-TABLE = CommandTable()
+TABLE: CommandTable[Session] = CommandTable()
 ANY_NODE = (Arg(NODE, optional=True),)  # the node to work on; every live node when not given
 
 
