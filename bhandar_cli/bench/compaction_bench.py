@@ -11,11 +11,15 @@ flush and compaction off the event loop, none, and the p99 barely moves.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
 from bhandar_cli.bench.echo_baselines import run_load
+
+if TYPE_CHECKING:
+    from bhandar_cli.client.backends.tcp_backend import TcpBackend
+    from bhandar_cli.client.client import Client
 
 KEYSPACE = "kv"
 VALUE = b'"' + b"x" * 1000 + b'"'  # about 1 KB per record
@@ -23,7 +27,7 @@ POLL = 0.05
 
 
 async def run_compaction_bench(
-    client: Any, target: str, mb: int, concurrency: int, seconds: float
+    client: Client[TcpBackend], target: str, mb: int, concurrency: int, seconds: float
 ) -> dict[str, Any]:
     backend = client.backend
     keys = await _fill(client, backend, target, mb, concurrency)
@@ -46,7 +50,9 @@ async def run_compaction_bench(
     }
 
 
-async def _fill(client: Any, backend: Any, target: str, mb: int, concurrency: int) -> list[str]:
+async def _fill(
+    client: Client[TcpBackend], backend: TcpBackend, target: str, mb: int, concurrency: int
+) -> list[str]:
     """Write until `target` holds `mb` MB on disk; returns the keys written."""
     info = await backend.node_info(target)
     keys = [f"c{i}" for i in range(info.get("keys", 0))]  # a bench that ran before wrote c0, c1, ...
@@ -56,7 +62,7 @@ async def _fill(client: Any, backend: Any, target: str, mb: int, concurrency: in
         start = len(keys)
 
         async def put(worker: int, i: int, start: int = start) -> str:
-            await client.put(KEYSPACE, f"c{start + i}", VALUE, "application/json", "none")
+            await client.data.put(KEYSPACE, f"c{start + i}", VALUE, "application/json", "none")
             return "put"
 
         await run_load(5000, concurrency, put)
@@ -65,8 +71,8 @@ async def _fill(client: Any, backend: Any, target: str, mb: int, concurrency: in
 
 
 async def _phase(
-    client: Any,
-    backend: Any,
+    client: Client[TcpBackend],
+    backend: TcpBackend,
     target: str,
     keys: list[str],
     concurrency: int,
@@ -87,7 +93,7 @@ async def _phase(
         while not done.is_set():
             started = time.perf_counter()
             try:
-                await client.get(KEYSPACE, keys[i % len(keys)])
+                await client.data.get(KEYSPACE, keys[i % len(keys)])
                 latencies.append((time.perf_counter() - started) * 1000)
             except Exception:
                 errors += 1

@@ -25,11 +25,15 @@ import random
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from bhandar_cli.cli.output import EXIT_USAGE, OUTPUT_OPTION, OutputFormat, emit_json, fail
+
+if TYPE_CHECKING:
+    from bhandar_cli.client.backends.tcp_backend import TcpBackend
+    from bhandar_cli.client.client import Client
 
 KEYSPACE = "bench_big"
 SMALL = b'"' + b"s" * 98 + b'"'  # 100 bytes of JSON
@@ -92,7 +96,7 @@ class BigBench:
         cluster = await supervisor.up(workdir, nodes, min(3, nodes), 0, 8, 3)
         try:
             async with open_tcp_client(cluster.dir, "QUORUM") as client:
-                await client.keyspace_create(KEYSPACE)
+                await client.ops.keyspace_create(KEYSPACE)
                 async with trio.open_nursery() as nursery:
                     for w in range(self.concurrency):
                         nursery.start_soon(self._small, client, w)
@@ -106,7 +110,7 @@ class BigBench:
             await supervisor.down(cluster_file.load(cluster.dir))
         return report
 
-    async def _phases(self, client: Any) -> dict[str, Any]:
+    async def _phases(self, client: Client[TcpBackend]) -> dict[str, Any]:
         import trio
 
         from bhandar_cli.core.model.limits import MAX_VALUE_BYTES
@@ -132,7 +136,7 @@ class BigBench:
         await self._stop(client, victim)
         await self._write_big(client, "r")
         await self._start(client, victim)
-        repaired = (await client.repair(victim))["keys"]
+        repaired = (await client.ops.repair(victim))["keys"]
         await self._configure(client, 2, {})
         self.phase = "after"
         phases = {p: self._summary(p) for p in PHASES}
@@ -161,7 +165,7 @@ class BigBench:
             "first_error": self.first_error,
         }
 
-    async def _small(self, client: Any, worker: int) -> None:
+    async def _small(self, client: Client[TcpBackend], worker: int) -> None:
         """One small-request worker: a put or a get of its own keys, at QUORUM, paced."""
         import trio
 
@@ -174,9 +178,9 @@ class BigBench:
             start = time.perf_counter()
             try:
                 if i % 2:
-                    await client.get(KEYSPACE, key)
+                    await client.data.get(KEYSPACE, key)
                 else:
-                    await client.put(KEYSPACE, key, SMALL, "application/json", "auto")
+                    await client.data.put(KEYSPACE, key, SMALL, "application/json", "auto")
             except (BhandarError, ClientError, OSError) as exc:
                 if phase in self.errors and phase == self.phase:
                     self.errors[phase] += 1
@@ -190,7 +194,7 @@ class BigBench:
             i += 1
             await trio.sleep(SMALL_GAP)
 
-    async def _watch(self, client: Any) -> None:
+    async def _watch(self, client: Client[TcpBackend]) -> None:
         """Every SAMPLE_GAP: each live node's view of its live peers; a live one seen down is a
         false down (a node stalled by a big value, or its peer's links stuck behind one)."""
         import trio
@@ -205,16 +209,16 @@ class BigBench:
                         self.false_downs.append(f"{self.phase}: {observer} saw {seen} down")
             await trio.sleep(SAMPLE_GAP)
 
-    async def _write_big(self, client: Any, tag: str) -> None:
+    async def _write_big(self, client: Client[TcpBackend], tag: str) -> None:
         from bhandar_cli.core.model.limits import MAX_VALUE_BYTES
 
         started = time.perf_counter()
         for i in range(self.values):
             value = bytes([65 + i % 26]) * MAX_VALUE_BYTES
-            await client.put(KEYSPACE, f"{tag}-{i}", value, "application/octet-stream", "none", "QUORUM")
+            await client.data.put(KEYSPACE, f"{tag}-{i}", value, "application/octet-stream", "none", "QUORUM")
         self.big_seconds[self.phase] = time.perf_counter() - started
 
-    async def _replicated(self, client: Any, key: str) -> int:
+    async def _replicated(self, client: Client[TcpBackend], key: str) -> int:
         """How many nodes hold the whole big value of `key` (its replicas should: N of them)."""
         from bhandar_cli.core.model.limits import MAX_VALUE_BYTES
 
@@ -225,26 +229,26 @@ class BigBench:
             held += any(len(s.value or b"") == MAX_VALUE_BYTES for s in siblings)
         return held
 
-    async def _hints_for(self, client: Any, node: str) -> int:
+    async def _hints_for(self, client: Client[TcpBackend], node: str) -> int:
         backend, held = client.backend, 0
         for peer in [p for p in backend.names if p != node and backend.is_alive(p)]:
             held += sum(int(q["count"]) for q in await backend.node_hints(peer) if q["target"] == node)
         return held
 
-    async def _metric(self, client: Any, name: str) -> int:
+    async def _metric(self, client: Client[TcpBackend], name: str) -> int:
         total = 0
         for node in client.backend.names:
             total += int(getattr(await client.backend.node_metrics(node), name))
         return total
 
-    async def _seen_up(self, client: Any, node: str) -> list[bool]:
+    async def _seen_up(self, client: Client[TcpBackend], node: str) -> list[bool]:
         """Whether each live peer of `node` sees it up."""
         backend, views = client.backend, []
         for peer in [p for p in backend.names if p != node and backend.is_alive(p)]:
             views += [bool(m["up"]) for m in await backend.node_members(peer) if m["id"] == node]
         return views
 
-    async def _stop(self, client: Any, node: str) -> None:
+    async def _stop(self, client: Client[TcpBackend], node: str) -> None:
         """Stop `node` cleanly and wait (bounded) until every live peer sees it down."""
         import trio
 
@@ -254,7 +258,7 @@ class BigBench:
             while any(await self._seen_up(client, node)):
                 await trio.sleep(0.05)
 
-    async def _start(self, client: Any, node: str) -> None:
+    async def _start(self, client: Client[TcpBackend], node: str) -> None:
         """Start `node` again and wait (bounded) until every live peer sees it up."""
         import trio
 
@@ -265,7 +269,7 @@ class BigBench:
         await trio.sleep(1.0)  # its links to its peers open; the watch judges it again
         self.stopped = None
 
-    async def _configure(self, client: Any, version: int, values: dict[str, Any]) -> None:
+    async def _configure(self, client: Client[TcpBackend], version: int, values: dict[str, Any]) -> None:
         for name in client.backend.names:
             await client.backend.set_node_config(name, {"version": version, "values": values})
 

@@ -23,6 +23,8 @@ from bhandar_cli.core.model.config import LEVELS, one_of
 
 if TYPE_CHECKING:
     from bhandar_cli.bench.echo_baselines import EchoTls
+    from bhandar_cli.client.backend import Backend
+    from bhandar_cli.client.client import Client
     from bhandar_cli.fleet.cluster_file import ClusterFile
 
 KEYSPACE = "bench"
@@ -208,7 +210,7 @@ async def _in_process(
 
 
 async def _store_load(
-    client: Any,
+    client: Client[Backend],
     ops: int,
     concurrency: int,
     weights: tuple[int, int],
@@ -223,31 +225,31 @@ async def _store_load(
     run = secrets.token_hex(4)  # keys of earlier runs would gain a sibling with every run
     written = [f"{run}-p{i}" for i in range(min(PRELOAD, ops))]
 
-    await client.keyspace_create(KEYSPACE)  # or find it there from an earlier run
+    await client.ops.keyspace_create(KEYSPACE)  # or find it there from an earlier run
 
     async def preload(worker: int, i: int) -> str:
-        await client.put(KEYSPACE, written[i], value, ctype, "none")
+        await client.data.put(KEYSPACE, written[i], value, ctype, "none")
         return "put"
 
     await run_load(len(written), concurrency, preload)  # also warms up connections
 
     async def one(worker: int, i: int) -> str:
         if hot and rng.random() < hot:  # the skew: one key takes this share of every operation
-            await _tagged("get", client.get(KEYSPACE, written[0]))
+            await _tagged("get", client.data.get(KEYSPACE, written[0]))
             return "get"
         if rng.random() * (weights[0] + weights[1]) < weights[0]:
             key, op = rng.choice(written), "get"
-            await _tagged(op, client.get(KEYSPACE, key))
+            await _tagged(op, client.data.get(KEYSPACE, key))
         else:
             key, op = f"{run}-w{worker}-{i}", "put"
-            await _tagged(op, client.put(KEYSPACE, key, value, ctype, "none"))
+            await _tagged(op, client.data.put(KEYSPACE, key, value, ctype, "none"))
             written.append(key)
         return op
 
     result = await run_load(ops, concurrency, one, advance)
     summary = result.summary()
     summary["first_error"] = result.first_error
-    summary["hot"] = await client.hot(5)  # what the nodes' sketches saw, skewed or not
+    summary["hot"] = await client.views.hot(5)  # what the nodes' sketches saw, skewed or not
     return summary
 
 
@@ -341,7 +343,7 @@ def compaction(
 
     async def body() -> dict[str, Any]:
         async with open_tcp_client(cluster) as client:
-            return await run_compaction_bench(client, client.node(node), mb, concurrency, seconds)
+            return await run_compaction_bench(client, client.data.node(node), mb, concurrency, seconds)
 
     report = run_async("bench compaction", output, body)
     if output is OutputFormat.json:

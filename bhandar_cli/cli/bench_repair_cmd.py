@@ -66,21 +66,21 @@ async def run_repair_bench(workdir: Path, keys: int, nodes: int, timeout: float)
         async with open_tcp_client(cluster.dir, "ONE") as client:
             names = list(client.backend.names)
             isolated, majority = names[-1], names[:-1]
-            await client.keyspace_create(KEYSPACE)
-            await client.keyspace_create(STREAM_KEYSPACE)
+            await client.ops.keyspace_create(KEYSPACE)
+            await client.ops.keyspace_create(STREAM_KEYSPACE)
 
             async def write(keyspace: str, via: list[str], advance: Any) -> tuple[float, int]:
                 async def one(worker: int, i: int) -> str:
-                    await client.put(keyspace, f"k{i}", value, ctype, "none", "ONE", via[i % len(via)])
+                    await client.data.put(keyspace, f"k{i}", value, ctype, "none", "ONE", via[i % len(via)])
                     return "put"
 
                 result = await run_load(keys, CONCURRENCY, one, advance)
                 return result.seconds, sum(s.errors for s in result.ops.values())
 
             with _progress(2 * keys) as advance:
-                await client.partition([[isolated], majority])
+                await client.ops.partition([[isolated], majority])
                 write_s, write_errors = await write(KEYSPACE, majority, advance)
-                await client.heal()
+                await client.ops.heal()
                 healed = time.perf_counter()
                 problems: list[str] = ["not checked"]
                 with trio.move_on_after(timeout):

@@ -39,6 +39,7 @@ from bhandar_cli.cli.pipe_cmd import WINDOW, read_lines, usage_checked
 if TYPE_CHECKING:
     from rich.progress import Progress
 
+    from bhandar_cli.client.backend import Backend
     from bhandar_cli.client.client import Client
     from bhandar_cli.client.ops.bulk import ExportHeader, ImportedKey
     from bhandar_cli.core.model.config import KeyspaceDef
@@ -187,7 +188,7 @@ def export(
                 async with trio.open_nursery() as nursery:
                     pipeline: Pipeline[Any] = Pipeline(nursery, window, writer)
                     try:
-                        async for page in key_pages(client, definition):
+                        async for page in key_pages(client.backend, definition):
                             if writer.closed:
                                 break
                             for key in page:
@@ -207,22 +208,22 @@ def export(
     _finish("export", keyspace, tally, OutputFormat.table)
 
 
-def _export_job(client: Client, keyspace: str, key: str, level: str) -> Any:
+def _export_job(client: Client[Backend], keyspace: str, key: str, level: str) -> Any:
     from bhandar_cli.client.ops.bulk import export_key
 
     async def job() -> tuple[str, dict[str, Any] | Exception | None]:
         try:
-            return key, await export_key(client, keyspace, key, level)
+            return key, await export_key(client.data, keyspace, key, level)
         except Exception as exc:  # this key failed (or a bug): the others go on
             return key, exc
 
     return job
 
 
-async def _existing(client: Client, keyspace: str) -> KeyspaceDef:
+async def _existing(client: Client[Backend], keyspace: str) -> KeyspaceDef:
     from bhandar_cli.client.ops.bulk import keyspace_def
 
-    definition = await keyspace_def(client, keyspace)
+    definition = await keyspace_def(client.backend, keyspace)
     if definition is None:
         fail(f"unknown keyspace {keyspace!r} (keyspace list shows them)", EXIT_USAGE)
     return definition
@@ -250,7 +251,9 @@ def import_(
     _finish("import", keyspace, tally, output)
 
 
-async def _import_lines(client: Client, keyspace: str, level: str, window: int, tally: Tally) -> None:
+async def _import_lines(
+    client: Client[Backend], keyspace: str, level: str, window: int, tally: Tally
+) -> None:
     import trio
 
     from bhandar_cli.client.ops.bulk import ExportHeader
@@ -299,19 +302,19 @@ def _size(stream: BinaryIO) -> int | None:
     return info.st_size if stat.S_ISREG(info.st_mode) else None
 
 
-async def _target(client: Client, keyspace: str, header: ExportHeader | None) -> None:
+async def _target(client: Client[Backend], keyspace: str, header: ExportHeader | None) -> None:
     """Check the target keyspace: created from the header if missing; a policy other than the
     export's is refused (a counter cannot become siblings)."""
     from bhandar_cli.client.ops.bulk import keyspace_def
 
-    definition = await keyspace_def(client, keyspace)
+    definition = await keyspace_def(client.backend, keyspace)
     if header is None:
         if definition is None:
             fail(f"unknown keyspace {keyspace!r}, and no export header to create it from", EXIT_USAGE)
         return
     source = header.keyspace
     if definition is None:
-        await client.keyspace_create(
+        await client.ops.keyspace_create(
             keyspace, source.policy, min(source.n, len(client.backend.names)), source.quorum, source.ttl
         )
     elif definition.policy != source.policy:
@@ -323,14 +326,14 @@ async def _target(client: Client, keyspace: str, header: ExportHeader | None) ->
 
 
 def _import_job(
-    client: Client, keyspace: str, level: str, lineno: int, size: int, obj: dict[str, Any]
+    client: Client[Backend], keyspace: str, level: str, lineno: int, size: int, obj: dict[str, Any]
 ) -> Any:
     from bhandar_cli.client.ops.bulk import import_line
 
     async def job() -> tuple[int, int, str, Any]:
         key = str(obj.get("key"))
         try:
-            return lineno, size, key, await import_line(client, keyspace, obj, level)
+            return lineno, size, key, await import_line(client.data, keyspace, obj, level)
         except Exception as exc:  # this line failed (or a bug): the others go on
             return lineno, size, key, exc
 

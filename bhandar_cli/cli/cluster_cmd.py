@@ -27,7 +27,9 @@ from bhandar_cli.cli.output import (
 )
 
 if TYPE_CHECKING:
-    from bhandar_cli.repl.session import ServeWeb
+    from bhandar_cli.client.backends.tcp_backend import TcpBackend
+    from bhandar_cli.client.client import Client
+    from bhandar_cli.repl.session import ServeWeb, Session
 
 cluster_app = typer.Typer(
     help="Run a cluster of real node processes on 127.0.0.1 and break it on purpose.",
@@ -40,7 +42,9 @@ DIR_OPTION = typer.Option(None, "--cluster", "--dir", metavar="DIR", help=CLUSTE
 
 
 @asynccontextmanager
-async def open_tcp_client(directory: str | Path | None, consistency: str = "QUORUM") -> AsyncIterator[Any]:
+async def open_tcp_client(
+    directory: str | Path | None, consistency: str = "QUORUM"
+) -> AsyncIterator[Client[TcpBackend]]:
     """A `Client` on the running process cluster of `directory` (ClusterFileError if none)."""
     from bhandar_cli.client.backends.tcp_backend import open_tcp_backend
     from bhandar_cli.client.client import Client
@@ -53,7 +57,7 @@ async def open_tcp_client(directory: str | Path | None, consistency: str = "QUOR
 @asynccontextmanager
 async def open_tcp_session(
     directory: str | Path | None, output: str = "table", serve_web: ServeWeb | None = None
-) -> AsyncIterator[Any]:
+) -> AsyncIterator[Session]:
     """A REPL `Session` on the running process cluster of `directory` (for `repl --connect DIR`)."""
     from bhandar_cli.repl.commands import COMMANDS
     from bhandar_cli.repl.session import Session
@@ -219,7 +223,7 @@ def status(directory: str | None = DIR_OPTION, output: OutputFormat = OUTPUT_OPT
 
     async def body() -> Any:
         async with open_tcp_client(directory) as client:
-            data = await client.status()
+            data = await client.views.status()
             cluster = client.backend.cluster
             for node in data["nodes"]:
                 entry = cluster.node(node["id"])
@@ -285,7 +289,10 @@ def down(directory: str | None = DIR_OPTION, output: OutputFormat = OUTPUT_OPTIO
 
 
 def on_cluster(
-    cmd: str, output: OutputFormat, directory: str | None, action: Callable[[Any], Awaitable[Any]]
+    cmd: str,
+    output: OutputFormat,
+    directory: str | None,
+    action: Callable[[Client[TcpBackend]], Awaitable[Any]],
 ) -> Any | None:
     """Run `action` on a client of the running cluster of `directory`: its reply, or None once it
     is printed as JSON (`-o json`); a failure is one line and its exit code (run_async)."""
@@ -302,7 +309,10 @@ def on_cluster(
 
 
 def _fault(
-    cmd: str, output: OutputFormat, directory: str | None, action: Callable[[Any], Awaitable[Any]]
+    cmd: str,
+    output: OutputFormat,
+    directory: str | None,
+    action: Callable[[Client[TcpBackend]], Awaitable[Any]],
 ) -> None:
     data = on_cluster(cmd, output, directory, action)
     if data is None:
@@ -324,7 +334,7 @@ def kill(
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
     """Crash a node: SIGKILL, no clean shutdown (what is not durable is lost)."""
-    _fault("kill", output, directory, lambda c: c.kill(node))
+    _fault("kill", output, directory, lambda c: c.ops.kill(node))
 
 
 @cluster_app.command("start")
@@ -335,8 +345,8 @@ def start(
 ) -> None:
     """Restart a node with its data directory and ports; waits until it knows the cluster."""
 
-    async def revive(client: Any) -> Any:
-        data = await client.revive(node)
+    async def revive(client: Client[TcpBackend]) -> Any:
+        data = await client.ops.revive(node)
         data["cmd"] = "start"
         return data
 
@@ -356,13 +366,13 @@ def partition(
     parsed = [g for g in parsed if g]
     if not parsed:
         fail("partition needs groups, e.g. bhandar cluster partition 'A B | C D E'", EXIT_USAGE)
-    _fault("partition", output, directory, lambda c: c.partition(parsed))
+    _fault("partition", output, directory, lambda c: c.ops.partition(parsed))
 
 
 @cluster_app.command("heal")
 def heal(directory: str | None = DIR_OPTION, output: OutputFormat = OUTPUT_OPTION) -> None:
     """Remove every partition."""
-    _fault("heal", output, directory, lambda c: c.heal())
+    _fault("heal", output, directory, lambda c: c.ops.heal())
 
 
 @cluster_app.command("delay")
@@ -375,7 +385,7 @@ def delay(
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
     """Slow every message to or from a node."""
-    _fault("delay", output, directory, lambda c: c.delay(node, ms))
+    _fault("delay", output, directory, lambda c: c.ops.delay(node, ms))
 
 
 @cluster_app.command("add")
@@ -391,8 +401,8 @@ def add(
 
     from bhandar_cli.fleet.resize import next_free_name
 
-    def join(client: Any) -> Awaitable[Any]:
-        return client.add(node or next_free_name(client.backend.cluster), zone)  # type: ignore[no-any-return]
+    def join(client: Client[TcpBackend]) -> Awaitable[Any]:
+        return client.ops.add(node or next_free_name(client.backend.cluster), zone)
 
     data = on_cluster("add", output, directory, join)
     if data is None:

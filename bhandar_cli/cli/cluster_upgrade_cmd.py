@@ -32,7 +32,7 @@ def upgrade(
     async def body() -> Any:
         async with open_tcp_client(directory) as client:
             with node_progress(sys.stderr) as progress:
-                return await client.upgrade(to, progress)
+                return await client.ops.upgrade(to, progress)
 
     data = run_async("cluster upgrade", output, body)
     if output is OutputFormat.json:

@@ -10,11 +10,16 @@ cluster is unavailable), 2 usage (an unknown key or a bad value: nothing changed
 from __future__ import annotations
 
 import sys
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from bhandar_cli.cli.output import CLUSTER_OPTION, EXIT_USAGE, OUTPUT_OPTION, OutputFormat, fail
+
+if TYPE_CHECKING:
+    from bhandar_cli.client.backends.tcp_backend import TcpBackend
+    from bhandar_cli.client.client import Client
 
 config_app = typer.Typer(
     help="Show the cluster configuration, or change it one node at a time.",
@@ -48,9 +53,9 @@ def set_(
     if not 0.1 <= window <= 600:
         fail(f"--window must be 0.1 to 600 seconds (got {window:g})", EXIT_USAGE)
 
-    async def rollout(client: Any) -> Any:
+    async def rollout(client: Client[TcpBackend]) -> Any:
         with node_progress(sys.stderr) as progress:
-            return await client.config_set(key, value, progress, window)
+            return await client.ops.config_set(key, value, progress, window)
 
     _run("config set", output, cluster, rollout)
 
@@ -58,10 +63,15 @@ def set_(
 @config_app.command("show")
 def show(cluster: str | None = CLUSTER_OPTION, output: OutputFormat = OUTPUT_OPTION) -> None:
     """Each node's configuration version and values, and whether they all agree."""
-    _run("config show", output, cluster, lambda c: c.config_show())
+    _run("config show", output, cluster, lambda c: c.ops.config_show())
 
 
-def _run(cmd: str, output: OutputFormat, cluster: str | None, action: Any) -> None:
+def _run(
+    cmd: str,
+    output: OutputFormat,
+    cluster: str | None,
+    action: Callable[[Client[TcpBackend]], Awaitable[Any]],
+) -> None:
     from bhandar_cli.cli.cluster_cmd import _print, on_cluster
     from bhandar_cli.repl.views_ops import render_config
 

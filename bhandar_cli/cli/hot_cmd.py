@@ -38,7 +38,7 @@ def hot(
     async def body() -> Any:
         async with open_tcp_client(cluster) as client:
             try:
-                return await client.hot(n)
+                return await client.views.hot(n)
             except (ClientError, BadInput) as exc:
                 return exc
 

@@ -8,7 +8,8 @@ bad name, policy, n, quorum mode or ttl).
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -21,6 +22,10 @@ from bhandar_cli.cli.output import (
     exit_code,
     fail,
 )
+
+if TYPE_CHECKING:
+    from bhandar_cli.client.backends.tcp_backend import TcpBackend
+    from bhandar_cli.client.client import Client
 
 keyspace_app = typer.Typer(
     help="Create and list keyspaces (a keyspace must be created before it is used).",
@@ -51,16 +56,21 @@ def create(
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
     """Create a keyspace (exit 0 too when an identical one exists)."""
-    _run("keyspace", output, cluster, lambda c: c.keyspace_create(name, policy, n, quorum, ttl))
+    _run("keyspace", output, cluster, lambda c: c.ops.keyspace_create(name, policy, n, quorum, ttl))
 
 
 @keyspace_app.command("list")
 def list_(cluster: str | None = CLUSTER_OPTION, output: OutputFormat = OUTPUT_OPTION) -> None:
     """List every keyspace with its policy, replication factor, quorum mode and ttl."""
-    _run("keyspace", output, cluster, lambda c: c.keyspace_list())
+    _run("keyspace", output, cluster, lambda c: c.views.keyspace_list())
 
 
-def _run(cmd: str, output: OutputFormat, cluster: str | None, action: Any) -> None:
+def _run(
+    cmd: str,
+    output: OutputFormat,
+    cluster: str | None,
+    action: Callable[[Client[TcpBackend]], Awaitable[Any]],
+) -> None:
     from bhandar_cli.cli.cluster_cmd import open_tcp_client, run_async
     from bhandar_cli.client.outcomes import ClientError
     from bhandar_cli.core.model.errors import BadInput

@@ -33,6 +33,7 @@ from bhandar_cli.cli.data_cmd import LEVEL
 from bhandar_cli.cli.output import CLUSTER_OPTION, EXIT_FAILED, EXIT_USAGE, fail
 
 if TYPE_CHECKING:
+    from bhandar_cli.client.backend import Backend
     from bhandar_cli.client.client import Client
     from bhandar_cli.client.ops.pipeline import Pipeline
     from bhandar_cli.repl.session import Session
@@ -134,7 +135,7 @@ def _numbered(lineno: int, result: Result) -> Result:
 class TextCommands:
     """`-i text`: REPL lines, run by the REPL's data command handlers in a session of their own."""
 
-    def __init__(self, client: Client) -> None:
+    def __init__(self, client: Client[Backend]) -> None:
         from bhandar_cli.repl.commands import data
         from bhandar_cli.repl.session import Session
         from bhandar_cli.repl.table import CommandTable
@@ -173,7 +174,7 @@ class JsonCommands:
 
     OPS = ("put", "get", "delete", "incr")
 
-    def __init__(self, client: Client) -> None:
+    def __init__(self, client: Client[Backend]) -> None:
         self.client = client
 
     async def feed(self, pipeline: Pipeline[Result], lineno: int, text: str) -> None:
@@ -215,13 +216,13 @@ class JsonCommands:
             if given is not None and not isinstance(given, str):
                 raise BadInput(f'"{name}" must be a string')
         if op == "get":
-            return await c.get(ks, key, level, via)
+            return await c.data.get(ks, key, level, via)
         if op == "delete":
-            return await c.delete(ks, key, ctx, level, via)
+            return await c.data.delete(ks, key, ctx, level, via)
         if op == "incr":
-            return await c.incr(ks, key, obj.get("delta", 1), obj.get("id"), level, via)
+            return await c.data.incr(ks, key, obj.get("delta", 1), obj.get("id"), level, via)
         data, ctype = value_from_json(obj)
-        return await c.put(ks, key, data, ctype, ctx, level, via)
+        return await c.data.put(ks, key, data, ctype, ctx, level, via)
 
 
 def usage_checked(consistency: str | None, window: int) -> str:
@@ -245,7 +246,12 @@ def _ready(result: Result) -> Callable[[], Awaitable[Result]]:
 
 
 async def run_pipe(
-    client: Client, source: BinaryIO, writer: ResultWriter, fmt: InputFormat, window: int, ordered: bool
+    client: Client[Backend],
+    source: BinaryIO,
+    writer: ResultWriter,
+    fmt: InputFormat,
+    window: int,
+    ordered: bool,
 ) -> None:
     """Feed every line of `source` through one pipeline of `window` requests to `writer`."""
     import trio

@@ -85,7 +85,7 @@ def _run(opener: Any, host: str, port: int, open_browser: bool, trace: bool) -> 
 
     async def main() -> int:
         async with opener() as session, trio.open_nursery() as nursery:
-            session.client.trace = trace
+            session.client.data.trace = trace
             server = WebServer(session)
             session.web = server
             bound = await nursery.start(server.serve, host, port)

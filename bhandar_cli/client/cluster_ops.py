@@ -1,8 +1,9 @@
-"""Cluster operations of the client: faults, membership changes, repair, storage housekeeping.
+"""Cluster operations of the client: faults, membership changes, keyspaces, repair, storage
+housekeeping, and the operations of client/ops/ (rolling upgrade, configuration rollout).
 
 Each returns a dictionary in the JSON shape the man page lists under JSON OUTPUT (with more fields
-where useful) or
-raises `ClientError`/`BadInput` with a sentence saying what went wrong and whose fault it is.
+where useful) or raises `ClientError`/`BadInput` with a sentence saying what went wrong and whose
+fault it is.
 trio and the Merkle modules are imported where they are used: one-shot data commands import
 client.py, and with it this module, without starting trio.
 """
@@ -10,21 +11,27 @@ client.py, and with it this module, without starting trio.
 from __future__ import annotations
 
 import re
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from bhandar_cli.client.outcomes import ClientError
+from bhandar_cli.core.model.config import KeyspaceDef, parse_ttl
 from bhandar_cli.core.model.errors import BadInput
 from bhandar_cli.core.model.limits import check_snapshot_name
 from bhandar_cli.core.protocol.messages import (
     DecommissionRequest,
     Failure,
+    KeyspaceRequest,
+    KeyspaceResult,
     MoveResult,
     RepairRequest,
     RepairResult,
 )
 
 if TYPE_CHECKING:
-    from bhandar_cli.client.client import Backend
+    from bhandar_cli.client.backend import Backend
+    from bhandar_cli.client.cluster_views import ClusterViews
+    from bhandar_cli.client.data_client import DataClient
 
 NODE_NAME = re.compile(r"^[A-Z][A-Za-z0-9_-]{0,15}$")
 MOVE_TIMEOUT = 120.0
@@ -32,14 +39,16 @@ QUIESCE_TIMEOUT = 10.0  # seconds a restore waits for replication and hints to s
 
 
 class ClusterOps:
-    backend: Backend
-    timeout: float
+    """The operations, over one backend; node names are checked as the data client checks them,
+    and what the cluster looks like is asked of the views."""
+
+    def __init__(self, backend: Backend, data: DataClient, views: ClusterViews) -> None:
+        self.backend = backend
+        self.data = data
+        self.views = views
 
     def node(self, name: str) -> str:
-        raise NotImplementedError  # Client
-
-    async def _any_info(self) -> dict[str, Any]:
-        raise NotImplementedError  # ClusterViews
+        return self.data.node(name)
 
     async def partition(self, groups: list[list[str]]) -> dict[str, Any]:
         clean = [[self.node(n) for n in group] for group in groups if group]
@@ -91,6 +100,55 @@ class ClusterOps:
                 await trio.sleep(0.1)
         shown = "; ".join(problems[:3]) + (f" (and {len(problems) - 3} more)" if len(problems) > 3 else "")
         raise ClientError("timeout", f"not converged after {timeout:g} s: {shown}")
+
+    # --- keyspaces -----------------------------------------------------------------------------
+
+    async def keyspace_create(
+        self,
+        name: str,
+        policy: str = "siblings",
+        n: int | None = None,
+        quorum: str = "sloppy",
+        ttl: str | int = 0,
+    ) -> dict[str, Any]:
+        """Create a keyspace; `ttl` in seconds, or as text (`60s`, `5m`, `2h`, `1d`)."""
+        default_n = 3
+        info = await self.views.any_info()
+        if info.get("keyspaces"):
+            default_n = next((k["n"] for k in info["keyspaces"] if k["name"] == "counters"), 3)
+        seconds = parse_ttl(ttl) if isinstance(ttl, str) else ttl
+        definition = KeyspaceDef(name, policy, default_n if n is None else n, quorum, seconds)
+        if definition.n > len(self.backend.names):
+            raise BadInput(
+                f"n={definition.n} is more than the {len(self.backend.names)} nodes of this cluster"
+            )
+        via = next((x for x in self.backend.names if self.backend.is_alive(x)), None)
+        if via is None:
+            raise ClientError("unavailable", "every node is down; revive one first")
+        result = await self.data.call(via, KeyspaceRequest(self.backend.new_rid(), definition))
+        assert isinstance(result, KeyspaceResult)
+        await self._schema_agreed(via, name)
+        # The definition as `keyspace list` shows it (core/node_views.py), and whether it is new.
+        return {"cmd": "keyspace", "ok": True, **asdict(result.definition), "created": result.created}
+
+    async def _schema_agreed(self, via: str, name: str) -> None:
+        """Wait (at most the request timeout) until every live node `via` can reach knows keyspace
+        `name`, as Cassandra's drivers wait for schema agreement: a put right after the create
+        may go to any of them, and one that has not heard of it yet refuses it."""
+        import trio
+
+        group = next((g for g in self.backend.partitions() if via in g), self.backend.names)
+        with trio.move_on_after(self.data.timeout):
+            while True:
+                waiting = []
+                for node in group:
+                    if self.backend.is_alive(node):
+                        info = await self.backend.node_info(node, counts=False)
+                        if name not in {k["name"] for k in info.get("keyspaces", [])}:
+                            waiting.append(node)
+                if not waiting:
+                    return
+                await trio.sleep(0.05)
 
     # --- membership ----------------------------------------------------------------------------
 
@@ -144,9 +202,7 @@ class ClusterOps:
             raise ClientError(result.code, result.error)
         assert isinstance(result, MoveResult)
         await self._everyone_sees(node, "left")
-        retire = getattr(self.backend, "retire", None)
-        if retire is not None:
-            await retire(node)  # a node that left has nothing more to do: stop it
+        await self.backend.retire(node)  # a node that left has nothing more to do: stop it
         return {
             "cmd": "decommission",
             "ok": True,
@@ -231,7 +287,7 @@ class ClusterOps:
         for node in (first, second):
             if not self.backend.is_alive(node):
                 raise ClientError("unavailable", f"node {node} is down")
-        info = await self._any_info()
+        info = await self.views.any_info()
         ring = self.backend.ring
         ranges: list[dict[str, Any]] = []
         for ks in sorted(info.get("keyspaces", []), key=lambda k: k["name"]):

@@ -1,8 +1,8 @@
-"""Read-only cluster views of the client: status, ring, prefs, clock, hints, metrics, hot keys.
+"""Read-only cluster views of the client: status, ring, prefs, clock, hints, metrics, hot keys,
+keyspaces.
 
 Each returns a dictionary in the JSON shape the man page lists under JSON OUTPUT (extra fields
-allowed); the REPL renders
-them with rich, `-o json` prints them as they are.
+allowed); the REPL renders them with rich, `-o json` prints them as they are.
 """
 
 from __future__ import annotations
@@ -12,22 +12,26 @@ from typing import TYPE_CHECKING, Any
 from bhandar_cli.client.outcomes import counter_parts, sibling_views
 from bhandar_cli.core.membership.members import CODES
 from bhandar_cli.core.membership.ring import Ring, key_token
-from bhandar_cli.core.model.errors import BadInput
+from bhandar_cli.core.model.errors import BadInput, BhandarError
 from bhandar_cli.core.model.records import Versioned
 from bhandar_cli.core.model.versions import context_of, relation
 from bhandar_cli.core.roles.hot_keys import SHOWN, TAU
 
 if TYPE_CHECKING:
-    from bhandar_cli.client.client import Backend
+    from bhandar_cli.client.backend import Backend
 
 # The latency histogram's upper edges in metrics (ms); each is moved to the nearest exact edge.
 HISTOGRAM_EDGES_MS = (0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000)
 
 
 class ClusterViews:
-    backend: Backend
+    """The views, over one backend."""
 
-    async def _any_info(self) -> dict[str, Any]:
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
+
+    async def any_info(self) -> dict[str, Any]:
+        """What the first live node says of itself ({} when every node is down)."""
         for name in self.backend.names:
             if self.backend.is_alive(name):
                 return await self.backend.node_info(name, counts=False)
@@ -83,7 +87,7 @@ class ClusterViews:
     async def prefs(self, keyspace: str, key: str, n: int | None = None) -> dict[str, Any]:
         ring = self.backend.ring
         token = key_token(keyspace, key)
-        n = n or await self._replication(keyspace)
+        n = n or await self.replication(keyspace)
         replicas = list(ring.preference_list(token, n))
         fallbacks = list(ring.fallbacks(token, n))
         zones = {x: self.backend.zones[x] for x in replicas + fallbacks}
@@ -101,8 +105,9 @@ class ClusterViews:
             "up": up,
         }
 
-    async def _replication(self, keyspace: str) -> int:
-        info = await self._any_info()
+    async def replication(self, keyspace: str) -> int:
+        """Keyspace `keyspace`'s replication factor N, as a live node knows it (3 if none answers)."""
+        info = await self.any_info()
         known = {ks["name"]: int(ks["n"]) for ks in info.get("keyspaces", [])}
         if keyspace in known:
             return known[keyspace]
@@ -111,6 +116,20 @@ class ClusterViews:
 
             raise unknown_keyspace(keyspace, known)
         return 3  # nobody answered: the preference list of the default N still teaches
+
+    async def replicas_of(self, keyspace: str, key: str) -> tuple[str, ...] | None:
+        """The key's home replicas by the ring; None when its keyspace's N cannot be learnt (a
+        write's reply still names its coordinator)."""
+        try:
+            n = await self.replication(keyspace)
+        except BhandarError:
+            return None
+        return self.backend.ring.preference_list(key_token(keyspace, key), n)
+
+    async def keyspace_list(self) -> dict[str, Any]:
+        info = await self.any_info()
+        spaces = sorted(info.get("keyspaces", []), key=lambda k: k["name"])
+        return {"cmd": "keyspace", "ok": True, "keyspaces": spaces}
 
     async def clock(self, keyspace: str, key: str) -> dict[str, Any]:
         prefs = await self.prefs(keyspace, key)

@@ -11,8 +11,9 @@ failure is raised as `ClientError` with a stable `code`.
 from __future__ import annotations
 
 import os
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from bhandar_cli.client.forward_note import forward_note
 from bhandar_cli.client.outcomes import (
@@ -24,7 +25,7 @@ from bhandar_cli.client.outcomes import (
     counter_parts,
     sibling_views,
 )
-from bhandar_cli.core.membership.ring import Ring, key_token
+from bhandar_cli.core.membership.ring import key_token
 from bhandar_cli.core.model.config import parse_level
 from bhandar_cli.core.model.context import BLIND_DELETE_WARNING, decode_context, encode_context
 from bhandar_cli.core.model.crdt import PNCounter
@@ -43,22 +44,12 @@ from bhandar_cli.core.protocol.client_messages import (
 )
 
 if TYPE_CHECKING:
+    from bhandar_cli.client.backend import RequestBackend
     from bhandar_cli.core.protocol.messages import Result
 
-
-class RequestBackend(Protocol):
-    """What the data operations need from a running cluster: its nodes, and requests to them."""
-
-    names: list[str]
-    zones: dict[str, str]
-
-    @property
-    def ring(self) -> Ring: ...  # read-only: the in-process backend computes it from gossip
-    def now(self) -> float: ...
-    def is_alive(self, name: str) -> bool: ...
-    def new_rid(self) -> int: ...
-    def partitions(self) -> list[list[str]]: ...
-    async def request(self, via: str, request: Any, timeout: float) -> Result: ...
+# The home replicas of a key (keyspace, key) by the client's ring, or None when its replication
+# factor is unknown; the full client asks the cluster (cluster_views.py), a one-shot one does not.
+ReplicasOf = Callable[[str, str], Awaitable[tuple[str, ...] | None]]
 
 
 REROUTES = 2  # replicas a request refused unrun is sent on to (N - 1 for the default N of 3)
@@ -68,8 +59,15 @@ class DataClient:
     """get, put, delete and incr, routed to a live replica of the key; remembers each key's last
     context so that a put or delete after a get replaces what it read."""
 
-    def __init__(self, backend: RequestBackend, consistency: str = "QUORUM", timeout: float = 5.0) -> None:
+    def __init__(
+        self,
+        backend: RequestBackend,
+        consistency: str = "QUORUM",
+        timeout: float = 5.0,
+        replicas_of: ReplicasOf | None = None,
+    ) -> None:
         self.backend = backend
+        self._replicas = replicas_of
         self.consistency = parse_level(consistency)
         self.timeout = timeout
         self.trace = False
@@ -97,17 +95,17 @@ class DataClient:
     def _level(self, level: str | None) -> str:
         return self.consistency if level is None else parse_level(level)
 
-    async def _call(self, via: str, request: Any, key: tuple[str, str] | None = None) -> Result:
-        """Send `request` to `via`. With the `key` it is routed by (no node named by the user), a
-        request a node refused without running it (stopping, or not listening: the backend's
-        `not_run`) goes to the key's next live replica, so a rolling restart fails no request."""
+    async def call(self, via: str, request: Any, key: tuple[str, str] | None = None) -> Result:
+        """Send `request` to `via`; a `Failure` is raised as `ClientError`. With the `key` it is
+        routed by (no node named by the user), a request a node refused without running it
+        (stopping, or not listening: the backend's `not_run`) goes to the key's next live replica,
+        so a rolling restart fails no request."""
         tried: list[str] = []
         while True:
             result = await self.backend.request(via, request, self.timeout)
-            not_run = getattr(self.backend, "not_run", None)
-            if not (isinstance(result, Failure) and key is not None and not_run is not None):
+            if not (isinstance(result, Failure) and key is not None):
                 break
-            if not not_run(request.rid) or len(tried) >= REROUTES:
+            if not self.backend.not_run(request.rid) or len(tried) >= REROUTES:
                 break
             tried.append(via)
             token = key_token(*key)
@@ -155,7 +153,7 @@ class DataClient:
         node = self._via(keyspace, key, via)
         rid = self.backend.new_rid()
         request = PutRequest(rid, keyspace, key, value, ctype, context, lvl, self.trace)
-        result = await self._call(node, request, None if via else (keyspace, key))
+        result = await self.call(node, request, None if via else (keyspace, key))
         assert isinstance(result, PutResult)
         self._remember(keyspace, key)
         forwarded = await self._forwarded(keyspace, key, via and node, result.coordinator)
@@ -203,7 +201,7 @@ class DataClient:
         lvl = self._level(level)
         node = self._via(keyspace, key, via)
         request = GetRequest(self.backend.new_rid(), keyspace, key, lvl, self.trace)
-        result = await self._call(node, request, None if via else (keyspace, key))
+        result = await self.call(node, request, None if via else (keyspace, key))
         assert isinstance(result, GetResult)
         self._remember(keyspace, key)
         record = result.record
@@ -261,7 +259,7 @@ class DataClient:
         node = self._via(keyspace, key, via)
         rid = request_id or os.urandom(8).hex()  # 16 hex digits, without importing uuid
         request = IncrRequest(self.backend.new_rid(), keyspace, key, delta, rid, lvl, self.trace)
-        result = await self._call(node, request, None if via else (keyspace, key))
+        result = await self.call(node, request, None if via else (keyspace, key))
         assert isinstance(result, IncrResult)
         self._remember(keyspace, key)
         by, note = await self._forwarded(keyspace, key, via and node, result.coordinator)
@@ -289,8 +287,8 @@ class DataClient:
 
     async def _replicas_of(self, keyspace: str, key: str) -> tuple[str, ...] | None:
         """The key's home replicas by this client's ring; None when its replication is unknown
-        (a one-shot client does not ask; `Client` does)."""
-        return None
+        (a one-shot client does not ask; `Client` hands over its views' way to)."""
+        return None if self._replicas is None else await self._replicas(keyspace, key)
 
 
 def _duplicates(record: Record | None) -> int:

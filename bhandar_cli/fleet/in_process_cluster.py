@@ -55,6 +55,7 @@ class InProcessCluster:
         self.timers = TrioTimers()
         self.network = Network(self.model, self.timers.schedule, self._deliver)
         self._make_store = store_factory or (lambda _name: MemoryStore())
+        self.memory_only = store_factory is None  # no storage engine: nothing to flush or snapshot
         self._rng = rng
         # What nodes noticed (peers down or up, joins, crashes); bounded, the REPL drains it.
         self.notes: deque[tuple[float, str, Note]] = deque(maxlen=1000)

@@ -122,22 +122,22 @@ class InteractiveApp:
         client = self.session.client
         backend = client.backend
         try:
-            spaces = await client.keyspace_list()
-            hints = await client.hints()
+            spaces = await client.views.keyspace_list()
+            hints = await client.views.hints()
         except BhandarError:
             spaces, hints = {"keyspaces": []}, {"pending": 0}
-        names = sorted({k["name"] for k in spaces["keyspaces"]} | set(client.keys_seen))
+        names = sorted({k["name"] for k in spaces["keyspaces"]} | set(client.data.keys_seen))
         self.completion = CompletionContext(
-            list(backend.names), names, {ks: sorted(keys) for ks, keys in client.keys_seen.items()}
+            list(backend.names), names, {ks: sorted(keys) for ks, keys in client.data.keys_seen.items()}
         )
         self._print_news(await backend.drain_notes())
         self.toolbar_state = {
             "down": [n for n in backend.names if not backend.is_alive(n)],
             "nodes": len(backend.names),
             "partitions": backend.partitions(),
-            "consistency": client.consistency,
+            "consistency": client.data.consistency,
             "hints": hints["pending"],
-            "trace": client.trace,
+            "trace": client.data.trace,
         }
 
     def _print_news(self, notes: list[tuple[str, dict[str, Any], str]]) -> None:
@@ -217,7 +217,7 @@ class InteractiveApp:
         return (
             f"[bold]Bhandar {__version__}[/bold] — {len(names)} nodes ({names[0]}–{names[-1]}) "
             f"in {zones} zones, "
-            f"consistency {self.session.client.consistency}. Type [bold]help[/bold]; Tab completes; "
+            f"consistency {self.session.client.data.consistency}. Type [bold]help[/bold]; Tab completes; "
             "Ctrl-D quits."
         )
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import trio
 
+from bhandar_cli.client.backend import Backend
 from bhandar_cli.client.client import Client
 from bhandar_cli.client.outcomes import ClientError
 from bhandar_cli.core.model.errors import BhandarError
@@ -41,7 +42,7 @@ class Reply:
 class Session:
     def __init__(
         self,
-        client: Client,
+        client: Client[Backend],
         commands: CommandTable[Session],
         output: str = "table",
         serve_web: ServeWeb | None = None,

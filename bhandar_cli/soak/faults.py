@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from random import Random
-from typing import Any
+from typing import TYPE_CHECKING
 
 import trio
 
@@ -29,6 +29,10 @@ from bhandar_cli.core.model.errors import BhandarError
 from bhandar_cli.fleet.cluster_file import ClusterFileError
 from bhandar_cli.fleet.resize import next_free_name
 from bhandar_cli.fleet.supervisor import StartError
+
+if TYPE_CHECKING:
+    from bhandar_cli.client.backends.tcp_backend import TcpBackend
+    from bhandar_cli.client.client import Client
 
 # Failures of a fault action: the cluster's state, not a bug of the soak.
 FAULT_ERRORS = (BhandarError, ClientError, ClusterFileError, StartError, trio.TooSlowError)
@@ -56,7 +60,9 @@ class FaultTimes:
 
 
 class FaultSchedule:
-    def __init__(self, client: Any, rng: Random, log: FaultLog, times: FaultTimes = FaultTimes()) -> None:
+    def __init__(
+        self, client: Client[TcpBackend], rng: Random, log: FaultLog, times: FaultTimes = FaultTimes()
+    ) -> None:
         self.client = client
         self.rng = rng
         self.log = log
@@ -101,10 +107,10 @@ class FaultSchedule:
 
     async def _crash(self) -> None:
         victim = self.rng.choice(self._live())
-        await self.client.kill(victim)
+        await self.client.ops.kill(victim)
         self.log.note("kill", f"killed {victim} (SIGKILL)")
         await trio.sleep(self._outage())
-        await self.client.revive(victim)
+        await self.client.ops.revive(victim)
         self.log.note("restart", f"restarted {victim}")
 
     async def _partition(self) -> None:
@@ -112,17 +118,17 @@ class FaultSchedule:
         self.rng.shuffle(names)
         cut = 1 + int(self.rng.random() * (len(names) // 2))  # a minority of 1 .. half the nodes
         groups = [sorted(names[:cut]), sorted(names[cut:])]
-        await self.client.partition(groups)
+        await self.client.ops.partition(groups)
         shown = " | ".join(" ".join(g) for g in groups)
         self.log.note("partition", f"partitioned {shown}")
         await trio.sleep(self._outage())
-        await self.client.heal()
+        await self.client.ops.heal()
         self.log.note("heal", "healed")
 
     async def _join(self) -> None:
         name = next_free_name(self.client.backend.cluster)
         async with self._movement():
-            await self.client.add(name)
+            await self.client.ops.add(name)
         self.log.note("join", f"{name} joined")
 
     async def _decommission(self) -> None:
@@ -134,7 +140,7 @@ class FaultSchedule:
         candidates = [n for n in self._live() if n in self.original]
         victim = self.rng.choice(candidates)
         async with self._movement():
-            await self.client.decommission(victim)
+            await self.client.ops.decommission(victim)
         self.log.note("decommission", f"{victim} decommissioned")
 
     @asynccontextmanager

@@ -22,7 +22,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from random import Random
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -38,6 +38,10 @@ from bhandar_cli.sim.checker.check import check
 from bhandar_cli.sim.history import CheckResult, History
 from bhandar_cli.soak.faults import FAULT_ERRORS, FaultLog, FaultSchedule, FaultTimes
 from bhandar_cli.soak.load import KEYSPACES, LoadStats, SoakClient
+
+if TYPE_CHECKING:
+    from bhandar_cli.client.backends.tcp_backend import TcpBackend
+    from bhandar_cli.client.client import Client
 
 OWN_CLUSTER_NODES = 5
 REPAIR_EVERY = 10.0  # seconds between repair requests while waiting for convergence
@@ -71,7 +75,9 @@ class Convergence:
     problems: tuple[str, ...]
 
 
-async def run_soak(client: Any, options: SoakOptions, progress: SoakProgress) -> dict[str, Any]:
+async def run_soak(
+    client: Client[TcpBackend], options: SoakOptions, progress: SoakProgress
+) -> dict[str, Any]:
     """Load and faults for `options.seconds`, then heal, converge and check; the summary."""
     keyspaces = await prepare_keyspaces(client)
     rng = Random(options.seed)
@@ -106,11 +112,11 @@ async def run_soak(client: Any, options: SoakOptions, progress: SoakProgress) ->
     return summary(options, progress, result, convergence, held.unreadable, client.backend.cluster.dir)
 
 
-async def prepare_keyspaces(client: Any) -> dict[str, KeyspaceDef]:
+async def prepare_keyspaces(client: Client[TcpBackend]) -> dict[str, KeyspaceDef]:
     """Create the soak's keyspaces (or find them, from an earlier soak); their definitions."""
     found: dict[str, KeyspaceDef] = {}
     for wanted in KEYSPACES:
-        made = await client.keyspace_create(wanted.name, wanted.policy)
+        made = await client.ops.keyspace_create(wanted.name, wanted.policy)
         if made["policy"] != wanted.policy:
             raise BadInput(
                 f"keyspace {wanted.name} exists with policy {made['policy']}; the soak needs {wanted.policy}"
@@ -119,7 +125,7 @@ async def prepare_keyspaces(client: Any) -> dict[str, KeyspaceDef]:
     return found
 
 
-async def heal_and_converge(client: Any, timeout: float) -> Convergence:
+async def heal_and_converge(client: Client[TcpBackend], timeout: float) -> Convergence:
     """Heal the network, restart every node that is down, then wait until no replica differs and
     no hint is held for a live node, asking for a repair every REPAIR_EVERY seconds."""
     backend = client.backend
@@ -127,18 +133,18 @@ async def heal_and_converge(client: Any, timeout: float) -> Convergence:
     problems: list[str] = []
     down: list[str] = []  # a node that does not come back leaves the cluster unconverged
     with trio.move_on_after(timeout):
-        await client.heal()
+        await client.ops.heal()
         for name in backend.names:
             if not backend.is_alive(name):
                 try:
-                    await client.revive(name)
+                    await client.ops.revive(name)
                 except FAULT_ERRORS as exc:
                     down.append(f"{name} did not restart: {exc}")
         next_repair = trio.current_time() + REPAIR_EVERY
         while problems := await backend.convergence_problems():
             if trio.current_time() >= next_repair:
                 try:
-                    await client.repair()
+                    await client.ops.repair()
                 except ClientError as exc:
                     problems.append(f"repair: {exc}")
                 next_repair = trio.current_time() + REPAIR_EVERY

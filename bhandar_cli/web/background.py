@@ -73,7 +73,7 @@ def _answer(session: Session, port: int, already: bool = False) -> dict[str, Any
         "ok": True,
         "url": url,
         "port": port,
-        "trace": session.client.trace,
+        "trace": session.client.data.trace,
         "already": already,
     }
 

@@ -111,7 +111,7 @@ class WebServer:
     async def refresh(self) -> None:
         now = trio.current_time()
         if now - self._metrics_at >= METRICS_INTERVAL:
-            self._metrics = await self.session.client.metrics()
+            self._metrics = await self.session.client.views.metrics()
             self._metrics_at = now
         snap = await self.state.snapshot(self._metrics)
         body = json.dumps(snap, separators=(",", ":")).encode()

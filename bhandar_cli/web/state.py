@@ -51,7 +51,7 @@ class WebState:
             return
         data = reply.to_json()
         if reply.ok or "trace" in data:
-            level = cmd.options.get("c") or self.session.client.consistency
+            level = cmd.options.get("c") or self.session.client.data.consistency
             ks, key = cmd.arg(0), cmd.arg(1)
             data.setdefault("keyspace", ks)
             data.setdefault("key", key)
@@ -82,16 +82,16 @@ class WebState:
     async def snapshot(self, metrics: dict[str, Any] | None = None) -> dict[str, Any]:
         """The whole picture now; `metrics` is the last metrics view (costlier, fetched less often)."""
         client = self.session.client
-        status = await client.status()
-        members = await _or_none(client.members())
-        hints = await _or_none(client.hints())
-        ring = await client.ring()
+        status = await client.views.status()
+        members = await _or_none(client.ops.members())
+        hints = await _or_none(client.views.hints())
+        ring = await client.views.ring()
         return {
             "nodes": node_cards(status, members, hints),
             "partitions": status["partitions"],
             "ring": ring_view(ring),
-            "consistency": client.consistency,
-            "trace": client.trace,
+            "consistency": client.data.consistency,
+            "trace": client.data.trace,
             "requests": [await self._request(r) for r in self.recent],
             "focus": await self._focus(),
             "latency": latency_view(metrics) if metrics else {},
@@ -102,7 +102,7 @@ class WebState:
 
     async def _request(self, entry: dict[str, Any]) -> dict[str, Any]:
         reply = entry["reply"]
-        prefs = await _or_none(self.session.client.prefs(reply["keyspace"], reply["key"]))
+        prefs = await _or_none(self.session.client.views.prefs(reply["keyspace"], reply["key"]))
         replicas = prefs["replicas"] if prefs else []
         return request_view(entry["cmd"], reply, entry["level"], replicas)
 
@@ -111,8 +111,8 @@ class WebState:
             return None
         ks, key = self.focus
         client = self.session.client
-        prefs = await _or_none(client.prefs(ks, key))
-        clock = await _or_none(client.clock(ks, key))
+        prefs = await _or_none(client.views.prefs(ks, key))
+        clock = await _or_none(client.views.clock(ks, key))
         return {
             "keyspace": ks,
             "key": key,

@@ -97,10 +97,10 @@ def test_a_second_run_on_the_same_cluster_writes_fresh_keys() -> None:
             seen: list[set[str]] = []
             for _ in range(2):
                 await _store_load(client, 60, 4, (1, 1), b"v", "text/plain", None)
-                seen.append(set(client.keys_seen[KEYSPACE]) - set().union(*seen))
+                seen.append(set(client.data.keys_seen[KEYSPACE]) - set().union(*seen))
             assert len(seen[1]) > 60  # the second run's preload and puts, all new keys
-            for key in sorted(client.keys_seen[KEYSPACE]):
-                assert len((await client.get(KEYSPACE, key)).values) == 1, key
+            for key in sorted(client.data.keys_seen[KEYSPACE]):
+                assert len((await client.data.get(KEYSPACE, key)).values) == 1, key
             nursery.cancel_scope.cancel()
 
     trio.run(main)

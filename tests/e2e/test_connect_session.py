@@ -41,7 +41,7 @@ def test_add_under_writes_loses_nothing_and_the_session_hears_the_cluster(fresh_
                         return  # enough written after the join, too
                     key = f"w{i}"
                     try:
-                        await client.put("kv", key, encode_json(i), "application/json", None, "QUORUM")
+                        await client.data.put("kv", key, encode_json(i), "application/json", None, "QUORUM")
                     except (BhandarError, ClientError):
                         continue  # not acknowledged: the test claims nothing about it
                     acked[key] = i
@@ -70,7 +70,7 @@ def test_add_under_writes_loses_nothing_and_the_session_hears_the_cluster(fresh_
             lost: list[str] = []
             for level in ("QUORUM", "ALL"):
                 for key, value in acked.items():
-                    got = await client.get("kv", key, level=level)
+                    got = await client.data.get("kv", key, level=level)
                     # A put whose forwarded coordinator answered too late is coordinated again by
                     # another replica (core/roles/coordinator.py): then the key holds the value twice,
                     # as two siblings. Lost would be a key without it, or holding something else.

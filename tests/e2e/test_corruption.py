@@ -17,7 +17,7 @@ import json
 import ssl
 import urllib.request
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -34,6 +34,10 @@ from bhandar_cli.storage.sstable import Table
 from bhandar_cli.store.record_store import data_key
 from tests.e2e.conftest import bearer, http_base, run_cli, tls_verify, wait_for
 
+if TYPE_CHECKING:
+    from bhandar_cli.client.backends.tcp_backend import TcpBackend
+    from bhandar_cli.client.client import Client
+
 VICTIM = "D"
 KEYS = 1500
 
@@ -46,12 +50,12 @@ def _flip(path: str, offset: int) -> None:
         f.write(bytes([byte[0] ^ 0x10]))
 
 
-async def _write_all(client: Any) -> list[str]:
+async def _write_all(client: Client[TcpBackend]) -> list[str]:
     keys = [f"key-{i:05d}" for i in range(KEYS)]
 
     async def put(chunk: list[str]) -> None:
         for key in chunk:
-            await client.put("kv", key, encode_json(key), "application/json", "none", "ALL")
+            await client.data.put("kv", key, encode_json(key), "application/json", "none", "ALL")
 
     async with trio.open_nursery() as nursery:
         for w in range(10):
@@ -88,9 +92,11 @@ def _reported(cluster: ClusterFile, kind: str, path: str, offset: int) -> None:
     assert f'bhandar_corruptions_total{{kind="{kind}"}} 1.0' in _metrics(cluster)
 
 
-async def _restart_and_check(cluster: ClusterFile, client: Any, mine: list[str], lost: set[str]) -> int:
+async def _restart_and_check(
+    cluster: ClusterFile, client: Client[TcpBackend], mine: list[str], lost: set[str]
+) -> int:
     """Restart D; every key is back on D within the deadline. Returns D's `keys_repaired`."""
-    assert (await client.revive(VICTIM))["changed"]
+    assert (await client.ops.revive(VICTIM))["changed"]
     backend = client.backend
     with trio.fail_after(60):  # a background round would take D's 48 comparisons × 2 s
         missing = set(mine)
@@ -112,8 +118,8 @@ def test_a_flipped_byte_in_an_sstable_block_loses_only_that_block(fresh_cluster:
     async def main() -> tuple[str, int, set[str], int]:
         async with open_tcp_client(fresh_cluster.dir) as client:
             mine = await _write_all(client)
-            await client.flush(VICTIM)
-            assert (await client.kill(VICTIM))["changed"]
+            await client.ops.flush(VICTIM)
+            assert (await client.ops.kill(VICTIM))["changed"]
             # The table with most of D's keys, and a data block in its middle.
             paths = sorted(str(p) for p in Path(data_dir).glob("*.sst"))
             cipher = cipher_for(cluster_key(fresh_cluster))
@@ -143,7 +149,7 @@ def test_a_flipped_byte_in_the_middle_of_the_wal_loses_only_that_record(fresh_cl
     async def main() -> tuple[str, int, int]:
         async with open_tcp_client(fresh_cluster.dir) as client:
             mine = await _write_all(client)
-            assert (await client.kill(VICTIM))["changed"]
+            assert (await client.ops.kill(VICTIM))["changed"]
             # The newest WAL, and the data record in the middle of it.
             path = max(str(p) for p in Path(data_dir).glob("*.log"))
             log = wal.parse(Path(path).read_bytes(), cipher_for(cluster_key(fresh_cluster)))

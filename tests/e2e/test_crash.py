@@ -10,7 +10,7 @@ read repair: whichever got there).
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -20,17 +20,23 @@ from bhandar_cli.core.model.records import Versioned
 from bhandar_cli.core.model.values import encode_json
 from bhandar_cli.fleet.cluster_file import ClusterFile
 
+if TYPE_CHECKING:
+    from bhandar_cli.client.backends.tcp_backend import TcpBackend
+    from bhandar_cli.client.client import Client
+
 VICTIM = "D"  # shares zone z1 with A, so it is a replica of some keys, not all
 WRITERS = 8
 
 
-async def write_stream(client: Any, acked: dict[str, int], failed: list[str], stop: trio.Event) -> None:
+async def write_stream(
+    client: Client[TcpBackend], acked: dict[str, int], failed: list[str], stop: trio.Event
+) -> None:
     async def writer(w: int) -> None:
         i = 0
         while not stop.is_set():
             key = f"k{w}-{i}"
             try:
-                await client.put("crash", key, encode_json(i), "application/json", "none", "QUORUM")
+                await client.data.put("crash", key, encode_json(i), "application/json", "none", "QUORUM")
                 acked[key] = i
             except ClientError as exc:
                 failed.append(f"{key}: {exc.code} {exc}")
@@ -63,17 +69,17 @@ def test_acknowledged_writes_survive_a_kill_9(fresh_cluster: ClusterFile) -> Non
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(write_stream, client, acked, failed, stop)
                 await until(lambda: len(acked) >= 300, 20, "300 acknowledged writes")
-                assert (await client.kill(VICTIM))["changed"]  # SIGKILL, mid-stream
+                assert (await client.ops.kill(VICTIM))["changed"]  # SIGKILL, mid-stream
                 killed_at = len(acked)
                 await until(lambda: len(acked) >= killed_at + 300, 20, "writes while the node is down")
-                assert (await client.revive(VICTIM))["changed"]
+                assert (await client.ops.revive(VICTIM))["changed"]
                 revived_at = len(acked)
                 await until(lambda: len(acked) >= revived_at + 200, 20, "writes after the restart")
                 stop.set()
             # Every acknowledged write is readable at QUORUM.
             lost = []
             for key, value in sorted(acked.items()):
-                outcome = await client.get("crash", key, "QUORUM")
+                outcome = await client.data.get("crash", key, "QUORUM")
                 if value not in outcome.values:
                     lost.append((key, value, outcome.values))
             assert not lost, f"{len(lost)} acknowledged writes lost, e.g. {lost[:5]}"
@@ -87,7 +93,7 @@ def test_acknowledged_writes_survive_a_kill_9(fresh_cluster: ClusterFile) -> Non
                         if holds(own, missing[key]):
                             del missing[key]
                         else:
-                            await client.get("crash", key, "ALL")  # read repair
+                            await client.data.get("crash", key, "ALL")  # read repair
                     if missing:
                         await trio.sleep(0.1)
             info = await backend.node_info(VICTIM)

@@ -44,13 +44,13 @@ def _up_write_and_look(directory: Path, encrypt: bool) -> tuple[list[str], list[
         await supervisor.up(directory, 3, 3, 0, 8, 3, NODE_ARGS, 30.0, encrypt=encrypt)
         async with open_tcp_client(directory) as client:
             for i in range(20):
-                await client.put("kv", f"k{i}", encode_json(VALUE), "application/json", "none", "ALL")
+                await client.data.put("kv", f"k{i}", encode_json(VALUE), "application/json", "none", "ALL")
             before = _files_holding(directory, VALUE.encode())
             for node in ("A", "B", "C"):
-                await client.flush(node)
+                await client.ops.flush(node)
             after = _files_holding(directory, VALUE.encode())
             tables = len(list((directory / supervisor.DATA_DIR).rglob("*.sst")))
-            got = await client.get("kv", "k7", "QUORUM")
+            got = await client.data.get("kv", "k7", "QUORUM")
             assert VALUE in repr(got)  # what the disk hides, the cluster still serves
         return before, after, tables
 
@@ -81,7 +81,7 @@ def test_an_encrypted_cluster_keeps_no_plaintext_and_a_node_without_its_key_refu
 
         async def stop_a() -> Any:
             async with open_tcp_client(directory) as client:
-                return await client.kill("A")
+                return await client.ops.kill("A")
 
         assert trio.run(stop_a)["changed"]
         env = {k: v for k, v in os.environ.items() if k != ENV_VAR}

@@ -52,9 +52,9 @@ def test_a_node_started_on_an_older_copy_of_its_data_is_up_within_10_s_and_its_h
                 row = next(r for r in rows if r["id"] == VICTIM)
                 return int(row["generation"]), int(row["heartbeat"])
 
-            assert await client.kill(VICTIM)
+            assert await client.ops.kill(VICTIM)
             shutil.copytree(data, older)  # the copy remembers this generation
-            assert await client.revive(VICTIM)  # a later generation the peers will remember
+            assert await client.ops.revive(VICTIM)  # a later generation the peers will remember
             await until(lambda: seen_up_by_all(True), 30, f"{VICTIM} up after its restart")
 
             async def lived_a_while() -> bool:
@@ -62,20 +62,20 @@ def test_a_node_started_on_an_older_copy_of_its_data_is_up_within_10_s_and_its_h
 
             await until(lived_a_while, 60, f"{VICTIM}'s heartbeat to climb")
             remembered, _ = await state_seen_by_a()
-            assert await client.kill(VICTIM)
+            assert await client.ops.kill(VICTIM)
             await until(lambda: seen_up_by_all(False), 30, f"{VICTIM} seen down")
             keys = [f"g{i}" for i in range(60)]
             for key in keys:
-                await client.put("kv", key, encode_json(key), "application/json", "none", "QUORUM", "A")
+                await client.data.put("kv", key, encode_json(key), "application/json", "none", "QUORUM", "A")
             mine = [k for k in keys if VICTIM in backend.ring.preference_list(key_token("kv", k), 3)]
 
             async def hints_held() -> bool:
-                return int((await client.hints())["pending"]) >= len(mine)
+                return int((await client.views.hints())["pending"]) >= len(mine)
 
             await until(hints_held, 30, "hints for the stopped node")
             shutil.rmtree(data)
             shutil.copytree(older, data)
-            assert await client.revive(VICTIM)
+            assert await client.ops.revive(VICTIM)
             took = await until(lambda: seen_up_by_all(True), 10, f"{VICTIM} up in every peer's view")
 
             async def regenerated() -> bool:
@@ -86,7 +86,7 @@ def test_a_node_started_on_an_older_copy_of_its_data_is_up_within_10_s_and_its_h
             await until(regenerated, 10, f"{VICTIM} to take a generation above {remembered}")
 
             async def drained() -> bool:
-                return int((await client.hints())["pending"]) == 0
+                return int((await client.views.hints())["pending"]) == 0
 
             await until(drained, 60, "the hints to drain")
             for key in mine:

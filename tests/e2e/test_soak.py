@@ -41,7 +41,7 @@ def test_an_added_node_becomes_a_member_and_gets_its_data(fresh_cluster: Cluster
     async def write() -> None:
         async with open_tcp_client(directory) as client:
             for key in keys:
-                await client.put("kv", key, encode_json(key), "application/json", "none", "ALL")
+                await client.data.put("kv", key, encode_json(key), "application/json", "none", "ALL")
 
     trio.run(write)
     done = bhandar("cluster", "add", "--dir", directory, "--zone", "z2", "-o", "json")

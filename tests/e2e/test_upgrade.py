@@ -51,7 +51,9 @@ def test_upgrade_to_2_under_quorum_writes_fails_nothing(fresh_cluster_v1: Cluste
                 while not done.is_set():
                     key, value = f"u{stream}-{i}", f"v{stream}-{i}"
                     try:
-                        await writer.put("kv", key, encode_json(value), "application/json", "none", "QUORUM")
+                        await writer.data.put(
+                            "kv", key, encode_json(value), "application/json", "none", "QUORUM"
+                        )
                         acked[key] = value
                     except Exception as exc:  # every failure counts, whatever its kind
                         failures.append(f"{key} at {time.monotonic() - t0:.2f}s: {exc}")
@@ -66,7 +68,7 @@ def test_upgrade_to_2_under_quorum_writes_fails_nothing(fresh_cluster_v1: Cluste
                         keys = list(acked)
                         key = keys[(i * 7919) % len(keys)]
                         try:
-                            await writer.get("kv", key, "QUORUM")
+                            await writer.data.get("kv", key, "QUORUM")
                         except Exception as exc:
                             failures.append(f"read {key} at {time.monotonic() - t0:.2f}s: {exc}")
                     i += 1
@@ -98,12 +100,12 @@ def test_upgrade_to_2_under_quorum_writes_fails_nothing(fresh_cluster_v1: Cluste
                 nursery.start_soon(read_stream)
                 nursery.start_soon(sample)
                 await writes_acked(20)  # writes flowing before the first node stops
-                report: dict[str, Any] = await operator.upgrade(2, heard)
+                report: dict[str, Any] = await operator.ops.upgrade(2, heard)
                 await writes_acked(10)  # and after the last node is back
                 done.set()
             missing = []
             for key, value in acked.items():
-                got = await writer.get("kv", key, "QUORUM")
+                got = await writer.data.get("kv", key, "QUORUM")
                 if value not in got.values:
                     missing.append(key)
             report["missing"] = missing

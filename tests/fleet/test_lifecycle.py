@@ -18,6 +18,7 @@ import pytest
 import trio
 import trio.testing
 
+from bhandar_cli.client.backend import Backend
 from bhandar_cli.client.backends.in_process_backend import InProcessBackend
 from bhandar_cli.client.client import Client
 from bhandar_cli.client.outcomes import ClientError
@@ -97,7 +98,7 @@ class Person:
     """Lifecycle actions at random, as a person at the REPL types them. A range movement (add,
     decommission) runs in the background while the other actions go on, one movement at a time."""
 
-    def __init__(self, client: Client, cluster: InProcessCluster, rng: Random) -> None:
+    def __init__(self, client: Client[Backend], cluster: InProcessCluster, rng: Random) -> None:
         self.client, self.cluster, self.rng = client, cluster, rng
         self.counts: dict[str, int] = {}
         self.retired: set[str] = set()
@@ -110,13 +111,15 @@ class Person:
         down = [n for n in names if not cluster.hosts[n].alive]
         kind = rng.choice(("kill", "kill", "revive", "revive", "partition", "heal", "add", "decommission"))
         if kind == "kill" and len(up) > 2:
-            await self._do(kind, self.client.kill(rng.choice(up)))
+            await self._do(kind, self.client.ops.kill(rng.choice(up)))
         elif kind == "revive" and down:
-            await self._do(kind, self.client.revive(rng.choice(down)))
+            await self._do(kind, self.client.ops.revive(rng.choice(down)))
         elif kind == "partition":
-            await self._do(kind, self.client.partition([rng.sample(names, rng.randint(1, len(names) - 1))]))
+            await self._do(
+                kind, self.client.ops.partition([rng.sample(names, rng.randint(1, len(names) - 1))])
+            )
         elif kind == "heal":
-            await self._do(kind, self.client.heal())
+            await self._do(kind, self.client.ops.heal())
         elif kind == "add" and not self.moving and len(names) < MAX_NODES:
             name = next_node_name([*names, *self.retired])  # a name is never used twice
             nursery.start_soon(self._move, kind, name)
@@ -127,8 +130,8 @@ class Person:
         self.moving = True
         try:
             if kind == "add":
-                await self._do(kind, self.client.add(name))
-            elif await self._do(kind, self.client.decommission(name)):
+                await self._do(kind, self.client.ops.add(name))
+            elif await self._do(kind, self.client.ops.decommission(name)):
                 self.retired.add(name)
         finally:
             self.moving = False
@@ -146,18 +149,18 @@ class Person:
         return True
 
 
-async def heal_and_converge(client: Client, cluster: InProcessCluster) -> None:
-    await client.heal()
+async def heal_and_converge(client: Client[Backend], cluster: InProcessCluster) -> None:
+    await client.ops.heal()
     for name in list(cluster.names):
         if not cluster.hosts[name].alive:
-            await client.revive(name)
+            await client.ops.revive(name)
     with trio.move_on_after(600):
         while await cluster_problems(client):
             await trio.sleep(1.0)
-            await client.repair()
+            await client.ops.repair()
 
 
-async def cluster_problems(client: Client) -> list[str]:
+async def cluster_problems(client: Client[Backend]) -> list[str]:
     return await client.backend.convergence_problems()
 
 

@@ -24,8 +24,8 @@ def test_a_bad_value_stops_after_the_first_node_and_is_rolled_back() -> None:
         async with open_session(ClusterOptions(memory=True), "json") as session:
             client = session.client
             with pytest.raises(Unavailable) as stopped:
-                await client.config_set("request_timeout", "0.001", events.append)
-            shown = await client.config_show()
+                await client.ops.config_set("request_timeout", "0.001", events.append)
+            shown = await client.ops.config_show()
             return {"error": str(stopped.value), "shown": shown}
 
     out = trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))

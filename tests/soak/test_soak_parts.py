@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from random import Random
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
 
 import trio
 import trio.testing
@@ -45,9 +45,11 @@ def test_percentiles_and_the_live_line() -> None:
 
 
 class FakeOperator:
-    """Stands in for client/client.py: records the faults, each taking a second of (mock) time."""
+    """Stands in for client/client.py's Client (its backend, and its operations: itself): records
+    the faults, each taking a second of (mock) time."""
 
     def __init__(self) -> None:
+        self.ops = self
         self.backend = SimpleNamespace(
             names=["A", "B", "C", "D", "E"], cluster=SimpleNamespace(replicas=3), is_alive=lambda n: True
         )
@@ -87,7 +89,7 @@ def test_a_short_schedule_still_joins_and_decommissions(monkeypatch: Any) -> Non
 
     async def main() -> float:
         start = trio.current_time()
-        await FaultSchedule(operator, Random(5), log, FaultTimes(mean_gap=1.0)).run(6.0)
+        await FaultSchedule(cast(Any, operator), Random(5), log, FaultTimes(mean_gap=1.0)).run(6.0)
         return trio.current_time() - start
 
     took = trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))

@@ -24,7 +24,7 @@ def snapshots(lines: list[str], nodes: int = 5) -> list[dict[str, Any]]:
             out = []
             for line in lines:
                 await session.run_line(line)
-                metrics = await session.client.metrics()
+                metrics = await session.client.views.metrics()
                 snap = await state.snapshot(metrics)
                 out.append(json.loads(json.dumps(snap)))  # it is JSON, and stays the same through it
             return out

@@ -35,7 +35,8 @@ T = TypeVar("T")
 
 
 class BlockingBackend:
-    """A `RequestBackend` (client/client.py) over one blocking connection per node, opened on first use."""
+    """A `RequestBackend` (client/backend.py) over one blocking connection per node, opened on first
+    use."""
 
     def __init__(self, cluster: ClusterFile) -> None:
         self.cluster = cluster
@@ -59,6 +60,11 @@ class BlockingBackend:
 
     def is_alive(self, name: str) -> bool:
         return name not in self._down and pid_alive(self.cluster.node(name).pid)
+
+    def not_run(self, rid: int) -> bool:
+        """Never: a one-shot command's request is not sent on to another replica; its failure is
+        the command's answer (a script runs it again)."""
+        return False
 
     def _conn(self, name: str) -> BlockingRpc:
         conn = self._conns.get(name)

@@ -1,4 +1,7 @@
-"""The in-process backend of `client.Client`: an `InProcessCluster` seen through the Backend API."""
+"""The in-process backend of `Client`: an `InProcessCluster` seen through the `Backend` protocol
+(client/backend.py). Its nodes run in this process, so they are stopped and started in place and
+speak this process's wire protocol; they have a storage engine unless the cluster keeps its data
+in memory."""
 
 from __future__ import annotations
 
@@ -8,13 +11,16 @@ from typing import Any
 
 import trio
 
+from bhandar_cli.client.backend import Capabilities
 from bhandar_cli.core.membership.ring import Ring
+from bhandar_cli.core.model.errors import BadInput
 from bhandar_cli.core.model.metrics import NodeMetrics
 from bhandar_cli.core.model.records import Record
 from bhandar_cli.core.node import Node
 from bhandar_cli.core.protocol.messages import Result
 from bhandar_cli.fleet.in_process_cluster import InProcessCluster
 from bhandar_cli.node import admin
+from bhandar_cli.store.record_store import RecordStore
 
 
 class InProcessBackend:
@@ -23,6 +29,11 @@ class InProcessBackend:
         self.names: list[str] = cluster.names
         self.zones: dict[str, str] = cluster.zones
         self.data_dir = data_dir
+        self.capabilities = Capabilities(storage_engine=not cluster.memory_only, node_processes=False)
+
+    @property
+    def replicas(self) -> int:
+        return self.cluster.config.default_n
 
     @property
     def ring(self) -> Ring:
@@ -53,6 +64,11 @@ class InProcessBackend:
 
     async def request(self, via: str, request: Any, timeout: float) -> Result:
         return await self.cluster.request(via, request, timeout)
+
+    def not_run(self, rid: int) -> bool:
+        """Never: an in-process node that is up runs every request it is handed, and one that is
+        down answers none (the request times out: it may have run)."""
+        return False
 
     def _node(self, name: str) -> Node | None:
         return self.cluster.host(name).node
@@ -89,8 +105,21 @@ class InProcessBackend:
     async def kill(self, name: str) -> bool:
         return self.cluster.kill(name)
 
-    async def revive(self, name: str) -> bool:
+    async def revive(self, name: str, protocol: int | None = None) -> bool:
+        if protocol is not None:
+            raise BadInput(
+                "in-process nodes speak this process's wire protocol: only node processes start at another"
+            )
         return await self.cluster.revive(name)
+
+    async def stop_node(self, name: str) -> str:
+        """As `kill`: an in-process node has no drain of its own; it stops at once and its store
+        outlives it (it starts again as after a crash)."""
+        await self.kill(name)
+        return "stopped"
+
+    def protocol_of(self, name: str) -> int | None:
+        return None  # this process's
 
     async def add_node(self, name: str, zone: str | None) -> str:
         host = await self.cluster.add_node(name, zone)
@@ -103,6 +132,10 @@ class InProcessBackend:
             from bhandar_cli.store.data_dir import retire_node_dir
 
             retire_node_dir(self.data_dir, name)
+
+    def save_config(self, plain: dict[str, Any]) -> None:
+        """Nothing to keep: an in-process cluster has no cluster file, and lives as long as its
+        session (a revived node comes back with the configuration it had)."""
 
     async def set_node_config(self, name: str, plain: dict[str, Any]) -> dict[str, Any]:
         """Apply a version of the cluster configuration on node `name` now (node/reconfigure.py)."""
@@ -121,12 +154,11 @@ class InProcessBackend:
 
     # --- storage ---------------------------------------------------------------------------------
 
-    def _store(self, name: str) -> Any:
+    def _store(self, name: str) -> RecordStore:
         store = self.cluster.host(name).store
-        if not hasattr(store, "flush"):
-            from bhandar_cli.core.model.errors import BadInput
-
+        if not self.capabilities.storage_engine:
             raise BadInput("this cluster keeps its data in memory: there is no storage engine to work on")
+        assert isinstance(store, RecordStore)  # what the cluster's store factory makes
         return store
 
     async def flush(self, name: str) -> dict[str, Any]:
@@ -141,8 +173,6 @@ class InProcessBackend:
 
     def _snapshot_dir(self, snapshot: str) -> str:
         if self.data_dir is None:
-            from bhandar_cli.core.model.errors import BadInput
-
             raise BadInput("snapshots need a data directory (bhandar repl --data-dir DIR)")
         return os.path.join(self.data_dir, "snapshots", snapshot)
 
@@ -154,8 +184,6 @@ class InProcessBackend:
         local = os.path.abspath(self._snapshot_dir(snapshot))  # the store keeps it in its ARCHIVES
         base = os.path.join(os.path.abspath(to), snapshot) if to else local
         if os.path.exists(local) or os.path.exists(base):
-            from bhandar_cli.core.model.errors import BadInput
-
             raise BadInput(f"snapshot {snapshot} already exists")
         started = time.perf_counter()
         if to:
@@ -184,8 +212,6 @@ class InProcessBackend:
 
         local = self._snapshot_dir(snapshot)
         if not os.path.isdir(local):
-            from bhandar_cli.core.model.errors import BadInput
-
             raise BadInput(f"no snapshot named {snapshot}")
         assert self.data_dir is not None
         started = time.perf_counter()

@@ -1,4 +1,5 @@
-"""The client `Backend` (client/client.py) over TCP to a cluster of node processes, found by its cluster file.
+"""The client `Backend` (client/backend.py) over TCP to a cluster of node processes, found by its
+cluster file.
 
 Requests and admin views go through one pipelined RPC connection per node, opened on first use and
 reopened after a failure. `kill` SIGKILLs the node's process group, `revive` restarts it with the
@@ -19,6 +20,7 @@ from typing import Any
 
 import trio
 
+from bhandar_cli.client.backend import Capabilities
 from bhandar_cli.client.outcomes import ClientError
 from bhandar_cli.core.membership.ring import Ring
 from bhandar_cli.core.model.errors import BadInput, Unavailable
@@ -42,6 +44,8 @@ NOTES_TIMEOUT = 0.5  # a REPL asks every few tenths of a second; a slow node is 
 
 
 class TcpBackend:
+    capabilities = Capabilities(storage_engine=True, node_processes=True)
+
     def __init__(self, cluster: ClusterFile, nursery: trio.Nursery) -> None:
         self.cluster = cluster
         self.names: list[str] = cluster.names
@@ -57,6 +61,10 @@ class TcpBackend:
         self._notes = NoteReader(self._read_notes)
         self._not_run: set[int] = set()  # rids of requests a node refused before running them
         self._stopping: set[str] = set()  # nodes this backend is stopping (upgrade): not routed to
+
+    @property
+    def replicas(self) -> int:
+        return self.cluster.replicas
 
     def now(self) -> float:
         return trio.current_time()

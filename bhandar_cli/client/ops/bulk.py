@@ -44,7 +44,8 @@ from bhandar_cli.core.model.values import encode_json
 from bhandar_cli.core.model.versions import BYTES, JSON
 
 if TYPE_CHECKING:
-    from bhandar_cli.client.client import Client
+    from bhandar_cli.client.backend import Backend
+    from bhandar_cli.client.data_client import DataClient
 
 EXPORT_FORMAT = 1
 RETRIES = 3  # times a read or write that timed out is tried again
@@ -113,11 +114,10 @@ class ExportHeader:
             raise BadInput(f"the export header is incomplete: {exc}") from None
 
 
-async def keyspace_def(client: Client, name: str) -> KeyspaceDef | None:
+async def keyspace_def(backend: Backend, name: str) -> KeyspaceDef | None:
     """The definition of keyspace `name` as the first node to answer knows it, or None if it has
     none. No answer at all is an unavailable cluster, not an unknown keyspace (a node too busy to
     answer within the admin timeout shows an empty view)."""
-    backend = client.backend
     for node in backend.names:
         if not backend.is_alive(node):
             continue
@@ -132,10 +132,9 @@ async def keyspace_def(client: Client, name: str) -> KeyspaceDef | None:
     raise ClientError("unavailable", "no node answered with its keyspaces (all down or too busy); try again")
 
 
-async def key_pages(client: Client, keyspace: KeyspaceDef) -> AsyncIterator[list[str]]:
+async def key_pages(backend: Backend, keyspace: KeyspaceDef) -> AsyncIterator[list[str]]:
     """Every key of the keyspace, one ring range per page, sorted within the page (tombstoned
     keys included: their read says so). A range with no live replica is an error, not a gap."""
-    backend = client.backend
     ring = backend.ring
     for rng in ring.ranges():
         replicas = [r for r in ring.preference_list(rng.hi, keyspace.n) if backend.is_alive(r)]
@@ -150,7 +149,7 @@ async def key_pages(client: Client, keyspace: KeyspaceDef) -> AsyncIterator[list
         yield sorted(keys)
 
 
-async def export_key(client: Client, keyspace: str, key: str, level: str | None) -> dict[str, Any] | None:
+async def export_key(client: DataClient, keyspace: str, key: str, level: str | None) -> dict[str, Any] | None:
     """Read one key at `level` and give its export line (None: nothing live to export). A read
     that times out is tried again: reading twice changes nothing."""
     try:
@@ -183,7 +182,9 @@ class ImportedKey:
     counter: bool
 
 
-async def import_line(client: Client, keyspace: str, obj: dict[str, Any], level: str | None) -> ImportedKey:
+async def import_line(
+    client: DataClient, keyspace: str, obj: dict[str, Any], level: str | None
+) -> ImportedKey:
     """Write one export line back (raises BadInput for a malformed line, ClientError for a
     refused or failed write). Siblings go one after another through the key's coordinator."""
     key = obj.get("key")
@@ -196,7 +197,7 @@ async def import_line(client: Client, keyspace: str, obj: dict[str, Any], level:
 
 
 async def _write_back(
-    client: Client, keyspace: str, key: str, obj: dict[str, Any], level: str | None
+    client: DataClient, keyspace: str, key: str, obj: dict[str, Any], level: str | None
 ) -> ImportedKey:
     if "counter" in obj:
         total = obj["counter"]
@@ -235,7 +236,9 @@ async def _retrying(
             return None
 
 
-async def _holds(client: Client, keyspace: str, key: str, data: bytes, ctype: str, level: str | None) -> bool:
+async def _holds(
+    client: DataClient, keyspace: str, key: str, data: bytes, ctype: str, level: str | None
+) -> bool:
     """Whether the key (read at `level`) has a live sibling with these bytes and content type."""
     got = await client.get(keyspace, key, level)
     return any(s.raw == data and s.ctype == ctype for s in got.siblings if not s.tombstone)

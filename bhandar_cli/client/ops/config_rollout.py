@@ -34,7 +34,7 @@ from bhandar_cli.core.model.live_config import LiveConfig
 from bhandar_cli.core.protocol.messages import Failure, GetRequest
 
 if TYPE_CHECKING:
-    from bhandar_cli.client.client import Backend
+    from bhandar_cli.client.backend import Backend
 
 WINDOW = 2.0  # seconds of health measured before and after a node takes the change
 PROBE_GAP = 0.05  # seconds between two probes of a window
@@ -149,9 +149,7 @@ class ConfigRollout:
             row["seconds"] = round(backend.now() - self._node_started, 3)
             rows.append(row)
             self._phase(name, "done", seconds=row["seconds"])
-        save = getattr(backend, "save_config", None)
-        if save is not None:
-            save(new.to_plain())
+        backend.save_config(new.to_plain())
         return {
             "cmd": "config set",
             "ok": True,
@@ -263,8 +261,4 @@ def _set_of(seen: dict[str, Any]) -> dict[str, Any]:
 
 
 async def _apply(backend: Backend, name: str, live: LiveConfig) -> dict[str, Any]:
-    apply = getattr(backend, "set_node_config", None)
-    if apply is None:
-        raise Unavailable("this cluster cannot change its configuration at runtime")
-    answer: dict[str, Any] = await apply(name, live.to_plain())
-    return answer
+    return await backend.set_node_config(name, live.to_plain())

@@ -9,8 +9,8 @@ Each node in turn goes through these phases, reported live to `progress` as they
   but is not yet seen up by every peer (just started) is waited for, up to REJOIN_TIMEOUT.
 - flush: the node writes its memtable to an SSTable (a shorter WAL replay on start).
 - stop: a clean stop that drains (node/process.py `stop`): new client requests are refused as not
-  run, and the client sends them to the key's next replica (client/client.py `_call`); those in flight
-  are answered; then the process exits. The client routes around the node meanwhile.
+  run, and the client sends them to the key's next replica (client/data_client.py `call`); those in
+  flight are answered; then the process exits. The client routes around the node meanwhile.
 - down: every live peer sees it down (a version-2 node said goodbye, so its version-2 peers know
   at once; version-1 peers wait for their failure detector): what it misses is hinted from here.
 - start: the node starts again, at protocol `to` when given (kept in the cluster file).
@@ -28,14 +28,14 @@ Each node in turn goes through these phases, reported live to `progress` as they
   657 writes failed so, "forwarded to B, C, which did not answer in time").
 
 Only then does the next node stop; a node that does not serve again within SETTLE_TIMEOUT stops
-the upgrade (`Unavailable`, naming the phase it did not pass). Backends without a clean stop (the
-in-process cluster) are flushed and restarted in place; they have no wire protocol, so `to` needs
-a process cluster.
+the upgrade (`Unavailable`, naming the phase it did not pass). A cluster whose nodes are not
+processes (the in-process one: its `Capabilities`) is stopped and restarted in place, flushed when
+its nodes have a storage engine; its nodes speak this process's wire protocol, so `to` needs a
+process cluster.
 """
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -43,7 +43,7 @@ from bhandar_cli.core.model.errors import BadInput, BhandarError, Refused, Unava
 from bhandar_cli.core.protocol.messages import Failure, GetRequest, RepairRequest
 
 if TYPE_CHECKING:
-    from bhandar_cli.client.client import Backend
+    from bhandar_cli.client.backend import Backend
 
 DOWN_TIMEOUT = 10.0  # seconds to wait for every peer to see a stopped node down
 REJOIN_TIMEOUT = 10.0  # seconds a running node has, before a step, to be seen up by every peer
@@ -118,7 +118,7 @@ class RollingUpgrade:
         self.repair = repair
         self.to = to
         self.progress = progress or (lambda _event: None)
-        self.replicas = int(getattr(getattr(backend, "cluster", None), "replicas", 3))
+        self.replicas = backend.replicas
         self._node_started = 0.0
         self._last_phase = ""
 
@@ -129,13 +129,12 @@ class RollingUpgrade:
 
     async def run(self) -> dict[str, Any]:
         backend = self.backend
-        stop_node = getattr(backend, "stop_node", None)
-        protocol_of = getattr(backend, "protocol_of", None)
+        processes = backend.capabilities.node_processes
         from bhandar_cli.node.net.codec import MIN_COMPATIBLE_VERSION, PROTOCOL_VERSION
 
         if self.to is not None and not MIN_COMPATIBLE_VERSION <= self.to <= PROTOCOL_VERSION:
             raise BadInput(f"to must be {MIN_COMPATIBLE_VERSION}..{PROTOCOL_VERSION} (got {self.to})")
-        if self.to is not None and protocol_of is None:
+        if self.to is not None and not processes:
             raise BadInput(
                 "upgrade to=N changes the wire protocol of node processes: connect to a "
                 "process cluster (bhandar repl --connect DIR, or bhandar cluster upgrade)"
@@ -144,7 +143,7 @@ class RollingUpgrade:
         rows: list[dict[str, Any]] = []
         for name in list(backend.names):
             self._node_started = self.backend.now()
-            before = protocol_of(name) if protocol_of is not None else None
+            before = backend.protocol_of(name)
             if self.to is not None and before == self.to and backend.is_alive(name):
                 rows.append(
                     {
@@ -161,27 +160,18 @@ class RollingUpgrade:
             self._phase(name, "check")
             await check_step(backend, name, self.replicas)
             self._phase(name, "flush")
-            flush = getattr(backend, "flush", None)
-            if flush is not None:
-                with contextlib.suppress(BadInput):  # an in-memory cluster has nothing to flush
-                    await flush(name)
+            if backend.capabilities.storage_engine:  # a cluster kept in memory has nothing to flush
+                await backend.flush(name)
             self._phase(name, "stop")
-            if stop_node is not None:
-                how = await stop_node(name)
-            else:
-                await backend.kill(name)
-                how = "stopped"
+            how = await backend.stop_node(name)
             self._phase(name, "down", stopped=how)
             await self._seen_down(name)
             self._phase(name, "start")
-            if self.to is not None:
-                await backend.revive(name, protocol=self.to)  # type: ignore[call-arg]
-            else:
-                await backend.revive(name)
+            await backend.revive(name, protocol=self.to)
             row = await self._settle(name)
             row.update(node=name, stopped=how, seconds=round(self.backend.now() - self._node_started, 3))
-            if protocol_of is not None:
-                row.update({"from": before, "protocol": protocol_of(name)})
+            if processes:
+                row.update({"from": before, "protocol": backend.protocol_of(name)})
             rows.append(row)
             if not row["settled"]:
                 self._phase(name, "not settled", seconds=row["seconds"])

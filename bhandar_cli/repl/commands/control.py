@@ -35,8 +35,8 @@ WAIT_TIMEOUT = "30s"
     renderer=render_trace,
 )
 async def trace(session: Session, cmd: Command) -> dict[str, Any]:
-    session.client.trace = cmd.keyword(0) == "on"
-    return {"cmd": "trace", "ok": True, "trace": session.client.trace}
+    session.client.data.trace = cmd.keyword(0) == "on"
+    return {"cmd": "trace", "ok": True, "trace": session.client.data.trace}
 
 
 @TABLE.command(
@@ -50,8 +50,8 @@ async def trace(session: Session, cmd: Command) -> dict[str, Any]:
 )
 async def consistency(session: Session, cmd: Command) -> dict[str, Any]:
     if cmd.args:
-        session.client.consistency = parse_level(cmd.arg(0))
-    return {"cmd": "consistency", "ok": True, "level": session.client.consistency}
+        session.client.data.consistency = parse_level(cmd.arg(0))
+    return {"cmd": "consistency", "ok": True, "level": session.client.data.consistency}
 
 
 @TABLE.command(
@@ -78,7 +78,7 @@ async def output(session: Session, cmd: Command) -> dict[str, Any]:
     renderer=render_sleep,
 )
 async def sleep(session: Session, cmd: Command) -> dict[str, Any]:
-    return await session.client.sleep(parse_duration(cmd.arg(0)))
+    return await session.client.ops.sleep(parse_duration(cmd.arg(0)))
 
 
 @TABLE.command(
@@ -94,7 +94,7 @@ async def sleep(session: Session, cmd: Command) -> dict[str, Any]:
 async def wait(session: Session, cmd: Command) -> dict[str, Any]:
     cmd.keyword(0)
     timeout = parse_duration(cmd.options.get("timeout", WAIT_TIMEOUT))
-    return await session.client.wait_converged(timeout)
+    return await session.client.ops.wait_converged(timeout)
 
 
 @TABLE.command(

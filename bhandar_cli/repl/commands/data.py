@@ -57,7 +57,7 @@ LEVEL_SHORT = Option("c", LEVEL, metavar="...")  # keeps the longer usage lines 
 async def put(session: Session, cmd: Command) -> WriteOutcome:
     value = parse_value_text(_value_text(cmd.args[2]))
     o = cmd.options
-    outcome = await session.client.put(
+    outcome = await session.client.data.put(
         cmd.arg(0), cmd.arg(1), value.data, value.ctype, o.get("ctx"), o.get("c"), o.get("via")
     )
     return outcome.warned(value.warning)
@@ -84,7 +84,7 @@ async def put(session: Session, cmd: Command) -> WriteOutcome:
 )
 async def get(session: Session, cmd: Command) -> GetOutcome:
     o = cmd.options
-    return await session.client.get(cmd.arg(0), cmd.arg(1), o.get("c"), o.get("via"))
+    return await session.client.data.get(cmd.arg(0), cmd.arg(1), o.get("c"), o.get("via"))
 
 
 @TABLE.command(
@@ -103,7 +103,7 @@ async def get(session: Session, cmd: Command) -> GetOutcome:
 )
 async def delete(session: Session, cmd: Command) -> WriteOutcome:
     o = cmd.options
-    return await session.client.delete(cmd.arg(0), cmd.arg(1), o.get("ctx"), o.get("c"), o.get("via"))
+    return await session.client.data.delete(cmd.arg(0), cmd.arg(1), o.get("ctx"), o.get("c"), o.get("via"))
 
 
 @TABLE.command(
@@ -120,7 +120,9 @@ async def delete(session: Session, cmd: Command) -> WriteOutcome:
 async def incr(session: Session, cmd: Command) -> IncrOutcome:
     delta = _int(cmd.arg(2), "DELTA") if len(cmd.args) > 2 else 1
     o = cmd.options
-    return await session.client.incr(cmd.arg(0), cmd.arg(1), delta, o.get("id"), o.get("c"), o.get("via"))
+    return await session.client.data.incr(
+        cmd.arg(0), cmd.arg(1), delta, o.get("id"), o.get("c"), o.get("via")
+    )
 
 
 @TABLE.command(
@@ -151,13 +153,13 @@ async def incr(session: Session, cmd: Command) -> IncrOutcome:
 )
 async def keyspace(session: Session, cmd: Command) -> dict[str, Any]:
     if cmd.keyword(0) == "list":
-        return await session.client.keyspace_list()
+        return await session.client.views.keyspace_list()
     if len(cmd.args) != 2:
         raise BadInput(f"usage: {cmd.spec.usage}")
     given: dict[str, Any] = dict(cmd.options)  # the options are named as client.keyspace_create's
     if "n" in given:
         given["n"] = _int(given["n"], "n")
-    return await session.client.keyspace_create(cmd.arg(1), **given)
+    return await session.client.ops.keyspace_create(cmd.arg(1), **given)
 
 
 def _value_text(word: Word) -> str:

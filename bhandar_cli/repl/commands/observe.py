@@ -32,7 +32,7 @@ TABLE: CommandTable[Session] = CommandTable()
     renderer=render_status,
 )
 async def status(session: Session, cmd: Command) -> dict[str, Any]:
-    return await session.client.status()
+    return await session.client.views.status()
 
 
 @TABLE.command(
@@ -43,7 +43,7 @@ async def status(session: Session, cmd: Command) -> dict[str, Any]:
     renderer=render_ring,
 )
 async def ring(session: Session, cmd: Command) -> dict[str, Any]:
-    return await session.client.ring()
+    return await session.client.views.ring()
 
 
 @TABLE.command(
@@ -57,7 +57,7 @@ async def ring(session: Session, cmd: Command) -> dict[str, Any]:
     renderer=render_prefs,
 )
 async def prefs(session: Session, cmd: Command) -> dict[str, Any]:
-    return await session.client.prefs(cmd.arg(0), cmd.arg(1))
+    return await session.client.views.prefs(cmd.arg(0), cmd.arg(1))
 
 
 @TABLE.command(
@@ -71,7 +71,7 @@ async def prefs(session: Session, cmd: Command) -> dict[str, Any]:
     renderer=render_clock,
 )
 async def clock(session: Session, cmd: Command) -> dict[str, Any]:
-    return await session.client.clock(cmd.arg(0), cmd.arg(1))
+    return await session.client.views.clock(cmd.arg(0), cmd.arg(1))
 
 
 @TABLE.command(
@@ -84,7 +84,7 @@ async def clock(session: Session, cmd: Command) -> dict[str, Any]:
     renderer=render_merkle,
 )
 async def merkle(session: Session, cmd: Command) -> dict[str, Any]:
-    return await session.client.merkle(cmd.arg(0), cmd.arg(1))
+    return await session.client.ops.merkle(cmd.arg(0), cmd.arg(1))
 
 
 @TABLE.command(
@@ -95,7 +95,7 @@ async def merkle(session: Session, cmd: Command) -> dict[str, Any]:
     renderer=render_hints,
 )
 async def hints(session: Session, cmd: Command) -> dict[str, Any]:
-    return await session.client.hints()
+    return await session.client.views.hints()
 
 
 @TABLE.command(
@@ -109,7 +109,7 @@ async def hints(session: Session, cmd: Command) -> dict[str, Any]:
     renderer=render_members,
 )
 async def members(session: Session, cmd: Command) -> dict[str, Any]:
-    return await session.client.members(cmd.options.get("from"))
+    return await session.client.ops.members(cmd.options.get("from"))
 
 
 # What `metrics show=PART` keeps of the reply (besides cmd and ok).
@@ -143,7 +143,7 @@ async def metrics(session: Session, cmd: Command) -> dict[str, Any]:
     show = cmd.options.get("show", "all")
     if show != "all" and show not in METRICS_PARTS:
         raise BadInput(f"show= takes all, {', '.join(METRICS_PARTS)}; not {show!r}")
-    data = await session.client.metrics()
+    data = await session.client.views.metrics()
     if show == "all":
         return data
     return {k: v for k, v in data.items() if k in ("cmd", "ok", *METRICS_PARTS[show])}
@@ -166,4 +166,4 @@ async def hot(session: Session, cmd: Command) -> dict[str, Any]:
     text = cmd.arg(0) if cmd.args else "10"
     if not text.isdigit():
         raise BadInput(f"hot takes a number of keys, not {text!r}")
-    return await session.client.hot(int(text))
+    return await session.client.views.hot(int(text))

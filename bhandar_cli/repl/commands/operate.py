@@ -56,7 +56,7 @@ ANY_NODE = (Arg(NODE, optional=True),)  # the node to work on; every live node w
     renderer=render_partition,
 )
 async def partition(session: Session, cmd: Command) -> dict[str, Any]:
-    return await session.client.partition(partition_groups(cmd.args))
+    return await session.client.ops.partition(partition_groups(cmd.args))
 
 
 @TABLE.command(
@@ -66,7 +66,7 @@ async def partition(session: Session, cmd: Command) -> dict[str, Any]:
     renderer=render_heal,
 )
 async def heal(session: Session, cmd: Command) -> dict[str, Any]:
-    return await session.client.heal()
+    return await session.client.ops.heal()
 
 
 @TABLE.command(
@@ -79,7 +79,7 @@ async def heal(session: Session, cmd: Command) -> dict[str, Any]:
     renderer=render_kill,
 )
 async def kill(session: Session, cmd: Command) -> dict[str, Any]:
-    return await session.client.kill(cmd.arg(0))
+    return await session.client.ops.kill(cmd.arg(0))
 
 
 @TABLE.command(
@@ -92,7 +92,7 @@ async def kill(session: Session, cmd: Command) -> dict[str, Any]:
     renderer=render_revive,
 )
 async def revive(session: Session, cmd: Command) -> dict[str, Any]:
-    return await session.client.revive(cmd.arg(0))
+    return await session.client.ops.revive(cmd.arg(0))
 
 
 def add_interrupted(session: Session, name: str) -> str:
@@ -124,7 +124,7 @@ def decommission_interrupted(name: str) -> str:
     interrupted=lambda session, cmd: add_interrupted(session, cmd.arg(0)),
 )
 async def add(session: Session, cmd: Command) -> dict[str, Any]:
-    return await session.client.add(cmd.arg(0), cmd.options.get("zone"))
+    return await session.client.ops.add(cmd.arg(0), cmd.options.get("zone"))
 
 
 @TABLE.command(
@@ -142,7 +142,7 @@ async def add(session: Session, cmd: Command) -> dict[str, Any]:
     interrupted=lambda session, cmd: decommission_interrupted(cmd.arg(0)),
 )
 async def decommission(session: Session, cmd: Command) -> dict[str, Any]:
-    return await session.client.decommission(cmd.arg(0))
+    return await session.client.ops.decommission(cmd.arg(0))
 
 
 @TABLE.command(
@@ -159,7 +159,7 @@ async def delay(session: Session, cmd: Command) -> dict[str, Any]:
         ms = float(text)
     except ValueError:
         raise BadInput(f"MS must be a number (got {text!r})") from None
-    return await session.client.delay(cmd.arg(0), ms)
+    return await session.client.ops.delay(cmd.arg(0), ms)
 
 
 @TABLE.command(
@@ -172,7 +172,7 @@ async def delay(session: Session, cmd: Command) -> dict[str, Any]:
     renderer=render_repair,
 )
 async def repair(session: Session, cmd: Command) -> dict[str, Any]:
-    return await session.client.repair(_node_or_all(cmd))
+    return await session.client.ops.repair(_node_or_all(cmd))
 
 
 @TABLE.command(
@@ -184,7 +184,7 @@ async def repair(session: Session, cmd: Command) -> dict[str, Any]:
     renderer=render_flush,
 )
 async def flush(session: Session, cmd: Command) -> dict[str, Any]:
-    return await session.client.flush(_node_or_all(cmd))
+    return await session.client.ops.flush(_node_or_all(cmd))
 
 
 @TABLE.command(
@@ -196,7 +196,7 @@ async def flush(session: Session, cmd: Command) -> dict[str, Any]:
     renderer=render_compact,
 )
 async def compact(session: Session, cmd: Command) -> dict[str, Any]:
-    return await session.client.compact(_node_or_all(cmd))
+    return await session.client.ops.compact(_node_or_all(cmd))
 
 
 @TABLE.command(
@@ -213,7 +213,7 @@ async def compact(session: Session, cmd: Command) -> dict[str, Any]:
     renderer=render_snapshot,
 )
 async def snapshot(session: Session, cmd: Command) -> dict[str, Any]:
-    return await session.client.snapshot(cmd.arg(0), cmd.options.get("to"))
+    return await session.client.ops.snapshot(cmd.arg(0), cmd.options.get("to"))
 
 
 @TABLE.command(
@@ -231,7 +231,7 @@ async def snapshot(session: Session, cmd: Command) -> dict[str, Any]:
     renderer=render_restore,
 )
 async def restore(session: Session, cmd: Command) -> dict[str, Any]:
-    return await session.client.restore(cmd.arg(0), cmd.options.get("until"))
+    return await session.client.ops.restore(cmd.arg(0), cmd.options.get("until"))
 
 
 @TABLE.command(
@@ -252,7 +252,7 @@ async def upgrade(session: Session, cmd: Command) -> dict[str, Any]:
     if given is not None and not given.isdigit():
         raise BadInput(f"to must be a protocol version, 1 or 2 (got {given!r})")
     to = int(given) if given is not None else None
-    return await session.client.upgrade(to, print_progress)
+    return await session.client.ops.upgrade(to, print_progress)
 
 
 def _node_or_all(cmd: Command) -> str | None:
@@ -287,11 +287,11 @@ async def config(session: Session, cmd: Command) -> dict[str, Any]:
     if cmd.keyword(0) == "show":
         if len(cmd.args) != 1:
             raise BadInput("usage: config show")
-        return await session.client.config_show()
+        return await session.client.ops.config_show()
     if len(cmd.args) != 3:
         raise BadInput(f"usage: {cmd.spec.usage}")
     window = cmd.options.get("window")
     seconds = parse_duration(window) if window is not None else None
     if seconds is not None and not 0.1 <= seconds <= 600:
         raise BadInput(f"window must be 0.1s to 600s (got {window})")
-    return await session.client.config_set(cmd.arg(1), cmd.arg(2), print_progress, seconds)
+    return await session.client.ops.config_set(cmd.arg(1), cmd.arg(2), print_progress, seconds)

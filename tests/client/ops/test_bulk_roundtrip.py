@@ -9,6 +9,7 @@ import pytest
 import trio
 import trio.testing
 
+from bhandar_cli.client.backend import Backend
 from bhandar_cli.client.client import Client
 from bhandar_cli.client.ops.bulk import (
     RETRIES,
@@ -31,23 +32,23 @@ def run(main: Any) -> Any:
     return trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
 
 
-async def export_all(client: Client, keyspace: str) -> list[dict[str, Any]]:
-    definition = await keyspace_def(client, keyspace)
+async def export_all(client: Client[Backend], keyspace: str) -> list[dict[str, Any]]:
+    definition = await keyspace_def(client.backend, keyspace)
     assert definition is not None
     lines: list[dict[str, Any]] = [ExportHeader(definition).to_json()]
-    async for page in key_pages(client, definition):
+    async for page in key_pages(client.backend, definition):
         for key in page:
-            line = await export_key(client, keyspace, key, "ALL")
+            line = await export_key(client.data, keyspace, key, "ALL")
             if line is not None:
                 lines.append(line)
     return lines
 
 
-async def state(client: Client, keyspace: str, keys: list[str]) -> dict[str, Any]:
+async def state(client: Client[Backend], keyspace: str, keys: list[str]) -> dict[str, Any]:
     """key -> sorted live values (or the counter's value), as a get at ALL reads it."""
     out: dict[str, Any] = {}
     for key in keys:
-        got = await client.get(keyspace, key, "ALL")
+        got = await client.data.get(keyspace, key, "ALL")
         out[key] = got.counter if got.counter is not None else sorted(map(repr, got.values))
     return out
 
@@ -60,15 +61,15 @@ def test_siblings_counters_and_bytes_come_back_equal() -> None:
         ):
             src = source.client
             for via, value in (("A", b'"rice"'), ("B", b'"oil"'), ("C", b'{"n":1}')):
-                await src.put("kv", "cart", value, JSON, "none", "QUORUM", via)  # concurrent siblings
-            await src.put("kv", "blob", b"\x00\xff\x10", BYTES, "none")
-            await src.put("kv", "gone", b"1", JSON, "none")
-            await src.delete("kv", "gone")
+                await src.data.put("kv", "cart", value, JSON, "none", "QUORUM", via)  # concurrent siblings
+            await src.data.put("kv", "blob", b"\x00\xff\x10", BYTES, "none")
+            await src.data.put("kv", "gone", b"1", JSON, "none")
+            await src.data.delete("kv", "gone")
             for i in range(30):
-                await src.put("kv", f"k{i}", str(i).encode(), JSON, "none")
-            await src.incr("counters", "hits", 7, None, None, "A")
-            await src.incr("counters", "hits", -2, None, None, "B")
-            await src.incr("counters", "misses", 4)
+                await src.data.put("kv", f"k{i}", str(i).encode(), JSON, "none")
+            await src.data.incr("counters", "hits", 7, None, None, "A")
+            await src.data.incr("counters", "hits", -2, None, None, "B")
+            await src.data.incr("counters", "misses", 4)
 
             kv = await export_all(src, "kv")
             counters = await export_all(src, "counters")
@@ -87,16 +88,16 @@ def test_siblings_counters_and_bytes_come_back_equal() -> None:
 
             dst = target.client
             for line in kv[1:]:
-                await import_line(dst, "kv", line, "QUORUM")
+                await import_line(dst.data, "kv", line, "QUORUM")
             for line in counters[1:]:
-                await import_line(dst, "counters", line, "QUORUM")
-            assert not any(dst.keys_seen.values())  # import forgets each key once written
+                await import_line(dst.data, "counters", line, "QUORUM")
+            assert not any(dst.data.keys_seen.values())  # import forgets each key once written
 
             keys = sorted(exported)
             assert await state(dst, "kv", keys) == await state(src, "kv", keys)
             assert await state(dst, "counters", ["hits", "misses"]) == {"hits": 5, "misses": 4}
-            assert (await dst.get("kv", "cart", "ALL")).siblings.__len__() == 3
-            assert (await dst.get("kv", "gone", "ALL")).found is False
+            assert (await dst.data.get("kv", "cart", "ALL")).siblings.__len__() == 3
+            assert (await dst.data.get("kv", "gone", "ALL")).found is False
 
     run(main)
 
@@ -106,12 +107,12 @@ def test_a_cluster_that_cannot_answer_is_an_error_not_a_gap() -> None:
         async with open_session(ClusterOptions(memory=True, nodes=3), "json") as session:
             client = session.client
             for name in ("A", "B", "C"):
-                await client.kill(name)
+                await client.ops.kill(name)
             with pytest.raises(ClientError, match="no replica"):
-                async for _ in key_pages(client, KeyspaceDef("kv", "siblings", 3, "sloppy")):
+                async for _ in key_pages(client.backend, KeyspaceDef("kv", "siblings", 3, "sloppy")):
                     pass
             with pytest.raises(ClientError, match="no node answered") as raised:
-                await keyspace_def(client, "kv")  # not "unknown keyspace": nobody could say
+                await keyspace_def(client.backend, "kv")  # not "unknown keyspace": nobody could say
             assert raised.value.code == "unavailable"
 
     run(main)
@@ -150,8 +151,8 @@ def test_import_line_refuses_malformed_lines_before_writing() -> None:
                 {"key": "k", "counter": "3"},
             ):
                 with pytest.raises(BadInput):
-                    await import_line(client, "kv", line, None)
-            assert (await client.get("kv", "k")).found is False
+                    await import_line(client.data, "kv", line, None)
+            assert (await client.data.get("kv", "k")).found is False
 
     run(main)
 
@@ -169,7 +170,7 @@ class LostAnswers:
     """The client API, but the first write of each key times out: stored all the same (`stored`)
     or not, or fails with another `code`, which is not retried."""
 
-    def __init__(self, client: Client, stored: bool, code: str = "timeout") -> None:
+    def __init__(self, client: Client[Backend], stored: bool, code: str = "timeout") -> None:
         self.client = client
         self.stored = stored
         self.code = code
@@ -177,16 +178,16 @@ class LostAnswers:
         self.writes = 0
 
     def forget(self, keyspace: str, key: str) -> None:
-        self.client.forget(keyspace, key)
+        self.client.data.forget(keyspace, key)
 
     async def get(self, *args: Any) -> Any:
-        return await self.client.get(*args)
+        return await self.client.data.get(*args)
 
     async def put(self, keyspace: str, key: str, *rest: Any) -> Any:
-        return await self._write(self.client.put, keyspace, key, *rest)
+        return await self._write(self.client.data.put, keyspace, key, *rest)
 
     async def incr(self, keyspace: str, key: str, *rest: Any) -> Any:
-        return await self._write(self.client.incr, keyspace, key, *rest)
+        return await self._write(self.client.data.incr, keyspace, key, *rest)
 
     async def _write(self, write: Any, keyspace: str, key: str, *rest: Any) -> Any:
         self.writes += 1
@@ -205,10 +206,10 @@ def test_a_timed_out_write_is_retried_without_storing_it_twice(stored: bool) -> 
             flaky = LostAnswers(session.client, stored)
             line = {"key": "cart", "siblings": [{"value": "rice"}, {"value": "oil"}]}
             assert (await import_line(flaky, "kv", line, None)).siblings == 2  # type: ignore[arg-type]
-            got = await session.client.get("kv", "cart", "ALL")
+            got = await session.client.data.get("kv", "cart", "ALL")
             assert sorted(got.values) == ["oil", "rice"]  # two siblings, neither twice
             await import_line(flaky, "counters", {"key": "n", "counter": 5}, None)  # type: ignore[arg-type]
-            assert (await session.client.get("counters", "n", "ALL")).counter == 5  # counted once
+            assert (await session.client.data.get("counters", "n", "ALL")).counter == 5  # counted once
 
     run(main)
 
@@ -227,12 +228,12 @@ def test_a_write_refused_for_another_reason_is_not_retried() -> None:
 def test_a_read_that_times_out_is_tried_again() -> None:
     async def main() -> None:
         async with open_session(ClusterOptions(memory=True), "json") as session:
-            await session.client.put("kv", "k", b"1", JSON, "none")
+            await session.client.data.put("kv", "k", b"1", JSON, "none")
             slow = Flaky(session.client, failures=2)
             assert await export_key(slow, "kv", "k", None) == {  # type: ignore[arg-type]
                 "key": "k",
                 "siblings": [{"value": 1}],
-                "context": (await session.client.get("kv", "k")).context,
+                "context": (await session.client.data.get("kv", "k")).context,
             }
             assert slow.reads == 3
             slower = Flaky(session.client, failures=RETRIES + 1)
@@ -245,16 +246,16 @@ def test_a_read_that_times_out_is_tried_again() -> None:
 class Flaky:
     """The client API, but the first `failures` reads time out."""
 
-    def __init__(self, client: Client, failures: int) -> None:
+    def __init__(self, client: Client[Backend], failures: int) -> None:
         self.client = client
         self.failures = failures
         self.reads = 0
 
     def forget(self, keyspace: str, key: str) -> None:
-        self.client.forget(keyspace, key)
+        self.client.data.forget(keyspace, key)
 
     async def get(self, *args: Any) -> Any:
         self.reads += 1
         if self.reads <= self.failures:
             raise ClientError("timeout", "timed out after 1022 ms: 1 of 3 replicas answered")
-        return await self.client.get(*args)
+        return await self.client.data.get(*args)
