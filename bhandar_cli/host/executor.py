@@ -49,7 +49,7 @@ from typing import Any
 from bhandar_cli.core.membership.ring import Ring
 from bhandar_cli.core.model.config import NodeConfig
 from bhandar_cli.core.model.metrics import OK, NodeMetrics
-from bhandar_cli.core.model.store import Store
+from bhandar_cli.core.model.store import Store, StoreJob
 from bhandar_cli.core.node import Node
 from bhandar_cli.core.protocol.messages import (
     ClientRequest,
@@ -61,7 +61,6 @@ from bhandar_cli.core.protocol.messages import (
     Send,
 )
 from bhandar_cli.core.protocol.ops import counted_as
-from bhandar_cli.storage.jobs import BackgroundJob
 
 log = logging.getLogger("bhandar.node")
 
@@ -189,7 +188,7 @@ class NodeHost:
         self.kill(f"stopped ({disk})" if disk else "crashed (internal error)")
         self._note(Note(f"{self.name} {self.crash_reason}", {"node": self.name, "crashed": True}))
 
-    def background_job(self) -> BackgroundJob | None:
+    def background_job(self) -> StoreJob | None:
         """The store's next due flush or compaction, for the environment to run (None: nothing)."""
         if self.node is None:
             return None

@@ -24,9 +24,9 @@ from typing import Any
 
 import trio
 
+from bhandar_cli.core.model.store import StoreJob
 from bhandar_cli.host.executor import NodeHost, PendingSync
 from bhandar_cli.storage.disk.sync_worker import SyncWorker
-from bhandar_cli.storage.jobs import BackgroundJob
 from bhandar_cli.storage.storage_errors import StorageError
 
 # Errors that end a node's life rather than one message: its disk failed, its store is in doubt.
@@ -204,7 +204,7 @@ class NodeRunner:
         if self._scope is not None:
             self._scope.cancel()
 
-    async def _run_job(self, job: BackgroundJob) -> None:
+    async def _run_job(self, job: StoreJob) -> None:
         """Build the job's output (in a worker thread with `offload`), then install it here. `finish`
         runs whatever happened meanwhile (a kill included): it discards what no longer fits, and
         only then may the store hand out the next job of that kind."""

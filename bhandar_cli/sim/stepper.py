@@ -23,9 +23,9 @@ import math
 from collections.abc import Callable
 from random import Random
 
+from bhandar_cli.core.model.store import StoreJob
 from bhandar_cli.host.executor import NodeHost, PendingSync
 from bhandar_cli.sim.loop import EventLoop
-from bhandar_cli.storage.jobs import BackgroundJob
 
 
 class SimStepper:
@@ -145,7 +145,7 @@ class SimStepper:
             when = self.loop.now + self.job_delay(self.disk_rng)
             self.loop.push(when, self._finish_job, (self.host.generation, job))
 
-    def _finish_job(self, life: int, job: BackgroundJob) -> None:
+    def _finish_job(self, life: int, job: StoreJob) -> None:
         host = self.host
         if host.generation != life or not host.alive:
             return  # the machine died meanwhile: its store was crashed and reopened without it

@@ -10,12 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from bhandar_cli.core.model.records import Record
-
-if TYPE_CHECKING:  # a type only: core imports nothing from storage at run time
-    from bhandar_cli.storage.jobs import BackgroundJob
 
 HintKey = tuple[str, str, str]  # (target node, keyspace, key)
 
@@ -29,6 +26,24 @@ class StoreDamage:
     offset: int
     message: str  # says the file, the offset and the keys lost
     keyspaces: tuple[str, ...] | None  # the keyspaces that may have lost records; None: any
+
+
+class StoreJob(Protocol):
+    """A flush or compaction a store has due (the LSM engine's background job, storage/jobs.py,
+    fits this): built by `run` in a worker thread, installed by `finish` on the node's own. The
+    core only hands it to the driver, which runs it."""
+
+    kind: str  # "flush" | "compaction"
+
+    @property
+    def error(self) -> Exception | None:
+        """What `run` met, if anything (read after `run`)."""
+        ...
+
+    def run(self) -> None: ...
+    def finish(self) -> object:
+        """Install the output; raises what `run` met if it was an I/O failure."""
+        ...
 
 
 class Store(Protocol):
@@ -51,7 +66,7 @@ class Store(Protocol):
         """`sync` in two halves: this on the event loop, the function it returns in a worker."""
         ...
 
-    def background_job(self) -> BackgroundJob | None:
+    def background_job(self) -> StoreJob | None:
         """A flush or compaction due now (storage/jobs.py), to run in a worker and finish here."""
         ...
 
@@ -130,7 +145,7 @@ class MemoryStore:
         self.syncs += 1
         return None  # nothing to make durable beyond the process's memory
 
-    def background_job(self) -> BackgroundJob | None:
+    def background_job(self) -> StoreJob | None:
         return None  # no files, no jobs
 
     def close(self) -> None:

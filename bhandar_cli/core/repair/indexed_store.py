@@ -6,14 +6,11 @@ coordinator writes, read repair, hints, streams, anti-entropy, reaping, ownershi
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from bhandar_cli.core.model.records import Record
-from bhandar_cli.core.model.store import HintKey, Store, StoreDamage
+from bhandar_cli.core.model.store import HintKey, Store, StoreDamage, StoreJob
 from bhandar_cli.core.repair.hash_index import HashIndex
-
-if TYPE_CHECKING:
-    from bhandar_cli.storage.jobs import BackgroundJob
 
 
 class IndexedStore:
@@ -73,7 +70,7 @@ class IndexedStore:
     def begin_sync(self) -> Callable[[], None] | None:
         return self._store.begin_sync()
 
-    def background_job(self) -> BackgroundJob | None:
+    def background_job(self) -> StoreJob | None:
         return self._store.background_job()
 
     def take_damage(self) -> list[StoreDamage]:
