@@ -157,8 +157,8 @@ def run(
             fail(f"--ca-key must name a cluster CA's {CA_KEY} with its {CA_CERT} beside it", EXIT_USAGE)
     from bhandar_cli.security.auth import AuthFileError
     from bhandar_cli.security.data_key import DataKeyProblem, node_key
-    from bhandar_cli.storage.disk.data_dir_lock import DataDirInUse
     from bhandar_cli.storage.storage_errors import DataKeyError
+    from bhandar_cli.store.data_dir import DataDirInUse
 
     try:
         data_key = node_key(data_key_file)

@@ -2,7 +2,7 @@
 
 Sans-I/O: every byte goes through an injected `Disk` (disk/: `interface.Disk`, `real_disk.RealDisk`
 for files, `sim_disk.SimDisk` for crash tests); nothing here reads the clock or the global
-`random`.
+`random`, and nothing here imports the core (store/ keeps the core's records on this engine).
 
 - `engine.LSMEngine(disk, directory, options=EngineOptions(), merge=None)`: put, delete, get,
   scan, begin_sync / sync (group commit), background_job, flush, compact, maybe_compact,

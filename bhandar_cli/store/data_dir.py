@@ -9,12 +9,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bhandar_cli.core.model.errors import BadInput, Refused
+from bhandar_cli.core.model.errors import BadInput, Refused, Unavailable
 from bhandar_cli.core.model.limits import check_snapshot_name
 from bhandar_cli.security.data_key import cipher_for
 from bhandar_cli.security.pki import TLS_DIR
 from bhandar_cli.storage import archive, pitr
-from bhandar_cli.storage.disk.data_dir_lock import lock_data_dir
+from bhandar_cli.storage.disk.data_dir_lock import DirectoryLocked, lock_data_dir
 from bhandar_cli.storage.disk.real_disk import RealDisk
 from bhandar_cli.storage.engine import EngineOptions
 from bhandar_cli.storage.pitr import Split
@@ -24,12 +24,19 @@ from bhandar_cli.store.record_store import DATA as DATA_PREFIX
 from bhandar_cli.store.record_store import RecordStore
 
 
+class DataDirInUse(Unavailable):
+    """Another process has this data directory open: the node's store is not available here."""
+
+
 class LockedStore(RecordStore):
-    """A node's store on the local disk: it holds its directory's lock (storage/disk/data_dir_lock.py) from
-    open to close, across a `reopen`."""
+    """A node's store on the local disk: it holds its directory's lock
+    (storage/disk/data_dir_lock.py) from open to close, across a `reopen`."""
 
     def __init__(self, disk: RealDisk, data_dir: str, options: EngineOptions) -> None:
-        self._release = lock_data_dir(data_dir)
+        try:
+            self._release = lock_data_dir(data_dir)
+        except DirectoryLocked as exc:
+            raise DataDirInUse(str(exc)) from None
         try:
             super().__init__(disk, data_dir, options)
         except BaseException:

@@ -15,19 +15,18 @@ import os
 import time
 from collections.abc import Callable
 
-from bhandar_cli.core.model.errors import Unavailable
-
 LOCK_FILE = "LOCK"
 WAIT_S = 5.0  # how long a held lock is waited for before the open is refused
 POLL_S = 0.05
 
 
-class DataDirInUse(Unavailable):
-    """Another process has this data directory open."""
+class DirectoryLocked(Exception):
+    """Another process has this data directory open (store/data_dir.py tells a node's user so as
+    an unavailable store). The disk layer's own: it sits below the engine and its errors."""
 
 
 def lock_data_dir(data_dir: str, wait: float | None = None) -> Callable[[], None]:
-    """Take `data_dir`'s lock (DataDirInUse if another process keeps it past `wait` seconds,
+    """Take `data_dir`'s lock (DirectoryLocked if another process keeps it past `wait` seconds,
     WAIT_S by default); the function that releases it."""
     fd = os.open(os.path.join(data_dir, LOCK_FILE), os.O_RDWR | os.O_CREAT, 0o600)
     deadline = time.monotonic() + (WAIT_S if wait is None else wait)
@@ -40,7 +39,7 @@ def lock_data_dir(data_dir: str, wait: float | None = None) -> Callable[[], None
                 holder = os.pread(fd, 32, 0).decode("ascii", errors="replace").strip()
                 os.close(fd)
                 by = f"process {holder}" if holder.isdigit() else "another process"
-                raise DataDirInUse(
+                raise DirectoryLocked(
                     f"data directory {data_dir} is in use by {by}: a node's data belongs to one "
                     "process at a time (is that node already running?)"
                 ) from None

@@ -15,17 +15,17 @@ import trio.testing
 
 from bhandar_cli.repl.batch import ClusterOptions, open_session
 from bhandar_cli.storage.disk import data_dir_lock
-from bhandar_cli.storage.disk.data_dir_lock import DataDirInUse, lock_data_dir
-from bhandar_cli.store.data_dir import open_node_store
+from bhandar_cli.storage.disk.data_dir_lock import DirectoryLocked, lock_data_dir
+from bhandar_cli.store.data_dir import DataDirInUse, open_node_store
 
 
 def test_a_second_opener_is_refused_until_the_store_is_closed(tmp_path: Path) -> None:
     data = str(tmp_path / "A")
     store = open_node_store(data)
-    with pytest.raises(DataDirInUse, match=f"{data} is in use by process {os.getpid()}"):
+    with pytest.raises(DirectoryLocked, match=f"{data} is in use by process {os.getpid()}"):
         lock_data_dir(data, wait=0)
     store.reopen()  # a restart in place keeps the directory its own
-    with pytest.raises(DataDirInUse):
+    with pytest.raises(DirectoryLocked):
         lock_data_dir(data, wait=0)
     store.close()
     lock_data_dir(data, wait=0)()  # free again
@@ -56,7 +56,7 @@ def test_a_killed_holder_leaves_no_lock_behind(tmp_path: Path) -> None:
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline() == b"held\n"
-        with pytest.raises(DataDirInUse, match=f"process {holder.pid}"):
+        with pytest.raises(DirectoryLocked, match=f"process {holder.pid}"):
             lock_data_dir(str(data), wait=0)
     finally:
         holder.kill()
