@@ -180,13 +180,13 @@ def _echo_tls(cluster: ClusterFile) -> EchoTls | None:
     """The echo speaks TLS against a TLS cluster (with its first node's identity), so the ratio
     compares the same transport."""
     from bhandar_cli.bench.echo_baselines import EchoTls
+    from bhandar_cli.fleet.cluster_file import client_access
     from bhandar_cli.fleet.cluster_secrets import node_tls_dir
-    from bhandar_cli.security.access import for_cluster
 
     if not cluster.tls:
         return None
     first = cluster.nodes[0]
-    return EchoTls(str(node_tls_dir(first)), first.id, for_cluster(cluster))
+    return EchoTls(str(node_tls_dir(first)), first.id, client_access(cluster))
 
 
 async def _in_process(

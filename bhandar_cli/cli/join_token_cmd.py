@@ -46,10 +46,10 @@ def create(
 
         from bhandar_cli.core.model.errors import BadInput, Refused, Unavailable
         from bhandar_cli.fleet import cluster_file, pids
+        from bhandar_cli.fleet.cluster_file import client_access
         from bhandar_cli.host.topology import next_node_name
         from bhandar_cli.node.net.rpc import rpc_once
         from bhandar_cli.node.net.rpc_errors import RpcError
-        from bhandar_cli.security import access
 
         cluster = cluster_file.load(cluster_file.resolve_dir(directory))
         if via is not None:
@@ -65,7 +65,7 @@ def create(
                     f"it (bhandar cluster start {cluster.issuing[0]} --dir {cluster.dir})"
                 )
             entry = running[0]
-        reach = access.for_cluster(cluster)
+        reach = client_access(cluster)
         try:
             answer = await rpc_once(entry.host, entry.port, "join_token", 5.0, entry.id, reach, ttl=seconds)
             members = await rpc_once(entry.host, entry.port, "members", 5.0, entry.id, reach)

@@ -16,6 +16,9 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from bhandar_cli.security.access import TOKEN_ENV, ClientAccess
+from bhandar_cli.security.ca_trust import CA_CERT, TLS_DIR
+
 FILE_NAME = "cluster.json"
 FORMAT = 1
 DEFAULT_DIR = ".bhandar"
@@ -162,3 +165,11 @@ def save(cluster: ClusterFile) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     # 0600: the file may hold the cluster's admin token.
     write_private(path, (json.dumps(cluster.to_json(), indent=2) + "\n").encode())
+
+
+def client_access(cluster: ClusterFile) -> ClientAccess:
+    """How a client reaches the cluster's nodes: its CA when the cluster runs TLS; the token from
+    $BHANDAR_TOKEN, else the one the cluster file keeps (the admin token `cluster up` made)."""
+    ca = Path(cluster.dir) / TLS_DIR / CA_CERT if cluster.tls else None
+    token = os.environ.get(TOKEN_ENV) or cluster.token or None
+    return ClientAccess(ca, token)

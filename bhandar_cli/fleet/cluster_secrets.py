@@ -1,9 +1,10 @@
-"""What makes a process cluster on this machine secure: its CA and node certificates, and the
-admin token its nodes start with. `cluster up` calls both; `cluster add` issues one certificate.
+"""What makes a process cluster on this machine secure: its CA and node certificates, the admin
+token its nodes start with, and its data key. `cluster up` makes them; `cluster add` issues one
+certificate.
 
 The CA lives in DIR/tls (security/pki.py), each node's identity in DATA_DIR/tls; the admin token's
 hash goes into DIR/auth.json, which every node is started with (`--auth-file`), and the token
-itself into the cluster file (0600), where the CLI finds it (security/access.py).
+itself into the cluster file (0600), where the CLI finds it (cluster_file.py `client_access`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from bhandar_cli.core.model.tokens import ALL_KEYSPACES
 from bhandar_cli.fleet.cluster_file import ClusterFile, NodeEntry
 from bhandar_cli.security import pki
 from bhandar_cli.security.auth import mint, write_auth_file
+from bhandar_cli.security.data_key import key_path, read_key_file
 
 AUTH_FILE = "auth.json"
 
@@ -42,3 +44,8 @@ def make_admin_token(cluster: ClusterFile) -> ClusterFile:
     token, record = mint({ALL_KEYSPACES: "admin"}, 0.0, 0, time.time())
     write_auth_file(Path(cluster.dir) / AUTH_FILE, [record])
     return replace(cluster, token=token)
+
+
+def cluster_key(cluster: ClusterFile) -> bytes | None:
+    """The data key of a process cluster started with encryption (None: a plain cluster)."""
+    return read_key_file(key_path(cluster.dir)) if cluster.encrypt else None

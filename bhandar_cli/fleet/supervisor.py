@@ -8,11 +8,11 @@ through the nodes' admin RPC (partition, heal, delay) are also kept in the clust
 restarted node is given them again.
 
 A cluster is secure unless asked otherwise: `up` makes the cluster CA in DIR/tls and a certificate
-per node in DATA_DIR/tls (security/pki.py), starts every node with `--tls-dir`, and reaches the nodes
-over TLS (`access.for_cluster`). It also makes the cluster's admin token: its hash goes into the
-auth file every node is started with (DIR/auth.json), the token itself into the cluster file;
-every call here shows the token `access.for_cluster` picks. Everything it creates is its owner's
-only.
+per node in DATA_DIR/tls (security/pki.py), starts every node with `--tls-dir`, and reaches the
+nodes over TLS (`client_access` of the cluster file). It also makes the cluster's admin token: its
+hash goes into the auth file every node is started with (DIR/auth.json), the token itself into the
+cluster file; every call here shows the token `client_access` picks. Everything it creates is its
+owner's only.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import trio
 
 from bhandar_cli.client.outcomes import ClientError
 from bhandar_cli.fleet import cluster_file
-from bhandar_cli.fleet.cluster_file import ClusterFile, ClusterFileError, NodeEntry
+from bhandar_cli.fleet.cluster_file import ClusterFile, ClusterFileError, NodeEntry, client_access
 from bhandar_cli.fleet.cluster_secrets import AUTH_FILE, issue_certificates, make_admin_token, node_tls_dir
 from bhandar_cli.fleet.node_logs import START_MARK, last_words, log_tail
 from bhandar_cli.fleet.pids import CHILDREN, pid_alive
@@ -208,7 +208,7 @@ async def wait_ready(
 ) -> None:
     """Until each node (of `names`) answers and reports every member of the cluster."""
     wanted = set(cluster.names)
-    reach = access.for_cluster(cluster)
+    reach = client_access(cluster)
     waiting = {n: cluster.node(n) for n in (names or cluster.names)}
     seen: dict[str, str] = {}
 
@@ -306,7 +306,7 @@ async def down(cluster: ClusterFile) -> dict[str, str]:
     named, so `cluster status` and another `cluster down` can still find it."""
     outcome: dict[str, str] = {}
 
-    reach = access.for_cluster(cluster)
+    reach = client_access(cluster)
 
     async def one(entry: NodeEntry) -> None:
         outcome[entry.id] = await stop(entry, reach=reach)
@@ -328,7 +328,7 @@ async def start(cluster: ClusterFile, name: str, timeout: float = START_TIMEOUT)
     cluster_file.save(cluster)
     await wait_ready(cluster, [entry.id], timeout)
     # Give it back the faults in force: the rest of the cluster still applies them.
-    entry, reach = cluster.node(name), access.for_cluster(cluster)
+    entry, reach = cluster.node(name), client_access(cluster)
     if cluster.partitions:
         await rpc_once(entry.host, entry.port, "partition", 2.0, entry.id, reach, **partition_args(cluster))
     if cluster.delays:
@@ -356,7 +356,7 @@ async def broadcast(cluster: ClusterFile, op: str, **args: Any) -> dict[str, str
     """Send an admin RPC to every running node; node -> 'ok' or why not. A refusal (the token
     may not do it) raises ClientError: the operator's fault, not a node's state."""
     outcome: dict[str, str] = {}
-    reach = access.for_cluster(cluster)
+    reach = client_access(cluster)
     refused: list[RpcError] = []
 
     async def one(entry: NodeEntry) -> None:

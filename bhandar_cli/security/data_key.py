@@ -17,7 +17,6 @@ import stat
 from pathlib import Path
 
 from bhandar_cli.core.model.errors import Refused
-from bhandar_cli.fleet.cluster_file import ClusterFile
 from bhandar_cli.storage.cipher import KEY_BYTES, DataCipher
 
 KEY_DIR = "keys"
@@ -82,8 +81,3 @@ def node_key(key_file: str) -> bytes | None:
 def cipher_for(key: bytes | None) -> DataCipher | None:
     """The storage cipher of `key` (nonces from the OS's random source); None: plain storage."""
     return None if key is None else DataCipher(key, os.urandom)
-
-
-def cluster_key(cluster: ClusterFile) -> bytes | None:
-    """The data key of a process cluster started with encryption (None: a plain cluster)."""
-    return read_key_file(key_path(cluster.dir)) if cluster.encrypt else None

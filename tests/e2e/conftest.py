@@ -25,9 +25,8 @@ import pytest
 import trio
 
 from bhandar_cli.fleet import cluster_file, pids, supervisor
-from bhandar_cli.fleet.cluster_file import ClusterFile
+from bhandar_cli.fleet.cluster_file import ClusterFile, client_access
 from bhandar_cli.node.net.rpc import rpc_once
-from bhandar_cli.security import access
 
 REPO = Path(__file__).resolve().parents[2]
 # Short frame timeout so the rogue-client test does not wait 5 s for a half frame.
@@ -130,13 +129,13 @@ def bhandar() -> Callable[..., subprocess.CompletedProcess[bytes]]:
 
 def rpc(cluster: ClusterFile, node: str, op: str, **args: Any) -> Any:
     entry = cluster.node(node)
-    reach = access.for_cluster(cluster)
+    reach = client_access(cluster)
     return trio.run(lambda: rpc_once(entry.host, entry.port, op, 3.0, node, reach, **args))
 
 
 def tls_verify(cluster: ClusterFile) -> ssl.SSLContext | bool:
     """What an HTTP client checks a node's certificate with (the cluster CA), or True if plain."""
-    ca = access.for_cluster(cluster).ca_cert
+    ca = client_access(cluster).ca_cert
     return ssl.create_default_context(cafile=str(ca)) if ca else True
 
 
@@ -151,7 +150,7 @@ def raw_connection(cluster: ClusterFile, node: str, timeout: float = 5.0) -> soc
     """A socket to the node's port for hand-made frames, inside TLS with a secure cluster."""
     entry = cluster.node(node)
     sock = socket.create_connection((entry.host, entry.port), timeout=timeout)
-    ca = access.for_cluster(cluster).ca_cert
+    ca = client_access(cluster).ca_cert
     if ca is None:
         return sock
     return ssl.create_default_context(cafile=str(ca)).wrap_socket(sock, server_hostname=entry.id)

@@ -15,10 +15,10 @@ import httpx
 import pytest
 import trio
 
-from bhandar_cli.fleet.cluster_file import ClusterFile
+from bhandar_cli.fleet.cluster_file import ClusterFile, client_access
 from bhandar_cli.node.net.rpc import rpc_once
 from bhandar_cli.node.net.rpc_errors import RpcError
-from bhandar_cli.security.access import ClientAccess, for_cluster
+from bhandar_cli.security.access import ClientAccess
 from tests.e2e.conftest import (
     http_base,
     http_client,
@@ -124,7 +124,7 @@ def test_admin_operations_over_rpc_need_admin_and_a_snapshot_name_cannot_escape(
     entry = cluster.node("A")
 
     def call(token: str, op: str, **args: Any) -> Any:
-        access = ClientAccess(for_cluster(cluster).ca_cert, token)
+        access = ClientAccess(client_access(cluster).ca_cert, token)
         return trio.run(lambda: rpc_once(entry.host, entry.port, op, 3.0, "A", access, **args))
 
     wait_for(lambda: _code(lambda: call(writer, "info")) == "", 10, "A to learn the token")

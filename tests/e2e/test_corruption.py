@@ -26,7 +26,8 @@ from bhandar_cli.core.membership.ring import key_token
 from bhandar_cli.core.model.records import Versioned
 from bhandar_cli.core.model.values import encode_json
 from bhandar_cli.fleet.cluster_file import ClusterFile
-from bhandar_cli.security.data_key import cipher_for, cluster_key
+from bhandar_cli.fleet.cluster_secrets import cluster_key
+from bhandar_cli.security.data_key import cipher_for
 from bhandar_cli.storage import wal
 from bhandar_cli.storage.disk.real_disk import RealDisk
 from bhandar_cli.storage.record_kinds import decode_op

@@ -22,11 +22,10 @@ from bhandar_cli.client.outcomes import ClientError
 from bhandar_cli.core.membership.ring import Ring
 from bhandar_cli.core.protocol.client_messages import Failure
 from bhandar_cli.core.wire import from_wire, to_wire
-from bhandar_cli.fleet.cluster_file import ClusterFile
+from bhandar_cli.fleet.cluster_file import ClusterFile, client_access
 from bhandar_cli.fleet.pids import load_running, pid_alive
 from bhandar_cli.node.net.blocking_rpc import BlockingRpc
 from bhandar_cli.node.net.rpc_errors import CLIENT_CODES, RpcError
-from bhandar_cli.security import access
 
 if TYPE_CHECKING:
     from bhandar_cli.core.protocol.messages import Result
@@ -43,7 +42,7 @@ class BlockingBackend:
         self.names: list[str] = cluster.names
         self.zones: dict[str, str] = cluster.zones
         self.ring: Ring = Ring.build(self.names, cluster.vnodes, self.zones)
-        self._access = access.for_cluster(cluster)
+        self._access = client_access(cluster)
         self._conns: dict[str, BlockingRpc] = {}
         self._down: set[str] = set()
         self._next_rid = 0

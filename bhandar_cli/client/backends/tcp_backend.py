@@ -29,13 +29,12 @@ from bhandar_cli.core.model.records import Record
 from bhandar_cli.core.protocol.messages import Failure, Result
 from bhandar_cli.core.wire import from_wire, to_wire
 from bhandar_cli.fleet import cluster_file, node_logs, pids, resize, supervisor
-from bhandar_cli.fleet.cluster_file import ClusterFile, ClusterFileError
+from bhandar_cli.fleet.cluster_file import ClusterFile, ClusterFileError, client_access
 from bhandar_cli.fleet.pids import load_running
 from bhandar_cli.node import admin
 from bhandar_cli.node.net.rpc import RpcClient
 from bhandar_cli.node.net.rpc_errors import CLIENT_CODES, RpcError
 from bhandar_cli.node.note_log import NoteReader
-from bhandar_cli.security import access
 
 ALIVE_CACHE = 0.2  # seconds a liveness answer is reused (the client asks per request)
 ADMIN_TIMEOUT = 3.0
@@ -137,7 +136,7 @@ class TcpBackend:
             conn = self._conns.get(name)
             if conn is None or conn.closed:
                 entry = self.cluster.node(name)
-                conn = RpcClient(entry.host, entry.port, name, access=access.for_cluster(self.cluster))
+                conn = RpcClient(entry.host, entry.port, name, access=client_access(self.cluster))
                 await conn.connect()
                 self._nursery.start_soon(conn.serve)
                 self._conns[name] = conn
@@ -252,7 +251,7 @@ class TcpBackend:
     async def restore(self, snapshot: str, until: float | None = None) -> dict[str, Any]:
         """Verify the snapshot's files, stop each node, put the snapshot's tables and the archived
         writes up to `until` in its data directory, start it again."""
-        from bhandar_cli.security.data_key import cluster_key
+        from bhandar_cli.fleet.cluster_secrets import cluster_key
         from bhandar_cli.store.data_dir import (
             restore_node_dir,
             restore_summary,
@@ -320,7 +319,7 @@ class TcpBackend:
         self._reload_if_changed()
         self._stopping.add(name)
         try:
-            how = await supervisor.stop(self.cluster.node(name), reach=access.for_cluster(self.cluster))
+            how = await supervisor.stop(self.cluster.node(name), reach=client_access(self.cluster))
         finally:
             self._stopping.discard(name)
             self._forget(name)
