@@ -169,8 +169,7 @@ class BigBench:
         """One small-request worker: a put or a get of its own keys, at QUORUM, paced."""
         import trio
 
-        from bhandar_cli.client.outcomes import ClientError
-        from bhandar_cli.core.model.errors import BhandarError
+        from bhandar_cli.core.model.errors import BhandarError, ClientError
 
         rng, i = random.Random(worker), 0
         while not self.done:

@@ -29,8 +29,7 @@ def hot(
     """The N keys with the highest client request rates: rate, share of all requests, replicas,
     where their requests entered, and each node's load as a replica of them."""
     from bhandar_cli.cli.cluster_cmd import open_tcp_client, run_async
-    from bhandar_cli.client.outcomes import ClientError
-    from bhandar_cli.core.model.errors import BadInput
+    from bhandar_cli.core.model.errors import BadInput, ClientError
     from bhandar_cli.repl.batch import make_consoles
     from bhandar_cli.repl.session import Reply
     from bhandar_cli.repl.views import print_reply

@@ -55,8 +55,7 @@ def _run(cmd: str, output: DataOutput, cluster: str | None, action: Action) -> A
     """Run `action(client)` on the cluster; a failure is told on stderr (and as JSON) with exit 1,
     or 2 when the input was at fault."""
     from bhandar_cli.client.backends.blocking_backend import open_blocking_client, run_to_completion
-    from bhandar_cli.client.outcomes import ClientError
-    from bhandar_cli.core.model.errors import BhandarError
+    from bhandar_cli.core.model.errors import BhandarError, ClientError
     from bhandar_cli.fleet.cluster_file import ClusterFileError, resolve_dir
 
     try:

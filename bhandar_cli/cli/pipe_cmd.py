@@ -106,7 +106,8 @@ class ResultWriter:
 def answer(cmd: str, data: Any) -> Result:
     """An outcome or a failure as the result `bhandar CMD -o json` prints; a get of a key that is
     not there is a failure (code not_found) that keeps the get's fields (its context, tombstones)."""
-    from bhandar_cli.client.outcomes import ClientError, GetOutcome
+    from bhandar_cli.client.outcomes import GetOutcome
+    from bhandar_cli.core.model.errors import ClientError
 
     if isinstance(data, ClientError):
         return data.to_json(cmd)
@@ -117,8 +118,7 @@ def answer(cmd: str, data: Any) -> Result:
 
 
 def failure(cmd: str, exc: Exception) -> Result:
-    from bhandar_cli.client.outcomes import ClientError
-    from bhandar_cli.core.model.errors import BhandarError
+    from bhandar_cli.core.model.errors import BhandarError, ClientError
 
     if isinstance(exc, ClientError):
         return exc.to_json(cmd)

@@ -14,9 +14,8 @@ import re
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
-from bhandar_cli.client.outcomes import ClientError
 from bhandar_cli.core.model.config import KeyspaceDef, parse_ttl
-from bhandar_cli.core.model.errors import BadInput
+from bhandar_cli.core.model.errors import BadInput, ClientError
 from bhandar_cli.core.model.limits import check_snapshot_name
 from bhandar_cli.core.protocol.messages import (
     DecommissionRequest,

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 
 from bhandar_cli.client.forward_note import forward_note
 from bhandar_cli.client.outcomes import (
-    ClientError,
     GetOutcome,
     IncrOutcome,
     SiblingView,
@@ -29,7 +28,7 @@ from bhandar_cli.core.membership.ring import key_token
 from bhandar_cli.core.model.config import parse_level
 from bhandar_cli.core.model.context import BLIND_DELETE_WARNING, decode_context, encode_context
 from bhandar_cli.core.model.crdt import PNCounter
-from bhandar_cli.core.model.errors import BadInput
+from bhandar_cli.core.model.errors import BadInput, ClientError
 from bhandar_cli.core.model.limits import check_delta, check_key, check_request_id
 from bhandar_cli.core.model.records import Record, Versioned
 from bhandar_cli.core.model.versions import context_of

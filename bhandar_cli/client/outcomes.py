@@ -12,12 +12,10 @@ from enum import StrEnum
 from typing import Any
 
 from bhandar_cli.core.model.crdt import PNCounter
-from bhandar_cli.core.model.errors import REFUSED_INPUT, BhandarError
+from bhandar_cli.core.model.errors import REFUSED_INPUT, TraceSteps
 from bhandar_cli.core.model.records import Record, Versioned
 from bhandar_cli.core.model.values import decode_value
 from bhandar_cli.core.model.versions import Sibling
-
-Trace = tuple[tuple[float, str], ...]
 
 EXIT_OK = 0
 EXIT_FAILED = 1  # the operation failed
@@ -34,25 +32,6 @@ def exit_code(error_code: str) -> int:
     """The exit code of a failed operation: input the store refuses (a keyspace nobody created, a
     value past a limit) is a usage error; anything else failed."""
     return EXIT_USAGE if error_code in REFUSED_INPUT else EXIT_FAILED
-
-
-class ClientError(BhandarError):
-    """A failed operation as the faces see it: `code` plus a sentence, and the counts if any."""
-
-    def __init__(self, code: str, message: str, answered: int = 0, needed: int = 0, trace: Trace = ()):
-        super().__init__(message)
-        self.code = code  # type: ignore[assignment]
-        self.answered = answered
-        self.needed = needed
-        self.trace = trace
-
-    def to_json(self, cmd: str) -> dict[str, Any]:
-        out: dict[str, Any] = {"cmd": cmd, "ok": False, "error": str(self), "code": self.code}
-        if self.needed:
-            out.update(answered=self.answered, needed=self.needed)
-        if self.trace:
-            out["trace"] = [list(step) for step in self.trace]
-        return out
 
 
 @dataclass(frozen=True)
@@ -118,7 +97,7 @@ class GetOutcome:
     needed: int
     counter: int | None = None
     counter_entries: dict[str, tuple[int, int]] = field(default_factory=dict)
-    trace: Trace = ()
+    trace: TraceSteps = ()
     dropped: list[SiblingView] = field(default_factory=list)  # lww: concurrent versions thrown away
     duplicates: int = 0  # counters: increments applied twice (retries) that the value counts once
     warnings: tuple[str, ...] = ()  # e.g. merges left the key over the sibling limit
@@ -183,7 +162,7 @@ class WriteOutcome:
     context_used: str  # "none", "auto", "given" or (a delete that read the key first) "read"
     warnings: tuple[str, ...] = ()
     hinted: tuple[str, ...] = ()
-    trace: Trace = ()
+    trace: TraceSteps = ()
     removed: tuple[Any, ...] | None = None  # a delete: the values it read and removed, if known
     forwarded_by: str = ""  # the node asked (via=), when another node coordinated
     note: str = ""  # why it did not coordinate (forward_note.py)
@@ -233,7 +212,7 @@ class IncrOutcome:
     coordinator: str
     acks: int
     needed: int
-    trace: Trace = ()
+    trace: TraceSteps = ()
     forwarded_by: str = ""  # as WriteOutcome's
     note: str = ""
 

@@ -30,7 +30,7 @@ from typing import Any
 
 import trio
 
-from bhandar_cli.client.outcomes import ClientError
+from bhandar_cli.core.model.errors import ClientError
 from bhandar_cli.fleet import cluster_file
 from bhandar_cli.fleet.cluster_file import ClusterFile, ClusterFileError, NodeEntry, client_access
 from bhandar_cli.fleet.cluster_secrets import AUTH_FILE, issue_certificates, make_admin_token, node_tls_dir

@@ -17,9 +17,9 @@ from bhandar_cli.client.outcomes import (
     EXIT_NOT_FOUND,
     EXIT_OK,
     EXIT_USAGE,
-    ClientError,
     GetOutcome,
 )
+from bhandar_cli.core.model.errors import ClientError
 from bhandar_cli.repl.grammar import ParseError
 from bhandar_cli.repl.session import Reply, Session, failed_line
 from bhandar_cli.repl.table import Command

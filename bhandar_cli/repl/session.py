@@ -14,8 +14,7 @@ import trio
 
 from bhandar_cli.client.backend import Backend
 from bhandar_cli.client.client import Client
-from bhandar_cli.client.outcomes import ClientError
-from bhandar_cli.core.model.errors import BhandarError
+from bhandar_cli.core.model.errors import BhandarError, ClientError
 from bhandar_cli.repl.grammar import ParseError, parse
 from bhandar_cli.repl.table import Command, CommandTable
 

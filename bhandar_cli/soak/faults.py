@@ -24,8 +24,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from bhandar_cli.client.outcomes import ClientError
-from bhandar_cli.core.model.errors import BhandarError
+from bhandar_cli.core.model.errors import BhandarError, ClientError
 from bhandar_cli.fleet.cluster_file import ClusterFileError
 from bhandar_cli.fleet.resize import next_free_name
 from bhandar_cli.fleet.supervisor import StartError

@@ -26,10 +26,9 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from bhandar_cli.client.outcomes import ClientError
 from bhandar_cli.core.membership.ring import key_token
 from bhandar_cli.core.model.config import KeyspaceDef, NodeConfig
-from bhandar_cli.core.model.errors import BadInput, Unavailable
+from bhandar_cli.core.model.errors import BadInput, ClientError, Unavailable
 from bhandar_cli.core.model.records import Record, merge_records
 from bhandar_cli.fleet import cluster_file, supervisor
 from bhandar_cli.node import admin

@@ -17,8 +17,7 @@ from typing import Any
 import trio
 
 from bhandar_cli.cli.cluster_cmd import open_tcp_session
-from bhandar_cli.client.outcomes import ClientError
-from bhandar_cli.core.model.errors import BhandarError
+from bhandar_cli.core.model.errors import BhandarError, ClientError
 from bhandar_cli.core.model.values import encode_json
 from bhandar_cli.fleet.cluster_file import ClusterFile
 from bhandar_cli.repl.status_line import Notices

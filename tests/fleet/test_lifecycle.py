@@ -21,9 +21,9 @@ import trio.testing
 from bhandar_cli.client.backend import Backend
 from bhandar_cli.client.backends.in_process_backend import InProcessBackend
 from bhandar_cli.client.client import Client
-from bhandar_cli.client.outcomes import ClientError
 from bhandar_cli.core.membership.ring import key_token
 from bhandar_cli.core.model.config import KeyspaceDef, NodeConfig
+from bhandar_cli.core.model.errors import ClientError
 from bhandar_cli.core.model.records import Record, Versioned, merge_records
 from bhandar_cli.core.model.versions import context_of
 from bhandar_cli.core.protocol.messages import (

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from bhandar_cli.client.data_client import DataClient
-from bhandar_cli.client.outcomes import ClientError
 from bhandar_cli.core.membership.ring import Ring
+from bhandar_cli.core.model.errors import ClientError
 from bhandar_cli.core.protocol.client_messages import Failure
 from bhandar_cli.core.wire import from_wire, to_wire
 from bhandar_cli.fleet.cluster_file import ClusterFile, client_access

@@ -21,9 +21,8 @@ from typing import Any
 import trio
 
 from bhandar_cli.client.backend import Capabilities
-from bhandar_cli.client.outcomes import ClientError
 from bhandar_cli.core.membership.ring import Ring
-from bhandar_cli.core.model.errors import BadInput, Unavailable
+from bhandar_cli.core.model.errors import BadInput, ClientError, Unavailable
 from bhandar_cli.core.model.metrics import NodeMetrics
 from bhandar_cli.core.model.records import Record
 from bhandar_cli.core.protocol.messages import Failure, Result

@@ -36,9 +36,9 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from bhandar_cli.client.outcomes import ClientError, GetOutcome
+from bhandar_cli.client.outcomes import GetOutcome
 from bhandar_cli.core.model.config import KeyspaceDef
-from bhandar_cli.core.model.errors import BadInput
+from bhandar_cli.core.model.errors import BadInput, ClientError
 from bhandar_cli.core.model.limits import NotJson, parse_json
 from bhandar_cli.core.model.values import encode_json
 from bhandar_cli.core.model.versions import BYTES, JSON

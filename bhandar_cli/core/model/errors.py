@@ -8,7 +8,7 @@ token past its rate: slow down); `unavailable`, `timeout` and `refused` are the 
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 ErrorCode = Literal[
     "bad_input",
@@ -33,6 +33,32 @@ class BhandarError(Exception):
     """Base class; `code` is the stable machine-readable kind used in JSON and exit codes."""
 
     code: ErrorCode = "internal"
+
+
+# What a traced request went through: (milliseconds since the request arrived, what happened).
+TraceSteps = tuple[tuple[float, str], ...]
+
+
+class ClientError(BhandarError):
+    """A failed operation as a client reports it (a node's `Failure`, or the client's own words):
+    its `code`, a sentence, the replies it had and needed, and its trace when one was asked for."""
+
+    def __init__(
+        self, code: str, message: str, answered: int = 0, needed: int = 0, trace: TraceSteps = ()
+    ) -> None:
+        super().__init__(message)
+        self.code = code  # type: ignore[assignment]
+        self.answered = answered
+        self.needed = needed
+        self.trace = trace
+
+    def to_json(self, cmd: str) -> dict[str, Any]:
+        out: dict[str, Any] = {"cmd": cmd, "ok": False, "error": str(self), "code": self.code}
+        if self.needed:
+            out.update(answered=self.answered, needed=self.needed)
+        if self.trace:
+            out["trace"] = [list(step) for step in self.trace]
+        return out
 
 
 class BadInput(BhandarError):

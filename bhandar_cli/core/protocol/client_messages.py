@@ -11,10 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bhandar_cli.core.model.errors import TraceSteps
 from bhandar_cli.core.model.records import Record
 from bhandar_cli.core.model.versions import Sibling
-
-TraceSteps = tuple[tuple[float, str], ...]  # (milliseconds since the request arrived, what happened)
 
 # --- client requests (from a client, or forwarded by a node that is not a replica) ------------
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bhandar_cli.core.model.config import KeyspaceDef
+from bhandar_cli.core.model.errors import TraceSteps
 from bhandar_cli.core.model.records import Record
 from bhandar_cli.core.protocol.client_messages import (
     Failure,
@@ -21,7 +22,6 @@ from bhandar_cli.core.protocol.client_messages import (
     IncrResult,
     PutRequest,
     PutResult,
-    TraceSteps,
 )
 
 __all__ = [

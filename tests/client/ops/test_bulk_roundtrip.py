@@ -21,9 +21,8 @@ from bhandar_cli.client.ops.bulk import (
     value_from_json,
     value_json,
 )
-from bhandar_cli.client.outcomes import ClientError
 from bhandar_cli.core.model.config import KeyspaceDef
-from bhandar_cli.core.model.errors import BadInput
+from bhandar_cli.core.model.errors import BadInput, ClientError
 from bhandar_cli.core.model.versions import BYTES, JSON
 from bhandar_cli.repl.batch import ClusterOptions, open_session
 
