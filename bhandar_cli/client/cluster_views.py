@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Any
 
 from bhandar_cli.client.outcomes import counter_parts, sibling_views
 from bhandar_cli.core.membership.members import CODES
-from bhandar_cli.core.membership.ring import Ring, key_token
+from bhandar_cli.core.membership.ring import key_token
 from bhandar_cli.core.model.errors import BadInput, BhandarError
 from bhandar_cli.core.model.records import Versioned
 from bhandar_cli.core.model.versions import context_of, relation
-from bhandar_cli.core.roles.hot_keys import SHOWN, TAU
+from bhandar_cli.core.roles.hot_keys import SHOWN, HotSketches
 
 if TYPE_CHECKING:
     from bhandar_cli.client.backend import Backend
@@ -264,65 +264,3 @@ class ClusterViews:
 
 
 HOT_MAX = SHOWN  # keys `hot` shows at most (node info carries this many of each node's sketch)
-
-
-class HotSketches:
-    """The hot-key sketches of the nodes' status views, gathered for `hot_view`."""
-
-    def __init__(self) -> None:
-        self.totals: dict[str, float] = {}
-        self.rates: dict[tuple[str, str], dict[str, float]] = {}
-        self.replication: dict[str, int] = {}
-
-    def add(self, node: str, info: dict[str, Any]) -> None:
-        sketch = info.get("hot") or {}
-        self.totals[node] = float(sketch.get("total_rate", 0.0))
-        for entry in sketch.get("keys", []):
-            self.rates.setdefault((entry["keyspace"], entry["key"]), {})[node] = float(entry["rate"])
-        for ks in info.get("keyspaces", []):
-            self.replication.setdefault(ks["name"], int(ks["n"]))
-
-    def view(self, ring: Ring, n: int) -> dict[str, Any]:
-        return hot_view(ring, self.totals, self.rates, self.replication, n)
-
-
-def hot_view(
-    ring: Ring,
-    totals: dict[str, float],
-    rates: dict[tuple[str, str], dict[str, float]],
-    replication: dict[str, int],
-    n: int,
-) -> dict[str, Any]:
-    """Combine the nodes' sketches: rates add up across the nodes requests entered at."""
-    total = sum(totals.values())
-    ranked = sorted(rates.items(), key=lambda kv: (-sum(kv[1].values()), kv[0]))[:n]
-    keys: list[dict[str, Any]] = []
-    load = dict.fromkeys(ring.nodes, 0.0)
-    for (keyspace, key), by_node in ranked:
-        rate = sum(by_node.values())
-        share = rate / total if total else 0.0
-        replicas = list(ring.preference_list(key_token(keyspace, key), replication.get(keyspace, 3)))
-        for replica in replicas:
-            load[replica] = load.get(replica, 0.0) + share
-        keys.append(
-            {
-                "keyspace": keyspace,
-                "key": key,
-                "rate": round(rate, 2),
-                "share": round(share, 4),
-                "replicas": replicas,
-                "nodes": {x: round(r / rate, 4) for x, r in sorted(by_node.items()) if rate},
-            }
-        )
-    return {
-        "cmd": "hot",
-        "ok": True,
-        "total_rate": round(total, 2),
-        "window_s": TAU,
-        "keys": keys,
-        # Share of all client requests that entered at each node.
-        "nodes": {x: round(r / total, 4) if total else 0.0 for x, r in sorted(totals.items())},
-        # Share of all requests each node serves as a replica of the keys listed (every replica of
-        # a key takes part in its writes and most of its reads): what a hot key does to load.
-        "replica_load": {x: round(v, 4) for x, v in sorted(load.items())},
-    }

@@ -253,7 +253,7 @@ def _run_chaos(
 
 def hot_keys(cluster: SimCluster, n: int = 3) -> dict[str, Any]:
     """The `hot` view of the cluster now: every live node's sketch combined, as the client does."""
-    from bhandar_cli.client.cluster_views import HotSketches
+    from bhandar_cli.core.roles.hot_keys import HotSketches
 
     sketches = HotSketches()
     for name, host in sorted(cluster.hosts.items()):
