@@ -166,8 +166,8 @@ def up(
         fail(f"--issuers: {exc}", EXIT_USAGE)
     extra = [*node_args, "--fsync", fsync]
     from bhandar_cli.fleet import supervisor
+    from bhandar_cli.fleet.cluster_data import node_set_mismatch
     from bhandar_cli.fleet.cluster_file import resolve_dir
-    from bhandar_cli.store.data_dir import node_set_mismatch
 
     where = resolve_dir(directory)
     grow = "start the first nodes with --nodes, then `cluster add` the others"

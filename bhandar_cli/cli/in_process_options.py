@@ -40,7 +40,7 @@ def cluster_options(
     if not 1 <= replicas <= min(nodes, 9):
         fail(f"--replicas must be between 1 and min(nodes, 9) (got {replicas})", EXIT_USAGE)
     if data_dir is not None and connect is None:
-        from bhandar_cli.store.data_dir import node_set_mismatch
+        from bhandar_cli.fleet.cluster_data import node_set_mismatch
 
         wrong = node_set_mismatch(
             str(data_dir), nodes, str(data_dir), "start the first nodes with --nodes, then `add` the others"

@@ -95,7 +95,7 @@ async def retire_node(cluster: ClusterFile, name: str) -> ClusterFile:
     """Stop a node that has left the ring and strike it from the cluster file (its data directory
     is set aside as NODE.left, so a later `cluster up` does not count it as a member). A seed that
     left is replaced by the remaining members, so restarts find the cluster."""
-    from bhandar_cli.store.data_dir import retire_node_dir
+    from bhandar_cli.fleet.cluster_data import retire_node_dir
 
     leaving = cluster.node(name)
     await supervisor.stop(leaving)

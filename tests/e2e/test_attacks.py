@@ -38,13 +38,13 @@ from bhandar_cli.core.repair.antientropy import RepairPush
 from bhandar_cli.core.roles.streaming import StreamRequest
 from bhandar_cli.core.wire import to_wire
 from bhandar_cli.fleet import pids
+from bhandar_cli.fleet.cluster_data import LEFT_SUFFIX
 from bhandar_cli.fleet.cluster_file import ClusterFile
 from bhandar_cli.node.net.codec import encode_frame
 from bhandar_cli.node.net.rpc import rpc_once
 from bhandar_cli.node.net.rpc_errors import RpcError
 from bhandar_cli.security import pki
 from bhandar_cli.security.access import ClientAccess
-from bhandar_cli.store.data_dir import LEFT_SUFFIX
 from tests.e2e.conftest import kill_all, rpc, run_cli, start_cluster, wait_for
 from tests.e2e.test_rogue import closed_by_node
 

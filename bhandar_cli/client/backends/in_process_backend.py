@@ -129,7 +129,7 @@ class InProcessBackend:
         """Stop a node that has left the ring and forget it (its data directory is set aside)."""
         await self.cluster.retire(name)
         if self.data_dir is not None:
-            from bhandar_cli.store.data_dir import retire_node_dir
+            from bhandar_cli.fleet.cluster_data import retire_node_dir
 
             retire_node_dir(self.data_dir, name)
 
