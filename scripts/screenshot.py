@@ -16,7 +16,8 @@ import trio.testing
 from rich.console import Console
 from rich.text import Text
 
-from bhandar_cli.repl.batch import ClusterOptions, open_session
+from bhandar_cli.client.openers import ClusterOptions
+from bhandar_cli.repl.batch import open_session
 from bhandar_cli.repl.views import render
 
 LINES = [

@@ -90,7 +90,7 @@ class BigBench:
     async def run(self, workdir: Path, nodes: int) -> dict[str, Any]:
         import trio
 
-        from bhandar_cli.cli.cluster_cmd import open_tcp_client
+        from bhandar_cli.client.openers import open_tcp_client
         from bhandar_cli.fleet import cluster_file, supervisor
 
         cluster = await supervisor.up(workdir, nodes, min(3, nodes), 0, 8, 3)

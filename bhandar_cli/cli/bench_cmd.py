@@ -137,7 +137,7 @@ async def run_bench(
     echo_tls: EchoTls | None = None
     with _progress(2 * ops) as advance:
         if nodes is None:
-            from bhandar_cli.cli.cluster_cmd import open_tcp_client
+            from bhandar_cli.client.openers import open_tcp_client
 
             async with open_tcp_client(cluster, level) as client:
                 echo_tls = _echo_tls(client.backend.cluster)
@@ -336,7 +336,8 @@ def compaction(
     """QUORUM gets (p50/p99) and peers' view of NODE, first as a baseline, then while NODE runs a
     forced full compaction of at least MB megabytes; fills the store first if needed."""
     from bhandar_cli.bench.compaction_bench import run_compaction_bench
-    from bhandar_cli.cli.cluster_cmd import open_tcp_client, run_async
+    from bhandar_cli.cli.cluster_cmd import run_async
+    from bhandar_cli.client.openers import open_tcp_client
 
     if not 1 <= mb <= 100_000 or not 1 <= concurrency <= 1024 or not 0.5 <= seconds <= 3600:
         fail("--mb must be 1..100000, --concurrency 1..1024 and --seconds 0.5..3600", EXIT_USAGE)

@@ -55,7 +55,7 @@ async def run_repair_bench(workdir: Path, keys: int, nodes: int, timeout: float)
     import trio
 
     from bhandar_cli.bench.echo_baselines import run_load
-    from bhandar_cli.cli.cluster_cmd import open_tcp_client
+    from bhandar_cli.client.openers import open_tcp_client
     from bhandar_cli.core.model.values import parse_value_text
     from bhandar_cli.fleet import supervisor
 

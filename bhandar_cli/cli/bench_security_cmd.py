@@ -60,7 +60,7 @@ def security(
 async def run_security_bench(
     workdir: Path, nodes: int, ops: int, rounds: int, concurrency: int, level: str, weights: tuple[int, int]
 ) -> dict[str, Any]:
-    from bhandar_cli.cli.cluster_cmd import open_tcp_client
+    from bhandar_cli.client.openers import open_tcp_client
     from bhandar_cli.core.model.values import parse_value_text
     from bhandar_cli.fleet import supervisor
     from bhandar_cli.fleet.cluster_file import ClusterFile

@@ -168,7 +168,8 @@ def export(
 ) -> None:
     """Write every key of a keyspace to standard output as JSON Lines: its siblings and context, or
     its counter (tombstones left out). A summary goes to standard error."""
-    from bhandar_cli.cli.cluster_cmd import open_tcp_client, run_async
+    from bhandar_cli.cli.cluster_cmd import run_async
+    from bhandar_cli.client.openers import open_tcp_client
     from bhandar_cli.client.ops.bulk import ExportHeader, key_pages
     from bhandar_cli.client.ops.pipeline import Pipeline
     from bhandar_cli.core.model.errors import BhandarError
@@ -238,7 +239,8 @@ def import_(
 ) -> None:
     """Write JSON Lines from `bhandar export` (on standard input) into a keyspace through the normal
     write path: siblings as siblings, counters as counters. Prints what it wrote and what failed."""
-    from bhandar_cli.cli.cluster_cmd import open_tcp_client, run_async
+    from bhandar_cli.cli.cluster_cmd import run_async
+    from bhandar_cli.client.openers import open_tcp_client
 
     level = usage_checked(consistency, window)
     tally = Tally()

@@ -2,15 +2,15 @@
 (`cluster upgrade` is in cluster_upgrade_cmd.py).
 
 Parsing and rendering only: processes are started and stopped by fleet/supervisor.py, and everything
-else goes through client/client.py over the TCP backend (client/backends/tcp_backend.py). Also home of the two
-openers the other faces use on a process cluster: `open_tcp_client` and `open_tcp_session`.
+else goes through client/client.py over the TCP backend (client/backends/tcp_backend.py), opened by
+client/openers.py. Also home of what the other commands on a process cluster share: `run_async`
+(known failures as one line) and `on_cluster` (an action on a client of the cluster, printed).
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +29,6 @@ from bhandar_cli.cli.output import (
 if TYPE_CHECKING:
     from bhandar_cli.client.backends.tcp_backend import TcpBackend
     from bhandar_cli.client.client import Client
-    from bhandar_cli.repl.session import ServeWeb, Session
 
 cluster_app = typer.Typer(
     help="Run a cluster of real node processes on 127.0.0.1 and break it on purpose.",
@@ -39,31 +38,6 @@ cluster_app = typer.Typer(
 
 CLUSTER_HELP = "Cluster directory (default ./.bhandar or $BHANDAR_CLUSTER)."
 DIR_OPTION = typer.Option(None, "--cluster", "--dir", metavar="DIR", help=CLUSTER_HELP)
-
-
-@asynccontextmanager
-async def open_tcp_client(
-    directory: str | Path | None, consistency: str = "QUORUM"
-) -> AsyncIterator[Client[TcpBackend]]:
-    """A `Client` on the running process cluster of `directory` (ClusterFileError if none)."""
-    from bhandar_cli.client.backends.tcp_backend import open_tcp_backend
-    from bhandar_cli.client.client import Client
-    from bhandar_cli.fleet.cluster_file import resolve_dir
-
-    async with open_tcp_backend(resolve_dir(str(directory) if directory else None)) as backend:
-        yield Client(backend, consistency)
-
-
-@asynccontextmanager
-async def open_tcp_session(
-    directory: str | Path | None, output: str = "table", serve_web: ServeWeb | None = None
-) -> AsyncIterator[Session]:
-    """A REPL `Session` on the running process cluster of `directory` (for `repl --connect DIR`)."""
-    from bhandar_cli.repl.commands import COMMANDS
-    from bhandar_cli.repl.session import Session
-
-    async with open_tcp_client(directory) as client:
-        yield Session(client, COMMANDS, output, serve_web)
 
 
 def run_async(cmd: str, output: OutputFormat | str, body: Callable[[], Awaitable[Any]]) -> Any:
@@ -221,6 +195,8 @@ STATUS_STATE = ("keys", "owns", "tokens", "sees down", "protocol", "config")
 def status(directory: str | None = DIR_OPTION, output: OutputFormat = OUTPUT_OPTION) -> None:
     """Nodes, zones, addresses, pids, ownership and who sees whom down (like nodetool status)."""
 
+    from bhandar_cli.client.openers import open_tcp_client
+
     async def body() -> Any:
         async with open_tcp_client(directory) as client:
             data = await client.views.status()
@@ -296,6 +272,8 @@ def on_cluster(
 ) -> Any | None:
     """Run `action` on a client of the running cluster of `directory`: its reply, or None once it
     is printed as JSON (`-o json`); a failure is one line and its exit code (run_async)."""
+
+    from bhandar_cli.client.openers import open_tcp_client
 
     async def body() -> Any:
         async with open_tcp_client(directory) as client:

@@ -9,7 +9,7 @@ from typing import Any
 
 import typer
 
-from bhandar_cli.cli.cluster_cmd import DIR_OPTION, _print, open_tcp_client, run_async
+from bhandar_cli.cli.cluster_cmd import DIR_OPTION, _print, run_async
 from bhandar_cli.cli.output import EXIT_USAGE, OUTPUT_OPTION, OutputFormat, emit_json, fail
 
 
@@ -23,6 +23,7 @@ def upgrade(
     """Upgrade one node at a time: stop it cleanly (it drains its requests), start it again (at
     protocol --to), and wait until it serves before the next. Refuses a step that would leave two
     replicas of a key down; progress (node, phase, seconds) goes to stderr."""
+    from bhandar_cli.client.openers import open_tcp_client
     from bhandar_cli.node.net.codec import MIN_COMPATIBLE_VERSION, PROTOCOL_VERSION
     from bhandar_cli.repl.views_ops import node_progress, render_upgrade
 

@@ -28,7 +28,8 @@ def hot(
 ) -> None:
     """The N keys with the highest client request rates: rate, share of all requests, replicas,
     where their requests entered, and each node's load as a replica of them."""
-    from bhandar_cli.cli.cluster_cmd import open_tcp_client, run_async
+    from bhandar_cli.cli.cluster_cmd import run_async
+    from bhandar_cli.client.openers import open_tcp_client
     from bhandar_cli.core.model.errors import BadInput, ClientError
     from bhandar_cli.repl.batch import make_consoles
     from bhandar_cli.repl.session import Reply

@@ -11,7 +11,7 @@ import typer
 from bhandar_cli.cli.output import EXIT_USAGE, fail
 
 if TYPE_CHECKING:
-    from bhandar_cli.repl.batch import ClusterOptions
+    from bhandar_cli.client.openers import ClusterOptions
 
 NODES = typer.Option(5, "--nodes", "-n", help="Number of nodes (A, ..., Z, AA, AB, ...), 1 to 240.")
 ZONES = typer.Option(3, "--zones", help="Zones z1, z2, ... assigned round-robin.")
@@ -28,8 +28,8 @@ def cluster_options(
 ) -> ClusterOptions:
     """The checked options (exit 2 on a bad one); a --data-dir must hold the same node set, so no
     node is left in the ring with nobody running it."""
+    from bhandar_cli.client.openers import ClusterOptions
     from bhandar_cli.fleet.in_process_cluster import MAX_NODES
-    from bhandar_cli.repl.batch import ClusterOptions
 
     if not 1 <= nodes <= MAX_NODES:
         fail(f"--nodes must be between 1 and {MAX_NODES} (got {nodes})", EXIT_USAGE)

@@ -71,7 +71,8 @@ def _run(
     cluster: str | None,
     action: Callable[[Client[TcpBackend]], Awaitable[Any]],
 ) -> None:
-    from bhandar_cli.cli.cluster_cmd import open_tcp_client, run_async
+    from bhandar_cli.cli.cluster_cmd import run_async
+    from bhandar_cli.client.openers import open_tcp_client
     from bhandar_cli.core.model.errors import BadInput, ClientError
     from bhandar_cli.repl.batch import make_consoles
     from bhandar_cli.repl.session import Reply

@@ -292,7 +292,8 @@ def pipe(
 ) -> None:
     """Run data commands from standard input, one per line, many in flight over one client: one JSON
     result per command on standard output (exit 1 if any failed)."""
-    from bhandar_cli.cli.cluster_cmd import open_tcp_client, run_async
+    from bhandar_cli.cli.cluster_cmd import run_async
+    from bhandar_cli.client.openers import open_tcp_client
 
     level = usage_checked(consistency, window)
     writer = ResultWriter(sys.stdout)

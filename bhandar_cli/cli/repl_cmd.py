@@ -47,7 +47,7 @@ def repl(
     if connect is not None:
         if virtual_time:
             fail("--virtual-time applies to in-process clusters, not to --connect", EXIT_USAGE)
-        from bhandar_cli.cli.cluster_cmd import open_tcp_session
+        from bhandar_cli.repl.batch import open_tcp_session
 
         def opener() -> Any:
             return open_tcp_session(connect, output.value, serve_in_background)

@@ -41,7 +41,8 @@ def soak(
         fail("the soak lasts between 1 second and 24 hours", EXIT_USAGE)
     if not 1 <= clients <= 256:
         fail(f"--clients must be between 1 and 256 (got {clients})", EXIT_USAGE)
-    from bhandar_cli.cli.cluster_cmd import open_tcp_client, run_async
+    from bhandar_cli.cli.cluster_cmd import run_async
+    from bhandar_cli.client.openers import open_tcp_client
     from bhandar_cli.soak.run import SoakOptions, SoakProgress, own_cluster, run_soak
 
     options = SoakOptions(duration, seed, clients)

@@ -57,7 +57,7 @@ def web(
     from bhandar_cli.web.background import serve_in_background
 
     if connect is not None:
-        from bhandar_cli.cli.cluster_cmd import open_tcp_session
+        from bhandar_cli.repl.batch import open_tcp_session
 
         def opener() -> Any:
             return open_tcp_session(connect, serve_web=serve_in_background)

@@ -26,13 +26,3 @@ class EpochClock(trio.abc.Clock):
 
     def deadline_to_sleep_time(self, deadline: float) -> float:
         return deadline - self.current_time()
-
-
-def cluster_clock(virtual_time: bool) -> trio.abc.Clock:
-    """The clock an in-process cluster runs on: virtual time (sleeps take no time, starting at 0)
-    or Unix seconds, as process clusters use, so timestamps in data read as dates."""
-    if virtual_time:
-        import trio.testing  # only here: it is a test harness (and imports pytest when present)
-
-        return trio.testing.MockClock(autojump_threshold=0)
-    return EpochClock()

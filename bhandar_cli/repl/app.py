@@ -34,8 +34,8 @@ from rich.console import Console
 from rich.markup import escape as _markup_escape
 
 from bhandar_cli import __version__
+from bhandar_cli.client.openers import cluster_clock
 from bhandar_cli.core.model.errors import BhandarError
-from bhandar_cli.node.epoch_clock import cluster_clock
 from bhandar_cli.repl.batch import SessionOpener
 from bhandar_cli.repl.completer import BhandarCompleter, BhandarLexer, CompletionContext, argument_hint
 from bhandar_cli.repl.grammar import ParseError

@@ -24,9 +24,9 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from bhandar_cli.client.openers import cluster_clock
 from bhandar_cli.core.model.errors import BhandarError, sole_exception
 from bhandar_cli.core.model.wording import count as counted
-from bhandar_cli.node.epoch_clock import cluster_clock
 from bhandar_cli.repl.batch import open_session
 from bhandar_cli.repl.session import Session
 from bhandar_cli.repl.views import render

@@ -12,7 +12,8 @@ import trio
 import trio.testing
 
 from bhandar_cli.cli.pipe_cmd import InputFormat, ResultWriter, run_pipe
-from bhandar_cli.repl.batch import ClusterOptions, open_session
+from bhandar_cli.client.openers import ClusterOptions
+from bhandar_cli.repl.batch import open_session
 
 
 def pipe(text: str, fmt: InputFormat = InputFormat.text, window: int = 8, ordered: bool = True) -> Any:

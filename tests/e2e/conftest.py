@@ -38,7 +38,7 @@ TEST_KEYSPACES = ("web", "cli", "crash")
 
 
 def start_cluster(directory: Path, nodes: int = 5, protocol: int | None = None) -> ClusterFile:
-    from bhandar_cli.cli.cluster_cmd import open_tcp_client
+    from bhandar_cli.client.openers import open_tcp_client
 
     async def up() -> ClusterFile:
         cluster = await supervisor.up(directory, nodes, 3, 0, 8, 3, NODE_ARGS, 30.0, protocol=protocol)

@@ -27,7 +27,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from bhandar_cli.cli.cluster_cmd import open_tcp_client
+from bhandar_cli.client.openers import open_tcp_client
 from bhandar_cli.core.membership.gossip import GossipSyn
 from bhandar_cli.core.membership.members import MemberState
 from bhandar_cli.core.model.config import KeyspaceDef

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 import trio
 
-from bhandar_cli.cli.cluster_cmd import open_tcp_session
 from bhandar_cli.fleet import cluster_file, pids
 from bhandar_cli.fleet.cluster_file import ClusterFile
+from bhandar_cli.repl.batch import open_tcp_session
 from tests.e2e.conftest import NODE_ARGS, kill_all, rpc, run_cli, wait_for
 
 

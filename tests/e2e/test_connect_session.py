@@ -16,10 +16,10 @@ from typing import Any
 
 import trio
 
-from bhandar_cli.cli.cluster_cmd import open_tcp_session
 from bhandar_cli.core.model.errors import BhandarError, ClientError
 from bhandar_cli.core.model.values import encode_json
 from bhandar_cli.fleet.cluster_file import ClusterFile
+from bhandar_cli.repl.batch import open_tcp_session
 from bhandar_cli.repl.status_line import Notices
 
 WRITES = 3000  # a bound on the writer; the join ends long before

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from bhandar_cli.cli.cluster_cmd import open_tcp_client
+from bhandar_cli.client.openers import open_tcp_client
 from bhandar_cli.core.membership.ring import key_token
 from bhandar_cli.core.model.records import Versioned
 from bhandar_cli.core.model.values import encode_json

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from bhandar_cli.cli.cluster_cmd import open_tcp_client
+from bhandar_cli.client.openers import open_tcp_client
 from bhandar_cli.core.model.errors import ClientError
 from bhandar_cli.core.model.records import Versioned
 from bhandar_cli.core.model.values import encode_json

@@ -39,7 +39,7 @@ def test_a_ttl_value_expires_and_repair_does_not_bring_it_back(shared_cluster: C
     wait_for(gone, timeout=20.0, what="the value to expire")
 
     async def repair() -> None:
-        from bhandar_cli.cli.cluster_cmd import open_tcp_client
+        from bhandar_cli.client.openers import open_tcp_client
 
         async with open_tcp_client(shared_cluster.dir) as client:
             assert (await client.ops.repair())["ok"]

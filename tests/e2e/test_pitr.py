@@ -9,8 +9,8 @@ from typing import Any
 
 import trio
 
-from bhandar_cli.cli.cluster_cmd import open_tcp_session
 from bhandar_cli.fleet.cluster_file import ClusterFile
+from bhandar_cli.repl.batch import open_tcp_session
 
 BATCH = 10
 

@@ -15,10 +15,10 @@ from typing import Any
 import trio
 from prometheus_client.parser import text_string_to_metric_families
 
-from bhandar_cli.cli.cluster_cmd import open_tcp_session
 from bhandar_cli.core.membership.ring import Ring, key_token
 from bhandar_cli.core.model.metrics import CALLER_FAULTS
 from bhandar_cli.fleet.cluster_file import ClusterFile
+from bhandar_cli.repl.batch import open_tcp_session
 from tests.e2e.conftest import REPO, http_client
 
 RULES = REPO / "ops" / "prometheus" / "bhandar-rules.yml"

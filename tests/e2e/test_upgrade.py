@@ -14,7 +14,7 @@ from typing import Any
 
 import trio
 
-from bhandar_cli.cli.cluster_cmd import open_tcp_client
+from bhandar_cli.client.openers import open_tcp_client
 from bhandar_cli.core.model.values import encode_json
 from bhandar_cli.fleet import cluster_file
 from bhandar_cli.fleet.cluster_file import ClusterFile

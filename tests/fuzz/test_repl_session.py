@@ -14,7 +14,8 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 from rich.console import Console
 
-from bhandar_cli.repl.batch import ClusterOptions, open_session
+from bhandar_cli.client.openers import ClusterOptions
+from bhandar_cli.repl.batch import open_session
 from bhandar_cli.repl.session import Reply
 from bhandar_cli.repl.views import print_reply
 

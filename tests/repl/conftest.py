@@ -8,7 +8,8 @@ import pytest
 import trio
 import trio.testing
 
-from bhandar_cli.repl.batch import ClusterOptions, open_session
+from bhandar_cli.client.openers import ClusterOptions
+from bhandar_cli.repl.batch import open_session
 
 
 def run_lines(lines: list[str], **options: Any) -> list[dict[str, Any]]:

@@ -20,9 +20,10 @@ from prompt_toolkit.document import Document
 from rich.console import Console
 from rich.text import Text
 
+from bhandar_cli.client.openers import ClusterOptions
 from bhandar_cli.core.model.config import LEVELS, POLICIES, QUORUM_MODES
 from bhandar_cli.core.model.errors import BadInput
-from bhandar_cli.repl.batch import ClusterOptions, open_session
+from bhandar_cli.repl.batch import open_session
 from bhandar_cli.repl.commands import COMMANDS
 from bhandar_cli.repl.completer import BhandarCompleter, BhandarLexer, CompletionContext, argument_hint
 from bhandar_cli.repl.grammar import parse

@@ -10,8 +10,9 @@ import pytest
 import trio
 import trio.testing
 
+from bhandar_cli.client.openers import ClusterOptions
 from bhandar_cli.core.model.errors import Unavailable
-from bhandar_cli.repl.batch import ClusterOptions, open_session
+from bhandar_cli.repl.batch import open_session
 from tests.repl.conftest import run_lines
 
 Run = Any

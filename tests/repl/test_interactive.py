@@ -16,8 +16,9 @@ from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
 from rich.console import Console
 
+from bhandar_cli.client.openers import ClusterOptions
 from bhandar_cli.repl.app import InteractiveApp
-from bhandar_cli.repl.batch import ClusterOptions, open_session
+from bhandar_cli.repl.batch import open_session
 from bhandar_cli.repl.completer import BhandarCompleter, CompletionContext, argument_hint
 
 CTX = CompletionContext(["A", "B", "C"], ["carts", "counters"], {"carts": ["cart:42", "cart:7"]})

@@ -10,9 +10,10 @@ import trio
 import trio.testing
 from rich.console import Console
 
+from bhandar_cli.client.openers import ClusterOptions
 from bhandar_cli.client.outcomes import WriteOutcome
 from bhandar_cli.core.model.limits import MAX_INTEGER
-from bhandar_cli.repl.batch import ClusterOptions, open_session
+from bhandar_cli.repl.batch import open_session
 from bhandar_cli.repl.views_data import render_write
 
 Run = Any

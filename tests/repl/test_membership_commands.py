@@ -155,9 +155,9 @@ def test_wait_converged_times_out_with_the_reason(repl: Run) -> None:
 def test_an_interrupted_add_says_what_it_left_and_the_ring_agrees() -> None:
     import trio
 
-    from bhandar_cli.node.epoch_clock import cluster_clock
+    from bhandar_cli.client.openers import ClusterOptions, cluster_clock
     from bhandar_cli.repl.app import interrupted_text
-    from bhandar_cli.repl.batch import ClusterOptions, open_session
+    from bhandar_cli.repl.batch import open_session
 
     async def main() -> tuple[str, str, dict[str, Any]]:
         async with open_session(ClusterOptions(nodes=4, memory=True)) as session:

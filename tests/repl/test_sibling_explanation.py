@@ -7,7 +7,8 @@ from typing import Any
 
 from rich.console import Console
 
-from bhandar_cli.repl.batch import ClusterOptions, open_session
+from bhandar_cli.client.openers import ClusterOptions
+from bhandar_cli.repl.batch import open_session
 from bhandar_cli.repl.views_data import render_get
 from tests.repl.conftest import run_lines
 

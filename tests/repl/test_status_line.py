@@ -93,7 +93,7 @@ def test_in_process_clusters_run_on_unix_time_unless_virtual() -> None:
 
     import trio
 
-    from bhandar_cli.node.epoch_clock import cluster_clock
+    from bhandar_cli.client.openers import cluster_clock
 
     async def now() -> float:
         return trio.current_time()

@@ -23,8 +23,9 @@ from typer.testing import CliRunner
 import bhandar_cli.core.model.records
 import bhandar_cli.core.roles.write_path
 from bhandar_cli.cli.demo_cmd import demo as demo_command
+from bhandar_cli.client.openers import ClusterOptions
 from bhandar_cli.core.model.versions import lww_merge
-from bhandar_cli.repl.batch import ClusterOptions, open_session
+from bhandar_cli.repl.batch import open_session
 from bhandar_cli.teach.demo_runner import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, Outcome, play, run_demo
 from bhandar_cli.teach.demos import DEMOS, SIBLINGS, Demo, DemoContext, Expect, Step, get_values
 

@@ -24,7 +24,8 @@ from rich.console import Console
 from selenium.webdriver.support.ui import WebDriverWait
 from typer.testing import CliRunner
 
-from bhandar_cli.repl.batch import ClusterOptions, open_session
+from bhandar_cli.client.openers import ClusterOptions
+from bhandar_cli.repl.batch import open_session
 from bhandar_cli.teach.demo_runner import EXIT_FAILED, EXIT_OK, play, run_demo
 from bhandar_cli.teach.demos import Demo, DemoContext, Expect, Step, get_values, lines, text
 from bhandar_cli.teach.demos_failures import QUORUM

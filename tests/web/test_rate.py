@@ -6,7 +6,8 @@ from __future__ import annotations
 import trio
 import trio.testing
 
-from bhandar_cli.repl.batch import ClusterOptions, open_session
+from bhandar_cli.client.openers import ClusterOptions
+from bhandar_cli.repl.batch import open_session
 from bhandar_cli.web.server import MIN_INTERVAL, WebServer
 
 

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 import trio
 
-from bhandar_cli.repl.batch import ClusterOptions, open_session
+from bhandar_cli.client.openers import ClusterOptions
+from bhandar_cli.repl.batch import open_session
 from bhandar_cli.web.background import serve_in_background
 from tests.web.conftest import page_key
 

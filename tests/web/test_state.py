@@ -9,7 +9,8 @@ from typing import Any
 import trio
 import trio.testing
 
-from bhandar_cli.repl.batch import ClusterOptions, open_session
+from bhandar_cli.client.openers import ClusterOptions
+from bhandar_cli.repl.batch import open_session
 from bhandar_cli.web.sequence import request_view
 from bhandar_cli.web.state import WebState
 

@@ -11,6 +11,7 @@ import trio.testing
 
 from bhandar_cli.client.backend import Backend
 from bhandar_cli.client.client import Client
+from bhandar_cli.client.openers import ClusterOptions
 from bhandar_cli.client.ops.bulk import (
     RETRIES,
     ExportHeader,
@@ -24,7 +25,7 @@ from bhandar_cli.client.ops.bulk import (
 from bhandar_cli.core.model.config import KeyspaceDef
 from bhandar_cli.core.model.errors import BadInput, ClientError
 from bhandar_cli.core.model.versions import BYTES, JSON
-from bhandar_cli.repl.batch import ClusterOptions, open_session
+from bhandar_cli.repl.batch import open_session
 
 
 def run(main: Any) -> Any:

@@ -13,7 +13,8 @@ import pytest
 import trio
 import trio.testing
 
-from bhandar_cli.repl.batch import ClusterOptions, open_session
+from bhandar_cli.client.openers import ClusterOptions
+from bhandar_cli.repl.batch import open_session
 from bhandar_cli.storage.disk import data_dir_lock
 from bhandar_cli.storage.disk.data_dir_lock import DirectoryLocked, lock_data_dir
 from bhandar_cli.store.data_dir import DataDirInUse, open_node_store
