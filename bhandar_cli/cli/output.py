@@ -1,7 +1,7 @@
 """Output conventions shared by every command: `-o table|json|raw`, errors to stderr, exit codes.
 
 Exit codes (the man page's EXIT STATUS): 0 success, 1 operation failed, 2 usage error, 3 key not
-found; they and the output formats are the client's (client/outcomes.py), which the REPL's batch
+found; they and the output formats are the client's (client/exit_status.py), which the REPL's batch
 mode shares.
 Nothing here imports typer until `OUTPUT_OPTION` or `CLUSTER_OPTION` is asked for: one-shot data commands
 (cli/oneshot.py) use these conventions without typer.
@@ -13,12 +13,12 @@ import json
 import sys
 from typing import Any, NoReturn
 
-from bhandar_cli.client.outcomes import EXIT_FAILED as EXIT_FAILED
-from bhandar_cli.client.outcomes import EXIT_NOT_FOUND as EXIT_NOT_FOUND
-from bhandar_cli.client.outcomes import EXIT_OK as EXIT_OK
-from bhandar_cli.client.outcomes import EXIT_USAGE as EXIT_USAGE
-from bhandar_cli.client.outcomes import OutputFormat as OutputFormat
-from bhandar_cli.client.outcomes import exit_code as exit_code
+from bhandar_cli.client.exit_status import EXIT_FAILED as EXIT_FAILED
+from bhandar_cli.client.exit_status import EXIT_NOT_FOUND as EXIT_NOT_FOUND
+from bhandar_cli.client.exit_status import EXIT_OK as EXIT_OK
+from bhandar_cli.client.exit_status import EXIT_USAGE as EXIT_USAGE
+from bhandar_cli.client.exit_status import OutputFormat as OutputFormat
+from bhandar_cli.client.exit_status import exit_code as exit_code
 
 
 def __getattr__(name: str) -> Any:

@@ -1,37 +1,19 @@
 """What client operations return: plain dataclasses with the JSON shapes the man page lists under JSON OUTPUT.
 
-The faces (REPL, CLI) render these as a table or as JSON (`OutputFormat`); `to_json()` gives the
-stable machine form (fields may be added, the documented ones stay). How an outcome ends a process
-is here too, for both faces that exit (the CLI, the REPL's batch mode): the man page's EXIT STATUS.
+The faces (REPL, CLI) render these as a table or as JSON (exit_status.py's `OutputFormat`);
+`to_json()` gives the stable machine form (fields may be added, the documented ones stay).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from enum import StrEnum
 from typing import Any
 
 from bhandar_cli.core.model.crdt import PNCounter
-from bhandar_cli.core.model.errors import REFUSED_INPUT, TraceSteps
+from bhandar_cli.core.model.errors import TraceSteps
 from bhandar_cli.core.model.records import Record, Versioned
 from bhandar_cli.core.model.values import decode_value
 from bhandar_cli.core.model.versions import Sibling
-
-EXIT_OK = 0
-EXIT_FAILED = 1  # the operation failed
-EXIT_USAGE = 2  # the command line, or input the store refuses
-EXIT_NOT_FOUND = 3  # a get found no value
-
-
-class OutputFormat(StrEnum):
-    table = "table"
-    json = "json"
-
-
-def exit_code(error_code: str) -> int:
-    """The exit code of a failed operation: input the store refuses (a keyspace nobody created, a
-    value past a limit) is a usage error; anything else failed."""
-    return EXIT_USAGE if error_code in REFUSED_INPUT else EXIT_FAILED
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """What a REPL argument or option value is: how a usage line shows it and what Tab offers for it.
 
 The fixed sets of choices (consistency levels, keyspace policies, quorum modes, output formats) are
-not spelled here: each comes from its one declaration in `core.model.config` or `client.outcomes`.
+not spelled here: each comes from its one declaration in `core.model.config` or `client.exit_status`.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from bhandar_cli.client.outcomes import OutputFormat
+from bhandar_cli.client.exit_status import OutputFormat
 from bhandar_cli.core.model.config import LEVELS, POLICIES, QUORUM_MODES
 
 # Where the live candidates of a kind come from (the completer's snapshot of the cluster, or the

@@ -12,13 +12,8 @@ from dataclasses import dataclass
 
 from rich.console import Console
 
-from bhandar_cli.client.outcomes import (
-    EXIT_FAILED,
-    EXIT_NOT_FOUND,
-    EXIT_OK,
-    EXIT_USAGE,
-    GetOutcome,
-)
+from bhandar_cli.client.exit_status import EXIT_FAILED, EXIT_NOT_FOUND, EXIT_OK, EXIT_USAGE
+from bhandar_cli.client.outcomes import GetOutcome
 from bhandar_cli.core.model.errors import ClientError
 from bhandar_cli.repl.grammar import ParseError
 from bhandar_cli.repl.session import Reply, Session, failed_line
