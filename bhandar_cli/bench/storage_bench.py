@@ -1,7 +1,7 @@
 """`run_storage_bench`: the LSM engine on the real disk against sqlite3 (and LevelDB, when the
 optional `plyvel` package is installed) doing the same work, each in a child process of its own
 (see storage_contenders.py for the workload and what each side's durability means);
-`run_compaction_bench`: how long background jobs take, and which part of them the owner thread
+`run_engine_jobs_bench`: how long background jobs take, and which part of them the owner thread
 (a node's event loop) still runs. `python -m bhandar_cli.bench.storage_bench DIR [MB]` prints the
 latter as JSON.
 
@@ -117,7 +117,7 @@ def _ms(seconds: list[float]) -> dict[str, float]:
     }
 
 
-def run_compaction_bench(
+def run_engine_jobs_bench(
     directory: str,
     total_bytes: int = 50 << 20,
     value_size: int = 100,
@@ -212,4 +212,4 @@ def run_compaction_bench(
 
 if __name__ == "__main__":
     megabytes = int(sys.argv[2]) if len(sys.argv) > 2 else 50
-    print(json.dumps(run_compaction_bench(sys.argv[1], megabytes << 20), indent=2))
+    print(json.dumps(run_engine_jobs_bench(sys.argv[1], megabytes << 20), indent=2))

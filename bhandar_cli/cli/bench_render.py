@@ -1,5 +1,6 @@
 """How `bhandar bench` shows its report: the table per operation, the baseline's row, the ratio, and
-with --hot the hot keys and the load they put on each node; and `bench storage`'s stores side by side."""
+with --hot the hot keys and the load they put on each node; `bench storage`'s stores side by side;
+and the progress bar the benches show on a terminal while they run."""
 
 from __future__ import annotations
 
@@ -106,3 +107,28 @@ def _figure(side: dict[str, Any], key: str, unit: str) -> str:
 
 def _ratio(engine: dict[str, Any], other: dict[str, Any], key: str) -> str:
     return f"{engine[key] / other[key]:.2f}" if other.get(key) else "-"
+
+
+class ProgressBar:
+    """A rich progress bar on a terminal (standard error); nothing when not a terminal."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.bar: Any = None
+
+    def __enter__(self) -> Any:
+        if not sys.stderr.isatty():
+            return None
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+        self.bar = Progress(
+            "bench", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=Console(stderr=True)
+        )
+        self.bar.start()
+        task = self.bar.add_task("ops", total=self.total)
+        return lambda n: self.bar.advance(task, n)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.stop()

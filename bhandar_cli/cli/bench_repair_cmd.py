@@ -1,30 +1,14 @@
-"""`bhandar bench repair`: how long replicas take to agree again after a partition, beside the time
-to send the same records once.
-
-On a fresh process cluster started here (and stopped at the end), one node is isolated, N keys
-are written at ONE through the majority side so the isolated replica misses its share, then the
-partition heals and the clock runs until every replica of every range agrees (the `wait
-converged` check: hints delivered, range hashes equal). Beside it, in the same run and on the
-same cluster, the same N records are sent to one node in bulk at ONE (it stores them and
-replicates them once through the replica-write path): the cost of moving the data once, which
-repair is measured against.
-"""
+"""`bhandar bench repair`: its options and its output; the bench is bench/repair_bench.py's."""
 
 from __future__ import annotations
 
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 import typer
 
-from bhandar_cli.cli.bench_cmd import VALUE, _progress
 from bhandar_cli.cli.output import EXIT_USAGE, OUTPUT_OPTION, OutputFormat, emit_json, fail
-
-KEYSPACE = "bench_repair"
-STREAM_KEYSPACE = "bench_stream"
-CONCURRENCY = 32
 
 
 def repair(
@@ -35,6 +19,8 @@ def repair(
 ) -> None:
     """Partition one node away, write KEYS keys, heal, and time until every replica agrees; beside
     it, the time to send the same records to one node once."""
+    from bhandar_cli.bench.repair_bench import run_repair_bench
+    from bhandar_cli.cli.bench_render import ProgressBar
     from bhandar_cli.cli.cluster_cmd import run_async
 
     if not 1 <= keys <= 1_000_000 or not 3 <= nodes <= 9 or not 1 <= timeout <= 3600:
@@ -42,76 +28,13 @@ def repair(
 
     async def body() -> dict[str, Any]:
         with tempfile.TemporaryDirectory(prefix="bhandar-bench-repair-") as tmp:
-            return await run_repair_bench(Path(tmp), keys, nodes, timeout)
+            return await run_repair_bench(Path(tmp), keys, nodes, timeout, ProgressBar)
 
     report = run_async("bench repair", output, body)
     if output is OutputFormat.json:
         emit_json(report)
     else:
         render(report)
-
-
-async def run_repair_bench(workdir: Path, keys: int, nodes: int, timeout: float) -> dict[str, Any]:
-    import trio
-
-    from bhandar_cli.bench.echo_baselines import run_load
-    from bhandar_cli.client.openers import open_tcp_client
-    from bhandar_cli.core.model.values import parse_value_text
-    from bhandar_cli.fleet import supervisor
-
-    parsed = parse_value_text(VALUE)
-    value, ctype = parsed.data, parsed.ctype
-    cluster = await supervisor.up(workdir, nodes, min(3, nodes), 0, 8, 3)
-    try:
-        async with open_tcp_client(cluster.dir, "ONE") as client:
-            names = list(client.backend.names)
-            isolated, majority = names[-1], names[:-1]
-            await client.ops.keyspace_create(KEYSPACE)
-            await client.ops.keyspace_create(STREAM_KEYSPACE)
-
-            async def write(keyspace: str, via: list[str], advance: Any) -> tuple[float, int]:
-                async def one(worker: int, i: int) -> str:
-                    await client.data.put(keyspace, f"k{i}", value, ctype, "none", "ONE", via[i % len(via)])
-                    return "put"
-
-                result = await run_load(keys, CONCURRENCY, one, advance)
-                return result.seconds, sum(s.errors for s in result.ops.values())
-
-            with _progress(2 * keys) as advance:
-                await client.ops.partition([[isolated], majority])
-                write_s, write_errors = await write(KEYSPACE, majority, advance)
-                await client.ops.heal()
-                healed = time.perf_counter()
-                problems: list[str] = ["not checked"]
-                with trio.move_on_after(timeout):
-                    while problems := await client.backend.convergence_problems():
-                        await trio.sleep(0.1)
-                converge_s = time.perf_counter() - healed
-                # The same records once more, all to one node, on the healed cluster.
-                stream_s, stream_errors = await write(STREAM_KEYSPACE, majority[:1], advance)
-            metrics = [await client.backend.node_metrics(n) for n in names]
-    finally:
-        await supervisor.down(cluster)
-    converged = not problems
-    # The ratio of the figures shown, so the JSON is consistent with itself.
-    converge_s, stream_s = round(converge_s, 3), round(stream_s, 3)
-    return {
-        "cmd": "bench repair",
-        "ok": converged and not write_errors and not stream_errors,
-        "nodes": nodes,
-        "keys": keys,
-        "isolated": isolated,
-        "write_s": round(write_s, 3),
-        "errors": write_errors + stream_errors,
-        "converged": converged,
-        "converge_s": converge_s,
-        "stream_s": stream_s,
-        "ratio": round(converge_s / stream_s, 3) if stream_s else 0.0,
-        "hints_delivered": sum(m.hints_delivered for m in metrics),
-        "keys_repaired": sum(m.keys_repaired for m in metrics),
-        "repair_sessions": sum(m.repair_sessions for m in metrics),
-        "not_converged": problems[:10],
-    }
 
 
 def render(report: dict[str, Any]) -> None:

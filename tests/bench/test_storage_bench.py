@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from bhandar_cli.bench.storage_bench import run_compaction_bench, run_storage_bench
+from bhandar_cli.bench.storage_bench import run_engine_jobs_bench, run_storage_bench
 from bhandar_cli.bench.storage_contenders import Workload
 
 
@@ -80,7 +80,7 @@ def test_compaction_bench_times_both_halves_of_every_job(tmp_path: Path) -> None
     from bhandar_cli.storage.engine import EngineOptions
 
     opts = EngineOptions(memtable_bytes=16 << 10, tiers=TierPolicy(min_tables=3))
-    r: Any = run_compaction_bench(str(tmp_path / "c"), total_bytes=300 << 10, value_size=50, options=opts)
+    r: Any = run_engine_jobs_bench(str(tmp_path / "c"), total_bytes=300 << 10, value_size=50, options=opts)
     assert r["data_bytes"] >= 300 << 10 and r["tables_before"] >= 1
     assert r["flush_run"]["count"] == r["flush_finish"]["count"] > 5
     full = r["full_compaction"]

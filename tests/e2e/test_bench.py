@@ -83,7 +83,7 @@ def test_a_second_run_on_the_same_cluster_writes_fresh_keys() -> None:
     each run on the same cluster would measure heavier keys than the one before."""
     import trio
 
-    from bhandar_cli.cli.bench_cmd import KEYSPACE, _store_load
+    from bhandar_cli.bench.throughput import KEYSPACE, store_load
     from bhandar_cli.client.backends.in_process_backend import InProcessBackend
     from bhandar_cli.client.client import Client
     from bhandar_cli.fleet.in_process_cluster import InProcessCluster
@@ -96,7 +96,7 @@ def test_a_second_run_on_the_same_cluster_writes_fresh_keys() -> None:
             client = Client(InProcessBackend(cluster), "QUORUM")
             seen: list[set[str]] = []
             for _ in range(2):
-                await _store_load(client, 60, 4, (1, 1), b"v", "text/plain", None)
+                await store_load(client, 60, 4, (1, 1), b"v", "text/plain", None)
                 seen.append(set(client.data.keys_seen[KEYSPACE]) - set().union(*seen))
             assert len(seen[1]) > 60  # the second run's preload and puts, all new keys
             for key in sorted(client.data.keys_seen[KEYSPACE]):
