@@ -65,8 +65,10 @@ DRAIN_MIN = 0.3  # seconds a stopping node refuses requests before it exits, eve
 FLUSH_GRACE = 0.05  # seconds for the last answers to be written before the connections close
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class NodeOptions:
+    """How a node process runs (`bhandar node run`'s options), given by name."""
+
     id: str
     data_dir: str
     host: str = "127.0.0.1"
