@@ -26,14 +26,9 @@ from bhandar_cli.core.protocol.messages import (
     Send,
 )
 from bhandar_cli.sim.sim_cluster import SimCluster
+from tests.support.sim_calls import put, wait_until
 
 JSON = "application/json"
-
-
-def put(c: SimCluster, via: str, key: str, value: bytes, level: str = "ONE", ks: str = "kv") -> PutResult:
-    result = c.call(via, PutRequest(c.new_rid(), ks, key, value, JSON, None, level))
-    assert isinstance(result, PutResult), result
-    return result
 
 
 def values(c: SimCluster, via: str, key: str, level: str = "ALL", ks: str = "kv") -> list[bytes | None]:
@@ -45,10 +40,6 @@ def values(c: SimCluster, via: str, key: str, level: str = "ALL", ks: str = "kv"
 
 def ring_of(c: SimCluster) -> Ring:
     return c.ring_view()
-
-
-def wait_until(c: SimCluster, condition, limit: float = 120.0) -> None:  # type: ignore[no-untyped-def]
-    assert c.loop.run_until_true(condition, c.now + limit), "the cluster never got there"
 
 
 def test_a_joining_node_does_not_serve_a_keyspace_it_has_not_heard_of() -> None:
@@ -65,7 +56,7 @@ def test_a_joining_node_does_not_serve_a_keyspace_it_has_not_heard_of() -> None:
     refused = c.call("E", GetRequest(c.new_rid(), "strict", "k", "QUORUM"))
     assert isinstance(refused, Failure) and refused.code == "unavailable", refused
     c.net.heal()
-    wait_until(c, lambda: c.status_of("E", "A") == "normal")
+    wait_until(c, lambda: c.status_of("E", "A") == "normal", 120.0)
     for name in c.members:
         assert c.hosts[name].node.keyspaces["strict"] == strict, name  # type: ignore[union-attr]
 
@@ -91,7 +82,7 @@ def test_an_expired_hint_is_handed_to_a_home_replica_not_dropped() -> None:
     c.kill("A")
     c.kill("B")
     c.run_for(config.detection_bound())
-    assert put(c, "E", key, b'"only hints"').acks == 1  # E coordinates as a fallback: a hint
+    assert put(c, "E", key, b'"only hints"', "ONE").acks == 1  # E coordinates as a fallback: a hint
     c.run_for(3.0)  # the hints are older than hint_max_age now
     assert c.metrics().hints_expired > 0
     c.revive("B")  # one home replica is back; the hint may be for A, which is still down
@@ -121,10 +112,10 @@ def test_a_hint_for_a_leaving_node_goes_to_the_future_replicas() -> None:
         and ring.without_node("C").preference_list(key_token("kv", k), 1)[0] not in ("A", expected_holder)
     )
     (slow,) = ring.without_node("C").preference_list(key_token("kv", slow_key), 1)
-    put(c, "C", slow_key, b'"slow"')
+    put(c, "C", slow_key, b'"slow"', "ONE")
     c.kill("C")
     c.run_for(config.detection_bound())
-    put(c, "A", key, b'"hinted"')
+    put(c, "A", key, b'"hinted"', "ONE")
     holder = next(n for n in c.members if any(True for _ in c.hosts[n].store.hints()))
     assert holder == expected_holder
     c.model.partition([[holder], [slow]], c.members)  # the hint and C's stream both wait
@@ -137,11 +128,11 @@ def test_a_hint_for_a_leaving_node_goes_to_the_future_replicas() -> None:
     c.model.partition([[slow]], c.members)  # the holder is back; C still cannot reach `slow`
     c.run_for(5.0)
     c.net.heal()
-    wait_until(c, lambda: bool(answers))
+    wait_until(c, lambda: bool(answers), 120.0)
     assert isinstance(answers[0], MoveResult)
-    wait_until(c, lambda: all(c.status_of("C", n) == "left" for n in c.members if n != "C"))
+    wait_until(c, lambda: all(c.status_of("C", n) == "left" for n in c.members if n != "C"), 120.0)
     c.retire("C")
-    wait_until(c, lambda: c.hints_pending() == 0)
+    wait_until(c, lambda: c.hints_pending() == 0, 120.0)
     ring = ring_of(c)
     for k, value in ((key, b'"hinted"'), (slow_key, b'"slow"')):
         (home,) = ring.preference_list(key_token("kv", k), 1)
@@ -176,14 +167,14 @@ def test_a_bootstrap_waits_for_a_source_that_is_down() -> None:
     for other in ("A", "C", "D"):
         c.model.cut("B", other)  # B's copies reach nobody: B alone holds these writes
     for key in keys:
-        put(c, "B", key, f'"{key}"'.encode())
+        put(c, "B", key, f'"{key}"'.encode(), "ONE")
     c.kill("B")
     c.net.heal()
     c.add_node("E", "z1")
     c.run_for(config.join_delay + 5.0)
     assert c.status_of("E") == "joining"  # still waiting for B
     c.revive("B")
-    wait_until(c, lambda: all(c.status_of("E", n) == "normal" for n in c.members))
+    wait_until(c, lambda: all(c.status_of("E", n) == "normal" for n in c.members), 120.0)
     c.run_for(2.0)
     ring = ring_of(c)
     moved = [k for k in keys if "E" in ring.preference_list(key_token("kv", k), 2)]
@@ -246,8 +237,8 @@ def test_a_leaving_node_does_not_coordinate_a_write_alone() -> None:
     result = c.call("C", PutRequest(c.new_rid(), "kv", key, b'"late"', JSON, None, "ONE"))
     c.net.heal()
     c.revive(newcomer)
-    wait_until(c, lambda: bool(answers))
-    wait_until(c, lambda: all(c.status_of("C", n) == "left" for n in c.members if n != "C"))
+    wait_until(c, lambda: bool(answers), 120.0)
+    wait_until(c, lambda: all(c.status_of("C", n) == "left" for n in c.members if n != "C"), 120.0)
     c.retire("C")
     c.run_for(config.detection_bound())
     if isinstance(result, PutResult):  # an acknowledged write must survive C's departure

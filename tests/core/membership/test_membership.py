@@ -16,7 +16,6 @@ from bhandar_cli.core.model.records import Versioned
 from bhandar_cli.core.model.versions import context_of
 from bhandar_cli.core.protocol.messages import (
     DecommissionRequest,
-    GetRequest,
     GetResult,
     MoveResult,
     PutRequest,
@@ -25,20 +24,9 @@ from bhandar_cli.core.protocol.messages import (
     RepairResult,
 )
 from bhandar_cli.sim.sim_cluster import SimCluster
+from tests.support.sim_calls import get, put
 
 JSON = "application/json"
-
-
-def put(c: SimCluster, via: str, key: str, value: bytes | None, level: str = "QUORUM") -> PutResult:
-    result = c.call(via, PutRequest(c.new_rid(), "kv", key, value, JSON, None, level))
-    assert isinstance(result, PutResult), result
-    return result
-
-
-def get(c: SimCluster, via: str, key: str, level: str = "ALL") -> GetResult:
-    result = c.call(via, GetRequest(c.new_rid(), "kv", key, level))
-    assert isinstance(result, GetResult), result
-    return result
 
 
 def live(c: SimCluster) -> list[str]:

@@ -8,7 +8,6 @@ from bhandar_cli.core.model.metrics import NodeMetrics
 from bhandar_cli.core.model.records import Versioned
 from bhandar_cli.core.model.sibling_limit import LISTED, TRACKED, SiblingLimit
 from bhandar_cli.core.model.versions import JSON, Sibling
-from bhandar_cli.core.node import Node
 from bhandar_cli.core.protocol.messages import (
     Failure,
     GetRequest,
@@ -19,16 +18,11 @@ from bhandar_cli.core.protocol.messages import (
     RepairResult,
 )
 from bhandar_cli.sim.sim_cluster import SimCluster
+from tests.support.sim_calls import node
 
 KS = "kv"
 LIMIT = 10
 EACH_SIDE = 7  # under the limit on each side of the partition, over it once merged
-
-
-def node(c: SimCluster, name: str) -> Node:
-    found = c.hosts[name].node
-    assert found is not None
-    return found
 
 
 def blind_put(c: SimCluster, via: str, value: str, level: str) -> PutResult | Failure:

@@ -19,13 +19,13 @@ from bhandar_cli.core.protocol.messages import (
     GetResult,
     KeyspaceRequest,
     PutRequest,
-    PutResult,
     RepairRequest,
     Send,
 )
 from bhandar_cli.core.repair.repair_transfer import BATCH_BYTES, record_bytes
 from bhandar_cli.core.roles import streaming
 from bhandar_cli.sim.sim_cluster import SimCluster
+from tests.support.sim_calls import put, wait_until
 
 BLOB = "application/octet-stream"
 BIG = KeyspaceDef("big")
@@ -42,11 +42,6 @@ def cluster(**config: Any) -> SimCluster:
     return c
 
 
-def put(c: SimCluster, via: str, key: str, value: bytes, level: str = "QUORUM") -> None:
-    result = c.call(via, PutRequest(c.new_rid(), "big", key, value, BLOB, None, level))
-    assert isinstance(result, PutResult), result
-
-
 def held(c: SimCluster, name: str, key: str) -> bytes | None:
     node = c.hosts[name].node
     assert node is not None
@@ -58,13 +53,9 @@ def replicas(c: SimCluster, key: str) -> list[str]:
     return list(c.ring.preference_list(key_token("big", key), 3))
 
 
-def wait_until(c: SimCluster, condition: Any, limit: float = 60.0) -> None:
-    assert c.loop.run_until_true(condition, c.now + limit), "the cluster never got there"
-
-
 def test_a_value_at_the_limit_is_replicated_hinted_and_handed_off() -> None:
     c = cluster()
-    put(c, "A", "k0", big_value(0))
+    put(c, "A", "k0", big_value(0), "QUORUM", "big", ctype=BLOB)
     assert all(held(c, r, "k0") == big_value(0) for r in replicas(c, "k0"))
     too_big = c.call("A", PutRequest(c.new_rid(), "big", "k-", big_value(1) + b"x", BLOB, None, "QUORUM"))
     assert isinstance(too_big, Failure) and too_big.code == "too_large"
@@ -73,7 +64,7 @@ def test_a_value_at_the_limit_is_replicated_hinted_and_handed_off() -> None:
     c.kill(down)
     c.run_for(5.0)
     for i in range(1, 6):
-        put(c, "A" if down != "A" else "B", f"k{i}", big_value(i))
+        put(c, "A" if down != "A" else "B", f"k{i}", big_value(i), "QUORUM", "big", ctype=BLOB)
     assert c.hints_pending() > 0
     c.revive(down)
     wait_until(c, lambda: c.hints_pending() == 0)
@@ -94,7 +85,7 @@ def test_anti_entropy_repairs_values_at_the_limit() -> None:
     via = next(n for n in "ABCD" if n != down)
     keys = [f"k{i}" for i in range(6)]
     for i, key in enumerate(keys):
-        put(c, via, key, big_value(i))
+        put(c, via, key, big_value(i), "QUORUM", "big", ctype=BLOB)
     c.revive(down)
     c.run_for(3.0)
     missing = [k for k in keys if down in replicas(c, k) and held(c, down, k) is None]
@@ -123,7 +114,7 @@ def test_a_joining_node_is_streamed_values_at_the_limit_in_batches_cut_by_bytes(
     c = cluster()
     keys = [f"k{i}" for i in range(12)]
     for i, key in enumerate(keys):
-        put(c, "A", key, big_value(i))
+        put(c, "A", key, big_value(i), "QUORUM", "big", ctype=BLOB)
     c.add_node("E", "z1")
     wait_until(c, lambda: all(c.status_of("E", n) == "normal" for n in "ABCDE"), limit=120.0)
     owned = [k for k in keys if "E" in c.ring_view().preference_list(key_token("big", k), 3)]

@@ -16,14 +16,10 @@ from bhandar_cli.core.roles.expiry import expire
 from bhandar_cli.core.wire import from_wire, to_wire
 from bhandar_cli.sim.sim_cluster import SimCluster
 from tests.support.keyspace_setup import create_keyspace
+from tests.support.sim_calls import put
 
 TTL = 60
 CACHE = KeyspaceDef("cache", "lww", 3, "sloppy", TTL)
-
-
-def put(c: SimCluster, via: str, key: str, value: bytes, level: str = "ALL") -> None:
-    result = c.call(via, PutRequest(c.new_rid(), CACHE.name, key, value, JSON, None, level))
-    assert isinstance(result, PutResult), result
 
 
 def found(c: SimCluster, via: str, key: str, level: str = "ALL") -> list[bytes]:
@@ -82,7 +78,7 @@ def test_expiry_is_decided_by_the_write_timestamp_alone() -> None:
 def test_an_expired_value_is_invisible_at_once_on_every_coordinator() -> None:
     c = SimCluster(seed=11, nodes=3, zones=3)
     create_keyspace(c, CACHE)
-    put(c, "A", "session", b'"s1"')
+    put(c, "A", "session", b'"s1"', "ALL", CACHE.name)
     ts = written_at(c, "A", "session")
     c.run_for(ts + TTL - 0.01 - c.now)
     assert found(c, "B", "session", "ONE") == [b'"s1"']
@@ -91,7 +87,7 @@ def test_an_expired_value_is_invisible_at_once_on_every_coordinator() -> None:
         assert found(c, node, "session", "ONE") == []
         assert found(c, node, "session", "ALL") == []
     # A write after expiry is a new value with its own ttl.
-    put(c, "C", "session", b'"s2"')
+    put(c, "C", "session", b'"s2"', "ALL", CACHE.name)
     assert found(c, "A", "session") == [b'"s2"']
 
 
@@ -100,7 +96,7 @@ def test_an_expired_value_never_comes_back_after_a_partition_heals_and_is_reaped
     config = NodeConfig(tombstone_grace=30.0)
     c = SimCluster(seed=12, nodes=3, zones=3, config=config)
     create_keyspace(c, CACHE)
-    put(c, "A", "k", b'"v"')
+    put(c, "A", "k", b'"v"', "ALL", CACHE.name)
     ts = written_at(c, "A", "k")
     # C is cut off (or down, so it does not sweep) while the value expires on A and B.
     if fault == "partition":
@@ -136,7 +132,7 @@ def test_unexpired_values_are_left_alone_by_the_sweep() -> None:
     create_keyspace(c, CACHE)
     plain = create_keyspace(c, KeyspaceDef("plain", "lww", 3))
     for i in range(20):
-        put(c, "A", f"k{i}", b"1")
+        put(c, "A", f"k{i}", b"1", "ALL", CACHE.name)
         result = c.call("A", PutRequest(c.new_rid(), plain.name, f"k{i}", b"1", JSON, None, "ALL"))
         assert isinstance(result, PutResult)
     c.run_for(TTL / 2)
@@ -186,10 +182,10 @@ def test_a_read_reports_no_version_dropped_by_last_writer_wins_when_both_had_exp
     # Neither read repair nor anti-entropy may bring C up to date: C must still hold v1 at the end.
     c = SimCluster(seed=14, nodes=3, zones=3, config=NodeConfig(read_repair=False, repair_interval=0))
     create_keyspace(c, CACHE)
-    put(c, "A", "k", b'"v1"')
+    put(c, "A", "k", b'"v1"', "ALL", CACHE.name)
     c.kill("C")  # C keeps v1 and misses v2, a blind write that does not cover it
     c.run_for(c.config.detection_bound())
-    put(c, "A", "k", b'"v2"', "QUORUM")
+    put(c, "A", "k", b'"v2"', "QUORUM", CACHE.name)
     ts = written_at(c, "A", "k")
     c.revive("C")
     c.run_for(c.config.detection_bound())

@@ -13,7 +13,6 @@ from bhandar_cli.core.model.config import KeyspaceDef, NodeConfig
 from bhandar_cli.core.model.crdt import EMPTY_COUNTER, PNCounter
 from bhandar_cli.core.model.records import Versioned
 from bhandar_cli.core.model.versions import Sibling
-from bhandar_cli.core.node import Node
 from bhandar_cli.core.protocol.messages import (
     DecommissionRequest,
     Failure,
@@ -23,30 +22,13 @@ from bhandar_cli.core.protocol.messages import (
     IncrResult,
     KeyspaceRequest,
     MoveResult,
-    PutRequest,
-    PutResult,
     ReplicaWrite,
 )
 from bhandar_cli.sim.sim_cluster import SimCluster
+from tests.support.sim_calls import node, put, wait_until
 
 JSON = "application/json"
 STRICT = KeyspaceDef("strict", quorum="strict")
-
-
-def node(c: SimCluster, name: str) -> Node:
-    found = c.hosts[name].node
-    assert found is not None, f"{name} is not running"
-    return found
-
-
-def wait_until(c: SimCluster, condition, limit: float = 60.0) -> None:  # type: ignore[no-untyped-def]
-    assert c.loop.run_until_true(condition, c.now + limit), "the cluster never got there"
-
-
-def put(c: SimCluster, via: str, key: str, value: bytes, level: str = "ONE", ks: str = "strict") -> PutResult:
-    result = c.call(via, PutRequest(c.new_rid(), ks, key, value, JSON, None, level))
-    assert isinstance(result, PutResult), result
-    return result
 
 
 def held(c: SimCluster, name: str, key: str, ks: str = "strict") -> list[bytes | None]:
@@ -84,7 +66,7 @@ def test_a_pending_replica_that_is_down_gets_a_hint_and_counts_in_the_acks() -> 
     wait_until(c, lambda: all(c.status_of("D", n) == "joining" for n in "ABC"))
     c.kill("D")
     wait_until(c, lambda: not node(c, dropped).is_up("D", c.now))
-    result = put(c, dropped, key, b'"v"')
+    result = put(c, dropped, key, b'"v"', "ONE", "strict")
     # ONE needs one ack, plus one for the pending replica: the write is on a replica that stays.
     assert result.needed == 2 and result.acks >= 2, result
     assert f"{dropped} for D" in result.hinted
@@ -101,7 +83,7 @@ def test_a_decommission_whose_stream_target_leaves_replans_to_the_current_owners
     c.run_for(1.0)
     keys = [f"k{i}" for i in range(40)]
     for key in keys:
-        put(c, "A", key, f'"{key}"'.encode(), level="ALL")
+        put(c, "A", key, f'"{key}"'.encode(), "ALL", "strict")
     c.model.cut("E", "D")  # E's stream to D goes nowhere...
     c.model.cut("D", "E")
     answers: list[object] = []
@@ -128,7 +110,7 @@ def test_a_decommission_whose_stream_target_stays_down_stops_with_a_clear_status
     assert not isinstance(c.call("A", KeyspaceRequest(c.new_rid(), STRICT)), Failure)
     c.run_for(1.0)
     for i in range(40):
-        put(c, "A", f"k{i}", b'"v"', level="ALL")
+        put(c, "A", f"k{i}", b'"v"', "ALL", "strict")
     c.kill("D")  # a target of E's streams, down for good
     answers: list[object] = []
     c.submit("E", DecommissionRequest(c.new_rid()), answers.append)
@@ -148,7 +130,7 @@ def test_hints_for_a_leaving_node_go_to_the_keys_future_owners() -> None:
     key = next(f"k{i}" for i in range(1000) if "D" in c.ring.preference_list(key_token("kv", f"k{i}"), 3))
     c.kill("D")
     wait_until(c, lambda: not node(c, "A").is_up("D", c.now))
-    put(c, "A", key, b'"v"', level="QUORUM", ks="kv")
+    put(c, "A", key, b'"v"', "QUORUM", "kv")
     holders = [h for h in "ABCE" if any(s["target"] == "D" for s in node(c, h).hints_summary(c.now))]
     assert holders
     for holder in holders:  # the hints cannot reach D while it is still normal...
