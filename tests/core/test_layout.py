@@ -1,4 +1,5 @@
-"""The shape of the core: sans-I/O, small modules that say what they own, roles that are objects."""
+"""The shape of the core: sans-I/O, one driver surface, roles that are objects (what each module of
+it may import is tests/test_layout.py's layer table)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 import bhandar_cli.core
 
 CORE = Path(bhandar_cli.core.__file__).parent
-MODULES = sorted(p for p in CORE.glob("*.py") if p.name != "__init__.py")
+MODULES = sorted(p for p in CORE.rglob("*.py") if p.name != "__init__.py")
 # The core is handed `now` and a `random.Random`; it never reads a clock, a socket or a file.
 IO_MODULES = {"trio", "socket", "time", "asyncio", "threading", "os", "io", "subprocess", "selectors"}
 
@@ -29,15 +30,7 @@ def imported(module: ast.Module) -> set[str]:
     return names
 
 
-@pytest.mark.parametrize("path", MODULES, ids=lambda p: p.name)
-def test_each_core_module_says_what_it_owns_and_stays_small(path: Path) -> None:
-    module = tree_of(path)
-    assert ast.get_docstring(module), f"{path.name} has no module docstring"
-    lines = len(path.read_text(encoding="utf-8").splitlines())
-    assert lines <= 600, f"{path.name} has {lines} lines"  # an alarm (tests/test_layout.py)
-
-
-@pytest.mark.parametrize("path", MODULES, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(CORE)))
 def test_the_core_does_no_io(path: Path) -> None:
     roots = {name.split(".")[0] for name in imported(tree_of(path))}
     assert not roots & IO_MODULES, f"{path.name} imports {sorted(roots & IO_MODULES)}"
@@ -45,7 +38,7 @@ def test_the_core_does_no_io(path: Path) -> None:
 
 def test_only_the_node_module_wires_the_roles_together() -> None:
     """No role reaches another through the node: nothing in the core but core/node.py imports it."""
-    importers = [p.name for p in MODULES if "bhandar_cli.core.node" in imported(tree_of(p))]
+    importers = [str(p) for p in MODULES if "bhandar_cli.core.node" in imported(tree_of(p))]
     assert importers == []
 
 
@@ -55,7 +48,7 @@ def test_roles_are_plain_classes_not_mixins() -> None:
     for path in MODULES:
         for node in ast.walk(tree_of(path)):
             if isinstance(node, ast.ClassDef) and node.bases:
-                bases[f"{path.name}:{node.name}"] = [ast.unparse(b) for b in node.bases]
+                bases[f"{path.relative_to(CORE)}:{node.name}"] = [ast.unparse(b) for b in node.bases]
     allowed = {"Protocol", "Exception", "BhandarError", "BadInput"}
     mixed = {name: b for name, b in bases.items() if not set(b) <= allowed}
     assert mixed == {}
