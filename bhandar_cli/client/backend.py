@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from bhandar_cli.core.membership.ring import Ring
     from bhandar_cli.core.model.records import Record
     from bhandar_cli.core.protocol.messages import Result
+    from bhandar_cli.core.protocol.node_operations import NodeOperation
 
 
 @dataclass(frozen=True)
@@ -97,8 +98,10 @@ class Backend(RequestBackend, Protocol):
         ...
 
     # --- storage (with `storage_engine`)
-    async def flush(self, name: str) -> dict[str, Any]: ...
-    async def compact(self, name: str) -> dict[str, Any]: ...
+    async def run_on_node(self, operation: NodeOperation, name: str) -> dict[str, Any]:
+        """Node `name` runs `operation` on its store: {"node", the operation's `result`, "ms"}."""
+        ...
+
     async def snapshot(self, snapshot: str, to: str | None = None) -> dict[str, Any]: ...
     async def restore(self, snapshot: str, until: float | None = None) -> dict[str, Any]: ...
 

@@ -26,6 +26,7 @@ from bhandar_cli.core.protocol.messages import (
     RepairRequest,
     RepairResult,
 )
+from bhandar_cli.core.protocol.node_operations import NODE_OPERATIONS
 
 if TYPE_CHECKING:
     from bhandar_cli.client.backend import Backend
@@ -320,13 +321,12 @@ class ClusterOps:
 
     # --- storage -----------------------------------------------------------------------------
 
-    async def flush(self, name: str | None = None) -> dict[str, Any]:
+    async def on_nodes(self, operation: str, name: str | None = None) -> dict[str, Any]:
+        """A node operation (core/protocol/node_operations.py: flush, compact) on node `name`, or on
+        every live node in turn."""
+        op = NODE_OPERATIONS[operation]
         nodes = [self.node(name)] if name else [n for n in self.backend.names if self.backend.is_alive(n)]
-        return {"cmd": "flush", "ok": True, "nodes": [await self.backend.flush(n) for n in nodes]}
-
-    async def compact(self, name: str | None = None) -> dict[str, Any]:
-        nodes = [self.node(name)] if name else [n for n in self.backend.names if self.backend.is_alive(n)]
-        return {"cmd": "compact", "ok": True, "nodes": [await self.backend.compact(n) for n in nodes]}
+        return {"cmd": op.name, "ok": True, "nodes": [await self.backend.run_on_node(op, n) for n in nodes]}
 
     async def snapshot(self, name: str, to: str | None = None) -> dict[str, Any]:
         check_snapshot_name(name)  # before any directory is made, here or on a node

@@ -1,15 +1,16 @@
 """The RPC a node process serves on its port: client requests, and the admin operations.
 
-One map per frame, answers carry the same `id`: `request` (a client request in wire form: the
-node's coordinator answers it), and the admin operations `info`, `records`, `hints`, `metrics`,
-`digest`, `members`, `tree`, `notes` (what the node noticed, node/note_log.py), `partition`,
-`heal`, `delay`, `flush`, `compact`, `snapshot`, `join_token`, `config`, `shutdown` and
-`token_create|list|revoke`. When the node checks tokens (security/auth.py), each call is checked
-against the token the connection's hello showed, at the time of the call (a revocation counts at
-once); a refusal answers with its `code` (unauthenticated, forbidden, rate_limited). Fast
-operations are answered at once; slow ones (`compact`) run in a task of the connection and are
-answered when done, so the node's event loop never waits for them. A request from the network is
-checked field by field before the core sees it (the core trusts its inputs).
+One map per frame, answers carry the same `id`: `request` (a client request in wire form: the node's
+coordinator answers it), and the admin operations `info`, `records`, `hints`, `metrics`, `digest`,
+`members`, `tree`, `notes` (what the node noticed, node/note_log.py), `partition`, `heal`, `delay`,
+`snapshot`, `join_token`, `config`, `shutdown`, `token_create|list|revoke`, and the node operations
+of core/protocol/node_operations.py (`flush`, `compact`). When the node checks tokens
+(security/auth.py), each call is checked against the token the connection's hello showed, at the
+time of the call (a revocation counts at once); a refusal answers with its `code` (unauthenticated,
+forbidden, rate_limited). Fast operations are answered at once; slow ones (`compact`) run in a task
+of the connection and are answered when done, so the node's event loop never waits for them. A
+request from the network is checked field by field before the core sees it (the core trusts its
+inputs).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from bhandar_cli.core.protocol.messages import (
     RepairRequest,
     Result,
 )
+from bhandar_cli.core.protocol.node_operations import NODE_OPERATIONS
 from bhandar_cli.core.wire import from_wire, to_wire
 from bhandar_cli.host.executor import NodeHost
 from bhandar_cli.node import admin
@@ -216,7 +218,7 @@ class RpcService:
         if slow is not None:  # work off the event loop: answered when it is done
             nursery.start_soon(self._answer_later, slow, body, out, call_id)
             return
-        handler = getattr(self, f"_op_{op}", None)
+        handler = getattr(self, f"_op_{op}", None) or self._node_operation(op)
         if handler is None:
             _answer(out, call_id, error=f"unknown operation {op!r}")
             return
@@ -226,6 +228,14 @@ class RpcService:
             _answer(out, call_id, error=f"bad {op} arguments: {exc}")
         except BhandarError as exc:
             _refuse(out, call_id, exc)
+
+    def _node_operation(self, op: str) -> Callable[[dict[str, Any]], Any] | None:
+        """An operation of the node-operation table, run on this node's store at once (compact
+        has its own slow path above: it is built in a worker thread)."""
+        operation = NODE_OPERATIONS.get(op)
+        if operation is None:
+            return None
+        return lambda body: operation.run(self.process.store)
 
     def _op_info(self, body: dict[str, Any]) -> Any:
         return self.process.info(counts=bool(body.get("counts", True)))
@@ -292,9 +302,6 @@ class RpcService:
         if node is None:
             return []
         return node.tree_entries(str(body["keyspace"]), int(body["lo"]), int(body["hi"]))
-
-    def _op_flush(self, body: dict[str, Any]) -> Any:
-        return self.process.store.flush()
 
     def _op_snapshot(self, body: dict[str, Any]) -> Any:
         to = body.get("to")  # a snapshot copied off to another directory (to=DIR)

@@ -127,17 +127,10 @@ def render_merkle(data: dict[str, Any]) -> RenderableType:
     return Group(*parts)
 
 
-def _nodes_timed(verb: str, data: dict[str, Any]) -> RenderableType:
+def nodes_timed(verb: str, data: dict[str, Any]) -> RenderableType:
+    """What a node operation did, node by node: "flushed: A 1.2 ms, B 0.9 ms"."""
     rows = [f"{n['node']} {n['ms']:.1f} ms" for n in data["nodes"]]
     return Text(f"{verb}: " + ", ".join(rows))
-
-
-def render_flush(data: dict[str, Any]) -> RenderableType:
-    return _nodes_timed("flushed", data)
-
-
-def render_compact(data: dict[str, Any]) -> RenderableType:
-    return _nodes_timed("compacted", data)
 
 
 def render_snapshot(data: dict[str, Any]) -> RenderableType:

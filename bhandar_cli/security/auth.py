@@ -36,6 +36,7 @@ from bhandar_cli.core.protocol.messages import (
     PutRequest,
     RepairRequest,
 )
+from bhandar_cli.core.protocol.node_operations import NODE_OPERATIONS
 from bhandar_cli.security.pki import write_private
 from bhandar_cli.security.rate_limit import RateLimiter
 
@@ -69,14 +70,14 @@ NEEDS: dict[str, str] = {
     "heal": "admin",
     "delay": "admin",
     "shutdown": "admin",
-    "flush": "admin",
-    "compact": "admin",
     "snapshot": "admin",
     "token_create": "admin",
     "token_list": "admin",
     "token_revoke": "admin",
     "join_token": "admin",
     "config": "admin",  # a new version of the cluster configuration, applied at once
+    # each node operation, as its entry says (flush, compact)
+    **{op.name: op.needs for op in NODE_OPERATIONS.values()},
 }
 
 

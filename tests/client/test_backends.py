@@ -14,6 +14,7 @@ from bhandar_cli.client.backends.in_process_backend import InProcessBackend
 from bhandar_cli.client.backends.tcp_backend import TcpBackend
 from bhandar_cli.client.client import Client
 from bhandar_cli.core.model.errors import BadInput
+from bhandar_cli.core.protocol.node_operations import NODE_OPERATIONS
 from bhandar_cli.fleet.in_process_cluster import InProcessCluster
 
 # Set in a backend's __init__ (the TCP ones keep their ring as an attribute), so not on the class.
@@ -49,7 +50,7 @@ def test_an_in_process_cluster_declares_what_it_cannot_do() -> None:
 
     async def main() -> None:
         with pytest.raises(BadInput, match="keeps its data in memory"):
-            await memory.flush("A")
+            await memory.run_on_node(NODE_OPERATIONS["flush"], "A")
         with pytest.raises(BadInput, match="only node processes start at another"):
             await memory.revive("A", protocol=1)
         with pytest.raises(BadInput, match="to=N changes the wire protocol of node processes"):

@@ -119,7 +119,7 @@ def test_a_flipped_byte_in_an_sstable_block_loses_only_that_block(fresh_cluster:
     async def main() -> tuple[str, int, set[str], int]:
         async with open_tcp_client(fresh_cluster.dir) as client:
             mine = await _write_all(client)
-            await client.ops.flush(VICTIM)
+            await client.ops.on_nodes("flush", VICTIM)
             assert (await client.ops.kill(VICTIM))["changed"]
             # The table with most of D's keys, and a data block in its middle.
             paths = sorted(str(p) for p in Path(data_dir).glob("*.sst"))

@@ -47,7 +47,7 @@ def _up_write_and_look(directory: Path, encrypt: bool) -> tuple[list[str], list[
                 await client.data.put("kv", f"k{i}", encode_json(VALUE), "application/json", "none", "ALL")
             before = _files_holding(directory, VALUE.encode())
             for node in ("A", "B", "C"):
-                await client.ops.flush(node)
+                await client.ops.on_nodes("flush", node)
             after = _files_holding(directory, VALUE.encode())
             tables = len(list((directory / supervisor.DATA_DIR).rglob("*.sst")))
             got = await client.data.get("kv", "k7", "QUORUM")

@@ -18,6 +18,7 @@ from bhandar_cli.core.model.metrics import NodeMetrics
 from bhandar_cli.core.model.records import Record
 from bhandar_cli.core.node import Node
 from bhandar_cli.core.protocol.messages import Result
+from bhandar_cli.core.protocol.node_operations import NodeOperation
 from bhandar_cli.fleet.in_process_cluster import InProcessCluster
 from bhandar_cli.node import admin
 from bhandar_cli.store.record_store import RecordStore
@@ -161,15 +162,10 @@ class InProcessBackend:
         assert isinstance(store, RecordStore)  # what the cluster's store factory makes
         return store
 
-    async def flush(self, name: str) -> dict[str, Any]:
+    async def run_on_node(self, operation: NodeOperation, name: str) -> dict[str, Any]:
         started = time.perf_counter()
-        table = self._store(name).flush()
-        return {"node": name, "sstable": table, "ms": round((time.perf_counter() - started) * 1000, 3)}
-
-    async def compact(self, name: str) -> dict[str, Any]:
-        started = time.perf_counter()
-        runs = self._store(name).compact()
-        return {"node": name, "compactions": runs, "ms": round((time.perf_counter() - started) * 1000, 3)}
+        value = operation.run(self._store(name))
+        return {"node": name, operation.result: value, "ms": round((time.perf_counter() - started) * 1000, 3)}
 
     def _snapshot_dir(self, snapshot: str) -> str:
         if self.data_dir is None:

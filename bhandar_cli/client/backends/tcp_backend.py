@@ -26,6 +26,7 @@ from bhandar_cli.core.model.errors import BadInput, ClientError, Unavailable
 from bhandar_cli.core.model.metrics import NodeMetrics
 from bhandar_cli.core.model.records import Record
 from bhandar_cli.core.protocol.messages import Failure, Result
+from bhandar_cli.core.protocol.node_operations import NodeOperation
 from bhandar_cli.core.wire import from_wire, to_wire
 from bhandar_cli.fleet import cluster_file, node_logs, pids, resize, supervisor
 from bhandar_cli.fleet.cluster_file import ClusterFile, ClusterFileError, client_access
@@ -214,13 +215,9 @@ class TcpBackend:
             raise Unavailable(f"{op} on {node}: {exc}") from exc
         return result, round((time.perf_counter() - started) * 1000, 3)
 
-    async def flush(self, name: str) -> dict[str, Any]:
-        table, ms = await self._timed(name, "flush")
-        return {"node": name, "sstable": table, "ms": ms}
-
-    async def compact(self, name: str) -> dict[str, Any]:
-        runs, ms = await self._timed(name, "compact")
-        return {"node": name, "compactions": runs, "ms": ms}
+    async def run_on_node(self, operation: NodeOperation, name: str) -> dict[str, Any]:
+        value, ms = await self._timed(name, operation.name)
+        return {"node": name, operation.result: value, "ms": ms}
 
     def _snapshot_dir(self, snapshot: str) -> Path:
         return Path(self.cluster.dir) / "snapshots" / snapshot

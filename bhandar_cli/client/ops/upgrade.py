@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from bhandar_cli.core.model.errors import BadInput, BhandarError, Refused, Unavailable
 from bhandar_cli.core.protocol.messages import Failure, GetRequest, RepairRequest
+from bhandar_cli.core.protocol.node_operations import NODE_OPERATIONS
 
 if TYPE_CHECKING:
     from bhandar_cli.client.backend import Backend
@@ -161,7 +162,7 @@ class RollingUpgrade:
             await check_step(backend, name, self.replicas)
             self._phase(name, "flush")
             if backend.capabilities.storage_engine:  # a cluster kept in memory has nothing to flush
-                await backend.flush(name)
+                await backend.run_on_node(NODE_OPERATIONS["flush"], name)
             self._phase(name, "stop")
             how = await backend.stop_node(name)
             self._phase(name, "down", stopped=how)

@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from bhandar_cli.core.model.errors import BadInput
 from bhandar_cli.core.model.live_config import SETTINGS
+from bhandar_cli.core.protocol.node_operations import NODE_OPERATIONS, NodeOperation
 from bhandar_cli.repl.grammar import parse_duration, partition_groups
 from bhandar_cli.repl.kinds import (
     DIRECTORY,
@@ -23,15 +25,14 @@ from bhandar_cli.repl.kinds import (
     keyword,
 )
 from bhandar_cli.repl.session import Session
-from bhandar_cli.repl.table import Arg, Command, CommandTable, Option
+from bhandar_cli.repl.table import Arg, Command, CommandSpec, CommandTable, Option
 from bhandar_cli.repl.views_ops import (
+    nodes_timed,
     print_progress,
     render_add,
-    render_compact,
     render_config,
     render_decommission,
     render_delay,
-    render_flush,
     render_heal,
     render_kill,
     render_partition,
@@ -175,28 +176,26 @@ async def repair(session: Session, cmd: Command) -> dict[str, Any]:
     return await session.client.ops.repair(_node_or_all(cmd))
 
 
-@TABLE.command(
-    "flush",
-    "flush memtables to SSTables",
-    args=ANY_NODE,
-    help="On NODE (default: every live node). A cluster kept in memory has no storage engine.",
-    examples=("flush A",),
-    renderer=render_flush,
-)
-async def flush(session: Session, cmd: Command) -> dict[str, Any]:
-    return await session.client.ops.flush(_node_or_all(cmd))
+def node_operation_command(operation: NodeOperation) -> CommandSpec[Session]:
+    """The REPL command of a node operation (core/protocol/node_operations.py): `NAME [NODE]`, on
+    one node or every live one, answered with each node's time."""
+
+    async def run(session: Session, cmd: Command) -> dict[str, Any]:
+        return await session.client.ops.on_nodes(operation.name, _node_or_all(cmd))
+
+    return CommandSpec(
+        operation.name,
+        operation.summary,
+        run,
+        ANY_NODE,
+        help=operation.help,
+        examples=(f"{operation.name} A",),
+        renderer=partial(nodes_timed, operation.done),
+    )
 
 
-@TABLE.command(
-    "compact",
-    "compact SSTables",
-    args=ANY_NODE,
-    help="On NODE (default: every live node), merge its SSTables into fewer.",
-    examples=("compact A",),
-    renderer=render_compact,
-)
-async def compact(session: Session, cmd: Command) -> dict[str, Any]:
-    return await session.client.ops.compact(_node_or_all(cmd))
+for _operation in NODE_OPERATIONS.values():  # flush, compact: here in `help` and the man page
+    TABLE.add(node_operation_command(_operation))
 
 
 @TABLE.command(
