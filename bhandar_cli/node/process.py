@@ -29,7 +29,7 @@ import os
 import random
 import signal
 import sys
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -46,10 +46,10 @@ from bhandar_cli.node.epoch_clock import EpochClock
 from bhandar_cli.node.exposure import node_tls
 from bhandar_cli.node.join import JoinDesk
 from bhandar_cli.node.net import codec
-from bhandar_cli.node.net.codec import PROTOCOL_VERSION, limit_protocol
-from bhandar_cli.node.net.frames import FRAME_TIMEOUT
+from bhandar_cli.node.net.codec import limit_protocol
 from bhandar_cli.node.net.transport import TcpTransport
 from bhandar_cli.node.note_log import NoteLog
+from bhandar_cli.node.options import NodeOptions
 from bhandar_cli.node.reconfigure import tune_store
 from bhandar_cli.node.rpc_service import RpcService
 from bhandar_cli.node.runtime import FATAL, NodeRunner
@@ -63,32 +63,6 @@ log = logging.getLogger("bhandar.node")
 DRAIN_TIMEOUT = 3.0  # seconds a stopping node waits for its client requests in flight
 DRAIN_MIN = 0.3  # seconds a stopping node refuses requests before it exits, even with none in flight
 FLUSH_GRACE = 0.05  # seconds for the last answers to be written before the connections close
-
-
-@dataclass(frozen=True, kw_only=True)
-class NodeOptions:
-    """How a node process runs (`bhandar node run`'s options), given by name."""
-
-    id: str
-    data_dir: str
-    host: str = "127.0.0.1"
-    port: int = 0
-    http_port: int = 0  # 0: any free port; -1: no HTTP API
-    zone: str = "z1"
-    seeds: tuple[tuple[str, int], ...] = ()
-    vnodes: int = 8
-    replicas: int = 3
-    fsync: str = "batch"
-    frame_timeout: float = FRAME_TIMEOUT
-    tls_dir: str | None = None  # ca.crt, node.crt, node.key; None: plain TCP, loopback only
-    ca_key: str = ""  # the cluster CA's key (DIR/tls/ca.key): this node may admit joiners
-    auth_file: str = ""  # token records to start with (more come by gossip)
-    admit_anyone: bool = False  # no token checks: loopback only (`cluster up --insecure`)
-    snapshot_dir: str = ""  # where `snapshot NAME` links tables ("": DATA_DIR/../snapshots)
-    bootstrap: bool = False  # first start of a node added to a running cluster: join, stream
-    protocol: int = PROTOCOL_VERSION  # the newest wire protocol this node speaks (node/net/codec.py)
-    data_key: bytes | None = field(default=None, repr=False)  # encryption at rest (security/data_key.py)
-    config: str = ""  # the cluster configuration to start with, as JSON (core/model/live_config.py)
 
 
 class NodeProcess:
