@@ -38,7 +38,7 @@ from bhandar_cli.check.nemesis import Fault, draw, scenario
 from bhandar_cli.check.protocol import ProtocolError
 from bhandar_cli.check.router import Envelope, Router
 from bhandar_cli.check.services import services
-from bhandar_cli.check.workload import workloads
+from bhandar_cli.check.workloads import workloads
 from bhandar_cli.host.network import LatencyModel
 
 

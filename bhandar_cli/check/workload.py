@@ -1,9 +1,9 @@
-"""What every workload provides the harness, and the table of workloads by name.
+"""What every workload provides the harness (the table of them by name is check/workloads/'s).
 
 A workload says what clients ask (`next_op`, as the request `request` builds), what a correct
 answer looks like (`parse`: a malformed one is the node breaking the protocol), what to read
 once the faults are healed (`finals`) and how to judge the whole history (`check`). One module
-per workload in `check/workloads/`, each with its checker; this module names them once.
+per workload in `check/workloads/`, each with its checker; that package names them once.
 """
 
 from __future__ import annotations
@@ -86,16 +86,3 @@ def require(body: dict[str, Any], field: str, kinds: tuple[type, ...] | None = N
     if kinds is not None and (type(value) not in kinds):
         raise BadAnswer(f'{body.get("type")} whose "{field}" is not {" or ".join(k.__name__ for k in kinds)}')
     return value
-
-
-def workloads() -> dict[str, type[Workload]]:
-    """Every workload by name, in the order help lists them."""
-    from bhandar_cli.check.workloads.counters import GCounter, PnCounter
-    from bhandar_cli.check.workloads.dynamo_kv import DynamoKv
-    from bhandar_cli.check.workloads.echo import Echo
-    from bhandar_cli.check.workloads.lin_kv import LinKv
-    from bhandar_cli.check.workloads.sets import Broadcast, GSet
-    from bhandar_cli.check.workloads.unique_ids import UniqueIds
-
-    found: list[type[Workload]] = [Echo, UniqueIds, Broadcast, GSet, GCounter, PnCounter, LinKv, DynamoKv]
-    return {w.name: w for w in found}

@@ -13,7 +13,7 @@ from bhandar_cli.check.nemesis import KINDS, SCENARIOS, draw, scenario
 from bhandar_cli.check.protocol import ProtocolError, decode, definite, encode
 from bhandar_cli.check.services import services
 from bhandar_cli.check.staleness import curve, render
-from bhandar_cli.check.workload import workloads
+from bhandar_cli.check.workloads import workloads
 from bhandar_cli.check.workloads.counters import possible_sums
 
 
