@@ -13,7 +13,7 @@ from pathlib import Path
 import typer
 
 from bhandar_cli.cli.output import EXIT_USAGE, fail
-from bhandar_cli.core.model.config import NODE_ID, NODE_ID_RULE
+from bhandar_cli.core.model.config import LEVELS, NODE_ID, NODE_ID_RULE, one_of
 
 node_app = typer.Typer(
     help="Run one node of a process cluster (cluster up starts these for you).",
@@ -218,7 +218,7 @@ def maelstrom(
         "", "--data-dir", help="Keep the store here (default: $BHANDAR_CHECK_DIR, else in memory)."
     ),
     vnodes: int = typer.Option(8, "--vnodes", help="Tokens per node (the same on every node)."),
-    consistency: str = typer.Option("QUORUM", "--consistency", "-c", help="ONE, QUORUM or ALL."),
+    consistency: str = typer.Option("QUORUM", "--consistency", "-c", help=f"{one_of(LEVELS)}."),
 ) -> None:
     """Run Bhandar's node as a Maelstrom node: one JSON message per line on standard input and
     output (bhandar check starts it, and so can Maelstrom). It serves dynamo-kv, g-counter,
