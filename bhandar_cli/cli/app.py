@@ -102,7 +102,9 @@ _one_line_summaries(app)
 
 def _version(value: bool) -> None:
     if value:
-        typer.echo(f"bhandar {__version__}")
+        from bhandar_cli import native
+
+        typer.echo(f"bhandar {__version__}, hot path {native.describe()}")
         raise typer.Exit()
 
 
