@@ -44,7 +44,7 @@ def test_the_listed_modules_exist_and_exclude_packages_and_the_disk_protocols() 
 
 def test_a_pattern_that_matches_nothing_fails_the_build(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(native, "PATTERNS", (*native.PATTERNS, "bhandar_cli/moved/away.py"))
-    with pytest.raises(ValueError, match="moved/away.py, which matches no file"):
+    with pytest.raises(ValueError, match=r"moved/away\.py, which matches no file"):
         native.compiled_paths(str(REPO))
 
 
@@ -111,7 +111,8 @@ def test_a_stale_build_runs_pure_and_says_so(tmp_path: Path) -> None:
         capture_output=True,
         text=True,
         cwd=tmp_path,
-        env={k: v for k, v in os.environ.items() if k != native.PURE_VARIABLE} | {"PYTHONPATH": str(tmp_path)},
+        env={k: v for k, v in os.environ.items() if k != native.PURE_VARIABLE}
+        | {"PYTHONPATH": str(tmp_path)},
         timeout=60,
     )
     assert proc.returncode == 0, proc.stderr
