@@ -76,23 +76,35 @@ def check_encodable(body: object, *, max_items: int, max_depth: int) -> None:
 # The validator: a walk over CBOR item headers (RFC 8949 §3) that builds no objects. Only
 # well-formedness and our limits are checked here; UTF-8 validity is left to cbor2. It runs on
 # every frame a node receives, where it cost five times cbor2's own decoding: the loop below keeps
-# per item to a table lookup for the header and one branch per major type.
+# per item to a table lookup for the header and one branch per major type. Compiled (mypyc,
+# bhandar_cli/native.py), every local is a C integer or a typed reference: no closure (its
+# variables would live in a heap cell), and the tables are bytes, whose items are C integers.
 
 _SIMPLE_OK: Final = frozenset({20, 21, 22})  # false, true, null
 # The exponent bits of a half, single and double float: all set means NaN or infinity.
-_FLOAT_EXPONENT: Final = {25: 0x7C00, 26: 0x7F80_0000, 27: 0x7FF0_0000_0000_0000}
+_HALF, _SINGLE, _DOUBLE = 0x7C00, 0x7F80_0000, 0x7FF0_0000_0000_0000
+_RESERVED: Final = 0xFF
 # Per initial byte, the bytes of argument that follow it: 0 (the argument is in the byte), 1, 2,
-# 4 or 8; -1 for additional information 28..31 (reserved, or indefinite length / break).
-_ARG_BYTES: Final = tuple(
-    0 if ib & 0x1F < 24 else (1 << ((ib & 0x1F) - 24) if ib & 0x1F < 28 else -1) for ib in range(256)
+# 4 or 8; _RESERVED for additional information 28..31 (reserved, or indefinite length / break).
+_ARG_BYTES: Final = bytes(
+    0 if ib & 0x1F < 24 else (1 << ((ib & 0x1F) - 24) if ib & 0x1F < 28 else _RESERVED) for ib in range(256)
 )
 
 
-def validate_cbor(data: bytes, *, max_items: int, max_depth: int) -> None:
-    """Raise `ProtocolError` (the peer's fault) unless `data` is one item of the allowed subset."""
+def _fail(start: int, why: str) -> NoReturn:
+    raise ProtocolError(f"undecodable CBOR at byte {start}: {why}")
+
+
+def validate_cbor(data: bytes, *, max_items: int, max_depth: int, batch: bool = False) -> None:
+    """Raise `ProtocolError` (the peer's fault) unless `data` is one item of the allowed subset.
+
+    `batch`: the frame holds a batch (protocol 3, node/codec.py), whose array around its messages
+    counts neither as an item nor as a level, so one message has the same limits in a batch as
+    alone."""
     end = len(data)
     pos = 0
-    items = 0
+    items = -1 if batch else 0
+    depth = -1 if batch else 0  # containers open around the current item (len(outer), less a batch's)
     # The innermost open container: the items it still expects (a map counts keys and values
     # apart, so an even count means a key comes next) and, for a map, the keys seen so far. The
     # whole frame is a container of one item; the ones around the innermost wait in `outer`.
@@ -101,79 +113,90 @@ def validate_cbor(data: bytes, *, max_items: int, max_depth: int) -> None:
     outer: list[tuple[int, set[tuple[int, bytes]] | None]] = []
     arg_bytes = _ARG_BYTES
     start = 0
-
-    def fail(why: str) -> NoReturn:
-        raise ProtocolError(f"undecodable CBOR at byte {start}: {why}")
-
+    arg = 0
     while True:
         start = pos
         if pos >= end:
-            fail("truncated item")
-        initial = data[pos]
+            _fail(start, "truncated item")
+        initial: int = data[pos]
         pos += 1
         major = initial >> 5
-        size = arg_bytes[initial]
+        size: int = arg_bytes[initial]
         if size == 0:
             arg = initial & 0x1F
-        elif size > 0:
+        elif size == 1:
+            if pos >= end:
+                _fail(start, "truncated item header")
+            arg = data[pos]
+            pos += 1
+        elif size != _RESERVED:
             if pos + size > end:
-                fail("truncated item header")
-            arg = data[pos] if size == 1 else int.from_bytes(data[pos : pos + size], "big")
+                _fail(start, "truncated item header")
+            arg = int.from_bytes(data[pos : pos + size], "big")
             pos += size
         elif initial & 0x1F == 31:
-            fail("unexpected break byte" if major == 7 else "indefinite-length items are not allowed")
+            _fail(start, "unexpected break byte" if major == 7 else "indefinite-length items are not allowed")
         else:
-            fail(f"reserved additional information {initial & 0x1F}")
+            _fail(start, f"reserved additional information {initial & 0x1F}")
         items += 1
         if items > max_items:
-            fail(f"more than {max_items} items")
+            _fail(start, f"more than {max_items} items")
         # Depth of this item: the envelope is 1, the body 2 (as `check_encodable` counts).
-        if len(outer) >= max_depth:
-            fail(f"nested deeper than {max_depth} levels")
+        if depth >= max_depth:
+            _fail(start, f"nested deeper than {max_depth} levels")
 
         if major == 2 or major == 3:
             if arg > end - pos:
-                fail(f"string of {arg} bytes but only {end - pos} left in the frame")
+                _fail(start, f"string of {arg} bytes but only {end - pos} left in the frame")
             if seen is not None and not expected & 1:  # a map key
-                key = (major, data[pos : pos + arg])
+                key = (major, data[pos : pos + arg])  # a text and a byte string may be equal
                 if key in seen:
-                    fail("duplicate map key")
+                    _fail(start, "duplicate map key")
                 seen.add(key)
             pos += arg
         else:
             if seen is not None and not expected & 1:
-                fail("map keys must be text or byte strings")
+                _fail(start, "map keys must be text or byte strings")
             if major == 4 or major == 5:
                 # Every item takes at least one byte, so a count beyond the bytes left is a lie.
                 need = arg * 2 if major == 5 else arg
                 if need > end - pos:
-                    fail(f"container of {arg} entries but only {end - pos} bytes left in the frame")
+                    _fail(start, f"container of {arg} entries but only {end - pos} bytes left in the frame")
                 if need:
                     outer.append((expected, seen))
-                    expected, seen = need, (set() if major == 5 else None)
+                    depth += 1
+                    expected = need
+                    seen = set() if major == 5 else None
                     continue
             elif major == 6:
                 if arg not in _ALLOWED_TAGS:
-                    fail(f"unexpected CBOR tag {arg}")
+                    _fail(start, f"unexpected CBOR tag {arg}")
                 # A bignum's content must be a byte string. The tag and its string count as one
                 # item (as the encoder counts one int), and the string, read next, completes it.
                 if pos >= end or data[pos] >> 5 != 2:
-                    fail(f"tag {arg} must wrap a byte string")
+                    _fail(start, f"tag {arg} must wrap a byte string")
                 items -= 1
                 continue
             elif major == 7:  # floats and simple values
-                exponent = _FLOAT_EXPONENT.get(initial & 0x1F)
-                if exponent is None:
-                    if size or arg not in _SIMPLE_OK:
-                        fail(f"unexpected simple value (initial byte 0x{initial:02x})")
-                elif arg & exponent == exponent:
-                    fail("NaN and infinite floats are not allowed")
+                info = initial & 0x1F
+                if info == 25:
+                    if arg & _HALF == _HALF:
+                        _fail(start, "NaN and infinite floats are not allowed")
+                elif info == 26:
+                    if arg & _SINGLE == _SINGLE:
+                        _fail(start, "NaN and infinite floats are not allowed")
+                elif info == 27:
+                    if arg & _DOUBLE == _DOUBLE:
+                        _fail(start, "NaN and infinite floats are not allowed")
+                elif size or arg not in _SIMPLE_OK:
+                    _fail(start, f"unexpected simple value (initial byte 0x{initial:02x})")
         # One item finished: close every container it completes.
         expected -= 1
         while not expected and outer:
             expected, seen = outer.pop()
+            depth -= 1
             expected -= 1
         if not expected:
             break
     if pos != end:
-        fail(f"{end - pos} trailing bytes after the message")
+        _fail(start, f"{end - pos} trailing bytes after the message")
