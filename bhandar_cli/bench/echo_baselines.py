@@ -25,12 +25,12 @@ from typing import Any
 import trio
 
 from bhandar_cli.core.wire import from_wire, to_wire
-from bhandar_cli.node.net.codec import ProtocolError
-from bhandar_cli.node.net.frames import FrameConn, Outbox, wire_frame
+from bhandar_cli.security.access import PLAIN, ClientAccess
+from bhandar_cli.node.net.codec import ProtocolError, negotiate, protocol
+from bhandar_cli.node.net.frames import FrameConn, Outbox
+from bhandar_cli.security.pki import NodeTls, server_context
 from bhandar_cli.node.net.rpc import open_rpc
 from bhandar_cli.node.net.tls_stream import TlsStream, no_renegotiation
-from bhandar_cli.security.access import PLAIN, ClientAccess
-from bhandar_cli.security.pki import NodeTls, server_context
 
 START_TIMEOUT = 10.0
 
@@ -44,10 +44,14 @@ async def _echo(tls: ssl.SSLContext | None, raw: trio.SocketStream) -> None:
             await stream.do_handshake()
         async with trio.open_nursery() as nursery:
             nursery.start_soon(out.run)
-            if await conn.receive() is not None:  # the hello
+            hello = await conn.receive()
+            if hello is not None:
+                # Answers in the version a node would write, batched as a node's are (frames.py).
+                theirs = hello.get("protocol") if isinstance(hello, dict) else None
+                out.version = negotiate(protocol(), theirs)
                 while (body := await conn.receive()) is not None:
                     if isinstance(body, dict):
-                        out.put(wire_frame({"id": body.get("id"), "ok": True, "body": body.get("msg")}))
+                        out.put_message({"id": body.get("id"), "ok": True, "body": body.get("msg")})
             nursery.cancel_scope.cancel()
     except* (
         ProtocolError,

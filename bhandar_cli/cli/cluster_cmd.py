@@ -98,7 +98,10 @@ def up(
         False, "--insecure", help="Plain TCP without certificates (loopback only; for experiments)."
     ),
     protocol: int = typer.Option(
-        2, "--protocol", metavar="1|2", help="Wire protocol the nodes speak (cluster upgrade --to moves it)."
+        3,
+        "--protocol",
+        metavar="1|2|3",
+        help="Wire protocol the nodes speak (cluster upgrade --to moves it).",
     ),
     no_encrypt: bool = typer.Option(
         False, "--no-encrypt", help="Keep the nodes' WAL and SSTables plain (default: encrypted at rest)."
@@ -130,8 +133,8 @@ def up(
         fail("--vnodes must be 1..1024 and --replicas 1..min(nodes, 9)", EXIT_USAGE)
     if fsync not in ("always", "batch", "none"):
         fail(f"--fsync must be always, batch or none (got {fsync!r})", EXIT_USAGE)
-    if protocol not in (1, 2):
-        fail(f"--protocol must be 1 or 2 (got {protocol})", EXIT_USAGE)
+    if protocol not in (1, 2, 3):
+        fail(f"--protocol must be 1, 2 or 3 (got {protocol})", EXIT_USAGE)
     from bhandar_cli.fleet.placement import parse_issuers
 
     try:

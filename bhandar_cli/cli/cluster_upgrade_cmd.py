@@ -15,7 +15,7 @@ from bhandar_cli.cli.output import EXIT_USAGE, OUTPUT_OPTION, OutputFormat, emit
 
 def upgrade(
     to: int | None = typer.Option(
-        None, "--to", metavar="1|2", help="Wire protocol to move every node to (default: restart only)."
+        None, "--to", metavar="1|2|3", help="Wire protocol to move every node to (default: restart only)."
     ),
     directory: str | None = DIR_OPTION,
     output: OutputFormat = OUTPUT_OPTION,

@@ -91,11 +91,11 @@ def run(
         "cluster up makes DIR/keys/data.key). Without it: $BHANDAR_DATA_KEY, else plain.",
     ),
     protocol: int = typer.Option(
-        2,
+        3,
         "--protocol",
-        metavar="1|2",
-        help="Newest wire protocol this node reads and writes (1: as a version-1 build does, to run "
-        "a mixed cluster; `cluster upgrade --to 2` moves it).",
+        metavar="1|2|3",
+        help="Newest wire protocol this node reads and writes (1 or 2: as a build of that version "
+        "does, to run a mixed cluster; `cluster upgrade --to 3` moves it).",
     ),
     config: str = typer.Option(
         "", "--config", hidden=True, metavar="JSON", help="Cluster configuration to start with."

@@ -39,7 +39,7 @@ class NodeEntry:
     data_dir: str
     log: str
     pid: int = 0  # 0: not running (stopped by `cluster down`, or never started)
-    protocol: int = 2  # the newest wire protocol the node speaks (node/net/codec.py PROTOCOL_VERSION)
+    protocol: int = 3  # the newest wire protocol the node speaks (node/net/codec.py PROTOCOL_VERSION)
 
     @property
     def address(self) -> str:

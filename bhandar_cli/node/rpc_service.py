@@ -197,13 +197,14 @@ class RpcService:
             refused = self._refusal(credential, *request_op(request))
             if refused is not None:  # a failed request, as the client reads any other
                 failure = Failure(refused.code, str(refused))
-                out.put(wire_frame({"id": call_id, "ok": True, "body": to_wire(failure)}, out.version))
+                out.put_message({"id": call_id, "ok": True, "body": to_wire(failure)})
                 return
             admit()
 
             def respond(result: Result) -> None:
                 try:
-                    out.put(wire_frame({"id": call_id, "ok": True, "body": to_wire(result)}, out.version))
+                    # Answers ready at one moment leave in one frame (protocol 3: frames.py).
+                    out.put_message({"id": call_id, "ok": True, "body": to_wire(result)})
                 except ValueError as exc:  # never raise into the node that calls us
                     _answer(out, call_id, error=f"internal error: cannot encode the result: {exc}")
 

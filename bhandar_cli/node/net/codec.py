@@ -27,6 +27,14 @@ always safe. A node started with ``--protocol 1`` limits this process to version
 (`limit_protocol`): it reads and writes only what a version-1 build does, so a mixed cluster is
 exercised for real. What version 2 adds is listed in core/wire.py (`ADDED_IN`).
 
+Batches (version 3): from `BATCH_VERSION` on, a frame's body is an array of messages, one or many:
+the messages a node has for one peer at one moment travel in one frame, which the reader
+validates and decodes once, and `next_frame` returns one message at a time as before. A writer
+encodes each message once (`encode_body`; a message fanned out to several peers is encoded once
+for all) and joins them (`frame_of_bodies`); to a peer that reads only version 2 it writes each
+message in a frame of its own. A batch's array counts against neither the depth nor the item
+limit, so a message that fits them alone fits them in a batch.
+
 Decoding is strict because a peer may be buggy or hostile: `node/net/cbor_validation.py` checks a
 payload's CBOR before cbor2 decodes it (no tags but bignums, no duplicate or non-string map keys,
 bounded depth and item count...), and `encode_frame` holds what it sends to the same rules.
@@ -41,8 +49,11 @@ import cbor2
 
 from bhandar_cli.node.net.cbor_validation import ProtocolError, check_encodable, validate_cbor
 
-PROTOCOL_VERSION: Final = 2
+PROTOCOL_VERSION: Final = 3
 """The newest version this build reads and writes."""
+
+BATCH_VERSION: Final = 3
+"""From this version on a frame's body is an array of messages (a batch)."""
 
 MIN_COMPATIBLE_VERSION: Final = 1
 """The oldest version this node can still read."""
@@ -53,6 +64,9 @@ DEFAULT_MAX_DEPTH: Final = 64
 
 _PREFIX = struct.Struct(">I")
 PREFIX_SIZE: Final = _PREFIX.size
+# The envelope's first two bytes, per version: an array of 2, and the version (an int below 24 is
+# its own byte), as cbor2 writes `[version, body]`.
+_ENVELOPES: Final = {v: bytes((0x82, v)) for v in range(MIN_COMPATIBLE_VERSION, PROTOCOL_VERSION + 1)}
 
 _ceiling = PROTOCOL_VERSION  # lowered by `limit_protocol` in a node run as an older version
 
@@ -134,7 +148,35 @@ def encode_frame(
             f"cannot write protocol version {version}: this node writes {MIN_COMPATIBLE_VERSION}..{_ceiling}"
         )
     check_encodable(body, max_items=max_items, max_depth=max_depth)
-    payload = cbor2.dumps([version, body])
+    payload = cbor2.dumps([version, [body] if version >= BATCH_VERSION else body])
+    if len(payload) > max_frame_size:
+        raise ValueError(f"frame of {len(payload)} bytes exceeds the maximum frame size of {max_frame_size}")
+    return _PREFIX.pack(len(payload)) + payload
+
+
+def encode_body(body: object) -> bytes:
+    """One message's CBOR, for `frame_of_bodies`: for bodies of our own making (`to_wire`, RPC
+    envelopes), which hold only str-keyed maps, lists and plain scalars by construction, so
+    `encode_frame`'s checking walk is not repeated here."""
+    return cbor2.dumps(body)
+
+
+def frame_of_bodies(version: int, bodies: list[bytes], max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> bytes:
+    """One frame of encoded bodies (`encode_body`): a batch of all of them at `BATCH_VERSION` or
+    later; before it, exactly one. Raises ValueError past `max_frame_size`."""
+    if version >= BATCH_VERSION:
+        count = len(bodies)
+        if count < 24:
+            head = bytes((0x80 | count,))
+        elif count < 0x10000:
+            head = (b"\x98" + bytes((count,))) if count < 0x100 else (b"\x99" + count.to_bytes(2, "big"))
+        else:
+            head = b"\x9a" + count.to_bytes(4, "big")
+        payload = b"".join((_ENVELOPES[version], head, *bodies))
+    else:
+        if len(bodies) != 1:
+            raise ValueError(f"protocol {version} carries one message per frame, not {len(bodies)}")
+        payload = _ENVELOPES[version] + bodies[0]
     if len(payload) > max_frame_size:
         raise ValueError(f"frame of {len(payload)} bytes exceeds the maximum frame size of {max_frame_size}")
     return _PREFIX.pack(len(payload)) + payload
@@ -169,6 +211,7 @@ class FrameDecoder:
         self.peer_version: int | None = None
         """The protocol version of the last frame decoded (None before the first)."""
         self._buffer = bytearray()
+        self._batch: list[Body] = []  # the rest of the last batch, in reverse order
         self._payload_size: int | None = None  # set once the current frame's prefix has been read
         self._eof = False
         self._error: ProtocolError | None = None
@@ -196,6 +239,8 @@ class FrameDecoder:
         """The next frame's body, `NEED_DATA`, or `CLOSED`; raises `ProtocolError`."""
         if self._error is not None:
             raise self._error
+        if self._batch:
+            return self._batch.pop()
         try:
             return self._next_frame()
         except ProtocolError as exc:
@@ -241,7 +286,10 @@ class FrameDecoder:
     def _decode_payload(self, payload: bytes) -> Body:
         if not payload:
             raise ProtocolError("undecodable CBOR: empty payload")
-        validate_cbor(payload, max_items=self.max_items, max_depth=self.max_depth)
+        # A batch's array counts against no limit (read before validating: the version is the
+        # payload's second byte; a frame that lies about it fails below as any other).
+        batch = len(payload) > 1 and payload[0] == 0x82 and BATCH_VERSION <= payload[1] < 24
+        validate_cbor(payload, max_items=self.max_items, max_depth=self.max_depth, batch=batch)
         try:
             envelope = cbor2.loads(payload, tag_hook=_reject_tag)
         except (cbor2.CBORDecodeError, ValueError, TypeError, OverflowError) as exc:
@@ -264,8 +312,15 @@ class FrameDecoder:
                 f"{MIN_COMPATIBLE_VERSION}..{self.max_version} (the peer is too old)"
             )
         self.peer_version = version
-        decoded: Body = body
-        return decoded
+        if version < BATCH_VERSION:
+            decoded: Body = body
+            return decoded
+        if not (isinstance(body, list) and body):
+            raise ProtocolError(f"wrong envelope: a version {version} frame carries an array of messages")
+        if len(body) > 1:
+            self._batch = body[:0:-1]
+        first: Body = body[0]
+        return first
 
 
 def _reject_tag(*args: object) -> NoReturn:
@@ -282,6 +337,7 @@ def _describe(value: object) -> str:
 
 
 __all__ = [
+    "BATCH_VERSION",
     "CLOSED",
     "DEFAULT_MAX_DEPTH",
     "DEFAULT_MAX_FRAME_SIZE",
@@ -293,7 +349,9 @@ __all__ = [
     "Body",
     "FrameDecoder",
     "ProtocolError",
+    "encode_body",
     "encode_frame",
+    "frame_of_bodies",
     "limit_protocol",
     "negotiate",
     "protocol",

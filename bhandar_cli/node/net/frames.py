@@ -3,8 +3,8 @@
 `FrameConn` reads codec frames from a stream in large chunks, returning every complete frame of a
 chunk before it reads again, and closes it on garbage, an oversized length prefix or a frame left
 half-sent for `frame_timeout` seconds. `Outbox` writes everything queued in one `send_all`, which
-is most of the throughput under load. `wire_frame` encodes our own bodies without the codec's
-checking walk.
+is most of the throughput under load, and the messages among it in one frame (a batch, protocol 3:
+node/net/codec.py). `wire_frame` encodes our own bodies without the codec's checking walk.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import trio
 
 from bhandar_cli.node.net import codec
 from bhandar_cli.node.net.codec import (
+    BATCH_VERSION,
     CLOSED,
     DEFAULT_MAX_FRAME_SIZE,
     NEED_DATA,
@@ -26,6 +27,8 @@ from bhandar_cli.node.net.codec import (
     FrameDecoder,
     ProtocolError,
     Sentinel,
+    encode_body,
+    frame_of_bodies,
 )
 from bhandar_cli.node.net.tls_stream import TlsStream, Truncated
 
@@ -36,6 +39,9 @@ BATCH_FRAMES = 512
 # A batch stops growing past this many bytes (one frame alone may be bigger): a batch of values at
 # the size limit must not outlast SEND_TIMEOUT on a busy machine, which would drop the link.
 BATCH_BYTES = 1 << 20
+# One frame of several messages holds at most this many bytes of them (a message beyond it goes in
+# a frame of its own): well below the reader's item limit, which an item per byte cannot reach.
+BATCH_FRAME_BYTES = 256 << 10
 SMALL_FRAME = 64 << 10  # frames up to this size leave ahead of bigger ones queued with them
 CONNECT_TIMEOUT = 1.0
 SEND_TIMEOUT = 2.0  # a peer that does not read for this long is treated as down
@@ -110,19 +116,29 @@ class FrameConn:
 
 
 class Outbox:
-    """The sending half: frames queued without waiting, written in batches by `run`."""
+    """The sending half: frames and messages queued without waiting, written in batches by `run`."""
 
     def __init__(self, stream: trio.abc.SendStream, capacity: int = OUTBOX_FRAMES) -> None:
         self.stream = stream
         # The protocol version this connection's frames are written in: the oldest until the
         # other side's hello says what it reads (codec.negotiate).
         self.version = codec.MIN_COMPATIBLE_VERSION
-        self._send, self._recv = trio.open_memory_channel[bytes](capacity)
+        # (0, a whole frame) or (version, one message's encoded body), in the order queued.
+        self._send, self._recv = trio.open_memory_channel[tuple[int, bytes]](capacity)
 
     def put(self, frame: bytes) -> bool:
         """Queue a frame; False if the connection is closed or the reader is not keeping up."""
+        return self._queue((0, frame))
+
+    def put_message(self, body: Any) -> bool:
+        """Queue one message of our own making (`wire_frame`'s bodies), written in this
+        connection's version: with the others queued at the same moment in one frame from
+        version 3 on. False as `put`."""
+        return self._queue((self.version, checked_body(body)))
+
+    def _queue(self, item: tuple[int, bytes]) -> bool:
         try:
-            self._send.send_nowait(frame)
+            self._send.send_nowait(item)
         except (trio.WouldBlock, trio.ClosedResourceError, trio.BrokenResourceError):
             return False
         return True
@@ -139,15 +155,48 @@ class Outbox:
             except trio.EndOfChannel:
                 return
             await let_others_queue()
-            chunks, size = [first], len(first)
-            while len(chunks) < BATCH_FRAMES and size < BATCH_BYTES:
+            items, size = [first], len(first[1])
+            while len(items) < BATCH_FRAMES and size < BATCH_BYTES:
                 try:
-                    chunks.append(recv.receive_nowait())
+                    items.append(recv.receive_nowait())
                 except (trio.WouldBlock, trio.EndOfChannel):
                     break
-                size += len(chunks[-1])
-            chunks = small_first(chunks)
+                size += len(items[-1][1])
+            chunks = small_first(framed(items))
             await send_within(self.stream, b"".join(chunks) if len(chunks) > 1 else chunks[0])
+
+
+def checked_body(body: Any) -> bytes:
+    """`encode_body(body)`, or ValueError when it could not fit in a frame (as `wire_frame`)."""
+    data = encode_body(body)
+    if len(data) > DEFAULT_MAX_FRAME_SIZE - 16:  # the envelope and a batch's head
+        raise ValueError(
+            f"a message of {len(data)} bytes exceeds the maximum frame size of {DEFAULT_MAX_FRAME_SIZE}"
+        )
+    return data
+
+
+def framed(items: list[tuple[int, bytes]]) -> list[bytes]:
+    """Frames for queued items, in order: (0, frame) as it is; (version, body) runs of one version
+    joined into frames of several messages from BATCH_VERSION on (up to BATCH_FRAME_BYTES of
+    them), one frame each before it."""
+    frames: list[bytes] = []
+    run: list[bytes] = []
+    run_version = run_size = 0
+    for version, data in items:
+        if run and (version != run_version or run_size + len(data) > BATCH_FRAME_BYTES):
+            frames.append(frame_of_bodies(run_version, run))
+            run, run_size = [], 0
+        if not version:
+            frames.append(data)
+        elif version < BATCH_VERSION:
+            frames.append(frame_of_bodies(version, [data]))
+        else:
+            run.append(data)
+            run_version, run_size = version, run_size + len(data)
+    if run:
+        frames.append(frame_of_bodies(run_version, run))
+    return frames
 
 
 def small_first(frames: list[bytes]) -> list[bytes]:
@@ -201,7 +250,9 @@ def wire_frame(body: Any, version: int | None = None) -> bytes:
     here: `to_wire` and our RPC envelopes only make str-keyed maps, lists and plain scalars. Data
     from elsewhere (admin views) still goes through `encode_frame`. The size limit is kept.
     """
-    payload = cbor2.dumps([codec.protocol() if version is None else version, body])
+    if version is None:
+        version = codec.protocol()
+    payload = cbor2.dumps([version, [body] if version >= BATCH_VERSION else body])
     if len(payload) > DEFAULT_MAX_FRAME_SIZE:
         raise ValueError(
             f"frame of {len(payload)} bytes exceeds the maximum frame size of {DEFAULT_MAX_FRAME_SIZE}"

@@ -21,7 +21,6 @@ from bhandar_cli.node.net.frames import (
     STREAM_ERRORS,
     FrameConn,
     Outbox,
-    wire_frame,
 )
 from bhandar_cli.node.net.rpc_errors import RpcError
 from bhandar_cli.node.net.tls_connect import HandshakeError, client_ctx, open_stream
@@ -148,7 +147,8 @@ class RpcClient:
         self._next_id += 1
         rid = self._next_id
         slot = self._pending[rid] = _Slot()
-        if not self._outbox.put(wire_frame({"id": rid, "op": op, **args}, self._outbox.version)):
+        # Calls made at one moment leave in one frame (protocol 3: frames.py).
+        if not self._outbox.put_message({"id": rid, "op": op, **args}):
             self._pending.pop(rid, None)
             raise RpcError(f"too many requests in flight to node {self.label}", "timeout")
         with trio.move_on_after(timeout):

@@ -52,9 +52,10 @@ from bhandar_cli.node.net.frames import (
     SMALL_FRAME,
     STREAM_ERRORS,
     FrameConn,
+    checked_body,
+    framed,
     let_others_queue,
     send_within,
-    wire_frame,
 )
 from bhandar_cli.node.net.tls_connect import HandshakeError, client_ctx, handshake, open_stream, server_ctx
 from bhandar_cli.node.net.tls_stream import TlsStream, Truncated
@@ -92,14 +93,15 @@ class TcpTransport:
         self.frame_timeout = frame_timeout
         # Partitions and extra delays set by the operator; no loss or latency of its own.
         self.model = NetworkModel(Random(), latency=None)
-        # "writes" counts send_all calls to peers: sent / writes is how many frames share one;
-        # "truncated", inbound TLS streams cut without close_notify (tls_stream.py).
+        # "writes" counts send_all calls to peers: sent / writes is how many messages share one;
+        # "frames" counts the frames written to peers: sent / frames, how many share a frame;
+        # "truncated", inbound TLS streams cut without close_notify (tls_record.py).
         self.stats = dict.fromkeys(("sent", "received", "dropped", "connects", "connect_failures"), 0)
-        self.stats.update(rejected=0, writes=0, truncated=0)
+        self.stats.update(rejected=0, writes=0, frames=0, truncated=0)
         self._links: dict[str, _PeerLink] = {}
         self._nursery: trio.Nursery | None = None
         self._last_msg: Any = None
-        self._last_frames: dict[int, bytes] = {}
+        self._last_bodies: dict[int, bytes] = {}
         self.protocol = codec.protocol()
         # The newest version each peer's last hello said it reads, and when it came (trio clock).
         self.peer_protocols: dict[str, tuple[int, float]] = {}
@@ -145,23 +147,23 @@ class TcpTransport:
         # and a different type (most consecutive messages) fails the test at once.
         last = self._last_msg
         if msg is not last and (type(msg) is not type(last) or msg != last):
-            self._last_frames = {}
+            self._last_bodies = {}
             self._last_msg = msg
         version = self.version_for(dst)
         if not readable_at(msg, version):  # a message type the peer's version does not know
             self.by_protocol["withheld", version, _label(msg)] += 1
             return
-        frame = self._last_frames.get(version)
-        if frame is None:
+        body = self._last_bodies.get(version)
+        if body is None:
             try:
-                frame = self._last_frames[version] = wire_frame(to_wire_at(msg, version), version)
+                body = self._last_bodies[version] = checked_body(to_wire_at(msg, version))
             except ValueError:
                 self.stats["dropped"] += 1
                 self._last_msg = None
                 log.exception("cannot encode %s for %s (a bug); dropped", type(msg).__name__, dst)
                 return
         extra = delays[0]
-        if link.offer(trio.current_time() + extra if extra else 0.0, frame):
+        if link.offer(trio.current_time() + extra if extra else 0.0, version, body):
             self.stats["sent"] += 1
             self.by_protocol["sent", version, _label(msg)] += 1
         else:
@@ -279,13 +281,14 @@ class _PeerLink:
         self.peer = peer
         self.address = address  # "host:port"
         self.connected = False
-        self._send, self._recv = trio.open_memory_channel[tuple[float, bytes]](PEER_QUEUE)
+        # (when due, 0.0 at once; protocol version; the message's encoded body)
+        self._send, self._recv = trio.open_memory_channel[tuple[float, int, bytes]](PEER_QUEUE)
         self._scope: trio.CancelScope | None = None
         self._backoff = BACKOFF_MIN
 
-    def offer(self, due: float, frame: bytes) -> bool:
+    def offer(self, due: float, version: int, body: bytes) -> bool:
         try:
-            self._send.send_nowait((due, frame))
+            self._send.send_nowait((due, version, body))
         except trio.WouldBlock:
             return False
         return True
@@ -362,32 +365,35 @@ class _PeerLink:
         while True:
             first = await recv.receive()
             await let_others_queue()
-            batch, size = [first], len(first[1])
+            batch, size = [first], len(first[2])
             while len(batch) < BATCH_FRAMES and size < BATCH_BYTES:
                 try:
                     batch.append(recv.receive_nowait())
                 except trio.WouldBlock:
                     break
-                size += len(batch[-1][1])
-            if size > SMALL_FRAME and not any(due for due, _ in batch):  # small ones first (frames.py)
-                batch.sort(key=lambda item: len(item[1]) > SMALL_FRAME)
-            frames: list[bytes] = []
-            for due, frame in batch:
+                size += len(batch[-1][2])
+            if size > SMALL_FRAME and not any(due for due, _, _ in batch):  # small ones first (frames.py)
+                batch.sort(key=lambda item: len(item[2]) > SMALL_FRAME)
+            # The messages that leave together go in one frame (one from protocol 3 on: framed).
+            bodies: list[tuple[int, bytes]] = []
+            for due, version, body in batch:
                 if due and due > trio.current_time():
-                    if frames:
-                        await self._send_frames(stream, frames)
-                        frames = []
+                    if bodies:
+                        await self._send_messages(stream, bodies)
+                        bodies = []
                     await trio.sleep_until(due)
                 if not transport.model.admits(transport.me, self.peer):  # partitioned meanwhile
                     transport.stats["dropped"] += 1
                     continue
-                frames.append(frame)
-            if frames:
-                await self._send_frames(stream, frames)
+                bodies.append((version, body))
+            if bodies:
+                await self._send_messages(stream, bodies)
 
-    async def _send_frames(self, stream: trio.abc.Stream, frames: list[bytes]) -> None:
+    async def _send_messages(self, stream: trio.abc.Stream, bodies: list[tuple[int, bytes]]) -> None:
+        frames = framed(bodies)
         self.transport.stats["writes"] += 1
-        await send_within(stream, b"".join(frames))
+        self.transport.stats["frames"] += len(frames)
+        await send_within(stream, b"".join(frames) if len(frames) > 1 else frames[0])
 
 
 def _label(msg: Any) -> str:

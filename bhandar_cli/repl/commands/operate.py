@@ -249,7 +249,7 @@ async def restore(session: Session, cmd: Command) -> dict[str, Any]:
 async def upgrade(session: Session, cmd: Command) -> dict[str, Any]:
     given = cmd.options.get("to")
     if given is not None and not given.isdigit():
-        raise BadInput(f"to must be a protocol version, 1 or 2 (got {given!r})")
+        raise BadInput(f"to must be a protocol version, 1, 2 or 3 (got {given!r})")
     to = int(given) if given is not None else None
     return await session.client.ops.upgrade(to, print_progress)
 

@@ -154,7 +154,7 @@ def test_max_size_boundary() -> None:
 
 
 def test_eof_in_the_middle_of_a_frame() -> None:
-    frame = encode_frame("x" * 116)
+    frame = encode_frame("x" * 116, version=2)
     assert len(frame) == 124  # 4-byte prefix + 120-byte payload
     decoder = FrameDecoder()
     decoder.receive_data(frame[: 3 + PREFIX_SIZE])

@@ -1,5 +1,6 @@
 """Protocol versions: negotiation in the codec, a process limited to version 1, what each version
-carries (core/wire.py ADDED_IN), and protocol 2's round-trip times and goodbyes in gossip."""
+carries (core/wire.py ADDED_IN), protocol 2's round-trip times and goodbyes in gossip, and
+protocol 3's batches (several messages in one frame)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,9 @@ from bhandar_cli.node.net.codec import (
     PROTOCOL_VERSION,
     FrameDecoder,
     ProtocolError,
+    encode_body,
     encode_frame,
+    frame_of_bodies,
     limit_protocol,
     negotiate,
 )
@@ -47,8 +50,8 @@ def decode(data: bytes, **kwargs: int) -> object:
     return decoder.next_frame()
 
 
-def test_this_build_reads_versions_1_and_2() -> None:
-    assert (MIN_COMPATIBLE_VERSION, PROTOCOL_VERSION) == (1, 2)
+def test_this_build_reads_versions_1_to_3() -> None:
+    assert (MIN_COMPATIBLE_VERSION, PROTOCOL_VERSION) == (1, 3)
 
 
 @pytest.mark.parametrize(
@@ -59,6 +62,10 @@ def test_this_build_reads_versions_1_and_2() -> None:
         (2, 2, 2),
         (1, 2, 1),  # a node limited to 1 writes 1 to a newer peer
         (2, 3, 2),  # a newer peer reads ours
+        (3, 2, 2),  # a version-2 peer in a rolling upgrade: one message per frame
+        (3, None, 1),
+        (3, 3, 3),
+        (3, 4, 3),
     ],
 )
 def test_negotiate_takes_the_newest_version_both_read(mine: int, theirs: int | None, agreed: int) -> None:
@@ -71,13 +78,66 @@ def test_negotiate_refuses_a_hello_whose_version_is_not_a_version(theirs: object
         negotiate(2, theirs)
 
 
-def test_a_version_2_process_reads_both_and_writes_2_by_default() -> None:
-    assert codec.protocol() == 2
+def test_a_version_3_process_reads_all_three_and_writes_3_by_default() -> None:
+    assert codec.protocol() == 3
     assert decode(frame_at(1, {"a": 1})) == {"a": 1}
     assert decode(frame_at(2, {"a": 1})) == {"a": 1}
-    assert encode_frame({"a": 1}) == frame_at(2, {"a": 1})
+    assert decode(frame_at(3, [{"a": 1}])) == {"a": 1}  # a batch of one
+    assert encode_frame({"a": 1}) == frame_at(3, [{"a": 1}])
     assert encode_frame({"a": 1}, version=1) == frame_at(1, {"a": 1})
+    assert encode_frame({"a": 1}, version=2) == frame_at(2, {"a": 1})
     assert wire_frame({"a": 1}, 1) == frame_at(1, {"a": 1})
+    assert wire_frame({"a": 1}, 2) == frame_at(2, {"a": 1})
+    assert wire_frame({"a": 1}) == frame_at(3, [{"a": 1}])
+
+
+def test_a_batch_is_several_messages_in_one_frame_read_one_at_a_time() -> None:
+    bodies = [{"a": 1}, [1, 2], "three"]
+    frame = frame_of_bodies(3, [encode_body(b) for b in bodies])
+    assert frame == frame_at(3, bodies)  # the same bytes cbor2 writes for the whole
+    decoder = FrameDecoder()
+    decoder.receive_data(frame + frame_at(2, {"b": 2}))
+    assert [decoder.next_frame() for _ in range(4)] == [*bodies, {"b": 2}]
+    assert decoder.next_frame() is codec.NEED_DATA
+    # Before version 3 a frame holds one message, so a list there is one message, not a batch.
+    assert decode(frame_at(2, [1, 2])) == [1, 2]
+    with pytest.raises(ValueError, match="one message per frame"):
+        frame_of_bodies(2, [encode_body(1), encode_body(2)])
+    assert frame_of_bodies(2, [encode_body({"a": 1})]) == frame_at(2, {"a": 1})
+
+
+@pytest.mark.parametrize("count", [1, 23, 24, 255, 256, 70000])
+def test_a_batch_of_any_size_has_cbors_own_array_head(count: int) -> None:
+    bodies = [encode_body(i % 7) for i in range(count)]
+    assert frame_of_bodies(3, bodies) == frame_at(3, [i % 7 for i in range(count)])
+
+
+@pytest.mark.parametrize("body", [{"a": 1}, [], "x", 7])
+def test_a_version_3_frame_that_is_not_a_batch_is_refused(body: object) -> None:
+    with pytest.raises(ProtocolError, match="a version 3 frame carries an array of messages"):
+        decode(frame_at(3, body))
+
+
+def test_a_batch_counts_against_neither_limit() -> None:
+    """A message at the depth and item limits alone is read in a batch too, and one past them is
+    refused in either, naming the same limits."""
+    deep: object = "leaf"
+    for _ in range(9):
+        deep = [deep]  # envelope 1, body 2, the string 11
+    assert decode(frame_at(2, deep), max_depth=11) == deep
+    assert decode(frame_at(3, [deep]), max_depth=11) == deep
+    with pytest.raises(ProtocolError, match="nested deeper than 10 levels"):
+        decode(frame_at(3, [deep]), max_depth=10)
+    flat = [0] * 10  # 2 envelope items + 11
+    assert decode(frame_at(3, [flat]), max_items=13) == flat
+    with pytest.raises(ProtocolError, match="more than 12 items"):
+        decode(frame_at(3, [flat]), max_items=12)
+
+
+def test_the_batch_and_the_encoder_check_agree_on_limits() -> None:
+    body: object = [[["x"]]]
+    for version in (2, 3):
+        assert decode(encode_frame(body, version=version, max_depth=5), max_depth=5) == body
 
 
 def test_a_decoder_told_the_peer_reads_only_1_refuses_2() -> None:
@@ -98,7 +158,7 @@ def test_a_process_limited_to_1_reads_and_writes_only_1(as_version_1: None) -> N
 
 
 def test_limit_protocol_refuses_a_version_this_build_does_not_speak() -> None:
-    for version in (0, 3):
+    for version in (0, 4):
         with pytest.raises(ValueError, match="not one this build speaks"):
             limit_protocol(version)
     assert codec.protocol() == PROTOCOL_VERSION

@@ -30,9 +30,9 @@ from bhandar_cli.core.protocol.messages import (
     SchemaUpdate,
 )
 from bhandar_cli.core.wire import from_wire, to_wire
-from bhandar_cli.fleet.placement import free_ports
 from bhandar_cli.node.net.codec import FrameDecoder, encode_frame
-from bhandar_cli.node.net.frames import PEER_QUEUE, FrameConn, wire_frame
+from bhandar_cli.node.net.frames import PEER_QUEUE, FrameConn, checked_body, wire_frame
+from bhandar_cli.fleet.placement import free_ports
 from bhandar_cli.node.net.rpc import open_rpc
 from bhandar_cli.node.net.rpc_errors import RpcError
 from bhandar_cli.node.net.transport import TcpTransport
@@ -158,11 +158,11 @@ def test_messages_queued_for_a_peer_in_one_burst_leave_in_one_write() -> None:
 def test_a_message_fanned_out_as_equal_objects_is_encoded_once(monkeypatch: pytest.MonkeyPatch) -> None:
     encoded: list[Any] = []
 
-    def counting_wire_frame(body: Any, version: int | None = None) -> bytes:
+    def counting_body(body: Any) -> bytes:
         encoded.append(body)
-        return wire_frame(body, version)
+        return checked_body(body)
 
-    monkeypatch.setattr("bhandar_cli.node.net.transport.wire_frame", counting_wire_frame)
+    monkeypatch.setattr("bhandar_cli.node.net.transport.checked_body", counting_body)
 
     async def main() -> None:
         async with trio.open_nursery() as nursery:
@@ -175,6 +175,53 @@ def test_a_message_fanned_out_as_equal_objects_is_encoded_once(monkeypatch: pyte
             got = [(await b.next())[1] for _ in range(3)]
             assert sorted(m.op for m in got) == [7, 7, 8]
             assert [body["op"] for body in encoded] == [7, 8]
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)
+
+
+def test_messages_sent_together_travel_in_one_frame_and_arrive_each_in_order() -> None:
+    """Protocol 3: what a node sends a peer at one moment is one frame (validated and decoded
+    once); each message still reaches the node, in order."""
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            a, b, _ = await pair(nursery)
+            b.transport.send("B", "A", Ping(0))  # B's hello tells A what B reads
+            await a.next()
+            a.transport.send("A", "B", Ping(0))
+            await b.next()
+            assert a.transport.version_for("B") == 3
+            sent, frames = a.transport.stats["sent"], a.transport.stats["frames"]
+            messages = [Ping(1), ReplicaWrite(7, KS, "k", RECORD), ReplicaAck(7), Ping(2)]
+            for msg in messages:
+                a.transport.send("A", "B", msg)
+            assert [(await b.next())[1] for _ in messages] == messages
+            assert a.transport.stats["sent"] - sent == 4
+            assert a.transport.stats["frames"] - frames == 1
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)
+
+
+@pytest.mark.parametrize("old", [1, 2])
+def test_a_node_of_protocol_3_and_an_older_one_talk_a_frame_per_message(old: int) -> None:
+    """A rolling upgrade: to a peer that reads only version 1 or 2 a node writes each message in a
+    frame of its own, in that version, and reads the peer's; between two version-3 nodes, batches."""
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            a, b, _ = await pair(nursery)
+            b.transport.protocol = old  # B as an older build: its hello says so
+            b.transport.send("B", "A", Ping(0))
+            await a.next()
+            assert a.transport.version_for("B") == old
+            frames = a.transport.stats["frames"]
+            for i in range(1, 4):
+                a.transport.send("A", "B", Ping(i))
+            assert [(await b.next())[1] for _ in range(3)] == [Ping(1), Ping(2), Ping(3)]
+            assert a.transport.stats["frames"] - frames == 3
+            assert ("sent", old, "Ping") in a.transport.by_protocol
             nursery.cancel_scope.cancel()
 
     trio.run(main)
