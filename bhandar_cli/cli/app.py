@@ -13,10 +13,11 @@ import sys
 import typer
 
 from bhandar_cli import __version__
+from bhandar_cli.cli.bench_cmd import bench_app
 from bhandar_cli.cli.bench_big_cmd import big as bench_big
 from bhandar_cli.cli.bench_check_cmd import bench_check
 from bhandar_cli.cli.bench_cli_cmd import bench_cli
-from bhandar_cli.cli.bench_cmd import bench_app
+from bhandar_cli.cli.bench_etcd import etcd as bench_etcd
 from bhandar_cli.cli.bench_repair_cmd import repair as bench_repair
 from bhandar_cli.cli.bench_security_cmd import security as bench_security
 from bhandar_cli.cli.bulk_cmd import export, import_
@@ -69,6 +70,7 @@ app.command("web")(web)
 app.add_typer(keyspace_app, name="keyspace")
 app.add_typer(config_app, name="config")
 bench_app.command("security")(bench_security)
+bench_app.command("etcd")(bench_etcd)
 bench_app.command("repair")(bench_repair)
 bench_app.command("big")(bench_big)
 bench_app.command("cli")(bench_cli)
