@@ -11,6 +11,7 @@ from bhandar_cli.storage.disk.real_disk import RealDisk
 from bhandar_cli.storage.disk.sim_disk import SimDisk, SimulatedCrash
 from bhandar_cli.storage.engine import LSMEngine
 from bhandar_cli.storage.storage_errors import EngineFailedError
+from bhandar_cli.storage.wal import FsyncPolicy
 
 from .conftest import small_engine
 
@@ -103,7 +104,7 @@ def test_the_wal_may_be_closed_and_deleted_while_its_sync_is_pending(tmp_path: P
 
 def test_under_policy_none_there_is_never_an_fsync_to_hand_out() -> None:
     disk = SimDisk()
-    eng = small_engine(disk, fsync="none")
+    eng = small_engine(disk, fsync=FsyncPolicy.NONE)
     fsyncs = disk.fsync_count  # the MANIFEST written at open
     eng.put(b"a", b"1")
     assert eng.begin_sync() is None and disk.fsync_count == fsyncs

@@ -85,15 +85,18 @@ def check_record(raw: Any) -> TokenRecord:
         grants = raw.get("grants")
         if not isinstance(grants, Mapping):
             raise BadInput("a token record's grants must map keyspaces to roles")
-        raw = TokenRecord(
-            str(raw.get("id", "")),
-            str(raw.get("digest", "")),
-            tuple(grants.items()),
-            raw.get("rate", 0.0),
-            raw.get("burst", 0),
-            raw.get("created", 0.0),
-            raw.get("revoked", False),
-        )
+        try:
+            raw = TokenRecord(
+                str(raw.get("id", "")),
+                str(raw.get("digest", "")),
+                tuple(grants.items()),
+                raw.get("rate", 0.0),
+                raw.get("burst", 0),
+                raw.get("created", 0.0),
+                raw.get("revoked", False),
+            )
+        except TypeError:  # compiled (bhandar_cli/native.py), the fields' types are checked here
+            raise BadInput(f"token {raw.get('id')!r}: rate, burst and created must be numbers") from None
     if not isinstance(raw, TokenRecord):
         raise BadInput(f"expected a token record, got {type(raw).__name__}")
     if not isinstance(raw.id, str) or not _ID.fullmatch(raw.id):
