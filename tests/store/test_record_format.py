@@ -134,6 +134,7 @@ def test_first_format_hint_is_read() -> None:
 
 
 @pytest.mark.parametrize("policy", sorted(SAMPLES))
+@pytest.mark.patches_compiled
 def test_digest_does_not_depend_on_the_disk_format(policy: str, monkeypatch: pytest.MonkeyPatch) -> None:
     record = SAMPLES[policy]
     from_format1 = decode_data(FORMAT1_DATA[policy], "r")[1]

@@ -93,6 +93,7 @@ def test_altered_expectation_stops_the_demo_with_exit_1() -> None:
     assert "step 7/8" not in out  # later steps build on this one: the demo stops here
 
 
+@pytest.mark.patches_compiled
 def test_a_store_that_drops_concurrent_writes_fails_the_siblings_demo(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -232,6 +233,7 @@ def test_cli_unknown_demo_is_a_one_line_usage_error(typo: str, nearest: str) -> 
     assert re.search(r"did you mean [a-z]+\?", line)
 
 
+@pytest.mark.patches_compiled
 def test_cli_failing_demo_exits_1(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(bhandar_cli.core.model.records, "merge_siblings", lww_merge)
     monkeypatch.setattr(bhandar_cli.core.roles.write_path, "merge_siblings", lww_merge)

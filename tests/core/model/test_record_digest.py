@@ -81,6 +81,7 @@ def test_not_a_record_is_a_caller_bug() -> None:
         canonical_bytes(("v", []))  # type: ignore[arg-type]
 
 
+@pytest.mark.patches_compiled
 def test_digest_does_not_use_the_plain_form_that_disk_and_wire_carry(monkeypatch: pytest.MonkeyPatch) -> None:
     before = {name: digest(r) for name, r in SAMPLES.items()}
     monkeypatch.setattr(records_module, "to_plain", lambda record: ["changed layout"])

@@ -95,6 +95,7 @@ def test_anti_entropy_repairs_values_at_the_limit() -> None:
     assert all(held(c, down, k) == big_value(keys.index(k)) for k in missing)
 
 
+@pytest.mark.patches_compiled
 def test_a_joining_node_is_streamed_values_at_the_limit_in_batches_cut_by_bytes(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -1,0 +1,28 @@
+"""What every test shares: the `patches_compiled` marker.
+
+A test so marked replaces a function, method or constant of a module that may run compiled
+(bhandar_cli/native.py): compiled code calls its own module's functions directly, so the patch
+would not reach it. In a compiled run such a test is left to the pure run, and .ci/run runs it
+there (`BHANDAR_PURE=1 pytest -m patches_compiled`): every test runs in one of the two.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from bhandar_cli import native
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "patches_compiled: replaces code of a compiled module: runs pure only (tests/conftest.py)"
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if native.MODE != "compiled":
+        return
+    leave = pytest.mark.skip(reason="patches a compiled module: runs with BHANDAR_PURE=1 (.ci/run does)")
+    for item in items:
+        if item.get_closest_marker("patches_compiled") is not None:
+            item.add_marker(leave)
