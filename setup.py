@@ -101,6 +101,8 @@ class BuildExt(build_ext):
         for target in self._manifests():  # no manifest of an earlier build while this one runs
             if os.path.exists(target):
                 os.remove(target)
+        if self.inplace or getattr(self, "editable_mode", False):
+            _remove_stale_extensions({e.name for e in self.extensions})
         super().run()
         built = native.manifest_for(ROOT, native.compiled_paths(ROOT))
         manifest = json.dumps(built, indent=1, sort_keys=True)
@@ -121,6 +123,19 @@ class BuildExt(build_ext):
         if self.extensions:
             outputs.append(os.path.join(self.build_lib, "bhandar_cli", native.MANIFEST))
         return outputs
+
+
+def _remove_stale_extensions(names: set[str]) -> None:
+    """Remove the compiled modules an earlier build left in the tree that this one does not make
+    (a module taken off the list): native.py would not import them, but they need not linger."""
+    suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+    for folder, _dirs, files in os.walk(os.path.join(ROOT, "bhandar_cli")):
+        for name in files:
+            if name.endswith(suffix):
+                path = os.path.join(folder, name)
+                module = os.path.relpath(path, ROOT).removesuffix(suffix).replace(os.sep, ".")
+                if module not in names:
+                    os.remove(path)
 
 
 # A stand-in, so that setuptools knows the build has extensions: BuildExt puts mypyc's in its place.

@@ -135,13 +135,17 @@ def stale_module(manifest: dict[str, object], root: str = _ROOT) -> str | None:
 
 
 class _SourceFirst:
-    """In a pure run, imports every module of the package from its `.py` file, ahead of any
-    `.so` beside it (a meta path finder)."""
+    """Imports every module of the package from its `.py` file, ahead of any `.so` beside it,
+    except the compiled modules of a fresh build (a meta path finder). So a `.so` left by an older
+    build of a module no longer compiled is never imported either."""
+
+    def __init__(self, compiled: frozenset[str]) -> None:
+        self.compiled = compiled
 
     def find_spec(
         self, fullname: str, path: object = None, target: ModuleType | None = None
     ) -> ModuleSpec | None:
-        if not fullname.startswith("bhandar_cli."):
+        if not fullname.startswith("bhandar_cli.") or fullname in self.compiled:
             return None
         source = os.path.join(_ROOT, *fullname.split(".")) + ".py"
         if not os.path.isfile(source):
@@ -154,13 +158,14 @@ class _SourceFirst:
 def choose() -> None:
     """Decide, once per process and before any compiled module is imported, how they run."""
     global MODE, WHY
-    if any(isinstance(f, _SourceFirst) for f in sys.meta_path) or MODE == "compiled":
+    if any(isinstance(f, _SourceFirst) for f in sys.meta_path):
         return
     try:
         with open(os.path.join(_PACKAGE_DIR, MANIFEST), encoding="utf-8") as f:
             manifest = json.load(f)
     except (OSError, ValueError):
         manifest = None
+    compiled: frozenset[str] = frozenset()
     if pure_requested():
         MODE, WHY = "pure", f"{PURE_VARIABLE}={os.environ[PURE_VARIABLE]}"
     elif manifest is None:
@@ -170,15 +175,16 @@ def choose() -> None:
     else:
         stale = stale_module(manifest) if isinstance(manifest, dict) else "an unreadable build manifest"
         if stale is None:
-            MODE, WHY = "compiled", f"mypyc, {len(manifest['modules'])} modules"
-            return
-        MODE, WHY = "pure", f"the compiled modules are stale: {stale}"
-        print(
-            f"bhandar: warning: the compiled modules do not match their sources ({stale}); "
-            "running every module as Python. `pip install -e .` compiles them again.",
-            file=sys.stderr,
-        )
-    sys.meta_path.insert(0, _SourceFirst())
+            compiled = frozenset(manifest["modules"])
+            MODE, WHY = "compiled", f"mypyc, {len(compiled)} modules"
+        else:
+            MODE, WHY = "pure", f"the compiled modules are stale: {stale}"
+            print(
+                f"bhandar: warning: the compiled modules do not match their sources ({stale}); "
+                "running every module as Python. `pip install -e .` compiles them again.",
+                file=sys.stderr,
+            )
+    sys.meta_path.insert(0, _SourceFirst(compiled))
 
 
 def describe() -> str:

@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -120,3 +121,29 @@ def test_a_stale_build_runs_pure_and_says_so(tmp_path: Path) -> None:
     assert mode == "pure" and why == "the compiled modules are stale: bhandar_cli/gone.py"
     assert origin == str(fake / "node" / "cbor_validation.py")
     assert "do not match their sources (bhandar_cli/gone.py)" in proc.stderr
+
+
+def test_a_leftover_compiled_module_that_the_build_no_longer_lists_is_never_imported(tmp_path: Path) -> None:
+    """A `.so` of a module taken off the list (here garbage, which importing would fail on) is
+    passed over for the module's `.py`, while the build's own modules run compiled."""
+    fake = tmp_path / "bhandar_cli"
+    shutil.copytree(REPO / "bhandar_cli", fake, ignore=shutil.ignore_patterns("*.so", "__pycache__"))
+    suffix = sysconfig.get_config_var("EXT_SUFFIX")
+    (fake / "node" / f"frames{suffix}").write_bytes(b"not a shared object")
+    manifest = native.manifest_for(str(tmp_path), ["bhandar_cli/node/codec.py"])
+    (fake / native.MANIFEST).write_text(json.dumps(manifest))
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import bhandar_cli.native as n, bhandar_cli.node.frames as f; print(n.MODE, f.__file__)",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={k: v for k, v in os.environ.items() if k != native.PURE_VARIABLE}
+        | {"PYTHONPATH": str(tmp_path)},
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["compiled", str(fake / "node" / "frames.py")]
