@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 import trio
 import trio.testing
 
@@ -144,6 +145,7 @@ def replay_on_trio(
     return [e for e in recorder.effects if e[0] <= end]
 
 
+@pytest.mark.patches_compiled  # records by replacing the host's methods
 def test_the_simulator_and_trio_execute_the_same_effects_for_the_same_trace() -> None:
     inputs, in_cluster, end, original, ring, config = record_cluster_run()
     kinds = {e[1] for e in in_cluster}
