@@ -5,6 +5,7 @@ check both backends run on their nodes' views.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -46,7 +47,8 @@ def records_from_plain(plain: dict[str, Any]) -> tuple[Record | None, Record | N
 
 
 def metrics_to_plain(metrics: NodeMetrics) -> dict[str, Any]:
-    plain = {k: v for k, v in vars(metrics).items() if k != "ops"}
+    # By its fields, not vars(): compiled (bhandar_cli/native.py) it keeps them in no __dict__.
+    plain = {f.name: getattr(metrics, f.name) for f in dataclasses.fields(metrics) if f.name != "ops"}
     plain["ops"] = [
         [op, level, s.count, s.ok, dict(s.latency.buckets), s.latency.total_ms, s.latency.max_ms, s.failures]
         for (op, level), s in metrics.ops.items()

@@ -64,7 +64,8 @@ def test_silent_connection_without_hello_is_closed(shared_cluster: ClusterFile) 
 
 def test_a_malformed_request_is_refused_without_hurting_the_node(shared_cluster: ClusterFile) -> None:
     bad = {"$t": "GetRequest", "rid": 1, "keyspace": 5, "key": ["x"], "consistency": "QUORUM"}
-    with pytest.raises(Exception, match="wrong type"):
+    # "malformed": compiled (bhandar_cli/native.py), the message refuses its field as it is built.
+    with pytest.raises(Exception, match=r"wrong type|malformed GetRequest"):
         rpc(shared_cluster, "C", "request", msg=bad)
     with pytest.raises(Exception, match="unknown operation"):
         rpc(shared_cluster, "C", "format_disk")
