@@ -50,6 +50,7 @@ FRAME_TIMEOUT = 5.0
 BACKOFF_MIN, BACKOFF_MAX = 0.05, 1.0
 
 _PREFIX = struct.Struct(">I")  # the codec's length prefix
+Counts = dict[str, int]
 STREAM_ERRORS = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
 
 
@@ -164,6 +165,16 @@ class Outbox:
                 size += len(items[-1][1])
             chunks = small_first(framed(items))
             await send_within(self.stream, b"".join(chunks) if len(chunks) > 1 else chunks[0])
+
+
+async def send_messages(
+    stream: trio.abc.SendStream, items: list[tuple[int, bytes]], stats: dict[str, int]
+) -> None:
+    """`framed(items)` in one write (`send_within`), counted in `stats` ("writes", "frames")."""
+    frames = framed(items)
+    stats["writes"] += 1
+    stats["frames"] += len(frames)
+    await send_within(stream, b"".join(frames) if len(frames) > 1 else frames[0])
 
 
 def checked_body(body: Any) -> bytes:

@@ -53,9 +53,8 @@ from bhandar_cli.node.net.frames import (
     STREAM_ERRORS,
     FrameConn,
     checked_body,
-    framed,
     let_others_queue,
-    send_within,
+    send_messages,
 )
 from bhandar_cli.node.net.tls_connect import HandshakeError, client_ctx, handshake, open_stream, server_ctx
 from bhandar_cli.node.net.tls_stream import TlsStream, Truncated
@@ -281,8 +280,9 @@ class _PeerLink:
         self.peer = peer
         self.address = address  # "host:port"
         self.connected = False
-        # (when due, 0.0 at once; protocol version; the message's encoded body)
-        self._send, self._recv = trio.open_memory_channel[tuple[float, int, bytes]](PEER_QUEUE)
+        self._send, self._recv = trio.open_memory_channel[tuple[float, int, bytes]](
+            PEER_QUEUE
+        )  # due, version, body
         self._scope: trio.CancelScope | None = None
         self._backoff = BACKOFF_MIN
 
@@ -379,7 +379,7 @@ class _PeerLink:
             for due, version, body in batch:
                 if due and due > trio.current_time():
                     if bodies:
-                        await self._send_messages(stream, bodies)
+                        await send_messages(stream, bodies, transport.stats)
                         bodies = []
                     await trio.sleep_until(due)
                 if not transport.model.admits(transport.me, self.peer):  # partitioned meanwhile
@@ -387,13 +387,7 @@ class _PeerLink:
                     continue
                 bodies.append((version, body))
             if bodies:
-                await self._send_messages(stream, bodies)
-
-    async def _send_messages(self, stream: trio.abc.Stream, bodies: list[tuple[int, bytes]]) -> None:
-        frames = framed(bodies)
-        self.transport.stats["writes"] += 1
-        self.transport.stats["frames"] += len(frames)
-        await send_within(stream, b"".join(frames) if len(frames) > 1 else frames[0])
+                await send_messages(stream, bodies, transport.stats)
 
 
 def _label(msg: Any) -> str:
