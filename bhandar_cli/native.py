@@ -28,29 +28,32 @@ from types import ModuleType
 # a pattern that matches nothing fails the build.
 PATTERNS: tuple[str, ...] = (
     # the frame path: CBOR validation and the frame codec
-    "bhandar_cli/node/cbor_validation.py",
-    "bhandar_cli/node/codec.py",
+    "bhandar_cli/node/net/cbor_validation.py",
+    "bhandar_cli/node/net/codec.py",
     # the core's roles, records and repair; the storage engine; the one effect executor
     "bhandar_cli/core/**/*.py",
     "bhandar_cli/storage/**/*.py",
     "bhandar_cli/host/**/*.py",
-    # the simulator's loop, stepper, disk and checker
+    "bhandar_cli/store/record_format.py",  # the records' bytes, read and written on every op
+    # the simulator's loop, stepper and checker (its disk is storage/disk/sim_disk.py)
     "bhandar_cli/sim/loop.py",
     "bhandar_cli/sim/stepper.py",
-    "bhandar_cli/sim/disk.py",
     "bhandar_cli/sim/history.py",
-    "bhandar_cli/sim/checker*.py",
+    "bhandar_cli/sim/checker/*.py",
 )
 # Not compiled, each for a reason: a compiled class cannot be subclassed by Python code, and
 # compiled code checks declared types at run time where Python does not.
 EXCLUDED: tuple[str, ...] = (
     "**/__init__.py",  # packages stay Python: nothing runs in them
-    "bhandar_cli/storage/disk.py",  # mypyc refuses its @runtime_checkable Protocols
-    "bhandar_cli/core/errors.py",  # the error kinds: subclassed everywhere, never hot
-    "bhandar_cli/storage/record_store.py",  # subclassed by store/data_dir.py (LockedStore)
-    "bhandar_cli/core/store.py",  # MemoryStore: subclassed by tests; reached through a Protocol
+    "bhandar_cli/storage/disk/interface.py",  # mypyc refuses its @runtime_checkable Protocols
+    # the real disk, its sync thread and the data directory's lock: system calls, not bytecode
+    "bhandar_cli/storage/disk/real_disk.py",
+    "bhandar_cli/storage/disk/sync_worker.py",
+    "bhandar_cli/storage/disk/data_dir_lock.py",
+    "bhandar_cli/core/model/errors.py",  # the error kinds: subclassed everywhere, never hot
+    "bhandar_cli/core/model/store.py",  # MemoryStore: subclassed by tests; reached through a Protocol
     "bhandar_cli/storage/archive.py",  # saves its info's __dict__; runs once per snapshot
-    "bhandar_cli/core/config.py",  # KeyspaceDef is built from peers' fields as sent (core/wire.py)
+    "bhandar_cli/core/model/config.py",  # KeyspaceDef is built from peers' fields as sent (core/wire.py)
 )
 
 

@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 # What the check runs in a fresh process: the mode, the reason, and where a compiled module came from.
 PROBE = (
-    "import bhandar_cli.native as n, bhandar_cli.node.cbor_validation as c; "
+    "import bhandar_cli.native as n, bhandar_cli.node.net.cbor_validation as c; "
     "print(n.MODE); print(n.WHY); print(c.__file__)"
 )
 
@@ -36,9 +36,9 @@ def probe(env_extra: dict[str, str] | None = None) -> tuple[str, str, str, str]:
 
 def test_the_listed_modules_exist_and_exclude_packages_and_the_disk_protocols() -> None:
     paths = native.compiled_paths(str(REPO))
-    assert "bhandar_cli/node/cbor_validation.py" in paths
+    assert "bhandar_cli/node/net/cbor_validation.py" in paths
     assert "bhandar_cli/storage/engine.py" in paths
-    assert "bhandar_cli/storage/disk.py" not in paths
+    assert "bhandar_cli/storage/disk/interface.py" not in paths
     assert not [p for p in paths if p.endswith("__init__.py")]
     assert all((REPO / p).is_file() for p in paths)
 
@@ -57,7 +57,7 @@ def copy_tree(tmp_path: Path, paths: list[str]) -> str:
 
 
 def test_a_manifest_finds_an_edited_a_moved_and_an_untouched_source(tmp_path: Path) -> None:
-    paths = ["bhandar_cli/node/codec.py", "bhandar_cli/core/ring.py"]
+    paths = ["bhandar_cli/node/net/codec.py", "bhandar_cli/core/membership/ring.py"]
     root = copy_tree(tmp_path, paths)
     manifest = json.loads(json.dumps(native.manifest_for(root, paths)))  # as read back from the file
     assert native.stale_module(manifest, root) is None
@@ -129,14 +129,14 @@ def test_a_leftover_compiled_module_that_the_build_no_longer_lists_is_never_impo
     fake = tmp_path / "bhandar_cli"
     shutil.copytree(REPO / "bhandar_cli", fake, ignore=shutil.ignore_patterns("*.so", "__pycache__"))
     suffix = sysconfig.get_config_var("EXT_SUFFIX")
-    (fake / "node" / f"frames{suffix}").write_bytes(b"not a shared object")
-    manifest = native.manifest_for(str(tmp_path), ["bhandar_cli/node/codec.py"])
+    (fake / "node" / "net" / f"frames{suffix}").write_bytes(b"not a shared object")
+    manifest = native.manifest_for(str(tmp_path), ["bhandar_cli/node/net/codec.py"])
     (fake / native.MANIFEST).write_text(json.dumps(manifest))
     proc = subprocess.run(
         [
             sys.executable,
             "-c",
-            "import bhandar_cli.native as n, bhandar_cli.node.frames as f; print(n.MODE, f.__file__)",
+            "import bhandar_cli.native as n, bhandar_cli.node.net.frames as f; print(n.MODE, f.__file__)",
         ],
         capture_output=True,
         text=True,
@@ -146,4 +146,4 @@ def test_a_leftover_compiled_module_that_the_build_no_longer_lists_is_never_impo
         timeout=60,
     )
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.split() == ["compiled", str(fake / "node" / "frames.py")]
+    assert proc.stdout.split() == ["compiled", str(fake / "node" / "net" / "frames.py")]

@@ -25,12 +25,12 @@ from typing import Any
 import trio
 
 from bhandar_cli.core.wire import from_wire, to_wire
-from bhandar_cli.security.access import PLAIN, ClientAccess
 from bhandar_cli.node.net.codec import ProtocolError, negotiate, protocol
 from bhandar_cli.node.net.frames import FrameConn, Outbox
-from bhandar_cli.security.pki import NodeTls, server_context
 from bhandar_cli.node.net.rpc import open_rpc
 from bhandar_cli.node.net.tls_stream import TlsStream, no_renegotiation
+from bhandar_cli.security.access import PLAIN, ClientAccess
+from bhandar_cli.security.pki import NodeTls, server_context
 
 START_TIMEOUT = 10.0
 

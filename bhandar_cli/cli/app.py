@@ -13,11 +13,11 @@ import sys
 import typer
 
 from bhandar_cli import __version__
-from bhandar_cli.cli.bench_cmd import bench_app
 from bhandar_cli.cli.bench_big_cmd import big as bench_big
 from bhandar_cli.cli.bench_check_cmd import bench_check
 from bhandar_cli.cli.bench_cli_cmd import bench_cli
-from bhandar_cli.cli.bench_etcd import etcd as bench_etcd
+from bhandar_cli.cli.bench_cmd import bench_app
+from bhandar_cli.cli.bench_etcd_cmd import etcd as bench_etcd
 from bhandar_cli.cli.bench_repair_cmd import repair as bench_repair
 from bhandar_cli.cli.bench_security_cmd import security as bench_security
 from bhandar_cli.cli.bulk_cmd import export, import_

@@ -15,9 +15,9 @@ import trio
 import trio.testing
 from typer.testing import CliRunner
 
-from bhandar_cli.cli import app
-from bhandar_cli.cli import bench_etcd
-from bhandar_cli.cli.http_load import Response, Spec, request
+from bhandar_cli.bench import etcd_side_by_side as bench_etcd
+from bhandar_cli.bench.http_load import Response, Spec, request
+from bhandar_cli.cli.app import app
 
 REPO = Path(__file__).resolve().parents[2]
 

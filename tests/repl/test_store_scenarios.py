@@ -208,8 +208,9 @@ def test_a_message_that_breaks_the_handler_is_dropped_and_the_node_lives_on() ->
     import trio
     import trio.testing
 
+    from bhandar_cli.client.openers import ClusterOptions
     from bhandar_cli.core.protocol.messages import SchemaUpdate
-    from bhandar_cli.repl.batch import ClusterOptions, open_session
+    from bhandar_cli.repl.batch import open_session
 
     async def main() -> list[dict[str, Any]]:
         async with open_session(ClusterOptions(nodes=3, memory=True), "json") as session:

@@ -98,7 +98,7 @@ def _fail(start: int, why: str) -> NoReturn:
 def validate_cbor(data: bytes, *, max_items: int, max_depth: int, batch: bool = False) -> None:
     """Raise `ProtocolError` (the peer's fault) unless `data` is one item of the allowed subset.
 
-    `batch`: the frame holds a batch (protocol 3, node/codec.py), whose array around its messages
+    `batch`: the frame holds a batch (protocol 3, node/net/codec.py), whose array around its messages
     counts neither as an item nor as a level, so one message has the same limits in a batch as
     alone."""
     end = len(data)

@@ -30,9 +30,9 @@ from bhandar_cli.core.protocol.messages import (
     SchemaUpdate,
 )
 from bhandar_cli.core.wire import from_wire, to_wire
+from bhandar_cli.fleet.placement import free_ports
 from bhandar_cli.node.net.codec import FrameDecoder, encode_frame
 from bhandar_cli.node.net.frames import PEER_QUEUE, FrameConn, checked_body, wire_frame
-from bhandar_cli.fleet.placement import free_ports
 from bhandar_cli.node.net.rpc import open_rpc
 from bhandar_cli.node.net.rpc_errors import RpcError
 from bhandar_cli.node.net.transport import TcpTransport

@@ -1,7 +1,7 @@
 """The HTTP load of `bench etcd`, run in a process of its own: keep-alive clients, one request each
 in flight, against Bhandar's HTTP API or etcd's JSON gateway, and the CPU the servers spent.
 
-    python -m bhandar_cli.cli.http_load < SPEC.json      # prints one JSON object
+    python -m bhandar_cli.bench.http_load < SPEC.json      # prints one JSON object
 
 The spec names the servers (host, port, and the pids whose CPU time to count), the API
 ("bhandar": PUT/GET /v1/kv/KS/KEY with a bearer token over HTTPS; "etcd": POST /v3/kv/put and
@@ -25,8 +25,8 @@ from typing import Any
 
 import trio
 
-from bhandar_cli.node.net.tls_stream import no_renegotiation
 from bhandar_cli.node.net.tls_connect import open_stream
+from bhandar_cli.node.net.tls_stream import no_renegotiation
 
 _TICK = os.sysconf("SC_CLK_TCK")
 

@@ -3,7 +3,7 @@
 When an `etcd` binary is installed (Debian: etcd-server), this starts a 3-member etcd cluster on
 loopback and a 3-node Bhandar process cluster as `cluster up` makes it (TLS, tokens, encryption at
 rest), both in a temporary directory, and drives each with the same load from a process of its own
-(cmd/http_load.py: keep-alive clients dealt round the three servers, 100-byte values; puts to fresh
+(bench/http_load.py: keep-alive clients dealt round the three servers, 100-byte values; puts to fresh
 keys, then gets over 100 keys written first). Rounds alternate which store goes first, so a noisy
 machine weighs on both alike. The report gives each side's median over the rounds of ops/s, p99
 and the servers' CPU per operation, and Bhandar's ratio to etcd. Every process started here is
@@ -23,15 +23,10 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 from pathlib import Path
 from typing import Any
-
-import typer
-
-from bhandar_cli.cli.output import EXIT_FAILED, EXIT_USAGE, OUTPUT_OPTION, OutputFormat, emit_json, fail
 
 SIDES = ("etcd", "bhandar")
 OPS = ("put", "get")
@@ -44,32 +39,6 @@ STOP_TIMEOUT = 10.0
 
 def etcd_binary() -> str | None:
     return shutil.which("etcd") or next((p for p in ("/usr/bin/etcd",) if os.access(p, os.X_OK)), None)
-
-
-def etcd(
-    ops: int = typer.Option(4_000, "--ops", help="Operations per round, side and operation."),
-    rounds: int = typer.Option(3, "--rounds", help="Rounds; each runs both stores, alternating first."),
-    clients: int = typer.Option(16, "--clients", help="Keep-alive HTTP clients."),
-    output: OutputFormat = OUTPUT_OPTION,
-) -> None:
-    """Bhandar (3 TLS nodes, tokens, encryption at rest) beside a 3-member etcd, the same HTTP load."""
-    from bhandar_cli.cli.cluster_cmd import run_async
-
-    if not 100 <= ops <= 1_000_000 or not 1 <= rounds <= 20 or not 1 <= clients <= 256:
-        fail("--ops must be 100..1000000, --rounds 1..20 and --clients 1..256", EXIT_USAGE)
-    binary = etcd_binary()
-    if binary is None:
-        fail("bench etcd needs etcd installed (Debian: apt-get install etcd-server); none found", EXIT_FAILED)
-
-    async def body() -> dict[str, Any]:
-        with tempfile.TemporaryDirectory(prefix="bhandar-bench-etcd-") as tmp:
-            return await run_etcd_bench(Path(tmp), binary, ops, rounds, clients)
-
-    report = run_async("bench etcd", output, body)
-    if output is OutputFormat.json:
-        emit_json(report)
-    else:
-        render(report)
 
 
 # --- etcd ------------------------------------------------------------------------------------
@@ -158,9 +127,9 @@ def stop_etcd(procs: list[subprocess.Popen[bytes]]) -> None:
 
 
 def load(spec: dict[str, Any]) -> dict[str, Any]:
-    """Run the load process (cmd/http_load.py) once; its JSON report."""
+    """Run the load process (bench/http_load.py) once; its JSON report."""
     done = subprocess.run(
-        [sys.executable, "-m", "bhandar_cli.cli.http_load"],
+        [sys.executable, "-m", "bhandar_cli.bench.http_load"],
         input=json.dumps(spec).encode(),
         capture_output=True,
         timeout=600,
@@ -279,51 +248,3 @@ def report(
 
 def _ratio(a: float, b: float) -> float:
     return round(a / b, 3) if b else 0.0
-
-
-def render(rep: dict[str, Any]) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    console = Console()
-    console.print(
-        f"bench etcd: etcd {rep['etcd_version']} (3 members, plain HTTP) beside Bhandar (3 nodes, TLS, "
-        f"tokens, encryption at rest; hot path {rep['hot_path']}); {rep['clients']} keep-alive clients, "
-        f"{rep['value_bytes']}-byte values, {rep['rounds']} rounds of {rep['ops_per_round']} ops each "
-        "(medians)"
-    )
-    table = Table(
-        "op",
-        "store",
-        "ops/s",
-        "p99 ms",
-        "server CPU µs/op",
-        "each round ops/s",
-        box=None,
-        title_justify="left",
-    )
-    for op in OPS:
-        for side in SIDES:
-            s = rep[side][op]
-            table.add_row(
-                op,
-                side,
-                f"{s['ops_per_s']:.0f}",
-                f"{s['p99_ms']:.1f}",
-                f"{s['cpu_us_per_op']:.0f}",
-                ", ".join(f"{x:.0f}" for x in s["rounds_ops_per_s"]),
-            )
-        r = rep["ratio"][op]
-        table.add_row(
-            op,
-            "bhandar / etcd",
-            f"{r['ops']:.2f}",
-            f"{r['p99']:.2f}",
-            f"{r['cpu_per_op']:.2f}",
-            "",
-            style="bold",
-        )
-    console.print(table)
-    if rep["errors"]:
-        first = next(rep[s][o]["first_error"] for s in SIDES for o in OPS if rep[s][o]["first_error"])
-        console.print(f"[yellow]{rep['errors']} requests failed; the first: {first}[/yellow]")
