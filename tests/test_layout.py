@@ -59,7 +59,10 @@ LAYERS: dict[str, set[str]] = {
     # Other people's stores checked by the Maelstrom protocol: the checker, no client.
     "check": CORE | NODE | {"host", "sim", "sim.checker"},
     "client": CORE | NODE | {"store", "host", "security", "fleet"},
-    "bench": CORE | STORAGE | NODE | {"store", "host", "security", "fleet", "client"},
+    # native.py: which modules the build compiles and whether this process runs them compiled;
+    # the package imports it first, and it imports nothing of ours.
+    "native": set(),
+    "bench": CORE | STORAGE | NODE | {"store", "host", "security", "fleet", "client", "native"},
     "soak": CORE | NODE | {"security", "fleet", "client", "sim", "sim.checker"},
     # The faces: they parse, call the client and render.
     "repl": CORE | {"client"},
@@ -69,8 +72,22 @@ LAYERS: dict[str, set[str]] = {
     | STORAGE
     | NODE
     | SIM
-    | {"store", "host", "security", "fleet", "client", "bench", "soak", "check", "repl", "teach", "web"},
-    "bhandar_cli": {"cli"},  # __main__.py: `python -m bhandar_cli` is the command line
+    | {
+        "store",
+        "host",
+        "security",
+        "fleet",
+        "client",
+        "bench",
+        "soak",
+        "check",
+        "repl",
+        "teach",
+        "web",
+        "native",
+    },
+    # __main__.py: `python -m bhandar_cli` is the command line; __init__.py chooses how to run first
+    "bhandar_cli": {"cli", "native"},
 }
 
 
@@ -83,7 +100,7 @@ def unit_of(module: str) -> str:
     """The package of the table a module belongs to."""
     parts = module.split(".")[1:]
     if not parts or (len(parts) == 1 and not (PACKAGE / parts[0]).is_dir()):
-        return "bhandar_cli"
+        return parts[0] if parts and parts[0] in LAYERS else "bhandar_cli"
     if len(parts) >= 2 and parts[1] in UNITS.get(parts[0], ()):
         return f"{parts[0]}.{parts[1]}"
     return parts[0]

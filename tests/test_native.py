@@ -119,7 +119,7 @@ def test_a_stale_build_runs_pure_and_says_so(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     mode, why, origin = proc.stdout.splitlines()
     assert mode == "pure" and why == "the compiled modules are stale: bhandar_cli/gone.py"
-    assert origin == str(fake / "node" / "cbor_validation.py")
+    assert origin == str(fake / "node" / "net" / "cbor_validation.py")
     assert "do not match their sources (bhandar_cli/gone.py)" in proc.stderr
 
 

@@ -76,7 +76,8 @@ def test_special_floats_and_bignums_have_fixed_encodings() -> None:
 def test_not_a_record_is_a_caller_bug() -> None:
     # Compiled (bhandar_cli/native.py), the argument's declared type is checked before the body runs.
     with pytest.raises(
-        TypeError, match=r"not a record|Versioned, bhandar_cli\.core\.crdt\.PNCounter\] object expected"
+        TypeError,
+        match=r"not a record|Versioned, bhandar_cli\.core\.model\.crdt\.PNCounter\] object expected",
     ):
         canonical_bytes(("v", []))  # type: ignore[arg-type]
 
