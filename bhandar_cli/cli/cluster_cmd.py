@@ -190,7 +190,7 @@ def up(
 
 
 # The columns of `cluster status`: where each node runs, then what it holds and sees.
-STATUS_WHERE = ("", "node", "zone", "address", "http", "pid")
+STATUS_WHERE = ("state", "node", "zone", "address", "http", "pid")
 STATUS_STATE = ("keys", "owns", "tokens", "sees down", "protocol", "config")
 
 
@@ -219,11 +219,13 @@ def status(directory: str | None = DIR_OPTION, output: OutputFormat = OUTPUT_OPT
     from rich.table import Table
     from rich.text import Text
 
+    from bhandar_cli.repl.views_cluster import state_text
+
     table = Table(*STATUS_WHERE, *STATUS_STATE, box=None)
     for n in data["nodes"]:
         up = n["up"]
         table.add_row(
-            Text(n["code"], style="green" if up else "bold red"),
+            state_text(n["state"]),
             n["id"],
             n["zone"],
             f"{n['host']}:{n['port']}",
@@ -242,10 +244,9 @@ def status(directory: str | None = DIR_OPTION, output: OutputFormat = OUTPUT_OPT
             _print(Text(f"{n['id']} {condition}", style="yellow"))
         if n.get("crashed"):  # why a node is down, when it said so as it stopped
             _print(Text(f"{n['id']} {n['crashed']}", style="bold red"))
-    if data["partitions"]:
-        _print(Text("partitioned: " + " | ".join(" ".join(g) for g in data["partitions"]), style="yellow"))
     for node, ms in data["delays"].items():
         _print(Text(f"delayed: {node} +{ms:g} ms", style="yellow"))
+    _print(Text(data["summary"]["line"]))  # the words the REPL and the web page use
 
 
 @cluster_app.command("down")

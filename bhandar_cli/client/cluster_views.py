@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from bhandar_cli.client.cluster_health import summarise
 from bhandar_cli.client.outcomes import counter_parts, sibling_views
 from bhandar_cli.core.membership.members import CODES
 from bhandar_cli.core.membership.ring import key_token
@@ -68,7 +69,17 @@ class ClusterViews:
                 nodes[-1]["crashed"] = info["crashed"]  # why it is down: a bug, not a kill
             if info.get("conditions"):
                 nodes[-1]["conditions"] = info["conditions"]  # what is wrong while it is up
-        return {"cmd": "status", "ok": True, "nodes": nodes, "partitions": self.backend.partitions()}
+        partitions = self.backend.partitions()
+        health = summarise(nodes, partitions)  # each node's state in the one vocabulary
+        for node, said in zip(nodes, health.nodes, strict=True):
+            node.update(state=said.state, seen_down_by=list(said.seen_down_by), group=said.group)
+        return {
+            "cmd": "status",
+            "ok": True,
+            "nodes": nodes,
+            "partitions": partitions,
+            "summary": health.to_json(),
+        }
 
     async def ring(self) -> dict[str, Any]:
         ring = self.backend.ring
@@ -191,6 +202,7 @@ class ClusterViews:
         per_node: dict[str, int] = {}
         storage: dict[str, Any] = {}
         repair: dict[str, Any] = {}
+        ranges: set[str] = set()  # each keyspace's token ranges, whichever replicas hold them
         sketches = HotSketches()
         for name in self.backend.names:
             if self.backend.is_alive(name):
@@ -203,6 +215,7 @@ class ClusterViews:
                     storage[name] = info["storage"]
                 if info.get("repair"):
                     repair[name] = {k: v for k, v in info["repair"].items() if k != "ages"}
+                    ranges.update(info["repair"].get("ages", {}))
         ops: dict[str, dict[str, Any]] = {}
         for (op, level), stats in sorted(total.ops.items()):
             ops.setdefault(op, {})[level] = {
@@ -244,6 +257,8 @@ class ClusterViews:
                 "keys_repaired": total.keys_repaired,
                 "tombstones_reaped": total.tombstones_reaped,
                 "repair_age": repair,  # per node: ranges, never repaired, oldest age in seconds
+                "ranges": len(ranges),  # distinct (keyspace, token range) pairs; repair_age counts
+                # each once per replica that holds it
             },
             "values_expired": total.values_expired,  # ttl keyspaces: values turned into tombstones
             "hot": sketches.view(self.backend.ring, 3)["keys"],  # the `hot` view's top 3 keys

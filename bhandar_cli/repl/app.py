@@ -2,10 +2,11 @@
 
 This is the pattern of trio's own `python -m trio`: the prompt blocks a worker thread
 (`trio.to_thread.run_sync`) and each command goes back to trio with `trio.from_thread.run`.
-`patch_stdout(raw=True)` keeps output printed while the prompt is shown (and rich's colours) from
-tearing the prompt. Ctrl-C while typing clears the line (prompt_toolkit reads it as a key); Ctrl-C
-while a command runs arrives as SIGINT in trio's thread and cancels that command only. Ctrl-D or
-`quit` stops the cluster cleanly.
+Everything printed goes through one `Terminal` (repl/terminal.py), which keeps the prompt intact:
+replies are written before the next prompt is drawn, and what arrives while a prompt is shown
+(notices, the web page's commands) is written above it. Ctrl-C while typing clears the line
+(prompt_toolkit reads it as a key); Ctrl-C while a command runs arrives as SIGINT in trio's
+thread and cancels that command only. Ctrl-D or `quit` stops the cluster cleanly.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -31,18 +31,20 @@ from prompt_toolkit.output import Output
 from prompt_toolkit.patch_stdout import patch_stdout
 from prompt_toolkit.styles import Style
 from rich.console import Console
-from rich.markup import escape as _markup_escape
+from rich.text import Text
 
 from bhandar_cli import __version__
+from bhandar_cli.client.cluster_health import DOWN, ClusterHealth, Notices, cluster_health
 from bhandar_cli.client.openers import cluster_clock
 from bhandar_cli.core.model.errors import BhandarError
 from bhandar_cli.repl.batch import SessionOpener
 from bhandar_cli.repl.completer import BhandarCompleter, BhandarLexer, CompletionContext, argument_hint
 from bhandar_cli.repl.grammar import ParseError
 from bhandar_cli.repl.session import Reply, Session, failed_line
-from bhandar_cli.repl.status_line import Notices, status_parts
+from bhandar_cli.repl.status_line import status_parts
 from bhandar_cli.repl.table import Command
-from bhandar_cli.repl.views import print_reply
+from bhandar_cli.repl.terminal import Terminal
+from bhandar_cli.repl.views import reply_text
 
 STYLE = Style.from_dict(
     {
@@ -88,9 +90,12 @@ class InteractiveApp:
         self.pt_input = pt_input
         self.pt_output = pt_output
         self.history = history if history is not None else open_history(None)
-        self.console = console
+        # A console given (tests) is where the terminal writes, at its width.
+        self.terminal = Terminal() if console is None else Terminal(console.file, console.width)
+        session.terminal = self.terminal  # the web page's commands are echoed through it too
         self.completion = CompletionContext(nodes=list(session.client.backend.names))
-        self.toolbar_state: dict[str, Any] = {}
+        self.health: ClusterHealth | None = None
+        self.hints = 0
         self.notices = Notices()
         self._command_scope: trio.CancelScope | None = None
 
@@ -98,6 +103,7 @@ class InteractiveApp:
 
     async def run(self) -> int:
         token = trio.lowlevel.current_trio_token()
+        self.terminal.print(Text.from_markup(self._banner()))  # first, before any notice
         await self._refresh()
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._refresh_loop)
@@ -124,61 +130,45 @@ class InteractiveApp:
         try:
             spaces = await client.views.keyspace_list()
             hints = await client.views.hints()
+            health = await cluster_health(backend)
         except BhandarError:
-            spaces, hints = {"keyspaces": []}, {"pending": 0}
+            spaces, hints, health = {"keyspaces": []}, {"pending": 0}, None
         names = sorted({k["name"] for k in spaces["keyspaces"]} | set(client.data.keys_seen))
         self.completion = CompletionContext(
             list(backend.names), names, {ks: sorted(keys) for ks, keys in client.data.keys_seen.items()}
         )
-        self._print_news(await backend.drain_notes())
-        self.toolbar_state = {
-            "down": [n for n in backend.names if not backend.is_alive(n)],
-            "nodes": len(backend.names),
-            "partitions": backend.partitions(),
-            "consistency": client.data.consistency,
-            "hints": hints["pending"],
-            "trace": client.data.trace,
-        }
-
-    def _print_news(self, notes: list[tuple[str, dict[str, Any], str]]) -> None:
-        """What the cluster noticed on its own (failure detection, joins), above the prompt: one
-        line per change (repl/status_line.py), not one per node that noticed it."""
-        backend = self.session.client.backend
-        alive = [n for n in backend.names if backend.is_alive(n)]
-        for line in self.notices.fold(notes, alive):
-            self._console().print(f"[dim]· {_markup_escape(line)}[/dim]")
+        notes = await backend.drain_notes()
+        if health is not None:
+            # What the cluster noticed on its own (failure detection, a partition, joins), one
+            # line per change (cluster_health.Notices), not one per node that noticed it.
+            for line in self.notices.fold(health, notes):
+                self.terminal.print(Text(f"· {line}", style="dim"))
+        self.health, self.hints = health, hints["pending"]
 
     async def execute(self, text: str) -> None:
         """Run one line; Ctrl-C (SIGINT) cancels the command in progress and only that."""
-        console = self._console()
         with trio.CancelScope() as scope:
             self._command_scope = scope
             running: Command | None = None
             try:
                 commands = self.session.parse(text)
             except ParseError as exc:
-                self._print(console, failed_line(exc))
+                self._print(failed_line(exc))
                 commands = []
             for command in commands:
                 running = command
-                self._print(console, await self.session.execute(command))
+                self._print(await self.session.execute(command))
                 if self.session.quit:
                     break
         self._command_scope = None
         if scope.cancelled_caught:
-            console.print(f"[yellow]{_markup_escape(interrupted_text(self.session, running))}[/yellow]")
+            self.terminal.print(Text(interrupted_text(self.session, running), style="yellow"))
         await self._refresh()
 
-    def _print(self, console: Console, reply: Reply) -> None:
-        print_reply(console, reply, self.session.output, self.session.commands)
-
-    def _console(self) -> Console:
-        if self.console is not None:
-            return self.console
-        # Resolved at print time so output goes through patch_stdout's proxy.
-        width = shutil.get_terminal_size((100, 24)).columns
-        tty = sys.__stdout__ is not None and sys.__stdout__.isatty()
-        return Console(force_terminal=tty, width=width)
+    def _print(self, reply: Reply) -> None:
+        self.terminal.write(
+            reply_text(reply, self.session.output, self.terminal.render, self.session.commands)
+        )
 
     # --- prompt thread -----------------------------------------------------------------------
 
@@ -197,15 +187,20 @@ class InteractiveApp:
             input=self.pt_input,
             output=self.pt_output,
         )
+        # Anything printed to sys.stdout behind the terminal's back (a library's print) still
+        # goes above the prompt; everything of ours goes through self.terminal.
         with patch_stdout(raw=True):
-            self._console().print(self._banner())
             while not self.session.quit:
                 try:
-                    text = prompt.prompt(HTML("<b>bhandar</b>&gt; "))
+                    text = prompt.prompt(
+                        HTML("<b>bhandar</b>&gt; "), pre_run=lambda: self.terminal.prompt_started(prompt.app)
+                    )
                 except KeyboardInterrupt:
                     continue  # Ctrl-C while typing: the line is cleared, the session goes on
                 except EOFError:
                     break
+                finally:
+                    self.terminal.prompt_ended()
                 if text.strip():
                     trio.from_thread.run(self.execute, text, trio_token=token)
         return 0
@@ -228,9 +223,15 @@ class InteractiveApp:
             hint = argument_hint(app.current_buffer.text)
         except Exception:  # no running application (rendering outside a prompt)
             width, hint = shutil.get_terminal_size((80, 24)).columns, ""
+        client = self.session.client
+        parts = (
+            [("", "cluster not answering"), ("", client.data.consistency)]
+            if self.health is None
+            else status_parts(self.health, client.data.consistency, self.hints, client.data.trace, width - 1)
+        )
         line = " · ".join(
-            f"<style fg='#ff5f5f'><b>{_escape(text)}</b></style>" if style == "down" else _escape(text)
-            for style, text in status_parts(self.toolbar_state, width - 1)
+            f"<style fg='#ff5f5f'><b>{_escape(text)}</b></style>" if kind == DOWN else _escape(text)
+            for kind, text in parts
         )
         if hint:
             line += f"\n<style fg='#888888'>{_escape(hint)}</style>"

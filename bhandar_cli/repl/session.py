@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -22,6 +22,9 @@ from bhandar_cli.repl.table import Command, CommandTable
 # `serve_in_background`, handed over by whoever opens the session, since the web view is a face
 # above the REPL. Answers the page's address.
 ServeWeb = Callable[["Session", int], Awaitable[dict[str, Any]]]
+
+if TYPE_CHECKING:
+    from bhandar_cli.repl.terminal import Terminal
 
 
 @dataclass
@@ -56,6 +59,9 @@ class Session:
         # session's requests from them); an observer must not raise.
         self.observers: list[Callable[[Command, Reply], None]] = []
         self.web: Any = None  # the web view serving this session (the `web` command), if any
+        # Where lines that arrive between commands are printed (the web page's commands): the
+        # interactive REPL's terminal, which keeps its prompt intact; None prints to stdout.
+        self.terminal: Terminal | None = None
 
     def parse(self, line: str) -> list[Command]:
         """The line's commands; raises ParseError if any of them does not parse."""

@@ -6,6 +6,7 @@ The renderers themselves live in views_data, views_cluster, views_ops and views_
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console, RenderableType
@@ -36,7 +37,21 @@ def render_error(err: ClientError, where: str = "") -> RenderableType:
 
 def print_reply(console: Console, reply: Reply, output: str, commands: CommandTable[Any] = COMMANDS) -> None:
     if output == "json":
-        console.file.write(json.dumps(reply.to_json(), ensure_ascii=False, separators=(",", ":")) + "\n")
+        console.file.write(json_line(reply))
     else:
         console.print(render(reply, commands))
     console.file.flush()
+
+
+def reply_text(
+    reply: Reply,
+    output: str,
+    to_text: Callable[[RenderableType], str],
+    commands: CommandTable[Any] = COMMANDS,
+) -> str:
+    """The reply as printed: its JSON line, or its view rendered by `to_text` (lines, wrapped)."""
+    return json_line(reply) if output == "json" else to_text(render(reply, commands))
+
+
+def json_line(reply: Reply) -> str:
+    return json.dumps(reply.to_json(), ensure_ascii=False, separators=(",", ":")) + "\n"

@@ -11,19 +11,27 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from bhandar_cli.client.cluster_health import DOWN, LEFT, PARTITIONED, SUSPECTED, UP
 from bhandar_cli.core.model.versions import show_clock
 from bhandar_cli.core.model.wording import count as counted
 from bhandar_cli.repl.palette import node_style
 from bhandar_cli.repl.views_data import show_value
 
+STATE_STYLES = {DOWN: "bold red", SUSPECTED: "yellow", PARTITIONED: "yellow", LEFT: "dim", UP: "green"}
+
+
+def state_text(state: str) -> Text:
+    """A node's state word (cluster_health's vocabulary), coloured; the word says it all alone."""
+    return Text(state, style=STATE_STYLES.get(state, "cyan"))
+
 
 def render_status(data: dict[str, Any]) -> RenderableType:
-    table = Table("", "node", "zone", "tokens", "owns", "keys", "hints", "sees down", box=box.SIMPLE_HEAD)
+    columns = ("state", "node", "zone", "tokens", "owns", "keys", "hints", "sees down")
+    table = Table(*columns, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
     table.add_column("config")  # the configuration version each node runs: a rollout's progress
     wire = any(n.get("protocol") for n in data["nodes"])  # node processes speak a wire protocol
     if wire:
         table.add_column("protocol")
-    left = [n["id"] for n in data["nodes"] if n.get("status") == "left"]
     moving: list[str] = []
     for n in data["nodes"]:
         if n.get("status") == "left":
@@ -33,9 +41,8 @@ def render_status(data: dict[str, Any]) -> RenderableType:
             moving.append(f"{n['id']} <- {s['from']}: {s['received']}/{s['total'] or '?'} records")
         for s in streams.get("outbound", []) if n.get("status") == "leaving" else []:
             moving.append(f"{n['id']} -> {s['to']}: {s['sent']}/{s['total']} records")
-        code = Text(n["code"], style="green" if n["code"] == "UN" else "yellow" if n["up"] else "bold red")
         table.add_row(
-            code,
+            state_text(n["state"]),
             Text(n["id"], style=node_style(n["id"])),
             n["zone"],
             str(n["tokens"]),
@@ -63,11 +70,7 @@ def render_status(data: dict[str, Any]) -> RenderableType:
                     "yellow",
                 )
             )
-    if left:
-        parts.append(Text(f"left the ring: {', '.join(left)}", "dim"))
-    if data.get("partitions"):
-        groups = " | ".join("{" + ", ".join(g) + "}" for g in data["partitions"])
-        parts.append(Text(f"partitioned: {groups}", style="yellow"))
+    parts.append(Text(data["summary"]["line"]))
     return Group(*parts)
 
 
@@ -102,8 +105,10 @@ def draw_ring(ranges: list[dict[str, Any]], radius: int = 9) -> Text:
             (r["owner"] for r, hi in zip(ranges, his, strict=True) if token <= hi), ranges[0]["owner"]
         )
         angle = 2 * math.pi * i / steps
-        x = round(width / 2 + 2 * radius * math.sin(angle))
-        y = round(height / 2 - radius * math.cos(angle))
+        # Around the middle cell ((n - 1) / 2), so the circle is symmetric: around n / 2 its bottom
+        # point rounded one row below the rest (a stray letter under the ring).
+        x = round((width - 1) / 2 + 2 * radius * math.sin(angle))
+        y = round((height - 1) / 2 - radius * math.cos(angle))
         grid[min(y, height - 1)][min(x, width - 1)] = (owner, node_style(owner))
     text = Text()
     for row in grid:
@@ -154,7 +159,14 @@ def render_clock(data: dict[str, Any]) -> RenderableType:
     relations = data["relations"]
     if len(relations) > 1 and all(r["relation"] == "equal" for r in relations):
         nodes = sorted({n for r in relations for n in (r["a"], r["b"])})
-        return Group(table, Text(f"{' = '.join(nodes)}: every replica holds the same versions"))
+        hints = [n for n in nodes if data["holders"].get(n) == "hint"]
+        down = list(data.get("down", ()))
+        if not hints and not down:
+            return Group(table, Text(f"{' = '.join(nodes)}: every replica holds the same versions"))
+        # A hint is not a replica, and a replica that is down was not asked: say what was compared.
+        notes = [f"{', '.join(hints)} as a hint"] if hints else []
+        notes += [f"{', '.join(down)} down, not asked"] if down else []
+        return Group(table, Text(f"{' = '.join(nodes)}: the same versions ({'; '.join(notes)})"))
     rel = [Text(f"{r['a']} {words[r['relation']]} {r['b']}") for r in relations]
     return Group(table, *rel)
 
@@ -206,7 +218,7 @@ def render_metrics(data: dict[str, Any]) -> RenderableType:
             Text(
                 f"anti-entropy sessions {ae['sessions']}  keys repaired {ae['keys_repaired']}  "
                 f"tombstones reaped {ae['tombstones_reaped']}  "
-                f"oldest range repair {_repair_age(ae.get('repair_age', {}))}"
+                f"oldest range repair {_repair_age(ae.get('repair_age', {}), ae.get('ranges'))}"
             )
         )
     if data.get("storage"):
@@ -235,11 +247,17 @@ def render_metrics(data: dict[str, Any]) -> RenderableType:
     return Group(*parts)
 
 
-def _repair_age(per_node: dict[str, Any]) -> str:
+def _repair_age(per_node: dict[str, Any], ranges: int | None) -> str:
+    """The oldest repair, and how many range replicas (a node's copy of a keyspace's token range:
+    each range counts once per replica) were never compared, out of how many."""
     never = sum(r["never"] for r in per_node.values())
+    copies = sum(r["ranges"] for r in per_node.values())
     ages = [r["oldest_s"] for r in per_node.values() if r["oldest_s"] is not None]
     oldest = f"{max(ages):.1f}s ago" if ages else "none yet"
-    return oldest + (f" ({never} ranges never repaired)" if never else "")
+    if not never:
+        return oldest
+    of = f" ({ranges} keyspace ranges, each on its replicas)" if ranges else ""
+    return f"{oldest}; {never} of {copies} range replicas never compared{of}"
 
 
 def _bytes(n: int) -> str:

@@ -52,18 +52,19 @@ log = logging.getLogger("bhandar.web")
 
 
 def print_echo(session: Session) -> Echo:
-    """Echo a page's command where the session prints: the line, then each reply's view."""
+    """Echo a page's command where the session prints: the line, then each reply's view, through
+    the REPL's terminal when it has one (above its prompt, wrapped to its width)."""
 
     def echo(line: str, replies: list[Reply]) -> None:
-        from rich.console import Console
-        from rich.markup import escape
+        from rich.text import Text
 
-        from bhandar_cli.repl.views import print_reply
+        from bhandar_cli.repl.terminal import Terminal
+        from bhandar_cli.repl.views import reply_text
 
-        console = Console(file=sys.stdout, soft_wrap=True)  # sys.stdout now: the prompt patches it
-        console.print(f"[dim]{escape(line)}[/dim]")
+        terminal = session.terminal or Terminal(sys.stdout)
+        terminal.print(Text(line, style="dim"))
         for reply in replies:
-            print_reply(console, reply, session.output, session.commands)
+            terminal.write(reply_text(reply, session.output, terminal.render, session.commands))
 
     return echo
 

@@ -12,6 +12,7 @@ import io
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
+from bhandar_cli.client.cluster_health import MARKS, MEANINGS
 from bhandar_cli.core.model.errors import BhandarError
 from bhandar_cli.web.sequence import DATA_COMMANDS, request_view
 
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 RECENT = 6  # requests kept for the sequence diagrams
 LOGGED = 12  # commands kept for the page's session log
 LOG_CHARS = 2000  # of one command's printed reply
+LOG_WIDTH = 200  # the widest a table in the page's log is laid out
 MAX_STEPS = 60  # a trace longer than this is cut (a diagram of hundreds of arrows helps nobody)
 
 
@@ -69,7 +71,9 @@ class WebState:
         from bhandar_cli.repl.views import render
 
         out = io.StringIO()
-        Console(file=out, width=88, color_system=None, soft_wrap=False).print(
+        # Unwrapped (soft_wrap; tables at their natural width): the page wraps the text once, at
+        # its box's width. Wrapped here too, a sentence broke at two widths.
+        Console(file=out, width=LOG_WIDTH, color_system=None, soft_wrap=True).print(
             render(reply, self.session.commands)
         )
         text = out.getvalue().rstrip()
@@ -88,6 +92,7 @@ class WebState:
         ring = await client.views.ring()
         return {
             "nodes": node_cards(status, members, hints),
+            "health": status["summary"],  # the header's line and counts: what the REPL's bar says
             "partitions": status["partitions"],
             "ring": ring_view(ring),
             "consistency": client.data.consistency,
@@ -137,33 +142,28 @@ async def _or_none(call: Any) -> Any:
 def node_cards(
     status: dict[str, Any], members: dict[str, Any] | None, hints: dict[str, Any] | None
 ) -> list[dict[str, Any]]:
-    """One card per node: state (up, suspected: up but some live peer believes it down, down),
-    phi as one live node's failure detector sees it, zone, partition group, hints held, keys."""
-    groups = status.get("partitions") or []
+    """One card per node: its state in the vocabulary of cluster_health (the same words as the
+    REPL's), phi as one live node's failure detector sees it, zone, partition group, hints held,
+    keys, and which running peers believe it down."""
     phi = {m["id"]: m.get("phi", 0.0) for m in (members or {}).get("members", [])}
-    suspected_by: dict[str, list[str]] = {}
-    for node in status["nodes"]:
-        if node["up"]:
-            for peer in node["sees_down"]:
-                suspected_by.setdefault(peer, []).append(node["id"])
     held: dict[str, dict[str, int]] = {}
     for queue in (hints or {}).get("queues", []):
         held.setdefault(queue["holder"], {})[queue["target"]] = queue["count"]
     cards = []
     for node in status["nodes"]:
         name = node["id"]
-        state = "down" if not node["up"] else ("suspected" if suspected_by.get(name) else "up")
-        group = next((i + 1 for i, g in enumerate(groups) if name in g), None) if len(groups) > 1 else None
         cards.append(
             {
                 "id": name,
-                "state": state,
+                "state": node["state"],
+                "mark": MARKS[node["state"]],
+                "meaning": MEANINGS[node["state"]],
                 "code": node["code"],
                 "status": node["status"],
                 "phi": round(float(phi.get(name, 0.0)), 1),  # finer changes every heartbeat
-                "suspected_by": sorted(suspected_by.get(name, [])),
+                "suspected_by": node["seen_down_by"],
                 "zone": node["zone"],
-                "group": group,
+                "group": node["group"],
                 "keys": node["keys"],
                 "hints": node["hints"],
                 "hints_for": held.get(name, {}),

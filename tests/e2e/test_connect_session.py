@@ -16,11 +16,11 @@ from typing import Any
 
 import trio
 
+from bhandar_cli.client.cluster_health import Notices, cluster_health
 from bhandar_cli.core.model.errors import BhandarError, ClientError
 from bhandar_cli.core.model.values import encode_json
 from bhandar_cli.fleet.cluster_file import ClusterFile
 from bhandar_cli.repl.batch import open_tcp_session
-from bhandar_cli.repl.status_line import Notices
 
 WRITES = 3000  # a bound on the writer; the join ends long before
 
@@ -60,8 +60,7 @@ def test_add_under_writes_loses_nothing_and_the_session_hears_the_cluster(fresh_
             with trio.move_on_after(30):
                 while not any(line.startswith("down: E") for line in lines):
                     await trio.sleep(0.2)
-                    alive = [n for n in backend.names if backend.is_alive(n)]
-                    lines += notices.fold(await backend.drain_notes(), alive)
+                    lines += notices.fold(await cluster_health(backend), await backend.drain_notes())
             await session.run_line("revive E")
             [waited] = [r.to_json() for r in await session.run_line("wait converged timeout=60s")]
             assert waited["ok"] is True, waited

@@ -89,7 +89,7 @@ def test_tab_completes_a_command(tmp_path: Path) -> None:
 
 def test_ctrl_c_while_typing_clears_the_line(tmp_path: Path) -> None:
     out = drive("put half typed\x03status\n\x04", tmp_path / "h")
-    assert "UN" in out  # status ran
+    assert "3/3 running" in out  # status ran
     assert "OK put" not in out and "error" not in out
 
 

@@ -1,54 +1,20 @@
-"""The REPL's notices and status bar: one line per change, never one per observer; 80 columns."""
+"""The REPL's status bar: the cluster's summary in the words `status` and the web page use, and
+what it shortens to fit 80 columns and less."""
 
 from __future__ import annotations
 
-import random
 from pathlib import Path
 
-from bhandar_cli.repl.status_line import Notices, status_parts
+from bhandar_cli.client.cluster_health import ClusterHealth, summarise
+from bhandar_cli.repl.status_line import status_parts
 
 NODES = ["A", "B", "C", "D", "E"]
 
 
-def _seen(observer: str, peer: str, up: bool) -> tuple[str, dict[str, object], str]:
-    return (f"{peer} is {'up' if up else 'down'}", {"peer": peer, "up": up}, observer)
-
-
-def test_a_partition_is_announced_once_per_node_however_the_observations_trickle_in() -> None:
-    # partition A | B C (D, E the third group): every node sees the other groups' nodes down.
-    groups = [{"A"}, {"B", "C"}, {"D", "E"}]
-    group_of = {n: g for g in groups for n in g}
-    observations = [_seen(o, p, False) for o in NODES for p in NODES if p not in group_of[o]]
-    random.Random(3).shuffle(observations)
-    notices = Notices()
-    lines = []
-    for i in range(0, len(observations), 3):  # refreshes see a few observations at a time
-        lines += notices.fold(observations[i : i + 3], NODES)
-    announced = [part.split(" ")[0] for line in lines for part in line.removeprefix("down: ").split("), ")]
-    assert sorted(announced) == NODES, lines  # each node announced down exactly once
-    assert all(line.startswith("down: ") for line in lines)
-    # The heal: everyone sees everyone up again, announced once per node, in as many lines as
-    # refreshes that completed a node's recovery.
-    healed = [
-        _seen(o, p, True) for _, _, o in [(0, 0, o) for o in NODES] for p in NODES if p not in group_of[o]
-    ]
-    after = notices.fold(healed, NODES)
-    assert after == ["up again: A, B, C, D, E"]
-    assert notices.fold(healed, NODES) == []  # repeated observations are no news
-
-
-def test_a_killed_node_and_its_return() -> None:
-    notices = Notices()
-    assert notices.fold([_seen("A", "D", False), _seen("B", "D", False)], NODES) == ["down: D (seen by A, B)"]
-    assert notices.fold([_seen("C", "D", False), _seen("E", "D", False)], NODES) == []
-    assert notices.fold([_seen(o, "D", True) for o in "ABC"], NODES) == []  # E still sees it down
-    assert notices.fold([_seen("E", "D", True)], NODES) == ["up again: D"]
-    # An observer that is killed takes its suspicions with it, silently.
-    assert notices.fold([_seen("A", "B", False)], NODES) == ["down: B (seen by A)"]
-    assert notices.fold([], ["B", "C", "D", "E"]) == []
-    assert notices.fold([_seen("C", "B", False)], ["B", "C", "D", "E"]) == ["down: B (seen by C)"]
-    other = ("F joined the ring", {"node": "F"}, "A")
-    assert notices.fold([other, other], NODES) == ["F joined the ring"]
+def _health(names: list[str], down: list[str], groups: list[list[str]]) -> ClusterHealth:
+    return summarise(
+        [{"id": n, "up": n not in down, "status": "normal", "sees_down": []} for n in names], groups
+    )
 
 
 def _text(parts: list[tuple[str, str]]) -> str:
@@ -56,26 +22,22 @@ def _text(parts: list[tuple[str, str]]) -> str:
 
 
 def test_the_status_bar_fits_80_columns_and_keeps_what_matters() -> None:
-    state = {
-        "nodes": 5,
-        "down": ["D"],
-        "partitions": [["A"], ["B", "C"], ["D", "E"]],
-        "consistency": "QUORUM",
-        "hints": 12,
-        "trace": True,
-    }
-    line = _text(status_parts(state, 79))
-    assert line == "4/5 up · down D · partition {A}|{B,C}|{D,E} · QUORUM · hints 12 · trace on"
-    assert ("down", "down D") in status_parts(state, 79)
+    health = _health(NODES, ["D"], [["A"], ["B", "C"], ["D", "E"]])
+    wide = _text(status_parts(health, "QUORUM", 12, True, 100))
+    assert wide == "4/5 running · down D · partitioned {A} | {B, C} | {D, E} · QUORUM · hints 12 · trace on"
+    line = _text(status_parts(health, "QUORUM", 12, True, 79))
+    assert line == "4/5 running · down D · partition {A}|{B,C}|{D,E} · QUORUM · hints 12 · trace on"
+    assert ("down", "down D") in status_parts(health, "QUORUM", 12, True, 79)
     names = [chr(ord("A") + i) for i in range(26)]
-    crowded = {**state, "nodes": 26, "down": names[:20], "partitions": [names[:9], names[9:18], names[18:]]}
-    for width in (79, 60):
-        line = _text(status_parts(crowded, width))
+    crowded = _health(names, names[:20], [names[:9], names[9:18], names[18:]])
+    for width in (79, 64):
+        line = _text(status_parts(crowded, "QUORUM", 12, True, width))
         assert len(line) <= width, line
-        assert line.startswith("6/26 up · ") and "hints 12" in line and "QUORUM" in line
-    assert "3 groups" in _text(status_parts(crowded, 60))
-    assert "+" in _text(status_parts(crowded, 79))  # the down list is shortened, not cut
-    assert _text(status_parts(crowded, 20)).startswith("6/26 up · 20 down")  # too narrow: the least
+        assert line.startswith("6/26 running · ") and "hints 12" in line and "QUORUM" in line
+    assert "3 groups" in _text(status_parts(crowded, "QUORUM", 12, True, 64))
+    assert "+" in _text(status_parts(crowded, "QUORUM", 12, True, 79))  # the down list is shortened, not cut
+    narrow = _text(status_parts(crowded, "QUORUM", 12, True, 20))
+    assert narrow.startswith("6/26 running · 20 down")  # too narrow: the least
 
 
 def test_node_timestamps_read_as_times_of_day_or_virtual_seconds() -> None:

@@ -48,15 +48,28 @@ def test_five_nodes_their_zones_and_the_whole_ring() -> None:
     assert snap["requests"] == [] and snap["focus"] is None
 
 
-def test_a_kill_a_partition_and_suspicion_show_on_the_cards() -> None:
-    killed, parted, later = snapshots(["kill B", "revive B; partition A | B C", "sleep 10s"])
+def test_a_kill_a_partition_and_a_slow_node_show_on_the_cards_in_the_repls_words() -> None:
+    killed, parted, later, healed, slow = snapshots(
+        ["kill B", "revive B; partition A | B C", "sleep 10s", "heal; sleep 5s", "delay B 3000; sleep 3s"]
+    )
     assert {c["id"]: c["state"] for c in killed["nodes"]} == {**dict.fromkeys("ACDE", "up"), "B": "down"}
+    assert killed["health"]["line"] == "4/5 running · down B"
     assert parted["partitions"] == [["A"], ["B", "C"], ["D", "E"]]
     assert {c["id"]: c["group"] for c in parted["nodes"]} == {"A": 1, "B": 2, "C": 2, "D": 3, "E": 3}
+    # Every node runs, cut off from the other groups: partitioned, not down nor suspected, though
+    # the other groups' detectors believe it down.
     a = next(c for c in later["nodes"] if c["id"] == "A")
-    assert a["state"] == "suspected" and set(a["suspected_by"]) == set("BCDE")
+    assert a["state"] == "partitioned" and set(a["suspected_by"]) == set("BCDE")
+    assert {c["state"] for c in later["nodes"]} == {"partitioned"}
+    assert later["health"]["line"] == "5/5 running · partitioned {A} | {B, C} | {D, E}"
+    assert (later["health"]["nodes"], later["health"]["running"]) == (5, 5)
     assert next(c for c in later["nodes"] if c["id"] == "A")["phi"] == 0.0  # A's own view of itself
     assert any(c["phi"] > 1 for c in later["nodes"] if c["id"] in "BCDE")  # as A sees them
+    assert {c["state"] for c in healed["nodes"]} == {"up"} and healed["health"]["line"] == "5/5 running"
+    # A slow node is believed down by peers that can reach it: suspected, and by whom.
+    suspected = {c["id"]: c["suspected_by"] for c in slow["nodes"] if c["state"] == "suspected"}
+    assert suspected and all(by for by in suspected.values()), slow["nodes"]
+    assert all(f"{n} suspected by" in slow["health"]["line"] for n in suspected)
 
 
 def test_a_traced_quorum_put_is_a_request_of_its_coordinator_and_replicas() -> None:
