@@ -51,7 +51,11 @@ def demo(
         # Piped, rich would wrap at 80 columns: keep each demo on one line for grep and friends.
         console = Console(width=None if sys.stdout.isatty() else 120)
         console.print(demo_table())
-        console.print("run one with: bhandar demo NAME [--auto] [--virtual-time]", style="dim")
+        console.print(
+            "run one with: bhandar demo NAME [--auto] [--virtual-time | --web]; "
+            "--web also shows it on the live page",
+            style="dim",
+        )
         return
     chosen = DEMOS.get(name.strip().lower())
     if chosen is None:

@@ -57,6 +57,11 @@ class ClusterOps:
             raise BadInput("a node appears in two partition groups")
         if not clean:
             raise BadInput("partition needs groups, e.g. partition A | B C")
+        if len(clean) == 1 and set(seen) >= set(self.backend.names):
+            raise BadInput(
+                f"partition {' '.join(seen)} names one group holding every node: that splits nothing "
+                "(separate the groups with |, e.g. partition A B | C D E)"
+            )
         result = await self.backend.partition(clean)
         return {"cmd": "partition", "ok": True, "groups": result}
 

@@ -78,13 +78,13 @@ class NodeRunner:
             self._done.set()
 
     def kill(self, reason: str = "was killed") -> bool:
-        """Crash the node now (no clean shutdown); False if it was not running."""
-        if not self.host.alive and self._scope is None:
-            return False
+        """Crash the node now (no clean shutdown); False if it was not running. (A second kill
+        before the first life's tasks have unwound still finds it dead: `kill B; kill B` kills once.)"""
+        was_running = self.host.alive
         self.host.kill(reason)
         if self._scope is not None:
-            self._scope.cancel()
-        return True
+            self._scope.cancel()  # a life that crashed on its own has tasks to end all the same
+        return was_running
 
     async def stopped(self) -> None:
         """Wait until the current life's tasks are gone (a thread in a sync or job finishes first)."""

@@ -12,7 +12,10 @@ read and compaction that touches it), counts them by kind and hands the new ones
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
+
+KeyName = Callable[[bytes], str]  # an engine key as a person reads it (its store knows the layout)
 
 SSTABLE_BLOCK = "sstable_block"
 SSTABLE_INDEX = "sstable_index"
@@ -35,10 +38,13 @@ class KeyInterval:
         return (self.through is None or lo <= self.through) and (self.after is None or self.after < hi)
 
     def __str__(self) -> str:
+        return self.show(repr)
+
+    def show(self, name: KeyName) -> str:
         if self.after is None and self.through is None:
             return "any key"
-        after = "the first key" if self.after is None else repr(self.after)
-        through = "the last key" if self.through is None else repr(self.through)
+        after = "the first key" if self.after is None else name(self.after)
+        through = "the last key" if self.through is None else name(self.through)
         return f"keys after {after} through {through}"
 
 
@@ -53,10 +59,14 @@ class Corruption:
 
     @property
     def message(self) -> str:
+        return self.describe(repr)
+
+    def describe(self, name: KeyName) -> str:
+        """The damage in one sentence, the lost keys named by `name`."""
         cost = (
             "no record lost (rebuilt from the data)"
             if self.lost is None
-            else f"lost the records of {self.lost}"
+            else f"lost the records of {self.lost.show(name)}"
         )
         where = f"{self.file} at offset {self.offset} ({self.length} bytes)"
         return f"{self.kind} corruption in {where}: {self.what}; {cost}"

@@ -50,6 +50,19 @@ def data_key(keyspace: str, key: str) -> bytes:
     return DATA + len(ks).to_bytes(2, "big") + ks + key.encode("utf-8", "surrogatepass")
 
 
+def key_name(raw: bytes) -> str:
+    """An engine key as a person reads it: `kv/k187` for a record, `a hint` or `metadata NAME`."""
+    if raw[:1] == DATA and len(raw) >= 3:
+        size = int.from_bytes(raw[1:3], "big")
+        keyspace = raw[3 : 3 + size].decode("utf-8", "replace")
+        return f"{keyspace}/{raw[3 + size :].decode('utf-8', 'replace')}"
+    if raw[:1] == HINT:
+        return "a hint"
+    if raw[:1] == META:
+        return f"metadata {raw[1:].decode('utf-8', 'replace')}"
+    return repr(raw)
+
+
 def _prefix_end(prefix: bytes) -> bytes:
     """The smallest key after every key that starts with `prefix`."""
     stripped = prefix.rstrip(b"\xff")
@@ -199,7 +212,7 @@ class RecordStore:
         return [self._damage(c) for c in self.engine.take_corruptions()]
 
     def _damage(self, c: Corruption) -> StoreDamage:
-        return StoreDamage(c.kind, c.file, c.offset, c.message, self._keyspaces_in(c.lost))
+        return StoreDamage(c.kind, c.file, c.offset, c.describe(key_name), self._keyspaces_in(c.lost))
 
     def _keyspaces_in(self, lost: KeyInterval | None) -> tuple[str, ...] | None:
         """The keyspaces with records among the keys lost; None when they may be any."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from bhandar_cli.client.openers import ClusterOptions
+from bhandar_cli.core.membership.ring import key_token
 from bhandar_cli.teach.demo_kit import Demo, DemoContext, Expect, Step
 
 KEYS = 30
@@ -40,14 +41,33 @@ def _e_gone(ctx: DemoContext) -> str | None:
 
 
 def _share(ctx: DemoContext) -> str:
-    e = next(n for n in ctx.last("status")["nodes"] if n["id"] == "E")
+    status = ctx.last("status")["nodes"]
+    e = next(n for n in status if n["id"] == "E")
     add = ctx.last("add")
+    copies = 3 * KEYS
+    naive = _naive_moves([n["id"] for n in status if n["id"] != "E"], "E")
     return (
-        f"E owns {100 * e['owns']:.1f}% of the ring (first replica of its ranges) and now holds "
-        f"{e['keys']} of the {KEYS} keys as one of their three replicas; it received "
-        f"{add['keys_streamed']} records because every current replica of a key sends it. Only the "
-        "keys of E's ranges moved; hash mod N would have moved about 80% of them."
+        f"E owns {100 * e['owns']:.1f}% of the ring (first replica of its ranges) and is now one of "
+        f"the three replicas of {e['keys']} of the {KEYS} keys: {e['keys']} of the {copies} copies "
+        f"({100 * e['keys'] / copies:.0f}%) moved to E, streamed from the keys' current replicas "
+        f"({add['keys_streamed']} records received: each of a key's replicas sends its copy). Every "
+        "other copy stayed where it was. Placing the same keys by hash mod N (three consecutive "
+        f"nodes of {len(status) - 1}, then of {len(status)}) would have moved {naive} of the "
+        f"{copies} copies ({100 * naive / copies:.0f}%)."
     )
+
+
+def _naive_moves(before: list[str], joining: str) -> int:
+    """Copies of the demo's keys that would change node if each key's three replicas were the
+    nodes numbered hash mod N, +1, +2, with N the number of nodes before and after the join."""
+    after = [*before, joining]
+    moved = 0
+    for i in range(KEYS):
+        h = key_token("kv", f"k{i}")
+        old = {before[(h + r) % len(before)] for r in range(3)}
+        new = {after[(h + r) % len(after)] for r in range(3)}
+        moved += len(new - old)
+    return moved
 
 
 JOIN = Demo(

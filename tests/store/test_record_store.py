@@ -282,3 +282,29 @@ def test_a_node_keeps_serving_and_repairing_beside_a_record_it_cannot_read() -> 
         assert [s.value for s in got.record.siblings] == [key.encode()]  # type: ignore[union-attr]
     raw = store_a.engine.get(data_key("ks", "odd"))
     assert raw is not None and future in cbor2.loads(raw)[2]  # repaired beside, not over, it
+
+
+def test_a_corruption_names_the_keys_and_the_time_as_a_person_reads_them() -> None:
+    from bhandar_cli.core.model.metrics import NodeMetrics
+    from bhandar_cli.core.model.store import StoreDamage
+    from bhandar_cli.core.repair.damage_repair import DamageRepair
+    from bhandar_cli.storage.damage import Corruption, KeyInterval
+    from bhandar_cli.store.record_store import data_key, key_name
+
+    lost = KeyInterval(data_key("kv", "k187"), data_key("kv", "k2"))
+    found = Corruption("sstable_block", "/d/000004.sst", 4096, 512, "the block fails its check", lost)
+    said = found.describe(key_name)
+    assert "keys after kv/k187 through kv/k2" in said, said
+    assert "\\x00" not in said and "b'" not in said
+    assert key_name(b"mgeneration") == "metadata generation"
+
+    class NoRanges:  # the anti-entropy role, with nothing to repair
+        def replicated_ranges(self) -> list[object]:
+            return []
+
+    role = DamageRepair(NoRanges(), NodeMetrics())  # type: ignore[arg-type]
+    role.on_damage(1796451666.3, [StoreDamage("sstable_block", "/d/000004.sst", 4096, said, ("kv",))])
+    role.on_damage(12.5, [StoreDamage("wal_record", "/d/000005.log", 0, "torn", ("kv",))])
+    first, second = role.conditions
+    assert first.startswith("storage corruption found at 2026-12-05 06:21:06 UTC: "), first
+    assert second.startswith("storage corruption found at 12.5 s of virtual time: "), second

@@ -14,6 +14,7 @@ from collections import deque
 
 from bhandar_cli.core.model.metrics import NodeMetrics
 from bhandar_cli.core.model.store import StoreDamage
+from bhandar_cli.core.model.wording import moment
 from bhandar_cli.core.protocol.messages import Effect
 from bhandar_cli.core.repair.antientropy import AntiEntropy
 
@@ -36,6 +37,6 @@ class DamageRepair:
             else:
                 lost.update(d.keyspaces)
             repair = "" if d.keyspaces == () else "; repairing from replicas"
-            self.conditions.append(f"storage corruption at {now:.1f} s: {d.message}{repair}")
+            self.conditions.append(f"storage corruption found at {moment(now)}: {d.message}{repair}")
         ranges = [r for r in self.anti_entropy.replicated_ranges() if anywhere or r[0].name in lost]
         return self.anti_entropy.repair_ranges(now, ranges) if ranges else []

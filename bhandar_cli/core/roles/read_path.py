@@ -24,6 +24,7 @@ from bhandar_cli.core.model.records import Record, Versioned, merge_records
 from bhandar_cli.core.model.sibling_limit import live_siblings, over_limit_warning
 from bhandar_cli.core.model.store import Store
 from bhandar_cli.core.model.versions import Sibling, covers
+from bhandar_cli.core.model.wording import count
 from bhandar_cli.core.protocol.messages import (
     Effect,
     Failure,
@@ -199,7 +200,7 @@ def _describe(record: Record | None) -> str:
     dots = ", ".join(
         f"{s.dot[0]}:{s.dot[1]}" + (" (tombstone)" if s.value is None else "") for s in record.siblings
     )
-    return f"{len(record.siblings)} sibling(s) [{dots}]"
+    return f"{count(len(record.siblings), 'sibling')} [{dots}]"
 
 
 def _lww_dropped(replies: Iterable[Record | None], merged: Record | None) -> tuple[Sibling, ...]:
