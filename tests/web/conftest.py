@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -106,6 +106,30 @@ def start_web(tmp_path: Path, *args: str) -> Iterator[WebProcess]:
 def web(tmp_path: Path) -> Iterator[WebProcess]:
     """`bhandar web` on a 5-node in-process cluster."""
     yield from start_web(tmp_path, "--nodes", "5")
+
+
+def until(driver: Any, condition: Callable[[Any], Any], timeout: float = 20, poll: float = 0.5) -> Any:
+    """Wait (bounded) until `condition(driver)` holds. The page re-makes what changed (a node card
+    every heartbeat): an element found in one call may be gone by the next, so conditions find
+    what they read themselves, and a reference gone stale in the middle of one is a retry."""
+    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    wait = WebDriverWait(
+        driver, timeout, poll_frequency=poll, ignored_exceptions=(StaleElementReferenceException,)
+    )
+    return wait.until(condition)
+
+
+def click(driver: Any, selector: str, timeout: float = 20) -> None:
+    """Click the element the CSS selector finds, found afresh inside the wait (see `until`)."""
+    from selenium.webdriver.common.by import By
+
+    def clicked(d: Any) -> bool:
+        d.find_element(By.CSS_SELECTOR, selector).click()
+        return True
+
+    until(driver, clicked, timeout)
 
 
 @pytest.fixture

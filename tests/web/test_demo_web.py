@@ -120,7 +120,7 @@ def panel(driver: Any) -> dict[str, Any]:
             "return {hidden: p.hidden, state: p.dataset.state, step: p.dataset.step,"
             " title: document.getElementById('demo-title').textContent,"
             " say: document.getElementById('demo-say').textContent,"
-            " commands: document.getElementById('demo-commands').textContent,"
+            " commands: document.getElementById('demo-commands').innerText,"
             " ok: [...document.querySelectorAll('#demo-checks li.ok')].map((e) => e.textContent),"
             " fail: [...document.querySelectorAll('#demo-checks li.fail')].map((e) => e.textContent)}"
         )

@@ -1,0 +1,112 @@
+"""The page fits the projector: at 1280x720 and 1920x1080, in normal and large text, nothing scrolls,
+no text leaves its box, no two labels of the ring or the sequence diagram overlap, and the
+header's counts are the cluster's. Checked from the rendered DOM (tests/web/layout.py) on every
+classroom demo played with `--web --auto` to its end, and on a session that draws the busiest
+diagram: two blind puts through a node that is not a replica, a get, a partition and a dead node.
+
+`BHANDAR_WEB_SCREENSHOT=docs/web.png pytest tests/web/test_layout.py -k siblings` refreshes the
+README's screenshot (the siblings demo at its end, 1280x720, large text)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from selenium.webdriver.support.ui import WebDriverWait
+
+from bhandar_cli.teach.demos import DEMOS
+from tests.web.conftest import REPO, WebProcess
+from tests.web.layout import SIZES, header_counts, layout_problems, show
+
+DEMO_S = 240  # a demo played in real time on a loaded machine
+
+
+def demo_page(tmp_path: Path, name: str) -> Iterator[str]:
+    """`bhandar demo NAME --web --auto`: the page's address, served until the fixture ends."""
+    log = tmp_path / "demo.out"
+    env = {k: v for k, v in os.environ.items() if k != "BHANDAR_CLUSTER"}
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-P", "-m", "bhandar_cli", "demo", name, "--web", "--auto", "--port", "0"],
+            stdin=subprocess.PIPE,  # kept open: after the last step the page stays until Enter
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=REPO,
+            env=env,
+        )
+    try:
+        deadline = time.monotonic() + 60
+        while not (found := re.search(r"web view at (http://\S+/)", log.read_text(errors="replace"))):
+            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.05)
+        yield found.group(1)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+        assert proc.stdin is not None
+        proc.stdin.close()
+
+
+def fits_everywhere(browser: Any, shot: str | None = None) -> dict[str, list[str]]:
+    """The layout's problems at each window size and text size (none is the goal)."""
+    found = {}
+    for width, height in SIZES:
+        for large in (False, True):
+            show(browser, width, height, large)
+            found[f"{width}x{height}{' large' if large else ''}"] = layout_problems(browser)
+            if shot and (width, height, large) == (1280, 720, True):
+                assert browser.save_screenshot(shot)
+    return {size: problems for size, problems in found.items() if problems}
+
+
+@pytest.mark.parametrize("name", sorted(DEMOS))
+def test_a_demo_played_to_its_end_fits_every_screen(name: str, tmp_path: Path, browser: Any) -> None:
+    for url in demo_page(tmp_path, name):
+        browser.get(url)
+        WebDriverWait(browser, DEMO_S, poll_frequency=0.5).until(
+            lambda d: (
+                d.execute_script("return document.getElementById('demo-panel').dataset.state")
+                in ("done", "failed")
+            )
+        )
+        assert browser.execute_script("return document.getElementById('demo-panel').dataset.state") == "done"
+        shot = os.environ.get("BHANDAR_WEB_SCREENSHOT") if name == "siblings" else None
+        assert fits_everywhere(browser, shot) == {}
+
+
+def test_the_busiest_diagram_and_a_partition_fit_and_the_header_counts_are_the_clusters(
+    web: WebProcess, browser: Any
+) -> None:
+    browser.get(web.url)
+    # Two blind puts through B (not a replica of kv/k: it forwards) and a get: siblings, late
+    # answers and a forward, all in one diagram.
+    for line in ("trace on", "put kv k 1 ctx=none via=B", "put kv k 2 ctx=none via=B", "get kv k"):
+        web.command(line)
+    web.command("partition A | B C; kill E")
+    (status,) = web.command("status")
+    running = sum(1 for n in status["nodes"] if n["up"])
+    assert (running, len(status["nodes"])) == (4, 5)
+
+    def header_agrees(d: Any) -> bool:
+        (now,) = web.command("status")
+        nodes, up, line = header_counts(d)
+        return (nodes, up) == (len(now["nodes"]), running) and line == now["summary"]["line"]
+
+    WebDriverWait(browser, 30, poll_frequency=0.5).until(header_agrees)
+    assert header_counts(browser)[2].startswith("4/5 running · down E · partitioned {A} | {B, C} | {D, E}")
+    labels = browser.execute_script(
+        "return [...document.querySelectorAll('#sequence text')].map((t) => t.textContent)"
+    )
+    assert any("2 siblings" in label for label in labels), labels  # whole, not cut at 22 characters
+    assert fits_everywhere(browser) == {}
