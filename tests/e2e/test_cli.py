@@ -36,7 +36,7 @@ def test_status_json_lists_every_node_with_its_process(shared_cluster: ClusterFi
     table = run_cli("cluster", "status", "--cluster", shared_cluster.dir)
     assert (
         table.returncode == 0
-        and b"UN" in table.stdout
+        and b"5/5 running" in table.stdout
         and str(shared_cluster.nodes[0].port).encode() in table.stdout
     )
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -127,3 +128,31 @@ def test_unavailable_is_503_and_timeout_is_504(fresh_cluster: ClusterFile) -> No
         response = http.put("/v1/kv/web/slow", json={"value": 2})
         assert response.status_code == 503, response.text
         assert response.json()["code"] == "unavailable" and response.json()["needed"] == 2
+
+
+def test_plain_http_to_the_https_port_is_told_to_use_https(shared_cluster: ClusterFile) -> None:
+    """`curl http://127.0.0.1:PORT/...` against a TLS port: one line naming the https URL, not an
+    empty reply; the node logs it; and the port still speaks HTTPS afterwards."""
+    entry = shared_cluster.node("B")
+    assert shared_cluster.tls
+    with httpx.Client(timeout=15) as plain:
+        answer = plain.get(f"http://{entry.host}:{entry.http_port}/v1/kv/kv/k?consistency=ONE")
+    assert answer.status_code == 400
+    url = f"https://{entry.host}:{entry.http_port}/v1/kv/kv/k?consistency=ONE"
+    assert answer.text == f"this port speaks HTTPS, not plain HTTP: use {url}\n"
+    log = Path(entry.log)
+    wait_for(lambda: f"answered 'use {url}'" in log.read_text(errors="replace"), 10, "the log line")
+    with http_client(shared_cluster, "B") as secure:
+        assert secure.get("/v1/keyspaces").status_code == 200
+
+
+def test_plain_http_answer_names_the_url_the_request_meant() -> None:
+    from bhandar_cli.node.http.https_only import plain_http_answer
+
+    head = b"GET /v1/kv/carts/cart:1 HTTP/1.1\r\nHost: 127.0.0.1:8443\r\nUser-Agent: curl\r\n\r\n"
+    answer, url = plain_http_answer(head, 8443)
+    assert url == "https://127.0.0.1:8443/v1/kv/carts/cart:1"
+    assert answer.startswith(b"HTTP/1.1 400 Bad Request\r\n") and answer.endswith(f"use {url}\n".encode())
+    # A Host that is not a host:port is not echoed; the port's own address stands in.
+    _, url = plain_http_answer(b"GET / HTTP/1.1\r\nHost: <script>\r\n\r\n", 8443)
+    assert url == "https://127.0.0.1:8443/"

@@ -39,8 +39,9 @@ def test_everything_a_cluster_writes_is_its_owners_only(shared_cluster: ClusterF
 def test_the_http_api_speaks_only_https(shared_cluster: ClusterFile) -> None:
     entry = shared_cluster.node("A")
     assert http_base(shared_cluster, "A").startswith("https://")
-    with pytest.raises(httpx.HTTPError):
-        httpx.get(f"http://{entry.host}:{entry.http_port}/v1/keyspaces", timeout=5)
+    # Plain HTTP is not served: it is told, in one line, to use https.
+    plain = httpx.get(f"http://{entry.host}:{entry.http_port}/v1/keyspaces", timeout=5)
+    assert plain.status_code == 400 and "use https://" in plain.text
     with pytest.raises(httpx.HTTPError):  # a certificate this client does not trust
         httpx.get(f"{http_base(shared_cluster, 'A')}/v1/keyspaces", timeout=5)
 

@@ -76,10 +76,13 @@ async def serve(
     sockets = config.create_sockets()
     (sock,) = sockets.secure_sockets or sockets.insecure_sockets
     sock.listen(config.backlog)
-    listener: trio.abc.Listener[Any] = trio.SocketListener(trio.socket.from_stdlib_socket(sock))
+    plain = trio.SocketListener(trio.socket.from_stdlib_socket(sock))
+    listener: trio.abc.Listener[Any] = plain
     ssl_context = config.create_ssl_context()
-    if ssl_context is not None:
-        listener = trio.SSLListener(listener, ssl_context, https_compatible=True)
+    if ssl_context is not None:  # TLS, and plain HTTP told in one line to use https
+        from bhandar_cli.node.http.https_only import HttpsOnlyListener
+
+        listener = HttpsOnlyListener(plain, ssl_context)
     # Our apps take plain dicts where hypercorn's types name each ASGI message.
     wrapped = wrap_app(app, config.wsgi_max_body_size, "asgi")  # type: ignore[arg-type]
     context = WorkerContext(None)
