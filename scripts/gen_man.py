@@ -255,7 +255,9 @@ keyspace {"cmd":"keyspace","ok":true,"name":K,"policy":S,"n":N,"quorum":S,"ttl":
           "keyspaces":[{"name":K,"policy":S,"n":N,"quorum":S,"ttl":N}]})
 failure {"cmd":...,"ok":false,"error":"human sentence","code":"CODES|..."}
 status  {"cmd":"status","nodes":[{"id":"A","zone":"z1","up":true,"status":"normal","tokens":8,
-         "owns":0.21,"keys":N}]}
+         "owns":0.21,"keys":N,"state":"up","seen_down_by":[...],"group":null}],
+         "summary":{"line":"5/5 running","nodes":5,"running":5,"states":{...},"partitions":[]}}
+         (state: up, joining, leaving, suspected, partitioned, down or left)
 prefs   {"cmd":"prefs","replicas":["A","C","E"],"zones":{"A":"z1"},"fallbacks":[...]}
 clock   {"cmd":"clock","replicas":{"A":[{"dot":["A",2],"clock":{"A":2},"context":{"A":1},
          "value":V,"tombstone":false}]}}
@@ -327,7 +329,9 @@ GET    /metrics                             200 Prometheus text: bhandar_request
 """
 
 HTTP_TEXT = f"""Each node process serves HTTP on the port cluster status shows (HTTPS with the node's
-certificate in a secure cluster: curl --cacert DIR/tls/ca.crt https://127.0.0.1:PORT/...). A keyspace must be
+certificate in a secure cluster: curl --cacert DIR/tls/ca.crt https://127.0.0.1:PORT/...; the
+certificate names 127.0.0.1, not localhost; a plain http:// request to it is answered 400 with the
+https:// URL to use). A keyspace must be
 created (PUT /v1/keyspaces/NAME; every field of the body is optional) before a key of it is read
 or written; kv and counters exist from the start. A name is {KEYSPACE_NAME_RULE}, and a cluster
 holds at most {MAX_KEYSPACES} keyspaces. Failures answer {{"error":"human sentence","code":CODE}}:

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 RECENT = 6  # requests kept for the sequence diagrams
 LOGGED = 12  # commands kept for the page's session log
 LOG_CHARS = 2000  # of one command's printed reply
-LOG_WIDTH = 200  # the widest a table in the page's log is laid out
+LOG_WIDTH = 52  # a table in the page's log is laid out this wide: the log box's width in large text
 MAX_STEPS = 60  # a trace longer than this is cut (a diagram of hundreds of arrows helps nobody)
 
 
@@ -71,8 +71,8 @@ class WebState:
         from bhandar_cli.repl.views import render
 
         out = io.StringIO()
-        # Unwrapped (soft_wrap; tables at their natural width): the page wraps the text once, at
-        # its box's width. Wrapped here too, a sentence broke at two widths.
+        # Text unwrapped (soft_wrap): the page wraps it once, at its box's width (wrapped here too, a
+        # sentence broke at two widths). Tables are laid out to fit the box, columns wrapped inside.
         Console(file=out, width=LOG_WIDTH, color_system=None, soft_wrap=True).print(
             render(reply, self.session.commands)
         )

@@ -4,8 +4,8 @@ header's counts are the cluster's. Checked from the rendered DOM (tests/web/layo
 classroom demo played with `--web --auto` to its end, and on a session that draws the busiest
 diagram: two blind puts through a node that is not a replica, a get, a partition and a dead node.
 
-`BHANDAR_WEB_SCREENSHOT=docs/web.png pytest tests/web/test_layout.py -k siblings` refreshes the
-README's screenshot (the siblings demo at its end, 1280x720, large text)."""
+`BHANDAR_DEMO_SCREENSHOT=docs/web-demo.png pytest tests/web/test_layout.py -k siblings` refreshes
+the README's screenshot (the siblings demo at its end, 1280x720, large text)."""
 
 from __future__ import annotations
 
@@ -81,7 +81,7 @@ def test_a_demo_played_to_its_end_fits_every_screen(name: str, tmp_path: Path, b
             )
         )
         assert browser.execute_script("return document.getElementById('demo-panel').dataset.state") == "done"
-        shot = os.environ.get("BHANDAR_WEB_SCREENSHOT") if name == "siblings" else None
+        shot = os.environ.get("BHANDAR_DEMO_SCREENSHOT") if name == "siblings" else None
         assert fits_everywhere(browser, shot) == {}
 
 

@@ -25,10 +25,13 @@ TABLE: CommandTable[Session] = CommandTable()
 
 @TABLE.command(
     "status",
-    "nodes: up/down, zone, tokens, ownership, keys, hints",
-    help="""One row per node: its state (UN is up and normal), zone, tokens, share of the ring, keys
-    and hints it holds, and the peers it believes down; then ranges streaming to joining or from
-    leaving nodes, nodes that left, and the partition if there is one.""",
+    "nodes: state, zone, tokens, ownership, keys, hints",
+    help="""One row per node: its state, zone, tokens, share of the ring, keys and hints it holds,
+    and the peers it believes down; then ranges streaming to joining or from leaving nodes, and
+    the cluster in one line, as the bottom bar and the web page say it (5/5 running · down C).
+    The states: up; suspected (running, but a peer that can reach it believes it down);
+    partitioned (running, cut off from the other groups by partition); down (its process does
+    not run); joining, leaving; left.""",
     renderer=render_status,
 )
 async def status(session: Session, cmd: Command) -> dict[str, Any]:
