@@ -177,6 +177,10 @@ def test_a_write_while_a_replica_is_down_shows_the_hint_and_its_fallback(
             "return document.querySelector(`#node-${arguments[0]} [data-field=hints]`).textContent", holder
         ).endswith("→C)"),  # "1 (1→C)": hints held, and for whom
     )
+    # The key panel: C is down and was not asked, so what it holds is unknown, not zero.
+    down = "return document.querySelector('#key [data-holder=C]').textContent"
+    until(browser, lambda d: "down, not asked" in d.execute_script(down))
+    assert "unknown" in browser.execute_script(down) and "0 version" not in browser.execute_script(down)
     shot = os.environ.get("BHANDAR_WEB_SCREENSHOT") or str(tmp_path / "web.png")
     assert browser.save_screenshot(shot)
     assert Path(shot).stat().st_size > 10_000

@@ -142,3 +142,12 @@ def test_a_forwarded_request_starts_at_the_node_the_client_reached() -> None:
     msgs = [(e["from"], e["to"]) for e in view["events"] if e["kind"] == "msg"]
     assert msgs[:2] == [("client", "D"), ("D", "B")]
     assert view["participants"] == ["client", "B", "A", "C", "D"]
+
+
+def test_the_pages_log_gets_the_repls_words_unwrapped_so_it_wraps_them_once() -> None:
+    (snap,) = snapshots(["put kv k 1 ctx=none via=B; put kv k 2 ctx=none via=B; get kv k"])
+    text = snap["log"][0]["text"]
+    explained = next(line for line in text.splitlines() if line.startswith("2 siblings"))
+    # One line however long: the browser wraps it at its box (wrapped at 88 here too, it broke
+    # a sentence at two widths), and it ends where the sentence does.
+    assert len(explained) > 120 and explained.endswith("replaces them."), text
