@@ -55,8 +55,9 @@ def test_add_under_writes_loses_nothing_and_the_session_hears_the_cluster(fresh_
             [status] = [r.to_json() for r in await session.run_line("status")]
             heard = await backend.drain_notes()
 
-            await session.run_line("kill E")
             notices, lines = Notices(), list[str]()
+            notices.fold(await cluster_health(backend))  # what the session knows before the kill
+            await session.run_line("kill E")
             with trio.move_on_after(30):
                 while not any(line.startswith("down: E") for line in lines):
                     await trio.sleep(0.2)

@@ -16,6 +16,7 @@ import pytest
 
 from tests.repl.terminal_session import PROMPT, TerminalSession, prompt_problems
 from tests.test_readme_tour import transcripts
+from tests.web.conftest import page_key
 
 LONG_SENTENCE = "neither write had seen the other so the store keeps both until a merge replaces them"
 
@@ -60,7 +61,7 @@ def test_a_command_from_the_web_page_prints_above_the_prompt_wrapped_to_the_term
     request = urllib.request.Request(
         url + "api/command",
         data=json.dumps({"line": line}).encode(),
-        headers={"Content-Type": "application/json"},
+        headers={"Content-Type": "application/json", "X-Bhandar-Key": page_key(url)},
     )
     with urllib.request.urlopen(request, timeout=30) as response:
         assert all(reply["ok"] for reply in json.loads(response.read())["replies"])
