@@ -36,10 +36,13 @@ class TerminalSession:
             "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""),
             **({"PYTHONPATH": os.environ["PYTHONPATH"]} if "PYTHONPATH" in os.environ else {}),
         }
+        # The pane's size is the terminal's: not COLUMNS and LINES, which GNU readline exports (80
+        # columns without a terminal) when pytest imports it, and a tmux server started by the
+        # test passes on to every session.
         command = [sys.executable, "-P", "-m", "bhandar_cli", "repl", *args]
         self._tmux(
             "new-session", "-d", "-s", self.name, "-x", str(width), "-y", str(height),
-            "env", *(f"{k}={v}" for k, v in env.items()), *command,
+            "env", "-u", "COLUMNS", "-u", "LINES", *(f"{k}={v}" for k, v in env.items()), *command,
         )  # fmt: skip
         self._tmux("set-option", "-t", self.name, "history-limit", "20000")
         self.wait_for(self.idle, "the first prompt")
