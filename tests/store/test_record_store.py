@@ -285,9 +285,12 @@ def test_a_node_keeps_serving_and_repairing_beside_a_record_it_cannot_read() -> 
 
 
 def test_a_corruption_names_the_keys_and_the_time_as_a_person_reads_them() -> None:
-    from bhandar_cli.core.model.metrics import NodeMetrics
-    from bhandar_cli.core.model.store import StoreDamage
-    from bhandar_cli.core.repair.damage_repair import DamageRepair
+    from random import Random
+
+    from bhandar_cli.core.membership.ring import Ring
+    from bhandar_cli.core.model.config import NodeConfig
+    from bhandar_cli.core.model.store import MemoryStore, StoreDamage
+    from bhandar_cli.core.node import Node
     from bhandar_cli.storage.damage import Corruption, KeyInterval
     from bhandar_cli.store.record_store import data_key, key_name
 
@@ -298,13 +301,10 @@ def test_a_corruption_names_the_keys_and_the_time_as_a_person_reads_them() -> No
     assert "\\x00" not in said and "b'" not in said
     assert key_name(b"mgeneration") == "metadata generation"
 
-    class NoRanges:  # the anti-entropy role, with nothing to repair
-        def replicated_ranges(self) -> list[object]:
-            return []
-
-    role = DamageRepair(NoRanges(), NodeMetrics())  # type: ignore[arg-type]
-    role.on_damage(1796451666.3, [StoreDamage("sstable_block", "/d/000004.sst", 4096, said, ("kv",))])
-    role.on_damage(12.5, [StoreDamage("wal_record", "/d/000005.log", 0, "torn", ("kv",))])
-    first, second = role.conditions
+    # A node of its own (no keyspace, so nothing to repair) says where and when it found damage.
+    node = Node("A", Ring.build(["A"], 8), MemoryStore(), Random(0), 0.0, NodeConfig(repair_interval=0))
+    node.storage_damaged(1796451666.3, [StoreDamage("sstable_block", "/d/000004.sst", 4096, said, ("kv",))])
+    node.storage_damaged(12.5, [StoreDamage("wal_record", "/d/000005.log", 0, "torn", ("kv",))])
+    first, second = node.info(12.5, counts=False)["conditions"]
     assert first.startswith("storage corruption found at 2026-12-05 06:21:06 UTC: "), first
     assert second.startswith("storage corruption found at 12.5 s of virtual time: "), second
