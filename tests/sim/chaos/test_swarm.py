@@ -165,10 +165,20 @@ def test_a_swarm_interrupted_before_any_failure_exits_130(
         assert "swarm: interrupted after 1 of 5 seeds: 1 passed, 0 failed in " in result.stdout
 
 
+def _as_from_a_terminal() -> None:
+    """Give the child the SIGINT a shell's foreground command has: handled by default, not blocked.
+    A shell starts a background job (`pytest ... &` in a script) with SIGINT ignored, and an ignored
+    signal stays ignored across exec: the swarm would never see the Ctrl-C this test sends."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
 def test_ctrl_c_prints_the_tally_so_far() -> None:
     args = ["--swarm", "200", *PLANTED, "--jobs", "1"]
     command = [sys.executable, "-m", "bhandar_cli", "chaos", *args]
-    with subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=os.environ.copy()) as proc:
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, text=True, env=os.environ.copy(), preexec_fn=_as_from_a_terminal
+    ) as proc:
         assert proc.stdout is not None
         try:
             # Seed 13 runs first and fails: once its line is out, the swarm is under way.
