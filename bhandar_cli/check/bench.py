@@ -33,12 +33,16 @@ from typing import Any
 
 import trio
 
-from bhandar_cli.check.cluster import NodeCluster
+from bhandar_cli.check.cluster import NodeCluster, SetupError
 from bhandar_cli.check.history import History
 from bhandar_cli.check.router import Router
 from bhandar_cli.check.workloads.lin_kv import LinKv
 
 HOP_NODE = [sys.executable, "-m", "bhandar_cli.check.hop_node"]
+
+
+class HopRunFailed(RuntimeError):
+    """A hop node did not start, broke the protocol or wrote no report: that run measured nothing."""
 
 
 def _hops(reports: list[dict[str, Any]]) -> dict[str, float]:
@@ -59,14 +63,20 @@ def _last_json(path: Path) -> dict[str, Any]:
     for line in reversed(path.read_text(encoding="utf-8", errors="replace").splitlines()):
         if line.startswith("{"):
             return dict(json.loads(line))
-    raise RuntimeError(f"a hop node wrote no report to {path}")
+    raise HopRunFailed(f"hop node {path.stem} wrote no report{_said(path)}")
+
+
+def _said(log: Path) -> str:
+    """The last line a node wrote on standard error (its log goes with the run's directory)."""
+    lines = log.read_text(encoding="utf-8", errors="replace").strip().splitlines() if log.exists() else []
+    return f" (it said: {lines[-1][:200]})" if lines else " (its standard error is empty)"
 
 
 def through_harness(nodes: int, tokens: int, seconds: float, workdir: Path) -> dict[str, float]:
     names = [f"n{i}" for i in range(1, nodes + 1)]
 
     def refuse(exc: Exception) -> None:
-        raise RuntimeError(f"a hop node broke the protocol: {exc}")
+        raise HopRunFailed(f"a hop node broke the protocol: {exc}")
 
     async def run() -> None:
         cluster = NodeCluster(names, HOP_NODE, workdir, dict(os.environ), 10**9, refuse)
@@ -84,7 +94,10 @@ def through_harness(nodes: int, tokens: int, seconds: float, workdir: Path) -> d
                 await cluster.stop()
                 nursery.cancel_scope.cancel()
 
-    trio.run(run)
+    try:
+        trio.run(run)
+    except* (SetupError, HopRunFailed) as group:
+        raise HopRunFailed("; ".join(str(e) for e in group.exceptions)) from None
     return _hops([_last_json(workdir / f"{name}.log") for name in names])
 
 
@@ -111,7 +124,7 @@ def through_pipes(nodes: int, tokens: int, seconds: float, workdir: Path) -> dic
             os.close(ready_write)
             with os.fdopen(ready_read, "rb") as ready:
                 if ready.read(1) != b"r":  # end of file: the node died before it was ready
-                    raise RuntimeError(f"hop node {name} did not start (see {logs[i]})")
+                    raise HopRunFailed(f"hop node {name} did not start{_said(logs[i])}")
         for read_end, _ in pipes:
             os.close(read_end)
         for k in range(tokens):

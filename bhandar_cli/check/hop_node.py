@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import sys
 import time
@@ -71,6 +72,13 @@ def main() -> None:
         hop.report()
         os._exit(0)
 
+    # A SIGTERM that lands after the interpreter last checked for signals but before the read
+    # below blocks would leave the handler unrun until more input came, and at the end of a run
+    # none comes (the other nodes are stopping too). So the signal also writes a byte to a pipe,
+    # and the node waits on that pipe beside its input: a signal is never missed.
+    wake_read, wake_write = os.pipe()
+    os.set_blocking(wake_write, False)
+    signal.set_wakeup_fd(wake_write)
     signal.signal(signal.SIGTERM, stop)
     ready = os.environ.get("HOP_READY_FD")
     if ready:  # the direct-pipe run waits for this before it starts the clock
@@ -78,7 +86,13 @@ def main() -> None:
         os.close(int(ready))
     pending = b""
     broken = False  # the next node stopped first: the run is over, wait for the SIGTERM
-    while chunk := os.read(0, 1 << 16):
+    while True:
+        readable, _, _ = select.select([0, wake_read], [], [])
+        if wake_read in readable:  # the handler normally ran already, at select's return
+            stop(signal.SIGTERM, None)
+        chunk = os.read(0, 1 << 16)
+        if not chunk:
+            break
         pending += chunk
         *lines, pending = pending.split(b"\n")
         out: list[bytes] = []

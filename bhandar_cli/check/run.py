@@ -60,6 +60,9 @@ class CheckOptions:
     init_timeout: float = 10.0
     flood_limit: int = 10_000
     scenario: str = ""  # a checklist scenario's fixed faults instead of a draw from `nemesis`
+    # Faults given outright by a library caller (a test that must strike every operation), instead
+    # of a scenario or a draw; the report prints them, as it prints every plan.
+    plan: tuple[Fault, ...] = ()
 
 
 @dataclass
@@ -154,7 +157,9 @@ async def _run(opts: CheckOptions) -> Outcome:
     workload = workloads()[opts.workload](Random(rng.getrandbits(64)), names)
     net_rng, service_rng, fault_rng = (Random(rng.getrandbits(64)) for _ in range(3))
     client_rngs = [Random(rng.getrandbits(64)) for _ in range(opts.concurrency)]
-    if opts.scenario:
+    if opts.plan:
+        faults = list(opts.plan)
+    elif opts.scenario:
         faults = scenario(opts.scenario, names, opts.time_limit)
     else:
         faults = draw(fault_rng, list(opts.nemesis), names, opts.time_limit, opts.interval)

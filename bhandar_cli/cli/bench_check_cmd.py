@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import typer
 
-from bhandar_cli.cli.output import EXIT_USAGE, OUTPUT_OPTION, OutputFormat, emit_json, fail
+from bhandar_cli.cli.output import EXIT_USAGE, OUTPUT_OPTION, OutputFormat, emit_json, fail, fail_json
 
 
 def bench_check(
@@ -20,17 +20,17 @@ def bench_check(
     """What bhandar check adds: nodes passing messages round a ring through the harness, beside
     the same nodes over direct pipes (hops/s, median delay per hop, light and heavy load); and the
     time the lin-kv checker takes to decide a long history."""
-    from bhandar_cli.check.bench import checker_bench, harness_bench
+    from bhandar_cli.check.bench import HopRunFailed, checker_bench, harness_bench
 
     if not 2 <= nodes <= 64 or not 1 <= tokens <= 10_000 or not 0.2 <= seconds <= 600:
         fail("--nodes must be 2..64, --tokens 1..10000 and --seconds 0.2..600", EXIT_USAGE)
     if not 10 <= ops <= 1_000_000 or not 1 <= clients <= 100:
         fail("--ops must be 10..1000000 and --clients 1..100", EXIT_USAGE)
-    report = {
-        "cmd": "bench check",
-        **harness_bench(nodes, tokens, seconds),
-        "checker": checker_bench(ops, clients, seed),
-    }
+    try:
+        hops = harness_bench(nodes, tokens, seconds)
+    except HopRunFailed as exc:  # the logs it names are gone with the run's temporary directory
+        fail_json("bench check", output, f"the hop ring failed, nothing was measured: {exc}", "failed")
+    report = {"cmd": "bench check", **hops, "checker": checker_bench(ops, clients, seed)}
     if output is OutputFormat.json:
         emit_json(report)
         return

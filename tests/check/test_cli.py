@@ -140,3 +140,19 @@ def test_bench_check_measures_both_ways(tmp_path: Path) -> None:
         assert out[run]["hops"] > 20 and out[run]["median_hop_ms"] > 0
     assert out["checker"]["valid"]["verdict"] == "valid"
     assert out["checker"]["stale_read"]["verdict"] == "invalid"
+
+
+def test_bench_check_says_in_one_line_when_a_hop_node_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A node that dies before it is ready: one line naming the node and what it said, exit 1 (it
+    was a traceback)."""
+    import sys
+
+    import bhandar_cli.check.bench as bench
+
+    dies = "import sys; sys.stderr.write('no ring for me\\n'); sys.exit(3)"
+    monkeypatch.setattr(bench, "HOP_NODE", [sys.executable, "-c", dies])
+    result = invoke("bench-check", "--nodes", "2", "--tokens", "2", "--seconds", "0.2", "--ops", "10")
+    assert result.exit_code == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("bhandar: the hop ring failed, nothing was measured: ")
+    assert "n1 exited (status 3) before answering init" in lines[0] and "no ring for me" in lines[0]

@@ -1,7 +1,9 @@
 """Wall-clock moments a person names (`restore NAME until=TIME`): parsing and showing them.
 
 Accepted: ISO 8601 (`2026-12-04T17:45:03`, with a zone or as local time), a time of day today in
-local time (`17:45`, `17:45:03`, `17:45:03.250`), or Unix seconds (`@1733334303.5`).
+local time (`17:45`, `17:45:03`, `17:45:03.250`), Unix seconds (`@1733334303.5`), or a moment
+relative to now (`now`, `now-30s`, `now-5m`): the one form a script or a doc example can give
+without knowing when it will run.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 
+from bhandar_cli.core.model.durations import seconds_of
 from bhandar_cli.core.model.errors import BadInput
 
 _TIME_OF_DAY = re.compile(r"^(\d{1,2}):(\d{2})(?::(\d{2})(\.\d+)?)?$")
@@ -20,6 +23,13 @@ def parse_moment(text: str, now: float) -> float:
     try:
         if raw.startswith("@"):
             return float(raw[1:])
+        if raw.lower().startswith("now"):
+            rest = raw[3:].strip()
+            if not rest:
+                return now
+            ago = seconds_of(rest[1:].strip()) if rest[0] == "-" else None
+            if ago is not None and ago != float("inf"):
+                return now - ago
         match = _TIME_OF_DAY.match(raw)
         if match:
             hour, minute, second, frac = match.groups()
@@ -39,7 +49,7 @@ def parse_moment(text: str, now: float) -> float:
         pass
     raise BadInput(
         f"bad time {text!r}: use ISO 8601 (2026-12-04T17:45:03), a time of day today "
-        "(17:45:03, local time) or Unix seconds (@1733334303.5)"
+        "(17:45:03, local time), Unix seconds (@1733334303.5) or now, now-30s"
     )
 
 

@@ -223,10 +223,10 @@ async def snapshot(session: Session, cmd: Command) -> dict[str, Any]:
     help="""Waits (up to 10 s) for replication and hints to settle, verifies the snapshot's
     checksums (a damaged file refuses the restore and names it), then every node goes back to its
     SSTables of snapshot NAME plus, with until=TIME, every write it logged up to TIME (ISO 8601,
-    a time of day today such as 17:45:03, or @UNIX-SECONDS), and repair runs. The report gives RTO
-    (how long it took), the writes replayed, the writes acknowledged later that are discarded,
-    and RPO (how far after TIME, or the snapshot, the last of those was made).""",
-    examples=("restore before", "restore before until=17:45:03"),
+    a time of day today such as 17:45:03, @UNIX-SECONDS, now, or now-30s), and repair runs. The
+    report gives RTO (how long it took), the writes replayed, the writes acknowledged later that
+    are discarded, and RPO (how far after TIME, or the snapshot, the last of those was made).""",
+    examples=("restore before", "restore before until=17:45:03", "restore before until=now-30s"),
     renderer=render_restore,
 )
 async def restore(session: Session, cmd: Command) -> dict[str, Any]:
