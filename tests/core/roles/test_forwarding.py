@@ -7,7 +7,7 @@ from __future__ import annotations
 from bhandar_cli.core.membership.ring import key_token
 from bhandar_cli.core.model.metrics import NodeMetrics
 from bhandar_cli.core.model.records import Versioned
-from bhandar_cli.core.model.versions import JSON
+from bhandar_cli.core.model.versions import JSON, context_of
 from bhandar_cli.core.protocol.messages import (
     Failure,
     GetRequest,
@@ -128,3 +128,29 @@ def test_a_forwarded_increment_that_is_not_answered_is_an_unknown_outcome_never_
     assert isinstance(read, GetResult)
     after = c.call("C", IncrRequest(c.new_rid(), "counters", key, 1, "r-2"))
     assert isinstance(after, IncrResult) and after.value == 1  # A never got it: counted nowhere
+
+
+def test_a_write_that_read_one_copy_of_a_put_stored_twice_leaves_the_other_beside_it() -> None:
+    """What the double-apply costs, as `bhandar check -w dynamo-kv` sees it from the clients: a
+    write made with the context of a read that met only the fallback's copy replaces that copy,
+    and the slow coordinator's copy, arriving later, is not covered by it: the older value comes
+    back as a sibling of a write that had read it (the checker's "false sibling"). Recorded here as
+    the design does it today; docs/versions-and-siblings.md says so and what would close it."""
+    c = SimCluster(seed=23, nodes=5, zones=5)
+    key = a_key(c, KS, "A", "B")
+    home = c.ring.preference_list(key_token(KS, key), 3)
+    c.model.set_delay("A", 1.5)
+    result = put(c, "B", key, b'"slow"')
+    assert isinstance(result, PutResult) and result.coordinator == home[1], result
+    first = c.call(home[1], GetRequest(c.new_rid(), KS, key, "ONE"))
+    assert isinstance(first, GetResult) and isinstance(first.record, Versioned)
+    assert [s.dot[0] for s in first.record.siblings] == [home[1]]  # the fallback's copy only
+    context = context_of(first.record.siblings)
+    later = c.call(home[1], PutRequest(c.new_rid(), KS, key, b'"later"', JSON, context, "ONE"))
+    assert isinstance(later, PutResult), later
+    c.model.set_delay("A", 0.0)
+    c.run_for(5.0)
+    read = c.call(home[1], GetRequest(c.new_rid(), KS, key, "ALL"))
+    assert isinstance(read, GetResult) and isinstance(read.record, Versioned)
+    assert sorted(s.value for s in read.record.siblings) == [b'"later"', b'"slow"']
+    assert {s.dot[0] for s in read.record.siblings if s.value == b'"slow"'} == {"A"}
