@@ -215,10 +215,12 @@ def restore_snapshot(
     directory: str,
     replay: list[bytes] | None = None,
     cipher: DataCipher | None = None,
-) -> None:
+) -> int:
     """Make `directory` (new or empty) a copy of a snapshot by hard links (copies across file
-    systems); then open it. `replay`: WAL payloads (operations) written after the snapshot to
-    bring back too, as one WAL the next open replays (see pitr.py), sealed under `cipher`."""
+    systems); then open it. `replay`: WAL payloads (operations, and the time marks before them)
+    written after the snapshot to bring back too, as one WAL the next open replays (see pitr.py),
+    sealed under `cipher`. Returns the number of the restored directory's first WAL: every log of
+    its timeline (the replayed one, then those the engine writes) is numbered from there."""
     m = manifest.load(disk, snapshot, cipher)
     if m is None:
         raise CorruptManifestError(snapshot, "not a snapshot: no MANIFEST (a snapshot cut short?)")
@@ -228,6 +230,7 @@ def restore_snapshot(
     if disk.listdir(directory):
         raise ValueError(f"restore target {directory} is not empty")
     disk.makedirs(directory)
+    first_log = m.next_file
     for name in m.tables:
         archive.place(disk, join(snapshot, name), join(directory, name), copy=False)
     if replay:
@@ -241,3 +244,4 @@ def restore_snapshot(
             writer.close()
         m = replace(m, next_file=number + 1, log_number=number)
     manifest.store(disk, directory, replace(m, plain=plain, sealed=cipher is not None), cipher)
+    return first_log
