@@ -21,7 +21,9 @@ PROBLEMS_SHOWN = 10
 
 
 def repeat_command(opts: CheckOptions) -> str:
-    """The command line that runs the same plan again."""
+    """The command line that runs the same plan again: every option that differs from its
+    default. Faults a library caller gave outright (`CheckOptions.plan`) have no option: the line
+    then says that it repeats the run without them."""
     parts = ["bhandar", "check", "--bin", shlex.join(opts.argv), "-w", opts.workload]
     parts += ["--node-count", str(opts.node_count), "--concurrency", str(opts.concurrency)]
     parts += ["--rate", f"{opts.rate:g}", "--time-limit", f"{opts.time_limit:g}s", "--seed", str(opts.seed)]
@@ -29,9 +31,22 @@ def repeat_command(opts: CheckOptions) -> str:
         parts += ["--latency", f"{opts.latency_ms:g}ms"]
     if opts.scenario:
         parts += ["--scenario", opts.scenario]
-    elif opts.nemesis:
+    elif opts.nemesis and not opts.plan:
         parts += ["--nemesis", ",".join(opts.nemesis), "--nemesis-interval", f"{opts.interval:g}s"]
-    return " ".join(shlex.quote(p) for p in parts)
+    defaults = CheckOptions(opts.argv, opts.workload, opts.log_dir)
+    for option, value, default in (
+        ("--timeout", opts.op_timeout, defaults.op_timeout),
+        ("--recovery", opts.recovery, defaults.recovery),
+        ("--init-timeout", opts.init_timeout, defaults.init_timeout),
+    ):
+        if value != default:
+            parts += [option, f"{value:g}s"]
+    if opts.flood_limit != defaults.flood_limit:
+        parts += ["--flood-limit", str(opts.flood_limit)]
+    line = " ".join(shlex.quote(p) for p in parts)
+    if opts.plan:
+        line += "  # without its faults: they were given by the caller (CheckOptions.plan), not drawn"
+    return line
 
 
 def percentile(sorted_values: list[float], q: float) -> float:

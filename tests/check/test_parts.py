@@ -4,13 +4,16 @@ nemesis plan drawn from a seed, the counters' possible sums and the staleness cu
 from __future__ import annotations
 
 import itertools
+import shlex
 from random import Random
 
 import pytest
 
 from bhandar_cli.check.catalog import WORKLOADS
-from bhandar_cli.check.nemesis import KINDS, SCENARIOS, draw, scenario
+from bhandar_cli.check.nemesis import KINDS, SCENARIOS, Fault, draw, scenario
 from bhandar_cli.check.protocol import ProtocolError, decode, definite, encode
+from bhandar_cli.check.report import repeat_command
+from bhandar_cli.check.run import CheckOptions
 from bhandar_cli.check.services import services
 from bhandar_cli.check.staleness import curve, render
 from bhandar_cli.check.workloads import workloads
@@ -120,3 +123,25 @@ def test_the_staleness_curve() -> None:
 def test_the_catalog_names_every_workload_in_order() -> None:
     assert list(workloads()) == list(WORKLOADS)
     assert all(cls.doc == WORKLOADS[name] for name, cls in workloads().items())
+
+
+def test_the_repeat_command_names_every_option_that_differs_from_its_default() -> None:
+    opts = CheckOptions(("my node", "-x"), "g-set", "logs", 5, 2, 40.0, 3.0, 0.0, 7, ("kill",), 0.5)
+    assert shlex.split(repeat_command(opts)) == [
+        *("bhandar", "check", "--bin", "'my node' -x", "-w", "g-set", "--node-count", "5"),
+        *("--concurrency", "2", "--rate", "40", "--time-limit", "3s", "--seed", "7"),
+        *("--nemesis", "kill", "--nemesis-interval", "0.5s"),
+    ]
+    slow = CheckOptions(
+        ("n",), "echo", "logs", op_timeout=1.5, recovery=0.0, init_timeout=30.0, flood_limit=50
+    )
+    assert repeat_command(slow).endswith("--timeout 1.5s --recovery 0s --init-timeout 30s --flood-limit 50")
+
+
+def test_a_run_whose_faults_the_caller_gave_says_its_repeat_command_runs_without_them() -> None:
+    plan = (Fault("duplicate", 0.1, 0.9, ("n2",), 1.0),)
+    line = repeat_command(
+        CheckOptions(("n",), "pn-counter", "logs", seed=3, nemesis=("duplicate",), plan=plan)
+    )
+    assert "--nemesis" not in line
+    assert line.endswith("# without its faults: they were given by the caller (CheckOptions.plan), not drawn")
