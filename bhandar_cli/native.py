@@ -46,10 +46,7 @@ PATTERNS: tuple[str, ...] = (
 EXCLUDED: tuple[str, ...] = (
     "**/__init__.py",  # packages stay Python: nothing runs in them
     "bhandar_cli/storage/disk/interface.py",  # mypyc refuses its @runtime_checkable Protocols
-    # the real disk, its sync thread and the data directory's lock: system calls, not bytecode
-    "bhandar_cli/storage/disk/real_disk.py",
-    "bhandar_cli/storage/disk/sync_worker.py",
-    "bhandar_cli/storage/disk/data_dir_lock.py",
+    "bhandar_cli/storage/disk/real_disk.py",  # the real disk: system calls, not bytecode
     "bhandar_cli/core/model/errors.py",  # the error kinds: subclassed everywhere, never hot
     "bhandar_cli/core/model/store.py",  # MemoryStore: subclassed by tests; reached through a Protocol
     "bhandar_cli/storage/archive.py",  # saves its info's __dict__; runs once per snapshot

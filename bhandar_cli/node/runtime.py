@@ -4,7 +4,7 @@
 node (the in-process cluster, or a node process). It boots the node, then steps it whenever it is
 ready (an input arrived or a deadline passed). Without `offload` it runs the sync a step needs
 inline, at once; with `offload` the syncs run one after another on the node's sync thread
-(storage/disk/sync_worker.py) while the node goes on stepping, so the steps handled during one sync share the
+(node/sync_worker.py) while the node goes on stepping, so the steps handled during one sync share the
 next (pipelined group commit, see the executor): a step that leaves a sync wanted hands it to the
 thread if none runs, and the end of each sync (a callback on trio's thread) sends its effects and
 hands over the next. The store's background jobs
@@ -26,7 +26,7 @@ import trio
 
 from bhandar_cli.core.model.store import StoreJob
 from bhandar_cli.host.executor import NodeHost, PendingSync
-from bhandar_cli.storage.disk.sync_worker import SyncWorker
+from bhandar_cli.node.sync_worker import SyncWorker
 from bhandar_cli.storage.storage_errors import StorageError
 
 # Errors that end a node's life rather than one message: its disk failed, its store is in doubt.

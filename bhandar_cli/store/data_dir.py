@@ -14,12 +14,12 @@ from bhandar_cli.core.model.limits import check_snapshot_name
 from bhandar_cli.security.ca_trust import TLS_DIR
 from bhandar_cli.security.data_key import cipher_for
 from bhandar_cli.storage import archive, pitr
-from bhandar_cli.storage.disk.data_dir_lock import DirectoryLocked, lock_data_dir
 from bhandar_cli.storage.disk.real_disk import RealDisk
 from bhandar_cli.storage.engine import EngineOptions
 from bhandar_cli.storage.pitr import Split
 from bhandar_cli.storage.recovery import restore_snapshot
 from bhandar_cli.storage.wal import FsyncPolicy
+from bhandar_cli.store.data_dir_lock import DirectoryLocked, lock_data_dir
 from bhandar_cli.store.record_store import DATA as DATA_PREFIX
 from bhandar_cli.store.record_store import RecordStore
 
@@ -30,7 +30,7 @@ class DataDirInUse(Unavailable):
 
 class LockedStore(RecordStore):
     """A node's store on the local disk: it holds its directory's lock
-    (storage/disk/data_dir_lock.py) from open to close, across a `reopen`."""
+    (store/data_dir_lock.py) from open to close, across a `reopen`."""
 
     def __init__(self, disk: RealDisk, data_dir: str, options: EngineOptions) -> None:
         try:

@@ -15,9 +15,9 @@ import trio.testing
 
 from bhandar_cli.client.openers import ClusterOptions
 from bhandar_cli.repl.batch import open_session
-from bhandar_cli.storage.disk import data_dir_lock
-from bhandar_cli.storage.disk.data_dir_lock import DirectoryLocked, lock_data_dir
+from bhandar_cli.store import data_dir_lock
 from bhandar_cli.store.data_dir import DataDirInUse, open_node_store
+from bhandar_cli.store.data_dir_lock import DirectoryLocked, lock_data_dir
 
 
 def test_a_second_opener_is_refused_until_the_store_is_closed(tmp_path: Path) -> None:
@@ -50,7 +50,7 @@ def test_a_killed_holder_leaves_no_lock_behind(tmp_path: Path) -> None:
         [
             sys.executable,
             "-c",
-            "import sys, time; from bhandar_cli.storage.disk.data_dir_lock import lock_data_dir; "
+            "import sys, time; from bhandar_cli.store.data_dir_lock import lock_data_dir; "
             f"lock_data_dir({str(data)!r}); print('held', flush=True); time.sleep(60)",
         ],
         stdout=subprocess.PIPE,
