@@ -163,24 +163,6 @@ def start(disk: Disk, data_dir: str, snapshot: str, first_log: int, taken: float
         _store_json(disk, join(data_dir, ARCHIVES), [*listed, snapshot])
 
 
-def restart(disk: Disk, data_dir: str, snapshot: str, first_log: int) -> None:
-    """`data_dir` was just restored from `snapshot`: archive its timeline from now on, from WAL
-    `first_log` (the restored writes' log, then every later one). The WALs archived before belong
-    to the timeline the restore abandoned and are deleted (with their checksums): a later restore
-    of this snapshot until a time must replay the restored directory's writes, not those."""
-    info = ArchiveInfo.load(disk, snapshot)
-    wal_dir = join(snapshot, WAL_DIR)
-    old = [join(WAL_DIR, name) for name in disk.listdir(wal_dir)] if disk.exists(wal_dir) else []
-    path = join(snapshot, CHECKSUMS)
-    files = dict(_load_json(disk, path, {"files": {}})["files"])
-    for name in old:
-        files.pop(name, None)
-    _store_json(disk, path, {"files": files})  # first: a crash leaves unlisted files, not missing ones
-    for name in old:
-        disk.remove(join(snapshot, name))
-    start(disk, data_dir, snapshot, first_log, info.taken if info is not None else None)
-
-
 def active(disk: Disk, data_dir: str) -> list[str]:
     """The snapshot directories `data_dir` still archives its WALs for."""
     return [str(s) for s in _load_json(disk, join(data_dir, ARCHIVES), [])]

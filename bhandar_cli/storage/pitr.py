@@ -3,14 +3,9 @@
 A snapshot's archive (archive.py) holds every WAL written after it, in order; each write there
 follows a time mark (record_kinds.py) saying when it was made. `split` replays them as recovery does
 (wal.parse: a torn tail or a damaged stretch costs only its own records) and cuts at `until`:
-the writes made at or before it are kept (their payloads, each after the time mark it followed,
-go into the restored directory as one WAL, see recovery.restore_snapshot), the later ones are
-discarded and counted. Without `until` the restore goes back to the snapshot itself and every
-archived write is discarded.
-
-The kept writes keep their time marks because a restore starts the snapshot's archive again, for
-the restored directory's timeline (store/data_dir.py): a later `restore SNAPSHOT until=...` cuts
-that timeline, in which the kept writes come first.
+the writes made at or before it are kept (their payloads go into the restored directory as one
+WAL, see recovery.restore_snapshot), the later ones are discarded and counted. Without `until`
+the restore goes back to the snapshot itself and every archived write is discarded.
 """
 
 from __future__ import annotations
@@ -20,7 +15,7 @@ from dataclasses import dataclass, field
 from bhandar_cli.storage import archive, wal
 from bhandar_cli.storage.cipher import DataCipher
 from bhandar_cli.storage.disk.interface import Disk
-from bhandar_cli.storage.record_kinds import decode_log_link, decode_op, decode_time_mark, encode_time_mark
+from bhandar_cli.storage.record_kinds import decode_log_link, decode_op, decode_time_mark
 
 
 class NoWriteTimes(ValueError):
@@ -32,7 +27,6 @@ class Split:
     """The archived writes of one node's snapshot, cut at `until`."""
 
     kept: list[bytes] = field(default_factory=list)  # operation payloads, oldest first
-    replay: list[bytes] = field(default_factory=list)  # the kept payloads with their time marks
     kept_keys: list[tuple[bytes, bytes]] = field(default_factory=list)  # (engine key, value) of each
     discarded_keys: list[tuple[bytes, bytes]] = field(default_factory=list)
     last_kept: float | None = None  # wall time of the newest write kept
@@ -64,9 +58,6 @@ def split(disk: Disk, snapshot: str, until: float | None, cipher: DataCipher | N
             if until is not None and when is None:
                 raise NoWriteTimes(f"{path} has writes with no time marks: restore to the snapshot itself")
             if until is not None and when is not None and when <= until:
-                if when != out.last_kept:
-                    out.replay.append(encode_time_mark(when))
-                out.replay.append(payload)
                 out.kept.append(payload)
                 out.kept_keys.append((key, value))
                 out.last_kept = when

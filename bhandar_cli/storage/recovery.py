@@ -215,12 +215,10 @@ def restore_snapshot(
     directory: str,
     replay: list[bytes] | None = None,
     cipher: DataCipher | None = None,
-) -> int:
+) -> None:
     """Make `directory` (new or empty) a copy of a snapshot by hard links (copies across file
-    systems); then open it. `replay`: WAL payloads (operations, and the time marks before them)
-    written after the snapshot to bring back too, as one WAL the next open replays (see pitr.py),
-    sealed under `cipher`. Returns the number of the restored directory's first WAL: every log of
-    its timeline (the replayed one, then those the engine writes) is numbered from there."""
+    systems); then open it. `replay`: WAL payloads (operations) written after the snapshot to
+    bring back too, as one WAL the next open replays (see pitr.py), sealed under `cipher`."""
     m = manifest.load(disk, snapshot, cipher)
     if m is None:
         raise CorruptManifestError(snapshot, "not a snapshot: no MANIFEST (a snapshot cut short?)")
@@ -230,7 +228,6 @@ def restore_snapshot(
     if disk.listdir(directory):
         raise ValueError(f"restore target {directory} is not empty")
     disk.makedirs(directory)
-    first_log = m.next_file
     for name in m.tables:
         archive.place(disk, join(snapshot, name), join(directory, name), copy=False)
     if replay:
@@ -244,4 +241,3 @@ def restore_snapshot(
             writer.close()
         m = replace(m, next_file=number + 1, log_number=number)
     manifest.store(disk, directory, replace(m, plain=plain, sealed=cipher is not None), cipher)
-    return first_log

@@ -77,7 +77,6 @@ def restore_node_dir(
     discarded. The WALs still in the data directory are archived first (storage/archive.py), so
     every write the node logged after the snapshot is in the archive.
 
-    The snapshot's archive then starts again for the restored directory (archive.restart).
     The restored node's own dot counters go back in time; writing under a new actor id
     (`Node.home_actor`) keeps it from reusing dots it handed out after the snapshot. The node's
     TLS identity (DATA_DIR/tls) is not data: it waits beside the directory and comes back. An
@@ -99,10 +98,7 @@ def restore_node_dir(
         identity.rename(kept)
     shutil.rmtree(data_dir)
     os.makedirs(data_dir, mode=0o700)
-    first_log = restore_snapshot(disk, snapshot_dir, data_dir, split.replay, cipher_for(key))
-    # The snapshot archives the restored timeline from here: a later `restore ... until=` of it
-    # brings back what was written since this restore, not what this restore threw away.
-    archive.restart(disk, data_dir, snapshot_dir, first_log)
+    restore_snapshot(disk, snapshot_dir, data_dir, split.kept, cipher_for(key))
     if kept.is_dir():
         kept.rename(identity)
     fresh = open_node_store(data_dir, key=key)
