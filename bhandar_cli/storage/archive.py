@@ -25,7 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from bhandar_cli.storage.disk.interface import Disk, join, write_file_atomically
@@ -135,6 +135,7 @@ class ArchiveInfo:
     bytes: int = 0
     full: bool = False
     closed: bool = False
+    closed_at: float | None = None  # wall time of the restore that ended the timeline (None: unknown)
 
     @classmethod
     def load(cls, disk: Disk, snapshot: str) -> ArchiveInfo | None:
@@ -148,6 +149,7 @@ class ArchiveInfo:
             int(raw.get("bytes", 0)),
             bool(raw.get("full", False)),
             bool(raw.get("closed", False)),
+            None if raw.get("closed_at") is None else float(raw["closed_at"]),
         )
 
     def store(self, disk: Disk, snapshot: str) -> None:
@@ -180,10 +182,13 @@ def retire_log(disk: Disk, data_dir: str, name: str, limit: int) -> None:
     disk.remove(path)
 
 
-def archive_into(disk: Disk, data_dir: str, names: list[str], limit: int, close: bool = False) -> list[str]:
+def archive_into(
+    disk: Disk, data_dir: str, names: list[str], limit: int, closed_at: float | None = None
+) -> list[str]:
     """Link (or copy) the WALs `names` of `data_dir` into every snapshot archiving them; with
-    `close`, the archives stop (a restore ends this data directory's timeline). Returns the
-    snapshots still archiving."""
+    `closed_at` (the wall time of a restore), the archives stop there (a restore ends this data
+    directory's timeline). Returns the snapshots still archiving."""
+    close = closed_at is not None
     kept: list[str] = []
     listed = active(disk, data_dir)
     if not listed:
@@ -200,14 +205,16 @@ def archive_into(disk: Disk, data_dir: str, names: list[str], limit: int, close:
                 continue
             n = disk.size(join(data_dir, name))
             if size + n > limit:
-                info = ArchiveInfo(info.first_log, info.taken, size, True, info.closed)
+                info = replace(info, bytes=size, full=True)
                 break
             place(disk, join(data_dir, name), dst, copy=False)
             added.append(f"{WAL_DIR}/{name}")
             size += n
         if added:
             add_checksums(disk, snapshot, added)
-        info = ArchiveInfo(info.first_log, info.taken, size, info.full, info.closed or close)
+        info = replace(info, bytes=size)
+        if close and not info.closed:
+            info = replace(info, closed=True, closed_at=closed_at)
         info.store(disk, snapshot)
         if not info.full and not info.closed:
             kept.append(snapshot)
@@ -216,11 +223,12 @@ def archive_into(disk: Disk, data_dir: str, names: list[str], limit: int, close:
     return kept
 
 
-def close_all(disk: Disk, data_dir: str, limit: int) -> None:
-    """Archive the WALs still live in `data_dir` into every snapshot archiving it and stop: the
-    data directory is about to be replaced by a restore."""
+def close_all(disk: Disk, data_dir: str, limit: int, now: float) -> None:
+    """Archive the WALs still live in `data_dir` into every snapshot archiving it and stop, noting
+    `now` (wall time) as where each archive's timeline ends: the data directory is about to be
+    replaced by a restore."""
     logs = sorted(n for n in disk.listdir(data_dir) if (p := file_number(n)) is not None and p[1] == "log")
-    archive_into(disk, data_dir, logs, limit, close=True)
+    archive_into(disk, data_dir, logs, limit, closed_at=now)
 
 
 def archived_logs(disk: Disk, snapshot: str) -> list[str]:

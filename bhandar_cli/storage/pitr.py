@@ -34,6 +34,10 @@ class Split:
     last_discarded: float | None = None
     problems: list[str] = field(default_factory=list)  # damage met in the archived WALs
     full: bool = False  # the archive filled up: writes after its last WAL were never archived
+    # An earlier restore had ended the archive's timeline (the caller sets these: by the time the
+    # archive is split this restore has ended it too): later writes were never archived for it.
+    ended: bool = False
+    ended_at: float | None = None  # the wall time of that restore, when the archive says
 
 
 def split(disk: Disk, snapshot: str, until: float | None, cipher: DataCipher | None = None) -> Split:

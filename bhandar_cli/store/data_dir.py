@@ -11,6 +11,7 @@ from typing import Any
 
 from bhandar_cli.core.model.errors import BadInput, Refused, Unavailable
 from bhandar_cli.core.model.limits import check_snapshot_name
+from bhandar_cli.core.model.timestamps import show_moment
 from bhandar_cli.security.ca_trust import TLS_DIR
 from bhandar_cli.security.data_key import cipher_for
 from bhandar_cli.storage import archive, pitr
@@ -87,11 +88,14 @@ def restore_node_dir(
     limit = old.engine.options.archive_bytes
     old.close()
     disk = RealDisk()
-    archive.close_all(disk, data_dir, limit)
+    before = archive.ArchiveInfo.load(disk, snapshot_dir)
+    archive.close_all(disk, data_dir, limit, time.time())
     try:
         split = pitr.split(disk, snapshot_dir, until, cipher_for(key))
     except pitr.NoWriteTimes as e:
         raise BadInput(f"node {node}: {e}") from None
+    if before is not None and before.closed:
+        split.ended, split.ended_at = True, before.closed_at
     identity = Path(data_dir) / TLS_DIR
     kept = Path(data_dir).with_name(f".{Path(data_dir).name}.{TLS_DIR}")  # same file system
     if identity.is_dir():
@@ -126,8 +130,6 @@ def verify_snapshot(home: Path, nodes: list[str], until: float | None = None) ->
     for node in nodes:
         info = archive.ArchiveInfo.load(RealDisk(), str(home / node))
         if until is not None and info is not None and info.taken is not None and until < info.taken:
-            from bhandar_cli.core.model.timestamps import show_moment
-
             raise BadInput(
                 f"until={show_moment(until)} is before snapshot {home.name} was taken "
                 f"({show_moment(info.taken)}): restore an older snapshot, or give a later time"
@@ -157,6 +159,17 @@ def restore_summary(home: Path, splits: dict[str, Split], until: float | None) -
         for n, s in splits.items()
         if s.full
     ]
+    ended = {n: s.ended_at for n, s in splits.items() if s.ended}
+    if ended:
+        # This snapshot's archive holds the timeline an earlier restore left: whatever the nodes
+        # wrote after that restore was never archived for it, so the counts above leave it out.
+        at = sorted({str(show_moment(t)) for t in ended.values() if t is not None})
+        when = f" at {', '.join(at)}" if at else ""
+        warnings.append(
+            f"the WAL archive of {', '.join(sorted(ended))} ended with the restore{when}: the writes "
+            "made since were never archived for this snapshot, so this restore discarded them "
+            "without counting them (snapshot after a restore to keep the new timeline restorable)"
+        )
     return {
         "until": until,
         "snapshot_taken": taken,

@@ -88,6 +88,31 @@ def test_restore_to_the_snapshot_itself_keeps_no_later_write(tmp_path: Path) -> 
     assert restore["replayed"] == 0 and restore["discarded"] == BATCH and restore["until"] is None
 
 
+def test_restoring_a_snapshot_again_replays_its_timeline_and_warns_of_the_writes_since(
+    tmp_path: Path,
+) -> None:
+    """A restore ends the timeline its snapshot's archive recorded, and keeps it: restoring the
+    same snapshot again, to another time, replays that timeline (batch 2, which the first restore
+    threw away). What the nodes wrote after the first restore (batch 3) was never archived for
+    the snapshot: the second restore discards it too, and says so, since it cannot count it."""
+    out = _run(
+        [*_puts(1), "snapshot s1", *_puts(2), "wait converged", "restore s1", *_puts(3), "wait converged"],
+        tmp_path,
+    )
+    assert all(o["ok"] for o in out), [o for o in out if not o["ok"]]
+    first = next(o for o in out if o["cmd"] == "restore")
+    assert first["warnings"] == [] and first["discarded"] == BATCH
+    out = _run(["restore s1 until=now", *_gets()], tmp_path)
+    assert all(o["ok"] for o in out), [o for o in out if not o["ok"]]
+    again = out[0]
+    found = {o["key"] for o in out if o["cmd"] == "get" and o["found"]}
+    assert found == {f"b{b}-{i}" for b in (1, 2) for i in range(BATCH)}
+    assert again["replayed"] == BATCH and again["discarded"] == 0
+    (warning,) = again["warnings"]
+    assert warning.startswith("the WAL archive of A, B, C, D, E ended with the restore at ")
+    assert "the writes made since were never archived for this snapshot" in warning
+
+
 def test_a_damaged_snapshot_file_refuses_the_restore_and_names_it(tmp_path: Path) -> None:
     out = _run([*_puts(1), "snapshot s1"], tmp_path)
     assert all(o["ok"] for o in out)

@@ -39,7 +39,7 @@ def test_the_wals_after_a_snapshot_survive_flushes_and_restore_stops_at_a_time()
     assert len(archived_before_close) >= 2
     assert eng.stats().archives == 1 and eng.stats().archived_wal_bytes > 0
     eng.close()
-    archive.close_all(disk, "data", 1 << 30)  # a restore first takes the live WALs too
+    archive.close_all(disk, "data", 1 << 30, 0.0)  # a restore first takes the live WALs too
     assert archive.verify(disk, "snap") >= len(archived_before_close)
     split = pitr.split(disk, "snap", cut)
     assert [k for k, _ in split.kept_keys] == [b"b%02d" % i for i in range(40)]

@@ -218,7 +218,7 @@ def test_point_in_time_restore_reads_encrypted_archived_wals() -> None:
     for i in range(30):
         eng.put(b"b%02d" % i, MARK)
     eng.close()
-    archive.close_all(disk, "data", 1 << 30)
+    archive.close_all(disk, "data", 1 << 30, 0.0)
     logs = archive.archived_logs(disk, "snap")
     assert logs and not [p for p in logs if MARK in disk.read(p)]
     with pytest.raises(DataKeyError):
