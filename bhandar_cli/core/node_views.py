@@ -74,19 +74,7 @@ class NodeViews:
 
     def storage(self) -> dict[str, Any]:
         """Disk figures of an LSM-backed node ({} for the in-memory store)."""
-        stats = getattr(self.store, "stats", None)
-        if stats is None:
-            return {}
-        s = stats()
-        return {
-            "disk_bytes": s.disk_bytes,
-            "sstables": s.sstables,
-            "compaction_backlog": s.compaction_backlog,
-            "wal_bytes": s.wal_bytes,
-            "memtable_bytes": s.memtable_bytes,
-            "archives": s.archives,  # snapshots it keeps its WALs for (point-in-time restore)
-            "archived_wal_bytes": s.archived_wal_bytes,
-        }
+        return dict(self.store.disk_figures())
 
     def members(self, now: float) -> list[dict[str, Any]]:
         """The membership table as this node sees it (the `members` command)."""

@@ -134,9 +134,7 @@ class InProcessCluster:
             return False
         await runner.stopped()  # the last life's tasks (a sync in a thread) are gone
         if reopen:
-            reopen_store = getattr(host.store, "reopen", None)
-            if reopen_store is not None:
-                reopen_store()  # a restarted node reads its data back from disk (WAL replay)
+            host.store.reopen()  # a restarted node reads its data back from disk (WAL replay)
         await self._start(runner)
         return True
 

@@ -265,12 +265,12 @@ class NodeHost:
             effects.extend(node.storage_damaged(now, damage))
         if now >= node.next_deadline():
             effects.extend(node.tick(now))
-        durable = [e for e in effects if getattr(e, "durable", False)]
+        durable = [e for e in effects if e.durable]
         if not durable or "ack_before_sync" in self.config.bugs:
             # (The planted bug forgets the sync: acks rest on whatever a later sync saves.)
             self._dispatch(effects)
             return
-        self._dispatch([e for e in effects if not getattr(e, "durable", False)])
+        self._dispatch([e for e in effects if not e.durable])
         self._unsynced.append(durable)
 
     @property

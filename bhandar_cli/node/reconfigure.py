@@ -11,17 +11,19 @@ from typing import Any
 from bhandar_cli.core.model import live_config
 from bhandar_cli.core.model.errors import Unavailable
 from bhandar_cli.core.model.live_config import LiveConfig
+from bhandar_cli.core.model.store import Store
 from bhandar_cli.host.executor import NodeHost
 from bhandar_cli.storage.compaction import TierPolicy
 from bhandar_cli.storage.options import EngineOptions
+from bhandar_cli.store.record_store import RecordStore
 
 
-def tune_store(store: Any, live: LiveConfig) -> None:
+def tune_store(store: Store, live: LiveConfig) -> None:
     """The storage keys of `live` on the store's engine (their defaults where not set); an
     in-memory store has no engine and nothing to tune."""
-    engine = getattr(store, "engine", None)
-    if engine is None:
+    if not isinstance(store, RecordStore):
         return
+    engine = store.engine
     engine_defaults, tier_defaults = EngineOptions(), TierPolicy()
     tiers = replace(
         engine.options.tiers,

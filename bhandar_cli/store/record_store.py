@@ -22,7 +22,7 @@ from typing import Any
 
 import cbor2
 
-from bhandar_cli.core.model.records import Record
+from bhandar_cli.core.model.records import Record, Versioned
 from bhandar_cli.core.model.store import HintKey, StoreDamage
 from bhandar_cli.storage.damage import Corruption, KeyInterval
 from bhandar_cli.storage.disk.interface import Disk
@@ -101,7 +101,7 @@ class RecordStore:
             return None
 
     def put(self, keyspace: str, key: str, record: Record) -> None:
-        policy = self._policies.get(keyspace, "counter" if not hasattr(record, "siblings") else "siblings")
+        policy = self._policies.get(keyspace, "siblings" if isinstance(record, Versioned) else "counter")
         self.engine.put(data_key(keyspace, key), encode_data(policy, record))
 
     def remove(self, keyspace: str, key: str) -> None:
@@ -207,6 +207,18 @@ class RecordStore:
 
     def stats(self) -> EngineStats:
         return self.engine.stats()
+
+    def disk_figures(self) -> dict[str, int]:
+        s = self.engine.stats()
+        return {
+            "disk_bytes": s.disk_bytes,
+            "sstables": s.sstables,
+            "compaction_backlog": s.compaction_backlog,
+            "wal_bytes": s.wal_bytes,
+            "memtable_bytes": s.memtable_bytes,
+            "archives": s.archives,  # snapshots it keeps its WALs for (point-in-time restore)
+            "archived_wal_bytes": s.archived_wal_bytes,
+        }
 
     def take_damage(self) -> list[StoreDamage]:
         return [self._damage(c) for c in self.engine.take_corruptions()]

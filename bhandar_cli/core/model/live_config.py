@@ -5,7 +5,7 @@ set keep the node's defaults, `NodeConfig` in config.py and the storage engine's
 change is made by `changed` (one key, validated before anything changes: an unknown key or a bad
 value is one `BadInput`), rolled out node by node by the client (client/ops/config_rollout.py), and applied
 by each node at runtime: `Node.reconfigure` (the core tunables, through `retune` here) and its
-driver (`STORAGE_KEYS`: the engine's, store/data_dir.py `tune_store`).
+driver (`STORAGE_KEYS`: the engine's, node/reconfigure.py `tune_store`).
 """
 
 from __future__ import annotations

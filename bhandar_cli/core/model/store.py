@@ -78,6 +78,16 @@ class Store(Protocol):
         """Sync and release files; the store is not used again."""
         ...
 
+    def reopen(self) -> None:
+        """Close and open again, reading everything back from the disk, as a restarted process
+        would (its WAL replayed). A store in memory has nothing to read back."""
+        ...
+
+    def disk_figures(self) -> dict[str, int]:
+        """What the store holds on disk (`disk_bytes`, `sstables`, `compaction_backlog`,
+        `wal_bytes`, `memtable_bytes`, `archives`, `archived_wal_bytes`); {} in memory."""
+        ...
+
 
 class MemoryStore:
     """Dictionaries; survives a simulated crash of its node because the runtime keeps the object."""
@@ -147,6 +157,12 @@ class MemoryStore:
 
     def background_job(self) -> StoreJob | None:
         return None  # no files, no jobs
+
+    def reopen(self) -> None:
+        pass  # the records are the process's memory: a restart keeps them (a kill in a test)
+
+    def disk_figures(self) -> dict[str, int]:
+        return {}
 
     def close(self) -> None:
         pass  # nothing to release

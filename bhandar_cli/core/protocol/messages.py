@@ -203,6 +203,7 @@ class Note:
 
     text: str
     data: dict[str, Any] = field(default_factory=dict)
+    durable: bool = False  # (every effect says whether it waits for the sync: a note never does)
 
 
 @dataclass(frozen=True, slots=True)

@@ -76,5 +76,11 @@ class IndexedStore:
     def take_damage(self) -> list[StoreDamage]:
         return self._store.take_damage()
 
+    def reopen(self) -> None:
+        self._store.reopen()
+
+    def disk_figures(self) -> dict[str, int]:
+        return self._store.disk_figures()
+
     def close(self) -> None:
         self._store.close()
