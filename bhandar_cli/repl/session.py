@@ -6,6 +6,7 @@ bad command costs one line of error and the session goes on.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -17,6 +18,7 @@ from bhandar_cli.client.client import Client
 from bhandar_cli.core.model.errors import BhandarError, ClientError
 from bhandar_cli.repl.grammar import ParseError, parse
 from bhandar_cli.repl.table import Command, CommandTable
+from bhandar_cli.repl.views_ops import progress_line
 
 # How a session serves its web view (the `web` command): web/background.py's
 # `serve_in_background`, handed over by whoever opens the session, since the web view is a face
@@ -62,6 +64,16 @@ class Session:
         # Where lines that arrive between commands are printed (the web page's commands): the
         # interactive REPL's terminal, which keeps its prompt intact; None prints to stdout.
         self.terminal: Terminal | None = None
+
+    def show_progress(self, event: dict[str, Any]) -> None:
+        """A line of a rolling operation's progress (upgrade, config set), as it happens: through
+        the terminal in the interactive REPL (above the prompt, when the page's command box ran
+        the operation while a prompt is shown), else on stderr (stdout keeps the one reply)."""
+        line = progress_line(event)
+        if self.terminal is not None:
+            self.terminal.write(line + "\n")
+        else:
+            print(line, file=sys.stderr, flush=True)
 
     def parse(self, line: str) -> list[Command]:
         """The line's commands; raises ParseError if any of them does not parse."""

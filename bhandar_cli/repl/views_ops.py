@@ -4,7 +4,6 @@ restore, upgrade). Rendering only."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TextIO
@@ -201,11 +200,6 @@ def progress_line(event: dict[str, Any]) -> str:
     extra = "".join(f" {k}={v}" for k, v in event.items() if k not in ("node", "phase", "elapsed", "what"))
     what = event.get("what", "upgrade")
     return f"{what}: {event['node']} {event['phase']} ({event['elapsed']:.1f} s){extra}"
-
-
-def print_progress(event: dict[str, Any]) -> None:
-    """Progress on stderr, as it happens (stdout keeps the command's one reply, JSON or table)."""
-    print(progress_line(event), file=sys.stderr, flush=True)
 
 
 KEPT_PHASES = frozenset({"rollback", "not settled"})  # on a terminal too, these stay on their own line

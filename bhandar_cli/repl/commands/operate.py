@@ -28,7 +28,6 @@ from bhandar_cli.repl.session import Session
 from bhandar_cli.repl.table import Arg, Command, CommandSpec, CommandTable, Option
 from bhandar_cli.repl.views_ops import (
     nodes_timed,
-    print_progress,
     render_add,
     render_config,
     render_decommission,
@@ -251,7 +250,7 @@ async def upgrade(session: Session, cmd: Command) -> dict[str, Any]:
     if given is not None and not given.isdigit():
         raise BadInput(f"to must be a protocol version, 1, 2 or 3 (got {given!r})")
     to = int(given) if given is not None else None
-    return await session.client.ops.upgrade(to, print_progress)
+    return await session.client.ops.upgrade(to, session.show_progress)
 
 
 def _node_or_all(cmd: Command) -> str | None:
@@ -293,4 +292,4 @@ async def config(session: Session, cmd: Command) -> dict[str, Any]:
     seconds = parse_duration(window) if window is not None else None
     if seconds is not None and not 0.1 <= seconds <= 600:
         raise BadInput(f"window must be 0.1s to 600s (got {window})")
-    return await session.client.ops.config_set(cmd.arg(1), cmd.arg(2), print_progress, seconds)
+    return await session.client.ops.config_set(cmd.arg(1), cmd.arg(2), session.show_progress, seconds)
