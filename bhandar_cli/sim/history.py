@@ -4,13 +4,8 @@ checker concluded about it (violations, counts). `sim/checker/check.py` judges i
 import math
 from dataclasses import dataclass
 
-from bhandar_cli.core.model.errors import REFUSED_INPUT
 from bhandar_cli.core.model.records import Record
 from bhandar_cli.core.protocol.messages import Failure, GetResult, Result
-
-# A failed write with one of these codes was refused before anything was stored, so it cannot
-# have superseded anything.
-NOT_APPLIED = REFUSED_INPUT | {"unavailable", "unreachable"}
 
 WRITES = ("put", "delete")
 

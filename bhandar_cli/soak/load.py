@@ -24,11 +24,12 @@ from typing import Any
 import trio
 
 from bhandar_cli.core.model.config import KeyspaceDef
+from bhandar_cli.core.model.errors import NOT_APPLIED
 from bhandar_cli.core.model.records import Versioned
 from bhandar_cli.core.model.versions import JSON, context_of
 from bhandar_cli.core.protocol.messages import Failure, GetRequest, IncrRequest, PutRequest
 from bhandar_cli.fleet.cluster_file import ClusterFileError
-from bhandar_cli.sim.history import NOT_APPLIED, History, Operation
+from bhandar_cli.sim.history import History, Operation
 
 VERSIONED = KeyspaceDef("soak")
 TALLY = KeyspaceDef("soak_tally", policy="counter")

@@ -27,6 +27,10 @@ ErrorCode = Literal[
 ERROR_CODES: tuple[ErrorCode, ...] = get_args(ErrorCode)
 # Input the store refuses before anything is applied: a usage error (exit 2) in the CLI.
 REFUSED_INPUT: frozenset[ErrorCode] = frozenset({"bad_input", "too_large", "unknown_keyspace"})
+# A failed write with one of these codes was refused before anything was stored: it did not happen
+# and never will (every other failure of a write may have been applied somewhere).
+# ("unreachable": the client's own code for a node it could not reach.)
+NOT_APPLIED: frozenset[str] = REFUSED_INPUT | {"unavailable", "unreachable"}
 
 
 class BhandarError(Exception):

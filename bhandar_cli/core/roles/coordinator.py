@@ -14,7 +14,7 @@ from dataclasses import replace
 from bhandar_cli.core.membership.ring import key_token
 from bhandar_cli.core.membership.ringview import RingView
 from bhandar_cli.core.model.config import LEVELS, KeyspaceDef, NodeConfig, one_of
-from bhandar_cli.core.model.errors import BadInput, BhandarError, Unavailable
+from bhandar_cli.core.model.errors import NOT_APPLIED, BadInput, BhandarError, Unavailable
 from bhandar_cli.core.model.keyspaces import Keyspaces
 from bhandar_cli.core.model.limits import (
     check_context,
@@ -40,6 +40,7 @@ from bhandar_cli.core.protocol.messages import (
     PutRequest,
     PutResult,
     RepairRequest,
+    Respond,
     SchemaUpdate,
     Send,
 )
@@ -129,6 +130,8 @@ class Coordinator:
             offset = round((op.sent - op.trace.started) * 1000.0, 3)
             steps = (*op.trace.steps, *((round(ms + offset, 3), text) for ms, text in result.trace))
             result = replace(result, trace=steps)
+        if isinstance(result, Failure) and len(op.tried) > 1:
+            result = _outcome_unknown(result, op.tried[:-1])
         return [answer(op.rid, op.origin, result)]
 
     def expire_forward(self, now: float, op: ForwardOp) -> list[Effect]:
@@ -175,9 +178,12 @@ class Coordinator:
         if trace is not None:
             trace.note(now, f"{self.node_id} falls back: a coordinator other than {', '.join(op.tried)}")
         try:
-            return self._route(now, req, op.origin, ks, plan, needed, op.tried, trace)
+            effects = self._route(now, req, op.origin, ks, plan, needed, op.tried, trace)
         except BhandarError as exc:
             return self._fail(op, f"forwarded to {op.target}, which did not answer in time; {exc}")
+        # Refused here at once (no coordinator agreed on, a sibling limit...): as a reply from the
+        # next coordinator would be, it is no proof that the first did not apply the put.
+        return [_answer_outcome_unknown(e, op) for e in effects]
 
     def _fail(self, op: ForwardOp, error: str) -> list[Effect]:
         steps = tuple(op.trace.steps) if op.trace is not None else ()
@@ -330,3 +336,33 @@ class Coordinator:
     def _broadcast_schema(self) -> list[Effect]:
         update = SchemaUpdate(self.keyspaces.all())
         return [Send(peer, update) for peer in self.ring_view.peers()]
+
+
+def _outcome_unknown(failure: Failure, tried: tuple[str, ...]) -> Failure:
+    """A put's failure after its first coordinators (`tried`) did not answer in time. They may
+    have applied it, so a failure that says "not applied" (unavailable, refused input) is not
+    the put's outcome: it becomes a timeout, an outcome unknown, and says both."""
+    if failure.code not in NOT_APPLIED:
+        return failure
+    return replace(
+        failure,
+        code="timeout",
+        error=(
+            f"forwarded to {', '.join(tried)}, which did not answer in time: the outcome is unknown "
+            f"(the put may have been applied there); then: {failure.error}"
+        ),
+    )
+
+
+def _answer_outcome_unknown(effect: Effect, op: ForwardOp) -> Effect:
+    """`effect`, or, if it answers `op`'s client with a failure, that failure as an unknown outcome."""
+    if op.origin is None:
+        if isinstance(effect, Respond) and effect.rid == op.rid and isinstance(effect.result, Failure):
+            return replace(effect, result=_outcome_unknown(effect.result, op.tried))
+        return effect
+    if not isinstance(effect, Send) or effect.dst != op.origin:
+        return effect
+    msg = effect.msg
+    if isinstance(msg, ClientReply) and msg.rid == op.rid and isinstance(msg.result, Failure):
+        return replace(effect, msg=replace(msg, result=_outcome_unknown(msg.result, op.tried)))
+    return effect

@@ -13,10 +13,11 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Iterable, Mapping
 
+from bhandar_cli.core.model.errors import NOT_APPLIED
 from bhandar_cli.core.model.records import Record, Versioned
 from bhandar_cli.core.model.versions import Dot
 from bhandar_cli.sim.checker.finding_text import dot_text, show_value
-from bhandar_cli.sim.history import NOT_APPLIED, History, Operation, Violation
+from bhandar_cli.sim.history import History, Operation, Violation
 
 
 def _records_seen(

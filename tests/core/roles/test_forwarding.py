@@ -154,3 +154,33 @@ def test_a_write_that_read_one_copy_of_a_put_stored_twice_leaves_the_other_besid
     assert isinstance(read, GetResult) and isinstance(read.record, Versioned)
     assert sorted(s.value or b"" for s in read.record.siblings) == [b'"later"', b'"slow"']
     assert {s.dot[0] for s in read.record.siblings if s.value == b'"slow"'} == {"A"}
+
+
+def test_a_put_refused_by_the_fallback_after_the_first_coordinator_was_slow_is_an_unknown_outcome() -> None:
+    """`bhandar chaos --seed 3742943869 --ops 2000`: a delete went to a coordinator that took it
+    but answered too late; the fallback refused it at once (unavailable) and the client heard a
+    failure that promises the write was not applied, while the first coordinator had applied it.
+    Here the fallback refuses a context that claims more of its own actor than it issued (only it
+    can tell; A takes the put): after a fallback, a failure says the outcome is unknown."""
+    c = SimCluster(seed=23, nodes=5, zones=5)
+    key = a_key(c, KS, "A", "B")
+    fallback = c.ring.preference_list(key_token(KS, key), 3)[1]
+    c.model.set_delay("A", 1.5)  # A takes the put, and answers after B's timeout
+    req = PutRequest(c.new_rid(), KS, key, b'"v"', JSON, {fallback: 10**6}, trace=True)
+    result = c.call("B", req)
+    assert isinstance(result, Failure), result
+    steps = [text for _, text in result.trace]
+    assert steps[:4] == [
+        "B forwards to A",
+        steps[1],
+        "B falls back: a coordinator other than A",
+        f"B forwards to {fallback}",
+    ]
+    assert result.code == "timeout", result
+    assert (
+        "the outcome is unknown (the put may have been applied there); then: context from the future"
+        in result.error
+    )
+    c.model.set_delay("A", 0.0)
+    c.run_for(5.0)
+    assert [v for v, _ in live_values(c, "A", key)] == [b'"v"']  # it was applied

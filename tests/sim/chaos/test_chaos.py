@@ -57,6 +57,9 @@ STORE_BUG_SEEDS = {
     # Writes acknowledged at ONE during a join rested on the one replica the join dropped: the
     # joining node was down, so it was no pending replica and got no hint (core/roles/quorum.py).
     "a pending replica that was down": ChaosOptions(901936, 8000),
+    # A delete taken by a coordinator that answered too late, then refused by the fallback (it was
+    # leaving): the client heard "unavailable", which says not applied (core/roles/coordinator.py).
+    "a fallback's refusal reported as the outcome": ChaosOptions(3742943869, 2000),
 }
 PLANTED = ChaosOptions(13, 1500, faults=("clog", "loss"), consistency="QUORUM", bugs=("ack_before_quorum",))
 # The driver acknowledges before syncing the store: only a disk that loses unsynced writes shows it.
