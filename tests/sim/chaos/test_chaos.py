@@ -60,6 +60,8 @@ STORE_BUG_SEEDS = {
     # A delete taken by a coordinator that answered too late, then refused by the fallback (it was
     # leaving): the client heard "unavailable", which says not applied (core/roles/coordinator.py).
     "a fallback's refusal reported as the outcome": ChaosOptions(3742943869, 2000),
+    # The same, for a put whose context had replaced two acknowledged values: they looked lost.
+    "a fallback's refusal, the values it replaced looking lost": ChaosOptions(25402730, 2000),
 }
 PLANTED = ChaosOptions(13, 1500, faults=("clog", "loss"), consistency="QUORUM", bugs=("ack_before_quorum",))
 # The driver acknowledges before syncing the store: only a disk that loses unsynced writes shows it.
