@@ -382,7 +382,7 @@ class Node:
         if isinstance(op, HandoffOp):
             return self._handoff.on_ack(now, msg.op, msg, op)
         if isinstance(op, OwnershipOp):
-            return self._ownership.on_ack(msg.op, src, msg, op)
+            return self._ownership.on_ack(now, msg.op, src, msg, op)
         if isinstance(op, PutOp | IncrOp):
             return self._writes.on_ack(now, src, msg, op)
         return []

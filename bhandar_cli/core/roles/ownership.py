@@ -12,14 +12,18 @@ future ring too, while a range moves), each acknowledgement remembered with the 
 that only what changed goes again. A walk reads only the arcs the node replicates in neither ring,
 from the hash index (core/repair/hash_index.py): hashing every key of the store was an idle node's main cost.
 
-Once every replica it was sent to has acknowledged a record, the node drops its copy, as Riak
-does: kept, the copy only ages, and once the replicas have deleted the key and reaped the tombstone
-(core/repair/reaping.py asks only the replicas) it would bring the deleted value back, sent again after a
-restart or served again when the range moves back to this node. Its dots are never minted again
-without the record (the dot lease, dot_lease.py, never issues a counter twice). A counter is kept,
-as its actor must never forget its own entry (core/model/crdt.py), and a counter cannot be deleted; the
-digest of what its replicas acknowledged goes to the store's metadata so that it is not sent again
-after a restart.
+Once every replica it was sent to has acknowledged a record, and the ring has stood still here for
+the time every node takes to hear of a change (`NodeConfig.detection_bound`), the node drops its
+copy. Until then a coordinator that has not heard of the move yet still reads from this node as a
+replica, and an answer "absent" from it would be a stale read where R + W > N (`bhandar chaos
+--seed 226736680 --ops 2000`: a node dropped a key it had handed to a node that had just joined,
+and a read at ONE met it). Then it drops the copy, as Riak does: kept, the copy only ages, and once
+the replicas have deleted the key and reaped the tombstone (core/repair/reaping.py asks only the
+replicas) it would bring the deleted value back, sent again after a restart or served again when
+the range moves back to this node. Its dots are never minted again without the record (the dot
+lease, dot_lease.py, never issues a counter twice). A counter is kept, as its actor must never
+forget its own entry (core/model/crdt.py), and a counter cannot be deleted; the digest of what its
+replicas acknowledged goes to the store's metadata so that it is not sent again after a restart.
 """
 
 from __future__ import annotations
@@ -77,6 +81,7 @@ class OwnershipHandoff:
         self.ops = ops
         self._handed: dict[tuple[str, str], Handed] = {}
         self._rings: tuple[Ring, Ring] | None = None  # the rings of the last walk
+        self._moved_at = now  # when they last changed
         self._runs: dict[tuple[Ring, Ring, int], list[list[Arc]]] = {}  # foreign arcs of those rings
         self._next_walk = now
         self._in_flight = 0
@@ -89,6 +94,8 @@ class OwnershipHandoff:
         moved = self._rings is None or rings[0] is not self._rings[0] or rings[1] is not self._rings[1]
         if not moved and now < self._next_walk:
             return []
+        if moved:
+            self._moved_at = now
         self._rings = rings
         self._next_walk = now + WALK_EVERY
         return self._walk(now, *rings)
@@ -158,6 +165,10 @@ class OwnershipHandoff:
             handed = self._handed[(ks.name, key)] = Handed(d)
         view = self.ring_view
         handed.targets = {t for t in owners + pending if view.status_of(t) not in ("leaving", "left")}
+        if handed.targets and handed.targets <= handed.acked:
+            if self._settled(now):  # acknowledged while the ring was still moving: drop it now
+                self._handed_over(ks.name, key, d)
+            return []
         out: list[Effect] = []
         for target in sorted(handed.targets - handed.acked):
             if not view.is_up(target, now):
@@ -170,15 +181,19 @@ class OwnershipHandoff:
             out.append(Send(target, ReplicaWrite(op_id, ks, key, record, None, "handoff")))
         return out
 
-    def on_ack(self, op_id: int, src: str, msg: ReplicaAck, op: OwnershipOp) -> list[Effect]:
+    def on_ack(self, now: float, op_id: int, src: str, msg: ReplicaAck, op: OwnershipOp) -> list[Effect]:
         self.ops.discard(op_id)
         self._in_flight = max(0, self._in_flight - 1)
         handed = self._handed.get((op.keyspace, op.key))
         if msg.ok and handed is not None and handed.digest == op.digest:
             handed.acked.add(src)
-            if handed.targets <= handed.acked:
+            if handed.targets <= handed.acked and self._settled(now):
                 self._handed_over(op.keyspace, op.key, handed.digest)
         return []
+
+    def _settled(self, now: float) -> bool:
+        """Whether every node has heard of the ring as this node sees it (see the docstring)."""
+        return not self.ring_view.moving() and now - self._moved_at >= self.config.detection_bound()
 
     def _handed_over(self, keyspace: str, key: str, handed: bytes) -> None:
         """Every replica holds the record: drop it (a counter: note it), unless it changed since."""

@@ -115,3 +115,24 @@ def test_a_handed_over_copy_is_dropped_so_a_reaped_delete_stays_deleted() -> Non
     assert values == [], f"the deleted value is back: {after}"
     total = get_all(c, "A", "tally", tally)
     assert isinstance(total, PNCounter) and total.value == 3, total
+
+
+def test_a_handed_over_copy_stays_until_every_node_has_heard_of_the_move() -> None:
+    """`bhandar chaos --seed 226736680 --ops 2000`: the node a join took a key from dropped its
+    copy as soon as the joiner acknowledged it, while a coordinator that had not heard the join
+    was done still read from it as a replica, and a read at ONE found nothing (where R + W > N).
+    The copy now stays until the ring has stood still for the detection bound."""
+    c = SimCluster(seed=5, nodes=3, zones=1)
+    assert not isinstance(c.call("A", KeyspaceRequest(c.new_rid(), KV)), Failure)
+    c.run_for(1.0)
+    future = Ring({**c.ring.tokens_by_node(), "D": node_tokens("D", c.vnodes)}, {**c.ring.zones, "D": "z1"})
+    key, dropped = moving_key(c.ring, future, "strict")
+    put = PutRequest(c.new_rid(), "strict", key, b'"v"', JSON, None, "ALL")
+    assert isinstance(c.call("A", put), PutResult)
+    c.add_node("D", "z1")
+    assert c.loop.run_until_true(lambda: all(c.status_of("D", n) == "normal" for n in "ABCD"), c.now + 60)
+    c.run_for(1.0)  # D has the key by now (ownership handoff or the join's stream)
+    assert isinstance(stored(c, "D", "strict", key), Versioned)
+    assert isinstance(stored(c, dropped, "strict", key), Versioned), "dropped while the ring still moves"
+    c.run_for(c.config.detection_bound() + 12.0)  # settled, and the next walk has come
+    assert stored(c, dropped, "strict", key) is None

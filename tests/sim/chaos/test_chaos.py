@@ -62,6 +62,9 @@ STORE_BUG_SEEDS = {
     "a fallback's refusal reported as the outcome": ChaosOptions(3742943869, 2000),
     # The same, for a put whose context had replaced two acknowledged values: they looked lost.
     "a fallback's refusal, the values it replaced looking lost": ChaosOptions(25402730, 2000),
+    # A node dropped a key it had handed to a joiner while a coordinator still read from it as a
+    # replica: a read at ONE found nothing where R + W > N (core/roles/ownership.py).
+    "a handed-over copy dropped while the ring moved": ChaosOptions(226736680, 2000),
 }
 PLANTED = ChaosOptions(13, 1500, faults=("clog", "loss"), consistency="QUORUM", bugs=("ack_before_quorum",))
 # The driver acknowledges before syncing the store: only a disk that loses unsynced writes shows it.
