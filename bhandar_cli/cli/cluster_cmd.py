@@ -25,6 +25,7 @@ from bhandar_cli.cli.output import (
     fail,
     fail_json,
 )
+from bhandar_cli.node.net.wire_versions import MIN_COMPATIBLE_VERSION, PROTOCOL_VERSION, PROTOCOLS
 
 if TYPE_CHECKING:
     from bhandar_cli.client.backends.tcp_backend import TcpBackend
@@ -98,9 +99,9 @@ def up(
         False, "--insecure", help="Plain TCP without certificates (loopback only; for experiments)."
     ),
     protocol: int = typer.Option(
-        3,
+        PROTOCOL_VERSION,
         "--protocol",
-        metavar="1|2|3",
+        metavar=PROTOCOLS,
         help="Wire protocol the nodes speak (cluster upgrade --to moves it).",
     ),
     no_encrypt: bool = typer.Option(
@@ -133,8 +134,8 @@ def up(
         fail("--vnodes must be 1..1024 and --replicas 1..min(nodes, 9)", EXIT_USAGE)
     if fsync not in ("always", "batch", "none"):
         fail(f"--fsync must be always, batch or none (got {fsync!r})", EXIT_USAGE)
-    if protocol not in (1, 2, 3):
-        fail(f"--protocol must be 1, 2 or 3 (got {protocol})", EXIT_USAGE)
+    if not MIN_COMPATIBLE_VERSION <= protocol <= PROTOCOL_VERSION:
+        fail(f"--protocol must be {MIN_COMPATIBLE_VERSION}..{PROTOCOL_VERSION} (got {protocol})", EXIT_USAGE)
     from bhandar_cli.fleet.placement import parse_issuers
 
     try:

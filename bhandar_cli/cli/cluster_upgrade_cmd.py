@@ -11,11 +11,12 @@ import typer
 
 from bhandar_cli.cli.cluster_cmd import DIR_OPTION, _print, run_async
 from bhandar_cli.cli.output import EXIT_USAGE, OUTPUT_OPTION, OutputFormat, emit_json, fail
+from bhandar_cli.node.net.wire_versions import MIN_COMPATIBLE_VERSION, PROTOCOL_VERSION, PROTOCOLS
 
 
 def upgrade(
     to: int | None = typer.Option(
-        None, "--to", metavar="1|2|3", help="Wire protocol to move every node to (default: restart only)."
+        None, "--to", metavar=PROTOCOLS, help="Wire protocol to move every node to (default: restart only)."
     ),
     directory: str | None = DIR_OPTION,
     output: OutputFormat = OUTPUT_OPTION,
@@ -24,7 +25,6 @@ def upgrade(
     protocol --to), and wait until it serves before the next. Refuses a step that would leave two
     replicas of a key down; progress (node, phase, seconds) goes to stderr."""
     from bhandar_cli.client.openers import open_tcp_client
-    from bhandar_cli.node.net.codec import MIN_COMPATIBLE_VERSION, PROTOCOL_VERSION
     from bhandar_cli.repl.views_ops import node_progress, render_upgrade
 
     if to is not None and not MIN_COMPATIBLE_VERSION <= to <= PROTOCOL_VERSION:

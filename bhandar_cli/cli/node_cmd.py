@@ -14,6 +14,7 @@ import typer
 
 from bhandar_cli.cli.output import EXIT_USAGE, fail
 from bhandar_cli.core.model.config import LEVELS, NODE_ID, NODE_ID_RULE, one_of
+from bhandar_cli.node.net.wire_versions import MIN_COMPATIBLE_VERSION, PROTOCOL_VERSION, PROTOCOLS
 
 node_app = typer.Typer(
     help="Run one node of a process cluster (cluster up starts these for you).",
@@ -91,11 +92,11 @@ def run(
         "cluster up makes DIR/keys/data.key). Without it: $BHANDAR_DATA_KEY, else plain.",
     ),
     protocol: int = typer.Option(
-        3,
+        PROTOCOL_VERSION,
         "--protocol",
-        metavar="1|2|3",
-        help="Newest wire protocol this node reads and writes (1 or 2: as a build of that version "
-        "does, to run a mixed cluster; `cluster upgrade --to 3` moves it).",
+        metavar=PROTOCOLS,
+        help="Newest wire protocol this node reads and writes (1 to 3: as a build of that version "
+        f"does, to run a mixed cluster; `cluster upgrade --to {PROTOCOL_VERSION}` moves it).",
     ),
     config: str = typer.Option(
         "", "--config", hidden=True, metavar="JSON", help="Cluster configuration to start with."
@@ -112,7 +113,6 @@ def run(
         fail("--vnodes must be 1..1024 and --replicas 1..9", EXIT_USAGE)
     if not 0.05 <= frame_timeout <= 3600:
         fail("--frame-timeout must be between 0.05 and 3600 seconds", EXIT_USAGE)
-    from bhandar_cli.node.net.codec import MIN_COMPATIBLE_VERSION, PROTOCOL_VERSION
 
     if config:
         from bhandar_cli.core.model.errors import BadInput

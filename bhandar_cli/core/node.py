@@ -75,6 +75,7 @@ from bhandar_cli.core.repair.reaping import TombstoneReaper
 from bhandar_cli.core.roles import streaming as st
 from bhandar_cli.core.roles.coordinator import Coordinator
 from bhandar_cli.core.roles.dot_lease import DotLease
+from bhandar_cli.core.roles.exact_dots import ExactDots
 from bhandar_cli.core.roles.expiry import ExpirySweeper
 from bhandar_cli.core.roles.handoff import HintedHandoff
 from bhandar_cli.core.roles.hints import HintQueue
@@ -160,7 +161,8 @@ class Node:
         replica = Replica(node_id, store, hints, keyspaces, view, metrics, sibling_limit)
         reads = ReadCoordinator(node_id, config, store, keyspaces, replica, ops, metrics)
         lease = DotLease.load(store, home_actor)
-        writes = WriteCoordinator(node_id, lease, config, store, replica, ops, metrics)
+        exact = ExactDots(store, lease)
+        writes = WriteCoordinator(node_id, lease, config, store, replica, ops, metrics, exact)
         reaper = TombstoneReaper(node_id, config, store, view, metrics)
         ae_parts = (keyspaces, view, ids, reaper, metrics, first_repair, sibling_limit)
         anti_entropy = AntiEntropy(node_id, config, store, hash_index, *ae_parts)

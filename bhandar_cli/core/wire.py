@@ -22,6 +22,13 @@ top-level message, which is where `to_wire_at` looks. Version 2 added:
 - `Goodbye` (a new message, `MESSAGES_ADDED_IN`): a node stopping cleanly says so, and its
   version-2 peers call it down at once (writes for it become hints at once, rather than after the
   failure detector's seconds). A version-1 peer is never sent one (it could not read it).
+
+Version 3 sends batches (node/net/codec.py). Version 4 added:
+
+- `PutRequest.dot`, `PutRequest.ts` and `ClientReply.stored`: a node forwarding a put mints its
+  exact dot (and stamps its time), and the coordinator says whether it stored the put under it
+  (core/roles/exact_dots.py). A version-3 peer reads the put without them and mints its own dot,
+  as before.
 """
 
 from __future__ import annotations
@@ -140,6 +147,7 @@ def registry() -> dict[str, type]:
 
 ADDED_IN: dict[int, dict[str, tuple[str, ...]]] = {
     2: {"GossipSyn": ("sent",), "GossipAck": ("echo",)},
+    4: {"PutRequest": ("dot", "ts"), "ClientReply": ("stored",)},
 }
 """Protocol version -> message type name -> the fields that version added."""
 

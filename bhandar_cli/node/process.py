@@ -70,7 +70,9 @@ class NodeProcess:
         self.options = options
         self.id = options.id
         self.tls = tls
-        self.config = NodeConfig(default_n=options.replicas)
+        # A node speaking an older protocol than 4 has no exact dots to send (its peers, as old as
+        # it, could not carry them: core/roles/exact_dots.py).
+        self.config = NodeConfig(default_n=options.replicas, exact_dots=options.protocol >= 4)
         self.store = open_node_store(options.data_dir, options.fsync, options.data_key)
         self.snapshot_root = Path(options.snapshot_dir or Path(options.data_dir).parent / "snapshots")
         self._boot_tokens = TokenTable(self.store)

@@ -108,8 +108,7 @@ class CheckResult:
     increments: int  # distinct request ids
     retries: int  # attempts beyond the first of a request id
     keys_checked: int
-    pruned_keys: int  # keys whose resurrection check was skipped because of context pruning
-    stored_twice: int  # puts stored as two identical siblings (a duplicated request, see _learn_dots)
+    stored_twice: int  # puts stored as two identical siblings (a duplicated request, see learn_dots)
     moving_stale_reads: int = 0  # strict-quorum stale reads of writes made during a range movement
 
     @property

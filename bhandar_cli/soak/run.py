@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from bhandar_cli.core.membership.ring import key_token
-from bhandar_cli.core.model.config import KeyspaceDef, NodeConfig
+from bhandar_cli.core.model.config import KeyspaceDef
 from bhandar_cli.core.model.errors import BadInput, ClientError, Unavailable
 from bhandar_cli.core.model.records import Record, merge_records
 from bhandar_cli.fleet import cluster_file, supervisor
@@ -104,7 +104,6 @@ async def run_soak(
         held.final,
         held.replicas,
         held.hints_left,
-        NodeConfig().max_vv_entries,
         progress.faults.movements,
     )
     progress.phase = "done"

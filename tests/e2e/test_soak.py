@@ -20,7 +20,6 @@ import trio
 
 from bhandar_cli.client.openers import open_tcp_client
 from bhandar_cli.core.membership.ring import key_token
-from bhandar_cli.core.model.config import NodeConfig
 from bhandar_cli.core.model.values import encode_json
 from bhandar_cli.fleet import cluster_file
 from bhandar_cli.fleet.cluster_file import ClusterFile
@@ -109,8 +108,7 @@ def test_the_soak_check_reports_writes_the_cluster_never_got(shared_cluster: Clu
                 assert (await heal_and_converge(client, 60)).converged
                 held = await collect(client.backend, history, keyspaces)
                 assert not held.unreadable
-                vv_limit = NodeConfig().max_vv_entries
-                return check(history, keyspaces, held.final, held.replicas, held.hints_left, vv_limit)
+                return check(history, keyspaces, held.final, held.replicas, held.hints_left)
 
             honest = await verdict()
             # Plant: an acknowledged put of a value nobody stored, an acknowledged +1000 nobody sent.

@@ -147,7 +147,9 @@ class NodeConfig:
     max_value_bytes: int = MAX_VALUE_BYTES
     sibling_warn: int = 25
     sibling_max: int = 100
-    max_vv_entries: int = 10
+    # A node forwarding a put mints its exact dot (core/roles/exact_dots.py); off in a node that
+    # speaks an older wire protocol than 4 (its peers could not carry the dot).
+    exact_dots: bool = True
 
     def detection_bound(self) -> float:
         """Seconds within which every live node has noticed a dead peer (a stated, tested bound)."""

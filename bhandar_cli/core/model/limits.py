@@ -20,13 +20,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from bhandar_cli.core.model.errors import BadInput, TooLarge
+from bhandar_cli.core.model.versions import compact, is_exact
 
 MAX_KEY_BYTES = 1024  # UTF-8 bytes of a key
 MAX_VALUE_BYTES = 1 << 20  # bytes of a stored value
 MAX_JSON_DEPTH = 64  # nesting of arrays and objects in a JSON value
 MAX_INTEGER = 2**53 - 1  # |counter delta|, |counter value| and every counter of a context
-MAX_CONTEXT_CHARS = 4096  # characters of a context token
-MAX_CONTEXT_ACTORS = 64  # entries (actors) of a context
+# A key's context holds an entry per actor that ever wrote it (no entry is ever pruned: see
+# core/model/versions.py), so these leave room for every node of a large cluster twice over.
+MAX_CONTEXT_CHARS = 8192  # characters of a context token
+MAX_CONTEXT_ACTORS = 256  # entries of a context (an actor's counter, or one exact dot)
 MAX_REQUEST_ID_CHARS = 128  # an increment's request id
 SNAPSHOT_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
 ACTOR = re.compile(r"^[A-Za-z0-9_.~-]{1,64}$")  # a node id, or a node's later actor (A~3, A~r1)
@@ -98,21 +101,41 @@ def check_counter_total(key: str, before: int, after: int) -> None:
 
 
 def check_context(context: Mapping[Any, Any]) -> dict[str, int]:
-    """A decoded causal context: at most 64 actors, each a node's actor name with a counter in
-    1..2^53-1. The core checks a context from a raw frame with this too."""
+    """A decoded causal context: at most 256 entries, each a node's actor name with a counter in
+    1..2^53-1, or one exact dot (`A~x:7`, whose counter is 7). Returned compacted (versions.py),
+    as `join` leaves a context. The core checks a context from a raw frame with this too."""
     if len(context) > MAX_CONTEXT_ACTORS:
         raise BadInput(
-            f"context of {len(context)} actors is over the limit of {MAX_CONTEXT_ACTORS} "
+            f"context of {len(context)} entries is over the limit of {MAX_CONTEXT_ACTORS} "
             "(use the context a get returned)"
         )
     out: dict[str, int] = {}
-    for actor, counter in context.items():
-        if not isinstance(actor, str) or not ACTOR.match(actor):
+    for entry, counter in context.items():
+        if not isinstance(entry, str):
+            raise BadInput("malformed context (bad node name inside)")
+        actor, _, alone = entry.partition(":")
+        if not ACTOR.match(actor) or (alone and not (is_exact(actor) and alone == str(counter))):
             raise BadInput("malformed context (bad node name inside)")
         if not isinstance(counter, int) or isinstance(counter, bool) or not 0 < counter <= MAX_INTEGER:
             raise BadInput(f"malformed context (counter of {actor} outside 1..{MAX_INTEGER})")
-        out[actor] = counter
-    return out
+        out[entry] = counter
+    return compact(out)
+
+
+def check_exact_dot(dot: Any) -> None:
+    """The exact dot a forwarding node minted for a put (core/roles/exact_dots.py), as a raw frame
+    may carry it."""
+    if (
+        not isinstance(dot, tuple)
+        or len(dot) != 2
+        or not isinstance(dot[0], str)
+        or not ACTOR.match(dot[0])
+        or not is_exact(dot[0])
+        or not isinstance(dot[1], int)
+        or isinstance(dot[1], bool)
+        or not 0 < dot[1] <= MAX_INTEGER
+    ):
+        raise BadInput(f"malformed exact dot {dot!r}")
 
 
 def json_depth(text: str, limit: int = MAX_JSON_DEPTH) -> int:

@@ -121,6 +121,10 @@ class NodeMetrics:
     replica_requests: int = 0
     forwarded: int = 0
     forward_fallbacks: int = 0  # forwarded puts handed to another coordinator after a timeout
+    # Forwarded puts no coordinator stored under the exact dot minted for them: stored as a void
+    # (refused by every coordinator), or left as a hint of the put (an unknown outcome).
+    exact_dots_voided: int = 0
+    exact_dots_left_as_hints: int = 0
     repair_sessions: int = 0
     keys_repaired: int = 0
     tombstones_reaped: int = 0
@@ -165,6 +169,8 @@ class NodeMetrics:
             "replica_requests",
             "forwarded",
             "forward_fallbacks",
+            "exact_dots_voided",
+            "exact_dots_left_as_hints",
             "repair_sessions",
             "keys_repaired",
             "tombstones_reaped",

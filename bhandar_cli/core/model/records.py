@@ -42,14 +42,15 @@ def merge_records(policy: str, a: Record | None, b: Record | None) -> Record | N
         # output of a merge: one sibling per dot, none covered by another's context. If one
         # record's dots are a subset of the other's, the union is the larger record, and no
         # context in it covers a sibling of it, so the merge is the larger record itself.
+        # A void beside a copy of its dot (exact_dots.py, rare) needs the full merge, where it wins.
         if a.siblings == b.siblings:
             return a
-        a_dots = {s.dot for s in a.siblings}
-        if len(a_dots) >= len(b.siblings) and all(s.dot in a_dots for s in b.siblings):
+        a_dots = {s.dot: s.ctype for s in a.siblings}
+        if len(a_dots) >= len(b.siblings) and all(a_dots.get(s.dot) == s.ctype for s in b.siblings):
             return a
         if len(a_dots) <= len(b.siblings):
-            b_dots = {s.dot for s in b.siblings}
-            if a_dots <= b_dots:
+            b_dots = {s.dot: s.ctype for s in b.siblings}
+            if all(b_dots.get(dot) == ctype for dot, ctype in a_dots.items()):
                 return b
         return Versioned(merge_siblings(a.siblings, b.siblings))
     raise TypeError(f"cannot merge a {type(a).__name__} with a {type(b).__name__} (keyspace policy {policy})")

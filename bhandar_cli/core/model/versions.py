@@ -1,24 +1,37 @@
-"""Dotted version vectors: siblings, causal contexts, merge, LWW and the limits on both.
+"""Dotted version vectors: siblings, causal contexts with their dot cloud, merge and LWW.
 
-Every write gets a *dot* (actor, counter) from its coordinator and carries the *context* (a version
-vector) the client read before writing. A sibling is obsolete exactly when another sibling's context
-covers its dot. Two writes with the same context through the same coordinator get different dots,
-so both survive as siblings (a bare vector-clock increment would silently drop one: Riak's lesson).
+Every write gets a *dot* (actor, counter) and carries the *context* the client read before writing.
+A sibling is obsolete exactly when another sibling's context covers its dot. Two writes with the
+same context through the same coordinator get different dots, so both survive as siblings (a bare
+vector-clock increment would silently drop one: Riak's lesson).
+
+Two kinds of actor mint dots, and a context counts each kind its own way:
+
+- A *home* actor (a node id, or its later name after a restore: `A`, `A~r1`) is a home replica
+  coordinating the key. Its counter comes from its lease (core/roles/dot_lease.py), one sequence
+  for every key, above anything the key's record or the write's context claims of it. Replicas always
+  receive the coordinator's whole merged record, never a lone sibling, so a record that knows (A, n)
+  also holds or covers every earlier A-dot of that key: the context entry `A: n` claims them all.
+- An *exact* actor (`A~x`, `A~x7`: `exact_actor`) is a node minting a dot for a key it does not
+  hold: a put it forwards (every coordinator that takes the put applies it under that one dot, so
+  a put handed to a second coordinator is still one write), or a write it coordinates as a fallback.
+  Its counters are dense per key (1, 2, 3, ...; core/roles/exact_dots.py), but its dots reach the
+  replicas in any order, so a context names them as they are seen: the entry `A~x: n` means dots
+  1..n, and a dot seen beyond that prefix is an entry of its own, `A~x:7: 7` (the *dot cloud* of
+  delta-CRDT causal contexts). `join` folds a cloud dot into the prefix once the gap below it is
+  seen. A context never claims an exact dot it has not seen, in any arrival order.
 
 Merging is "union by dot, then drop what some other sibling's context covers". That is commutative,
-associative and idempotent because coverage is judged against the whole union.
-
-A coordinator's counter for a key is above anything it has seen for itself in that key's record
-(dots and contexts alike), so a forged or stale context can never make it reuse a dot, and above
-every counter it issued for any key (its counter lease, core/roles/dot_lease.py, durable before a dot above
-its saved mark leaves the node), so a crash or a pruned context cannot make it forget one.
-Replicas always receive the coordinator's whole merged record, never a lone sibling, so a record
-that knows dot (A, n) also holds or covers every earlier A-dot of that key.
+associative and idempotent because coverage is judged against the whole union. Contexts are never
+pruned: dropping an entry would let a value a client read and wrote over come back. They stay
+bounded because every actor's dots fold into one entry: a key's context holds one entry per actor
+that ever wrote it, plus, for a moment, exact dots that arrived ahead of an earlier one (each minted
+exact dot is eventually stored, as the write or as a void: exact_dots.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from operator import attrgetter
 
@@ -27,8 +40,12 @@ VersionVector = Mapping[str, int]
 
 JSON = "application/json"
 BYTES = "application/octet-stream"
+# The content type of a void: the tombstone a forwarder stores under an exact dot whose put was
+# never applied, so that no gap stays in the key's dots (core/roles/exact_dots.py). A void is
+# nobody's write: it wins over a copy of the same dot (the put it stands for, refused), and reads
+# show nothing of it but its dot in the context.
+VOID = "bhandar/void"
 
-MAX_VV_ENTRIES = 10
 SIBLING_WARN = 25
 SIBLING_MAX = 100
 
@@ -48,35 +65,110 @@ class Sibling:
         return self.value is None
 
     @property
+    def void(self) -> bool:
+        return self.ctype == VOID
+
+    @property
     def clock(self) -> dict[str, int]:
         """The version vector of this sibling: its context plus its own dot."""
         clock = dict(self.context)
-        actor, counter = self.dot
-        if clock.get(actor, 0) < counter:
-            clock[actor] = counter
+        add_dot(clock, self.dot)
         return clock
 
 
+def exact_actor(actor: str, incarnation: int = 0) -> str:
+    """The exact actor of the node whose home actor is `actor` (`A~x`), or a later one of the same
+    node for one key (`A~x7`: exact_dots.py starts one after a crash left a dot of the key in flight)."""
+    return f"{actor}~x{incarnation or ''}"
+
+
+def is_exact(actor: str) -> bool:
+    """Whether `actor` mints exact dots (counted dot by dot) rather than a home actor's chain."""
+    cut = actor.rfind("~x")
+    return cut > 0 and (cut + 2 == len(actor) or actor[cut + 2 :].isdigit())
+
+
+def cloud_entry(dot: Dot) -> str:
+    """The context entry naming one exact dot beyond its actor's prefix: `A~x:7` (value 7)."""
+    return f"{dot[0]}:{dot[1]}"
+
+
+def cloud_dot(entry: str) -> Dot | None:
+    """The dot a context entry names alone (`A~x:7` -> ("A~x", 7)), or None for an actor's entry."""
+    cut = entry.rfind(":")
+    if cut < 0:
+        return None
+    return entry[:cut], int(entry[cut + 1 :])
+
+
 def covers(context: VersionVector, dot: Dot) -> bool:
-    return context.get(dot[0], 0) >= dot[1]
+    actor, counter = dot
+    if context.get(actor, 0) >= counter:
+        return True
+    return is_exact(actor) and context.get(f"{actor}:{counter}", 0) == counter
+
+
+def add_dot(context: dict[str, int], dot: Dot) -> None:
+    """Record in `context` that `dot` was seen: a home actor's counter rises to it; an exact dot
+    extends its actor's prefix (taking in the cloud dots that now follow on) or joins the cloud."""
+    actor, counter = dot
+    have = context.get(actor, 0)
+    if have >= counter:
+        return
+    if not is_exact(actor):
+        context[actor] = counter
+        return
+    if counter != have + 1:
+        context[f"{actor}:{counter}"] = counter
+        return
+    after = counter + 1
+    while context.pop(f"{actor}:{after}", None) is not None:
+        after += 1
+    context[actor] = after - 1
+
+
+def compact(context: dict[str, int]) -> dict[str, int]:
+    """`context` with every cloud dot its actor's prefix covers dropped, and the prefix extended
+    over the cloud dots that follow on from it (in place; returned for convenience)."""
+    cloud = [entry for entry in context if ":" in entry]
+    if not cloud:
+        return context
+    for entry in sorted(cloud, key=_cloud_order):
+        dot = cloud_dot(entry)
+        assert dot is not None
+        if entry in context:
+            del context[entry]
+            add_dot(context, dot)
+    return context
+
+
+def _cloud_order(entry: str) -> tuple[str, int]:
+    dot = cloud_dot(entry)
+    assert dot is not None
+    return dot
 
 
 def merge_siblings(a: Iterable[Sibling], b: Iterable[Sibling]) -> tuple[Sibling, ...]:
-    """Union by dot, then drop every sibling whose dot another sibling's context covers."""
+    """Union by dot, then drop every sibling whose dot another sibling's context covers.
+
+    Two siblings with one dot are one write, except a void: it wins over the write it stands for
+    (a put refused under that dot: exact_dots.py), so the outcome does not depend on the order."""
     by_dot: dict[Dot, Sibling] = {s.dot: s for s in a}
     for s in b:
-        if s.dot not in by_dot:
+        held = by_dot.get(s.dot)
+        if held is None or (held is not s and s.ctype == VOID and held.ctype != VOID):
             by_dot[s.dot] = s
     if len(by_dot) == 1:
         return tuple(by_dot.values())
     # Some context covers (actor, n) exactly when the join of all contexts does: one pass to build
-    # the join, then one lookup per sibling (this is the hottest loop of the store).
+    # the join, then one lookup per sibling (this is the hottest loop of the store). A cloud entry
+    # is its own key of the join, so the lookup finds it too (`covers`).
     top: dict[str, int] = {}
     for s in by_dot.values():
         for actor, counter in s.context.items():
             if top.get(actor, 0) < counter:
                 top[actor] = counter
-    kept = [s for dot, s in by_dot.items() if top.get(dot[0], 0) < dot[1]]
+    kept = [s for dot, s in by_dot.items() if not covers(top, dot)]
     kept.sort(key=_dot_order)
     return tuple(kept)
 
@@ -102,13 +194,13 @@ def lww_merge(a: Iterable[Sibling], b: Iterable[Sibling]) -> tuple[Sibling, ...]
 
 
 def join(vectors: Iterable[VersionVector]) -> dict[str, int]:
-    """Entry-wise maximum."""
+    """Everything any of `vectors` has seen: the entry-wise maximum, compacted."""
     out: dict[str, int] = {}
     for vv in vectors:
         for actor, counter in vv.items():
             if out.get(actor, 0) < counter:
                 out[actor] = counter
-    return out
+    return compact(out)
 
 
 def context_of(siblings: Iterable[Sibling]) -> dict[str, int]:
@@ -128,26 +220,16 @@ def next_dot(siblings: Iterable[Sibling], actor: str, context: VersionVector) ->
     return (actor, top + 1)
 
 
-def prune(
-    context: VersionVector, keep: str, limit: int = MAX_VV_ENTRIES, prefer: Collection[str] = ()
-) -> dict[str, int]:
-    """Bound a context to `limit` entries: `keep`, then the actors in `prefer`, then the largest
-    counters.
-
-    Dropping an entry only ever makes a write cover *less*, so pruning can add siblings but can
-    never make the store discard a write (Dynamo prunes the oldest entries the same way). The
-    coordinator prefers the actors of the siblings the write replaces: otherwise a context holding
-    ten forged huge counters would keep only those, and no write could replace anything again.
-    """
-    if len(context) <= limit:
-        return dict(context)
-    ordered = sorted(context.items(), key=lambda kv: (kv[0] != keep, kv[0] not in prefer, -kv[1], kv[0]))
-    return dict(ordered[:limit])
-
-
 def descends(a: VersionVector, b: VersionVector) -> bool:
-    """a >= b entry-wise: a has seen everything b has."""
-    return all(a.get(actor, 0) >= counter for actor, counter in b.items())
+    """a has seen everything b has (both compacted, as `join` leaves them)."""
+    for entry, counter in b.items():
+        dot = cloud_dot(entry)
+        if dot is None:
+            if a.get(entry, 0) < counter:
+                return False
+        elif not covers(a, dot):
+            return False
+    return True
 
 
 def relation(a: VersionVector, b: VersionVector) -> str:
@@ -167,5 +249,18 @@ def live_values(siblings: Iterable[Sibling]) -> list[Sibling]:
 
 
 def show_clock(vv: VersionVector) -> str:
-    """`{A:2, B:1}`, as the seed prints clocks."""
-    return "{" + ", ".join(f"{k}:{vv[k]}" for k in sorted(vv)) + "}"
+    """`{A:2, B:1}`, as the seed prints clocks; an exact actor's cloud dots follow its prefix as
+    `+n` (`E~x:3+7`: E~x's dots 1 to 3, and 7)."""
+    parts: dict[str, str] = {}
+    for entry in sorted(vv, key=_show_order):
+        dot = cloud_dot(entry)
+        if dot is None:
+            parts[entry] = f"{entry}:{vv[entry]}"
+        else:
+            parts[dot[0]] = parts.get(dot[0], f"{dot[0]}:0") + f"+{dot[1]}"
+    return "{" + ", ".join(parts[actor] for actor in sorted(parts)) + "}"
+
+
+def _show_order(entry: str) -> tuple[str, int]:
+    dot = cloud_dot(entry)
+    return (entry, 0) if dot is None else dot

@@ -32,6 +32,11 @@ class PutRequest:
     trace: bool = False
     hops: int = 0
     avoid: tuple[str, ...] = ()  # coordinators that did not answer it in time (a fallback)
+    # The exact dot a forwarding node minted for it (core/roles/exact_dots.py), and the time it
+    # minted it: every coordinator that takes the put stores it under this dot with this time, so
+    # the copies are one sibling, identical. A client never sets them.
+    dot: tuple[str, int] | None = None
+    ts: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -119,10 +119,14 @@ Result = PutResult | GetResult | IncrResult | KeyspaceResult | RepairResult | Mo
 
 @dataclass(frozen=True, slots=True)
 class ClientReply:
-    """A result travelling back to the node that forwarded the request."""
+    """A result travelling back to the node that forwarded the request. `stored`, for a put that
+    carried an exact dot: whether the coordinator stored it under that dot (None: it does not say,
+    being older or a relay that does not know), which tells the dot's minter whether a gap is left
+    (core/roles/exact_dots.py)."""
 
     rid: int
     result: Result
+    stored: bool | None = None
 
 
 # --- between replicas ------------------------------------------------------------------------

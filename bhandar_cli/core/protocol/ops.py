@@ -80,6 +80,7 @@ class PutOp:
     warnings: tuple[str, ...]
     trace: Trace | None
     progress: WriteProgress
+    exact: bool = False  # under the exact dot its forwarder minted: the answer says it was stored
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,19 +173,23 @@ ClientOp = PutOp | IncrOp | ReadOp
 Op = PutOp | IncrOp | ReadOp | ForwardOp | HandoffOp | OwnershipOp
 
 
-def answer(rid: int, origin: str | None, result: Result, durable: bool = False) -> Effect:
+def answer(
+    rid: int, origin: str | None, result: Result, durable: bool = False, stored: bool | None = None
+) -> Effect:
     """The effect that answers client request `rid`: to a local client, or back to the node that
-    forwarded it."""
+    forwarded it (`stored`: see `ClientReply`)."""
     if origin is None:
         return Respond(rid, result, durable)
-    return Send(origin, ClientReply(rid, result), durable)
+    return Send(origin, ClientReply(rid, result, stored), durable)
 
 
 def refuse(req: ClientRequest, origin: str | None, failure: Failure) -> Effect:
     """Answer a request that failed before any replica was asked (too few replicas reachable, a
-    forward that timed out, a refused hint or sibling limit, input the store refuses). The node the
-    client sent it to counts it when the answer reaches the client (host/executor.py)."""
-    return answer(req.rid, origin, failure)
+    refused hint or sibling limit, input the store refuses): a put under an exact dot was not
+    stored. The node the client sent it to counts it when the answer reaches the client
+    (host/executor.py)."""
+    exact = isinstance(req, PutRequest) and req.dot is not None
+    return answer(req.rid, origin, failure, stored=False if exact else None)
 
 
 def counted_as(req: ClientRequest) -> tuple[str, str] | None:
@@ -204,11 +209,14 @@ def finish(
     op: ClientOp,
     result: PutResult | IncrResult | GetResult | Failure,
     durable: bool = False,
+    stored: bool = True,
 ) -> Effect:
-    """Answer the client of `op`, closing its trace (the node the client sent it to counts it)."""
+    """Answer the client of `op`, closing its trace (the node the client sent it to counts it).
+    A put under an exact dot says whether it was `stored` here (by default it was)."""
     if op.trace is not None:
         op.trace.note(
             now, f"failed: {result.error}" if isinstance(result, Failure) else "answered the client"
         )
         result = replace(result, trace=tuple(op.trace.steps))
-    return answer(op.rid, op.origin, result, durable)
+    exact = isinstance(op, PutOp) and op.exact
+    return answer(op.rid, op.origin, result, durable, stored if exact else None)

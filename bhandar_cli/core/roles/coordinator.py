@@ -19,6 +19,7 @@ from bhandar_cli.core.model.keyspaces import Keyspaces
 from bhandar_cli.core.model.limits import (
     check_context,
     check_delta,
+    check_exact_dot,
     check_json_value,
     check_key,
     check_request_id,
@@ -95,6 +96,11 @@ class Coordinator:
         """A client request: from a local client (`origin` None) or forwarded by node `origin`."""
         if origin is not None and self._seen_forward(now, origin, req.rid):
             return []  # the network delivered this forwarded request twice; the first is handled
+        if origin is None and isinstance(req, PutRequest) and req.dot is not None:
+            failure = Failure(
+                "bad_input", "a client cannot choose a write's dot (only a forwarding node does)"
+            )
+            return [answer(req.rid, None, failure)]
         try:
             if isinstance(req, KeyspaceRequest):
                 return self._create_keyspace(req, origin)
@@ -125,6 +131,7 @@ class Coordinator:
             return []
         self.ops.discard(msg.rid)
         result = msg.result
+        stored, left = self._dot_outcome(now, op, msg)
         if op.trace is not None and isinstance(result, PutResult | IncrResult | Failure):
             # The coordinator's steps count from when it got the request: about when we sent it.
             offset = round((op.sent - op.trace.started) * 1000.0, 3)
@@ -132,20 +139,58 @@ class Coordinator:
             result = replace(result, trace=steps)
         if isinstance(result, Failure) and len(op.tried) > 1:
             result = _outcome_unknown(result, op.tried[:-1])
-        return [answer(op.rid, op.origin, result)]
+        return [answer(op.rid, op.origin, result, stored=stored), *left]
+
+    def _dot_outcome(self, now: float, op: ForwardOp, msg: ClientReply) -> tuple[bool | None, list[Effect]]:
+        """For a put forwarded under an exact dot: settle the dot if this node minted it
+        (exact_dots.py), and say what the reply tells the node this one answers (`ClientReply`)."""
+        req = op.request
+        if not isinstance(req, PutRequest) or req.dot is None:
+            return None, []
+        first = len(op.tried) == 1  # no earlier coordinator went silent on it
+        stored = msg.stored
+        if stored is None and isinstance(msg.result, PutResult):
+            stored = False  # an older coordinator: it applied the put under a dot of its own
+        if stored is None and isinstance(msg.result, Failure) and msg.result.code in NOT_APPLIED:
+            stored = False
+        if stored:
+            return True, self._settle(now, req, "stored")
+        if stored is False and first:
+            return False, self._settle(now, req, "void")
+        return None, self._settle(now, req, "unknown")
+
+    def _settle(self, now: float, req: ClientRequest, outcome: str) -> list[Effect]:
+        """Tell the write path what became of a put forwarded under an exact dot, if this node
+        minted it (`WriteCoordinator.settle_forward`)."""
+        if isinstance(req, PutRequest) and req.dot is not None and self.writes.exact.mine(req.dot):
+            return self.writes.settle_forward(now, req, self._home_of(req, now), outcome)
+        return []
+
+    def _home_of(self, req: PutRequest, now: float) -> str | None:
+        """A home replica of `req`'s key that is up (else any), to hold what a forward left."""
+        ks = self.keyspaces.get(req.keyspace)
+        if ks is None:
+            return None
+        try:
+            plan = self._plan(ks, req.key, now)
+        except BhandarError:
+            return None
+        others = [h for h in plan.home if h != self.node_id]
+        up = [h for h in others if h in plan.targets]
+        return (up or others)[0] if others else None
 
     def expire_forward(self, now: float, op: ForwardOp) -> list[Effect]:
         """`op.target` did not answer in time: fall back to another coordinator, or fail.
 
         A put is handed to the next live replica, or coordinated here, while a quorum is reachable
         without the coordinators already tried. The first may be slow rather than gone and apply
-        the put too; that is safe because no dot is ever issued twice: each coordinator mints the
-        dot from its own actor (a home actor never reuses a counter, see `_unused_dot`; a fallback
-        actor is new for every write), so the two copies are two siblings with the same value and
-        context, as after a client's retry, and the next write with a context that saw them
-        replaces both. An increment has no such safety: a second coordinator counts it under its
-        own actor, so it would count twice. Nothing proves a silent coordinator did not apply it
-        (the request may have arrived), so an increment is never retried elsewhere.
+        the put too; that is safe because the put carries the exact dot its forwarder minted
+        (exact_dots.py) and every coordinator applies it under that dot: the two copies are one
+        write, and a context that saw either covers both. (A node speaking protocol 3 ignores the
+        dot and mints its own: two siblings with the same value, as after a client's retry.) An
+        increment has no such safety: a second coordinator counts it under its own actor, so it
+        would count twice. Nothing proves a silent coordinator did not apply it (the request may
+        have arrived), so an increment is never retried elsewhere.
         """
         req = op.request
         waited = (now - op.sent) * 1000.0
@@ -157,14 +202,15 @@ class Coordinator:
                 op,
                 f"forwarded to {op.target}, which did not answer in time: the outcome is unknown (the "
                 "increment may have been counted; it is not retried elsewhere, where it could count twice)",
+                now,
             )
         ks = self.keyspaces.get(req.keyspace)
         if ks is None:  # validated before it was forwarded; a definition is never forgotten
-            return self._fail(op, f"forwarded to {op.target}, which did not answer in time")
+            return self._fail(op, f"forwarded to {op.target}, which did not answer in time", now)
         try:
             plan = self._plan(ks, req.key, now)
         except BhandarError as exc:
-            return self._fail(op, f"forwarded to {op.target}, which did not answer in time; {exc}")
+            return self._fail(op, f"forwarded to {op.target}, which did not answer in time; {exc}", now)
         needed = write_quorum(plan, req.consistency, ks.n)
         reachable = [t for t in plan.targets if t not in op.tried]
         if len(reachable) + len(plan.pending) < needed:
@@ -173,6 +219,7 @@ class Coordinator:
                 f"forwarded to {', '.join(op.tried)}, which did not answer in time; without "
                 f"{'it' if len(op.tried) == 1 else 'them'} {len(reachable)} replicas are reachable, "
                 f"{req.consistency} needs {needed}",
+                now,
             )
         self.metrics.forward_fallbacks += 1
         if trace is not None:
@@ -180,20 +227,21 @@ class Coordinator:
         try:
             effects = self._route(now, req, op.origin, ks, plan, needed, op.tried, trace)
         except BhandarError as exc:
-            return self._fail(op, f"forwarded to {op.target}, which did not answer in time; {exc}")
+            return self._fail(op, f"forwarded to {op.target}, which did not answer in time; {exc}", now)
         # Refused here at once (no coordinator agreed on, a sibling limit...): as a reply from the
         # next coordinator would be, it is no proof that the first did not apply the put.
-        return [_answer_outcome_unknown(e, op) for e in effects]
+        refused = any(_answers_with_failure(e, op) for e in effects)
+        out = [_answer_outcome_unknown(e, op, _answers_with_failure(e, op)) for e in effects]
+        if refused:  # not stored here, and the first coordinators may have applied it
+            out += self._settle(now, op.request, "unknown")
+        return out
 
-    def _fail(self, op: ForwardOp, error: str) -> list[Effect]:
+    def _fail(self, op: ForwardOp, error: str, now: float) -> list[Effect]:
+        """Give up on a forward whose coordinators did not answer: the outcome is unknown. A put
+        under an exact dot this node minted is left as a hint (exact_dots.py)."""
         steps = tuple(op.trace.steps) if op.trace is not None else ()
-        return [
-            refuse(
-                op.request,
-                op.origin,
-                Failure("timeout", error, coordinator=self.node_id, trace=steps),
-            )
-        ]
+        failure = Failure("timeout", error, coordinator=self.node_id, trace=steps)
+        return [answer(op.request.rid, op.origin, failure), *self._settle(now, op.request, "unknown")]
 
     def on_schema(self, now: float, src: str, msg: SchemaUpdate) -> list[Effect]:
         self.keyspaces.learn_all(msg.keyspaces)
@@ -240,6 +288,8 @@ class Coordinator:
                     check_json_value(req.value)
             if req.context:
                 check_context(req.context)
+            if req.dot is not None:
+                check_exact_dot(req.dot)
         if isinstance(req, IncrRequest):
             if ks.policy != "counter":
                 raise BadInput(f"keyspace {ks.name} has policy {ks.policy}: incr needs a counter keyspace")
@@ -314,8 +364,15 @@ class Coordinator:
             return [answer(req.rid, origin, failure)]
         if trace is None and req.trace:
             trace = Trace(now)
+        minted = isinstance(req, PutRequest) and req.dot is None and self.config.exact_dots
+        if minted:
+            assert isinstance(req, PutRequest)
+            # One dot for the put, whichever coordinator applies it (exact_dots.py); saved before
+            # it leaves (the Send is durable).
+            req = replace(req, dot=self.writes.exact.mint(req.keyspace, req.key, req.context or {}), ts=now)
         if trace is not None:
-            trace.note(now, f"{self.node_id} forwards to {target}")
+            dot = f" as {req.dot[0]}:{req.dot[1]}" if isinstance(req, PutRequest) and req.dot else ""
+            trace.note(now, f"{self.node_id} forwards to {target}{dot}")
         forward = ForwardOp(
             req.rid, origin, now + self.config.request_timeout * 2, target, req, (*avoid, target), now, trace
         )
@@ -324,7 +381,7 @@ class Coordinator:
         msg = replace(req, rid=op_id, hops=req.hops + 1)
         if isinstance(msg, PutRequest):
             msg = replace(msg, avoid=avoid)
-        return [Send(target, msg)]
+        return [Send(target, msg, durable=minted)]
 
     def _create_keyspace(self, req: KeyspaceRequest, origin: str | None) -> list[Effect]:
         created = self.keyspaces.create(req.definition)
@@ -354,15 +411,24 @@ def _outcome_unknown(failure: Failure, tried: tuple[str, ...]) -> Failure:
     )
 
 
-def _answer_outcome_unknown(effect: Effect, op: ForwardOp) -> Effect:
-    """`effect`, or, if it answers `op`'s client with a failure, that failure as an unknown outcome."""
+def _answers_with_failure(effect: Effect, op: ForwardOp) -> bool:
+    """Whether `effect` answers `op`'s client with a failure."""
     if op.origin is None:
-        if isinstance(effect, Respond) and effect.rid == op.rid and isinstance(effect.result, Failure):
-            return replace(effect, result=_outcome_unknown(effect.result, op.tried))
-        return effect
+        return isinstance(effect, Respond) and effect.rid == op.rid and isinstance(effect.result, Failure)
     if not isinstance(effect, Send) or effect.dst != op.origin:
-        return effect
+        return False
     msg = effect.msg
-    if isinstance(msg, ClientReply) and msg.rid == op.rid and isinstance(msg.result, Failure):
-        return replace(effect, msg=replace(msg, result=_outcome_unknown(msg.result, op.tried)))
-    return effect
+    return isinstance(msg, ClientReply) and msg.rid == op.rid and isinstance(msg.result, Failure)
+
+
+def _answer_outcome_unknown(effect: Effect, op: ForwardOp, refused: bool) -> Effect:
+    """`effect`, or, if it answers `op`'s client with a failure (`refused`), that failure as an
+    unknown outcome (a put that carried an exact dot: not known stored either)."""
+    if not refused:
+        return effect
+    if isinstance(effect, Respond) and isinstance(effect.result, Failure):
+        return replace(effect, result=_outcome_unknown(effect.result, op.tried))
+    assert isinstance(effect, Send) and isinstance(effect.msg, ClientReply)
+    msg = effect.msg
+    assert isinstance(msg.result, Failure)
+    return replace(effect, msg=replace(msg, result=_outcome_unknown(msg.result, op.tried), stored=None))

@@ -1,11 +1,12 @@
 """The dot counter lease: one node-wide sequence of counters for the node's home actor.
 
 The actor must never mint a dot it minted before. A key's record alone cannot promise that: once a
-sibling is superseded only contexts remember its dot, and contexts are pruned past
-`max_vv_entries` (smallest counters first), so a counter taken from the record could come round
-again, and any context that saw the old dot would cover the new write (found by `bhandar chaos
---seed 350 --ops 3000 --faults all --storage lsm`). So every counter of the home actor, for every
-key, comes from one sequence, above everything issued before.
+sibling is superseded only contexts remember its dot, and contexts were then pruned past 10
+entries (smallest counters first), so a counter taken from the record could come round again, and
+any context that saw the old dot would cover the new write (found by `bhandar chaos --seed 350
+--ops 3000 --faults all --storage lsm`; contexts are no longer pruned, and a record can still lose
+a sibling to a restore). So every counter of the home actor, for every key, comes from one
+sequence, above everything issued before.
 
 The sequence is persisted as a lease (as Riak's vnode counter lease): a high-water mark `mark`
 (meta `dot_lease` = [actor, mark]) written once every `LEASE` dots rather than a record per put. A

@@ -51,16 +51,19 @@ class HintQueue:
         self._queues.setdefault(target, {})[(keyspace, key)] = (record, created)
         self._by_key.setdefault((keyspace, key), set()).add(target)
 
+    def has_room(self, target: str, keyspace: str, key: str) -> bool:
+        """Whether `add` would take a hint of this key for `target`."""
+        queue = self._queues.get(target, {})
+        return (keyspace, key) in queue or len(queue) < self.max_per_target
+
     def add(self, now: float, target: str, keyspace: str, key: str, record: Record) -> bool:
         """Store (merging) a hint; False when the target's queue is full."""
-        queue = self._queues.get(target, {})
-        existing = queue.get((keyspace, key))
+        if not self.has_room(target, keyspace, key):
+            return False
+        existing = self._queues.get(target, {}).get((keyspace, key))
         merged: Record | None = record
         created = now
-        if existing is None:
-            if len(queue) >= self.max_per_target:
-                return False
-        else:
+        if existing is not None:
             merged = merge_records(self._policy_of(keyspace), existing[0], record)
             created = existing[1]
         assert merged is not None  # merging a record into anything gives a record

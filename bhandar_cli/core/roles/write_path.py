@@ -21,15 +21,16 @@ from bhandar_cli.core.model.metrics import NodeMetrics
 from bhandar_cli.core.model.records import Record, Versioned
 from bhandar_cli.core.model.store import Store
 from bhandar_cli.core.model.versions import (
+    VOID,
     Dot,
     Sibling,
     VersionVector,
+    compact,
     covers,
     live_values,
     lww_merge,
     merge_siblings,
     next_dot,
-    prune,
 )
 from bhandar_cli.core.protocol.messages import (
     DotLeaseSaved,
@@ -46,6 +47,7 @@ from bhandar_cli.core.protocol.messages import (
 from bhandar_cli.core.protocol.ops import IncrOp, PutOp, Trace, WriteOp, WriteProgress, finish, refuse
 from bhandar_cli.core.protocol.optable import OpTable
 from bhandar_cli.core.roles.dot_lease import DotLease
+from bhandar_cli.core.roles.exact_dots import ExactDots, next_epoch
 from bhandar_cli.core.roles.quorum import Plan
 from bhandar_cli.core.roles.replica import Replica
 
@@ -62,11 +64,13 @@ class WriteCoordinator:
         replica: Replica,
         ops: OpTable,
         metrics: NodeMetrics,
+        exact: ExactDots,
     ) -> None:
         self.node_id = node_id
         # The dot actor as a home replica (the node id, or a new one after a restore: see Node)
-        # and its counter sequence.
+        # and its counter sequence; the dots it mints as a fallback (exact_dots.py).
         self.lease = lease
+        self.exact = exact
         self.config = config
         self.store = store
         self.replica = replica
@@ -83,24 +87,39 @@ class WriteCoordinator:
         needed: int,
         trace: Trace | None = None,
     ) -> list[Effect]:
-        """`trace`: the steps so far of a traced request that reached here by a fallback."""
+        """`trace`: the steps so far of a traced request that reached here by a fallback.
+
+        The dot: the exact dot a forwarding node minted (`req.dot`: every coordinator that takes
+        the put applies it under that dot); else, coordinating as a home replica, the next of the
+        home actor's lease; else, as a fallback, this node's next exact dot of the key
+        (exact_dots.py), minted only once nothing can refuse the write any more, so no gap is left."""
         local = self.replica.local_view(ks.name, req.key)
         siblings = local.siblings if isinstance(local, Versioned) else ()
-        actor = self._actor(plan)
-        context = req.context or {}
-        if actor == self.home_actor:
+        context = compact(dict(req.context or {}))
+        home = self.node_id in plan.home
+        dot: Dot | None = req.dot
+        saved: DotLeaseSaved | None = None
+        wait_for_sync = False
+        if home:
             self._refuse_future(ks.name, req.key, siblings, context)
-        dot, saved = self._dot(siblings, actor, context)
-        # A dot the lease does not cover yet must not leave before the sync that saves the lease.
-        wait_for_sync = dot[0] != self.home_actor or not self.lease.may_send(dot[1])
-        actor = dot[0]
-        replaced = {s.dot[0] for s in siblings if covers(context, s.dot)}
-        pruned = prune(context, actor, self.config.max_vv_entries, replaced)
+        if dot is None and home:
+            dot, saved = self._dot(siblings, self.home_actor, context)
+            # A dot the lease does not cover yet must not leave before the sync that saves the lease.
+            wait_for_sync = dot[0] != self.home_actor or not self.lease.may_send(dot[1])
+        hint_for = plan.hint_for.get(self.node_id)
+        if hint_for is not None and not self.replica.hints.has_room(hint_for, ks.name, req.key):
+            failure = Failure(
+                "unavailable",
+                f"{self.node_id} cannot take another hint for {hint_for}",
+                coordinator=self.node_id,
+            )
+            return [refuse(req, origin, failure)]
         # A delete's tombstone carries no content type: one that does was left by expiry (expiry.py).
-        sibling = Sibling(dot, pruned, req.value, req.ctype if req.value is not None else "", now)
-        merged = (
-            lww_merge(siblings, (sibling,)) if ks.policy == "lww" else merge_siblings(siblings, (sibling,))
-        )
+        ctype = req.ctype if req.value is not None else ""
+        # A forwarded put is stamped as its forwarder stamped it: every coordinator's copy is the
+        # same sibling.
+        sibling = Sibling(dot or _UNMINTED, context, req.value, ctype, now if req.dot is None else req.ts)
+        merged = _merge(ks, siblings, sibling)
         live = len(live_values(merged))
         if live > self.config.sibling_max:
             failure = Failure(
@@ -111,6 +130,11 @@ class WriteCoordinator:
             )
             # The lease's new mark, if this dot asked for one, must still be learned as saved.
             return [refuse(req, origin, failure), *([saved] if saved is not None else [])]
+        if dot is None:
+            dot = self.exact.mint(ks.name, req.key, context)
+            wait_for_sync = True  # the key's counter is saved with the next sync
+            sibling = Sibling(dot, context, req.value, ctype, now)
+            merged = _merge(ks, siblings, sibling)
         warnings: tuple[str, ...] = ()
         if live > self.config.sibling_warn:
             warnings = (
@@ -154,10 +178,13 @@ class WriteCoordinator:
             warnings=warnings,
             trace=trace,
             progress=WriteProgress(acks=set()),
+            exact=req.dot is not None,
         )
         out = self._replicate(now, op, ks, Versioned(merged), plan, wait_for_sync)
         if saved is not None:
             out.append(saved)
+        if (req.dot is None and not home) or (req.dot is not None and self.exact.mine(req.dot)):
+            self.exact.settle(ks.name, req.key)  # stored here before anything was sent
         return out
 
     def incr(
@@ -168,7 +195,10 @@ class WriteCoordinator:
         # A retried request id already counted here is not applied again, but it is still
         # replicated: the first attempt may have failed before reaching W replicas.
         before = counter.value
-        incremented = counter.increment(self._actor(plan), req.delta, req.request_id)
+        # A fallback counts it under a fresh actor: it forgets the key once its hint is handed
+        # over, so it could not carry on an entry of its own.
+        actor = self.home_actor if self.node_id in plan.home else self._fresh_actor()
+        incremented = counter.increment(actor, req.delta, req.request_id)
         # (`value` reads every request id the counter holds: worked out once per counter.)
         after = before if incremented is counter else incremented.value
         check_counter_total(req.key, before, after)
@@ -202,20 +232,44 @@ class WriteCoordinator:
             return 1  # planted bug: acknowledge on the coordinator's copy alone
         return needed
 
-    def _actor(self, plan: Plan) -> str:
-        """The dot's actor: this node, or a fresh actor when coordinating as a fallback.
-
-        A fallback forgets a key once its hint is handed off; with a fresh actor id it can never
-        reuse a dot or claim to have seen dots it no longer holds.
-        """
-        if self.node_id in plan.home:
-            return self.home_actor
-        return self._fresh_actor()
+    def settle_forward(self, now: float, req: PutRequest, home: str | None, outcome: str) -> list[Effect]:
+        """What became of a put this node forwarded under an exact dot it minted (exact_dots.py).
+        `outcome`: "stored" (a coordinator stored it under the dot), "void" (none did, and none
+        will: the dot is stored as a void), "unknown" (a coordinator that went silent may have: the
+        put itself is left, to take effect later). A void or the put waits as a hint for `home`, a
+        home replica of the key (None: none known; the gap stays, and the node's next life starts
+        a new actor for the key). A node leaving the ring keeps no new hint (it may have handed its
+        hints over already): it sends the record to `home` once, as it stands."""
+        assert req.dot is not None
+        if outcome == "stored":
+            self.exact.settle(req.keyspace, req.key)
+            return []
+        ks = self.replica.keyspaces.get(req.keyspace)
+        if home is None or ks is None:
+            return []
+        void = outcome == "void"
+        sibling = Sibling(
+            req.dot,
+            {} if void else compact(dict(req.context or {})),
+            None if void else req.value,
+            VOID if void else (req.ctype if req.value is not None else ""),
+            req.ts,
+        )
+        record = Versioned((sibling,))
+        out: list[Effect] = []
+        if self.replica.ring_view.status in ("leaving", "left"):
+            out.append(Send(home, ReplicaWrite(0, ks, req.key, record)))  # no op: the ack is dropped
+        elif not self.replica.hints.add(now, home, req.keyspace, req.key, record):
+            return []
+        if void:
+            self.metrics.exact_dots_voided += 1
+        else:
+            self.metrics.exact_dots_left_as_hints += 1
+        self.exact.settle(req.keyspace, req.key)
+        return out
 
     def _fresh_actor(self) -> str:
-        epoch = int(self.store.get_meta("epoch") or 0) + 1
-        self.store.put_meta("epoch", epoch)
-        return f"{self.node_id}~{epoch}"
+        return f"{self.node_id}~{next_epoch(self.store)}"
 
     @property
     def home_actor(self) -> str:
@@ -281,8 +335,8 @@ class WriteCoordinator:
     ) -> list[Effect]:
         hint_for = plan.hint_for.get(self.node_id)
         if not self.replica.store_local(now, ks.name, op.key, record, hint_for):
-            failure = Failure("refused", f"{self.node_id} cannot take another hint for {hint_for}")
-            return [finish(now, op, failure)]
+            failure = Failure("unavailable", f"{self.node_id} cannot take another hint for {hint_for}")
+            return [finish(now, op, failure, stored=False)]
         for pending in plan.pending_down:
             # The future replica would miss this write: its stream may already have been built.
             # A full queue does not fail the write: the W + P acks it needs put it on W replicas
@@ -365,3 +419,14 @@ class WriteCoordinator:
             coordinator=self.node_id,
         )
         return [finish(now, op, failure)]
+
+
+# The dot of a write not minted yet, while the write path checks what could still refuse it: no
+# record holds it, so the merge's count of siblings is the one the minted dot will give.
+_UNMINTED: Dot = ("", 0)
+
+
+def _merge(ks: KeyspaceDef, siblings: tuple[Sibling, ...], sibling: Sibling) -> tuple[Sibling, ...]:
+    if ks.policy == "lww":
+        return lww_merge(siblings, (sibling,))
+    return merge_siblings(siblings, (sibling,))

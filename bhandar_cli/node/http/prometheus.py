@@ -38,6 +38,14 @@ COUNTERS: dict[str, tuple[str, str]] = {
         "bhandar_forward_fallbacks",
         "Forwarded puts handed to another coordinator after a timeout.",
     ),
+    "exact_dots_voided": (
+        "bhandar_exact_dots_voided",
+        "Forwarded puts no coordinator took, stored as a void under their exact dot.",
+    ),
+    "exact_dots_left_as_hints": (
+        "bhandar_exact_dots_left_as_hints",
+        "Forwarded puts whose coordinators went silent, left as a hint under their exact dot.",
+    ),
     "sibling_limit_exceeded": (
         "bhandar_sibling_limit_exceeded",
         "Keys a merge took over the sibling limit (every sibling kept).",

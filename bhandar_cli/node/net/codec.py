@@ -25,7 +25,7 @@ it comes from a version-1 build). Each side then writes ``negotiate(mine, theirs
 version both read. Until a side has heard the other's hello it writes the oldest version, which is
 always safe. A node started with ``--protocol 1`` limits this process to version 1
 (`limit_protocol`): it reads and writes only what a version-1 build does, so a mixed cluster is
-exercised for real. What version 2 adds is listed in core/wire.py (`ADDED_IN`).
+exercised for real. What versions 2 and 4 add is listed in core/wire.py (`ADDED_IN`).
 
 Batches (version 3): from `BATCH_VERSION` on, a frame's body is an array of messages, one or many:
 the messages a node has for one peer at one moment travel in one frame, which the reader
@@ -48,15 +48,7 @@ from typing import Final, NoReturn
 import cbor2
 
 from bhandar_cli.node.net.cbor_validation import ProtocolError, check_encodable, validate_cbor
-
-PROTOCOL_VERSION: Final = 3
-"""The newest version this build reads and writes."""
-
-BATCH_VERSION: Final = 3
-"""From this version on a frame's body is an array of messages (a batch)."""
-
-MIN_COMPATIBLE_VERSION: Final = 1
-"""The oldest version this node can still read."""
+from bhandar_cli.node.net.wire_versions import BATCH_VERSION, MIN_COMPATIBLE_VERSION, PROTOCOL_VERSION
 
 DEFAULT_MAX_FRAME_SIZE: Final = 16 * 1024 * 1024
 DEFAULT_MAX_ITEMS: Final = 1 << 20

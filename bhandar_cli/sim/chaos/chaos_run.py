@@ -211,9 +211,7 @@ def _run_chaos(
 
     healed = heal(cluster, faults, history, keyspaces, None if disks is None else disks.compact)
     windows = _movement_windows(faults, config.detection_bound())
-    result = check(
-        history, keyspaces, healed.final, healed.replicas, healed.hints_left, config.max_vv_entries, windows
-    )
+    result = check(history, keyspaces, healed.final, healed.replicas, healed.hints_left, windows)
     problems = healed.problems + _internal_errors(cluster)
     if problems:
         result = replace(result, violations=result.violations + tuple(problems))

@@ -183,8 +183,7 @@ def render_summary(report: ChaosReport) -> str:
         f"network          {report.messages} messages, {report.dropped} dropped",
         f"anti-entropy     {report.disagreeing_keys} keys differed after the heal; {report.repair_rounds} "
         f"rounds of repair on their live replicas exchanged {report.repair_keys} keys",
-        f"checked          {c.keys_checked} keys ({c.pruned_keys} keys with pruned contexts: "
-        "resurrection not judged)",
+        f"checked          {c.keys_checked} keys",
         f"simulated        {report.sim_seconds:.3f} s ({report.workload_seconds:.3f} s of workload), "
         f"{report.events} events",
     ]
@@ -252,7 +251,6 @@ def report_json(report: ChaosReport) -> dict[str, Any]:
         "address_moves": report.address_moves,
         "repair_keys": report.repair_keys,
         "disagreeing_keys": report.disagreeing_keys,
-        "pruned_keys": c.pruned_keys,
         "messages": report.messages,
         "dropped": report.dropped,
         "faults": report.faults,

@@ -11,9 +11,12 @@ properties (`checker_properties`) and checks phantoms, convergence and hints its
   nobody ever read cannot have been superseded (contexts come only from reads), so an acknowledged
   value that is absent and was never read is lost.
 - resurrection: no final sibling is covered by the context of an acknowledged put or delete (a
-  deleted value stays deleted unless rewritten). The store prunes contexts past `max_vv_entries`,
-  and a pruned context may legitimately let an old sibling back (Dynamo's trade-off), so the check
-  is skipped for keys where some write carried a context that large, and those keys are counted.
+  deleted value stays deleted unless rewritten). The store never prunes a context, so no key is
+  exempt.
+- false siblings: no read returns a value beside a put whose context had seen that value (covered
+  a dot the value was seen under): the put replaced it, so it must not be its sibling. This is the
+  check a client can make (`bhandar check -w dynamo-kv` makes it from values alone); it catches a
+  put stored twice, under two dots, of which a later write's context covered only one.
 - stale reads: a successful read that lacks an acknowledged put whose acknowledgement the client
   had before it invoked the read (and that nobody had superseded by the time the read answered).
   They are counted; in a strict-quorum keyspace where R + W > N they break quorum intersection and
@@ -28,9 +31,11 @@ properties (`checker_properties`) and checks phantoms, convergence and hints its
   the home replicas are: with joins and decommissions, the final ring as the live nodes see it.
 - dots: one dot always names one write (same value and context wherever it is seen), and every
   value a read returns was written to that key by some client. One put seen under two dots with
-  the same context is not a violation but is counted ("stored twice"): the network duplicated a
-  forwarded request and its coordinator restarted between the copies, forgetting the first; two
-  identical siblings result and nothing is lost.
+  the same context is not a violation in itself but is counted ("stored twice", whose goal is 0):
+  a forwarded put carries one exact dot to every coordinator that takes it, so only a client's
+  request taken twice by one coordinator (the network duplicated it and the coordinator restarted
+  between the copies, forgetting the first) can still give two identical siblings. A void (the
+  tombstone a forwarder stores under an exact dot no coordinator took) is nobody's write.
 """
 
 from __future__ import annotations
@@ -43,7 +48,13 @@ from bhandar_cli.core.model.crdt import PNCounter
 from bhandar_cli.core.model.records import Record, Versioned, same_record
 from bhandar_cli.sim.checker.dots import learn_dots, superseded_at
 from bhandar_cli.sim.checker.finding_text import dot_text, show_value
-from bhandar_cli.sim.checker.properties import check_counter, lost_writes, resurrections, stale_reads
+from bhandar_cli.sim.checker.properties import (
+    check_counter,
+    false_siblings,
+    lost_writes,
+    resurrections,
+    stale_reads,
+)
 from bhandar_cli.sim.history import WRITES, CheckResult, History, Operation, Violation
 
 
@@ -62,7 +73,6 @@ def check(
     final: Mapping[tuple[str, str], Record | None],
     replicas: Mapping[tuple[str, str], Mapping[str, Record | None]],
     hints_left: int = 0,
-    vv_limit: int = 10,
     movements: Sequence[tuple[float, float]] = (),
 ) -> CheckResult:
     """Judge a history. `final` is each key's converged record (the merge of its replicas),
@@ -86,8 +96,9 @@ def check(
         else:
             kf.writes.append(op)
 
-    dot_of, dot_violations, twice = learn_dots(history, final)
+    dot_of, dot_violations, twice, dots_of_value = learn_dots(history, final)
     violations.extend(dot_violations)
+    violations.extend(false_siblings(history, dots_of_value))
     written = {op.value: (op.keyspace, op.key) for op in history.ops if op.kind == "put"}
     for op in history.ops:
         if op.kind == "get" and op.ok and isinstance(op.record, Versioned):
@@ -98,7 +109,7 @@ def check(
                     detail = f"read returned {show_value(s.value)}, {origin}"
                     violations.append(Violation("phantom", op.keyspace, op.key, detail))
 
-    lost = stale = strict_stale = moving_stale = reads = with_sibs = max_sibs = pruned = 0
+    lost = stale = strict_stale = moving_stale = reads = with_sibs = max_sibs = 0
     counter_keys = increments = retries = 0
     for (ks_name, key), kf in sorted(facts.items()):
         ks = keyspaces.get(ks_name) or KeyspaceDef(ks_name)
@@ -129,10 +140,7 @@ def check(
         missing = lost_writes(ks_name, key, kf.writes, record, dot_of, superseded)
         lost += len(missing)
         violations.extend(missing)
-        if any(op.context is not None and len(op.context) > vv_limit for op in kf.writes):
-            pruned += 1
-        else:
-            violations.extend(resurrections(ks_name, key, kf.writes, record, dot_of))
+        violations.extend(resurrections(ks_name, key, kf.writes, record))
 
     for (ks_name, key), copies in sorted(replicas.items()):
         records = list(copies.values())
@@ -161,7 +169,6 @@ def check(
         increments=increments,
         retries=retries,
         keys_checked=len(facts),
-        pruned_keys=pruned,
         stored_twice=len(twice),
         moving_stale_reads=moving_stale,
     )
@@ -170,7 +177,7 @@ def check(
 def count_stale_reads(history: History, keyspaces: Mapping[str, KeyspaceDef]) -> int:
     """Successful reads that lacked an acknowledged put the client knew of when it read (see the
     module docstring), without the rest of `check`: for experiments that only want the figure."""
-    dot_of, _, _ = learn_dots(history, {})
+    dot_of, _, _, _ = learn_dots(history, {})
     facts: dict[tuple[str, str], _KeyFacts] = {}
     for op in history.ops:
         kf = facts.setdefault((op.keyspace, op.key), _KeyFacts())

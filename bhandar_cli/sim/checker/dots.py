@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 
 from bhandar_cli.core.model.errors import NOT_APPLIED
 from bhandar_cli.core.model.records import Record, Versioned
-from bhandar_cli.core.model.versions import Dot
+from bhandar_cli.core.model.versions import Dot, cloud_entry
 from bhandar_cli.sim.checker.finding_text import dot_text, show_value
 from bhandar_cli.sim.history import History, Operation, Violation
 
@@ -33,25 +33,25 @@ def _records_seen(
 
 def learn_dots(
     history: History, final: Mapping[tuple[str, str], Record | None]
-) -> tuple[dict[bytes, Dot], list[Violation], set[bytes]]:
-    """value -> dot for every value seen; violations where one dot named two different writes; and
-    the values stored twice: one put under two dots, each with the put's context (a request the
-    network duplicated and a coordinator took twice, having restarted in between and forgotten the
-    first) or with the part of it a coordinator kept (a forwarded put that timed out and was
-    coordinated again by another node; each coordinator prunes a long context on its own).
-    """
+) -> tuple[dict[bytes, Dot], list[Violation], set[bytes], dict[bytes, set[Dot]]]:
+    """value -> dot for every value seen (the first dot it was seen under); violations where one
+    dot named two different writes; the values stored twice (one put under two dots, each with the
+    put's context: a request the network duplicated and a coordinator took twice, having restarted
+    in between and forgotten the first); and every dot each value was seen under. Voids are
+    nobody's write and are passed over."""
     dot_of: dict[bytes, Dot] = {}
+    dots_of_value: dict[bytes, set[Dot]] = {}
     context_of_value: dict[bytes, Mapping[str, int]] = {}
     seen: dict[tuple[str, str, Dot], tuple[bytes | None, tuple[tuple[str, int], ...]]] = {}
     violations: list[Violation] = []
     twice: set[bytes] = set()
-    # Values are unique per put, so a value names the request that wrote it.
-    put_context = {op.value: op.context or {} for op in history.ops if op.kind == "put" and op.value}
     # The same sibling object comes back in many reads (and the history holds every one of them
     # meanwhile, so an id names one sibling throughout): its identity is worked out once.
     idents: dict[int, tuple[bytes | None, tuple[tuple[str, int], ...]]] = {}
     for ks, key, record in _records_seen(history, final):
         for s in record.siblings:
+            if s.void:
+                continue
             ident = idents.get(id(s))
             if ident is None:
                 ident = idents[id(s)] = (s.value, tuple(sorted(s.context.items())))
@@ -64,27 +64,17 @@ def learn_dots(
                 seen[slot] = ident  # report each change once, not on every later read
             if s.value is None:
                 continue
+            dots_of_value.setdefault(s.value, set()).add(s.dot)
             known = dot_of.setdefault(s.value, s.dot)
             if known == s.dot:
                 context_of_value.setdefault(s.value, s.context)
-            elif context_of_value.get(s.value) == s.context or (
-                _kept_from(s.context, put_context.get(s.value))
-                and _kept_from(context_of_value.get(s.value), put_context.get(s.value))
-            ):
+            elif context_of_value.get(s.value) == s.context:
                 twice.add(s.value)
             else:
                 seen_as = f"{dot_text(known)} and {dot_text(s.dot)}"
                 detail = f"value {show_value(s.value)} seen under dots {seen_as}"
                 violations.append(Violation("dot_reused", ks, key, detail))
-    return dot_of, violations, twice
-
-
-def _kept_from(stored: Mapping[str, int] | None, sent: Mapping[str, int] | None) -> bool:
-    """Whether a sibling's context is the put's context or a pruned part of it (entries dropped,
-    none changed)."""
-    if stored is None or sent is None:
-        return False
-    return all(sent.get(actor) == counter for actor, counter in stored.items())
+    return dot_of, violations, twice, dots_of_value
 
 
 def superseded_at(writes: list[Operation], dot_of: Mapping[bytes, Dot]) -> dict[int, float]:
@@ -97,13 +87,14 @@ def superseded_at(writes: list[Operation], dot_of: Mapping[bytes, Dot]) -> dict[
         (op for op in writes if op.context and not (op.outcome == "fail" and op.code in NOT_APPLIED)),
         key=lambda op: op.invoked,
     )
-    # Per actor: invocation times and the running maximum counter of that actor in contexts, so
-    # "first time some context covered (actor, n)" is one binary search.
-    per_actor: dict[str, tuple[list[float], list[int]]] = {}
+    # Per context entry (an actor's counter, or one exact dot of the cloud: versions.py): the
+    # invocation times and running maximum counter, so "first time some context covered (actor,
+    # n)" is one binary search per entry that could cover it.
+    per_entry: dict[str, tuple[list[float], list[int]]] = {}
     for op in appliable:
         assert op.context is not None
-        for actor, counter in op.context.items():
-            times, tops = per_actor.setdefault(actor, ([], []))
+        for entry, counter in op.context.items():
+            times, tops = per_entry.setdefault(entry, ([], []))
             if not tops or counter > tops[-1]:
                 times.append(op.invoked)
                 tops.append(counter)
@@ -114,11 +105,19 @@ def superseded_at(writes: list[Operation], dot_of: Mapping[bytes, Dot]) -> dict[
         dot = dot_of.get(op.value)
         if dot is None:
             continue
-        entry = per_actor.get(dot[0])
-        if entry is None:
-            continue
-        times, tops = entry
-        i = bisect_left(tops, dot[1])
-        if i < len(tops):
-            out[op.index] = times[i]
+        first = [
+            t
+            for t in (_first(per_entry.get(dot[0]), dot[1]), _first(per_entry.get(cloud_entry(dot)), dot[1]))
+        ]
+        covered = [t for t in first if t is not None]
+        if covered:
+            out[op.index] = min(covered)
     return out
+
+
+def _first(entry: tuple[list[float], list[int]] | None, counter: int) -> float | None:
+    if entry is None:
+        return None
+    times, tops = entry
+    i = bisect_left(tops, counter)
+    return times[i] if i < len(tops) else None

@@ -1,4 +1,4 @@
-"""The per-key properties the checker judges: stale reads, lost writes, resurrections and
+"""The properties the checker judges: stale reads, lost writes, resurrections, false siblings and
 counter bounds (the module docstring of `checker` states each one and why).
 
 Each function looks at one key's operations and its final record, given what `checker_dots`
@@ -13,9 +13,9 @@ from collections.abc import Mapping, Sequence
 from bhandar_cli.core.model.config import KeyspaceDef, required
 from bhandar_cli.core.model.crdt import PNCounter
 from bhandar_cli.core.model.records import Record, Versioned
-from bhandar_cli.core.model.versions import Dot
+from bhandar_cli.core.model.versions import Dot, covers
 from bhandar_cli.sim.checker.finding_text import dot_text, show_value
-from bhandar_cli.sim.history import Operation, Violation
+from bhandar_cli.sim.history import History, Operation, Violation
 
 
 def stale_reads(
@@ -103,16 +103,16 @@ def lost_writes(
     return out
 
 
-def resurrections(
-    ks: str, key: str, writes: list[Operation], record: Record | None, dot_of: Mapping[bytes, Dot]
-) -> list[Violation]:
+def resurrections(ks: str, key: str, writes: list[Operation], record: Record | None) -> list[Violation]:
     if not isinstance(record, Versioned):
         return []
     own_value = {op.value: op for op in writes if op.kind == "put"}
     out: list[Violation] = []
     for s in record.siblings:
+        if s.void:
+            continue  # nobody's write: a read shows nothing of it
         for op in writes:
-            if not op.ok or not op.context or op.context.get(s.dot[0], 0) < s.dot[1]:
+            if not op.ok or not op.context or not covers(op.context, s.dot):
                 continue
             if s.value is not None and own_value.get(s.value) is op:
                 continue  # a write's context never covers its own dot; be safe all the same
@@ -127,6 +127,43 @@ def resurrections(
                 )
             )
             break
+    return out
+
+
+def false_siblings(history: History, dots_of_value: Mapping[bytes, set[Dot]]) -> list[Violation]:
+    """Reads that returned a value beside a put whose context had seen that value (covered a dot it
+    was seen under). Reported once per (put, value)."""
+    puts = {op.value: op for op in history.ops if op.kind == "put" and op.value is not None}
+    out: list[Violation] = []
+    reported: set[tuple[int, bytes]] = set()
+    for read in history.ops:
+        if read.kind != "get" or not read.ok or not isinstance(read.record, Versioned):
+            continue
+        values = [s.value for s in read.record.siblings if s.value is not None]
+        if len(values) < 2:
+            continue
+        for later in values:
+            put = puts.get(later)
+            if put is None or not put.context:
+                continue
+            for earlier in values:
+                if earlier == later or (put.index, earlier) in reported:
+                    continue
+                seen = [d for d in dots_of_value.get(earlier, ()) if covers(put.context, d)]
+                if not seen:
+                    continue
+                reported.add((put.index, earlier))
+                out.append(
+                    Violation(
+                        "false_sibling",
+                        read.keyspace,
+                        read.key,
+                        f"read #{read.index} (t={read.invoked:.4f}s) returned {show_value(earlier)} beside "
+                        f"{show_value(later)}, but put #{put.index} of {show_value(later)} had the "
+                        f"context of a read that saw {show_value(earlier)} ({dot_text(seen[0])}): it "
+                        "should have replaced it",
+                    )
+                )
     return out
 
 

@@ -16,6 +16,8 @@ from bhandar_cli.core.membership.ring import key_token
 from bhandar_cli.core.model.context import decode_context, encode_context
 from bhandar_cli.core.model.errors import BadInput, TooLarge
 from bhandar_cli.core.model.limits import (
+    MAX_CONTEXT_ACTORS,
+    MAX_CONTEXT_CHARS,
     MAX_INTEGER,
     NotJson,
     check_context,
@@ -82,6 +84,9 @@ def test_percent_decoding_is_strict() -> None:
 
 def test_contexts_are_bounded() -> None:
     assert check_context({"A": 1, "B~3": MAX_INTEGER}) == {"A": 1, "B~3": MAX_INTEGER}
+    # An exact dot beyond its actor's prefix is an entry of its own; one that follows on is folded.
+    assert check_context({"E~x": 2, "E~x:5": 5}) == {"E~x": 2, "E~x:5": 5}
+    assert check_context({"E~x": 2, "E~x:3": 3, "E~x:5": 5}) == {"E~x": 3, "E~x:5": 5}
     for bad in (
         {"A": MAX_INTEGER + 1},
         {"A": 0},
@@ -89,12 +94,15 @@ def test_contexts_are_bounded() -> None:
         {"A": True},
         {"A": 1.0},
         {"bad name": 1},
-        {f"N{i}": 1 for i in range(65)},
+        {"E~x:5": 6},  # a cloud entry names its own counter
+        {"A:5": 5},  # only an exact actor's dots are named one by one
+        {"E~x:five": 5},
+        {f"N{i}": 1 for i in range(MAX_CONTEXT_ACTORS + 1)},
     ):
         with pytest.raises(BadInput):
             check_context(bad)
     with pytest.raises(BadInput, match="too long"):
-        decode_context("A" * 5000)
+        decode_context("A" * (MAX_CONTEXT_CHARS + 1))
 
 
 # --- the core refuses bad inputs from raw frames and stores nothing ------------------------------
@@ -135,7 +143,7 @@ def bad_requests(c: SimCluster) -> list[tuple[str, ClientRequest]]:
         ("very deep", put("k", b"[" * 100_000)),
         ("counter over 2^53-1", put("k", b"2", {"A": 2**53})),
         ("zero counter", put("k", b"2", {"A": 0})),
-        ("65 actors", put("k", b"2", {f"N{i}": 1 for i in range(65)})),
+        ("too many actors", put("k", b"2", {f"N{i}": 1 for i in range(MAX_CONTEXT_ACTORS + 1)})),
         ("bad actor", put("k", b"2", {"A B": 1})),
         ("put on counters", PutRequest(rid(), COUNTERS, "c", b"1", JSON, None, "ALL")),
         ("delta 2^53", incr(2**53)),

@@ -50,8 +50,8 @@ def decode(data: bytes, **kwargs: int) -> object:
     return decoder.next_frame()
 
 
-def test_this_build_reads_versions_1_to_3() -> None:
-    assert (MIN_COMPATIBLE_VERSION, PROTOCOL_VERSION) == (1, 3)
+def test_this_build_reads_versions_1_to_4() -> None:
+    assert (MIN_COMPATIBLE_VERSION, PROTOCOL_VERSION) == (1, 4)
 
 
 @pytest.mark.parametrize(
@@ -78,17 +78,19 @@ def test_negotiate_refuses_a_hello_whose_version_is_not_a_version(theirs: object
         negotiate(2, theirs)
 
 
-def test_a_version_3_process_reads_all_three_and_writes_3_by_default() -> None:
-    assert codec.protocol() == 3
+def test_a_version_4_process_reads_all_four_and_writes_4_by_default() -> None:
+    assert codec.protocol() == 4
     assert decode(frame_at(1, {"a": 1})) == {"a": 1}
     assert decode(frame_at(2, {"a": 1})) == {"a": 1}
     assert decode(frame_at(3, [{"a": 1}])) == {"a": 1}  # a batch of one
-    assert encode_frame({"a": 1}) == frame_at(3, [{"a": 1}])
+    assert decode(frame_at(4, [{"a": 1}])) == {"a": 1}
+    assert encode_frame({"a": 1}) == frame_at(4, [{"a": 1}])
     assert encode_frame({"a": 1}, version=1) == frame_at(1, {"a": 1})
     assert encode_frame({"a": 1}, version=2) == frame_at(2, {"a": 1})
     assert wire_frame({"a": 1}, 1) == frame_at(1, {"a": 1})
     assert wire_frame({"a": 1}, 2) == frame_at(2, {"a": 1})
-    assert wire_frame({"a": 1}) == frame_at(3, [{"a": 1}])
+    assert wire_frame({"a": 1}, 3) == frame_at(3, [{"a": 1}])
+    assert wire_frame({"a": 1}) == frame_at(4, [{"a": 1}])
 
 
 def test_a_batch_is_several_messages_in_one_frame_read_one_at_a_time() -> None:
@@ -158,7 +160,7 @@ def test_a_process_limited_to_1_reads_and_writes_only_1(as_version_1: None) -> N
 
 
 def test_limit_protocol_refuses_a_version_this_build_does_not_speak() -> None:
-    for version in (0, 4):
+    for version in (0, PROTOCOL_VERSION + 1):
         with pytest.raises(ValueError, match="not one this build speaks"):
             limit_protocol(version)
     assert codec.protocol() == PROTOCOL_VERSION

@@ -31,7 +31,7 @@ from bhandar_cli.core.protocol.messages import (
 )
 from bhandar_cli.core.wire import from_wire, to_wire
 from bhandar_cli.fleet.placement import free_ports
-from bhandar_cli.node.net.codec import FrameDecoder, encode_frame
+from bhandar_cli.node.net.codec import PROTOCOL_VERSION, FrameDecoder, encode_frame
 from bhandar_cli.node.net.frames import PEER_QUEUE, FrameConn, checked_body, wire_frame
 from bhandar_cli.node.net.rpc import open_rpc
 from bhandar_cli.node.net.rpc_errors import RpcError
@@ -191,7 +191,7 @@ def test_messages_sent_together_travel_in_one_frame_and_arrive_each_in_order() -
             await a.next()
             a.transport.send("A", "B", Ping(0))
             await b.next()
-            assert a.transport.version_for("B") == 3
+            assert a.transport.version_for("B") == PROTOCOL_VERSION
             sent, frames = a.transport.stats["sent"], a.transport.stats["frames"]
             messages = [Ping(1), ReplicaWrite(7, KS, "k", RECORD), ReplicaAck(7), Ping(2)]
             for msg in messages:
