@@ -14,7 +14,7 @@ from rich.text import Text
 
 from bhandar_cli.client.outcomes import GetOutcome, IncrOutcome, WriteOutcome
 from bhandar_cli.core.model.config import show_ttl
-from bhandar_cli.core.model.versions import relation, show_clock
+from bhandar_cli.core.model.versions import is_exact, relation, show_clock
 from bhandar_cli.core.model.wording import count as counted
 from bhandar_cli.repl.palette import node_style
 
@@ -91,15 +91,24 @@ def render_get(out: GetOutcome) -> RenderableType:
 
 
 def explain_fallback_actors(out: GetOutcome) -> list[RenderableType]:
-    """What `A~1` (or `A~r1`, `A~g3`) in a dot or clock means, said once under the table."""
+    """What `A~x` (or `A~r1`, `A~g3`, `A~1`) in a dot or clock means, said once under the table."""
     actors = sorted(
-        {a for s in out.siblings for a in (s.dot[0], *s.clock) if "~" in a},
+        {a.partition(":")[0] for s in out.siblings for a in (s.dot[0], *s.clock) if "~" in a},
     )
     return [Text(f"{actor}: {actor_story(actor)}", style="dim") for actor in actors]
 
 
 def actor_story(actor: str) -> str:
-    """Why a node wrote under an actor other than its own name: the three ways a node takes one."""
+    """Why a node wrote under an actor other than its own name: the ways a node takes one."""
+    if is_exact(actor):
+        node = actor.partition("~")[0]
+        again = actor[actor.rfind("~x") + 2 :]
+        series = f" (a new series: {node} restarted with one of this key's dots in flight)" if again else ""
+        return (
+            f"the dots node {node} mints for a key it does not hold: a put it forwarded (one dot, "
+            f"whichever replica coordinates it) or a write it took as a fallback; numbered 1, 2, 3 "
+            f"for each key{series}. A clock names one beyond its run alone: {actor}:2+5 saw 1, 2 and 5"
+        )
     node, _, mark = actor.partition("~")
     if mark.startswith("r"):
         return (
@@ -113,7 +122,7 @@ def actor_story(actor: str) -> str:
         )
     return (
         f"node {node} writing as a fallback (a stand-in for a home replica that was down), under an "
-        "actor of its own so it never reuses a dot it forgot"
+        "actor of its own so it never reuses a dot it forgot (an earlier release; now its exact dots)"
     )
 
 

@@ -330,9 +330,10 @@ class Coordinator:
         candidates = tuple(t for t in plan.targets if t not in avoid)
         if not candidates:
             raise Unavailable(f"no replica other than {', '.join(avoid)} is reachable")
-        # A fallback coordinates only when no home replica is up: each write it coordinates
-        # mints a new actor, and contexts bloated with them get pruned, which can bring
-        # superseded siblings back. Found by `bhandar chaos --seed 2138 --ops 5000 --faults all`.
+        # A fallback coordinates only when no home replica is up: a home replica's record is the
+        # one every replica's copy converges on. (Found by `bhandar chaos --seed 2138 --ops 5000
+        # --faults all`, when each write a fallback coordinated took a new actor and contexts
+        # were pruned.)
         if me not in candidates or (me not in plan.home and candidates[0] in plan.home):
             return self._forward(now, req, origin, candidates[0], avoid, trace)
         if self.ring_view.status in ("leaving", "left"):

@@ -74,9 +74,8 @@ def heal(
     keys = sorted({(op.keyspace, op.key) for op in history.ops})
     todo = [k for k in keys if not _agree(_copies(cluster, ring, keyspaces[k[0]], k[1]).values())]
     disagreeing = len(todo)
-    # With pruned contexts merge is not associative (a dropped sibling's context may have been the
-    # only thing covering another), so one round of repair may leave replicas apart; the next
-    # round settles them.
+    # A round of repair may still leave replicas apart (a node that had not taken a hint yet when
+    # its peer was repaired); the next round settles them.
     rounds = repair_keys = 0
     while todo and rounds < REPAIR_ROUNDS:
         rounds += 1
