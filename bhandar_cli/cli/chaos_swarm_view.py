@@ -72,6 +72,7 @@ def _tally(result: SwarmResult) -> str:
     failed = result.failed
     head = f"interrupted after {done} of {result.count} seeds" if result.interrupted else f"{done} seeds"
     lines = [f"swarm: {head}: {result.passed} passed, {len(failed)} failed in {result.seconds:.1f} s"]
+    lines.append(f"puts stored twice (one request under two dots; goal 0): {result.stored_twice}")
     if failed:
         lines.append("failed seeds: " + " ".join(str(o.seed) for o in failed))
     lines.append(f"repeat with: {swarm_command(result)}")

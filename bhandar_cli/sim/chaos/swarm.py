@@ -47,6 +47,7 @@ class SeedOutcome:
     violations: int  # how many the checker found (1 for a run that raised or ran out of time)
     command: str  # the command line that replays this seed
     seconds: float
+    stored_twice: int = 0  # puts stored as two identical siblings (the checker's count; goal 0)
 
     @property
     def passed(self) -> bool:
@@ -72,6 +73,10 @@ class SwarmResult:
     def failed(self) -> tuple[SeedOutcome, ...]:
         return tuple(o for o in self.outcomes if not o.passed)
 
+    @property
+    def stored_twice(self) -> int:
+        return sum(o.stored_twice for o in self.outcomes)
+
 
 def _one_line(text: str) -> str:
     return " ".join(text.split())
@@ -88,7 +93,8 @@ def run_seed(options: ChaosOptions) -> SeedOutcome:
         return SeedOutcome(options.seed, summary, 1, command, time.perf_counter() - started)
     found = report.check.violations
     first = _one_line(str(found[0])) if found else None
-    return SeedOutcome(options.seed, first, len(found), command, time.perf_counter() - started)
+    seconds = time.perf_counter() - started
+    return SeedOutcome(options.seed, first, len(found), command, seconds, report.check.stored_twice)
 
 
 def _raised_at(error: BaseException) -> str:
@@ -265,6 +271,7 @@ def swarm_json(result: SwarmResult) -> dict[str, Any]:
         },
         "finished": len(result.outcomes),
         "passed": result.passed,
+        "stored_twice": result.stored_twice,
         "failed": [
             {"seed": o.seed, "violation": o.violation, "violations": o.violations, "command": o.command}
             for o in result.failed

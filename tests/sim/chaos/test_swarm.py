@@ -59,8 +59,9 @@ def test_a_small_swarm_of_unused_seeds_passes() -> None:
     lines = result.stdout.splitlines()
     assert lines[0] == "chaos swarm: 8 seeds, 9000000 to 9000007, on 2 workers"
     assert lines[1].startswith("swarm: 8 seeds: 8 passed, 0 failed in ")
-    assert lines[2] == "repeat with: bhandar chaos --swarm 8 --start 9000000 --ops 1000"
-    assert len(lines) == 3 and result.stderr == ""
+    assert lines[2] == "puts stored twice (one request under two dots; goal 0): 0"
+    assert lines[3] == "repeat with: bhandar chaos --swarm 8 --start 9000000 --ops 1000"
+    assert len(lines) == 4 and result.stderr == ""
 
 
 def test_failing_seeds_print_their_violation_and_a_replay_that_fails_the_same_way() -> None:
@@ -76,7 +77,8 @@ def test_failing_seeds_print_their_violation_and_a_replay_that_fails_the_same_wa
     assert lines[at + 1] == f"  replay: {replay}"
     failed = sorted(line.split()[2].rstrip(":") for line in lines if line.startswith("FAILED seed "))
     assert failed in (["13"], ["13", "14"])
-    assert lines[-3].startswith(f"swarm: 2 seeds: {2 - len(failed)} passed, {len(failed)} failed in ")
+    assert lines[-4].startswith(f"swarm: 2 seeds: {2 - len(failed)} passed, {len(failed)} failed in ")
+    assert lines[-3].startswith("puts stored twice (one request under two dots; goal 0): ")
     assert lines[-2] == "failed seeds: " + " ".join(failed)
     alone = invoke(*shlex.split(replay)[2:])
     assert alone.exit_code == 1
@@ -90,6 +92,7 @@ def test_json_has_one_object_with_the_tally_and_every_failure(planted_json: dict
     failed = obj["failed"]
     assert (obj["start"], obj["count"], obj["finished"]) == (13, 3, 3)
     assert obj["passed"] == 3 - len(failed) and [f["seed"] for f in failed][:1] == [13]
+    assert isinstance(obj["stored_twice"], int) and obj["stored_twice"] >= 0
     assert obj["ok"] is False and obj["interrupted"] is False
     assert obj["options"]["ops"] == 1500 and obj["options"]["faults"] == ["clog", "loss"]
     assert obj["options"]["bugs"] == ["ack_before_quorum"] and obj["options"]["nodes"] is None
