@@ -12,7 +12,7 @@ from rich.console import Console
 
 from bhandar_cli.client.openers import ClusterOptions
 from bhandar_cli.client.outcomes import WriteOutcome
-from bhandar_cli.core.model.limits import MAX_INTEGER
+from bhandar_cli.core.model.limits import MAX_CONTEXT_ACTORS, MAX_CONTEXT_CHARS, MAX_INTEGER
 from bhandar_cli.repl.batch import open_session
 from bhandar_cli.repl.views_data import render_write
 
@@ -33,8 +33,8 @@ BAD_LINES = [
     "put kv " + "k" * 1025 + " v",
     "get kv " + "k" * 1025,
     f"put kv k v ctx={token({'A': MAX_INTEGER + 1})}",
-    f"put kv k v ctx={token({f'N{i}': 1 for i in range(65)})}",
-    "put kv k v ctx=" + "A" * 5000,
+    f"put kv k v ctx={token({f'N{i}': 1 for i in range(MAX_CONTEXT_ACTORS + 1)})}",
+    "put kv k v ctx=" + "A" * (MAX_CONTEXT_CHARS + 1),
     f"incr counters c {2**53}",
     f"incr counters c -{2**53}",
     f"incr counters c {10**40}",

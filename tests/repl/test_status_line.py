@@ -75,12 +75,12 @@ def test_a_fallback_actor_is_explained_where_it_is_shown() -> None:
     app.command("other")(lambda: None)  # two commands: typer then keeps the command name
 
     # kv/k's home replicas are C, E and A (the REPL's default ring): with all three down, B
-    # coordinates as a fallback and stamps the write with an actor of its own, B~1.
+    # coordinates as a fallback and stamps the write with its exact actor, B~x.
     script = "kill C; kill E; kill A; sleep 5s; put kv k 1 c=ONE via=B; get kv k c=ONE via=B"
     result = CliRunner().invoke(app, ["repl", "--virtual-time", "-e", script])
     assert result.exit_code == 0, result.output
-    assert "B~1:1" in result.output
-    assert "B~1: node B writing as a fallback" in result.output
+    assert "B~x:1" in result.output
+    assert "B~x: the dots node B mints for a key it does not hold" in result.output
 
 
 def test_a_restored_nodes_actor_is_explained_as_a_restore_not_a_fallback(tmp_path: Path) -> None:
