@@ -14,6 +14,7 @@ import re
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
+from bhandar_cli.client.view_disagreement import disagreeing, why_views_differ
 from bhandar_cli.core.model.config import KeyspaceDef, parse_ttl
 from bhandar_cli.core.model.errors import BadInput, ClientError
 from bhandar_cli.core.model.limits import check_snapshot_name
@@ -158,7 +159,9 @@ class ClusterOps:
     # --- membership ----------------------------------------------------------------------------
 
     async def members(self, seen_from: str | None = None) -> dict[str, Any]:
-        """One node's gossip view; `disagree` lists members whose up/down differs between views."""
+        """One node's gossip view; `disagree` lists members whose up/down differs between the live
+        nodes' views (or that a view calls up though their process does not run), and `why` says
+        for each what the facts and the views show (client/view_disagreement.py)."""
         live = [n for n in self.backend.names if self.backend.is_alive(n)]
         if not live:
             raise ClientError("unavailable", "every node is down; revive one first")
@@ -166,16 +169,19 @@ class ClusterOps:
         if not self.backend.is_alive(source):
             raise ClientError("unavailable", f"node {source} is down: it has no view to show")
         members = await self.backend.node_members(source)
-        views = {n: {m["id"]: m["up"] for m in await self.backend.node_members(n)} for n in live}
-        disagree = sorted(
-            {
-                m
-                for view in views.values()
-                for m in view
-                if len({v.get(m) for v in views.values() if m in v}) > 1
-            }
-        )
-        return {"cmd": "members", "ok": True, "from": source, "members": members, "disagree": disagree}
+        views = {n: {m["id"]: m for m in await self.backend.node_members(n)} for n in live}
+        stopped = [n for n in self.backend.names if n not in live]
+        disagree = disagreeing(views, stopped)
+        groups = self.backend.partitions()
+        why = {m: why_views_differ(m, views, m not in stopped, groups) for m in disagree}
+        return {
+            "cmd": "members",
+            "ok": True,
+            "from": source,
+            "members": members,
+            "disagree": disagree,
+            "why": why,
+        }
 
     async def add(self, name: str, zone: str | None = None) -> dict[str, Any]:
         if not NODE_NAME.match(name):

@@ -8,7 +8,11 @@ it frames and unframes.
 - `init` {node_id, node_ids} builds the ring of every node named and boots the node; its store
   is on disk in `--data-dir`, else in $BHANDAR_CHECK_DIR (the directory `bhandar check` gives
   each node slot, so a node killed and restarted there comes back with its data), else in
-  memory. Until `init` every other message is answered with error 11.
+  memory. A node must not speak before `init`: until then it does not know its own id, and an
+  answer would claim to come from "". Messages that come first (a client's request or a peer's
+  frame that overtook the `init` of a restarted node) are held, in order, and handled once `init`
+  has been answered, so a request is served late rather than lost; at most `EARLY_LIMIT` are
+  held (beyond that one is dropped and logged, and its client sees a timeout: indefinite).
 - A message between nodes is a body `{"type": "bhandar", "frame": BASE64}`: the core message
   as the wire encoding the TCP transport uses (core/wire.py, CBOR checked before decoding); a
   frame that does not decode is logged and dropped, as the transport does.
@@ -42,7 +46,7 @@ from bhandar_cli.core.wire import from_wire, to_wire
 from bhandar_cli.host.executor import NodeHost
 from bhandar_cli.host.topology import zone_map
 from bhandar_cli.node.epoch_clock import EpochClock
-from bhandar_cli.node.maelstrom_api import UNAVAILABLE, NotServed, answer_of, request_of, schema_request
+from bhandar_cli.node.maelstrom_api import NotServed, answer_of, request_of, schema_request
 from bhandar_cli.node.net.cbor_validation import validate_cbor
 from bhandar_cli.node.net.codec import DEFAULT_MAX_DEPTH, DEFAULT_MAX_ITEMS
 from bhandar_cli.node.runtime import FATAL, NodeRunner
@@ -51,6 +55,7 @@ log = logging.getLogger("bhandar.node")
 
 PEER = "bhandar"  # the body type of a message between two Bhandar nodes
 ZONES = 3
+EARLY_LIMIT = 10_000  # messages held until `init` (as many as a node's inbox holds)
 
 
 class MaelstromNode:
@@ -66,6 +71,7 @@ class MaelstromNode:
         self._rid = 0
         self._msg_id = 0
         self._nursery: trio.Nursery | None = None
+        self._early: deque[tuple[str, dict[str, Any]]] = deque()  # what came before `init`
 
     async def run(self) -> None:
         stdin = trio.lowlevel.FdStream(os.dup(sys.stdin.fileno()))
@@ -131,11 +137,22 @@ class MaelstromNode:
         if kind == "init":
             await self._init(src, body)
         elif self.host is None:
-            self._answer(src, body, {"type": "error", "code": UNAVAILABLE, "text": "not initialised yet"})
-        elif kind == PEER:
+            self._hold(src, body)
+        else:
+            self._handle(src, body)
+
+    def _handle(self, src: str, body: dict[str, Any]) -> None:
+        if body["type"] == PEER:
             self._peer(src, body)
         else:
             self._client(src, body)
+
+    def _hold(self, src: str, body: dict[str, Any]) -> None:
+        """A message before `init`: kept for after it (no answer can name this node yet)."""
+        if len(self._early) >= EARLY_LIMIT:
+            log.error("node ?: dropped a %r message from %s that came before init", body["type"], src)
+            return
+        self._early.append((src, body))
 
     async def _init(self, src: str, body: dict[str, Any]) -> None:
         if self.host is None:
@@ -143,6 +160,8 @@ class MaelstromNode:
             names = [str(n) for n in body["node_ids"]]
             await self._boot(names)
         self._answer(src, body, {"type": "init_ok"})
+        while self._early:
+            self._handle(*self._early.popleft())
 
     async def _boot(self, names: list[str]) -> None:
         zones = zone_map(names, ZONES)

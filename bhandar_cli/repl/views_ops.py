@@ -69,9 +69,11 @@ def render_members(data: dict[str, Any]) -> RenderableType:
         table,
     ]
     if data.get("disagree"):
-        parts.append(
-            Text(f"views differ about: {', '.join(data['disagree'])} (gossip has not spread yet)", "yellow")
-        )
+        why = data.get("why") or {}
+        parts.append(Text("the nodes' views differ from each other or from the facts about:", "yellow"))
+        for member in data["disagree"]:
+            reason = why.get(member)
+            parts.append(Text(f"  {member}" + (f": {reason}" if reason else ""), "yellow"))
     return Group(*parts)
 
 

@@ -264,6 +264,8 @@ class GossipLiveness:
         """This node's membership view (the `members` command)."""
         rows: list[dict[str, object]] = []
         for mid, state in sorted(self.membership.members.items()):
+            detector = None if mid == self.me else self.phi.detector(mid)
+            last = None if detector is None else detector.last_heartbeat
             rows.append(
                 {
                     "id": mid,
@@ -277,6 +279,11 @@ class GossipLiveness:
                     "address": state.address,
                     "heard": mid == self.me or mid in self.heard,
                     "rtt_ms": round(self.rtt[mid] * 1000.0, 3) if mid in self.rtt else None,
+                    # Why this node calls the member up or down: how long it has heard nothing of
+                    # it, and after how much silence its detector calls it down (None: itself, or
+                    # never heard from).
+                    "silent_s": None if last is None else round(now - last, 3),
+                    "down_after_s": None if last is None else round(self.phi.down_at(mid) - last, 3),
                 }
             )
         return rows

@@ -19,6 +19,15 @@ make phi jump from 0 to infinity at the first late heartbeat. Before the first i
 the history is seeded with two intervals of `first_heartbeat_estimate` ± a quarter (Akka does the
 same), giving mean = estimate and deviation = estimate / 4.
 
+What enters the history. Only intervals that measure how late a peer's heartbeats run while it is
+reachable: an interval is left out when it ends a suspicion (phi had reached the threshold when the
+heartbeat came: Akka's `PhiAccrualFailureDetector.heartbeat` does the same) or when it is longer
+than `max_interval_rounds` expected intervals (Cassandra's `ArrivalWindow` ignores intervals over
+`fd_max_interval_ms`, 2 s by default, twice its gossip interval). Without that, the 60 s of a
+healed partition became one sample: the mean rose to about 6 s and the deviation to about 17 s, so
+a peer that crashed a few seconds after the heal was suspected only after about 95 s of silence
+instead of 2. A long silence is news of an outage, not of the network's jitter.
+
 Tail approximation. Akka uses a logistic approximation of the normal CDF (Bowling et al. 2009,
 max error about 1.4e-4):  P(X > t) ≈ 1 / (1 + e**z)  with  y = (t - mean) / std  and
 z = y * (1.5976 + 0.070566 * y**2). With the exact CDF, ``1 - cdf(y)`` rounds to 0.0 from y ≈ 8.3,
@@ -55,6 +64,9 @@ class PhiConfig:
     # 1 s heartbeats is suspected after about 2.5 s) while tolerating one lost gossip round.
     acceptable_heartbeat_pause: float = 1.0
     first_heartbeat_estimate: float = 1.0
+    # The longest interval recorded, in expected intervals: 4 x 0.5 s gossip rounds is Cassandra's
+    # 2 s. Longer silences are outages (a partition, a paused process), not jitter to adapt to.
+    max_interval_rounds: float = 4.0
 
     def __post_init__(self) -> None:
         if self.threshold <= 0:
@@ -67,6 +79,13 @@ class PhiConfig:
             raise ValueError("acceptable_heartbeat_pause must not be negative")
         if self.first_heartbeat_estimate <= 0:
             raise ValueError("first_heartbeat_estimate must be positive")
+        if self.max_interval_rounds < 1:
+            raise ValueError("max_interval_rounds must be at least 1")
+
+    @property
+    def max_interval(self) -> float:
+        """The longest inter-arrival time that enters the history (seconds)."""
+        return self.max_interval_rounds * self.first_heartbeat_estimate
 
 
 def phi_of(elapsed: float, mean: float, std_deviation: float) -> float:
@@ -120,15 +139,22 @@ class PhiAccrualDetector:
         self._sum += interval
         self._sum_sq += interval * interval
 
-    def heartbeat(self, now: float) -> None:
-        """Record a heartbeat received at `now`."""
+    def heartbeat(self, now: float) -> bool:
+        """Record a heartbeat received at `now`. Returns whether the interval since the last one
+        entered the history: not when it ended a suspicion or is longer than the config's
+        `max_interval` (see the module docstring); the heartbeat counts either way."""
         last = self.last_heartbeat
+        recorded = False
         if last is not None:
             if now < last:
                 raise ValueError(f"heartbeat at {now} is earlier than the previous one at {last}")
-            self._add(now - last)
+            interval = now - last
+            if interval <= self.config.max_interval and self.is_available(now):
+                self._add(interval)
+                recorded = True
         self.last_heartbeat = now
         self._down_at = None
+        return recorded
 
     @property
     def samples(self) -> int:

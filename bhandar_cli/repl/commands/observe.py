@@ -107,7 +107,9 @@ async def hints(session: Session, cmd: Command) -> dict[str, Any]:
     options=(Option("from", NODE),),
     help="""The membership as one node sees it through gossip and phi-accrual failure detection
     (from=, default: the first live node): each member's zone, status, up or down, phi, heartbeat,
-    generation and tokens; then the members whose up/down the live nodes disagree about.""",
+    generation and tokens; then the members the live nodes' views disagree about, with each other
+    or with the facts, and why (a process that stopped and who has not noticed yet, a partition, a
+    restart not yet gossiped, late heartbeats).""",
     examples=("members from=B",),
     renderer=render_members,
 )

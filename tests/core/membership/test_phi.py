@@ -89,14 +89,63 @@ def test_jittery_heartbeats_widen_the_bound() -> None:
     assert 3.3 < crossing_time(detector) < 3.7
 
 
-def test_a_heartbeat_after_a_long_pause_brings_phi_back_down() -> None:
+def test_a_heartbeat_after_a_long_pause_brings_phi_back_down_and_leaves_the_history_alone() -> None:
     detector = steady(30)
     assert detector.phi(29 + 30.0) > 100
-    detector.heartbeat(29 + 30.0)
-    # The 30 s gap is now one of the samples (mean ~1.9 s, deviation ~5 s), so phi restarts a
-    # little above zero but far below any threshold.
-    assert detector.phi(29 + 30.0) < 0.5
+    assert detector.heartbeat(29 + 30.0) is False  # the 30 s gap is an outage, not a sample
+    assert detector.phi(29 + 30.0) == pytest.approx(0.0, abs=1e-6)
     assert detector.is_available(29 + 31.0)
+    assert detector.samples == 31 and detector.mean == pytest.approx(1.0)
+    # Silent again: suspected as soon as before the pause, not after minutes.
+    assert crossing_time(detector) == pytest.approx(STEADY_BOUND, abs=1e-3)
+
+
+def test_a_crash_after_a_healed_partition_is_suspected_within_the_steady_bound() -> None:
+    """Issue 38, the arrival pattern C had of B on a real clock (gossip every 0.5 s): heartbeats
+    every 0.5 s, then nothing for the 59.665 s of a partition, then the first two at once (one
+    second-hand, one from B itself, 1 ms apart), 4 s of heartbeats, and B crashes. Before, the
+    59.665 s gap became a sample (mean 5.8 s, deviation 17 s) and C suspected B only about 95 s
+    after its last heartbeat; it must take no longer than with no partition at all."""
+    config = PhiConfig(acceptable_heartbeat_pause=0.5, first_heartbeat_estimate=0.5)
+    detector, plain = PhiAccrualDetector(config), PhiAccrualDetector(config)
+    now = 0.0
+    for beat in range(3):
+        now = beat * 0.5
+        detector.heartbeat(now)
+    now += 59.665
+    arrivals = [now, now + 0.001, *(now + 0.001 + 0.5 * i for i in range(1, 9))]
+    for at in arrivals:
+        detector.heartbeat(at)
+    for at in [0.5 * i for i in range(3 + len(arrivals))]:
+        plain.heartbeat(at)
+    assert detector.samples == 2 + 2 + len(arrivals) - 1  # everything but the partition's gap
+    # About 1.5 s with no partition; 1.7 s after it (the burst's 1 ms interval widens the
+    # deviation a little); 95 s when the gap was a sample.
+    assert crossing_time(plain) < 2.0
+    assert crossing_time(detector) < 2.0
+
+
+def test_an_interval_that_ends_a_suspicion_is_not_recorded() -> None:
+    """Akka's rule: a heartbeat that arrives when phi is already past the threshold restarts the
+    clock but measures an outage, so it does not enter the history (even below `max_interval`)."""
+    config = PhiConfig(max_interval_rounds=100.0)
+    detector = steady(20, config=config)
+    assert not detector.is_available(19 + 3.0)
+    assert detector.heartbeat(19 + 3.0) is False
+    assert detector.heartbeat(19 + 4.0) is True
+    assert detector.samples == 2 + 19 + 1
+
+
+def test_intervals_longer_than_max_interval_are_not_recorded() -> None:
+    """Cassandra's rule: even while phi is below the threshold (a lenient threshold here), a
+    silence longer than `max_interval_rounds` expected intervals is not learnt as normal."""
+    config = PhiConfig(threshold=1000.0, first_heartbeat_estimate=1.0, max_interval_rounds=4.0)
+    assert config.max_interval == 4.0
+    detector = steady(20, config=config)
+    assert detector.is_available(19 + 4.5)
+    assert detector.heartbeat(19 + 4.5) is False
+    assert detector.heartbeat(19 + 4.5 + 4.0) is True  # exactly max_interval still counts
+    assert max(detector._intervals) == 4.0
 
 
 def test_phi_never_overflows() -> None:
@@ -163,6 +212,7 @@ def test_time_going_backwards_is_a_caller_bug() -> None:
         {"min_std_deviation": 0},
         {"acceptable_heartbeat_pause": -1},
         {"first_heartbeat_estimate": 0},
+        {"max_interval_rounds": 0.5},
     ],
 )
 def test_config_is_validated(bad: dict[str, float]) -> None:
@@ -194,17 +244,16 @@ def test_reset_discards_the_downtime_of_a_restarted_peer() -> None:
     for detectors in (plain, reset):
         for i in range(20):
             detectors.heartbeat("B", float(i))
-    plain.heartbeat("B", 500.0)  # the 481 s outage becomes an inter-arrival time...
-    reset.reset("B", 500.0)  # ...unless the new generation starts afresh
+    plain.heartbeat("B", 500.0)  # the 481 s outage is left out of the old life's history...
+    reset.reset("B", 500.0)  # ...and the new generation starts afresh
     for detectors in (plain, reset):
         for i in range(1, 5):
             detectors.heartbeat("B", 500.0 + i)
-    # Stopped again at 504: the fresh history suspects it within seconds, the polluted one
-    # (mean ~23 s, deviation ~90 s) would wait for minutes.
-    assert not reset.is_up("B", 504 + 4.0)
-    assert plain.is_up("B", 504 + 60.0)
-    fresh = reset.detector("B")
+    # Stopped again at 504: either way it is suspected within seconds.
+    assert not reset.is_up("B", 504 + 4.0) and not plain.is_up("B", 504 + 4.0)
+    fresh, old = reset.detector("B"), plain.detector("B")
     assert fresh is not None and fresh.samples == 2 + 4 and fresh.last_heartbeat == 504.0
+    assert old is not None and old.samples == 2 + 19 + 4
     reset.reset("C")
     assert reset.phi("C", 1e6) == 0.0  # reset without a heartbeat: not yet heard from
 

@@ -1,0 +1,104 @@
+"""Issue 38: a crash after a healed partition goes unseen for minutes.
+
+What a user ran on the real clock: `partition A B | C D E; sleep 60s; heal; sleep 4s; kill B;
+sleep 10s; status; put kv cart:7 tea; hints; get kv cart:7 c=ALL`. C, D and E still saw B up
+(phi 0.34 fifteen seconds later), the put went to the dead B and left no hint, the read at ALL
+timed out, and no `· down:` notice came. The partition's 60 s of silence had become one sample of
+their failure detectors' history of B.
+
+Here on a virtual clock, after `sleep 1s`: on a real clock the nodes have gossiped by the time a
+person types `partition`. Without it the partition cuts them off before their first gossip round,
+C's first news of B's current life comes after the heal and starts a fresh history (a new
+generation), and the bug hides, which is why `repl --virtual-time` was prompt.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+from rich.console import Console, RenderableType
+
+from bhandar_cli.client.cluster_health import Notices, cluster_health
+from bhandar_cli.client.openers import ClusterOptions
+from bhandar_cli.core.model.config import NodeConfig
+from bhandar_cli.repl.batch import open_session
+from bhandar_cli.repl.views import render
+
+BEFORE_KILL = ["sleep 1s", "partition A B | C D E", "sleep 60s", "heal", "sleep 4s"]
+AFTER = ["status", "put kv cart:7 tea", "hints", "get kv cart:7 c=ALL"]
+
+
+Outcome = tuple[dict[str, float], list[str], dict[str, dict[str, Any]], dict[str, Any]]
+
+
+@pytest.fixture(scope="module")
+def scenario() -> Outcome:
+    """When each of C, D and E saw B down after the kill (virtual seconds, within 10 s), the
+    notices the interactive REPL prints meanwhile, the replies of the commands after, and what
+    `members from=C` said half a second after the kill."""
+
+    async def main() -> Outcome:
+        async with open_session(ClusterOptions(memory=True), "json") as session:
+            backend = session.client.backend
+            for line in BEFORE_KILL:
+                await session.run_line(line)
+            notices = Notices()
+            notices.fold(await cluster_health(backend))
+            await session.run_line("kill B")
+            killed = trio.current_time()
+            seen: dict[str, float] = {}
+            said: list[str] = []
+            members: dict[str, Any] = {}
+            while trio.current_time() - killed < 10.0:
+                await trio.sleep(0.1)
+                if not members and trio.current_time() - killed >= 0.5:
+                    (reply,) = await session.run_line("members from=C")
+                    members = reply.to_json()
+                    members["text"] = printed(render(reply, session.commands))
+                for name in "CDE":
+                    info = await backend.node_info(name, counts=False)
+                    if name not in seen and info["peers"].get("B") is False:
+                        seen[name] = trio.current_time() - killed
+                said += notices.fold(await cluster_health(backend), await backend.drain_notes())
+            replies = {}
+            for line in AFTER:
+                (reply,) = await session.run_line(line)
+                replies[line.split()[0]] = reply.to_json()
+            return seen, said, replies, members
+
+    return trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+def printed(view: RenderableType) -> str:
+    """A view as the REPL prints it (120 columns, no colour)."""
+    console = Console(width=120, color_system=None, record=True, file=io.StringIO())
+    console.print(view)
+    return console.export_text()
+
+
+def test_a_crash_after_a_healed_partition_is_noticed_within_the_detection_bound(scenario: Outcome) -> None:
+    seen, said, replies, _ = scenario
+    bound = NodeConfig().detection_bound()
+    assert set(seen) == {"C", "D", "E"}, f"only {sorted(seen)} saw B down within 10 s of the kill"
+    assert max(seen.values()) <= bound, seen
+    assert "down: B (noticed by A, C, D, E)" in said, said
+    status = {n["id"]: n for n in replies["status"]["nodes"]}
+    assert all("B" in status[n]["sees_down"] for n in "ACDE"), status
+    put = replies["put"]
+    assert put["ok"] and any(h.endswith("for B") for h in put.get("hinted", [])), put
+    assert replies["hints"]["pending"] >= 1, replies["hints"]
+    get = replies["get"]
+    assert get["ok"] or get["code"] == "unavailable", get  # answered, or refused at once: no timeout
+
+
+def test_members_says_why_the_views_differ_about_a_node_just_killed(scenario: Outcome) -> None:
+    *_, members = scenario
+    assert "B" in members["disagree"], members
+    why = members["why"]["B"]
+    assert why.startswith("its process does not run;") and "not noticed yet" in why, why
+    assert "gossip has not spread" not in members["text"], members["text"]
+    assert "B: its process does not run" in members["text"], members["text"]
