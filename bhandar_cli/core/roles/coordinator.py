@@ -84,8 +84,9 @@ class Coordinator:
         self.writes = writes
         self.anti_entropy = anti_entropy
         self.streaming = streaming
-        # (forwarding node, its op id) -> when to forget it. A duplicated forwarded put would
-        # otherwise be coordinated twice and stored as two siblings with the same value.
+        # (forwarding node, its op id) -> when to forget it. A request the network duplicated
+        # would otherwise be coordinated twice: twice the work, and (from a forwarder speaking
+        # protocol 3, which mints no exact dot) a put stored as two siblings with the same value.
         self._recent_forwards: dict[tuple[str, int], float] = {}
         self._tokens: dict[tuple[str, str], int] = {}
         # Client request rates per key (the `hot` view): counted where a client's request enters

@@ -163,7 +163,7 @@ def render_summary(report: ChaosReport) -> str:
         f"  stale reads    {c.stale_reads} of {c.reads} reads ({c.strict_stale_reads} under strict quorum; "
         f"{c.moving_stale_reads} more of writes made during range movements, not judged)",
         f"  siblings seen  {c.reads_with_siblings} reads with siblings, at most {c.max_siblings}; "
-        f"{c.stored_twice} puts stored twice (a request taken by two coordinators or across a restart)",
+        f"{c.stored_twice} puts stored twice (a client request taken twice across a restart; goal 0)",
         f"  counters       {c.counter_keys} keys, {c.increments} increments, {c.retries} retried attempts",
         f"hints            stored {report.hints_stored}, delivered {report.hints_delivered}, "
         f"expired {report.hints_expired}",
