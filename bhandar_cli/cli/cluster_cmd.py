@@ -379,12 +379,15 @@ def add(
     directory: str | None = DIR_OPTION,
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
-    """Start a new node that joins the running cluster; waits until it owns its ranges."""
+    """Start a new node that joins the running cluster; waits until it owns its ranges (progress
+    on stderr: its sources, and what it does about one that is down)."""
 
     from bhandar_cli.fleet.resize import next_free_name
+    from bhandar_cli.repl.views_ops import node_progress, sources_down_lines
 
-    def join(client: Client[TcpBackend]) -> Awaitable[Any]:
-        return client.ops.add(node or next_free_name(client.backend.cluster), zone)
+    async def join(client: Client[TcpBackend]) -> Any:
+        with node_progress(sys.stderr) as progress:
+            return await client.ops.add(node or next_free_name(client.backend.cluster), zone, progress)
 
     data = on_cluster("add", output, directory, join)
     if data is None:
@@ -393,3 +396,5 @@ def add(
         f"added {data['node']} (zone {data['zone']}): {data['keys_streamed']} keys streamed "
         f"in {data['seconds']:g} s"
     )
+    for line in sources_down_lines(data):
+        _print(line)
