@@ -160,6 +160,7 @@ class ClusterOps:
 
     async def members(self, seen_from: str | None = None) -> dict[str, Any]:
         """One node's gossip view; `disagree` lists members whose up/down differs between views."""
+        await self.backend.membership()  # members of no cluster file are asked too
         live = [n for n in self.backend.names if self.backend.is_alive(n)]
         if not live:
             raise ClientError("unavailable", "every node is down; revive one first")
@@ -190,8 +191,12 @@ class ClusterOps:
 
         if not NODE_NAME.match(name):
             raise BadInput(f"bad node name {name!r} (a capital letter, then letters, digits, _ or -)")
-        if name in self.backend.names:
-            raise BadInput(f"node {name} already exists")
+        known = (await self.backend.membership()).members  # a node that joined by token too
+        if name in self.backend.names or name in known:
+            gone = name in known and known[name].status == "left"
+            raise BadInput(
+                f"node {name} already exists" + (" (it left: ids are never reused)" if gone else "")
+            )
         if zone is not None and not re.match(r"^[A-Za-z0-9_-]{1,16}$", zone):
             raise BadInput(f"bad zone name {zone!r}")
         started = self.backend.now()
