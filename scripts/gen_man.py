@@ -256,8 +256,11 @@ keyspace {"cmd":"keyspace","ok":true,"name":K,"policy":S,"n":N,"quorum":S,"ttl":
 failure {"cmd":...,"ok":false,"error":"human sentence","code":"CODES|..."}
 status  {"cmd":"status","nodes":[{"id":"A","zone":"z1","up":true,"status":"normal","tokens":8,
          "owns":0.21,"keys":N,"state":"up","seen_down_by":[...],"group":null}],
-         "summary":{"line":"5/5 running","nodes":5,"running":5,"states":{...},"partitions":[]}}
-         (state: up, joining, leaving, suspected, partitioned, down or left)
+         "summary":{"line":"5/5 running","nodes":5,"running":5,"states":{...},"partitions":[],
+         "disagree":[...]},"membership":{"from":["A",...],"disagree":[...]}}
+         (state: up, joining, leaving, suspected, partitioned, down or left; the nodes are the
+         members as the nodes' gossip holds them, a node that joined with a join token included;
+         disagree: what their tables differ on, e.g. "E: normal to A, B; not known to C")
 prefs   {"cmd":"prefs","replicas":["A","C","E"],"zones":{"A":"z1"},"fallbacks":[...]}
 clock   {"cmd":"clock","replicas":{"A":[{"dot":["A",2],"clock":{"A":2},"context":{"A":1},
          "value":V,"tombstone":false}]}}

@@ -204,13 +204,14 @@ def status(directory: str | None = DIR_OPTION, output: OutputFormat = OUTPUT_OPT
     async def body() -> Any:
         async with open_tcp_client(directory) as client:
             data = await client.views.status()
-            cluster = client.backend.cluster
+            backend = client.backend
             for node in data["nodes"]:
-                entry = cluster.node(node["id"])
-                node.update(host=entry.host, port=entry.port, http_port=entry.http_port, log=entry.log)
-                node["protocol"] = node.get("protocol") or entry.protocol  # down: what it starts with
-                node["pid"] = entry.pid if node["up"] else None
-            data.update(dir=cluster.dir, delays=dict(cluster.delays))
+                where = backend.placement(node["id"])  # a node that joined by token: what gossip says
+                node.update(host=where["host"], port=where["port"], http_port=where["http_port"])
+                node.update(log=where["log"], joined=where["joined"])
+                node["protocol"] = node.get("protocol") or where["protocol"]  # down: what it starts with
+                node["pid"] = where["pid"] if node["up"] else None
+            data.update(dir=backend.cluster.dir, delays=dict(backend.cluster.delays))
             return data
 
     data = run_async("status", output, body)
@@ -230,7 +231,7 @@ def status(directory: str | None = DIR_OPTION, output: OutputFormat = OUTPUT_OPT
             n["id"],
             n["zone"],
             f"{n['host']}:{n['port']}",
-            str(n["http_port"]),
+            str(n["http_port"] or "-"),
             str(n["pid"] or "-"),
             str(n.get("keys", "")) if up else "-",
             f"{100 * n['owns']:.1f}%",
@@ -245,6 +246,15 @@ def status(directory: str | None = DIR_OPTION, output: OutputFormat = OUTPUT_OPT
             _print(Text(f"{n['id']} {condition}", style="yellow"))
         if n.get("crashed"):  # why a node is down, when it said so as it stopped
             _print(Text(f"{n['id']} {n['crashed']}", style="bold red"))
+    for n in data["nodes"]:
+        if n["joined"] == "token":
+            said = "joined with a join token: it is in no cluster file; its address is what gossip says"
+            _print(Text(f"{n['id']} {said}"))
+        elif n["state"] == "left":
+            said = "has left the ring, the nodes say; the cluster file still lists it"
+            _print(Text(f"{n['id']} {said}", style="yellow"))
+    for line in data["summary"]["disagree"]:
+        _print(Text(f"the nodes disagree: {line}", style="yellow"))
     for node, ms in data["delays"].items():
         _print(Text(f"delayed: {node} +{ms:g} ms", style="yellow"))
     _print(Text(data["summary"]["line"]))  # the words the REPL and the web page use
@@ -380,12 +390,19 @@ def add(
     directory: str | None = DIR_OPTION,
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
-    """Start a new node that joins the running cluster; waits until it owns its ranges."""
+    """Start a new node that joins the running cluster; waits until it owns its ranges (progress
+    on stderr: its sources, and what it does about one that is down)."""
 
-    from bhandar_cli.fleet.resize import next_free_name
+    from bhandar_cli.fleet.resize import names_taken
+    from bhandar_cli.host.topology import next_node_name
+    from bhandar_cli.repl.views_ops import node_progress, sources_down_lines
 
-    def join(client: Client[TcpBackend]) -> Awaitable[Any]:
-        return client.ops.add(node or next_free_name(client.backend.cluster), zone)
+    async def join(client: Client[TcpBackend]) -> Any:
+        # Not a name the nodes know either (one that joined by token, or left, is in no file).
+        known = (await client.backend.membership()).members
+        name = node or next_node_name(names_taken(client.backend.cluster) | set(known))
+        with node_progress(sys.stderr) as progress:
+            return await client.ops.add(name, zone, progress)
 
     data = on_cluster("add", output, directory, join)
     if data is None:
@@ -394,3 +411,5 @@ def add(
         f"added {data['node']} (zone {data['zone']}): {data['keys_streamed']} keys streamed "
         f"in {data['seconds']:g} s"
     )
+    for line in sources_down_lines(data):
+        _print(line)

@@ -3,6 +3,10 @@
 Every face says what a node is in these words, computed here from the same facts: the REPL's
 bottom bar, `status`, the REPL's notices, the web page's header and cards, and `cluster status`.
 
+Who the nodes are is the membership as the nodes hold it (client/membership.py): a node that
+joined with a join token is one of them, a node the nodes say has left is *left* even while it is
+down, and what the nodes' tables disagree on is said beside the summary (`disagree`).
+
 Facts come first. A node whose process does not run is *down* at once, whatever its peers have
 noticed yet; a node behind a partition the operator made is *partitioned* away, not down, though
 the other side's failure detectors believe it is. A running node that a peer *on its own side*
@@ -21,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from bhandar_cli.client.backend import Backend
+    from bhandar_cli.client.membership import ClusterMembership
 
 UP = "up"
 JOINING = "joining"
@@ -76,6 +81,7 @@ class NodeHealth:
 class ClusterHealth:
     nodes: tuple[NodeHealth, ...]
     groups: tuple[tuple[str, ...], ...] = ()  # partition groups (empty: one network)
+    disagree: tuple[str, ...] = ()  # members whose status the nodes' tables differ on, in words
 
     def named(self, *states: str) -> list[str]:
         return [n.id for n in self.nodes if n.state in states]
@@ -106,6 +112,8 @@ class ClusterHealth:
         for state in (JOINING, LEAVING, LEFT):
             if names := self.named(state):
                 parts.append((state, f"{state} {', '.join(names)}"))
+        if self.disagree:
+            parts.append(("", "nodes disagree on " + ", ".join(d.split(":")[0] for d in self.disagree)))
         return parts
 
     def line(self) -> str:
@@ -119,6 +127,7 @@ class ClusterHealth:
             "running": self.running,
             "states": {state: self.named(state) for state in STATES},
             "partitions": [list(g) for g in self.groups],
+            "disagree": list(self.disagree),
         }
 
 
@@ -126,9 +135,12 @@ def show_groups(groups: Iterable[Iterable[str]]) -> str:
     return " | ".join("{" + ", ".join(g) + "}" for g in groups)
 
 
-def summarise(nodes: Iterable[Mapping[str, Any]], partitions: Sequence[Sequence[str]] = ()) -> ClusterHealth:
+def summarise(
+    nodes: Iterable[Mapping[str, Any]], partitions: Sequence[Sequence[str]] = (), disagree: Sequence[str] = ()
+) -> ClusterHealth:
     """The cluster in the vocabulary, from `status`-shaped nodes (each with `id`, `up` (its process
-    runs), `status` and `sees_down`, the peers it believes down) and the partition groups."""
+    runs), `status` and `sees_down`, the peers it believes down), the partition groups and what the
+    nodes' membership tables disagree on (ClusterMembership.disagreements)."""
     facts = list(nodes)
     groups = tuple(tuple(g) for g in partitions) if len(partitions) > 1 else ()
     group_of = {name: i + 1 for i, g in enumerate(groups) for name in g}
@@ -156,12 +168,21 @@ def summarise(nodes: Iterable[Mapping[str, Any]], partitions: Sequence[Sequence[
         else:
             state = UP
         out.append(NodeHealth(name, state, name in running, status, group, by))
-    return ClusterHealth(tuple(out), groups)
+    return ClusterHealth(tuple(out), groups, tuple(disagree))
+
+
+def member_status(name: str, up: bool, info: Mapping[str, Any], membership: ClusterMembership) -> str:
+    """A node's membership status: its own word while it runs, else what the nodes' tables say
+    (a node that left and was stopped is left, not down)."""
+    if up and "status" in info:
+        return str(info["status"])
+    return membership.status_of(name) or "normal"
 
 
 async def cluster_health(backend: Backend) -> ClusterHealth:
     """The summary from the nodes' own views, without counting keys: cheap enough for a status
     bar refreshed several times a second."""
+    membership = await backend.membership()
     nodes = []
     for name in backend.names:
         up = backend.is_alive(name)
@@ -171,11 +192,11 @@ async def cluster_health(backend: Backend) -> ClusterHealth:
             {
                 "id": name,
                 "up": up,
-                "status": info.get("status", "normal"),
+                "status": member_status(name, up, info, membership),
                 "sees_down": [p for p, ok in peers.items() if not ok],
             }
         )
-    return summarise(nodes, backend.partitions())
+    return summarise(nodes, backend.partitions(), membership.disagreements())
 
 
 # --- notices: a change is announced when the failure detectors have caught up with it ----------

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from bhandar_cli.client.backend import Backend
     from bhandar_cli.client.cluster_views import ClusterViews
     from bhandar_cli.client.data_client import DataClient
+    from bhandar_cli.client.ops.upgrade import Progress
 
 NODE_NAME = re.compile(r"^[A-Z][A-Za-z0-9_-]{0,15}$")
 MOVE_TIMEOUT = 120.0
@@ -162,6 +163,7 @@ class ClusterOps:
         """One node's gossip view; `disagree` lists members whose up/down differs between the live
         nodes' views (or that a view calls up though their process does not run), and `why` says
         for each what the facts and the views show (client/view_disagreement.py)."""
+        await self.backend.membership()  # members of no cluster file are asked too
         live = [n for n in self.backend.names if self.backend.is_alive(n)]
         if not live:
             raise ClientError("unavailable", "every node is down; revive one first")
@@ -183,25 +185,56 @@ class ClusterOps:
             "why": why,
         }
 
-    async def add(self, name: str, zone: str | None = None) -> dict[str, Any]:
+    async def add(
+        self, name: str, zone: str | None = None, progress: Progress | None = None
+    ) -> dict[str, Any]:
+        """Start node `name` and wait until every live node sees it normal; `progress` hears what
+        its bootstrap reached (client/ops/joining.py): its sources, and each source that is down,
+        what it waits for or where that source's ranges came from instead."""
+        import trio
+
+        from bhandar_cli.client.ops.joining import join_progress, replaced_sources, waiting_for
+
         if not NODE_NAME.match(name):
             raise BadInput(f"bad node name {name!r} (a capital letter, then letters, digits, _ or -)")
-        if name in self.backend.names:
-            raise BadInput(f"node {name} already exists")
+        known = (await self.backend.membership()).members  # a node that joined by token too
+        if name in self.backend.names or name in known:
+            gone = name in known and known[name].status == "left"
+            raise BadInput(
+                f"node {name} already exists" + (" (it left: ids are never reused)" if gone else "")
+            )
         if zone is not None and not re.match(r"^[A-Za-z0-9_-]{1,16}$", zone):
             raise BadInput(f"bad zone name {zone!r}")
         started = self.backend.now()
         chosen = await self.backend.add_node(name, zone)
-        if not await self._everyone_sees(name, "normal"):
-            raise ClientError("timeout", f"{name} did not finish bootstrapping in {MOVE_TIMEOUT:g} s")
+        said: set[str] = set()
+        streams: dict[str, Any] = {}
+        joined = False
+        with trio.move_on_after(MOVE_TIMEOUT):
+            while not (joined := await self._seen_by_all(name, "normal")):
+                if self.backend.is_alive(name):
+                    streams = (await self.backend.node_info(name, counts=False)).get("streams") or {}
+                for line in join_progress(name, streams):
+                    if line not in said and progress is not None:
+                        elapsed = self.backend.now() - started
+                        progress({"what": "add", "node": name, "phase": line, "elapsed": elapsed})
+                    said.add(line)
+                await trio.sleep(0.1)
+        if not joined:
+            down = [n for n in self.backend.names if not self.backend.is_alive(n)]
+            why = waiting_for(name, streams, down)
+            raise ClientError("timeout", f"{name} did not finish bootstrapping in {MOVE_TIMEOUT:g} s: {why}")
         info = await self.backend.node_info(name)
-        received = sum(s["received"] for s in info.get("streams", {}).get("inbound", []))
+        streams = info.get("streams") or {}
+        received = sum(s["received"] for s in streams.get("inbound", []))
         return {
             "cmd": "add",
             "ok": True,
             "node": name,
             "zone": chosen,
             "keys_streamed": received,
+            # sources that were down: their ranges came from their other replicas (streaming.py)
+            "sources_down": replaced_sources(streams),
             "seconds": round(self.backend.now() - started, 3),
         }
 
@@ -227,15 +260,19 @@ class ClusterOps:
         import trio
 
         with trio.move_on_after(MOVE_TIMEOUT):
-            while True:
-                views = []
-                for name in self.backend.names:
-                    if self.backend.is_alive(name) and name != node:
-                        views.append({m["id"]: m["status"] for m in await self.backend.node_members(name)})
-                if all(v.get(node) == status for v in views):
-                    return True
+            while not await self._seen_by_all(node, status):
                 await trio.sleep(0.1)
+            return True
         return False
+
+    async def _seen_by_all(self, node: str, status: str) -> bool:
+        """Whether every live node but `node` gives `node` this status in its gossip view now."""
+        for name in self.backend.names:
+            if self.backend.is_alive(name) and name != node:
+                view = {m["id"]: m["status"] for m in await self.backend.node_members(name)}
+                if view.get(node) != status:
+                    return False
+        return True
 
     async def upgrade(self, to: int | None = None, progress: Any = None) -> dict[str, Any]:
         """Rolling upgrade (client/ops/upgrade.py): one node at a time, each stopped cleanly, started

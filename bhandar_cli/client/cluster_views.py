@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from bhandar_cli.client.cluster_health import summarise
+from bhandar_cli.client.cluster_health import member_status, summarise
 from bhandar_cli.client.outcomes import counter_parts, sibling_views
 from bhandar_cli.core.membership.members import CODES
 from bhandar_cli.core.membership.ring import key_token
@@ -39,19 +39,23 @@ class ClusterViews:
         return {}
 
     async def status(self) -> dict[str, Any]:
+        """Every member as the nodes hold the membership (client/membership.py), each with what it
+        says of itself; the summary in the words of cluster_health."""
+        membership = await self.backend.membership()
         ring = self.backend.ring
         tokens = ring.tokens_by_node()
         nodes = []
         for name in self.backend.names:
             info = await self.backend.node_info(name)
             up = self.backend.is_alive(name)
+            status = member_status(name, up, info, membership)
             nodes.append(
                 {
                     "id": name,
                     "zone": self.backend.zones[name],
                     "up": up,
-                    "status": info.get("status", "normal"),
-                    "code": ("U" if up else "D") + CODES.get(info.get("status", "normal"), "?"),
+                    "status": status,
+                    "code": ("U" if up else "D") + CODES.get(status, "?"),
                     "tokens": len(tokens.get(name, [])),
                     "owns": round(ring.ownership.get(name, 0.0), 4),
                     "keys": info.get("keys", 0),
@@ -70,7 +74,8 @@ class ClusterViews:
             if info.get("conditions"):
                 nodes[-1]["conditions"] = info["conditions"]  # what is wrong while it is up
         partitions = self.backend.partitions()
-        health = summarise(nodes, partitions)  # each node's state in the one vocabulary
+        # each node's state in the one vocabulary
+        health = summarise(nodes, partitions, membership.disagreements())
         for node, said in zip(nodes, health.nodes, strict=True):
             node.update(state=said.state, seen_down_by=list(said.seen_down_by), group=said.group)
         return {
@@ -79,9 +84,11 @@ class ClusterViews:
             "nodes": nodes,
             "partitions": partitions,
             "summary": health.to_json(),
+            "membership": membership.to_json(),  # whose tables it is from, what they disagree on
         }
 
     async def ring(self) -> dict[str, Any]:
+        await self.backend.membership()  # the ring the nodes route by
         ring = self.backend.ring
         ranges = [
             {"range": [r.lo, r.hi], "owner": r.owner, "share": round(r.size / 2**32, 5)}
@@ -96,6 +103,7 @@ class ClusterViews:
         }
 
     async def prefs(self, keyspace: str, key: str, n: int | None = None) -> dict[str, Any]:
+        await self.backend.membership()  # the ring the nodes route by
         ring = self.backend.ring
         token = key_token(keyspace, key)
         n = n or await self.replication(keyspace)

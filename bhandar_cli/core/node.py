@@ -34,6 +34,7 @@ from typing import Any
 
 from bhandar_cli.core.membership.gossip import GossipLiveness
 from bhandar_cli.core.membership.liveness import Liveness, PingLiveness
+from bhandar_cli.core.membership.members import MemberState
 from bhandar_cli.core.membership.node_membership import MembershipSaver, boot_gossip
 from bhandar_cli.core.membership.ring import Ring
 from bhandar_cli.core.membership.ringview import RingView
@@ -342,8 +343,11 @@ class Node:
         info["config"] = config_view(self.config, self.live_config)  # its version, values, keys set
         return info
 
-    def members(self, now: float) -> list[dict[str, Any]]:
-        return self._views.members(now)
+    def members(self, now: float, placement: bool = False) -> list[dict[str, Any]]:
+        return self._views.members(now, placement)
+
+    def member_states(self) -> tuple[MemberState, ...]:
+        return self._views.member_states()
 
     def has_heard(self, peer: str) -> bool:
         """Has this life of the node heard of `peer`? (RingView.has_heard)"""

@@ -8,6 +8,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import asdict
 from typing import Any
 
+from bhandar_cli.core.membership.members import MemberState
 from bhandar_cli.core.membership.ringview import RingView
 from bhandar_cli.core.model.keyspaces import Keyspaces
 from bhandar_cli.core.model.record_digest import digest
@@ -76,12 +77,36 @@ class NodeViews:
         """Disk figures of an LSM-backed node ({} for the in-memory store)."""
         return dict(self.store.disk_figures())
 
-    def members(self, now: float) -> list[dict[str, Any]]:
-        """The membership table as this node sees it (the `members` command)."""
+    def members(self, now: float, placement: bool = False) -> list[dict[str, Any]]:
+        """The membership table as this node sees it (the `members` command); with `placement`,
+        where each member is as well: its token positions (`token_positions`, a client draws the
+        ring from them) and its HTTP address (`http`)."""
         view = self.ring_view
         if view.gossip is None:
-            return [{"id": p, "up": view.is_up(p, now), "status": "normal"} for p in view.ring.nodes]
-        return view.gossip.view(now)
+            rows: list[dict[str, Any]] = [
+                {"id": p, "up": view.is_up(p, now), "status": "normal"} for p in view.ring.nodes
+            ]
+            if placement:
+                placed = view.ring.tokens_by_node()
+                for row in rows:
+                    row["token_positions"] = placed.get(row["id"], [])
+            return rows
+        rows = view.gossip.view(now)
+        if placement:
+            states = view.gossip.membership.members
+            for row in rows:
+                state = states[str(row["id"])]
+                row["token_positions"], row["http"] = list(state.tokens), state.http
+        return rows
+
+    def member_states(self) -> tuple[MemberState, ...]:
+        """The membership table as this node holds it, each member's state as gossip carries it
+        (without gossip: the ring's nodes, each normal). Cheap: no failure detector is asked."""
+        view = self.ring_view
+        if view.gossip is not None:
+            return tuple(view.gossip.membership.members.values())
+        placed = view.ring.tokens_by_node()
+        return tuple(MemberState(n, view.ring.zones[n], tuple(placed.get(n, []))) for n in view.ring.nodes)
 
     def hints_summary(self, now: float) -> list[dict[str, Any]]:
         """One row per target this node holds hints for."""

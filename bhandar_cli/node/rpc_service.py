@@ -291,7 +291,7 @@ class RpcService:
         node = self.process.host.node
         if node is None:
             return []
-        rows = node.members(trio.current_time())
+        rows = node.members(trio.current_time(), placement=bool(body.get("placement")))
         heard = self.process.transport.peer_protocols
         for row in rows:  # the protocol each member speaks: its own, or what its hello said
             mid = row["id"]

@@ -70,6 +70,7 @@ def render_status(data: dict[str, Any]) -> RenderableType:
                     "yellow",
                 )
             )
+    parts += [Text(f"the nodes disagree: {line}", "yellow") for line in data["summary"].get("disagree", [])]
     parts.append(Text(data["summary"]["line"]))
     return Group(*parts)
 

@@ -78,11 +78,21 @@ def render_members(data: dict[str, Any]) -> RenderableType:
 
 
 def render_add(data: dict[str, Any]) -> RenderableType:
-    return Text.assemble(
+    text = Text.assemble(
         ("joined ", "green"),
         (data["node"], node_style(data["node"])),
         f" in zone {data['zone']}: bootstrapped {data['keys_streamed']} records in {data['seconds']:.2f} s",
     )
+    for line in sources_down_lines(data):
+        text.append("\n" + line, style="yellow")
+    return text
+
+
+def sources_down_lines(data: dict[str, Any]) -> list[str]:
+    """What an `add` did about sources that were down (client/ops/joining.py), one line each."""
+    from bhandar_cli.client.ops.joining import replaced_text
+
+    return [replaced_text(s) for s in data.get("sources_down", [])]
 
 
 def render_decommission(data: dict[str, Any]) -> RenderableType:

@@ -12,6 +12,7 @@ from typing import Any
 import trio
 
 from bhandar_cli.client.backend import Capabilities
+from bhandar_cli.client.membership import ASK_EVERY, ClusterMembership, merge_tables
 from bhandar_cli.core.membership.ring import Ring
 from bhandar_cli.core.model.errors import BadInput
 from bhandar_cli.core.model.metrics import NodeMetrics
@@ -31,6 +32,7 @@ class InProcessBackend:
         self.zones: dict[str, str] = cluster.zones
         self.data_dir = data_dir
         self.capabilities = Capabilities(storage_engine=not cluster.memory_only, node_processes=False)
+        self._membership: tuple[float, ClusterMembership] | None = None  # (asked at, merged)
 
     @property
     def replicas(self) -> int:
@@ -95,15 +97,29 @@ class InProcessBackend:
     async def node_metrics(self, name: str) -> NodeMetrics:
         return self.cluster.host(name).metrics()
 
-    async def node_members(self, name: str) -> list[dict[str, Any]]:
+    async def node_members(self, name: str, placement: bool = False) -> list[dict[str, Any]]:
         node = self._node(name)
-        return [] if node is None else node.members(trio.current_time())
+        return [] if node is None else node.members(trio.current_time(), placement)
+
+    async def membership(self) -> ClusterMembership:
+        """Every running node's table merged (client/membership.py); asked again after a second,
+        or at once after a kill, revive, add or retire here."""
+        now = trio.current_time()
+        if self._membership is None or now - self._membership[0] >= ASK_EVERY:
+            tables = {
+                name: host.node.member_states()
+                for name, host in self.cluster.hosts.items()
+                if host.node is not None
+            }
+            self._membership = (now, merge_tables(tables))
+        return self._membership[1]
 
     async def node_tree(self, name: str, keyspace: str, lo: int, hi: int) -> list[list[Any]]:
         node = self._node(name)
         return [] if node is None else node.tree_entries(keyspace, lo, hi)
 
     async def kill(self, name: str) -> bool:
+        self._membership = None
         return self.cluster.kill(name)
 
     async def revive(self, name: str, protocol: int | None = None) -> bool:
@@ -111,6 +127,7 @@ class InProcessBackend:
             raise BadInput(
                 "in-process nodes speak this process's wire protocol: only node processes start at another"
             )
+        self._membership = None
         return await self.cluster.revive(name)
 
     async def stop_node(self, name: str) -> str:
@@ -124,11 +141,13 @@ class InProcessBackend:
 
     async def add_node(self, name: str, zone: str | None) -> str:
         host = await self.cluster.add_node(name, zone)
+        self._membership = None
         return host.zone
 
     async def retire(self, name: str) -> None:
         """Stop a node that has left the ring and forget it (its data directory is set aside)."""
         await self.cluster.retire(name)
+        self._membership = None
         if self.data_dir is not None:
             from bhandar_cli.fleet.cluster_data import retire_node_dir
 

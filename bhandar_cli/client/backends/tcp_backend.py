@@ -6,10 +6,16 @@ reopened after a failure. `kill` SIGKILLs the node's process group, `revive` res
 same data directory and ports; partition, heal, delay and the cluster configuration are admin RPCs
 to every node, recorded in the cluster file. `add_node` starts a node process that joins (fleet/resize.py);
 `retire` stops one that left and strikes it from the file. Liveness is whether the node's process
-runs, re-read from the cluster file when another command changed it."""
+runs, re-read from the cluster file when another command changed it.
+
+Who is in the cluster is what the nodes' gossip says (`membership`, client/membership.py): the
+cluster file is where to start asking. A member of no cluster file (a node that joined with a join
+token, from another machine perhaps) is reached at the address gossip gives, and is up while it
+answers; this directory did not start it, so it cannot kill, restart or partition it."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import AsyncIterator
@@ -21,6 +27,8 @@ from typing import Any
 import trio
 
 from bhandar_cli.client.backend import Capabilities
+from bhandar_cli.client.membership import ASK_EVERY, LEFT, ClusterMembership, merge_tables, state_of_row
+from bhandar_cli.core.membership.members import MemberState
 from bhandar_cli.core.membership.ring import Ring
 from bhandar_cli.core.model.errors import BadInput, ClientError, Unavailable
 from bhandar_cli.core.model.metrics import NodeMetrics
@@ -40,6 +48,7 @@ ALIVE_CACHE = 0.2  # seconds a liveness answer is reused (the client asks per re
 ADMIN_TIMEOUT = 3.0
 STORAGE_TIMEOUT = 600.0  # flush, compact, snapshot
 NOTES_TIMEOUT = 0.5  # a REPL asks every few tenths of a second; a slow node is asked again soon
+MEMBERS_TIMEOUT = 1.0  # for a node's members table: one that is slower counts as not answering
 
 
 class TcpBackend:
@@ -51,6 +60,9 @@ class TcpBackend:
         self.zones: dict[str, str] = cluster.zones
         self.ring: Ring = Ring.build(self.names, cluster.vnodes, self.zones)
         self._nursery = nursery
+        self._membership: tuple[float, ClusterMembership] | None = None  # (asked at, merged)
+        self._learned: dict[str, MemberState] = {}  # members of no cluster file, as gossip has them
+        self._answered: set[str] = set()  # the nodes that gave their table when last asked
         self._conns: dict[str, RpcClient] = {}
         self._locks = {name: trio.Lock() for name in self.names}
         self._alive: dict[str, tuple[float, bool]] = {}
@@ -109,9 +121,107 @@ class TcpBackend:
         if cached is not None and now - cached[0] < ALIVE_CACHE:
             return cached[1]
         self._reload_if_changed()
+        if name in self._learned:  # no process of ours: up while it answers
+            return name in self._answered
         alive = pids.pid_alive(self.cluster.node(name).pid)
         self._alive[name] = (now, alive)
         return alive
+
+    # --- membership as the nodes hold it -------------------------------------------------------
+
+    async def membership(self) -> ClusterMembership:
+        """Every reachable node's members table, merged (client/membership.py); asked at most once
+        every ASK_EVERY seconds. Members the tables name that the cluster file does not are asked
+        too, in a second round, at the address gossip gives."""
+        if self._membership is not None and trio.current_time() - self._membership[0] < ASK_EVERY:
+            return self._membership[1]
+        self._reload_if_changed()
+        tables: dict[str, list[MemberState]] = {}
+        asked: set[str] = set()
+
+        async def ask(name: str) -> None:
+            # Down, unreachable or not answering: not one of the views.
+            with trio.move_on_after(MEMBERS_TIMEOUT), contextlib.suppress(RpcError, ClientError, OSError):
+                rows = await self.rpc(name, "members", MEMBERS_TIMEOUT, placement=True)
+                tables[name] = [state_of_row(row) for row in rows]
+
+        merged = merge_tables(tables)
+        for _round in range(2):  # the file's nodes, then the members they named that it does not
+            todo = [n for n in self.names if n not in asked and self._may_ask(n)]
+            if not todo:
+                break
+            asked.update(todo)
+            async with trio.open_nursery() as nursery:
+                for name in todo:
+                    nursery.start_soon(ask, name)
+            merged = merge_tables(tables)
+            self._answered = set(tables)
+            self._follow(merged)
+        self._membership = (trio.current_time(), merged)
+        return merged
+
+    def _may_ask(self, name: str) -> bool:
+        if name in self._learned:
+            return name not in self._starting and name not in self._stopping
+        return self.is_alive(name)
+
+    def _follow(self, merged: ClusterMembership) -> None:
+        """Names, zones and ring from the nodes' tables; the cluster file's where nobody answered.
+        A member of no cluster file that has left is no longer shown (one of the file stays, left)."""
+        if not merged.views:
+            return  # nobody answered: keep what the nodes said last
+        known = merged.members
+        self._learned = {
+            m.id: m
+            for m in known.values()
+            if m.id not in self.cluster.names and m.status != LEFT and m.address
+        }
+        self.names = [*self.cluster.names, *sorted(self._learned)]
+        self.zones = {n: known[n].zone if n in known else self.cluster.zones[n] for n in self.names}
+        for name in self._learned:
+            self._locks.setdefault(name, trio.Lock())
+        ring = merged.ring()
+        self.ring = ring if ring is not None and len(ring) else self._file_ring()
+
+    def _file_ring(self) -> Ring:
+        """The ring the cluster file gives: its nodes, each with the cluster's tokens per node."""
+        return Ring.build(self.cluster.names, self.cluster.vnodes, self.cluster.zones)
+
+    def _entry(self, name: str, what: str) -> cluster_file.NodeEntry:
+        """The cluster file's entry of a node this directory started, to `what` it."""
+        if name in self._learned:
+            raise BadInput(
+                f"cannot {what} {name}: it joined with a join token, so this cluster directory did not "
+                f"start it and has no hold on its process; do it where {name} runs"
+            )
+        return self.cluster.node(name)
+
+    def placement(self, name: str) -> dict[str, Any]:
+        """Where node `name` runs: address, HTTP port, pid, log, wire protocol; for a member of no
+        cluster file, what gossip says (`joined` is then "token")."""
+        member = self._learned.get(name)
+        if member is None:
+            entry = self.cluster.node(name)
+            return {
+                "host": entry.host,
+                "port": entry.port,
+                "http_port": entry.http_port,
+                "pid": entry.pid,
+                "log": entry.log,
+                "protocol": entry.protocol,
+                "joined": "file",
+            }
+        host, _, port = member.address.rpartition(":")
+        http = member.http.rpartition(":")[2]
+        return {
+            "host": host,
+            "port": int(port),
+            "http_port": int(http) if http.isdigit() else None,
+            "pid": None,
+            "log": None,
+            "protocol": None,
+            "joined": "token",
+        }
 
     async def drain_notes(self) -> list[tuple[str, dict[str, Any], str]]:
         """Notes the running nodes made since the last call (node/note_log.py)."""
@@ -135,8 +245,8 @@ class TcpBackend:
         async with self._locks[name]:
             conn = self._conns.get(name)
             if conn is None or conn.closed:
-                entry = self.cluster.node(name)
-                conn = RpcClient(entry.host, entry.port, name, access=client_access(self.cluster))
+                where = self.placement(name)
+                conn = RpcClient(where["host"], where["port"], name, access=client_access(self.cluster))
                 await conn.connect()
                 self._nursery.start_soon(conn.serve)
                 self._conns[name] = conn
@@ -184,7 +294,8 @@ class TcpBackend:
         if info is None:  # down: and why, when its process said so as it stopped (a full disk)
             tokens = len(self.ring.tokens_by_node().get(name, []))
             down = admin.node_info(name, self.zones[name], None, 0.0, tokens)
-            return node_logs.with_last_words(down, self.cluster.node(name).log)
+            log = self.placement(name)["log"]
+            return node_logs.with_last_words(down, log) if log else down
         return info  # type: ignore[no-any-return]
 
     async def node_records(self, name: str, keyspace: str, key: str) -> tuple[Record | None, Record | None]:
@@ -198,8 +309,8 @@ class TcpBackend:
         plain = await self._admin(name, "metrics")
         return NodeMetrics() if plain is None else admin.metrics_from_plain(plain)
 
-    async def node_members(self, name: str) -> list[dict[str, Any]]:
-        return await self._admin(name, "members") or []
+    async def node_members(self, name: str, placement: bool = False) -> list[dict[str, Any]]:
+        return await self._admin(name, "members", placement=placement) or []
 
     async def node_tree(self, name: str, keyspace: str, lo: int, hi: int) -> list[list[Any]]:
         return await self._admin(name, "tree", keyspace=keyspace, lo=lo, hi=hi) or []
@@ -286,25 +397,33 @@ class TcpBackend:
         return self.cluster.node(name).zone
 
     async def retire(self, name: str) -> None:
-        """Stop a node that has left the ring and strike it from the cluster file."""
+        """Stop a node that has left the ring and strike it from the cluster file. One that joined
+        with a join token is only forgotten: its process is not ours (it has left: it serves no
+        range, and stops where it runs)."""
         self._forget(name)
+        if self._learned.pop(name, None) is not None:
+            self._adopt(self.cluster)
+            return
         self._adopt(await resize.retire_node(self.cluster, name))
 
     def _adopt(self, cluster: ClusterFile) -> None:
-        """Take a cluster file with other members: names, zones, routing ring, connection locks."""
+        """Take a cluster file with other members: names, zones, routing ring, connection locks
+        (the nodes are asked who the members are again at the next view)."""
         self.cluster = cluster
-        self.names = cluster.names
-        self.zones = cluster.zones
-        self.ring = Ring.build(self.names, cluster.vnodes, self.zones)
+        self._learned = {n: m for n, m in self._learned.items() if n not in cluster.names}
+        self.names = [*cluster.names, *sorted(self._learned)]
+        self.zones = {**{n: m.zone for n, m in self._learned.items()}, **cluster.zones}
+        self.ring = self._file_ring()
         self._locks = {name: self._locks.get(name) or trio.Lock() for name in self.names}
         self._alive.clear()
+        self._membership = None
         self._mtime = self._file_mtime()
 
     # --- faults --------------------------------------------------------------------------------
 
     async def kill(self, name: str) -> bool:
         self._reload_if_changed()
-        killed = supervisor.kill_process(self.cluster.node(name).pid)
+        killed = supervisor.kill_process(self._entry(name, "kill").pid)
         self._forget(name)
         return killed
 
@@ -313,9 +432,10 @@ class TcpBackend:
         until its process has exited; how it stopped (supervisor.stop). It is not routed to from
         the moment the stop is asked."""
         self._reload_if_changed()
+        entry = self._entry(name, "stop")
         self._stopping.add(name)
         try:
-            how = await supervisor.stop(self.cluster.node(name), reach=client_access(self.cluster))
+            how = await supervisor.stop(entry, reach=client_access(self.cluster))
         finally:
             self._stopping.discard(name)
             self._forget(name)
@@ -324,12 +444,13 @@ class TcpBackend:
     def protocol_of(self, name: str) -> int:
         """The wire protocol the node is (re)started with (the cluster file's)."""
         self._reload_if_changed()
-        return self.cluster.node(name).protocol
+        return self._entry(name, "restart").protocol
 
     async def revive(self, name: str, protocol: int | None = None) -> bool:
         """Restart a stopped node with its data and ports (at `protocol` if given, recorded in the
         cluster file so later restarts keep it)."""
         self._reload_if_changed()
+        self._entry(name, "restart")
         if protocol is not None:
             self.cluster = self.cluster.with_node(replace(self.cluster.node(name), protocol=protocol))
             cluster_file.save(self.cluster)
@@ -344,12 +465,15 @@ class TcpBackend:
 
     def _forget(self, name: str) -> None:
         self._alive.pop(name, None)
+        self._membership = None  # the nodes' view of it changes: ask them again
         conn = self._conns.pop(name, None)
         if conn is not None:
             conn._close("the node was restarted or killed")
 
     async def partition(self, groups: list[list[str]]) -> list[list[str]]:
         self._reload_if_changed()
+        for name in (n for group in groups for n in group):
+            self._entry(name, "partition")
         self.cluster, _ = await supervisor.set_faults(self.cluster, partitions=groups)
         self._mtime = self._file_mtime()
         return self.partitions()
@@ -359,6 +483,7 @@ class TcpBackend:
 
     async def delay(self, name: str, ms: float) -> None:
         self._reload_if_changed()
+        self._entry(name, "delay")
         self.cluster, _ = await supervisor.set_faults(self.cluster, delays={**self.cluster.delays, name: ms})
         self._mtime = self._file_mtime()
 
@@ -395,12 +520,16 @@ class TcpBackend:
 
 @asynccontextmanager
 async def open_tcp_backend(directory: str | Path) -> AsyncIterator[TcpBackend]:
-    """A backend on the running cluster of `directory` (ClusterFileError if there is none)."""
+    """A backend on the running cluster of `directory` (ClusterFileError if there is none), that
+    knows the members as the nodes hold them from the start (a command may name one that joined
+    by token)."""
     cluster = load_running(directory)
     error: list[Exception] = []
     async with trio.open_nursery() as nursery:
         try:
-            yield TcpBackend(cluster, nursery)
+            backend = TcpBackend(cluster, nursery)
+            await backend.membership()
+            yield backend
         except Exception as exc:  # raised bare below, not wrapped in the nursery's group
             error.append(exc)
         finally:

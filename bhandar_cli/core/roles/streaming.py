@@ -6,10 +6,24 @@ new writes already reach it), and once it has found a normal member at all (a jo
 would make it a cluster of its own: found by `bhandar chaos --seed 999482 --ops 8000`, whose
 joiner had only retired seeds), it asks every normal node to stream the records it will
 replicate; each source walks its store against the *future* ring and sends them in acknowledged
-batches. A source that is down is asked once it is back, and one that went silent is asked again:
-the join waits for every normal node (as Cassandra's consistent range movement does), because a
-node that loses a range to the joiner is no longer a replica of it and anti-entropy would never
-look there. When every source is done the node announces `normal` and starts owning its ranges.
+batches. One that went silent is asked again, one that is down is asked once it is back. When
+every source is done the node announces `normal` and starts owning its ranges.
+
+A source that is down is not waited for when its ranges can come from elsewhere. The joiner takes
+over some ranges from it (it was a replica, it is none once the join is done: it is *displaced*);
+the joiner takes everything every live source holds of its future ranges, so once every other
+current replica of each such range has streamed, it holds every write a quorum of the range's
+replicas acknowledged that reached one of them, and a key keeps as many replicas holding such a
+write as it had: R + W > N still holds for W >= 2. The join then says what it did ("F does not
+wait for C (down): the 4 ranges C loses to F stream from their other replicas B, D; ...") and
+finishes without the down source (a source back before the join is done is asked after all).
+What only the down source held (a write at ONE that reached it alone) is not lost: once it is back
+and hears of the join, it holds records of keys it replicates no more, and ownership handoff
+(ownership.py) sends them to their replicas, the joiner among them. While another replica of such
+a range has not streamed (it is down too, say), the joiner waits and says whom it waits for. (It
+waited for every source, as Cassandra's consistent range movement does, before ownership handoff
+existed: a displaced replica's records were then lost to every read, found by `bhandar chaos
+--seed 128 --ops 3000`; and it waited silently, 120 s with C down, until `add` gave up.)
 
 Decommission: the node announces `leaving`; coordinators send writes for its ranges to the future
 replicas too. After the same delay it streams every record it holds (its hinted records as well)
@@ -44,6 +58,8 @@ from bhandar_cli.core.protocol.optable import IdSource
 from bhandar_cli.core.repair.repair_transfer import fitting
 from bhandar_cli.core.roles.hints import HintQueue
 from bhandar_cli.core.roles.leaving import Item, by_replica, held_items, stop_reason
+
+Displaced = tuple[int, int, tuple[str, ...]]  # an arc (lo, hi] a joiner takes over, its other replicas
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +108,18 @@ class InStream:
     done: bool = False
     last_heard: float = 0.0
     asked: bool = False  # a StreamRequest went out (the source may have been down until now)
+    # The source is down and was not waited for: its displaced ranges (if any) came from their
+    # other replicas instead, these.
+    replaced: bool = False
+    instead: tuple[str, ...] = ()
+    ranges: int = 0  # the ranges the joiner takes over from it (counted while it is down)
+    waiting_for: tuple[str, ...] = ()  # down, and these other replicas have not streamed yet
+    said_down: tuple[str, ...] | None = None  # those of them down when the wait was last noted
+
+    @property
+    def streamed(self) -> bool:
+        """Whether the source itself sent everything it holds of the joiner's ranges."""
+        return self.done and not self.replaced
 
 
 @dataclass
@@ -136,6 +164,8 @@ class Streaming:
         self.ids = ids
         self.movement: Movement | None = None
         self._outgoing: dict[tuple[str, int], OutStream] = {}
+        # displaced_arcs, per source, for (current ring, future ring, replication factors)
+        self._displaced: tuple[tuple[object, ...], dict[str, list[Displaced]]] = ((), {})
         status = ring_view.status
         if status in ("joining", "leaving"):  # booted (or restarted) in the middle of a movement
             self.movement = Movement("join" if status == "joining" else "leave", now + config.join_delay)
@@ -200,6 +230,11 @@ class Streaming:
         view = self.ring_view
         out: list[Effect] = []
         for stream in self.movement.inbound.values():
+            if stream.replaced and view.is_up(stream.source, now):
+                # Back before the join is done: its own copies are the best source of its ranges,
+                # and another down source's ranges may wait for them.
+                stream.done = stream.replaced = stream.asked = False
+                stream.instead, stream.waiting_for, stream.said_down = (), (), None
             if stream.done:
                 continue
             if view.status_of(stream.source) != "normal":
@@ -210,6 +245,68 @@ class Streaming:
                 stream.asked, stream.last_heard = True, now
                 out.append(Send(stream.source, StreamRequest(self.ids.take(), view.mine)))
         return out
+
+    def _replace_down_sources(self, now: float, mv: Movement) -> list[Effect]:
+        """A source that is down is done once every other current replica of each range it is
+        displaced from has streamed (see the module docstring); until then the joiner says, once
+        per change, whom it waits for."""
+        view = self.ring_view
+        out: list[Effect] = []
+        for stream in mv.inbound.values():
+            if stream.done or view.is_up(stream.source, now):
+                continue
+            arcs = self.displaced_arcs(stream.source)
+            partners = sorted({p for _, _, others in arcs for p in others})
+            waiting = tuple(p for p in partners if p in mv.inbound and not mv.inbound[p].streamed)
+            ranges = len({(lo, hi) for lo, hi, _ in arcs})
+            me, src = self.node_id, stream.source
+            stream.ranges = ranges
+            if not waiting:
+                stream.done = stream.replaced = True
+                stream.instead = tuple(partners)
+                if ranges:
+                    text = (
+                        f"{me} does not wait for {src} (down): the {ranges} ranges {src} loses to {me} "
+                        f"stream from their other replicas {', '.join(partners)}; what only {src} holds "
+                        "it hands over once it is back"
+                    )
+                else:
+                    text = f"{me} does not wait for {src} (down): {src} loses no range to {me}"
+                out.append(Note(text, {"node": me, "source": src, "ranges": ranges, "instead": partners}))
+            else:
+                down = tuple(p for p in waiting if not view.is_up(p, now))
+                stream.waiting_for = waiting
+                if stream.said_down != down:  # said once, and again when one it waits for goes down or up
+                    stream.said_down = down
+                    shown = ", ".join(p + (" (down)" if p in down else "") for p in waiting)
+                    text = (
+                        f"{me} waits for {src} (down): the {ranges} ranges {src} loses to {me} have "
+                        f"other replicas that have not finished streaming them: {shown}"
+                    )
+                    data = {"node": me, "source": src, "ranges": ranges, "waiting": list(waiting)}
+                    out.append(Note(text, data))
+        return out
+
+    def displaced_arcs(self, source: str) -> list[Displaced]:
+        """The arcs (lo, hi] of which this joining node becomes a replica and `source` stops being
+        one, each with the other current replicas, for every replication factor in use (an arc
+        appears once per factor that displaces `source` there). Kept while the rings and the
+        factors stand: a join with a source down asks at every tick."""
+        view = self.ring_view
+        current, future = view.ring, view.future_ring()
+        factors = tuple(sorted({ks.n for ks in self.keyspaces.all()}))
+        if self._displaced[0] != (current, future, factors):
+            self._displaced = ((current, future, factors), {})
+        known = self._displaced[1]
+        if source not in known:
+            known[source] = []
+            bounds = sorted(set(current.positions) | set(future.positions))
+            for i, hi in enumerate(bounds if current.positions and future.positions else []):
+                for n in factors:
+                    old, new = current.preference_list(hi, n), future.preference_list(hi, n)
+                    if source in old and source not in new and self.node_id in new:
+                        known[source].append((bounds[i - 1], hi, tuple(r for r in old if r != source)))
+        return known[source]
 
     def _begin_leave(self, now: float) -> list[Effect]:
         items = held_items(self.store, self.keyspaces, self.hints)
@@ -231,6 +328,7 @@ class Streaming:
 
     def _check_join(self, now: float, mv: Movement) -> list[Effect]:
         out = self._ask_sources(now)  # sources back up, and requests or batches lost
+        out.extend(self._replace_down_sources(now, mv))
         if out or not all(s.done for s in mv.inbound.values()):
             return out
         mv.finished_at = now
@@ -379,7 +477,16 @@ class Streaming:
             []
             if mv is None
             else [
-                {"from": s.source, "received": s.received, "total": s.total, "done": s.done}
+                {
+                    "from": s.source,
+                    "received": s.received,
+                    "total": s.total,
+                    "done": s.done,
+                    "replaced": s.replaced,  # down, and not waited for
+                    "instead": list(s.instead),  # the replicas its ranges came from instead
+                    "ranges": s.ranges,  # the ranges taken over from it (counted once it is down)
+                    "waiting_for": list(s.waiting_for),  # down: replicas still to stream them
+                }
                 for s in mv.inbound.values()
             ]
         )

@@ -118,13 +118,15 @@ def decommission_interrupted(name: str) -> str:
     options=(Option("zone", ZONE),),
     help="""NODE is a capital letter, then letters, digits, _ or -. It takes tokens on the ring and
     streams the records of its new ranges from their replicas before it serves them; zone= places
-    it (default: the next zone in turn).""",
+    it (default: the next zone in turn). A replica that is down is not waited for once the other
+    replicas of the ranges it loses have streamed them; the progress lines name it
+    (docs/membership-and-anti-entropy.md says what that keeps).""",
     examples=("add F zone=z2",),
     renderer=render_add,
     interrupted=lambda session, cmd: add_interrupted(session, cmd.arg(0)),
 )
 async def add(session: Session, cmd: Command) -> dict[str, Any]:
-    return await session.client.ops.add(cmd.arg(0), cmd.options.get("zone"))
+    return await session.client.ops.add(cmd.arg(0), cmd.options.get("zone"), session.show_progress)
 
 
 @TABLE.command(
