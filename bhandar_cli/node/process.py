@@ -63,6 +63,9 @@ log = logging.getLogger("bhandar.node")
 DRAIN_TIMEOUT = 3.0  # seconds a stopping node waits for its client requests in flight
 DRAIN_MIN = 0.3  # seconds a stopping node refuses requests before it exits, even with none in flight
 FLUSH_GRACE = 0.05  # seconds for the last answers to be written before the connections close
+# Seconds between closing the listener and closing the connections: a client that connected just
+# before (its TLS handshake under way) is answered "shutting down", not cut after it sent a request.
+CLOSE_GRACE = 0.25
 
 
 class NodeProcess:
@@ -215,7 +218,10 @@ class NodeProcess:
             await trio.sleep(DRAIN_MIN)
             if self.inflight:
                 await self._drained.wait()
-        await trio.sleep(FLUSH_GRACE)  # the last answers leave before the connections close
+        # A connection cut after its request was sent is an unknown outcome to its client: first
+        # no new connections (refused, which a client knows was not run), then the open ones close.
+        self.transport.stop_listening()
+        await trio.sleep(CLOSE_GRACE + FLUSH_GRACE)  # the last answers leave before they close
         self.shutdown.set()
 
     def submit(self, request: ClientRequest, respond: Any) -> None:

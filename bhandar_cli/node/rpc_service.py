@@ -187,7 +187,7 @@ class RpcService:
         call_id, op = body.get("id"), body["op"]
         if op == "request":
             if self.process.draining:  # not run: the client may send it to another replica
-                _answer(out, call_id, error=f"node {self.process.id} is shutting down", draining=True)
+                _answer(out, call_id, error="shutting down: the request was not run", draining=True)
                 return
             try:
                 request = check_request(from_wire(body.get("msg")))
