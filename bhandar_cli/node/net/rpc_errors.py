@@ -6,10 +6,11 @@ from __future__ import annotations
 
 class RpcError(Exception):
     """An RPC that got no answer (`kind` unreachable: never sent, the node not reached; busy: never
-    sent, too many calls in flight to it; lost: sent, then the connection broke; timeout: no answer
-    in time), a refusal of a stopping node (draining: not run, ask another) or an error answer
-    (remote), with the error's `code` when the node gave one (unauthenticated, forbidden,
-    rate_limited, bad_input)."""
+        sent, too many calls in flight to it; lost: sent, then the connection broke; timeout: no answer
+        in time), a node's refusal of a request it did not run (draining: it is stopping or has just
+    started; ask another) or an error answer
+        (remote), with the error's `code` when the node gave one (unauthenticated, forbidden,
+        rate_limited, bad_input)."""
 
     def __init__(self, message: str, kind: str = "remote", code: str = "") -> None:
         super().__init__(message)

@@ -172,6 +172,12 @@ class TcpTransport:
     def connected(self) -> list[str]:
         return sorted(p for p, link in self._links.items() if link.connected)
 
+    def linked(self, peer: str) -> bool:
+        """Whether a link with `peer` is open each way: this node's to it (what it sends gets
+        there) and the peer's to this node (its answers come back)."""
+        link = self._links.get(peer)
+        return link is not None and link.connected and self._inbound[peer] > 0
+
     # --- listening ---------------------------------------------------------------------------
 
     async def serve(
