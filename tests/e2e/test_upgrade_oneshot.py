@@ -38,12 +38,16 @@ def test_upgrade_under_two_loops_of_oneshot_puts_fails_none(fresh_cluster_v1: Cl
         i = 0
         while not upgrades_over.is_set() and time.monotonic() - started < DEADLINE:
             key, value = f"k{stream}-{i}", f"v{stream}-{i}"
+            sent = time.time()
             proc = run_cli("put", "ops", key, value, "-c", "QUORUM", "--cluster", cluster.dir, "-o", "json")
             with lock:
                 if proc.returncode == 0 and json.loads(proc.stdout)["ok"]:
                     acked[key] = value
                 else:
-                    failed.append(f"{key}: exit {proc.returncode}: {proc.stderr.decode().strip()}")
+                    # The wall clock, to find the moment in the nodes' logs (DIR/NODE.log).
+                    at = time.strftime("%H:%M:%S", time.localtime(sent))
+                    said = proc.stderr.decode().strip()
+                    failed.append(f"{key} sent at {at}: exit {proc.returncode}: {said}")
             i += 1
 
     loops = [threading.Thread(target=loop, args=(s,)) for s in (0, 1)]
