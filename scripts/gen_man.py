@@ -377,7 +377,11 @@ EXIT_STATUS = [
     (
         "1",
         "The operation failed: unavailable, timed out, refused by the store (too many siblings), or "
-        "refused to the token (unauthenticated, forbidden, rate_limited).",
+        "refused to the token (unauthenticated, forbidden, rate_limited). An unavailable write was "
+        "not applied anywhere (get, put, delete and incr take a request a node refused unrun, or "
+        "could not be reached for, to the key's next live node first: up to three are asked); a "
+        "timed-out one may have been, and is not sent again (run an incr again with the request id "
+        "its error names and it counts once).",
     ),
     (
         "2",

@@ -11,7 +11,7 @@ failure is raised as `ClientError` with a stable `code`.
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +28,7 @@ from bhandar_cli.core.membership.ring import key_token
 from bhandar_cli.core.model.config import parse_level
 from bhandar_cli.core.model.context import BLIND_DELETE_WARNING, decode_context, encode_context
 from bhandar_cli.core.model.crdt import PNCounter
-from bhandar_cli.core.model.errors import BadInput, ClientError
+from bhandar_cli.core.model.errors import NOT_APPLIED, REFUSED_INPUT, BadInput, ClientError
 from bhandar_cli.core.model.limits import check_delta, check_key, check_request_id
 from bhandar_cli.core.model.records import Record, Versioned
 from bhandar_cli.core.model.versions import context_of
@@ -51,7 +51,49 @@ if TYPE_CHECKING:
 ReplicasOf = Callable[[str, str], Awaitable[tuple[str, ...] | None]]
 
 
-REROUTES = 2  # replicas a request refused unrun is sent on to (N - 1 for the default N of 3)
+REROUTES = 2  # nodes a request is sent on to after the first failed it (N - 1 for the default N of 3)
+
+# The failures a read goes around (to the key's next live replica): those of a node or of the
+# cluster as one coordinator sees it, which the next may not share. Not the caller's (a bad key, a
+# token without the role, or past its rate on this node): another node would say the same.
+READ_GOES_AROUND: frozenset[str] = frozenset({"unavailable", "unreachable", "timeout", "internal"})
+
+
+def goes_around(request: Any, failure: Failure, passed: Sequence[Failure]) -> bool:
+    """Whether a request that failed with `failure`, after the failures `passed` of the nodes it
+    went to before, may be sent to another node.
+
+    A write only when the failure promises nothing was written (`NOT_APPLIED`, core/model/
+    errors.py: the node was not listening, was stopping, was down or overloaded, or its coordinator
+    found too few replicas reachable), and not for input the store refuses, which every node
+    refuses. After any other failure (a timeout, a connection lost once the request was sent) the
+    outcome is unknown: a second coordinator could apply it twice, and an increment would count
+    twice. A read changes nothing: it goes around any failure of the cluster's (`READ_GOES_AROUND`).
+    A request no coordinator took (its `coordinator` is empty) goes on up to REROUTES times; a
+    coordinator's own verdict (too few replicas, as it sees them) is asked of one more coordinator
+    only, so that an outage does not multiply each request by the nodes it is sent to."""
+    if len(passed) >= REROUTES:
+        return False
+    if failure.coordinator and any(f.coordinator for f in passed):
+        return False
+    if isinstance(request, GetRequest):
+        return failure.code in READ_GOES_AROUND
+    return failure.code in NOT_APPLIED and failure.code not in REFUSED_INPUT
+
+
+def _failed(request: Any, failure: Failure, passed: list[tuple[str, Failure]]) -> ClientError:
+    """The error a request ends with: its last failure, saying which nodes failed it before (and
+    how), and for an increment whose outcome is unknown, how to retry it so that it counts once."""
+    error = failure.error
+    if passed:
+        said = [f"{n}, which said the same" if f.error == error else f"{n}: {f.error}" for n, f in passed]
+        error += f" (asked first: {'; '.join(said)})"
+    if isinstance(request, IncrRequest) and failure.code not in NOT_APPLIED:
+        error += (
+            f"; the increment may have been applied: retry it with request id {request.request_id} "
+            "and it counts once"
+        )
+    return ClientError(failure.code, error, failure.answered, failure.needed, failure.trace)
 
 
 class DataClient:
@@ -95,26 +137,26 @@ class DataClient:
         return self.consistency if level is None else parse_level(level)
 
     async def call(self, via: str, request: Any, key: tuple[str, str] | None = None) -> Result:
-        """Send `request` to `via`; a `Failure` is raised as `ClientError`. With the `key` it is
-        routed by (no node named by the user), a request a node refused without running it
-        (stopping, or not listening: the backend's `not_run`) goes to the key's next live replica,
-        so a rolling restart fails no request."""
-        tried: list[str] = []
+        """Send `request` to `via`; a `Failure` is raised as `ClientError`. A request routed by
+        its `key` (no node named by the user) that a node failed goes to the key's next live
+        replica when that is safe (`goes_around`), up to REROUTES times: a node stopping for a
+        rolling upgrade, or restarting and not yet listening, fails no request. The error of a
+        request that failed everywhere names each node it went to."""
+        passed: list[tuple[str, Failure]] = []
         while True:
             result = await self.backend.request(via, request, self.timeout)
-            if not (isinstance(result, Failure) and key is not None):
+            if not isinstance(result, Failure):
+                return result
+            if key is None or not goes_around(request, result, [f for _, f in passed]):
                 break
-            if not self.backend.not_run(request.rid) or len(tried) >= REROUTES:
-                break
-            tried.append(via)
-            token = key_token(*key)
-            others = [n for n in self.backend.ring.walk(token) if n not in tried and self.backend.is_alive(n)]
+            tried = {via, *(node for node, _ in passed)}
+            walk = self.backend.ring.walk(key_token(*key))
+            others = [n for n in walk if n not in tried and self.backend.is_alive(n)]
             if not others:
                 break
+            passed.append((via, result))
             via = others[0]
-        if isinstance(result, Failure):
-            raise ClientError(result.code, result.error, result.answered, result.needed, result.trace)
-        return result
+        raise _failed(request, result, passed)
 
     def _remember(self, keyspace: str, key: str) -> None:
         # After an answer only: a misspelled keyspace must not become a completion.

@@ -206,7 +206,8 @@ async def up(
 async def wait_ready(
     cluster: ClusterFile, names: Iterable[str] | None = None, timeout: float = START_TIMEOUT
 ) -> None:
-    """Until each node (of `names`) answers and reports every member of the cluster."""
+    """Until each node (of `names`) answers, reports every member of the cluster and takes client
+    requests (a restarted one first has its links with its peers open: node/process.py `refusal`)."""
     wanted = set(cluster.names)
     reach = client_access(cluster)
     waiting = {n: cluster.node(n) for n in (names or cluster.names)}
@@ -225,8 +226,9 @@ async def wait_ready(
             try:
                 info = await rpc_once(entry.host, entry.port, "info", 1.0, entry.id, reach, counts=False)
                 members = set(info.get("members", ()))
-                seen[entry.id] = "knows " + ", ".join(sorted(members))
-                if members >= wanted:
+                serving = info.get("serving", True)  # a node of an older build has no such field
+                seen[entry.id] = "knows " + ", ".join(sorted(members)) + ("" if serving else "; starting")
+                if members >= wanted and serving:
                     return
             except (RpcError, trio.TooSlowError) as exc:
                 seen[entry.id] = str(exc)

@@ -63,6 +63,12 @@ log = logging.getLogger("bhandar.node")
 DRAIN_TIMEOUT = 3.0  # seconds a stopping node waits for its client requests in flight
 DRAIN_MIN = 0.3  # seconds a stopping node refuses requests before it exits, even with none in flight
 FLUSH_GRACE = 0.05  # seconds for the last answers to be written before the connections close
+# Seconds between closing the listener and closing the connections: a client that connected just
+# before (its TLS handshake under way) is answered "shutting down", not cut after it sent a request.
+CLOSE_GRACE = 0.25
+# Seconds a node that has just started may refuse client requests while its links with the peers
+# it believes up open both ways (`refusal`); after that it takes them whatever its links.
+READY_WAIT = 5.0
 
 
 class NodeProcess:
@@ -120,10 +126,13 @@ class NodeProcess:
         self.draining = False  # stopping: new client requests are refused, not run
         self.inflight = 0  # client requests submitted and not yet answered
         self._drained = trio.Event()
+        self._started = 0.0  # when `run` began (trio clock)
+        self._linked = False  # its links with its peers have been open both ways (`refusal`)
         self._next_rid = 0
 
     async def run(self, task_status: trio.TaskStatus[tuple[int, int]] = trio.TASK_STATUS_IGNORED) -> None:
         opts = self.options
+        self._started = trio.current_time()
         try:
             async with trio.open_nursery() as nursery:
                 if opts.http_port >= 0:
@@ -217,13 +226,49 @@ class NodeProcess:
             await trio.sleep(DRAIN_MIN)
             if self.inflight:
                 await self._drained.wait()
-        await trio.sleep(FLUSH_GRACE)  # the last answers leave before the connections close
+        # A connection cut after its request was sent is an unknown outcome to its client: first
+        # no new connections (refused, which a client knows was not run), then the open ones close.
+        self.transport.stop_listening()
+        await trio.sleep(CLOSE_GRACE + FLUSH_GRACE)  # the last answers leave before they close
         self.shutdown.set()
+
+    def refusal(self) -> str:
+        """Why this node does not take a client request now ('' when it does). A refused request
+        was not run, and the client takes it to another node: the node is stopping, or it has
+        just started and its links with the peers it believes up are not open both ways yet (its
+        replica writes would be dropped, or the peers' acks, on a link still backing off from its
+        last life: a write it coordinated would time out, an outcome unknown), for READY_WAIT at
+        most."""
+        if self.draining:
+            return "shutting down: the request was not run"
+        if self._linked:
+            return ""
+        node = self.host.node
+        if node is None:
+            return "starting: the request was not run"
+        now = trio.current_time()
+        rows = node.members(now)
+        waiting = [
+            str(m["id"])
+            for m in rows
+            if m["id"] != self.id
+            and m["status"] != "left"
+            and m["up"]
+            and not self.transport.linked(str(m["id"]))
+        ]
+        if waiting and now - self._started < READY_WAIT:
+            return f"starting: its links to {', '.join(waiting)} are not open yet; the request was not run"
+        self._linked = True
+        unlinked = f", without a link each way with {', '.join(waiting)}" if waiting else ""
+        took = now - self._started
+        log.info("node %s takes client requests (%.2f s after it started%s)", self.id, took, unlinked)
+        return ""
 
     def submit(self, request: ClientRequest, respond: Any) -> None:
         """Hand a client request to this node's coordinator under a rid unique in this node."""
-        if self.draining:
-            respond(Failure("unavailable", f"node {self.id} is shutting down: the request was not run"))
+        refusal = self.refusal()
+        if refusal:
+            respond(Failure("unavailable", f"node {self.id}: {refusal}"))
             return
         self._next_rid += 1
         self.inflight += 1
@@ -269,6 +314,7 @@ class NodeProcess:
             reads_protocols=list(range(codec.MIN_COMPATIBLE_VERSION, codec.protocol() + 1)),
             by_protocol=self.transport.protocol_counts(),
             draining=self.draining,
+            serving=not self.refusal(),  # it takes client requests (not stopping, nor starting)
             host=self.options.host,
             port=self.port,
             http_port=self.http_port,

@@ -69,6 +69,7 @@ class ServedProcess(Protocol):
     snapshot_root: Path
     draining: bool
 
+    def refusal(self) -> str: ...
     def token_table(self) -> TokenTable: ...
     def info(self, counts: bool = True) -> dict[str, Any]: ...
     def submit(self, request: ClientRequest, respond: Callable[[Result], None]) -> None: ...
@@ -186,8 +187,9 @@ class RpcService:
     ) -> None:
         call_id, op = body.get("id"), body["op"]
         if op == "request":
-            if self.process.draining:  # not run: the client may send it to another replica
-                _answer(out, call_id, error=f"node {self.process.id} is shutting down", draining=True)
+            refusal = self.process.refusal()
+            if refusal:  # not run (stopping, or just started): the client sends it to another node
+                _answer(out, call_id, error=refusal, draining=True)
                 return
             try:
                 request = check_request(from_wire(body.get("msg")))

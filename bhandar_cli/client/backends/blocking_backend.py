@@ -60,11 +60,6 @@ class BlockingBackend:
     def is_alive(self, name: str) -> bool:
         return name not in self._down and pid_alive(self.cluster.node(name).pid)
 
-    def not_run(self, rid: int) -> bool:
-        """Never: a one-shot command's request is not sent on to another replica; its failure is
-        the command's answer (a script runs it again)."""
-        return False
-
     def _conn(self, name: str) -> BlockingRpc:
         conn = self._conns.get(name)
         if conn is None:

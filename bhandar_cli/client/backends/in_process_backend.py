@@ -68,11 +68,6 @@ class InProcessBackend:
     async def request(self, via: str, request: Any, timeout: float) -> Result:
         return await self.cluster.request(via, request, timeout)
 
-    def not_run(self, rid: int) -> bool:
-        """Never: an in-process node that is up runs every request it is handed, and one that is
-        down answers none (the request times out: it may have run)."""
-        return False
-
     def _node(self, name: str) -> Node | None:
         return self.cluster.host(name).node
 

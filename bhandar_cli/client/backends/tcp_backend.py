@@ -70,7 +70,6 @@ class TcpBackend:
         self._next_rid = 0
         self._starting: set[str] = set()
         self._notes = NoteReader(self._read_notes)
-        self._not_run: set[int] = set()  # rids of requests a node refused before running them
         self._stopping: set[str] = set()  # nodes this backend is stopping (upgrade): not routed to
 
     @property
@@ -102,13 +101,6 @@ class TcpBackend:
             except ClusterFileError:
                 return  # keep what we know; the next command will say what is wrong
             self._adopt(fresh)  # another command may have added or retired a node, too
-
-    def not_run(self, rid: int) -> bool:
-        """Whether request `rid` failed unrun (its node unreachable or stopping): it may go elsewhere."""
-        if rid in self._not_run:
-            self._not_run.discard(rid)
-            return True
-        return False
 
     def is_alive(self, name: str) -> bool:
         if name in self._starting or name in self._stopping:
@@ -271,10 +263,6 @@ class TcpBackend:
             if exc.kind in ("unreachable", "lost", "draining"):
                 # Route around it for a moment (a node restarted elsewhere may not listen yet).
                 self._alive[via] = (trio.current_time(), False)
-            if exc.kind in ("unreachable", "draining"):
-                if len(self._not_run) > 4096:  # a caller that never asks (soak load): keep it small
-                    self._not_run.clear()
-                self._not_run.add(request.rid)
             return Failure(CLIENT_CODES[exc.kind], str(exc))
         except ValueError as exc:
             return Failure("internal", f"node {via} sent an answer this client cannot read: {exc}")

@@ -150,7 +150,8 @@ class RpcClient:
         # Calls made at one moment leave in one frame (protocol 3: frames.py).
         if not self._outbox.put_message({"id": rid, "op": op, **args}):
             self._pending.pop(rid, None)
-            raise RpcError(f"too many requests in flight to node {self.label}", "timeout")
+            # Not sent: nothing ran, unlike a call that went out and got no answer in time.
+            raise RpcError(f"too many requests in flight to node {self.label}; this one was not sent", "busy")
         with trio.move_on_after(timeout):
             await slot.event.wait()
         self._pending.pop(rid, None)

@@ -99,6 +99,7 @@ class TcpTransport:
         self.stats.update(rejected=0, writes=0, frames=0, truncated=0)
         self._links: dict[str, _PeerLink] = {}
         self._nursery: trio.Nursery | None = None
+        self._listening = trio.CancelScope()  # the listener's: `stop_listening` closes it
         self._last_msg: Any = None
         self._last_bodies: dict[int, bytes] = {}
         self.protocol = codec.protocol()
@@ -171,16 +172,38 @@ class TcpTransport:
     def connected(self) -> list[str]:
         return sorted(p for p, link in self._links.items() if link.connected)
 
+    def linked(self, peer: str) -> bool:
+        """Whether a link with `peer` is open each way: this node's to it (what it sends gets
+        there) and the peer's to this node (its answers come back)."""
+        link = self._links.get(peer)
+        return link is not None and link.connected and self._inbound[peer] > 0
+
     # --- listening ---------------------------------------------------------------------------
 
     async def serve(
         self, host: str, port: int, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED
     ) -> None:
-        """Listen on host:port; reports the bound port when ready; runs until cancelled."""
+        """Listen on host:port; reports the bound port when ready; runs until cancelled. The
+        connections are served in this nursery, not the listener's: they outlive `stop_listening`."""
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
-            listeners = await nursery.start(partial(trio.serve_tcp, self._handle, port, host=host))
+            serve = partial(trio.serve_tcp, self._handle, port, host=host, handler_nursery=nursery)
+            listeners = await nursery.start(self._listen, serve)
             task_status.started(listeners[0].socket.getsockname()[1])
+
+    async def _listen(
+        self,
+        serve: Callable[..., Awaitable[None]],
+        task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        with self._listening:
+            await serve(task_status=task_status)
+
+    def stop_listening(self) -> None:
+        """Close the listener, and keep serving the connections already open: from here a client
+        that connects is refused (not run: it asks another node), and one that connected a moment
+        before gets its hello and requests answered."""
+        self._listening.cancel()
 
     async def _handle(self, tcp: trio.SocketStream) -> None:
         conn = FrameConn(tcp, self.frame_timeout)

@@ -339,3 +339,38 @@ def test_rpc_to_nowhere_is_an_unreachable_error() -> None:
         assert "Z" in str(info.value)
 
     trio.run(main)
+
+
+def test_a_transport_that_stops_listening_refuses_new_clients_and_still_answers_connected_ones() -> None:
+    """A stopping node closes its listener before its connections (node/process.py `stop`): a
+    client that connects then is refused, which it knows was not run; one that connected before
+    still gets its request answered ("shutting down", not run), not cut after sending it."""
+
+    async def stopping(conn: FrameConn, hello: dict[str, Any], admit: Callable[[], None]) -> None:
+        while (body := await conn.receive()) is not None:
+            assert isinstance(body, dict)
+            answer = {
+                "id": body["id"],
+                "ok": False,
+                "error": "shutting down: the request was not run",
+                "draining": True,
+            }
+            await conn.stream.send_all(wire_frame(answer))
+
+    async def main() -> None:
+        transport = TcpTransport("B", lambda src, msg: None, stopping)
+        async with trio.open_nursery() as nursery:
+            port = await nursery.start(transport.serve, "127.0.0.1", 0)
+            async with open_rpc("127.0.0.1", port, "B") as connected:
+                transport.stop_listening()
+                await trio.testing.wait_all_tasks_blocked()  # the listener task has closed it
+                with pytest.raises(RpcError) as refused:
+                    async with open_rpc("127.0.0.1", port, "B"):
+                        pass
+                assert refused.value.kind == "unreachable", refused.value
+                with pytest.raises(RpcError) as answered:
+                    await connected.call("request", 5.0, msg={})
+                assert answered.value.kind == "draining" and "shutting down" in str(answered.value)
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)
