@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from bhandar_cli.node.net.wire_versions import PROTOCOL_VERSION
 from bhandar_cli.security.access import TOKEN_ENV, ClientAccess
 from bhandar_cli.security.ca_trust import CA_CERT, TLS_DIR
 
@@ -39,7 +40,7 @@ class NodeEntry:
     data_dir: str
     log: str
     pid: int = 0  # 0: not running (stopped by `cluster down`, or never started)
-    protocol: int = 3  # the newest wire protocol the node speaks (node/net/codec.py PROTOCOL_VERSION)
+    protocol: int = PROTOCOL_VERSION  # the newest wire protocol the node speaks (node/net/codec.py)
 
     @property
     def address(self) -> str:

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from bhandar_cli.core.membership.ring import Ring, key_token
-from bhandar_cli.core.model.limits import MAX_INTEGER
+from bhandar_cli.core.model.limits import MAX_CONTEXT_ACTORS, MAX_INTEGER
 from bhandar_cli.fleet.cluster_file import ClusterFile
 from bhandar_cli.node.net.codec import encode_frame
 from tests.e2e.conftest import (
@@ -66,8 +66,8 @@ CLI_CASES: list[tuple[str, tuple[str | bytes, ...], bytes | None]] = [
     ("get key too long", ("get", "kv", "k" * 1025), None),
     ("context counter too big", ("put", "kv", "k", "v", "--context", token({"A": MAX_INTEGER + 1})), None),
     (
-        "context of 65 actors",
-        ("put", "kv", "k", "v", "--context", token({f"N{i}": 1 for i in range(65)})),
+        "context of too many actors",
+        ("put", "kv", "k", "v", "--context", token({f"N{i}": 1 for i in range(MAX_CONTEXT_ACTORS + 1)})),
         None,
     ),
     ("context too long", ("put", "kv", "k", "v", "--context", "A" * 5000), None),
@@ -101,7 +101,7 @@ HTTP_CASES: list[tuple[str, str, str, dict[str, Any], int]] = [
         "context actors",
         "PUT",
         "/v1/kv/kv/k",
-        {"json": {"value": 1, "context": token({f"N{i}": 1 for i in range(65)})}},
+        {"json": {"value": 1, "context": token({f"N{i}": 1 for i in range(MAX_CONTEXT_ACTORS + 1)})}},
         400,
     ),
     ("context too long", "DELETE", "/v1/kv/kv/k?context=" + "A" * 5000, {}, 400),
@@ -154,7 +154,7 @@ def frame_cases() -> list[tuple[str, dict[str, Any]]]:
         ("context counter", put("k", b"1", {"A": 2**53})),
         ("context bignum", put("k", b"1", {"A": 2**80})),
         ("context negative", put("k", b"1", {"A": -5})),
-        ("context actors", put("k", b"1", {f"N{i}": 1 for i in range(65)})),
+        ("context actors", put("k", b"1", {f"N{i}": 1 for i in range(MAX_CONTEXT_ACTORS + 1)})),
         ("context actor name", put("k", b"1", {"A/../B": 1})),
         ("delta 2^53", incr(2**53)),
         ("delta bignum", incr(-(2**90))),
