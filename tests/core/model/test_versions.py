@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bhandar_cli.core.model.records import Versioned, merge_records
+from bhandar_cli.core.model.context import decode_context, encode_context
+from bhandar_cli.core.model.records import Versioned, from_plain, merge_records, to_plain
 from bhandar_cli.core.model.versions import (
     JSON,
     VOID,
@@ -287,3 +288,23 @@ def test_a_void_wins_over_a_copy_of_its_dot_in_either_order() -> None:
     assert left == right and [s.void for s in left if s.dot == ("E~x", 1)] == [True]
     assert merge_records("siblings", Versioned((put,)), Versioned((void,))) == Versioned((void,))
     assert merge_records("siblings", Versioned((void,)), Versioned((put,))) == Versioned((void,))
+
+
+def test_a_previous_release_context_and_record_read_as_they_did() -> None:
+    """Tokens and records written before exact dots: a map of actor counters, fallback writes
+    under a fresh actor each (`B~3`). They decode, cover what they covered, and merge with
+    siblings under exact dots."""
+    old_token = encode_context({"A": 4, "B~3": 1, "C": 2})  # as the previous release encoded it
+    context = decode_context(old_token)
+    assert context == {"A": 4, "B~3": 1, "C": 2}
+    assert covers(context, ("A", 3)) and covers(context, ("B~3", 1)) and not covers(context, ("B~4", 1))
+    old = Versioned(
+        (
+            Sibling(("A", 4), {"C": 2}, b"a"),
+            Sibling(("B~3", 1), {"C": 2}, b"b"),
+        )
+    )
+    assert from_plain(to_plain(old)) == old
+    new = Sibling(("E~x", 1), context, b"e")  # written with the old token, forwarded by E
+    merged = merge_records("siblings", old, Versioned((new,)))
+    assert merged == Versioned((new,))
