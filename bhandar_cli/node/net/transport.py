@@ -172,6 +172,20 @@ class TcpTransport:
     def connected(self) -> list[str]:
         return sorted(p for p, link in self._links.items() if link.connected)
 
+    def connected_to(self, peer: str) -> bool:
+        """Whether this node's link to `peer` is open (what it sends gets there)."""
+        link = self._links.get(peer)
+        return link is not None and link.connected
+
+    def open_link(self, dst: str) -> None:
+        """Start this node's link to `dst` without a message: it connects and says hello (a peer
+        that hears the hello stops backing off its own link to this node)."""
+        address = self.resolve(dst)
+        if not address or self._nursery is None or dst in self._links:
+            return
+        link = self._links[dst] = _PeerLink(self, dst, address)
+        self._nursery.start_soon(link.run)
+
     def linked(self, peer: str) -> bool:
         """Whether a link with `peer` is open each way: this node's to it (what it sends gets
         there) and the peer's to this node (its answers come back)."""
