@@ -23,6 +23,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from bhandar_cli.core.model.errors import BhandarError
+
 if TYPE_CHECKING:
     from bhandar_cli.client.backend import Backend
     from bhandar_cli.client.membership import ClusterMembership
@@ -287,3 +289,13 @@ def _notice(before: str, now: str, nodes: list[NodeHealth]) -> str:
     if before == DOWN:
         return f"up again: {names}"
     return f"no longer suspected: {names}"
+
+
+async def news(backend: Backend, notices: Notices) -> list[str]:
+    """What the cluster noticed on its own since `notices` last looked (nothing if no node
+    answers): the lines a session prints after a command."""
+    try:
+        health = await cluster_health(backend)
+    except BhandarError:
+        return []
+    return notices.fold(health, await backend.drain_notes())

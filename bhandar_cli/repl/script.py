@@ -11,7 +11,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from rich.console import Console
+from rich.text import Text
 
+from bhandar_cli.client.cluster_health import Notices, news
 from bhandar_cli.client.exit_status import EXIT_FAILED, EXIT_NOT_FOUND, EXIT_OK, EXIT_USAGE
 from bhandar_cli.client.outcomes import GetOutcome
 from bhandar_cli.core.model.errors import ClientError
@@ -56,6 +58,10 @@ class ScriptRun:
         self.unparsed = False
         self.failed = False
         self.last_not_found = False
+        # What the cluster noticed on its own while a command ran (a node down, a partition), as
+        # the interactive REPL prints it: `· down: B (noticed by A, C, D, E)` after `sleep 10s`.
+        # Table output only: in -o json every command prints exactly one object.
+        self.notices = Notices()
 
     @property
     def status(self) -> int:
@@ -79,9 +85,12 @@ class ScriptRun:
         """Run the steps in order; False when the script must stop (a failure, unless
         --keep-going, or quit)."""
         for place, command in steps:
+            if not self.notices.started:
+                await self._news()  # what is known before the first command: not news
             reply = await self.session.execute(command)
             if reply.ok:
                 print_reply(self.out, reply, self.session.output, self.session.commands)
+                await self._news()
             else:
                 self.failed = True
                 self._report(reply, place)
@@ -91,6 +100,13 @@ class ScriptRun:
                 return False
             self.last_not_found = isinstance(reply.data, GetOutcome) and not reply.data.found
         return True
+
+    async def _news(self) -> None:
+        if self.session.output != "table":
+            return
+        for line in await news(self.session.client.backend, self.notices):
+            self.out.print(Text(f"· {line}", style="dim"))
+        self.out.file.flush()
 
     def _report(self, reply: Reply, place: Place) -> None:
         """A failure: its JSON object on standard output in -o json mode, and one error line on

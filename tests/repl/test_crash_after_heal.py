@@ -102,3 +102,30 @@ def test_members_says_why_the_views_differ_about_a_node_just_killed(scenario: Ou
     assert why.startswith("its process does not run;") and "not noticed yet" in why, why
     assert "gossip has not spread" not in members["text"], members["text"]
     assert "B: its process does not run" in members["text"], members["text"]
+
+
+def test_the_users_script_in_batch_mode_prints_the_down_notice() -> None:
+    """The issue's `bhandar repl -e ...` itself (after a first second of gossip, see the module
+    docstring): a script prints what the cluster noticed while a command ran, as the interactive
+    REPL does; in -o json mode every command still prints exactly one object."""
+    import json
+
+    import typer
+    from typer.testing import CliRunner
+
+    from bhandar_cli.cli.repl_cmd import repl
+
+    app = typer.Typer()
+    app.command("repl")(repl)
+    app.command("other")(lambda: None)  # two commands: typer then keeps the command name
+    script = "; ".join(["sleep 1s", *BEFORE_KILL[1:], "kill B", "sleep 10s", *AFTER])
+    table = CliRunner().invoke(app, ["repl", "--virtual-time", "-e", script])
+    assert table.exit_code == 0, table.output
+    lines = table.output.splitlines()
+    down = next(i for i, line in enumerate(lines) if line.startswith("· down: B (noticed by"))
+    assert lines[down - 1] == "slept 10s", lines[down - 2 : down + 1]
+    assert "A stands in for B" in table.output  # the put left a hint
+    as_json = CliRunner().invoke(app, ["repl", "--virtual-time", "-o", "json", "-e", script])
+    assert as_json.exit_code == 0, as_json.output
+    objects = [json.loads(line) for line in as_json.output.splitlines()]
+    assert len(objects) == len(script.split("; ")) and all("cmd" in o for o in objects)
