@@ -291,11 +291,12 @@ def _notice(before: str, now: str, nodes: list[NodeHealth]) -> str:
     return f"no longer suspected: {names}"
 
 
-async def news(backend: Backend, notices: Notices) -> list[str]:
-    """What the cluster noticed on its own since `notices` last looked (nothing if no node
-    answers): the lines a session prints after a command."""
+async def news(backend: Backend, notices: Notices) -> tuple[ClusterHealth | None, list[str]]:
+    """The cluster's summary (None if no node answers) and what it noticed on its own since
+    `notices` last looked: the lines a session prints after a command (the interactive REPL and
+    a script alike)."""
     try:
         health = await cluster_health(backend)
     except BhandarError:
-        return []
-    return notices.fold(health, await backend.drain_notes())
+        return None, []
+    return health, notices.fold(health, await backend.drain_notes())

@@ -34,7 +34,7 @@ from rich.console import Console
 from rich.text import Text
 
 from bhandar_cli import __version__
-from bhandar_cli.client.cluster_health import DOWN, ClusterHealth, Notices, cluster_health
+from bhandar_cli.client.cluster_health import DOWN, ClusterHealth, Notices, news
 from bhandar_cli.client.openers import cluster_clock
 from bhandar_cli.core.model.errors import BhandarError
 from bhandar_cli.repl.batch import SessionOpener
@@ -130,19 +130,17 @@ class InteractiveApp:
         try:
             spaces = await client.views.keyspace_list()
             hints = await client.views.hints()
-            health = await cluster_health(backend)
         except BhandarError:
-            spaces, hints, health = {"keyspaces": []}, {"pending": 0}, None
+            spaces, hints = {"keyspaces": []}, {"pending": 0}
         names = sorted({k["name"] for k in spaces["keyspaces"]} | set(client.data.keys_seen))
         self.completion = CompletionContext(
             list(backend.names), names, {ks: sorted(keys) for ks, keys in client.data.keys_seen.items()}
         )
-        notes = await backend.drain_notes()
-        if health is not None:
-            # What the cluster noticed on its own (failure detection, a partition, joins), one
-            # line per change (cluster_health.Notices), not one per node that noticed it.
-            for line in self.notices.fold(health, notes):
-                self.terminal.print(Text(f"· {line}", style="dim"))
+        # What the cluster noticed on its own (failure detection, a partition, joins), one line
+        # per change (cluster_health.Notices), not one per node that noticed it.
+        health, lines = await news(backend, self.notices)
+        for line in lines:
+            self.terminal.print(Text(f"· {line}", style="dim"))
         self.health, self.hints = health, hints["pending"]
 
     async def execute(self, text: str) -> None:

@@ -104,7 +104,8 @@ class ScriptRun:
     async def _news(self) -> None:
         if self.session.output != "table":
             return
-        for line in await news(self.session.client.backend, self.notices):
+        _, lines = await news(self.session.client.backend, self.notices)
+        for line in lines:
             self.out.print(Text(f"· {line}", style="dim"))
         self.out.file.flush()
 
