@@ -5,6 +5,7 @@ acknowledged before is readable from F's ranges afterwards. On the code before, 
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -15,23 +16,33 @@ from bhandar_cli.client.openers import ClusterOptions
 from bhandar_cli.core.membership.ring import key_token
 from bhandar_cli.core.model.records import Versioned
 from bhandar_cli.repl.batch import open_session
+from bhandar_cli.repl.session import Session
 
 KEYS = [f"k{i}" for i in range(80)]
+Run = Callable[[str], Awaitable[dict[str, Any]]]
+
+
+async def written(session: Session, down: tuple[str, ...]) -> Run:
+    """Write every key at QUORUM, kill the nodes `down`, and wait (virtual seconds) until every
+    node has noticed; the session's command runner, answering each reply as JSON."""
+
+    async def run(line: str) -> dict[str, Any]:
+        (reply,) = await session.run_line(line)
+        return reply.to_json()
+
+    for key in KEYS:
+        assert (await run(f"put kv {key} '\"{key}\"' c=QUORUM"))["ok"]
+    for node in down:
+        assert (await run(f"kill {node}"))["ok"]
+    await trio.sleep(10)  # every node notices
+    return run
 
 
 def test_add_while_a_source_is_down_names_it_and_finishes(capsys: pytest.CaptureFixture[str]) -> None:
     async def main() -> tuple[dict[str, Any], list[str], list[str], dict[str, list[bytes | None]]]:
         async with open_session(ClusterOptions(nodes=5), "json") as session:
-
-            async def run(line: str) -> dict[str, Any]:
-                (reply,) = await session.run_line(line)
-                return reply.to_json()
-
-            for key in KEYS:
-                assert (await run(f"put kv {key} '\"{key}\"' c=QUORUM"))["ok"]
             before = session.client.backend.ring
-            assert (await run("kill C"))["ok"]
-            await trio.sleep(10)  # every node notices C is down
+            run = await written(session, ("C",))
             added = await run("add F")
             after = session.client.backend.ring
             taken = [
@@ -70,15 +81,7 @@ def test_add_with_two_replicas_of_a_range_down_says_whom_it_waits_for(
 
     async def main() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
         async with open_session(ClusterOptions(nodes=5), "json") as session:
-
-            async def run(line: str) -> dict[str, Any]:
-                (reply,) = await session.run_line(line)
-                return reply.to_json()
-
-            for key in KEYS:
-                assert (await run(f"put kv {key} '\"{key}\"' c=QUORUM"))["ok"]
-            assert (await run("kill C"))["ok"] and (await run("kill D"))["ok"]
-            await trio.sleep(10)
+            run = await written(session, ("C", "D"))
             added = await run("add F")
             assert (await run("revive D"))["ok"]
             await trio.sleep(30)  # F streams D's ranges; C's come from their other replicas

@@ -231,9 +231,10 @@ class Coordinator:
             return self._fail(op, f"forwarded to {op.target}, which did not answer in time; {exc}", now)
         # Refused here at once (no coordinator agreed on, a sibling limit...): as a reply from the
         # next coordinator would be, it is no proof that the first did not apply the put.
-        refused = any(_answers_with_failure(e, op) for e in effects)
-        out = [_answer_outcome_unknown(e, op, _answers_with_failure(e, op)) for e in effects]
-        if refused:  # not stored here, and the first coordinators may have applied it
+        refusals = [_answers_with_failure(e, op) for e in effects]
+        pairs = zip(effects, refusals, strict=True)
+        out = [_outcome_unknown_answer(e, op) if refused else e for e, refused in pairs]
+        if any(refusals):  # not stored here, and the first coordinators may have applied it
             out += self._settle(now, op.request, "unknown")
         return out
 
@@ -423,11 +424,9 @@ def _answers_with_failure(effect: Effect, op: ForwardOp) -> bool:
     return isinstance(msg, ClientReply) and msg.rid == op.rid and isinstance(msg.result, Failure)
 
 
-def _answer_outcome_unknown(effect: Effect, op: ForwardOp, refused: bool) -> Effect:
-    """`effect`, or, if it answers `op`'s client with a failure (`refused`), that failure as an
-    unknown outcome (a put that carried an exact dot: not known stored either)."""
-    if not refused:
-        return effect
+def _outcome_unknown_answer(effect: Effect, op: ForwardOp) -> Effect:
+    """`effect`, which answers `op`'s client with a failure (`_answers_with_failure`), with that
+    failure as an unknown outcome (a put that carried an exact dot: not known stored either)."""
     if isinstance(effect, Respond) and isinstance(effect.result, Failure):
         return replace(effect, result=_outcome_unknown(effect.result, op.tried))
     assert isinstance(effect, Send) and isinstance(effect.msg, ClientReply)
