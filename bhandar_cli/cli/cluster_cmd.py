@@ -320,6 +320,23 @@ def _fault(
     _print(details[cmd](data))
 
 
+@cluster_app.command("remove")
+def remove(
+    node: str = typer.Argument(..., metavar="NODE", help="The member to take out (dead, or not trusted)."),
+    directory: str | None = DIR_OPTION,
+    output: OutputFormat = OUTPUT_OPTION,
+) -> None:
+    """Take a member out for good without its help (admin): an issuing node seals the removal,
+    every node calls it left and refuses its certificate from then on, after restarts too. Its
+    ranges go to other nodes, which get the data from the remaining replicas. For a healthy node,
+    `decommission` (in the REPL) streams its data first."""
+    data = on_cluster("remove", output, directory, lambda c: c.ops.remove(node))
+    if data is None:
+        return
+    known = "every live node knows" if data["everyone_knows"] else "gossip is still spreading it"
+    _print(f"removed {data['node']} (sealed by {data['by']}; {known})")
+
+
 @cluster_app.command("kill")
 def kill(
     node: str = typer.Argument(..., metavar="NODE", help="Node to crash (SIGKILL)."),

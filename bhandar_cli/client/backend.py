@@ -106,6 +106,11 @@ class Backend(RequestBackend, Protocol):
         """Stop a node that has left the ring and forget it."""
         ...
 
+    async def remove_member(self, name: str) -> str:
+        """Have an issuing node take member `name` out for good, without its help (its
+        membership says left; every node refuses it from then on): the node that sealed it."""
+        ...
+
     # --- storage (with `storage_engine`)
     async def run_on_node(self, operation: NodeOperation, name: str) -> dict[str, Any]:
         """Node `name` runs `operation` on its store: {"node", the operation's `result`, "ms"}."""

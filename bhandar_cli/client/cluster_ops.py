@@ -255,6 +255,28 @@ class ClusterOps:
             "seconds": round(self.backend.now() - started, 3),
         }
 
+    async def remove(self, name: str) -> dict[str, Any]:
+        """Take `name` out of the cluster for good without its help (dead, or not to be trusted):
+        an issuing node seals the removal, gossip spreads it, and every node calls `name` left and
+        refuses its certificate from then on. Its copies are not streamed anywhere: the new
+        replicas of its ranges get them from the other replicas (read repair, anti-entropy)."""
+        members = await self.backend.membership()
+        if name not in members.members:
+            raise BadInput(f"unknown node {name!r}: no node of this cluster knows it")
+        started = self.backend.now()
+        by = await self.backend.remove_member(name)
+        seen = await self._everyone_sees(name, "left")
+        if name in self.backend.names:
+            await self.backend.retire(name)  # stop it if it is ours, and forget it
+        return {
+            "cmd": "remove",
+            "ok": True,
+            "node": name,
+            "by": by,
+            "everyone_knows": seen,
+            "seconds": round(self.backend.now() - started, 3),
+        }
+
     async def _everyone_sees(self, node: str, status: str) -> bool:
         """Wait (bounded) until every live node's gossip view gives `node` this status."""
         import trio

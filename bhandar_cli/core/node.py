@@ -32,6 +32,7 @@ from collections.abc import Callable, Mapping
 from random import Random
 from typing import Any
 
+from bhandar_cli.core.membership.authorship import TRUST_ALL, Authorship
 from bhandar_cli.core.membership.gossip import GossipLiveness
 from bhandar_cli.core.membership.liveness import Liveness, PingLiveness
 from bhandar_cli.core.membership.members import MemberState
@@ -39,6 +40,7 @@ from bhandar_cli.core.membership.node_membership import MembershipSaver, boot_go
 from bhandar_cli.core.membership.ring import Ring
 from bhandar_cli.core.membership.ringview import RingView
 from bhandar_cli.core.model.config import KeyspaceDef, NodeConfig
+from bhandar_cli.core.model.errors import BadInput
 from bhandar_cli.core.model.keyspaces import Keyspaces
 from bhandar_cli.core.model.live_config import LiveConfig, config_view, retune
 from bhandar_cli.core.model.metrics import NodeMetrics
@@ -111,10 +113,12 @@ class Node:
         address: str = "",
         http: str = "",
         live: LiveConfig | None = None,
+        authority: Authorship = TRUST_ALL,
     ) -> None:
         """`ring` is the cluster as the driver knows it at boot; with gossip (the default) the
         node then keeps its own view. A joining node is started with `status="joining"` and its
-        tokens; it bootstraps, then announces itself normal."""
+        tokens; it bootstraps, then announces itself normal. `authority` checks who said each fact
+        gossip brings and seals what this node says (core/membership/authorship.py)."""
         self.id = node_id
         config = config or NodeConfig()
         # Every role writes records through `store`, which keeps the hash index anti-entropy
@@ -125,7 +129,7 @@ class Node:
         # a new actor keeps it from reusing dots (and counter entries) it handed out since.
         home_actor = str(store.get_meta("actor") or node_id)
         keyspaces = Keyspaces(store, config.default_n)
-        client_tokens = TokenTable(store)
+        client_tokens = TokenTable(store, authority)
         gossip: GossipLiveness | None = None
         if liveness is None and config.liveness == "gossip":
             liveness = gossip = boot_gossip(
@@ -144,6 +148,7 @@ class Node:
                 schema=keyspaces.all,
                 on_schema=keyspaces.learn_all,
                 client_tokens=client_tokens,
+                authority=authority,
             )
         elif isinstance(liveness, GossipLiveness):
             gossip = liveness
@@ -355,6 +360,22 @@ class Node:
 
     def hints_summary(self, now: float) -> list[dict[str, Any]]:
         return self._views.hints_summary(now)
+
+    def remove_member(self, member: str, now: float) -> None:
+        """Take `member` out of the cluster for good, without its help (`cluster remove`): this
+        node seals the removal (Refused unless it holds the CA key) and gossip spreads it.
+        BadInput for itself or a node its membership never knew."""
+        gossip = self._ring_view.gossip
+        if gossip is None:
+            raise BadInput("this cluster keeps no gossip membership: there is nothing to remove from")
+        if member == self.id:
+            raise BadInput(f"{member} cannot remove itself: ask another issuing node")
+        if member not in gossip.membership.members and member not in gossip.removals:
+            raise BadInput(f"unknown node {member!r}: this node's membership never knew it")
+        if member not in gossip.removals:
+            gossip.remove(member, now)
+        if self._saver is not None:
+            self._saver.save()
 
     def goodbye(self) -> list[Send]:
         """This node stops cleanly: tell every peer (gossip membership only), so it is down in

@@ -71,6 +71,11 @@ class NodeViews:
         if view.gossiping:
             info["status"] = view.status
             info["tokens"] = len(view.mine.tokens)
+        if view.gossip is not None:
+            # Facts refused for their author (core/membership/authorship.py), by kind; and the
+            # members an issuer removed.
+            info["gossip_refused"] = dict(view.gossip.refused)
+            info["removed"] = sorted(view.gossip.removals)
         return info
 
     def storage(self) -> dict[str, Any]:

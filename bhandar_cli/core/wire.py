@@ -29,6 +29,18 @@ Version 3 sends batches (node/net/codec.py). Version 4 added:
   exact dot (and stamps its time), and the coordinator says whether it stored the put under it
   (core/roles/exact_dots.py). A version-3 peer reads the put without them and mints its own dot,
   as before.
+
+Version 5 added who said what (core/membership/authorship.py):
+
+- `MemberState.cert` and `MemberState.seal`: a member's certificate and its signature over its
+  state, so a node hearing it second-hand can check it. A version-4 peer gets its states without
+  them, and a version-5 node takes an unsealed state only from the member itself.
+- `TokenRecord.seal`: an issuer's signature over a token record (a revocation is a new record).
+- `GossipSyn.removals`, `GossipAck.removals`: issuers' removals of members (`cluster remove`). A
+  version-4 peer is not told; it still refuses nothing of the removed node until it is upgraded.
+
+`MemberState` and `TokenRecord` travel inside other messages, so `to_wire_at` strips added fields
+at any depth when it writes for an older reader.
 """
 
 from __future__ import annotations
@@ -59,7 +71,7 @@ CLIENT_TYPES: tuple[type, ...] = (
 
 
 def _peer_types() -> tuple[type, ...]:
-    from bhandar_cli.core.membership import gossip, members
+    from bhandar_cli.core.membership import authorship, gossip, members
     from bhandar_cli.core.model import tokens
     from bhandar_cli.core.protocol import messages
     from bhandar_cli.core.repair import antientropy, merkle
@@ -81,6 +93,7 @@ def _peer_types() -> tuple[type, ...]:
         messages.RepairResult,
         messages.MoveResult,
         members.MemberState,
+        authorship.Removal,
         gossip.Goodbye,
         gossip.GossipSyn,
         gossip.GossipAck,
@@ -148,6 +161,12 @@ def registry() -> dict[str, type]:
 ADDED_IN: dict[int, dict[str, tuple[str, ...]]] = {
     2: {"GossipSyn": ("sent",), "GossipAck": ("echo",)},
     4: {"PutRequest": ("dot", "ts"), "ClientReply": ("stored",)},
+    5: {
+        "MemberState": ("cert", "seal"),
+        "TokenRecord": ("seal",),
+        "GossipSyn": ("removals",),
+        "GossipAck": ("removals",),
+    },
 }
 """Protocol version -> message type name -> the fields that version added."""
 
@@ -160,17 +179,33 @@ def readable_at(obj: Any, version: int) -> bool:
     return MESSAGES_ADDED_IN.get(type(obj).__name__, 1) <= version
 
 
+_NEWEST_ADDED = max(ADDED_IN)
+
+
 def to_wire_at(obj: Any, version: int) -> Any:
     """`to_wire(obj)` as a reader of protocol `version` knows it: without the fields of later
-    versions."""
+    versions, at any depth (only an older reader pays for the walk)."""
     out = to_wire(obj)
-    if isinstance(out, dict):
-        name = out.get("$t")
+    if version < _NEWEST_ADDED:
+        unknown: dict[str, list[str]] = {}
         for added, types in ADDED_IN.items():
-            if added > version and name in types:
-                for field in types[name]:
-                    out.pop(field, None)
+            if added > version:
+                for name, fields in types.items():
+                    unknown.setdefault(name, []).extend(fields)
+        _strip(out, unknown)
     return out
+
+
+def _strip(out: Any, unknown: dict[str, list[str]]) -> None:
+    if isinstance(out, dict):
+        for field in unknown.get(str(out.get("$t")), ()):
+            out.pop(field, None)
+        if "$r" not in out:  # a record's plain form holds no message
+            for value in out.values():
+                _strip(value, unknown)
+    elif isinstance(out, list):
+        for value in out:
+            _strip(value, unknown)
 
 
 def to_wire(obj: Any) -> Any:

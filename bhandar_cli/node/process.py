@@ -35,6 +35,7 @@ from typing import Any
 
 import trio
 
+from bhandar_cli.core.membership.authorship import TRUST_ALL, Authorship
 from bhandar_cli.core.membership.gossip import GossipAck, GossipSyn
 from bhandar_cli.core.membership.ring import Ring
 from bhandar_cli.core.model.config import NodeConfig
@@ -56,6 +57,7 @@ from bhandar_cli.node.rpc_service import RpcService
 from bhandar_cli.node.runtime import FATAL, NodeRunner
 from bhandar_cli.security import pki
 from bhandar_cli.security.auth import Authenticator, load_auth_file
+from bhandar_cli.security.authorship import SignedAuthorship
 from bhandar_cli.security.join_tokens import JoinTokens
 from bhandar_cli.store.data_dir import open_node_store
 
@@ -82,11 +84,14 @@ class NodeProcess:
         self.config = NodeConfig(default_n=options.replicas, exact_dots=options.protocol >= 4)
         self.store = open_node_store(options.data_dir, options.fsync, options.data_key)
         self.snapshot_root = Path(options.snapshot_dir or Path(options.data_dir).parent / "snapshots")
-        self._boot_tokens = TokenTable(self.store)
+        # Who may say what in gossip, checked with the cluster CA (security/authorship.py); a node
+        # without TLS is on loopback with peers that may say anything anyway.
+        self.authority = _authority(tls, options.ca_key)
+        self._boot_tokens = TokenTable(self.store, self.authority)
         if options.auth_file:
             # Merged into the table the store keeps: a restart with the same file changes nothing,
             # and a token revoked since stays revoked (revocation wins the merge).
-            self._boot_tokens.merge(load_auth_file(Path(options.auth_file)))
+            self._boot_tokens.adopt(load_auth_file(Path(options.auth_file)))
         # Tokens are checked whether or not the node was given an auth file: a node that joined
         # a cluster learns its tokens by gossip, and until then admits no one.
         self.auth = None if options.admit_anyone else Authenticator(self.token_table)
@@ -149,6 +154,7 @@ class NodeProcess:
                     "address": f"{opts.host}:{self.port}",
                     "http": f"{opts.host}:{self.http_port}" if self.http_port >= 0 else "",
                     "zone": opts.zone,
+                    "authority": self.authority,
                 }
                 if opts.bootstrap:
                     self.host.boot["status"] = "joining"
@@ -192,6 +198,7 @@ class NodeProcess:
         return {self.id, *(str(m["id"]) for m in rows)}
 
     def _decommissioned(self, member: str) -> bool:
+        """Whether `member` left the cluster (decommissioned, or removed by an issuer)."""
         node = self.host.node
         return node is not None and node.status_of(member) == "left"
 
@@ -422,3 +429,10 @@ def crashed(options: NodeOptions, host: NodeHost) -> NodeCrashed:
 
 class NodeCrashed(Exception):
     """The node's life ended on an internal error or a failed disk (logged with the node's id)."""
+
+
+def _authority(tls: pki.NodeTls | None, ca_key: str) -> Authorship:
+    if tls is None:
+        return TRUST_ALL
+    key = Path(ca_key).read_bytes() if ca_key else None
+    return SignedAuthorship(tls.ca_cert.read_bytes(), tls.cert.read_bytes(), tls.key.read_bytes(), key)

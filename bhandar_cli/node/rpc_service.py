@@ -3,7 +3,8 @@
 One map per frame, answers carry the same `id`: `request` (a client request in wire form: the node's
 coordinator answers it), and the admin operations `info`, `records`, `hints`, `metrics`, `digest`,
 `members`, `tree`, `notes` (what the node noticed, node/note_log.py), `partition`, `heal`, `delay`,
-`snapshot`, `join_token`, `config`, `shutdown`, `token_create|list|revoke`, and the node operations
+`snapshot`, `join_token`, `config`, `shutdown`, `token_create|list|revoke`, `remove` (a member out
+for good, sealed by an issuing node), and the node operations
 of core/protocol/node_operations.py (`flush`, `compact`). When the node checks tokens
 (security/auth.py), each call is checked against the token the connection's hello showed, at the
 time of the call (a revocation counts at once); a refusal answers with its `code` (unauthenticated,
@@ -24,7 +25,7 @@ from typing import Any, Protocol, cast
 
 import trio
 
-from bhandar_cli.core.model.errors import BadInput, BhandarError, RateLimited
+from bhandar_cli.core.model.errors import BadInput, BhandarError, RateLimited, Unavailable
 from bhandar_cli.core.model.tokens import TokenTable, check_record
 from bhandar_cli.core.protocol.messages import (
     ClientRequest,
@@ -313,6 +314,15 @@ class RpcService:
         root = (Path(to) if to else self.process.snapshot_root).resolve()  # kept in the store's ARCHIVES
         path = snapshot_path(root, body["snapshot"], self.process.id)
         return len(self.process.store.snapshot(str(path), copy=bool(to)))
+
+    def _op_remove(self, body: dict[str, Any]) -> Any:
+        """Take a member out of the cluster for good (`cluster remove`): sealed here, so only an
+        issuing node does it (Refused elsewhere); gossip spreads it."""
+        node = self.process.host.node
+        if node is None:
+            raise Unavailable(f"{self.process.id} is starting: ask again in a moment")
+        node.remove_member(str(body["node"]), trio.current_time())
+        return {"node": str(body["node"]), "by": self.process.id}
 
     def _op_token_create(self, body: dict[str, Any]) -> Any:
         record = check_record(from_wire(body["record"]))

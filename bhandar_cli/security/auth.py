@@ -66,6 +66,7 @@ NEEDS: dict[str, str] = {
     "keyspace_create": "admin",
     "repair": "admin",
     "decommission": "admin",
+    "remove": "admin",  # a member out for good, without its help (`cluster remove`)
     "partition": "admin",
     "heal": "admin",
     "delay": "admin",

@@ -14,7 +14,7 @@ import trio
 from bhandar_cli.client.backend import Capabilities
 from bhandar_cli.client.membership import ASK_EVERY, ClusterMembership, merge_tables
 from bhandar_cli.core.membership.ring import Ring
-from bhandar_cli.core.model.errors import BadInput
+from bhandar_cli.core.model.errors import BadInput, Unavailable
 from bhandar_cli.core.model.metrics import NodeMetrics
 from bhandar_cli.core.model.records import Record
 from bhandar_cli.core.node import Node
@@ -157,6 +157,15 @@ class InProcessBackend:
         from bhandar_cli.node.reconfigure import apply_live
 
         return apply_live(self.cluster.host(name), plain)
+
+    async def remove_member(self, name: str) -> str:
+        """A cluster without a CA: any live node but `name` may seal the removal."""
+        for other in self.names:
+            host = self.cluster.host(other)
+            if other != name and self.is_alive(other) and host.node is not None:
+                host.node.remove_member(name, self.now())
+                return other
+        raise Unavailable(f"no live node but {name} to remove it")
 
     async def partition(self, groups: list[list[str]]) -> list[list[str]]:
         return self.cluster.partition(groups)

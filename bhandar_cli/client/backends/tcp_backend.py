@@ -475,6 +475,28 @@ class TcpBackend:
         self.cluster, _ = await supervisor.set_faults(self.cluster, delays={**self.cluster.delays, name: ms})
         self._mtime = self._file_mtime()
 
+    async def remove_member(self, name: str) -> str:
+        """Asks the issuing nodes first (only they hold the CA key that seals a removal), then the
+        others (a cluster without TLS has no issuers: any node may)."""
+        issuers = [n for n in self.cluster.issuing if n in self.names]
+        order = issuers + [n for n in self.names if n not in issuers]
+        problems = []
+        for node in order:
+            if node == name or not self.is_alive(node):
+                continue
+            try:
+                answer = await self.rpc(node, "remove", node=name)
+            except RpcError as exc:
+                problems.append(f"{node}: {exc}")
+                continue
+            except ClientError as exc:
+                if exc.code != "refused":  # refused: not an issuer; the next may be
+                    raise
+                problems.append(f"{node}: {exc}")
+                continue
+            return str(answer["by"])
+        raise Unavailable(f"no node could remove {name}: " + ("; ".join(problems) or "none is running"))
+
     async def set_node_config(self, name: str, plain: dict[str, Any]) -> dict[str, Any]:
         """Apply a version of the cluster configuration on node `name` now (the `config` RPC)."""
         return await self.rpc(name, "config", config=plain)  # type: ignore[no-any-return]

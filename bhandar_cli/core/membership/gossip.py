@@ -9,6 +9,10 @@ pushes its table back (`GossipTokens`) only when the ack's version still differs
 Seeing a peer's heartbeat go up feeds that peer's phi detector; a peer whose phi passes the
 threshold is down *for routing only*: ownership never changes because of it.
 
+Every fact is checked for its author before it is merged (core/membership/authorship.py): a
+member's state only as that member said it, token records and removals only as an issuer did.
+Refusals are counted (`refused`, in `info`) and noted once per sender.
+
 It implements the `Liveness` interface, so the rest of the node does not know gossip from pings.
 """
 
@@ -20,6 +24,7 @@ from dataclasses import dataclass
 from random import Random
 from typing import Any
 
+from bhandar_cli.core.membership.authorship import TRUST_ALL, Authorship, Removal
 from bhandar_cli.core.membership.members import Membership, MemberState
 from bhandar_cli.core.membership.phi import PhiConfig, PhiDetectors
 from bhandar_cli.core.model.tokens import TokenRecord, TokenTable
@@ -32,6 +37,7 @@ class GossipSyn:
     schema: tuple[Any, ...] = ()  # keyspace definitions travel with membership
     client_tokens_version: int = 0  # the sender's token table, by version
     sent: float | None = None  # protocol 2: the sender's clock, given back in the ack (round trip)
+    removals: tuple[Removal, ...] = ()  # protocol 5: every removal the sender knows (few, ever)
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +47,7 @@ class GossipAck:
     client_tokens_version: int = 0  # the table before merging the syn's sender's
     client_tokens: tuple[Any, ...] = ()  # the whole table, only when the syn's version differed
     echo: float | None = None  # protocol 2: the syn's `sent`, for its sender's round-trip time
+    removals: tuple[Removal, ...] = ()  # protocol 5: the removals the syn's sender lacks
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,9 +82,20 @@ class GossipLiveness:
         schema: Callable[[], tuple[Any, ...]] = tuple,
         on_schema: Callable[[tuple[Any, ...]], None] = lambda _schema: None,
         client_tokens: TokenTable | None = None,
+        authority: Authorship = TRUST_ALL,
+        removals: Iterable[Removal] = (),
     ) -> None:
         self.me = me.id
         self.membership = Membership(me, known)
+        self.authority = authority
+        # Issuers' removals this node knows (the driver persists them): they travel with every syn.
+        self.removals: dict[str, Removal] = {}
+        for removal in removals:
+            self._apply_removal(removal)
+        self._sealed: MemberState | None = None  # this node's state as last sealed
+        # Facts refused for their author, by reason, and the senders already noted (once each).
+        self.refused: dict[str, int] = {}
+        self._noted_refusals: set[tuple[str, str]] = set()
         self.rng = rng
         self.interval = interval
         self.fanout = fanout
@@ -143,21 +161,25 @@ class GossipLiveness:
     def handle(self, now: float, src: str, msg: object) -> list[Effect] | None:
         if isinstance(msg, GossipSyn):
             self.on_schema(msg.schema)
-            out = self._merge(now, msg.members)
+            out = self._merge_removals(src, msg.removals)
+            out += self._merge(now, src, msg.members)
             version = self._client_tokens_version()
             table: tuple[TokenRecord, ...] = ()
             if self.client_tokens is not None and msg.client_tokens_version != version:
                 table = self.client_tokens.records()
             newer = self._newer_than(msg.members)
-            out.append(Send(src, GossipAck(newer, self.schema(), version, table, msg.sent)))
+            theirs = {r.node for r in msg.removals}
+            lacking = tuple(r for n, r in sorted(self.removals.items()) if n not in theirs)
+            out.append(Send(src, GossipAck(newer, self.schema(), version, table, msg.sent, lacking)))
             return out
         if isinstance(msg, GossipAck):
             if msg.echo is not None and 0.0 <= now - msg.echo < 60.0:
                 self.rtt[src] = now - msg.echo
             self.on_schema(msg.schema)
-            out = self._merge(now, msg.members)
+            out = self._merge_removals(src, msg.removals)
+            out += self._merge(now, src, msg.members)
             if self.client_tokens is not None:
-                self.client_tokens.merge(msg.client_tokens)
+                self._merge_tokens(src, msg.client_tokens, out)
                 if self.client_tokens.version != msg.client_tokens_version:  # the peer lacks some of ours
                     out.append(Send(src, GossipTokens(self.client_tokens.records())))
             return out
@@ -168,9 +190,10 @@ class GossipLiveness:
                 self._touched.add(src)
             return self._transitions(now)
         if isinstance(msg, GossipTokens):
+            out = []
             if self.client_tokens is not None:
-                self.client_tokens.merge(msg.client_tokens)
-            return []
+                self._merge_tokens(src, msg.client_tokens, out)
+            return out
         return None
 
     def tick(self, now: float) -> list[Effect]:
@@ -178,7 +201,8 @@ class GossipLiveness:
             return []
         self._next = now + self.interval
         self.membership.update_mine()
-        digest = GossipSyn(self.digest(), self.schema(), self._client_tokens_version(), now)
+        removals = tuple(r for _, r in sorted(self.removals.items()))
+        digest = GossipSyn(self.digest(), self.schema(), self._client_tokens_version(), now, removals)
         out: list[Effect] = [Send(peer, digest) for peer in self._targets(now)]
         out.extend(self._transitions(now))
         return out
@@ -190,7 +214,67 @@ class GossipLiveness:
         return Goodbye(self.membership.members[self.me].generation)
 
     def digest(self) -> tuple[MemberState, ...]:
-        return tuple(self.membership.members.values())
+        """Every member's state as this node sends it (its own sealed)."""
+        mine = self._sealed_mine()
+        return tuple(mine if s.id == self.me else s for s in self.membership.members.values())
+
+    def _sealed_mine(self) -> MemberState:
+        """This node's state sealed, once per version (a seal is a signature: not free)."""
+        mine = self.membership.mine
+        sealed = self._sealed
+        if sealed is None or sealed.version != mine.version or sealed.status != mine.status:
+            sealed = self._sealed = self.authority.seal_member(mine)
+        return sealed
+
+    # --- who may say what (core/membership/authorship.py) ----------------------------------------
+
+    def remove(self, node: str, now: float) -> Removal:
+        """Remove `node` from the cluster for good (`cluster remove`, an admin asked this node):
+        sealed here, so this node must be an issuer (Refused otherwise); gossip spreads it."""
+        removal = self.authority.seal_removal(Removal(node, now))
+        self._apply_removal(removal)
+        return removal
+
+    def _apply_removal(self, removal: Removal) -> bool:
+        if removal.node in self.removals:
+            return False
+        self.removals[removal.node] = removal
+        self.membership.remove(removal.node)
+        return True
+
+    def _merge_removals(self, src: str, removals: Iterable[Removal]) -> list[Effect]:
+        out: list[Effect] = []
+        for removal in removals:
+            if not isinstance(removal, Removal) or removal.node in self.removals:
+                continue
+            why = self.authority.admits_removal(removal)
+            if why is not None:
+                self._refuse(src, "removal", f"a removal of {removal.node}: {why}", out)
+                continue
+            self._apply_removal(removal)
+            self._touched.add(removal.node)
+            out.append(
+                Note(
+                    f"{self.me} learned that {removal.node} was removed",
+                    {"node": self.me, "removed": removal.node},
+                )
+            )
+        return out
+
+    def _merge_tokens(self, src: str, records: tuple[Any, ...], out: list[Effect]) -> None:
+        assert self.client_tokens is not None
+        before = self.client_tokens.refused
+        self.client_tokens.merge(records)
+        if self.client_tokens.refused != before:
+            self._refuse(src, "token", self.client_tokens.last_refusal, out)
+
+    def _refuse(self, src: str, kind: str, why: str, out: list[Effect]) -> None:
+        """Count a fact refused for its author; a person hears of the first from each sender."""
+        self.refused[kind] = self.refused.get(kind, 0) + 1
+        if (src, kind) not in self._noted_refusals:
+            self._noted_refusals.add((src, kind))
+            text = f"{self.me} refused gossip from {src}: {why}"
+            out.append(Note(text, {"node": self.me, "peer": src, "refused": kind}))
 
     def _newer_than(self, theirs: Iterable[MemberState]) -> tuple[MemberState, ...]:
         """The states of this table that a syn's sender, which sent `theirs` (its whole table),
@@ -222,8 +306,18 @@ class GossipLiveness:
             chosen.append(self.rng.choice(seeds))
         return chosen
 
-    def _merge(self, now: float, members: Iterable[MemberState]) -> list[Effect]:
+    def _merge(self, now: float, src: str, members: Iterable[MemberState]) -> list[Effect]:
+        refusals: list[Effect] = []
         for state in members:
+            # Checked only when it would be taken (a newer version: each is checked once). A state of
+            # this node itself counts too: a newer one would make it start a later generation.
+            if state.id not in self.membership.removed:
+                old_state = self.membership.members.get(state.id)
+                if old_state is None or state.version > old_state.version:
+                    why = self.authority.admits_member(state, src)
+                    if why is not None:
+                        self._refuse(src, "member", f"a state of {state.id}: {why}", refusals)
+                        continue
             taken, old = self.membership.merge(state)
             if not taken:
                 continue
@@ -233,7 +327,7 @@ class GossipLiveness:
                 self.phi.reset(state.id, now)  # a new node, or a restart: a fresh history
             else:
                 self.phi.heartbeat(state.id, now)
-        return self._transitions(now)
+        return refusals + self._transitions(now)
 
     def _transitions(self, now: float) -> list[Effect]:
         """Notes for a person watching: a peer went down or came back, in this node's eyes."""
@@ -284,6 +378,16 @@ class GossipLiveness:
                     # never heard from).
                     "silent_s": None if last is None else round(now - last, 3),
                     "down_after_s": None if last is None else round(self.phi.down_at(mid) - last, 3),
+                    "removed": mid in self.removals,
+                }
+            )
+        # A member removed before this node heard of it is still out: said, so screens agree.
+        for mid in sorted(set(self.removals) - set(self.membership.members)):
+            rows.append(
+                {
+                    **dict.fromkeys(("rtt_ms", "silent_s", "down_after_s")),
+                    **{"id": mid, "zone": "", "generation": 0, "heartbeat": 0, "status": "left"},
+                    **{"up": False, "phi": 0.0, "tokens": 0, "address": "", "heard": False, "removed": True},
                 }
             )
         return rows

@@ -51,13 +51,18 @@ class MemberState:
     heartbeat: int = 0
     address: str = ""  # host:port of the node's peer port ("" in process-less clusters)
     http: str = ""  # host:port of its HTTP API
+    # Protocol 5, in a cluster with a CA: the member's certificate (DER) and its signature over
+    # the fields above (core/membership/authorship.py), so a node hearing the state second-hand
+    # knows the member said it.
+    cert: bytes = b""
+    seal: bytes = b""
 
     @property
     def version(self) -> tuple[int, int]:
         return (self.generation, self.heartbeat)
 
     def bump(self, **changes: object) -> MemberState:
-        return replace(self, heartbeat=self.heartbeat + 1, **changes)  # type: ignore[arg-type]
+        return replace(self, heartbeat=self.heartbeat + 1, seal=b"", **changes)  # type: ignore[arg-type]
 
 
 class Membership:
@@ -69,6 +74,8 @@ class Membership:
         self.members[me.id] = me
         self.version = 0  # bumped whenever ownership (status or tokens) changes
         self.regenerated = False  # set when peers knew a later generation of this node (persist it)
+        # Members an issuer removed (`cluster remove`): left for good, whatever they say after.
+        self.removed: set[str] = set()
         self._rings: dict[str, Ring] = {}
         # Derived from members' ids and statuses only, so they change with `version`; gossip asks
         # for them at every merge.
@@ -93,14 +100,25 @@ class Membership:
             # node issues its states, so one newer than its own is from a previous life, also with
             # the same generation and a higher heartbeat (the copy was one restart behind).
             if incoming.version > self.mine.version:
-                self._set(replace(self.mine, generation=incoming.generation + 1, heartbeat=0))
+                self._set(replace(self.mine, generation=incoming.generation + 1, heartbeat=0, seal=b""))
                 self.regenerated = True
             return False, None
         old = self.members.get(incoming.id)
-        if old is not None and incoming.version <= old.version:
+        if incoming.id in self.removed or (old is not None and incoming.version <= old.version):
             return False, old
         self._set(incoming)
         return True, old
+
+    def remove(self, node: str) -> bool:
+        """An issuer removed `node`: it is left from now on and no state of it is taken again.
+        True if that changed anything."""
+        if node == self.me or node in self.removed:
+            return False
+        self.removed.add(node)
+        old = self.members.get(node)
+        if old is not None and old.status != "left":
+            self._set(replace(old, status="left"))
+        return True
 
     def _set(self, state: MemberState) -> None:
         old = self.members.get(state.id)
@@ -138,5 +156,7 @@ class Membership:
         return "" if state is None else state.address
 
     def status_of(self, node: str) -> str:
+        if node in self.removed:  # even one this node never heard of: it is out for good
+            return "left"
         state = self.members.get(node)
         return state.status if state is not None else "unknown"

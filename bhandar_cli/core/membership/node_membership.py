@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from random import Random
 
+from bhandar_cli.core.membership.authorship import TRUST_ALL, Authorship, Removal
 from bhandar_cli.core.membership.gossip import GossipLiveness
 from bhandar_cli.core.membership.members import MemberState
 from bhandar_cli.core.membership.phi import PhiConfig
@@ -32,6 +33,7 @@ def boot_gossip(
     schema: Callable[[], tuple[KeyspaceDef, ...]],
     on_schema: Callable[[Iterable[KeyspaceDef]], None],
     client_tokens: TokenTable | None = None,
+    authority: Authorship = TRUST_ALL,
 ) -> GossipLiveness:
     """Gossip for a node starting (or restarting) with `store`: the members of the boot `ring`
     and of the table it saved, itself under a new generation, and `status` unless the store
@@ -71,6 +73,8 @@ def boot_gossip(
         schema=schema,
         on_schema=on_schema,
         client_tokens=client_tokens,
+        authority=authority,
+        removals=saved_removals(store),
     )
     store.put_meta("status", me.status)
     return gossip
@@ -84,6 +88,7 @@ class MembershipSaver:
         self._gossip = gossip
         self._adopt_actor = adopt_actor
         self._saved_version = -1
+        self._saved_removals = len(gossip.removals)
 
     def save(self) -> None:
         """Save the table if ownership changed since the last save. When peers turned out to know
@@ -98,6 +103,10 @@ class MembershipSaver:
             self._store.put_meta("generation", generation)
             self._store.put_meta("actor", actor)
             self._adopt_actor(actor)
+        if len(self._gossip.removals) != self._saved_removals:  # an issuer removed a member: for good
+            self._saved_removals = len(self._gossip.removals)
+            removals = sorted(self._gossip.removals.values(), key=lambda r: r.node)
+            self._store.put_meta("removals", [[r.node, r.at, r.seal.hex()] for r in removals])
         if membership.version == self._saved_version:
             return
         self._saved_version = membership.version
@@ -131,6 +140,12 @@ def saved_members(store: Store, node_id: str) -> list[MemberState]:
                 )
             )
     return found
+
+
+def saved_removals(store: Store) -> list[Removal]:
+    """The removals this node knew when it stopped (its own store: taken as they are)."""
+    saved = store.get_meta("removals") or []
+    return [Removal(str(node), float(at), bytes.fromhex(str(seal))) for node, at, seal in saved]
 
 
 def _newest(states: list[MemberState]) -> list[MemberState]:

@@ -8,6 +8,10 @@ larger record in one fixed order in which a revoked record is larger than any li
 commutative, associative and idempotent, and a revocation always wins. Gossip compares `version`
 (a hash of the whole table) and sends the records only when the versions differ.
 
+Only an issuer may make or revoke a token (core/membership/authorship.py): in a cluster with a CA,
+a record carries the issuer's seal and the table takes from gossip only the records whose seal
+checks (`TokenAuthority`); records from this node's own store and auth file are its operator's.
+
 Sans-I/O: the secret is minted, and a presented token checked, by security/auth.py.
 """
 
@@ -18,7 +22,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import astuple, dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 from bhandar_cli.core.model.config import valid_keyspace_name
 from bhandar_cli.core.model.errors import BadInput
@@ -47,6 +51,7 @@ class TokenRecord:
     burst: int = 0  # requests allowed at once; 0: one second's worth of the rate
     created: float = 0.0
     revoked: bool = False
+    seal: str = ""  # hex: an issuer's signature over `token_content` ("" in a cluster without a CA)
 
     def role_on(self, keyspace: str) -> str | None:
         """The highest role this token holds on `keyspace` (its own grant or the one on "*")."""
@@ -66,7 +71,38 @@ class TokenRecord:
             "burst": self.burst,
             "created": self.created,
             "revoked": self.revoked,
+            "seal": self.seal,
         }
+
+
+def token_content(record: TokenRecord) -> bytes:
+    """The bytes an issuer seals: every field of the record but the seal."""
+    fields = (record.id, record.digest, record.grants, record.rate, record.burst, record.created)
+    return repr(("token", *fields, record.revoked)).encode()
+
+
+class TokenAuthority(Protocol):
+    """Who may make and revoke tokens (core/membership/authorship.py has the whole interface)."""
+
+    def seal_token(self, record: TokenRecord) -> TokenRecord:
+        """`record` sealed by this node; Refused if it holds no CA key (it is no issuer)."""
+        ...
+
+    def admits_token(self, record: TokenRecord) -> str | None:
+        """None if an issuer sealed `record`, else why not (one line)."""
+        ...
+
+
+class _Unchecked:
+    def seal_token(self, record: TokenRecord) -> TokenRecord:
+        return record
+
+    def admits_token(self, record: TokenRecord) -> str | None:
+        return None
+
+
+UNCHECKED: TokenAuthority = _Unchecked()
+"""A cluster without a CA: token records are neither sealed nor checked."""
 
 
 def grants_of(mapping: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
@@ -94,6 +130,7 @@ def check_record(raw: Any) -> TokenRecord:
                 raw.get("burst", 0),
                 raw.get("created", 0.0),
                 raw.get("revoked", False),
+                raw.get("seal", ""),
             )
         except TypeError:  # compiled (bhandar_cli/native.py), the fields' types are checked here
             raise BadInput(f"token {raw.get('id')!r}: rate, burst and created must be numbers") from None
@@ -113,6 +150,8 @@ def check_record(raw: Any) -> TokenRecord:
         raise BadInput(f"token {raw.id}: rate, burst and created must be numbers")
     if raw.rate < 0 or raw.burst < 0 or not isinstance(raw.revoked, bool):
         raise BadInput(f"token {raw.id}: rate and burst must be zero or more")
+    if not isinstance(raw.seal, str) or len(raw.seal) > 512:
+        raise BadInput(f"token {raw.id}: the seal must be a hex signature")
     return replace(raw, grants=grants, rate=float(raw.rate), burst=int(raw.burst), created=float(raw.created))
 
 
@@ -124,10 +163,13 @@ def _order(record: TokenRecord) -> tuple[Any, ...]:
 
 class TokenTable:
     """Every token this node knows, kept in its store's metadata so a restart remembers them (and
-    their revocations)."""
+    their revocations). `authority` seals the records this node makes and checks those it hears."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, authority: TokenAuthority = UNCHECKED) -> None:
         self._store = store
+        self._authority = authority
+        self.refused = 0  # records from peers whose seal did not check (forgeries, or a bug)
+        self.last_refusal = ""
         self._records: dict[str, TokenRecord] = {}
         for plain in store.get_meta("tokens") or []:
             record = check_record(plain)
@@ -146,13 +188,26 @@ class TokenTable:
         return tuple(self._records[i] for i in sorted(self._records))
 
     def merge(self, records: Iterable[Any]) -> bool:
-        """Merge records from a peer or the auth file; malformed ones are dropped (a peer's bug
-        must not stop this node learning the rest). True when the table changed."""
+        """Merge records from a peer; malformed ones and those no issuer sealed are dropped (a
+        peer's bug must not stop this node learning the rest, and a forgery changes nothing).
+        True when the table changed."""
+        return self._merge(records, checked=True)
+
+    def adopt(self, records: Iterable[TokenRecord]) -> bool:
+        """Merge records from this node's own auth file: its operator's word, taken unchecked."""
+        return self._merge(records, checked=False)
+
+    def _merge(self, records: Iterable[Any], checked: bool) -> bool:
         changed = False
         for raw in records:
             try:
                 record = check_record(raw)
             except BadInput:
+                continue
+            why = self._authority.admits_token(record) if checked else None
+            if why is not None:
+                self.refused += 1
+                self.last_refusal = f"token {record.id}: {why}"
                 continue
             known = self._records.get(record.id)
             if known is None or _order(known) < _order(record):
@@ -169,7 +224,7 @@ class TokenTable:
             raise BadInput(f"token {record.id} exists already")
         if sum(not r.revoked for r in self._records.values()) >= MAX_TOKENS:
             raise BadInput(f"this cluster has {MAX_TOKENS} live tokens, the most it allows; revoke some")
-        self._records[record.id] = record
+        self._records[record.id] = self._authority.seal_token(replace(record, seal=""))
         self._save()
 
     def revoke(self, token_id: str) -> TokenRecord:
@@ -178,7 +233,8 @@ class TokenTable:
         if known is None:
             raise BadInput(f"no token with id {token_id!r}")
         if not known.revoked:
-            self._records[token_id] = known = replace(known, revoked=True)
+            known = self._authority.seal_token(replace(known, revoked=True, seal=""))
+            self._records[token_id] = known
             self._save()
         return known
 

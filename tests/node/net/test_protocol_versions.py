@@ -5,13 +5,16 @@ protocol 3's batches (several messages in one frame)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from random import Random
 
 import cbor2
 import pytest
 
+from bhandar_cli.core.membership.authorship import Removal
 from bhandar_cli.core.membership.gossip import Goodbye, GossipAck, GossipLiveness, GossipSyn
 from bhandar_cli.core.membership.members import MemberState
+from bhandar_cli.core.model.tokens import TokenRecord
 from bhandar_cli.core.protocol.messages import Send
 from bhandar_cli.core.wire import from_wire, readable_at, to_wire, to_wire_at
 from bhandar_cli.node.net import codec
@@ -50,8 +53,8 @@ def decode(data: bytes, **kwargs: int) -> object:
     return decoder.next_frame()
 
 
-def test_this_build_reads_versions_1_to_4() -> None:
-    assert (MIN_COMPATIBLE_VERSION, PROTOCOL_VERSION) == (1, 4)
+def test_this_build_reads_versions_1_to_5() -> None:
+    assert (MIN_COMPATIBLE_VERSION, PROTOCOL_VERSION) == (1, 5)
 
 
 @pytest.mark.parametrize(
@@ -78,19 +81,21 @@ def test_negotiate_refuses_a_hello_whose_version_is_not_a_version(theirs: object
         negotiate(2, theirs)
 
 
-def test_a_version_4_process_reads_all_four_and_writes_4_by_default() -> None:
-    assert codec.protocol() == 4
+def test_a_version_5_process_reads_all_five_and_writes_5_by_default() -> None:
+    assert codec.protocol() == 5
     assert decode(frame_at(1, {"a": 1})) == {"a": 1}
     assert decode(frame_at(2, {"a": 1})) == {"a": 1}
     assert decode(frame_at(3, [{"a": 1}])) == {"a": 1}  # a batch of one
     assert decode(frame_at(4, [{"a": 1}])) == {"a": 1}
-    assert encode_frame({"a": 1}) == frame_at(4, [{"a": 1}])
+    assert decode(frame_at(5, [{"a": 1}])) == {"a": 1}
+    assert encode_frame({"a": 1}) == frame_at(5, [{"a": 1}])
     assert encode_frame({"a": 1}, version=1) == frame_at(1, {"a": 1})
     assert encode_frame({"a": 1}, version=2) == frame_at(2, {"a": 1})
     assert wire_frame({"a": 1}, 1) == frame_at(1, {"a": 1})
     assert wire_frame({"a": 1}, 2) == frame_at(2, {"a": 1})
     assert wire_frame({"a": 1}, 3) == frame_at(3, [{"a": 1}])
-    assert wire_frame({"a": 1}) == frame_at(4, [{"a": 1}])
+    assert wire_frame({"a": 1}, 4) == frame_at(4, [{"a": 1}])
+    assert wire_frame({"a": 1}) == frame_at(5, [{"a": 1}])
 
 
 def test_a_batch_is_several_messages_in_one_frame_read_one_at_a_time() -> None:
@@ -173,12 +178,26 @@ def member(name: str, generation: int = 1) -> MemberState:
 def test_version_1_frames_leave_out_what_version_2_added() -> None:
     syn = GossipSyn((member("A"),), (), 0, 12.5)
     ack = GossipAck((member("A"),), (), 0, (), 12.5)
-    assert to_wire_at(syn, 2) == to_wire(syn) and to_wire(syn)["sent"] == 12.5
+    assert to_wire_at(syn, 2)["sent"] == to_wire(syn)["sent"] == 12.5
     assert "sent" not in to_wire_at(syn, 1) and "echo" not in to_wire_at(ack, 1)
     # What a version-2 reader makes of a version-1 syn: the field's default.
     assert from_wire(to_wire_at(syn, 1)) == GossipSyn((member("A"),), (), 0, None)
     assert readable_at(Goodbye(1), 2) and not readable_at(Goodbye(1), 1)
     assert readable_at(syn, 1)
+
+
+def test_version_4_frames_leave_out_seals_and_removals_at_any_depth() -> None:
+    sealed = replace(member("A"), cert=b"der", seal=b"sig")
+    record = TokenRecord("0123abcd", "0" * 64, (("*", "read"),), seal="ab")
+    syn = GossipSyn((sealed,), (), 0, 1.0, (Removal("F", 2.0, b"sig"),))
+    ack = GossipAck((sealed,), (), 0, (record,), 1.0)
+    assert to_wire_at(syn, 5) == to_wire(syn)
+    old_syn, old_ack = to_wire_at(syn, 4), to_wire_at(ack, 4)
+    assert "removals" not in old_syn and old_syn["sent"] == 1.0
+    assert {"cert", "seal"}.isdisjoint(old_syn["members"][0]) and old_syn["members"][0]["id"] == "A"
+    assert "seal" not in old_ack["client_tokens"][0] and old_ack["client_tokens"][0]["id"] == "0123abcd"
+    # What a version-5 reader makes of them: unsealed, no removals.
+    assert from_wire(old_syn) == GossipSyn((member("A"),), (), 0, 1.0)
 
 
 def pair() -> tuple[GossipLiveness, GossipLiveness]:
