@@ -1,7 +1,8 @@
 """`bhandar cluster token create|list|revoke`: client tokens of a running process cluster.
 
 The token is minted here (security/auth.py) and only its record (id, hash, grants, rate) goes to a
-node, over the admin RPC; gossip takes it to the others. Every subcommand needs an admin token
+node, over the admin RPC: an issuing node, which seals it with the CA key (other nodes take token
+records from gossip only so sealed); gossip takes it to the others. Every subcommand needs an admin token
 (from $BHANDAR_TOKEN, else the cluster file).
 """
 
@@ -23,22 +24,12 @@ token_app = typer.Typer(
 
 
 async def _admin_call(directory: str | None, op: str, **args: Any) -> Any:
-    """One admin RPC to the first live node of the cluster."""
+    """One admin RPC, to an issuing node first (token changes are sealed with the CA key)."""
     from bhandar_cli.client.backends.tcp_backend import open_tcp_backend
-    from bhandar_cli.core.model.errors import Unavailable
     from bhandar_cli.fleet.cluster_file import resolve_dir
-    from bhandar_cli.node.net.rpc_errors import RpcError
 
     async with open_tcp_backend(resolve_dir(directory)) as backend:
-        problems = []
-        for name in backend.names:
-            if not backend.is_alive(name):
-                continue
-            try:
-                return await backend.rpc(name, op, **args)
-            except RpcError as exc:
-                problems.append(str(exc))
-        raise Unavailable("no node answered: " + ("; ".join(problems) or "none is running"))
+        return (await backend.on_issuer(op, **args))[1]
 
 
 @token_app.command("create")

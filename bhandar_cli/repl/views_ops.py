@@ -1,5 +1,5 @@
 """Rich views of cluster operations: faults (partition, heal, kill, revive, delay), membership
-(members, add, decommission), anti-entropy (repair, merkle) and storage (flush, compact, snapshot,
+(members, add, decommission, remove), anti-entropy (repair, merkle) and storage (flush, compact, snapshot,
 restore, upgrade). Rendering only."""
 
 from __future__ import annotations
@@ -100,6 +100,15 @@ def render_decommission(data: dict[str, Any]) -> RenderableType:
         ("decommissioned ", "yellow"),
         (data["node"], node_style(data["node"])),
         f": streamed {data['keys_streamed']} records to their new replicas in {data['seconds']:.2f} s",
+    )
+
+
+def render_remove(data: dict[str, Any]) -> RenderableType:
+    known = "every live node knows" if data["everyone_knows"] else "gossip is still spreading it"
+    return Text.assemble(
+        ("removed ", "yellow"),
+        (data["node"], node_style(data["node"])),
+        f" for good (sealed by {data['by']}; {known}); its ranges' other replicas fill the new ones",
     )
 
 

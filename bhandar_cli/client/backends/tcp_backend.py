@@ -476,26 +476,28 @@ class TcpBackend:
         self._mtime = self._file_mtime()
 
     async def remove_member(self, name: str) -> str:
-        """Asks the issuing nodes first (only they hold the CA key that seals a removal), then the
-        others (a cluster without TLS has no issuers: any node may)."""
+        by, _ = await self.on_issuer("remove", skip=name, node=name)
+        return by
+
+    async def on_issuer(self, op: str, skip: str = "", **args: Any) -> tuple[str, Any]:
+        """One admin call that only an issuing node can carry out (it seals what it says with the
+        CA key: token changes, removals): (the node that did, its answer). The issuers are asked
+        first, then the others (a cluster without TLS has no issuers: any node does it); a node
+        that refuses as no issuer, or does not answer, passes the call on."""
         issuers = [n for n in self.cluster.issuing if n in self.names]
-        order = issuers + [n for n in self.names if n not in issuers]
         problems = []
-        for node in order:
-            if node == name or not self.is_alive(node):
+        for node in issuers + [n for n in self.names if n not in issuers]:
+            if node == skip or not self.is_alive(node):
                 continue
             try:
-                answer = await self.rpc(node, "remove", node=name)
+                return node, await self.rpc(node, op, **args)
             except RpcError as exc:
                 problems.append(f"{node}: {exc}")
-                continue
             except ClientError as exc:
-                if exc.code != "refused":  # refused: not an issuer; the next may be
+                if exc.code != "refused":
                     raise
                 problems.append(f"{node}: {exc}")
-                continue
-            return str(answer["by"])
-        raise Unavailable(f"no node could remove {name}: " + ("; ".join(problems) or "none is running"))
+        raise Unavailable("no node could do it: " + ("; ".join(problems) or "none is running"))
 
     async def set_node_config(self, name: str, plain: dict[str, Any]) -> dict[str, Any]:
         """Apply a version of the cluster configuration on node `name` now (the `config` RPC)."""

@@ -1,5 +1,5 @@
 """REPL commands that act on the cluster: faults (partition, heal, kill, revive, delay), membership
-(add, decommission) and maintenance (repair, flush, compact, snapshot, restore, upgrade, config)."""
+(add, decommission, remove) and maintenance (repair, flush, compact, snapshot, restore, upgrade, config)."""
 
 from __future__ import annotations
 
@@ -35,6 +35,7 @@ from bhandar_cli.repl.views_ops import (
     render_heal,
     render_kill,
     render_partition,
+    render_remove,
     render_repair,
     render_restore,
     render_revive,
@@ -145,6 +146,22 @@ async def add(session: Session, cmd: Command) -> dict[str, Any]:
 )
 async def decommission(session: Session, cmd: Command) -> dict[str, Any]:
     return await session.client.ops.decommission(cmd.arg(0))
+
+
+@TABLE.command(
+    "remove",
+    "take a dead or untrusted node out for good, without its help",
+    args=(Arg(NODE),),
+    help="""An issuing node (one holding the cluster CA key) seals the removal and gossip spreads
+    it: every node calls NODE left and refuses its certificate from then on, after restarts too.
+    Nothing is streamed: the new replicas of its ranges get the data from the other replicas
+    (read repair, anti-entropy), so with N=3 every key stays readable. A healthy node leaves
+    with decommission instead.""",
+    examples=("remove F",),
+    renderer=render_remove,
+)
+async def remove(session: Session, cmd: Command) -> dict[str, Any]:
+    return await session.client.ops.remove(cmd.arg(0))
 
 
 @TABLE.command(
