@@ -238,14 +238,17 @@ async def _exchange(
     return files
 
 
-def join_once(address: tuple[str, int], token_text: str, node_id: str, host: str, data_dir: str) -> Path:
+def join_once(
+    address: tuple[str, int], token_text: Callable[[], str], node_id: str, host: str, data_dir: str
+) -> Path:
     """The TLS directory of a node started with a join token: DATA_DIR/tls, made by redeeming
-    the token on the first run; a rerun finds it complete and does not join again."""
+    the token (`token_text()` reads it) on the first run; a rerun finds it complete and does not
+    join again, nor read the token."""
     tls_dir = Path(data_dir) / pki.TLS_DIR
     if pki.NodeTls.in_dir(tls_dir).exists():
         log.info("node %s has its certificate in %s already: not joining again", node_id, tls_dir)
         return tls_dir
-    token = JoinToken.parse(token_text)
+    token = JoinToken.parse(token_text())
     pki.private_dir(Path(data_dir))
     trio.run(redeem, token, address, node_id, [host], tls_dir)
     log.info("node %s joined through %s:%d; certificate in %s", node_id, *address, tls_dir)

@@ -390,13 +390,23 @@ def test_an_expired_token_fails_at_once_and_nobody_answering_is_not_a_refusal(tm
         run(lambda: redeem(alive, ("127.0.0.1", 1), "F", ["127.0.0.9"], tmp_path / "tls"))
 
 
-def test_a_rerun_with_a_complete_tls_directory_does_not_join_again(tmp_path: Path) -> None:
+def test_a_rerun_with_a_complete_tls_directory_does_not_join_again_nor_read_the_token(
+    tmp_path: Path,
+) -> None:
     issuer = Issuer(tmp_path)
     data_dir = tmp_path / "F"
     pki.issue_node(issuer.ca_dir, "F", ["127.0.0.9"], data_dir / "tls")
     # Port 1 answers nobody: reaching the network at all would fail.
     token = JoinToken("127.0.0.1:1", 4_000_000_000, "ab" * 16, "cd" * 32)
-    assert join_once(("127.0.0.1", 1), str(token), "F", "127.0.0.9", str(data_dir)) == data_dir / "tls"
+    read: list[str] = []
+
+    def token_text() -> str:  # the token file of a restart may be gone: it is read only to join
+        read.append(str(token))
+        return str(token)
+
+    assert join_once(("127.0.0.1", 1), token_text, "F", "127.0.0.9", str(data_dir)) == data_dir / "tls"
+    assert read == []
     os.remove(data_dir / "tls" / pki.CA_CERT)  # a join cut short: it must be tried again
     with pytest.raises(JoinUnreachable):
-        join_once(("127.0.0.1", 1), str(token), "F", "127.0.0.9", str(data_dir))
+        join_once(("127.0.0.1", 1), token_text, "F", "127.0.0.9", str(data_dir))
+    assert read == [str(token)]
