@@ -47,11 +47,15 @@ def cert(
     directory: str | None = DIR_OPTION,
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
-    """Issue a node certificate from the cluster CA (made by `cluster init` or `cluster up`)."""
-    from bhandar_cli.fleet.cluster_file import resolve_dir
+    """Issue a node certificate from the cluster CA (made by `cluster init` or `cluster up`).
+
+    It names the node's id and each --host: an IP address, or a host name that is no node's id in
+    any case (the CA remembers every id it signed), so no certificate can pass as another node."""
+    from bhandar_cli.core.model.errors import BadInput
+    from bhandar_cli.fleet import cluster_file
     from bhandar_cli.security import pki
 
-    where = resolve_dir(directory)
+    where = cluster_file.resolve_dir(directory)
     target = Path(out)
 
     async def body() -> pki.NodeTls:
@@ -59,7 +63,12 @@ def cert(
             raise pki.PkiError(f"no cluster CA in {where / pki.TLS_DIR} (make one with bhandar cluster init)")
         if (target / pki.NODE_KEY).exists():
             raise pki.PkiError(f"{target / pki.NODE_KEY} exists already; a node keeps its key")
-        return pki.issue_node(where / pki.TLS_DIR, node, host, target)
+        # The ids of the cluster `cluster up` made here, if it did: no new certificate may name them.
+        members = cluster_file.load(where).names if cluster_file.path_of(where).exists() else []
+        try:
+            return pki.issue_node(where / pki.TLS_DIR, node, host, target, members)
+        except pki.NameRefused as exc:
+            raise BadInput(str(exc)) from None
 
     files = run_async("cluster cert", output, body)
     if output is OutputFormat.json:

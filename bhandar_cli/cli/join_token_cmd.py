@@ -1,7 +1,9 @@
 """`bhandar cluster join-token create`: a single-use token that lets a node on another machine join.
 
 Parsing and rendering only: a node of the cluster mints the token (node/join.py, RPC `join_token`)
-and this prints it with the `bhandar node run --join` command to run on the new machine.
+and this prints it with the `bhandar node run --join` command to run on the new machine, which
+takes the token from $BHANDAR_JOIN_TOKEN (or --token-file), never from its own arguments: any
+local user can read a process's command line, only its owner its environment.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import typer
 
 from bhandar_cli.cli.cluster_cmd import DIR_OPTION, run_async
 from bhandar_cli.cli.output import EXIT_USAGE, OUTPUT_OPTION, OutputFormat, emit_json, fail
+from bhandar_cli.security.join_tokens import JOIN_TOKEN_ENV
 
 join_token_app = typer.Typer(
     help="Single-use tokens that let a node on another machine join the cluster.",
@@ -81,8 +84,9 @@ def create(
             if (cluster.vnodes, cluster.replicas) == (8, 3)
             else (f" --vnodes {cluster.vnodes} --replicas {cluster.replicas}")
         )
+        # The token goes in the command's environment: its arguments are on view to every local user.
         command = (
-            f"bhandar node run --join {entry.address} --token {answer['token']} --id {new_id} "
+            f"{JOIN_TOKEN_ENV}={answer['token']} bhandar node run --join {entry.address} --id {new_id} "
             f"--host ADDRESS --data-dir bhandar-{new_id}{options}"
         )
         expires = datetime.datetime.fromtimestamp(answer["expires"], datetime.UTC)
@@ -96,6 +100,7 @@ def create(
             "expires_at": expires.isoformat(timespec="seconds"),
             "id": new_id,
             "command": command,
+            "token_env": JOIN_TOKEN_ENV,
         }
 
     data = run_async("cluster join-token create", output, body)
@@ -106,3 +111,4 @@ def create(
     typer.echo(f"join token from node {data['via']}, for one node, valid until {at}:\n  {data['token']}")
     typer.echo("on the new machine run (ADDRESS: its address the cluster can reach):")
     typer.echo(f"  {data['command']}")
+    typer.echo(f"(or put the token in a file, mode 0600, and give --token-file FILE for ${JOIN_TOKEN_ENV})")

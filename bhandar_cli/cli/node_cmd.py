@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import errno
 import json
+import os
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import typer
@@ -15,6 +18,9 @@ import typer
 from bhandar_cli.cli.output import EXIT_USAGE, fail
 from bhandar_cli.core.model.config import LEVELS, NODE_ID, NODE_ID_RULE, one_of
 from bhandar_cli.node.net.wire_versions import MIN_COMPATIBLE_VERSION, PROTOCOL_VERSION, PROTOCOLS
+from bhandar_cli.security.join_tokens import JOIN_TOKEN_ENV
+
+MAX_TOKEN_TEXT = 4096  # a join token is some 150 characters; a larger file is not one
 
 node_app = typer.Typer(
     help="Run one node of a process cluster (cluster up starts these for you).",
@@ -38,6 +44,41 @@ def parse_seeds(text: str) -> tuple[tuple[str, int], ...]:
     return tuple(seeds)
 
 
+def join_token_source(token_file: str) -> Callable[[], str]:
+    """Where the join token comes from: --token-file PATH, --token-file - (standard input), else
+    $BHANDAR_JOIN_TOKEN; never the command line, which every local user can read in
+    /proc/PID/cmdline (the environment, /proc/PID/environ, is the owner's only).
+
+    Read only when it is needed (a restart with its certificate in place joins nothing, and its
+    token file may be gone); the variable is taken out of the environment at once, so nothing
+    this node starts inherits it. Exits 2 with one line when there is no token to read."""
+    if token_file:
+        return lambda: _read_token_file(token_file)
+    from_env = os.environ.pop(JOIN_TOKEN_ENV, "")
+    if not from_env.strip():
+        fail(
+            f"--join needs the join token: --token-file PATH, --token-file - (standard input) or "
+            f"${JOIN_TOKEN_ENV}",
+            EXIT_USAGE,
+        )
+    return lambda: from_env
+
+
+def _read_token_file(token_file: str) -> str:
+    where = "standard input" if token_file == "-" else token_file
+    try:
+        if token_file == "-":
+            text = sys.stdin.readline(MAX_TOKEN_TEXT)
+        else:
+            with open(token_file, encoding="utf-8") as file:
+                text = file.read(MAX_TOKEN_TEXT)
+    except (OSError, UnicodeDecodeError) as exc:
+        fail(f"--token-file: cannot read {where}: {getattr(exc, 'strerror', None) or exc}", EXIT_USAGE)
+    if not text.strip():
+        fail(f"--token-file: {where} holds no join token", EXIT_USAGE)
+    return text
+
+
 @node_app.command("run")
 def run(
     node_id: str = typer.Option(..., "--id", help="This node's name (A, B, ...)."),
@@ -51,9 +92,20 @@ def run(
     replicas: int = typer.Option(3, "--replicas", help="Replication factor of new keyspaces."),
     fsync: str = typer.Option("batch", "--fsync", help="WAL fsync policy: always, batch or none."),
     join: str = typer.Option(
-        "", "--join", metavar="HOST:PORT", help="Join a cluster through this node (with --token)."
+        "",
+        "--join",
+        metavar="HOST:PORT",
+        help=f"Join a cluster through this node, with the join token of --token-file or ${JOIN_TOKEN_ENV}.",
     ),
-    token: str = typer.Option("", "--token", help="Join token from `bhandar cluster join-token create`."),
+    token_file: str = typer.Option(
+        "",
+        "--token-file",
+        metavar="PATH",
+        help="Read the join token (from `bhandar cluster join-token create`) from PATH (mode 0600 "
+        f"advisable), or from standard input with -; without it, ${JOIN_TOKEN_ENV}. Never give the "
+        "token itself as an argument: every user of the machine can read a command line.",
+    ),
+    literal_token: str = typer.Option("", "--token", hidden=True, help="Refused: see --token-file."),
     ca_key: str = typer.Option(
         "", "--ca-key", help="The cluster CA's key (DIR/tls/ca.key): this node may admit new nodes."
     ),
@@ -103,6 +155,12 @@ def run(
     ),
 ) -> None:
     """Run one node until it is told to stop (RPC shutdown, SIGTERM or Ctrl-C)."""
+    if literal_token:  # before anything: the token is on view in /proc/PID/cmdline while we run
+        fail(
+            "a join token on the command line is readable by every user of this machine; pass it with "
+            f"--token-file PATH, --token-file - (standard input) or ${JOIN_TOKEN_ENV} instead",
+            EXIT_USAGE,
+        )
     if not NODE_ID.fullmatch(node_id):
         fail(f"--id must be {NODE_ID_RULE} (got {node_id!r})", EXIT_USAGE)
     if not 0 <= port < 65536 or not -1 <= http_port < 65536:
@@ -130,14 +188,17 @@ def run(
     from bhandar_cli.security.pki import PkiError
 
     seed_list = parse_seeds(seeds)
-    if join or token:
+    if token_file and not join:
+        fail("--token-file goes with --join HOST:PORT", EXIT_USAGE)
+    if join:
         join_seeds = parse_seeds(join)
-        if len(join_seeds) != 1 or not token:
-            fail("--join takes one HOST:PORT, and goes with --token", EXIT_USAGE)
+        if len(join_seeds) != 1:
+            fail("--join takes one HOST:PORT", EXIT_USAGE)
         if tls_dir is not None:
             fail("--join keeps the node's certificate in DATA_DIR/tls; leave out --tls-dir", EXIT_USAGE)
         if admit_anyone:
             fail("a node that joins a cluster checks its tokens; leave out --admit-anyone", EXIT_USAGE)
+        token = join_token_source(token_file)
         from bhandar_cli.node.join import JoinUnreachable, join_once
         from bhandar_cli.security.join_tokens import JoinRefused
 

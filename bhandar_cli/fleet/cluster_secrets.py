@@ -35,7 +35,7 @@ def issue_certificates(cluster: ClusterFile) -> None:
     for entry in cluster.nodes:
         if not pki.NodeTls.in_dir(node_tls_dir(entry)).exists():
             pki.private_dir(Path(entry.data_dir))
-            pki.issue_node(ca_dir, entry.id, [entry.host], node_tls_dir(entry))
+            pki.issue_node(ca_dir, entry.id, [entry.host], node_tls_dir(entry), cluster.names)
 
 
 def make_admin_token(cluster: ClusterFile) -> ClusterFile:

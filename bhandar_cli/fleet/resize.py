@@ -74,7 +74,7 @@ async def add_node(
     ca_dir = Path(cluster.dir) / pki.TLS_DIR
     if (ca_dir / pki.CA_KEY).is_file():
         pki.private_dir(Path(entry.data_dir))
-        pki.issue_node(ca_dir, entry.id, [entry.host], node_tls_dir(entry))
+        pki.issue_node(ca_dir, entry.id, [entry.host], node_tls_dir(entry), names_taken(cluster))
     running = tuple(n.id for n in cluster.nodes if pids.pid_alive(n.pid))
     if not running:
         raise BadInput("every node is down: start one before adding another")

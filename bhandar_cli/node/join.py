@@ -14,8 +14,11 @@ in the handshake and everything after it):
 The joiner's private key never travels: it sends a certificate signing request (`pki.make_csr`)
 and the node signs the id it checked, not the CSR's subject. The node grants a join only with an
 unused, unexpired token of its own (join_token.JoinTokens) for an id that is well formed and that
-no member, past (decommissioned) or present, and no earlier join already has; the token is
-checked before anything else is, so a joiner without one learns nothing about ids.
+no member, past (decommissioned) or present, and no earlier join already has, in any case (`b`
+is refused beside `B`: TLS names ignore case); the token is checked before anything else is, so
+a joiner without one learns nothing about ids. The certificate names the id and the one host H
+the request gives, an IP address or a host name that is no node's id (`pki.certificate_names`):
+never a list of the joiner's choosing, so it cannot pass as another node.
 
 `JoinDesk` is the issuing node's side (the transport hands it connections that open with a join
 hello); `redeem` is the joiner's (`bhandar node run --join`).
@@ -41,7 +44,6 @@ from bhandar_cli.security.join_tokens import JoinRefused, JoinToken, JoinTokens
 log = logging.getLogger("bhandar.join")
 
 JOIN_TIMEOUT = 10.0
-MAX_HOSTS = 8
 MAX_PEM = 16384
 
 
@@ -96,18 +98,23 @@ class JoinDesk:
         self.tokens.check(secret, self.clock())
         if not isinstance(node_id, str) or not NODE_ID.fullmatch(node_id):
             raise JoinRefused(f"bad node id {node_id!r}: use {NODE_ID_RULE}")
-        if node_id in self.known_ids():
-            raise JoinRefused(f"node id {node_id} is taken (a member now or before); pick another --id")
-        if node_id in self.tokens.issued:
-            raise JoinRefused(f"node id {node_id} was given to an earlier join; pick another --id")
+        members = self.known_ids()
+        # Ids are told apart without regard to case, as TLS names are: `b` beside `B` is taken.
+        if taken := _same_id(node_id, members):
+            whose = "it is" if taken == node_id else f"{taken}, the same in another case, is"
+            raise JoinRefused(
+                f"node id {node_id} is taken ({whose} a member now or before); pick another --id"
+            )
+        if taken := _same_id(node_id, self.tokens.issued):
+            spelt = "" if taken == node_id else f" as {taken} (ids ignore case)"
+            raise JoinRefused(f"node id {node_id} was given to an earlier join{spelt}; pick another --id")
         if not isinstance(csr, str) or len(csr) > MAX_PEM:
             raise JoinRefused("the join request has no certificate signing request")
-        if not isinstance(hosts, list) or not 1 <= len(hosts) <= MAX_HOSTS:
-            raise JoinRefused(f"the join request must name 1 to {MAX_HOSTS} hosts of the new node")
-        if not all(isinstance(h, str) and 0 < len(h) <= 253 for h in hosts):
-            raise JoinRefused("the join request's hosts must be addresses or names")
+        if not isinstance(hosts, list) or len(hosts) != 1 or not isinstance(hosts[0], str):
+            raise JoinRefused("the join request must name one host: the address the new node listens on")
+        known = {*members, *self.tokens.issued}
         try:
-            cert = pki.sign_node_csr(self.ca_dir, csr.encode(), node_id, hosts)
+            cert = pki.sign_node_csr(self.ca_dir, csr.encode(), node_id, hosts, known)
         except pki.PkiError as exc:
             raise JoinRefused(str(exc)) from None
         self.tokens.redeem(secret, self.clock())
@@ -129,6 +136,12 @@ class JoinDesk:
             return
         log.info("admitted node %s from %s: certificate issued", _field(request, "id"), peer)
         await stream.send_all(_frame({"cert": cert.decode()}))
+
+
+def _same_id(node_id: str, ids: set[str]) -> str | None:
+    """The id of `ids` that is `node_id` in some case, if any."""
+    folded = node_id.casefold()
+    return next((i for i in sorted(ids) if i.casefold() == folded), None)
 
 
 def _frame(body: Mapping[str, object]) -> bytes:
@@ -225,14 +238,17 @@ async def _exchange(
     return files
 
 
-def join_once(address: tuple[str, int], token_text: str, node_id: str, host: str, data_dir: str) -> Path:
+def join_once(
+    address: tuple[str, int], token_text: Callable[[], str], node_id: str, host: str, data_dir: str
+) -> Path:
     """The TLS directory of a node started with a join token: DATA_DIR/tls, made by redeeming
-    the token on the first run; a rerun finds it complete and does not join again."""
+    the token (`token_text()` reads it) on the first run; a rerun finds it complete and does not
+    join again, nor read the token."""
     tls_dir = Path(data_dir) / pki.TLS_DIR
     if pki.NodeTls.in_dir(tls_dir).exists():
         log.info("node %s has its certificate in %s already: not joining again", node_id, tls_dir)
         return tls_dir
-    token = JoinToken.parse(token_text)
+    token = JoinToken.parse(token_text())
     pki.private_dir(Path(data_dir))
     trio.run(redeem, token, address, node_id, [host], tls_dir)
     log.info("node %s joined through %s:%d; certificate in %s", node_id, *address, tls_dir)

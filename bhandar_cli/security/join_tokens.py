@@ -1,6 +1,7 @@
 """Join tokens: what lets a machine the cluster has never seen ask one node for a certificate.
 
-A token is one line an operator copies to the new machine (as with `kubeadm join`):
+A token is one line an operator copies to the new machine (as with `kubeadm join`), where
+`node run --join` reads it from a file, standard input or $BHANDAR_JOIN_TOKEN:
 
     bhj1.<host>:<port>.<expires>.<secret>.<ca-sha256>
 
@@ -32,6 +33,9 @@ from bhandar_cli.core.model.durations import seconds_of
 from bhandar_cli.security.pki import write_private
 
 PREFIX = "bhj1"
+# Where `node run --join` finds the token without --token-file: never on its command line, which
+# every local user can read (/proc/PID/cmdline is 0444, /proc/PID/environ 0400).
+JOIN_TOKEN_ENV = "BHANDAR_JOIN_TOKEN"
 FILE_NAME = "join-tokens.json"
 DEFAULT_TTL = 15 * 60.0
 MAX_TTL = 7 * 24 * 3600.0

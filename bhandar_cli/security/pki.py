@@ -7,10 +7,19 @@ connecting to node B asks for server name `B`, and a node reading a peer's certi
 peer's id from it. Clients (the CLI, HTTP) hold no certificate: they check the node's with the
 CA certificate and show a token (node/auth).
 
+What a certificate names is decided here, for every caller (`cluster up`, `cluster cert`,
+`cluster add`, the join desk): DNS:id and CN=id, plus the hosts the caller gives that pass
+`certificate_names`. TLS compares names without regard to case and a client asks for server name
+= node id, so no certificate may name, in any spelling, an id other than its own: a host must be
+an IP literal or a DNS name that is no node's id, and an id must be no earlier certificate's host
+nor another id spelled differently. The CA keeps the ids and DNS names it signed in
+DIR/tls/names.json, so it remembers them whoever asks next.
+
 Files (all private material 0600, written atomically):
 
     DIR/tls/ca.crt  ca.key             the CA (ca.key never leaves the operator's machine, except
                                        to nodes that sign joiners' certificates)
+    DIR/tls/names.json                 every node id and DNS name the CA has signed
     DATA_DIR/tls/ca.crt node.crt node.key   a node's identity
 
 Keys are ECDSA P-256: a TLS handshake with them costs a fraction of RSA's, and connections are
@@ -24,12 +33,18 @@ some 25 ms sooner.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import ssl
 import tempfile
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bhandar_cli.core.model.config import NODE_ID, NODE_ID_RULE
 from bhandar_cli.security.ca_trust import CA_CERT as CA_CERT
 from bhandar_cli.security.ca_trust import NODE_CERT as NODE_CERT
 from bhandar_cli.security.ca_trust import NODE_KEY as NODE_KEY
@@ -44,12 +59,19 @@ if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric import ec
 
 CA_KEY = "ca.key"
+CA_NAMES = "names.json"
 CA_YEARS = 10
 NODE_YEARS = 5
+# A host name as a certificate may carry it: labels of letters, digits, '-' and '_', no wildcard.
+DNS_NAME = re.compile(r"[A-Za-z0-9_-]{1,63}(\.[A-Za-z0-9_-]{1,63})*")
 
 
 class PkiError(Exception):
     """TLS material is missing or does not fit (the operator's setup, not a bug)."""
+
+
+class NameRefused(PkiError):
+    """A certificate asked to name what would let it pass as another node (the asker's input)."""
 
 
 def write_private(path: Path, data: bytes) -> None:
@@ -188,10 +210,129 @@ def make_csr(node_id: str) -> tuple[bytes, bytes]:
     return _key_pem(key), csr.public_bytes(serialization.Encoding.PEM)
 
 
-def sign_node_csr(ca_dir: Path, csr_pem: bytes, node_id: str, hosts: list[str]) -> bytes:
+def _ip(text: str) -> str | None:
+    """`text` as an IP address in its normal form, or None if it is not an IP literal."""
+    import ipaddress
+
+    try:
+        return str(ipaddress.ip_address(text))
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True)
+class SignedNames:
+    """What a CA has put in certificates: node ids and DNS host names (DIR/tls/names.json)."""
+
+    ids: frozenset[str] = frozenset()
+    hosts: frozenset[str] = frozenset()
+
+
+def signed_names(ca_dir: Path) -> SignedNames:
+    """The ids and DNS names the CA in `ca_dir` has signed (none before its first certificate)."""
+    path = ca_dir / CA_NAMES
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        return SignedNames(frozenset(map(str, raw["ids"])), frozenset(map(str, raw["hosts"])))
+    except FileNotFoundError:
+        return SignedNames()
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        # Signing without it could put a known id into a new certificate: refuse instead.
+        raise PkiError(f"the CA's record of signed names {path} is unreadable ({exc}); restore it") from None
+
+
+@contextmanager
+def _names_locked(ca_dir: Path) -> Iterator[SignedNames]:
+    """The CA's signed names, with the CA directory locked: two nodes sharing one CA (`--issuers`)
+    cannot both sign a name or lose each other's record."""
+    import fcntl
+
+    try:
+        fd = os.open(ca_dir, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError as exc:
+        raise PkiError(f"no cluster CA in {ca_dir}: {exc.strerror}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield signed_names(ca_dir)
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def certificate_names(
+    node_id: str, hosts: Sequence[str], known_ids: Iterable[str], signed: SignedNames = SignedNames()
+) -> list[str]:
+    """The hosts a certificate for `node_id` may carry besides DNS:`node_id` (normalised, in order,
+    without repeats); NameRefused saying why otherwise.
+
+    TLS matches a name without regard to case, and a client reaching node X checks the certificate
+    for server name X (an IP-literal X against its IP addresses). So:
+    - `node_id` is well formed, not an IP literal, not another known or signed id in another case,
+      and not a DNS name an earlier certificate carries;
+    - each host is an IP literal, or a DNS name (no wildcard) that is, in any case, no known or
+      signed id and not `node_id` spelled differently.
+    `known_ids` are the ids the caller knows (members, past ones, planned ones); `signed` is what
+    the CA has signed before."""
+    if not NODE_ID.fullmatch(node_id):
+        raise NameRefused(f"bad node id {node_id!r}: use {NODE_ID_RULE}")
+    if _ip(node_id) is not None:
+        raise NameRefused(
+            f"node id {node_id} is an IP address: a client asking for it would accept any certificate "
+            "for that address; pick a name"
+        )
+    folded = node_id.casefold()
+    ids = {*known_ids, *signed.ids}
+    twin = next((i for i in sorted(ids) if i.casefold() == folded and i != node_id), None)
+    if twin is not None:
+        raise NameRefused(
+            f"node id {node_id} is node {twin}'s spelled in another case; TLS names ignore case, so "
+            "its certificate would pass as that node: pick another id"
+        )
+    if any(h.casefold() == folded for h in signed.hosts):
+        raise NameRefused(
+            f"node id {node_id} is a host name in a certificate already signed, which would pass "
+            "as this node: pick another id"
+        )
+    taken = {i.casefold() for i in ids} | {folded}
+    names: list[str] = []
+    for host in hosts:
+        ip = _ip(host)
+        if ip is None and not (len(host) <= 253 and DNS_NAME.fullmatch(host)):
+            raise NameRefused(
+                f"host {host!r} is neither an IP address nor a host name (letters, digits, '-', '_' "
+                "and dots; no wildcard)"
+            )
+        name = ip or host
+        if host == node_id or name in names:
+            continue  # DNS:node_id is in every certificate anyway
+        if name.casefold() in taken:
+            whose = "this node's own id spelled differently" if name.casefold() == folded else "a node id"
+            raise NameRefused(
+                f"host {host} is {whose}: a certificate naming it would pass as that node; give the "
+                "node's IP address or a host name that is no node's id"
+            )
+        names.append(name)
+    return names
+
+
+def sign_node_csr(
+    ca_dir: Path, csr_pem: bytes, node_id: str, hosts: Sequence[str], known_ids: Iterable[str] = ()
+) -> bytes:
     """The CA's certificate (PEM) for `node_id`, over the CSR's public key.
 
-    The name comes from the caller (who checked the join token), never from the CSR's subject."""
+    The name comes from the caller (who checked the join token), never from the CSR's subject,
+    and the hosts only as far as `certificate_names` allows, against `known_ids` and every id
+    and host name this CA signed before (which it then records)."""
+    with _names_locked(ca_dir) as signed:
+        names = certificate_names(node_id, hosts, known_ids, signed)
+        cert = _sign(ca_dir, csr_pem, node_id, names)
+        dns = {n for n in names if _ip(n) is None}
+        record = {"ids": sorted(signed.ids | {node_id}), "hosts": sorted(signed.hosts | dns)}
+        write_private(ca_dir / CA_NAMES, json.dumps(record, indent=1).encode())
+    return cert
+
+
+def _sign(ca_dir: Path, csr_pem: bytes, node_id: str, hosts: list[str]) -> bytes:
+    """The certificate itself: CN=`node_id`, DNS:`node_id` and `hosts` (checked by the caller)."""
     import datetime
     import ipaddress
 
@@ -248,11 +389,15 @@ def sign_node_csr(ca_dir: Path, csr_pem: bytes, node_id: str, hosts: list[str]) 
     return cert.public_bytes(serialization.Encoding.PEM)
 
 
-def issue_node(ca_dir: Path, node_id: str, hosts: list[str], node_tls_dir: Path) -> NodeTls:
-    """Key and certificate for `node_id` in `node_tls_dir` (with a copy of the CA certificate)."""
+def issue_node(
+    ca_dir: Path, node_id: str, hosts: Sequence[str], node_tls_dir: Path, known_ids: Iterable[str] = ()
+) -> NodeTls:
+    """Key and certificate for `node_id` in `node_tls_dir` (with a copy of the CA certificate);
+    NameRefused if the names would pass as another node (`certificate_names`)."""
+    certificate_names(node_id, hosts, known_ids, signed_names(ca_dir))  # before anything is written
     private_dir(node_tls_dir)
     key_pem, csr_pem = make_csr(node_id)
-    cert_pem = sign_node_csr(ca_dir, csr_pem, node_id, hosts)
+    cert_pem = sign_node_csr(ca_dir, csr_pem, node_id, hosts, known_ids)
     files = NodeTls.in_dir(node_tls_dir)
     write_private(files.key, key_pem)
     write_private(files.cert, cert_pem)

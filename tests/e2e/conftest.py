@@ -18,7 +18,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 import pytest
@@ -27,6 +27,7 @@ import trio
 from bhandar_cli.fleet import cluster_file, pids, supervisor
 from bhandar_cli.fleet.cluster_file import ClusterFile, client_access
 from bhandar_cli.node.net.rpc import rpc_once
+from bhandar_cli.security.join_tokens import JOIN_TOKEN_ENV
 
 REPO = Path(__file__).resolve().parents[2]
 # Short frame timeout so the rogue-client test does not wait 5 s for a half frame.
@@ -210,21 +211,45 @@ class Joiner:
         self.procs: list[subprocess.Popen[bytes]] = []
 
     def start(
-        self, node_id: str, token: str, join: str, host: str, port: int = 0, http_port: int = -1
+        self,
+        node_id: str,
+        token: str,
+        join: str,
+        host: str,
+        port: int = 0,
+        http_port: int = -1,
+        how: Literal["env", "file", "stdin"] = "env",
     ) -> subprocess.Popen[bytes]:
+        """`node run --join` with `token` passed as an operator would: in $BHANDAR_JOIN_TOKEN, in a
+        0600 file (--token-file PATH) or on standard input (--token-file -)."""
         log = open(self.root / f"{node_id}.log", "ab")  # noqa: SIM115 (the child writes to it)
+        argv = [
+            *(sys.executable, "-P", "-m", "bhandar_cli", "node", "run", "--join", join),
+            *("--id", node_id, "--host", host, "--port", str(port), "--http-port", str(http_port)),
+            *("--data-dir", str(self.root / node_id), "--frame-timeout", "1"),
+        ]
+        env = {k: v for k, v in os.environ.items() if k != JOIN_TOKEN_ENV}
+        if how == "env":
+            env[JOIN_TOKEN_ENV] = token
+        elif how == "file":
+            token_file = self.root / f"{node_id}.token"
+            token_file.touch(mode=0o600)
+            token_file.write_text(token + "\n")
+            argv += ["--token-file", str(token_file)]
+        else:
+            argv += ["--token-file", "-"]
         proc = subprocess.Popen(
-            [
-                *(sys.executable, "-P", "-m", "bhandar_cli", "node", "run", "--join", join, "--token", token),
-                *("--id", node_id, "--host", host, "--port", str(port), "--http-port", str(http_port)),
-                *("--data-dir", str(self.root / node_id), "--frame-timeout", "1"),
-            ],
+            argv,
             stdout=log,
             stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.PIPE if how == "stdin" else subprocess.DEVNULL,
             cwd=REPO,
+            env=env,
             start_new_session=True,
         )
+        if proc.stdin is not None:
+            proc.stdin.write(token.encode() + b"\n")
+            proc.stdin.close()
         log.close()
         self.procs.append(proc)
         return proc

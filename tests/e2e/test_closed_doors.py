@@ -282,7 +282,7 @@ def test_no_token_checks_takes_a_flag_that_says_so_and_loopback(tmp_path: Path) 
     off = run_cli(*bare, "--host", "0.0.0.0", "--admit-anyone")
     assert off.returncode == 2 and "refusing --admit-anyone on 0.0.0.0" in off.stderr.decode(), off.stderr
     assert not (tmp_path / "Z").exists()
-    joining = run_cli(*bare, "--join", "127.0.0.1:1", "--token", "bhj1.x", "--admit-anyone")
+    joining = run_cli(*bare, "--join", "127.0.0.1:1", "--admit-anyone", env={"BHANDAR_JOIN_TOKEN": "bhj1.x"})
     assert joining.returncode == 2 and "leave out --admit-anyone" in joining.stderr.decode(), joining.stderr
     (http_port,) = free_ports(1, "127.0.0.1")
     node = subprocess.Popen(

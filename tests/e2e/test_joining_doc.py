@@ -27,6 +27,7 @@ import pytest
 import trio
 
 from bhandar_cli.fleet.placement import free_ports
+from bhandar_cli.security.join_tokens import JOIN_TOKEN_ENV
 from tests.e2e.conftest import REPO, kill_all, wait_for
 
 DOC = REPO / "docs" / "joining.md"
@@ -38,14 +39,27 @@ def doc_commands() -> list[str]:
     text = DOC.read_text(encoding="utf-8")
     section = text[text.index(SECTION) :]
     section = section[: section.index("\n\n## ")] if "\n\n## " in section else section
-    return [line.strip() for line in section.splitlines() if line.strip().startswith(("bhandar ", "curl "))]
+    starts = ("bhandar ", "curl ", f"{JOIN_TOKEN_ENV}=")
+    return [line.strip() for line in section.splitlines() if line.strip().startswith(starts)]
+
+
+def as_run(line: str) -> tuple[list[str], dict[str, str]]:
+    """The argv and environment a shell gives `line` (its leading NAME=value words go into the
+    environment, not the arguments); `bhandar` is this package's."""
+    words = shlex.split(line)
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("BHANDAR_CLUSTER", "BHANDAR_TOKEN", JOIN_TOKEN_ENV)
+    }
+    while "=" in words[0] and words[0].split("=")[0].isidentifier():
+        name, _, value = words.pop(0).partition("=")
+        env[name] = value
+    if words[0] == "bhandar":
+        words = [sys.executable, "-P", "-m", "bhandar_cli", *words[1:]]
+    return words, env
 
 
 def run(line: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    argv = shlex.split(line)
-    if argv[0] == "bhandar":
-        argv = [sys.executable, "-P", "-m", "bhandar_cli", *argv[1:]]
-    env = {k: v for k, v in os.environ.items() if k not in ("BHANDAR_CLUSTER", "BHANDAR_TOKEN")}
+    argv, env = as_run(line)
     return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=120, env=env)
 
 
@@ -63,9 +77,9 @@ def room(tmp_path: Path) -> Iterator[tuple[Path, list[subprocess.Popen[bytes]]]]
         kill_all(tmp_path / "class")
 
 
-def join_as_the_doc_says(cwd: Path, started: list[subprocess.Popen[bytes]]) -> list[str]:
+def join_as_the_doc_says(cwd: Path, started: list[subprocess.Popen[bytes]]) -> tuple[list[str], str]:
     """Run the section's commands up to the curl that writes through E, and wait until it answers
-    204; the curl's command line as run (with `-w %{http_code}`)."""
+    204; the curl's command line as run (with `-w %{http_code}`), and E's as run."""
     up, mint, join, client_token, curl = doc_commands()
     assert up.startswith("bhandar cluster up") and "join-token create" in mint and "--join" in join
     assert "token create" in client_token and curl.startswith("curl ")
@@ -75,18 +89,18 @@ def join_as_the_doc_says(cwd: Path, started: list[subprocess.Popen[bytes]]) -> l
     assert done.returncode == 0, done.stderr
     minted = run(mint, cwd)
     assert minted.returncode == 0, minted.stderr
-    printed = re.search(r"--join (\S+) --token (\S+)", minted.stdout)
+    printed = re.search(rf"{JOIN_TOKEN_ENV}=(\S+) bhandar node run --join (\S+) ", minted.stdout)
     assert printed, minted.stdout
-    address, token = printed.groups()
-    join = join.replace("127.0.0.2:PORT", address).replace("TOKEN", token).replace("8443", str(http_port))
+    token, address = printed.groups()
+    join = (
+        join.replace("127.0.0.2:PORT", address).replace("=TOKEN", f"={token}").replace("8443", str(http_port))
+    )
+    argv, env = as_run(join)
+    assert env[JOIN_TOKEN_ENV] == token and not any(token in word for word in argv), argv
     with open(cwd / "E.out", "wb") as out:
         started.append(
             subprocess.Popen(
-                [sys.executable, "-P", "-m", "bhandar_cli", *shlex.split(join)[1:]],
-                cwd=cwd,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
+                argv, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
             )
         )
     made = run(client_token, cwd)
@@ -102,14 +116,14 @@ def join_as_the_doc_says(cwd: Path, started: list[subprocess.Popen[bytes]]) -> l
         return answer.stdout == "204"  # 401 until E has the new token by gossip; 000 until it serves
 
     wait_for(written, 90.0, "the doc's curl through the joined node to answer 204")
-    return status
+    return status, join
 
 
 def test_the_one_machine_classroom_of_the_joining_doc_runs_as_written(
     room: tuple[Path, list[subprocess.Popen[bytes]]],
 ) -> None:
     cwd, started = room
-    status = join_as_the_doc_says(cwd, started)
+    status, _ = join_as_the_doc_says(cwd, started)
     anonymous = [a for a in status if not a.startswith("Authorization:")]
     anonymous.remove("-H")
     assert subprocess.run(anonymous, cwd=cwd, capture_output=True, text=True, timeout=30).stdout == "401"
@@ -122,7 +136,7 @@ def test_the_node_that_joined_by_token_is_in_every_view_of_the_cluster(
     room: tuple[Path, list[subprocess.Popen[bytes]]],
 ) -> None:
     cwd, started = room
-    join_as_the_doc_says(cwd, started)
+    _, join = join_as_the_doc_says(cwd, started)
     seen: list[dict[str, Any]] = []
 
     def status_shows_e() -> bool:
@@ -180,8 +194,9 @@ def test_the_node_that_joined_by_token_is_in_every_view_of_the_cluster(
     assert {n["id"]: n["state"] for n in seen[0]["nodes"]}["E"] == "down"
     # Restarted as step 5 says (the same command), it is up again.
     with open(cwd / "E.out", "ab") as out:
+        argv, env = as_run(join)
         started[0] = subprocess.Popen(
-            started[0].args, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            argv, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
         )
     wait_for(lambda: status_says("5/5 running"), 60.0, "cluster status to show E running again")
 

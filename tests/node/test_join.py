@@ -237,9 +237,9 @@ def test_without_a_good_token_the_desk_says_nothing_about_the_id_and_signs_nothi
     signed: list[str] = []
     sign = pki.sign_node_csr
 
-    def recording_sign(ca_dir: Path, csr_pem: bytes, node: str, hosts: list[str]) -> bytes:
+    def recording_sign(ca_dir: Path, csr_pem: bytes, node: str, hosts: list[str], known: Any = ()) -> bytes:
         signed.append(node)
-        return sign(ca_dir, csr_pem, node, hosts)
+        return sign(ca_dir, csr_pem, node, hosts, known)
 
     monkeypatch.setattr(pki, "sign_node_csr", recording_sign)
     if token == "expired":
@@ -258,6 +258,88 @@ def test_without_a_good_token_the_desk_says_nothing_about_the_id_and_signs_nothi
     assert says in str(refused.value) and node_id not in str(refused.value), refused.value
     assert "csr" not in str(refused.value).lower() and "signing" not in str(refused.value)
     assert signed == []
+
+
+def sans(cert_pem: bytes) -> set[str]:
+    """The subject alternative names of a certificate, as `DNS:name` and `IP:address`."""
+    cert = x509.load_pem_x509_certificate(cert_pem)
+    san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    return {f"DNS:{n}" for n in san.get_values_for_type(x509.DNSName)} | {
+        f"IP:{a}" for a in san.get_values_for_type(x509.IPAddress)
+    }
+
+
+def ask(issuer: Issuer, token: JoinToken, node_id: str, hosts: Any) -> bytes:
+    """The desk's answer to a join request of the joiner's own making (a modified joiner can send
+    any hosts it likes): the certificate, or JoinRefused."""
+    _, csr_pem = pki.make_csr(node_id)
+    return issuer.desk.grant({"token": str(token), "id": node_id, "csr": csr_pem.decode(), "hosts": hosts})
+
+
+@pytest.mark.parametrize(
+    ("hosts", "says"),
+    [
+        (["A", "B", "C"], "must name one host"),  # the finding: DNS:A, DNS:B, DNS:C were signed
+        (["127.0.0.9", "A"], "must name one host"),
+        (["A"], "host A is a node id"),
+        (["b"], "host b is a node id"),  # B in another case: ssl matches names without regard to case
+        (["gone"], "host gone is a node id"),  # decommissioned, still an id clients may ask for
+        (["Issued"], "host Issued is a node id"),  # an id an earlier join was given
+        (["f"], "own id spelled differently"),
+        (["*"], "neither an IP address nor a host name"),
+        (["*.lab"], "neither an IP address nor a host name"),
+        ([], "must name one host"),
+        ("127.0.0.9", "must name one host"),
+    ],
+)
+def test_a_join_request_naming_other_nodes_or_several_hosts_is_refused_and_spends_nothing(
+    tmp_path: Path, hosts: Any, says: str
+) -> None:
+    issuer = Issuer(tmp_path, known={"A", "B", "gone"})
+    issuer.desk.tokens.record_issued("issued")
+    token = mint(issuer)
+    with pytest.raises(JoinRefused, match=says):
+        ask(issuer, token, "F", hosts)
+    assert issuer.desk.tokens.issued == {"issued"}
+    # The same token still admits F, and its certificate names F and the one address asked for.
+    assert sans(ask(issuer, token, "F", ["127.0.0.9"])) == {"DNS:F", "IP:127.0.0.9"}
+
+
+def test_the_certificate_names_the_desks_id_and_the_one_host_never_what_the_csr_asks(
+    tmp_path: Path,
+) -> None:
+    issuer = Issuer(tmp_path)
+    _, csr_pem = pki.make_csr("A")  # the CSR's subject says A: the desk signs the id it checked
+    cert_pem = issuer.desk.grant(
+        {"token": str(mint(issuer)), "id": "F", "csr": csr_pem.decode(), "hosts": ["f-laptop.lab"]}
+    )
+    cert = x509.load_pem_x509_certificate(cert_pem)
+    assert [a.value for a in cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)] == ["F"]
+    assert sans(cert_pem) == {"DNS:F", "DNS:f-laptop.lab"}
+
+
+@pytest.mark.parametrize(
+    ("node_id", "says"),
+    [
+        ("b", "B, the same in another case, is a member"),
+        ("GONE", "gone, the same in another case, is a member"),
+        ("f", "earlier join as F"),
+        ("F-LAPTOP.lab", "host name in a certificate already signed"),  # F's certificate names it
+        ("10.0.0.5", "is an IP address"),
+    ],
+)
+def test_ids_are_unique_without_regard_to_case_and_never_a_name_another_certificate_carries(
+    tmp_path: Path, node_id: str, says: str
+) -> None:
+    """`b` beside `B` would be granted a certificate for DNS:b, which a client asking for B takes
+    for B's: TLS compares names without regard to case."""
+    issuer = Issuer(tmp_path, known={"A", "B", "gone"})
+    ask(issuer, mint(issuer), "F", ["f-laptop.lab"])
+    token = mint(issuer)
+    with pytest.raises(JoinRefused, match=says):
+        ask(issuer, token, node_id, ["127.0.0.9"])
+    assert issuer.desk.tokens.issued == {"F"}
+    assert sans(ask(issuer, token, "G", ["127.0.0.9"])) == {"DNS:G", "IP:127.0.0.9"}
 
 
 def test_a_tampered_ca_pin_stops_the_joiner_before_its_token_leaves(tmp_path: Path) -> None:
@@ -308,13 +390,23 @@ def test_an_expired_token_fails_at_once_and_nobody_answering_is_not_a_refusal(tm
         run(lambda: redeem(alive, ("127.0.0.1", 1), "F", ["127.0.0.9"], tmp_path / "tls"))
 
 
-def test_a_rerun_with_a_complete_tls_directory_does_not_join_again(tmp_path: Path) -> None:
+def test_a_rerun_with_a_complete_tls_directory_does_not_join_again_nor_read_the_token(
+    tmp_path: Path,
+) -> None:
     issuer = Issuer(tmp_path)
     data_dir = tmp_path / "F"
     pki.issue_node(issuer.ca_dir, "F", ["127.0.0.9"], data_dir / "tls")
     # Port 1 answers nobody: reaching the network at all would fail.
     token = JoinToken("127.0.0.1:1", 4_000_000_000, "ab" * 16, "cd" * 32)
-    assert join_once(("127.0.0.1", 1), str(token), "F", "127.0.0.9", str(data_dir)) == data_dir / "tls"
+    read: list[str] = []
+
+    def token_text() -> str:  # the token file of a restart may be gone: it is read only to join
+        read.append(str(token))
+        return str(token)
+
+    assert join_once(("127.0.0.1", 1), token_text, "F", "127.0.0.9", str(data_dir)) == data_dir / "tls"
+    assert read == []
     os.remove(data_dir / "tls" / pki.CA_CERT)  # a join cut short: it must be tried again
     with pytest.raises(JoinUnreachable):
-        join_once(("127.0.0.1", 1), str(token), "F", "127.0.0.9", str(data_dir))
+        join_once(("127.0.0.1", 1), token_text, "F", "127.0.0.9", str(data_dir))
+    assert read == [str(token)]
