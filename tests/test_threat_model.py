@@ -29,6 +29,7 @@ def test_the_threat_table_covers_every_suspect_and_names_real_tests() -> None:
     assert suspects == {
         "an outsider on the network",
         "another student with a join token",
+        "another user of the same machine",
         "a web page in the teacher's browser",
         "someone with the data directory (a copy, a lost disk, or write access while the node is down)",
     }

@@ -50,6 +50,7 @@ from bhandar_cli.node.join import JoinDesk
 from bhandar_cli.node.net import codec
 from bhandar_cli.node.net.codec import limit_protocol
 from bhandar_cli.node.net.transport import TcpTransport
+from bhandar_cli.node.net.wire_versions import SEALS_VERSION
 from bhandar_cli.node.note_log import NoteLog
 from bhandar_cli.node.options import NodeOptions
 from bhandar_cli.node.reconfigure import tune_store
@@ -84,9 +85,11 @@ class NodeProcess:
         self.config = NodeConfig(default_n=options.replicas, exact_dots=options.protocol >= 4)
         self.store = open_node_store(options.data_dir, options.fsync, options.data_key)
         self.snapshot_root = Path(options.snapshot_dir or Path(options.data_dir).parent / "snapshots")
-        # Who may say what in gossip, checked with the cluster CA (security/authorship.py); a node
-        # without TLS is on loopback with peers that may say anything anyway.
-        self.authority = _authority(tls, options.ca_key)
+        # Who may say what in gossip, checked with the cluster CA (security/authorship.py). A node
+        # without TLS is on loopback with peers that may say anything anyway; one run as protocol 4
+        # or older does what a build of that version did: it seals and checks nothing (its peers,
+        # as old as it, send no seals, and without second-hand states they would never meet).
+        self.authority = _authority(tls, options.ca_key) if options.protocol >= SEALS_VERSION else TRUST_ALL
         self._boot_tokens = TokenTable(self.store, self.authority)
         if options.auth_file:
             # Merged into the table the store keeps: a restart with the same file changes nothing,

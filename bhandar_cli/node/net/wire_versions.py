@@ -11,6 +11,10 @@ PROTOCOL_VERSION: Final = 5
 BATCH_VERSION: Final = 3
 """From this version on a frame's body is an array of messages (a batch)."""
 
+SEALS_VERSION: Final = 5
+"""From this version on a node seals what it says in gossip and checks what it hears
+(core/membership/authorship.py)."""
+
 MIN_COMPATIBLE_VERSION: Final = 1
 """The oldest version this node can still read."""
 
