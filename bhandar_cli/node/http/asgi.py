@@ -126,7 +126,7 @@ class _Door:
 
     def admit(self, place: _Place, token: str) -> None:
         """The connection's request passed the token check (token: its id)."""
-        if place.admitted:
+        if place.admitted or place.evicted:  # evicted: its handler is being cancelled
             return
         limits = self.limits
         held = self._by_token.get(token, 0)
