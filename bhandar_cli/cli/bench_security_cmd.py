@@ -19,12 +19,31 @@ def security(
     concurrency: int = CONCURRENCY_OPTION,
     consistency: str = CONSISTENCY_OPTION,
     mix: str = MIX_OPTION,
+    floods: bool = typer.Option(
+        False,
+        "--floods",
+        help="Instead: a legitimate client's 30 calls under a flood of 60 silent connections a second "
+        "to the HTTPS port, then under 1024 connections held with a read-only token on the node port.",
+    ),
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
     """The same load against a secure cluster (TLS, tokens) and a plain one, in one run, side by side."""
-    from bhandar_cli.bench.security_bench import run_security_bench
+    from bhandar_cli.bench.security_bench import run_flood_bench, run_security_bench
     from bhandar_cli.cli.bench_render import ProgressBar
     from bhandar_cli.cli.cluster_cmd import run_async
+
+    if floods:
+
+        async def flood_body() -> dict[str, Any]:
+            with tempfile.TemporaryDirectory(prefix="bhandar-bench-floods-") as tmp:
+                return await run_flood_bench(Path(tmp), ProgressBar)
+
+        flood_report = run_async("bench security", output, flood_body)
+        if output is OutputFormat.json:
+            emit_json(flood_report)
+        else:
+            render_floods(flood_report)
+        return
 
     if not 1 <= nodes <= 9 or not 1 <= ops <= 1_000_000 or not 1 <= rounds <= 20:
         fail("--nodes must be 1..9, --ops 1..1000000 and --rounds 1..20", EXIT_USAGE)
@@ -73,3 +92,23 @@ def render(report: dict[str, Any]) -> None:
     )
     if report["errors"]:
         console.print(f"[yellow]{report['errors']} operations failed[/yellow]")
+
+
+def render_floods(report: dict[str, Any]) -> None:
+    from rich.console import Console
+
+    console = Console()
+    https, node_port, calls = report["https"], report["node_port"], report["legit_calls"]
+    console.print(
+        f"HTTPS port, {https['flood_per_s']} new silent connections a second "
+        f"({https['flood_opened']} opened): legitimate calls answered {https['answered']}/{calls}"
+    )
+    held = node_port["connections"]
+    console.print(
+        f"node port, {node_port['held']} connections with a read-only token "
+        f"({node_port['flood_opened']} opened, {held.get('busiest_token', '?')} admitted): "
+        f"legitimate calls answered {node_port['answered']}/{calls}"
+    )
+    console.print(f"one more with that token: {node_port['one_more_with_the_token']}")
+    if not report["ok"]:
+        console.print("[yellow]fewer than all but one of the legitimate calls were answered[/yellow]")

@@ -57,7 +57,7 @@ from bhandar_cli.node.reconfigure import tune_store
 from bhandar_cli.node.rpc_service import RpcService
 from bhandar_cli.node.runtime import FATAL, NodeRunner
 from bhandar_cli.security import pki
-from bhandar_cli.security.auth import Authenticator, load_auth_file
+from bhandar_cli.security.auth import Authenticator, Credential, load_auth_file
 from bhandar_cli.security.authorship import SignedAuthorship
 from bhandar_cli.security.join_tokens import JoinTokens
 from bhandar_cli.store.data_dir import open_node_store
@@ -111,6 +111,9 @@ class NodeProcess:
         )
         self.transport.on_join = self.join_desk.serve
         self.transport.admits_client = lambda hello: self.auth is None or self.auth.knows(hello.get("token"))
+        self.transport.client_token = lambda hello: (
+            "" if self.auth is None else Credential.of(hello.get("token")).token_id
+        )
         # A decommissioned node's certificate stays valid: the membership says it is gone.
         self.transport.gate.decommissioned = self._decommissioned
         ring = Ring.build([options.id], options.vnodes, {options.id: options.zone})

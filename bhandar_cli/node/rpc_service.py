@@ -11,7 +11,8 @@ time of the call (a revocation counts at once); a refusal answers with its `code
 forbidden, rate_limited). Fast operations are answered at once; slow ones (`compact`) run in a task
 of the connection and are answered when done, so the node's event loop never waits for them. A
 request from the network is checked field by field before the core sees it (the core trusts its
-inputs).
+inputs). A connection with no call for `CLIENT_IDLE` seconds is told so (`{"notice": "idle"}`)
+and closed a little later; a client opens a new one for its next call (node/net/rpc.py).
 """
 
 from __future__ import annotations
@@ -80,6 +81,10 @@ class ServedProcess(Protocol):
 log = logging.getLogger("bhandar.node")
 
 COMPACT_WAIT = 60.0  # seconds a `compact` waits for a compaction already in flight
+# A client connection with no call for CLIENT_IDLE seconds (and none in flight) is told so and
+# closed IDLE_GRACE seconds later: a forgotten connection gives its place (admission.py) back.
+CLIENT_IDLE = 120.0
+IDLE_GRACE = 5.0
 
 # What the fields of a client request must hold; the core trusts its inputs' types, the network
 # must not be trusted, so a request is checked here before it reaches the coordinator.
@@ -126,8 +131,9 @@ def check_request(req: Any) -> ClientRequest:
 class RpcService:
     """Serves one node process's RPC connections (its collaborator: the process)."""
 
-    def __init__(self, process: ServedProcess) -> None:
+    def __init__(self, process: ServedProcess, idle_after: float = CLIENT_IDLE) -> None:
         self.process = process
+        self.idle_after = idle_after
         self._outboxes: set[Outbox] = set()  # of the open client connections
 
     def announce_draining(self) -> None:
@@ -155,18 +161,37 @@ class RpcService:
         self, conn: FrameConn, out: Outbox, credential: Credential, admit: Callable[[], None]
     ) -> None:
         error: ProtocolError | Truncated | None = None
+        calls = _Calls()
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_write_until_broken, out, nursery.cancel_scope)
             try:
-                while (body := await conn.receive()) is not None:
+                while (body := await self._next_call(conn, out, calls)) is not None:
                     if not isinstance(body, dict) or not isinstance(body.get("op"), str):
                         raise ProtocolError("an RPC frame must be a map with an 'op'")
-                    self._dispatch({str(k): v for k, v in body.items()}, out, nursery, credential, admit)
+                    args = {str(k): v for k, v in body.items()}
+                    self._dispatch(args, out, nursery, credential, admit, calls)
             except (ProtocolError, Truncated) as exc:
                 error = exc  # re-raised outside the nursery so it is not wrapped in a group
             nursery.cancel_scope.cancel()
         if error is not None:
             raise error
+
+    async def _next_call(self, conn: FrameConn, out: Outbox, calls: _Calls) -> Any:
+        """The connection's next frame; None at its end, or once it has been idle (no call
+        coming, none in flight) for `idle_after` seconds and then IDLE_GRACE more after the
+        "idle" notice. The notice tells a client to send its next calls on a new connection
+        (node/net/rpc.py reopens one), and the grace answers the calls that crossed it: so an
+        idle connection gives its place back and no call on it is lost."""
+        noticed = False
+        while True:
+            with trio.move_on_after(IDLE_GRACE if noticed else self.idle_after):
+                return await conn.receive()
+            if calls.in_flight or conn.decoder.buffered:
+                continue  # waiting for our answers, or in the middle of a frame: not idle
+            if noticed:
+                return None
+            out.put(wire_frame({"id": None, "notice": "idle"}, out.version))
+            noticed = True
 
     def _refusal(self, credential: Credential, op: str, keyspace: str | None) -> BhandarError | None:
         """Why this connection's token may not do `op` now (None: it may, or tokens are off)."""
@@ -185,6 +210,7 @@ class RpcService:
         nursery: trio.Nursery,
         credential: Credential,
         admit: Callable[[], None],
+        calls: _Calls,
     ) -> None:
         call_id, op = body.get("id"), body["op"]
         if op == "request":
@@ -197,14 +223,19 @@ class RpcService:
             except Exception as exc:  # whatever from_wire or the dataclasses object to
                 _answer(out, call_id, error=f"bad request: {exc}")
                 return
-            refused = self._refusal(credential, *request_op(request))
+            refused = self._refusal(credential, *request_op(request)) or _admitted(admit)
             if refused is not None:  # a failed request, as the client reads any other
                 failure = Failure(refused.code, str(refused))
                 out.put_message({"id": call_id, "ok": True, "body": to_wire(failure)})
                 return
-            admit()
+            calls.started()
+            answered = False
 
             def respond(result: Result) -> None:
+                nonlocal answered
+                if not answered:  # the core answers once; counted once whatever happens
+                    answered = True
+                    calls.ended()
                 try:
                     # Answers ready at one moment leave in one frame (protocol 3: frames.py).
                     out.put_message({"id": call_id, "ok": True, "body": to_wire(result)})
@@ -213,14 +244,14 @@ class RpcService:
 
             self.process.submit(request, respond)
             return
-        refused = self._refusal(credential, op, None)
+        refused = self._refusal(credential, op, None) or _admitted(admit)
         if refused is not None:
             _refuse(out, call_id, refused)
             return
-        admit()
         slow = getattr(self, f"_slow_{op}", None)
         if slow is not None:  # work off the event loop: answered when it is done
-            nursery.start_soon(self._answer_later, slow, body, out, call_id)
+            calls.started()
+            nursery.start_soon(self._answer_later, slow, body, out, call_id, calls)
             return
         handler = getattr(self, f"_op_{op}", None) or self._node_operation(op)
         if handler is None:
@@ -362,6 +393,7 @@ class RpcService:
         body: dict[str, Any],
         out: Outbox,
         call_id: Any,
+        calls: _Calls,
     ) -> None:
         try:
             _answer(out, call_id, await slow(body))
@@ -369,6 +401,8 @@ class RpcService:
             _answer(out, call_id, error=f"bad {body['op']} arguments: {exc}")
         except trio.TooSlowError:
             _answer(out, call_id, error=f"{body['op']}: busy for more than {COMPACT_WAIT:g} s; retry")
+        finally:
+            calls.ended()
 
     async def _slow_compact(self, body: dict[str, Any]) -> Any:
         """A full compaction, built in a worker thread while the node goes on; the event loop only
@@ -383,6 +417,28 @@ class RpcService:
             await trio.to_thread.run_sync(job.run)
             report = job.finish()
         return 1 if report.installed else 0
+
+
+class _Calls:
+    """The calls of one connection being worked on (answered later): while any is, it is not idle."""
+
+    def __init__(self) -> None:
+        self.in_flight = 0
+
+    def started(self) -> None:
+        self.in_flight += 1
+
+    def ended(self) -> None:
+        self.in_flight -= 1
+
+
+def _admitted(admit: Callable[[], None]) -> BhandarError | None:
+    """Admit the connection (node/net/admission.py); why not, when a cap stops it."""
+    try:
+        admit()
+    except BhandarError as exc:  # RateLimited (the token's), Unavailable (this node is full)
+        return exc
+    return None
 
 
 async def _stop_soon(process: ServedProcess) -> None:

@@ -19,8 +19,10 @@ from collections.abc import Callable
 from typing import Any
 
 from bhandar_cli.core.roles.streaming import StreamRequest
+from bhandar_cli.security.refusal_log import RefusalLog
 
 log = logging.getLogger("bhandar.peers")
+_refusals = RefusalLog(log)  # one line per source per interval, with a count (refusal_log.py)
 
 REASONS = ("handshake", "no-certificate", "identity", "sender", "decommissioned", "protocol")
 
@@ -53,7 +55,7 @@ class PeerGate:
     def refuse(self, reason: str, message: str, where: str) -> PeerRefused:
         """Count and log a refusal; returns the exception for the caller to raise."""
         self.rejections[reason] += 1
-        log.warning("refused %s: %s", where, message)
+        _refusals.refused(where, reason, f"refused {where}: {message}")
         return PeerRefused(reason, message)
 
     def admit_hello(self, claimed: str, certified: str | None, where: str) -> None:

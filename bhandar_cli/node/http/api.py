@@ -52,7 +52,18 @@ from bhandar_cli.core.protocol.messages import (
     PutResult,
     Result,
 )
-from bhandar_cli.node.http.asgi import BodyRefused, Limits, Receive, RequestBody, Scope, Send, lifespan, serve
+from bhandar_cli.node.http.asgi import (
+    ADMIT,
+    Admit,
+    BodyRefused,
+    Limits,
+    Receive,
+    RequestBody,
+    Scope,
+    Send,
+    lifespan,
+    serve,
+)
 from bhandar_cli.node.http.prometheus import NodeCollector
 from bhandar_cli.security.auth import Authenticator, Credential
 from bhandar_cli.security.pki import NodeTls
@@ -73,8 +84,10 @@ STATUS = {
 }
 TIMEOUT = 10.0
 # Connections open at once, and seconds a client may send nothing (a request's body trickled out
-# is bounded as a whole by asgi.BODY_TIMEOUT).
-LIMITS = Limits(max_connections=256, read_timeout=10)
+# is bounded as a whole by asgi.BODY_TIMEOUT); of them, at most 64 without a valid token yet (the
+# oldest goes: a flood of silent ones cannot take the port) and 96 of one token (a keep-alive
+# client pool, `bench etcd --clients 256` dealt over three nodes, fits).
+LIMITS = Limits(max_connections=256, read_timeout=10, unauthenticated=64, per_token=96)
 
 Response = tuple[int, bytes, str, list[tuple[bytes, bytes]]]  # status, body, content type, headers
 
@@ -169,10 +182,15 @@ class Api:
 
     def authorize(self, scope: Scope, op: str, keyspace: str | None = None) -> None:
         """Raise Unauthenticated, Forbidden or RateLimited unless the request's bearer token may do
-        `op` (on `keyspace`) now; nothing when the node admits every client."""
-        if self.node.auth is None:
-            return
-        self.node.auth.check(_bearer(scope), op, keyspace, trio.current_time())
+        `op` (on `keyspace`) now (every request may when the node admits every client). Passed,
+        its connection counts as authenticated (asgi.py: shed after those without a token), or
+        RateLimited/Unavailable if its token's, or all, authenticated connections are at their most."""
+        token = ""
+        if self.node.auth is not None:
+            token = self.node.auth.check(_bearer(scope), op, keyspace, trio.current_time()).id
+        admit: Admit | None = scope.get(ADMIT)
+        if admit is not None:
+            admit(token)
 
     async def body(self, request_body: RequestBody) -> dict[str, Any]:
         try:

@@ -8,7 +8,19 @@ hypercorn's) behind an accept loop of ours, because hypercorn has no cap on conn
 open: a short TLS handshake timeout and a read timeout (`Limits.read_timeout`, off for the web
 view, whose pages hold event streams they never write to). A body must arrive whole within
 `BODY_TIMEOUT` (`RequestBody.read`), so one trickled a byte at a time does not hold a connection
-and its buffer for ever.
+and its buffer for ever. Hypercorn's keep-alive timeout (`KEEP_ALIVE`) closes a connection idle
+between requests.
+
+Connections that have not yet shown a valid token are shed first (`Limits.unauthenticated`): a
+connection is unauthenticated from its accept, through its TLS handshake, until one of its
+requests passes the token check (the app calls the `Admit` it finds in the request's scope under
+`ADMIT`); at most `unauthenticated` are, and one more closes the oldest of them (as the node port
+does, node/net/admission.py). So a flood of silent connections, each held for the handshake
+timeout, costs the node a bounded number of slots and never the room of clients with a token,
+which is the cap less the unauthenticated budget. The accept loop is ours (hypercorn's own has no
+hook for it), and each connection's handler runs in a cancel scope we hold, which is what
+closing it means. A token holds at most `per_token` of the authenticated connections; one more
+stays unauthenticated and its request is refused 429 saying so.
 """
 
 from __future__ import annotations
@@ -21,9 +33,17 @@ from typing import Any
 
 import trio
 
+from bhandar_cli.core.model.errors import RateLimited, Unavailable
+from bhandar_cli.node.http.https_only import HttpsOnlyListener, HttpsOnlyStream
+from bhandar_cli.security.refusal_log import RefusalLog
+
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
+# In a request's scope: call it with the id of the token the request showed, once it passed the
+# check ("" when the node checks none); raises RateLimited or Unavailable past a cap.
+ADMIT = "bhandar.admit"
+Admit = Callable[[str], None]
 
 
 async def lifespan(receive: Receive, send: Send) -> None:
@@ -40,12 +60,102 @@ async def lifespan(receive: Receive, send: Send) -> None:
 DRAIN_S = 2.0  # seconds an answered request's unread body has to arrive before the connection closes
 BODY_TIMEOUT = 30.0  # seconds a request's whole body has to arrive in
 HANDSHAKE_TIMEOUT = 5.0  # hypercorn's default is 60 s: a minute of a connection slot for nothing
+KEEP_ALIVE = 5.0  # seconds a connection may sit idle between two requests (hypercorn's default)
 
 
 @dataclass(frozen=True)
 class Limits:
     max_connections: int
     read_timeout: int | None  # seconds without a byte from the client; None: no limit
+    # Connections without a valid token yet, at most (the oldest goes); None: every connection
+    # counts as authenticated from its accept (the web view, which has no tokens).
+    unauthenticated: int | None = None
+    per_token: int | None = None  # authenticated connections of one token, at most
+
+
+@dataclass(eq=False)
+class _Place:
+    """One connection's place: its handler's cancel scope, and the token it was admitted with."""
+
+    scope: trio.CancelScope
+    peer: str
+    admitted: bool = False
+    evicted: bool = False
+    token: str = ""
+
+
+class _Door:
+    """The connections of one server, by whether they have shown a token (see the module doc)."""
+
+    def __init__(self, limits: Limits, log: RefusalLog) -> None:
+        self.limits = limits
+        self.log = log
+        self.open = 0
+        self.admitted = 0
+        self.evicted = 0
+        self._waiting: dict[_Place, None] = {}  # unauthenticated, oldest first
+        self._by_token: dict[str, int] = {}
+
+    def arrive(self, peer: str) -> _Place | None:
+        """A place for a new connection; None: the cap is reached (close it at once)."""
+        budget = self.limits.unauthenticated
+        if self.open >= self.limits.max_connections:
+            self.log.refused(
+                peer, "over the cap", f"{self.open} connections open: closed a new one from {peer} at once"
+            )
+            return None
+        place = _Place(trio.CancelScope(), peer)
+        self.open += 1
+        if budget is None:
+            place.admitted = True
+            return place
+        if len(self._waiting) >= budget:
+            oldest = next(iter(self._waiting))
+            del self._waiting[oldest]
+            oldest.evicted = True
+            oldest.scope.cancel()
+            self.evicted += 1
+            self.log.refused(
+                oldest.peer,
+                "evicted before a valid token",
+                f"closed the connection from {oldest.peer}: {budget} connections without a valid token "
+                "wait already, and it was the oldest",
+            )
+        self._waiting[place] = None
+        return place
+
+    def admit(self, place: _Place, token: str) -> None:
+        """The connection's request passed the token check (token: its id)."""
+        if place.admitted or place.evicted:  # evicted: its handler is being cancelled
+            return
+        limits = self.limits
+        held = self._by_token.get(token, 0)
+        if token and limits.per_token is not None and held >= limits.per_token:
+            raise RateLimited(
+                f"token {token} holds {held} connections to this node, the most one token may: "
+                "reuse them (keep-alive) or close some",
+                1.0,
+            )
+        room = limits.max_connections - (limits.unauthenticated or 0)
+        if self.admitted >= room:
+            raise Unavailable(f"this node holds {self.admitted} HTTP connections with a token, its most")
+        del self._waiting[place]
+        place.admitted, place.token = True, token
+        self.admitted += 1
+        if token:
+            self._by_token[token] = held + 1
+
+    def leave(self, place: _Place) -> None:
+        self.open -= 1
+        self._waiting.pop(place, None)
+        if place.admitted and self.limits.unauthenticated is not None:
+            self.admitted -= 1
+            if place.token:
+                left = self._by_token[place.token] - 1
+                if left:
+                    self._by_token[place.token] = left
+                else:
+                    del self._by_token[place.token]
 
 
 async def serve(
@@ -73,6 +183,7 @@ async def serve(
     config.errorlog = log
     config.ssl_handshake_timeout = HANDSHAKE_TIMEOUT
     config.read_timeout = limits.read_timeout
+    config.keep_alive_timeout = KEEP_ALIVE
     sockets = config.create_sockets()
     (sock,) = sockets.secure_sockets or sockets.insecure_sockets
     sock.listen(config.backlog)
@@ -80,29 +191,46 @@ async def serve(
     listener: trio.abc.Listener[Any] = plain
     ssl_context = config.create_ssl_context()
     if ssl_context is not None:  # TLS, and plain HTTP told in one line to use https
-        from bhandar_cli.node.http.https_only import HttpsOnlyListener
-
         listener = HttpsOnlyListener(plain, ssl_context)
-    # Our apps take plain dicts where hypercorn's types name each ASGI message.
-    wrapped = wrap_app(app, config.wsgi_max_body_size, "asgi")  # type: ignore[arg-type]
     context = WorkerContext(None)
-    open_now = 0
+    door = _Door(limits, RefusalLog(log))
 
     async def handle(stream: trio.abc.Stream) -> None:
-        nonlocal open_now
-        if open_now >= limits.max_connections:
-            log.warning("%d connections open: closed a new one at once", open_now)
+        place = door.arrive(_peer_of(stream))
+        if place is None:
             await trio.aclose_forcefully(stream)
             return
-        open_now += 1
+        admit = partial(door.admit, place)
+
+        async def app_of_connection(scope: Scope, receive: Receive, send: Send) -> None:
+            scope[ADMIT] = admit
+            await app(scope, receive, send)
+
+        # Our apps take plain dicts where hypercorn's types name each ASGI message.
+        wrapped = wrap_app(app_of_connection, config.wsgi_max_body_size, "asgi")  # type: ignore[arg-type]
         try:
-            await TCPServer(wrapped, config, context, ConnectionState({}), stream)  # type: ignore[arg-type]
+            with place.scope:
+                await TCPServer(wrapped, config, context, ConnectionState({}), stream)  # type: ignore[arg-type]
         finally:
-            open_now -= 1
+            door.leave(place)
+            if place.evicted:
+                await trio.aclose_forcefully(stream)
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(partial(trio.serve_listeners, handle, [listener], handler_nursery=nursery))
         task_status.started(sock.getsockname()[1])
+
+
+def _peer_of(stream: trio.abc.Stream) -> str:
+    """The other end's "host:port", under TLS or not (for the refusal log)."""
+    raw = stream.transport_stream if isinstance(stream, HttpsOnlyStream) else stream
+    if not isinstance(raw, trio.SocketStream):
+        return "?"
+    try:
+        host, port = raw.socket.getpeername()[:2]
+    except OSError:
+        return "?"
+    return f"{host}:{port}"
 
 
 class BodyRefused(Exception):

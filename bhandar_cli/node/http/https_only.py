@@ -19,7 +19,10 @@ import ssl
 
 import trio
 
+from bhandar_cli.security.refusal_log import RefusalLog
+
 log = logging.getLogger("bhandar.http")
+_refusals = RefusalLog(log)  # one line per source per interval (security/refusal_log.py)
 
 TLS_HANDSHAKE = 0x16  # the first byte of a TLS record carrying a handshake (a ClientHello)
 HEAD_LIMIT = 8192  # of a plain request read to name the URL it meant
@@ -67,7 +70,10 @@ class HttpsOnlyStream(trio.abc.Stream):
         port = raw.socket.getsockname()[1]
         answer, url = plain_http_answer(head, port)
         peer = raw.socket.getpeername()
-        log.warning("plain HTTP from %s:%s to HTTPS port %s: answered 'use %s'", peer[0], peer[1], port, url)
+        where = f"{peer[0]}:{peer[1]}"
+        _refusals.refused(
+            where, "plain HTTP", f"plain HTTP from {where} to HTTPS port {port}: answered 'use {url}'"
+        )
         with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
             await raw.send_all(answer)
         await raw.aclose()

@@ -86,7 +86,8 @@ def negotiate(mine: int, theirs: object) -> int:
     if theirs is None:
         return MIN_COMPATIBLE_VERSION
     if not isinstance(theirs, int) or isinstance(theirs, bool) or theirs < 1:
-        raise ProtocolError(f"hello names protocol {theirs!r}: not a protocol version")
+        # Named by its type only: the value is the sender's and may be huge (hello.py checks it first).
+        raise ProtocolError(f"hello names a protocol of type {type(theirs).__name__}: not a protocol version")
     if theirs < MIN_COMPATIBLE_VERSION:
         raise ProtocolError(
             f"the peer reads protocol {theirs} at most; this node writes "

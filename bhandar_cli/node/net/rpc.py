@@ -121,11 +121,19 @@ class RpcClient:
                 if isinstance(body, dict) and body.get("notice") == "draining":
                     self.draining = True
                     continue
+                if isinstance(body, dict) and body.get("notice") == "idle":
+                    # The node closes this idle connection soon (node/rpc_service.py): new calls
+                    # go on a new one (`closed`: the backends reopen), the ones sent already
+                    # are answered here first.
+                    self.closed = True
+                    self._lost = "the node closed it after a while without calls"
                 if isinstance(body, dict):
                     slot = self._pending.pop(body.get("id"), None)  # type: ignore[arg-type]
                     if slot is not None:
                         slot.body = body
                         slot.event.set()
+                if self.closed and not self._pending:
+                    return  # retired, nothing more to come: close it (the node sees its end)
             self._lost = "the node closed the connection"
         except ProtocolError as exc:
             self._lost = f"the node sent bad frames ({exc})"

@@ -25,6 +25,7 @@ Frames (reading and batched writing) are in frames.py; the RPC client in rpc.py.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import random
 from collections import Counter
@@ -35,10 +36,11 @@ from typing import Any
 
 import trio
 
+from bhandar_cli.core.model.errors import BhandarError
 from bhandar_cli.core.wire import from_wire, readable_at, to_wire_at
 from bhandar_cli.host.network import NetworkModel
 from bhandar_cli.node.net import codec
-from bhandar_cli.node.net.admission import JOIN_TIMEOUT, Admission, Ticket
+from bhandar_cli.node.net.admission import JOIN_TIMEOUT, Admission, Ticket, refusals
 from bhandar_cli.node.net.codec import MIN_COMPATIBLE_VERSION, ProtocolError, encode_frame, negotiate
 from bhandar_cli.node.net.frames import (
     BACKOFF_MAX,
@@ -56,6 +58,7 @@ from bhandar_cli.node.net.frames import (
     let_others_queue,
     send_messages,
 )
+from bhandar_cli.node.net.hello import check_hello
 from bhandar_cli.node.net.tls_connect import HandshakeError, client_ctx, handshake, open_stream, server_ctx
 from bhandar_cli.node.net.tls_stream import TlsStream, Truncated
 from bhandar_cli.security import pki
@@ -89,6 +92,9 @@ class TcpTransport:
         self.admission = Admission()
         # Whether a client's hello shows a token the node knows (the node process sets it).
         self.admits_client: Callable[[dict[str, Any]], bool] = lambda hello: True
+        # The token id a client's hello shows, by which its connections are counted ("": no
+        # token checks, no per-token cap; the node process sets it).
+        self.client_token: Callable[[dict[str, Any]], str] = lambda hello: ""
         self.frame_timeout = frame_timeout
         # Partitions and extra delays set by the operator; no loss or latency of its own.
         self.model = NetworkModel(Random(), latency=None)
@@ -244,8 +250,8 @@ class TcpTransport:
             hello = await conn.receive()  # under the ticket's deadline
             if hello is None:
                 return
-            fields = hello if isinstance(hello, dict) else {}
-            kind, peer = fields.get("hello"), fields.get("id")
+            fields = check_hello(hello)  # each field's type and bounds, before anything uses it
+            kind, peer = fields["hello"], fields.get("id")
             if kind == "peer" and isinstance(peer, str):
                 self.gate.admit_hello(peer, certified, conn.peer)
                 self.admission.admit(ticket)
@@ -263,24 +269,30 @@ class TcpTransport:
                 finally:
                     self._inbound[peer] -= 1
             elif kind == "client":
-                client_hello = {str(k): v for k, v in fields.items()}
-                if self.admits_client(client_hello):  # else a call that passes does (node/rpc_service.py)
-                    self.admission.admit(ticket)
-                await self.on_client(conn, client_hello, partial(self.admission.admit, ticket))
+                # Admitted (and counted against its token) once it shows a token the node knows:
+                # at its hello, or at a call that passes (node/rpc_service.py), when the node
+                # learnt the token by gossip since. Over a cap it stays unadmitted: its calls
+                # are answered with the reason.
+                admit = partial(self.admission.admit_client, ticket, self.client_token(fields))
+                if self.admits_client(fields):
+                    with contextlib.suppress(BhandarError):
+                        admit()
+                await self.on_client(conn, fields, admit)
             elif kind == "join" and self.on_join is not None:
                 self.admission.extend(ticket, JOIN_TIMEOUT)
                 await self.on_join(conn)  # a new machine redeeming a join token (node/join.py)
             else:
-                raise ProtocolError("the first frame must be a hello ({'hello': 'peer'|'client'})")
+                raise ProtocolError("this node admits no new machines: a join hello is refused here")
         except PeerRefused:
             self.stats["rejected"] += 1  # the gate logged it, naming both sides
         except (ProtocolError, trio.TooSlowError) as exc:
             self.stats["rejected"] += 1
             self.gate.rejections["protocol"] += 1
-            log.warning("closed the connection from %s: %s", conn.peer, exc or "too slow")
+            why = str(exc) or "too slow"
+            refusals.refused(conn.peer, "protocol", f"closed the connection from {conn.peer}: {why}")
         except Truncated as exc:  # cut on the path, or the peer died: what followed is lost
             self.stats["truncated"] += 1
-            log.warning("connection from %s: %s", conn.peer, exc)
+            refusals.refused(conn.peer, "truncated", f"connection from {conn.peer}: {exc}")
         except STREAM_ERRORS:
             pass  # the other side went away; nothing to tell
         except Exception:
