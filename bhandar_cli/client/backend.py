@@ -106,6 +106,11 @@ class Backend(RequestBackend, Protocol):
         """Stop a node that has left the ring and forget it."""
         ...
 
+    def issuers(self) -> tuple[str, ...]:
+        """The nodes holding the cluster CA key, which seal what only an issuer may say (keyspace
+        definitions, tokens, removals): () in a cluster without one."""
+        ...
+
     async def remove_member(self, name: str) -> str:
         """Have an issuing node take member `name` out for good, without its help (its
         membership says left; every node refuses it from then on): the node that sealed it."""

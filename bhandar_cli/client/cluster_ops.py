@@ -129,7 +129,10 @@ class ClusterOps:
             raise BadInput(
                 f"n={definition.n} is more than the {len(self.backend.names)} nodes of this cluster"
             )
-        via = next((x for x in self.backend.names if self.backend.is_alive(x)), None)
+        # An issuing node first: it seals the definition, so that no member can change it later
+        # (core/model/keyspaces.py); another node creates it unsealed.
+        order = [*self.backend.issuers(), *self.backend.names]
+        via = next((x for x in order if self.backend.is_alive(x)), None)
         if via is None:
             raise ClientError("unavailable", "every node is down; revive one first")
         result = await self.data.call(via, KeyspaceRequest(self.backend.new_rid(), definition))

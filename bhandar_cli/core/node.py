@@ -128,7 +128,7 @@ class Node:
         # After a restore from a snapshot the node's own counters went back in time; writing as
         # a new actor keeps it from reusing dots (and counter entries) it handed out since.
         home_actor = str(store.get_meta("actor") or node_id)
-        keyspaces = Keyspaces(store, config.default_n)
+        keyspaces = Keyspaces(store, config.default_n, authority)
         client_tokens = TokenTable(store, authority)
         gossip: GossipLiveness | None = None
         if liveness is None and config.liveness == "gossip":
@@ -147,6 +147,7 @@ class Node:
                 http=http,
                 schema=keyspaces.all,
                 on_schema=keyspaces.learn_all,
+                schema_seals=keyspaces.seals,
                 client_tokens=client_tokens,
                 authority=authority,
             )

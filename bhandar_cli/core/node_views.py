@@ -75,6 +75,8 @@ class NodeViews:
             # Facts refused for their author (core/membership/authorship.py), by kind; and the
             # members an issuer removed.
             info["gossip_refused"] = dict(view.gossip.refused)
+            if self.keyspaces.refused:  # definitions changed without an issuer's seal
+                info["gossip_refused"]["keyspace"] = self.keyspaces.refused
             info["removed"] = sorted(view.gossip.removals)
         return info
 

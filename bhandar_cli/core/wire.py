@@ -38,6 +38,8 @@ Version 5 added who said what (core/membership/authorship.py):
 - `TokenRecord.seal`: an issuer's signature over a token record (a revocation is a new record).
 - `GossipSyn.removals`, `GossipAck.removals`: issuers' removals of members (`cluster remove`). A
   version-4 peer is not told; it still refuses nothing of the removed node until it is upgraded.
+- `GossipSyn.schema_seals`, `GossipAck.schema_seals`, `SchemaUpdate.seals`: issuers' seals of
+  keyspace definitions; a version-5 node changes a definition it knows only for a sealed one.
 
 `MemberState` and `TokenRecord` travel inside other messages, so `to_wire_at` strips added fields
 at any depth when it writes for an older reader.
@@ -164,8 +166,9 @@ ADDED_IN: dict[int, dict[str, tuple[str, ...]]] = {
     5: {
         "MemberState": ("cert", "seal"),
         "TokenRecord": ("seal",),
-        "GossipSyn": ("removals",),
-        "GossipAck": ("removals",),
+        "GossipSyn": ("removals", "schema_seals"),
+        "GossipAck": ("removals", "schema_seals"),
+        "SchemaUpdate": ("seals",),
     },
 }
 """Protocol version -> message type name -> the fields that version added."""

@@ -8,8 +8,8 @@ core/membership/authorship.py says who may say what; this module proves it with 
   exactly) and has not expired, and the signature checks. An unsealed state is taken only from
   the member itself (`src`, which the peer gate has checked against the link's certificate): a
   peer of protocol 4 or older sends no seals.
-- token records and removals are sealed with the CA key, which only issuers hold, and checked
-  with the CA certificate every node has.
+- token records, removals and keyspace definitions are sealed with the CA key, which only
+  issuers hold, and checked with the CA certificate every node has.
 
 Checks are cached: a certificate is parsed and checked once, and a signature over the same bytes
 verified once (gossip repeats each state to every node several times).
@@ -29,7 +29,9 @@ from cryptography.x509.oid import NameOID
 
 from bhandar_cli.core.membership.authorship import Removal, member_content, removal_content
 from bhandar_cli.core.membership.members import MemberState
+from bhandar_cli.core.model.config import KeyspaceDef
 from bhandar_cli.core.model.errors import Refused
+from bhandar_cli.core.model.keyspaces import keyspace_content
 from bhandar_cli.core.model.tokens import TokenRecord, token_content
 
 CACHE_MAX = 4096  # checked signatures and certificates remembered (a few per member)
@@ -120,6 +122,16 @@ class SignedAuthorship:
         if not isinstance(removal.seal, bytes) or not removal.seal:
             return "not sealed by an issuer"
         if not self._verify(self._ca_public, removal.seal, removal_content(removal)):
+            return "its seal is not an issuer's (forged or changed)"
+        return None
+
+    def seal_keyspace(self, ks: KeyspaceDef) -> bytes:
+        return b"" if self._ca_key is None else self._ca_key.sign(keyspace_content(ks), _ECDSA)
+
+    def admits_keyspace(self, ks: KeyspaceDef, seal: bytes) -> str | None:
+        if not isinstance(seal, bytes) or not seal:
+            return "not sealed by an issuer"
+        if not self._verify(self._ca_public, seal, keyspace_content(ks)):
             return "its seal is not an issuer's (forged or changed)"
         return None
 

@@ -3,7 +3,8 @@
 A student redeems a real join token (the cluster's own join desk signs a certificate for node F)
 and, with that valid certificate, sends the nodes gossip in other authors' names: a token record
 minting an admin token, a revocation of the teacher's admin token, node B expelled with a huge
-generation, node C's address redirected, a removal of node D, B's state sealed with F's own key.
+generation, node C's address redirected, a removal of node D, B's state sealed with F's own key,
+keyspace kv switched to LWW with N=1 (by gossip and by a schema update).
 None takes effect, and each is counted. The same channel does carry what F may say (its own
 state) and what an issuer sealed (a token record sealed with the CA key), so the comparison would
 catch an accepted forgery. Then `cluster remove F` takes F out without its help: every node
@@ -23,7 +24,9 @@ import trio
 from bhandar_cli.core.membership.authorship import Removal
 from bhandar_cli.core.membership.gossip import GossipSyn, GossipTokens
 from bhandar_cli.core.membership.members import MemberState
+from bhandar_cli.core.model.config import KeyspaceDef
 from bhandar_cli.core.model.tokens import TokenRecord
+from bhandar_cli.core.protocol.messages import SchemaUpdate
 from bhandar_cli.core.wire import to_wire
 from bhandar_cli.fleet.cluster_file import ClusterFile, client_access
 from bhandar_cli.node.join import redeem
@@ -103,6 +106,10 @@ def snapshot(cluster: ClusterFile) -> dict[str, Any]:
         node: {
             "members": {m: tuple(row[f] for f in fields) for m, row in members(cluster, node).items()},
             "tokens": token_ids(cluster, node),
+            "keyspaces": sorted(
+                (k["name"], k["policy"], k["n"])
+                for k in rpc(cluster, node, "info", counts=False)["keyspaces"]
+            ),
         }
         for node in cluster.names
     }
@@ -141,6 +148,8 @@ def test_a_joined_certificate_cannot_say_what_only_members_and_issuers_may(
         ),
         "remove D": GossipSyn((), removals=(Removal("D", 1.0, b"\x30" * 70),)),
         "B's state sealed by F": GossipSyn((own_key.seal_member(b_state),)),
+        "switch kv to LWW with N=1 by gossip": GossipSyn((), (KeyspaceDef("kv", policy="lww", n=1),)),
+        "... by a schema update": SchemaUpdate((KeyspaceDef("kv", policy="lww", n=1),)),
     }
     before = snapshot(cluster)
     counts = {node: sum(refused(cluster, node).values()) for node in TARGETS}
@@ -158,6 +167,7 @@ def test_a_joined_certificate_cannot_say_what_only_members_and_issuers_may(
     for node in TARGETS:
         kinds = refused(cluster, node)
         assert kinds.get("token", 0) >= 2 and kinds.get("member", 0) >= 3 and kinds.get("removal", 0) >= 1
+        assert kinds.get("keyspace", 0) >= 2
 
     # Not blind: the same link carries what F may say (its own state, first-hand) and what an
     # issuer sealed (a token record sealed with the CA key, whoever relays it).

@@ -21,7 +21,9 @@ from cryptography.x509.oid import NameOID
 from bhandar_cli.core.membership.authorship import Removal
 from bhandar_cli.core.membership.gossip import GossipAck, GossipLiveness, GossipSyn, GossipTokens
 from bhandar_cli.core.membership.members import MemberState
+from bhandar_cli.core.model.config import KeyspaceDef
 from bhandar_cli.core.model.errors import Refused
+from bhandar_cli.core.model.keyspaces import Keyspaces
 from bhandar_cli.core.model.store import MemoryStore
 from bhandar_cli.core.model.tokens import TokenTable
 from bhandar_cli.core.protocol.messages import Note
@@ -151,3 +153,31 @@ def test_a_node_seals_its_own_state_once_per_version(ca: Path) -> None:
     second = {s.id: s for s in g.digest()}["A"]
     assert second.heartbeat == first.heartbeat + 1 and second.seal != first.seal
     assert node(ca, "B").admits_member(second, "C") is None
+
+
+def test_a_known_keyspace_changes_only_for_a_definition_an_issuer_sealed(ca: Path) -> None:
+    a, issuer = node(ca, "A"), node(ca, "I", issuer=True)
+    store = MemoryStore()
+    keyspaces = Keyspaces(store, 3, a)
+    lww_n1 = KeyspaceDef("kv", policy="lww", n=1)
+    keyspaces.learn(lww_n1)  # a member's replica message, or gossip: unsealed
+    keyspaces.learn_all((lww_n1,), (("kv", b"\x30" * 70),))  # with a seal that is not an issuer's
+    keyspaces.learn_all((lww_n1,), "not seals at all")  # malformed: as unsealed
+    assert keyspaces["kv"].policy == "siblings" and keyspaces.refused == 3
+    keyspaces.learn(KeyspaceDef("fresh", n=2))  # a name never heard of: from anyone
+    assert keyspaces["fresh"].n == 2
+    # An issuer's definition replaces the unsealed one, and then only another sealed one could.
+    sealed = KeyspaceDef("fresh", n=3)
+    keyspaces.learn_all((sealed,), (("fresh", issuer.seal_keyspace(sealed)),))
+    keyspaces.learn(KeyspaceDef("fresh", n=1))
+    assert keyspaces["fresh"].n == 3 and dict(keyspaces.seals())["fresh"]
+    # The seal is kept with the definition: a restart refuses the same forgery.
+    again = Keyspaces(store, 3, a)
+    again.learn(KeyspaceDef("fresh", n=1))
+    assert again["fresh"].n == 3 and again.refused == 1
+    # A node that cannot seal creates keyspaces unsealed; an issuer seals what it creates.
+    assert a.seal_keyspace(sealed) == b""
+    made = Keyspaces(MemoryStore(), 3, issuer)
+    assert (
+        made.create(KeyspaceDef("x")) and issuer.admits_keyspace(made["x"], dict(made.seals())["x"]) is None
+    )

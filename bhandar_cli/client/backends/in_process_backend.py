@@ -158,6 +158,9 @@ class InProcessBackend:
 
         return apply_live(self.cluster.host(name), plain)
 
+    def issuers(self) -> tuple[str, ...]:
+        return ()  # no CA: nothing is sealed
+
     async def remove_member(self, name: str) -> str:
         """A cluster without a CA: any live node but `name` may seal the removal."""
         for other in self.names:

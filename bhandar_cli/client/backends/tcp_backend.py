@@ -475,6 +475,9 @@ class TcpBackend:
         self.cluster, _ = await supervisor.set_faults(self.cluster, delays={**self.cluster.delays, name: ms})
         self._mtime = self._file_mtime()
 
+    def issuers(self) -> tuple[str, ...]:
+        return tuple(n for n in self.cluster.issuing if n in self.names) if self.cluster.tls else ()
+
     async def remove_member(self, name: str) -> str:
         by, _ = await self.on_issuer("remove", skip=name, node=name)
         return by
@@ -484,7 +487,7 @@ class TcpBackend:
         CA key: token changes, removals): (the node that did, its answer). The issuers are asked
         first, then the others (a cluster without TLS has no issuers: any node does it); a node
         that refuses as no issuer, or does not answer, passes the call on."""
-        issuers = [n for n in self.cluster.issuing if n in self.names]
+        issuers = list(self.issuers())
         problems = []
         for node in issuers + [n for n in self.names if n not in issuers]:
             if node == skip or not self.is_alive(node):

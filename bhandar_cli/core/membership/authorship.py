@@ -7,15 +7,18 @@ one author who may say it:
   It seals each state with its node key and carries its certificate, so any node can check a state
   it hears second-hand; an unsealed state is taken only first-hand (from the member itself, over a
   link whose certificate the peer gate checked), which is all a peer of protocol 4 or older sends;
-- a client token record, a revocation, a removal from the cluster: an issuer (a holder of the
-  cluster CA key), which seals them with that key after an admin asked it to.
+- a client token record, a revocation, a removal from the cluster, a keyspace definition: an
+  issuer (a holder of the cluster CA key), which seals them with that key after an admin asked it
+  to (a definition of a name a node has never heard of it still learns from anyone:
+  core/model/keyspaces.py).
 
 The node's driver hands the core an implementation: security/authorship.py checks seals with the
 cluster CA; `TRUST_ALL` believes everything, for clusters with no CA (the in-process cluster, the
 simulator, `cluster up --insecure`), where any peer may say anything anyway.
 
 Sans-I/O: what is sealed is `member_content(state)` / `removal_content(removal)` and
-`tokens.token_content(record)`, bytes every implementation agrees on.
+`tokens.token_content(record)`, `keyspaces.keyspace_content(ks)`, bytes every implementation
+agrees on.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from bhandar_cli.core.membership.members import MemberState
+from bhandar_cli.core.model.config import KeyspaceDef
 from bhandar_cli.core.model.tokens import TokenRecord
 
 
@@ -50,8 +54,9 @@ def removal_content(removal: Removal) -> bytes:
 class Authorship(Protocol):
     """Seals what this node authors and checks what it hears (the module docstring says who may
     say what). `admits_*` answer None for a fact it may take, else why not (one line); `seal_*`
-    of what only an issuer may say raise Refused on a node that holds no CA key. (A token table
-    is handed the same object as its `tokens.TokenAuthority`.)"""
+    of what only an issuer may say raise Refused on a node that holds no CA key (but
+    `seal_keyspace`, which answers b"": a keyspace is created unsealed there). A token table and
+    the keyspaces are handed the same object as their `TokenAuthority` and `KeyspaceAuthority`."""
 
     def seal_member(self, state: MemberState) -> MemberState:
         """This node's own state, sealed so that others can check it second-hand."""
@@ -68,6 +73,10 @@ class Authorship(Protocol):
     def seal_removal(self, removal: Removal) -> Removal: ...
 
     def admits_removal(self, removal: Removal) -> str | None: ...
+
+    def seal_keyspace(self, ks: KeyspaceDef) -> bytes: ...
+
+    def admits_keyspace(self, ks: KeyspaceDef, seal: bytes) -> str | None: ...
 
 
 class TrustAll:
@@ -89,6 +98,12 @@ class TrustAll:
         return removal
 
     def admits_removal(self, removal: Removal) -> str | None:
+        return None
+
+    def seal_keyspace(self, ks: KeyspaceDef) -> bytes:
+        return b""
+
+    def admits_keyspace(self, ks: KeyspaceDef, seal: bytes) -> str | None:
         return None
 
 

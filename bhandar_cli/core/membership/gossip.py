@@ -38,6 +38,7 @@ class GossipSyn:
     client_tokens_version: int = 0  # the sender's token table, by version
     sent: float | None = None  # protocol 2: the sender's clock, given back in the ack (round trip)
     removals: tuple[Removal, ...] = ()  # protocol 5: every removal the sender knows (few, ever)
+    schema_seals: tuple[Any, ...] = ()  # protocol 5: issuers' seals of `schema`'s definitions
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +49,7 @@ class GossipAck:
     client_tokens: tuple[Any, ...] = ()  # the whole table, only when the syn's version differed
     echo: float | None = None  # protocol 2: the syn's `sent`, for its sender's round-trip time
     removals: tuple[Removal, ...] = ()  # protocol 5: the removals the syn's sender lacks
+    schema_seals: tuple[Any, ...] = ()  # protocol 5: issuers' seals of `schema`'s definitions
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +82,8 @@ class GossipLiveness:
         fanout: int = 2,
         phi: PhiConfig | None = None,
         schema: Callable[[], tuple[Any, ...]] = tuple,
-        on_schema: Callable[[tuple[Any, ...]], None] = lambda _schema: None,
+        on_schema: Callable[[tuple[Any, ...], tuple[Any, ...]], None] = lambda _schema, _seals: None,
+        schema_seals: Callable[[], tuple[Any, ...]] = tuple,
         client_tokens: TokenTable | None = None,
         authority: Authorship = TRUST_ALL,
         removals: Iterable[Removal] = (),
@@ -107,6 +110,7 @@ class GossipLiveness:
         # (partitioned, or joining later) still learns every keyspace.
         self.schema = schema
         self.on_schema = on_schema
+        self.schema_seals = schema_seals
         self.client_tokens = client_tokens
         self._next = now
         self._was_up: dict[str, bool] = {}
@@ -160,7 +164,7 @@ class GossipLiveness:
 
     def handle(self, now: float, src: str, msg: object) -> list[Effect] | None:
         if isinstance(msg, GossipSyn):
-            self.on_schema(msg.schema)
+            self.on_schema(msg.schema, msg.schema_seals)
             out = self._merge_removals(src, msg.removals)
             out += self._merge(now, src, msg.members)
             version = self._client_tokens_version()
@@ -170,12 +174,13 @@ class GossipLiveness:
             newer = self._newer_than(msg.members)
             theirs = {r.node for r in msg.removals}
             lacking = tuple(r for n, r in sorted(self.removals.items()) if n not in theirs)
-            out.append(Send(src, GossipAck(newer, self.schema(), version, table, msg.sent, lacking)))
+            ack = GossipAck(newer, self.schema(), version, table, msg.sent, lacking, self.schema_seals())
+            out.append(Send(src, ack))
             return out
         if isinstance(msg, GossipAck):
             if msg.echo is not None and 0.0 <= now - msg.echo < 60.0:
                 self.rtt[src] = now - msg.echo
-            self.on_schema(msg.schema)
+            self.on_schema(msg.schema, msg.schema_seals)
             out = self._merge_removals(src, msg.removals)
             out += self._merge(now, src, msg.members)
             if self.client_tokens is not None:
@@ -202,7 +207,9 @@ class GossipLiveness:
         self._next = now + self.interval
         self.membership.update_mine()
         removals = tuple(r for _, r in sorted(self.removals.items()))
-        digest = GossipSyn(self.digest(), self.schema(), self._client_tokens_version(), now, removals)
+        digest = GossipSyn(
+            self.digest(), self.schema(), self._client_tokens_version(), now, removals, self.schema_seals()
+        )
         out: list[Effect] = [Send(peer, digest) for peer in self._targets(now)]
         out.extend(self._transitions(now))
         return out

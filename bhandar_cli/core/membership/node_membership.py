@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from random import Random
+from typing import Any
 
 from bhandar_cli.core.membership.authorship import TRUST_ALL, Authorship, Removal
 from bhandar_cli.core.membership.gossip import GossipLiveness
@@ -31,7 +32,8 @@ def boot_gossip(
     address: str,
     http: str,
     schema: Callable[[], tuple[KeyspaceDef, ...]],
-    on_schema: Callable[[Iterable[KeyspaceDef]], None],
+    on_schema: Callable[[Iterable[KeyspaceDef], Any], None],
+    schema_seals: Callable[[], tuple[Any, ...]] = tuple,
     client_tokens: TokenTable | None = None,
     authority: Authorship = TRUST_ALL,
 ) -> GossipLiveness:
@@ -72,6 +74,7 @@ def boot_gossip(
         phi,
         schema=schema,
         on_schema=on_schema,
+        schema_seals=schema_seals,
         client_tokens=client_tokens,
         authority=authority,
         removals=saved_removals(store),

@@ -2,14 +2,22 @@
 
 A keyspace exists only once someone created it (`kv` and `counters` exist from the start): a
 request naming any other keyspace is refused, never a reason to make one.
+
+Creating a keyspace is an admin's act, so in a cluster with a CA an issuing node seals each
+definition it creates (core/membership/authorship.py), and a node changes a definition it knows
+only for one an issuer sealed: a member cannot switch `kv` to LWW with N=1 by gossip or by a
+replica message. A name it has never heard of it learns from anyone (a replica must not refuse
+data for a keyspace another node created), until a sealed definition comes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 from collections.abc import Iterable, Mapping
 from dataclasses import astuple, replace
 from types import MappingProxyType
+from typing import Any, Protocol
 
 from bhandar_cli.core.model.config import (
     COUNTERS,
@@ -28,15 +36,53 @@ MAX_KEYSPACES = 1000
 NAMES_SHOWN = 10  # keyspaces an unknown-keyspace error lists by name
 
 
-class Keyspaces:
-    """Definitions by name: the built-in kv and counters keyspaces, those created or learned since."""
+Seals = tuple[tuple[str, bytes], ...]  # (keyspace name, an issuer's seal over its definition)
 
-    def __init__(self, store: Store, default_n: int) -> None:
+
+def keyspace_content(ks: KeyspaceDef) -> bytes:
+    """The bytes an issuer seals: the whole definition."""
+    return repr(("keyspace", *astuple(ks))).encode()
+
+
+class KeyspaceAuthority(Protocol):
+    """Who may define keyspaces (core/membership/authorship.py has the whole interface)."""
+
+    def seal_keyspace(self, ks: KeyspaceDef) -> bytes:
+        """An issuer's seal over `ks`; b"" on a node that cannot seal (no CA key, or no CA)."""
+        ...
+
+    def admits_keyspace(self, ks: KeyspaceDef, seal: bytes) -> str | None:
+        """None if `ks` may replace another definition of its name, else why not."""
+        ...
+
+
+class _Unchecked:
+    def seal_keyspace(self, ks: KeyspaceDef) -> bytes:
+        return b""
+
+    def admits_keyspace(self, ks: KeyspaceDef, seal: bytes) -> str | None:
+        return None
+
+
+UNCHECKED: KeyspaceAuthority = _Unchecked()
+"""A cluster without a CA: definitions are neither sealed nor checked."""
+
+
+class Keyspaces:
+    """Definitions by name: the built-in kv and counters keyspaces, those created or learned since.
+    `authority` seals the definitions this node creates and checks the changes it hears."""
+
+    def __init__(self, store: Store, default_n: int, authority: KeyspaceAuthority = UNCHECKED) -> None:
         self._store = store
+        self._authority = authority
         self._defs: dict[str, KeyspaceDef] = {ks.name: replace(ks, n=default_n) for ks in (KV, COUNTERS)}
         for fields in store.get_meta("keyspaces") or []:
             ks = KeyspaceDef(*fields)
             self._defs[ks.name] = ks
+        saved = store.get_meta("keyspace_seals") or {}
+        self._seals: dict[str, bytes] = {name: bytes.fromhex(seal) for name, seal in saved.items()}
+        self.refused = 0  # changes of a known definition that no issuer sealed
+        self.last_refusal = ""
 
     def get(self, name: str) -> KeyspaceDef | None:
         return self._defs.get(name)
@@ -67,8 +113,12 @@ class Keyspaces:
                 f"cannot create keyspace {ks.name}: this cluster has {len(self._defs)} keyspaces, "
                 f"the most it allows"
             )
-        self.learn(ks)
+        self.learn(ks, self._authority.seal_keyspace(ks))
         return True
+
+    def seals(self) -> Seals:
+        """The issuers' seals of the definitions this node knows (what gossip carries with them)."""
+        return tuple(sorted(self._seals.items()))
 
     def all(self) -> tuple[KeyspaceDef, ...]:
         """Every definition, in the order they became known (what gossip and schema updates carry)."""
@@ -87,26 +137,52 @@ class Keyspaces:
         """The largest replication factor of any keyspace."""
         return max(ks.n for ks in self._defs.values())
 
-    def learn(self, ks: KeyspaceDef) -> None:
-        """A definition from a peer (a schema update, gossip, or a replica message carrying it).
-        Learned even past MAX_KEYSPACES: the bound is checked where keyspaces are created, and a
-        replica must not refuse data for a keyspace another node created."""
+    def learn(self, ks: KeyspaceDef, seal: bytes = b"") -> None:
+        """A definition from a peer (a schema update, gossip, or a replica message carrying it),
+        with an issuer's seal when it has one. Learned even past MAX_KEYSPACES: the bound is
+        checked where keyspaces are created, and a replica must not refuse data for a keyspace
+        another node created."""
+        if seal and self._authority.admits_keyspace(ks, seal) is not None:
+            seal = b""  # a seal that does not check is no seal
         known = self._defs.get(ks.name)
         if known is ks or known == ks:
+            if seal and not self._seals.get(ks.name):
+                self._seals[ks.name] = seal
+                self._save()
             return
-        if known is not None and astuple(known) < astuple(ks):
-            # Two nodes created the name differently while they could not hear each other: every
-            # node keeps the same one (the smaller in a fixed order), so the cluster converges
-            # instead of flipping with each gossip round.
-            return
+        if known is not None:
+            why = self._authority.admits_keyspace(ks, seal)
+            if why is not None:  # a change no issuer sealed (in a cluster without a CA: None)
+                self.refused += 1
+                self.last_refusal = f"keyspace {ks.name} redefined: {why}"
+                return
+            # Sealed beats unsealed; otherwise two nodes created the name differently while they
+            # could not hear each other: every node keeps the same one (the smaller in a fixed
+            # order), so the cluster converges instead of flipping with each gossip round.
+            known_sealed = bool(self._seals.get(ks.name))
+            if known_sealed > bool(seal) or (known_sealed == bool(seal) and astuple(known) < astuple(ks)):
+                return
         self._defs[ks.name] = ks
+        if seal:
+            self._seals[ks.name] = seal
+        else:
+            self._seals.pop(ks.name, None)
+        self._save()
+
+    def learn_all(self, keyspaces: Iterable[KeyspaceDef], seals: Any = ()) -> None:
+        """Definitions from a peer, with the seals it sent (checked here: a peer may be hostile)."""
+        sealed: dict[str, bytes] = {}
+        with contextlib.suppress(TypeError, ValueError):  # malformed: learned as unsealed ones
+            sealed = {str(name): seal for name, seal in seals if isinstance(seal, bytes)}
+        for ks in keyspaces:
+            if isinstance(ks, KeyspaceDef):
+                self.learn(ks, sealed.get(ks.name, b""))
+
+    def _save(self) -> None:
         # A ttl is saved only where there is one: the form of the others stays what older builds read.
         saved = [list(astuple(k)[: 5 if k.ttl else 4]) for k in self._defs.values()]
         self._store.put_meta("keyspaces", saved)
-
-    def learn_all(self, keyspaces: Iterable[KeyspaceDef]) -> None:
-        for ks in keyspaces:
-            self.learn(ks)
+        self._store.put_meta("keyspace_seals", {name: seal.hex() for name, seal in self._seals.items()})
 
 
 def unknown_keyspace(name: str, known: Iterable[str]) -> UnknownKeyspace:

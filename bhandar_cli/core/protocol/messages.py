@@ -168,6 +168,7 @@ class ReplicaReadReply:
 @dataclass(frozen=True, slots=True)
 class SchemaUpdate:
     keyspaces: tuple[KeyspaceDef, ...]
+    seals: tuple[Any, ...] = ()  # protocol 5: issuers' seals, (name, seal) (core/model/keyspaces.py)
 
 
 @dataclass(frozen=True, slots=True)

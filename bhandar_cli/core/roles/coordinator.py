@@ -246,7 +246,7 @@ class Coordinator:
         return [answer(op.request.rid, op.origin, failure), *self._settle(now, op.request, "unknown")]
 
     def on_schema(self, now: float, src: str, msg: SchemaUpdate) -> list[Effect]:
-        self.keyspaces.learn_all(msg.keyspaces)
+        self.keyspaces.learn_all(msg.keyspaces, msg.seals)
         return []
 
     def _seen_forward(self, now: float, origin: str, rid: int) -> bool:
@@ -394,7 +394,7 @@ class Coordinator:
         ]
 
     def _broadcast_schema(self) -> list[Effect]:
-        update = SchemaUpdate(self.keyspaces.all())
+        update = SchemaUpdate(self.keyspaces.all(), self.keyspaces.seals())
         return [Send(peer, update) for peer in self.ring_view.peers()]
 
 
