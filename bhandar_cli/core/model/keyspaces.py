@@ -148,7 +148,7 @@ class Keyspaces:
         if known is ks or known == ks:
             if seal and not self._seals.get(ks.name):
                 self._seals[ks.name] = seal
-                self._save()
+                self._save_seals()
             return
         if known is not None:
             why = self._authority.admits_keyspace(ks, seal)
@@ -163,25 +163,25 @@ class Keyspaces:
             if known_sealed > bool(seal) or (known_sealed == bool(seal) and astuple(known) < astuple(ks)):
                 return
         self._defs[ks.name] = ks
-        if seal:
-            self._seals[ks.name] = seal
-        else:
-            self._seals.pop(ks.name, None)
-        self._save()
+        # A ttl is saved only where there is one: the form of the others stays what older builds read.
+        saved = [list(astuple(k)[: 5 if k.ttl else 4]) for k in self._defs.values()]
+        self._store.put_meta("keyspaces", saved)
+        if self._seals.get(ks.name, b"") != seal:
+            if seal:
+                self._seals[ks.name] = seal
+            else:
+                del self._seals[ks.name]
+            self._save_seals()
 
     def learn_all(self, keyspaces: Iterable[KeyspaceDef], seals: Any = ()) -> None:
         """Definitions from a peer, with the seals it sent (checked here: a peer may be hostile)."""
         sealed: dict[str, bytes] = {}
         with contextlib.suppress(TypeError, ValueError):  # malformed: learned as unsealed ones
             sealed = {str(name): seal for name, seal in seals if isinstance(seal, bytes)}
-        for ks in keyspaces:
-            if isinstance(ks, KeyspaceDef):
-                self.learn(ks, sealed.get(ks.name, b""))
+        for ks in keyspaces:  # an ill-typed one fails here: the node counts the broken message
+            self.learn(ks, sealed.get(ks.name, b""))
 
-    def _save(self) -> None:
-        # A ttl is saved only where there is one: the form of the others stays what older builds read.
-        saved = [list(astuple(k)[: 5 if k.ttl else 4]) for k in self._defs.values()]
-        self._store.put_meta("keyspaces", saved)
+    def _save_seals(self) -> None:
         self._store.put_meta("keyspace_seals", {name: seal.hex() for name, seal in self._seals.items()})
 
 
