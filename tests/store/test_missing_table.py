@@ -105,3 +105,35 @@ def test_a_removed_table_holding_a_tombstone_is_loud_and_resurrects_nothing(
     assert node.info(c.now, counts=False).get("damaged", []) == []
     got = _read(c, VICTIM, "gone", "ONE")  # served from its own copy again, and right
     assert isinstance(got, GetResult) and _live(got.record) == []
+
+
+def test_a_restart_before_the_repair_ends_still_answers_no_read_from_the_damaged_copy() -> None:
+    """The second open finds no damage (the first dropped the table from the MANIFEST): the mark
+    the node kept on disk is what keeps its copy out of reads until the repair ends."""
+    disks: dict[str, SimDisk] = {}
+    c = _cluster(disks)
+    assert not isinstance(c.call(VICTIM, KeyspaceRequest(c.new_rid(), KeyspaceDef("ks", n=3))), Failure)
+    c.run_for(1.0)
+    store = c.hosts[VICTIM].store
+    assert isinstance(store, RecordStore)
+    _put(c, "gone", b'"old"')
+    store.flush()
+    _put(c, "gone", None)
+    tombstones = store.flush()
+    assert tombstones is not None
+    c.kill(VICTIM)
+    disks[VICTIM].remove(f"/n/{tombstones}")
+    c.revive(VICTIM)
+    c.run_for(0.001)  # the damage is found and marked; the repair has only begun
+    assert "ks" in store.get_meta("unrepaired")
+    c.kill(VICTIM)
+    c.revive(VICTIM)
+    assert store.engine.take_corruptions() == []  # nothing to find this time
+    assert _live(store.get("ks", "gone")) == [b'"old"']  # its own copy is still the resurrected one
+    got = _read(c, VICTIM, "gone", "ONE")
+    assert isinstance(got, GetResult) and _live(got.record) == [], got
+    c.run_for(30.0)
+    assert _live(store.get("ks", "gone")) == []
+    assert store.get_meta("unrepaired") == []
+    node = c.hosts[VICTIM].node
+    assert node is not None and "unrepaired" not in node.info(c.now, counts=False)

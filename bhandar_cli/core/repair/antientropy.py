@@ -247,7 +247,7 @@ class AntiEntropy:
     def tick(self, now: float) -> list[Effect]:
         """Start the comparisons `repair_ranges` left waiting for their peer; and when the
         schedule says so (repair_schedule.py), the next background comparison."""
-        if not self._resumed:
+        if not self._resumed and len(self.ring_view.ring):  # (with no ring yet, no range is known)
             return self._resume(now)
         if self._urgent and (started := self._start_urgent(now)):
             return started
