@@ -75,6 +75,7 @@ from bhandar_cli.core.repair.damage_repair import DamageRepair
 from bhandar_cli.core.repair.hash_index import HashIndex
 from bhandar_cli.core.repair.indexed_store import IndexedStore
 from bhandar_cli.core.repair.reaping import TombstoneReaper
+from bhandar_cli.core.repair.unrepaired import Unrepaired
 from bhandar_cli.core.roles import streaming as st
 from bhandar_cli.core.roles.coordinator import Coordinator
 from bhandar_cli.core.roles.dot_lease import DotLease
@@ -165,13 +166,14 @@ class Node:
         first_repair = now + config.repair_interval * (0.5 + rng.random())
 
         sibling_limit = SiblingLimit(config.sibling_max, metrics)
-        replica = Replica(node_id, store, hints, keyspaces, view, metrics, sibling_limit)
+        unrepaired = Unrepaired(store)
+        replica = Replica(node_id, store, hints, keyspaces, view, metrics, sibling_limit, unrepaired)
         reads = ReadCoordinator(node_id, config, store, keyspaces, replica, ops, metrics)
         lease = DotLease.load(store, home_actor)
         exact = ExactDots(store, lease)
         writes = WriteCoordinator(node_id, lease, config, store, replica, ops, metrics, exact)
         reaper = TombstoneReaper(node_id, config, store, view, metrics)
-        ae_parts = (keyspaces, view, ids, reaper, metrics, first_repair, sibling_limit)
+        ae_parts = (keyspaces, view, ids, reaper, metrics, first_repair, sibling_limit, unrepaired)
         anti_entropy = AntiEntropy(node_id, config, store, hash_index, *ae_parts)
         streaming = Streaming(node_id, config, store, keyspaces, hints, view, ids, now, sibling_limit)
         handoff = HintedHandoff(

@@ -64,8 +64,15 @@ class NodeViews:
             "storage": self.storage(),
             "siblings_over_limit": self.sibling_limit.view(),
         }
-        if self.conditions:
-            info["conditions"] = list(self.conditions)
+        conditions = list(self.conditions)
+        if unrepaired := sorted(self.anti_entropy.unrepaired.keyspaces):
+            info["unrepaired"] = unrepaired
+            conditions.append(
+                f"answers no read of keyspace {', '.join(unrepaired)} until it is repaired from the "
+                "other replicas (storage damage cost it records)"
+            )
+        if conditions:
+            info["conditions"] = conditions
         if counts:
             info["keys"] = self.store.count()
         if view.gossiping:

@@ -54,6 +54,7 @@ from bhandar_cli.core.node import Node
 from bhandar_cli.core.protocol.messages import (
     ClientRequest,
     DotLeaseSaved,
+    Effect,
     Failure,
     Note,
     Respond,
@@ -257,12 +258,11 @@ class NodeHost:
         if node is None:
             return
         self._now = now
-        effects = self._handle_batch(node, now)
-        damage = self.store.take_damage()  # found at open, or by this batch's reads
-        if damage:
-            for d in damage:
-                log.error("node %s: storage %s", self.name, d.message)
-            effects.extend(node.storage_damaged(now, damage))
+        # Damage found at open is the node's to know before it answers anything: a read of what
+        # it lost must not be answered from its own copy (core/repair/unrepaired.py).
+        effects = self._storage_damaged(node, now)
+        effects.extend(self._handle_batch(node, now))
+        effects.extend(self._storage_damaged(node, now))  # found by this batch's reads
         if now >= node.next_deadline():
             effects.extend(node.tick(now))
         durable = [e for e in effects if e.durable]
@@ -272,6 +272,18 @@ class NodeHost:
             return
         self._dispatch([e for e in effects if not e.durable])
         self._unsynced.append(durable)
+
+    def _storage_damaged(self, node: Node, now: float) -> list[Effect]:
+        """Log the damage the store found since the last call, and hand it to the node; then make
+        what the node marked unrepaired durable at once (the damage may not be found again)."""
+        damage = self.store.take_damage()
+        if not damage:
+            return []
+        for d in damage:
+            log.error("node %s: storage %s", self.name, d.message)
+        effects = node.storage_damaged(now, damage)
+        self.store.sync()
+        return effects
 
     @property
     def wants_sync(self) -> bool:

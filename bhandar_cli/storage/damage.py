@@ -1,9 +1,10 @@
 """Corruption found in the engine's files: what was damaged, where, and which keys it cost.
 
 Every check that fails (an SSTable block, index, Bloom filter or footer; a WAL record; a table
-that cannot be opened at all) becomes one `Corruption` naming the file, the offset and length of
-the damage, and the engine keys whose records were lost there (`lost`, a key interval; None when
-nothing was lost because the damaged part was rebuilt from the data). The engine's `DamageLog`
+that cannot be opened at all, or that the MANIFEST lists and is gone) becomes one `Corruption`
+naming the file, the offset and length of the damage, and the engine keys whose records were lost
+there (`lost`, a key interval; None when nothing was lost because the damaged part was rebuilt from
+the data). The engine's `DamageLog`
 collects them (owner thread only), drops repeats of the same damage (a bad block is met by every
 read and compaction that touches it), counts them by kind and hands the new ones out once
 (`take`): the caller (the node) logs them and repairs the lost keys from other replicas.
@@ -22,8 +23,9 @@ SSTABLE_INDEX = "sstable_index"
 SSTABLE_BLOOM = "sstable_bloom"
 SSTABLE_FOOTER = "sstable_footer"
 SSTABLE = "sstable"  # a table that could not be opened at all: quarantined whole
+SSTABLE_MISSING = "sstable_missing"  # a table the MANIFEST lists is not there (removed?)
 WAL_RECORD = "wal_record"
-KINDS = (SSTABLE_BLOCK, SSTABLE_INDEX, SSTABLE_BLOOM, SSTABLE_FOOTER, SSTABLE, WAL_RECORD)
+KINDS = (SSTABLE_BLOCK, SSTABLE_INDEX, SSTABLE_BLOOM, SSTABLE_FOOTER, SSTABLE, SSTABLE_MISSING, WAL_RECORD)
 
 
 @dataclass(frozen=True)

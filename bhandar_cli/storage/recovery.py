@@ -4,7 +4,8 @@
 the ones recovery must make: deleting `*.tmp` files and orphans, truncating a torn WAL tail and
 moving tables that cannot be opened at all to `quarantine/`. Each step is safe to repeat if the
 open itself crashes. Every corruption met (a bad block, a skipped WAL stretch, a quarantined
-table) goes to the engine's `DamageLog`; a torn WAL tail is a crash's normal trace, not one.
+table, a listed table that is missing) goes to the engine's `DamageLog`; a torn WAL tail is a
+crash's normal trace, not one.
 """
 
 from __future__ import annotations
@@ -80,7 +81,12 @@ def recover(
     for name in m.tables:
         path = join(directory, name)
         if not disk.exists(path):
-            quarantined.append(Quarantined(name, "listed in MANIFEST but missing", None))
+            # Removed while the engine was closed (by hand, a bad restore, a disk fault): every
+            # record it held is lost, a tombstone too, so an older value of its key reads again.
+            # Reported as damage to every key (the MANIFEST does not keep a table's key range), for
+            # the node to refuse reads of its copy and repair it from the replicas.
+            log.add(Corruption(damage.SSTABLE_MISSING, path, 0, 0, MISSING, KeyInterval()))
+            quarantined.append(Quarantined(name, MISSING, None))
             continue
         try:
             table = Table(disk, path, cache, verify=verify, damage_log=log, cipher=cipher)
@@ -137,6 +143,7 @@ def recover(
     )
 
 
+MISSING = "listed in MANIFEST but missing (removed while the store was closed?)"
 # Why a plain table or WAL is refused in an encrypted directory.
 PLANTED = "a plain file in an encrypted directory, not one its MANIFEST lists as written before (planted?)"
 

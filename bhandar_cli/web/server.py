@@ -13,7 +13,16 @@ token), so only the page this server served may drive it, and only through loopb
 request must name this server in `Host` (127.0.0.1, localhost or [::1], and its port; a page that
 got here by DNS rebinding names its own site), an `Origin`, if sent, must be this server too, and
 a command must carry the key this run wrote into the page (`X-Bhandar-Key`), which no other
-site's page can read.
+site's page can read, and so must an event stream (`/api/events?key=`: an `EventSource` sends no
+header of its own, and a plain `<img>` of another site sends no `Origin` either).
+
+Every response forbids framing (`Content-Security-Policy: frame-ancestors 'none'` and, for older
+browsers, `X-Frame-Options: DENY`): a page of another site that framed this one could make a click
+on its own content land on the command box. At most `MAX_STREAMS` event streams are open at once:
+the newest wins and the oldest is told it was replaced and ends (its page stops reconnecting and
+says so), since each of them comes from a page this server served (it holds the key), the newest is
+the one a person just opened, and refusing it instead would leave them a dead page while
+forgotten tabs hold the slots. Without a cap they held every connection the server takes.
 """
 
 from __future__ import annotations
@@ -27,7 +36,10 @@ import mimetypes
 import secrets
 import sys
 import time
+import urllib.parse
+from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
@@ -46,6 +58,10 @@ LIMITS = Limits(max_connections=64, read_timeout=None)
 PAGE = "index.html"  # at /; the page's script and style sheet sit next to it in static/
 KEY_SLOT = b'<meta name="bhandar-key" content="">'  # where the page is given this run's key
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+MAX_STREAMS = 8  # open event streams (pages) at once; far below LIMITS.max_connections
+MAX_JSON_DEPTH = 32  # a command's body is one flat object: anything deeper is refused unparsed
+# Sent with every response, error or not: no other site may frame the page (clickjacking).
+NO_FRAMING = [(b"content-security-policy", b"frame-ancestors 'none'"), (b"x-frame-options", b"DENY")]
 
 Echo = Callable[[str, list[Reply]], None]
 log = logging.getLogger("bhandar.web")
@@ -90,6 +106,7 @@ class WebServer:
         self.finished = trio.Event()  # set when a background server has stopped
         self._metrics: dict[str, Any] | None = None
         self._metrics_at = -math.inf
+        self.streams: deque[_Stream] = deque()  # the open event streams, oldest first
 
     # --- producing snapshots -------------------------------------------------------------------
 
@@ -124,8 +141,11 @@ class WebServer:
             snap["at"] = round(time.time(), 3)
             self.snapshot = json.dumps(snap, separators=(",", ":")).encode()
             self.seq += 1
-            self.published.set()
-            self.published = trio.Event()
+            self._wake_streams()
+
+    def _wake_streams(self) -> None:
+        self.published.set()
+        self.published = trio.Event()
 
     # --- HTTP ------------------------------------------------------------------------------------
 
@@ -140,6 +160,7 @@ class WebServer:
         try:
             self.check_caller(scope)
             if method == "GET" and path == "api/events":
+                self.check_stream_key(scope)
                 await self.events(receive, send)
                 return
             status, body, ctype = await self.route(path, method, scope, request_body)
@@ -149,6 +170,7 @@ class WebServer:
             (b"content-type", ctype.encode()),
             (b"content-length", str(len(body)).encode()),
             (b"cache-control", b"no-store"),
+            *NO_FRAMING,
             *await request_body.settle(),
         ]
         await send({"type": "http.response.start", "status": status, "headers": head})
@@ -175,6 +197,15 @@ class WebServer:
                 raise _HttpError(
                     403, f"commands need the key of this page: reload http://127.0.0.1:{self.port}/"
                 )
+
+    def check_stream_key(self, scope: Scope) -> None:
+        """Refuse (403) an event stream that does not carry this run's key (`?key=`)."""
+        query = urllib.parse.parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        key = (query.get("key") or [""])[0]
+        if not hmac.compare_digest(key.encode("latin-1", "replace"), self.key.encode()):
+            raise _HttpError(
+                403, f"the event stream needs the key of this page: reload http://127.0.0.1:{self.port}/"
+            )
 
     async def route(
         self, path: str, method: str, scope: Scope, request_body: RequestBody
@@ -214,15 +245,20 @@ class WebServer:
         return {"replies": [r.to_json() for r in replies]}
 
     async def events(self, receive: Receive, send: Send) -> None:
-        head = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-store")]
+        head = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-store"), *NO_FRAMING]
         await send({"type": "http.response.start", "status": 200, "headers": head})
+        stream = _Stream()
+        self.streams.append(stream)
+        if len(self.streams) > MAX_STREAMS:  # the oldest page gives way (see the module docstring)
+            self.streams.popleft().replaced = True
+            self._wake_streams()
         self.clients += 1
         self.client_came.set()
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(_until_disconnect, receive, nursery.cancel_scope)
                 seen = -1
-                while not self.stopping:
+                while not self.stopping and not stream.replaced:
                     if self.seq != seen and self.snapshot:
                         seen = self.seq
                         chunk = b"event: state\ndata: " + self.snapshot + b"\n\n"
@@ -232,11 +268,16 @@ class WebServer:
                     published = self.published
                     with trio.move_on_after(PING_S):
                         await published.wait()
+                if stream.replaced:  # the page stops reconnecting: a newer page has the stream
+                    chunk = b"event: replaced\ndata: {}\n\n"
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
                 nursery.cancel_scope.cancel()
-            if self.stopping:  # the page's EventSource reconnects to whatever serves next
+            if self.stopping or stream.replaced:  # a page's EventSource reconnects to whatever serves next
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
             self.clients -= 1
+            if stream in self.streams:
+                self.streams.remove(stream)
 
     async def serve(
         self, host: str, port: int, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED
@@ -253,6 +294,13 @@ class WebServer:
                 # responses before it stops: end them (a cancelled wait would not be woken).
                 self.stopping = True
                 self.published.set()
+
+
+@dataclass(eq=False)
+class _Stream:
+    """One open event stream; `replaced` when a newer one took its place."""
+
+    replaced: bool = False
 
 
 class _HttpError(Exception):
@@ -275,13 +323,37 @@ async def _body(scope: Scope, request_body: RequestBody) -> dict[str, Any]:
         raw = await request_body.read()
     except BodyRefused as exc:
         raise _HttpError(exc.status, str(exc)) from None
+    if _nesting(raw) > MAX_JSON_DEPTH:  # before parsing: deep enough nesting overflows the parser
+        raise _HttpError(400, f"the body nests deeper than {MAX_JSON_DEPTH} levels (send one flat object)")
     try:
         body = json.loads(raw or b"{}")
-    except ValueError:
-        raise _HttpError(400, "the body is not JSON") from None
+    except (ValueError, RecursionError):
+        raise _HttpError(400, "the body is not JSON (UTF-8)") from None
     if not isinstance(body, dict):
         raise _HttpError(400, "the body must be a JSON object")
     return body
+
+
+def _nesting(raw: bytes) -> int:
+    """How deep the JSON text's arrays and objects nest, at most (brackets inside strings skipped)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for byte in raw:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:  # backslash
+                escaped = True
+            elif byte == 0x22:  # quote
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):  # [ {
+            depth += 1
+            deepest = max(deepest, depth)
+        elif byte in (0x5D, 0x7D):  # ] }
+            depth -= 1
+    return deepest
 
 
 @functools.cache

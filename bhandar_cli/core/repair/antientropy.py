@@ -11,7 +11,9 @@ both for every key of the range, which is what lets the tombstone reaper (reapin
 peer as holding this node's tombstones.
 
 Background repair compares one (range, peer) per repair interval, hurried when there is
-something to repair (repair_schedule.py).
+something to repair (repair_schedule.py). Storage damage asks for comparisons at once
+(`repair_ranges`); the keyspaces they cover stay unrepaired (unrepaired.py: this node answers no
+read there) until each of them ended well with every other replica that is still a member.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from bhandar_cli.core.repair.range_tree import RangeTree
 from bhandar_cli.core.repair.reaping import TombstoneReaper
 from bhandar_cli.core.repair.repair_schedule import RepairSchedule, ReplicatedRange
 from bhandar_cli.core.repair.repair_transfer import KeyTransfer, fitting
+from bhandar_cli.core.repair.unrepaired import Unrepaired
 
 RangeKey = tuple[str, int, int]  # (keyspace, lo, hi)
 URGENT = -1  # the batch of the comparisons `repair_ranges` starts (0: background, >0: commands)
@@ -133,6 +136,7 @@ class AntiEntropy:
         metrics: NodeMetrics,
         first_round: float,
         sibling_limit: SiblingLimit,
+        unrepaired: Unrepaired,
     ) -> None:
         self.node_id = node_id
         self.config = config
@@ -148,6 +152,8 @@ class AntiEntropy:
         self._batches: dict[int, RepairBatch] = {}
         self._last_repair: dict[RangeKey, float] = {}
         self._urgent: list[tuple[KeyspaceDef, int, int, str]] = []  # repair_ranges' waiting for a peer
+        self.unrepaired = unrepaired
+        self._resumed = not unrepaired.keyspaces  # a past life's damage: its comparisons start again
         self._schedule = RepairSchedule(config, ring_view, self.replicated_ranges, first_round)
 
     # --- what to compare --------------------------------------------------------------------
@@ -201,7 +207,23 @@ class AntiEntropy:
     def repair_ranges(self, now: float, ranges: list[ReplicatedRange]) -> list[Effect]:
         """Compare these ranges with each of their other replicas now, not in the background
         round: this node lost records there (storage damage). Comparisons with a peer that is
-        not up wait for it, and failed ones are tried again, at every tick while it is a member."""
+        not up wait for it, and failed ones are tried again, at every tick while it is a member.
+        Their keyspaces are unrepaired until then."""
+        self._urgent.extend((ks, lo, hi, peer) for ks, lo, hi, peers in ranges for peer in peers)
+        self.unrepaired.add(ks.name for ks, _, _, peers in ranges if peers)
+        return self._start_urgent(now)
+
+    def _settle(self) -> None:
+        """A keyspace is repaired once no comparison `repair_ranges` asked for waits or runs."""
+        if self.unrepaired.keyspaces:
+            pending = {ks.name for ks, _, _, _ in self._urgent}
+            pending.update(s.keyspace.name for s in self._sessions.values() if s.batch == URGENT)
+            self.unrepaired.settle(pending)
+
+    def _resume(self, now: float) -> list[Effect]:
+        """After a restart, compare again the keyspaces a past life left unrepaired."""
+        self._resumed = True
+        ranges = [r for r in self.replicated_ranges() if r[0].name in self.unrepaired]
         self._urgent.extend((ks, lo, hi, peer) for ks, lo, hi, peers in ranges for peer in peers)
         return self._start_urgent(now)
 
@@ -215,6 +237,7 @@ class AntiEntropy:
             elif peer in members:
                 waiting.append((ks, lo, hi, peer))
         self._urgent = waiting
+        self._settle()  # a comparison with a peer no longer a member is dropped
         return out
 
     def next_deadline(self) -> float:
@@ -224,6 +247,8 @@ class AntiEntropy:
     def tick(self, now: float) -> list[Effect]:
         """Start the comparisons `repair_ranges` left waiting for their peer; and when the
         schedule says so (repair_schedule.py), the next background comparison."""
+        if not self._resumed and len(self.ring_view.ring):  # (with no ring yet, no range is known)
+            return self._resume(now)
         if self._urgent and (started := self._start_urgent(now)):
             return started
         if not self._schedule.due(now) or any(s.batch == 0 for s in self._sessions.values()):
@@ -321,6 +346,8 @@ class AntiEntropy:
         if not error:
             self._last_repair[(session.keyspace.name, session.lo, session.hi)] = now
             self.reaper.confirm(now, session.keyspace, session.hi, session.peer, session.tombstones)
+            if session.batch == URGENT:
+                self._settle()
         elif session.batch == URGENT:  # records were lost here: try again (at the next tick)
             self._urgent.append((session.keyspace, session.lo, session.hi, session.peer))
         if session.batch == 0 and self._schedule.ended(not session.equal):

@@ -69,8 +69,16 @@ class ReadCoordinator:
         needed = required(req.consistency, ks.n)
         if len(plan.targets) < needed:
             return [refuse(req, origin, unavailable(self.node_id, ks, plan, req.consistency))]
+        targets = plan.targets
+        if self.node_id in targets and ks.name in self.replica.unrepaired:
+            # This node's copy lost records to storage damage (core/repair/unrepaired.py): ask
+            # only the others until anti-entropy has repaired it.
+            targets = tuple(t for t in targets if t != self.node_id)
+            if len(targets) < needed:
+                return [refuse(req, origin, _unrepaired(self.node_id, ks, targets, req.consistency, needed))]
+        elif needed == 1 and self.node_id in targets:
+            targets = (self.node_id,)
         self.metrics.coordinated += 1
-        targets = (self.node_id,) if needed == 1 and self.node_id in plan.targets else plan.targets
         trace = None
         if req.trace:
             trace = Trace(now)
@@ -190,6 +198,18 @@ class ReadCoordinator:
             self.metrics.stale_reads += 1
             self.metrics.read_repairs += len(stale)
         return out
+
+
+def _unrepaired(node: str, ks: KeyspaceDef, others: tuple[str, ...], level: str, needed: int) -> Failure:
+    return Failure(
+        "unavailable",
+        f"{node} is repairing its copy of keyspace {ks.name} from the other replicas (storage damage "
+        f"cost it records) and answers no read there until then; {len(others)} other replica(s) "
+        f"reachable, {level} needs {needed}",
+        answered=len(others),
+        needed=needed,
+        coordinator=node,
+    )
 
 
 def _describe(record: Record | None) -> str:

@@ -17,6 +17,7 @@ from bhandar_cli.core.protocol.messages import (
     ReplicaWrite,
     Send,
 )
+from bhandar_cli.core.repair.unrepaired import Unrepaired
 from bhandar_cli.core.roles.hints import HintQueue
 
 
@@ -32,6 +33,7 @@ class Replica:
         ring_view: RingView,
         metrics: NodeMetrics,
         sibling_limit: SiblingLimit,
+        unrepaired: Unrepaired,
     ) -> None:
         self.node_id = node_id
         self.store = store
@@ -40,6 +42,7 @@ class Replica:
         self.ring_view = ring_view
         self.metrics = metrics
         self.sibling_limit = sibling_limit
+        self.unrepaired = unrepaired  # keyspaces whose copy here lost records: it answers no read
 
     def local_view(self, keyspace: str, key: str) -> Record | None:
         """What this node holds for a key: its own copy merged with any hints it keeps for it."""
@@ -64,6 +67,11 @@ class Replica:
     def on_read(self, now: float, src: str, msg: ReplicaRead) -> list[Effect]:
         self.metrics.replica_requests += 1
         self.keyspaces.learn(msg.keyspace)
+        if msg.keyspace.name in self.unrepaired:
+            # Its copy may be older than what it acknowledged (or hold a deleted value again): no
+            # answer, so the coordinator counts on the other replicas, as if this one were down.
+            # (An answer saying so would need a new protocol version; this needs none.)
+            return []
         return [Send(src, ReplicaReadReply(msg.op, self.local_view(msg.keyspace.name, msg.key)))]
 
     def on_write(self, now: float, src: str, msg: ReplicaWrite) -> list[Effect]:

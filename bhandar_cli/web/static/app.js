@@ -543,7 +543,15 @@ for (const id of ["output", "ring", "key", "request-tabs", "sequence-box", "late
 }
 setLarge(localStorage.getItem("bhandar-large") === "1");
 const link = document.getElementById("link");
-const events = new EventSource("/api/events");
+// The stream needs this run's key too (an EventSource sends no header of its own).
+const pageKey = document.querySelector('meta[name="bhandar-key"]').content;
+const events = new EventSource("/api/events?key=" + encodeURIComponent(pageKey));
 events.addEventListener("state", (ev) => draw(JSON.parse(ev.data)));
+// The server keeps a few streams: a newer page took this one's place, so stop reconnecting.
+events.addEventListener("replaced", () => {
+  events.close();
+  link.dataset.state = "lost";
+  link.textContent = "✖ opened in another tab: reload to watch here";
+});
 events.onopen = () => { link.dataset.state = "live"; link.textContent = "● live"; };
 events.onerror = () => { link.dataset.state = "lost"; link.textContent = "✖ reconnecting"; };
