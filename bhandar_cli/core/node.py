@@ -279,6 +279,13 @@ class Node:
         """The store found corruption (`Store.take_damage`): count and show it, repair it now."""
         lost = [d.keyspaces for d in damage]
         self._hash_index.forget(None if None in lost else {ks for kss in lost if kss for ks in kss})
+        if any(d.metadata for d in damage):
+            # The records of its dot counters may be gone (a table removed, a block lost): counting
+            # on from what is left could hand out a dot again for another value. Write as a new
+            # actor from now on, as after a restore; the time names it (no earlier life had it).
+            actor = f"{self.id}~d{int(now * 1000)}"
+            self._writes.store.put_meta("actor", actor)  # read at boot
+            self._writes.adopt_actor(actor)
         return self._damage.on_damage(now, damage)
 
     def tick(self, now: float) -> list[Effect]:

@@ -224,7 +224,10 @@ class RecordStore:
         return [self._damage(c) for c in self.engine.take_corruptions()]
 
     def _damage(self, c: Corruption) -> StoreDamage:
-        return StoreDamage(c.kind, c.file, c.offset, c.describe(key_name), self._keyspaces_in(c.lost))
+        metadata = c.lost is not None and c.lost.overlaps(META, _prefix_end(META))
+        return StoreDamage(
+            c.kind, c.file, c.offset, c.describe(key_name), self._keyspaces_in(c.lost), metadata
+        )
 
     def _keyspaces_in(self, lost: KeyInterval | None) -> tuple[str, ...] | None:
         """The keyspaces with records among the keys lost; None when they may be any."""

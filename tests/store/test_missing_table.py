@@ -137,3 +137,31 @@ def test_a_restart_before_the_repair_ends_still_answers_no_read_from_the_damaged
     assert store.get_meta("unrepaired") == []
     node = c.hosts[VICTIM].node
     assert node is not None and "unrepaired" not in node.info(c.now, counts=False)
+
+
+def test_a_lost_table_of_dot_counters_makes_the_node_write_as_a_new_actor() -> None:
+    """The table removed held the node's last dot-counter marks: counting on from the older mark
+    left in another table would hand out the same dot again for another value. The node writes as
+    a new actor instead, and nothing it acknowledged is shadowed by a reused dot."""
+    disks: dict[str, SimDisk] = {}
+    c = _cluster(disks)
+    assert not isinstance(c.call(VICTIM, KeyspaceRequest(c.new_rid(), KeyspaceDef("ks", n=3))), Failure)
+    c.run_for(1.0)
+    store = c.hosts[VICTIM].store
+    assert isinstance(store, RecordStore)
+    _put(c, "a", b'"1"')
+    store.flush()
+    for i in range(5):
+        _put(c, f"b{i}", b'"2"')  # dots A:2.. and the lease's marks, in a table of their own
+    last = store.flush()
+    assert last is not None
+    dots_before = {s.dot for i in range(5) for s in store.get("ks", f"b{i}").siblings}  # type: ignore[union-attr]
+    c.kill(VICTIM)
+    disks[VICTIM].remove(f"/n/{last}")
+    c.revive(VICTIM)
+    c.run_for(0.001)
+    done = c.call(VICTIM, PutRequest(c.new_rid(), "ks", "c", b'"3"', "application/json", None, "QUORUM"))
+    assert not isinstance(done, Failure), done
+    (sibling,) = store.get("ks", "c").siblings  # type: ignore[union-attr]
+    assert sibling.dot[0].startswith(f"{VICTIM}~d") and sibling.dot not in dots_before, sibling.dot
+    assert store.get_meta("actor") == sibling.dot[0]

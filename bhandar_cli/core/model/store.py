@@ -26,6 +26,8 @@ class StoreDamage:
     offset: int
     message: str  # says the file, the offset and the keys lost
     keyspaces: tuple[str, ...] | None  # the keyspaces that may have lost records; None: any
+    # Whether the node's own metadata may have lost records too (its dot counters among them).
+    metadata: bool = False
 
 
 class StoreJob(Protocol):
