@@ -185,18 +185,40 @@ def readable_at(obj: Any, version: int) -> bool:
 _NEWEST_ADDED = max(ADDED_IN)
 
 
+# The messages that carry a member state or a token record inside them: only these are walked.
+_HOLDERS = frozenset({"GossipSyn", "GossipAck", "GossipTokens", "StreamRequest"})
+
+
 def to_wire_at(obj: Any, version: int) -> Any:
     """`to_wire(obj)` as a reader of protocol `version` knows it: without the fields of later
-    versions, at any depth (only an older reader pays for the walk)."""
+    versions, at any depth (only an older reader pays for the walk, and only for a message that
+    holds a member state or a token record: a replica write is not walked)."""
     out = to_wire(obj)
-    if version < _NEWEST_ADDED:
-        unknown: dict[str, list[str]] = {}
+    if version < _NEWEST_ADDED and isinstance(out, dict):
+        unknown = _unknown_at(version)
+        name = out.get("$t")
+        if name in _HOLDERS:
+            _strip(out, unknown)
+        else:
+            for field in unknown.get(str(name), ()):
+                out.pop(field, None)
+    return out
+
+
+def _unknown_at(version: int) -> dict[str, list[str]]:
+    """Type name -> the fields a reader of `version` does not know (cached per version)."""
+    known = _UNKNOWN.get(version)
+    if known is None:
+        known = {}
         for added, types in ADDED_IN.items():
             if added > version:
                 for name, fields in types.items():
-                    unknown.setdefault(name, []).extend(fields)
-        _strip(out, unknown)
-    return out
+                    known.setdefault(name, []).extend(fields)
+        _UNKNOWN[version] = known
+    return known
+
+
+_UNKNOWN: dict[int, dict[str, list[str]]] = {}
 
 
 def _strip(out: Any, unknown: dict[str, list[str]]) -> None:
