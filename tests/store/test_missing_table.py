@@ -40,6 +40,16 @@ def _cluster(disks: dict[str, SimDisk]) -> SimCluster:
     return SimCluster(seed=7, nodes=3, store_factory=open_store, reopen_store=reopen)
 
 
+def _cluster_with_keyspace(disks: dict[str, SimDisk]) -> tuple[SimCluster, RecordStore]:
+    """Three nodes on simulated disks with keyspace ks (N=3), and the victim's store."""
+    c = _cluster(disks)
+    assert not isinstance(c.call(VICTIM, KeyspaceRequest(c.new_rid(), KeyspaceDef("ks", n=3))), Failure)
+    c.run_for(1.0)
+    store = c.hosts[VICTIM].store
+    assert isinstance(store, RecordStore)
+    return c, store
+
+
 def _put(c: SimCluster, key: str, value: bytes | None) -> None:
     """Write over (or delete) what the key holds, at ALL."""
     got = _read(c, VICTIM, key, "ALL")
@@ -65,11 +75,7 @@ def test_a_removed_table_holding_a_tombstone_is_loud_and_resurrects_nothing(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     disks: dict[str, SimDisk] = {}
-    c = _cluster(disks)
-    assert not isinstance(c.call(VICTIM, KeyspaceRequest(c.new_rid(), KeyspaceDef("ks", n=3))), Failure)
-    c.run_for(1.0)
-    store = c.hosts[VICTIM].store
-    assert isinstance(store, RecordStore)
+    c, store = _cluster_with_keyspace(disks)
     _put(c, "gone", b'"old"')
     _put(c, "kept", b'"v1"')
     store.flush()
@@ -111,11 +117,7 @@ def test_a_restart_before_the_repair_ends_still_answers_no_read_from_the_damaged
     """The second open finds no damage (the first dropped the table from the MANIFEST): the mark
     the node kept on disk is what keeps its copy out of reads until the repair ends."""
     disks: dict[str, SimDisk] = {}
-    c = _cluster(disks)
-    assert not isinstance(c.call(VICTIM, KeyspaceRequest(c.new_rid(), KeyspaceDef("ks", n=3))), Failure)
-    c.run_for(1.0)
-    store = c.hosts[VICTIM].store
-    assert isinstance(store, RecordStore)
+    c, store = _cluster_with_keyspace(disks)
     _put(c, "gone", b'"old"')
     store.flush()
     _put(c, "gone", None)
@@ -144,11 +146,7 @@ def test_a_lost_table_of_dot_counters_makes_the_node_write_as_a_new_actor() -> N
     left in another table would hand out the same dot again for another value. The node writes as
     a new actor instead, and nothing it acknowledged is shadowed by a reused dot."""
     disks: dict[str, SimDisk] = {}
-    c = _cluster(disks)
-    assert not isinstance(c.call(VICTIM, KeyspaceRequest(c.new_rid(), KeyspaceDef("ks", n=3))), Failure)
-    c.run_for(1.0)
-    store = c.hosts[VICTIM].store
-    assert isinstance(store, RecordStore)
+    c, store = _cluster_with_keyspace(disks)
     _put(c, "a", b'"1"')
     store.flush()
     for i in range(5):
