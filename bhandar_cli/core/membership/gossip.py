@@ -229,7 +229,7 @@ class GossipLiveness:
         """This node's state sealed, once per version (a seal is a signature: not free)."""
         mine = self.membership.mine
         sealed = self._sealed
-        if sealed is None or sealed.version != mine.version or sealed.status != mine.status:
+        if sealed is None or sealed.version != mine.version:  # every change of it bumps the version
             sealed = self._sealed = self.authority.seal_member(mine)
         return sealed
 

@@ -26,6 +26,7 @@ stays unauthenticated and its request is refused 429 saying so.
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
@@ -94,7 +95,7 @@ class _Door:
         self.admitted = 0
         self.evicted = 0
         self._waiting: dict[_Place, None] = {}  # unauthenticated, oldest first
-        self._by_token: dict[str, int] = {}
+        self._by_token: Counter[str] = Counter()
 
     def arrive(self, peer: str) -> _Place | None:
         """A place for a new connection; None: the cap is reached (close it at once)."""
@@ -129,7 +130,7 @@ class _Door:
         if place.admitted or place.evicted:  # evicted: its handler is being cancelled
             return
         limits = self.limits
-        held = self._by_token.get(token, 0)
+        held = self._by_token[token]
         if token and limits.per_token is not None and held >= limits.per_token:
             raise RateLimited(
                 f"token {token} holds {held} connections to this node, the most one token may: "
@@ -143,7 +144,7 @@ class _Door:
         place.admitted, place.token = True, token
         self.admitted += 1
         if token:
-            self._by_token[token] = held + 1
+            self._by_token[token] += 1
 
     def leave(self, place: _Place) -> None:
         self.open -= 1
@@ -151,10 +152,8 @@ class _Door:
         if place.admitted and self.limits.unauthenticated is not None:
             self.admitted -= 1
             if place.token:
-                left = self._by_token[place.token] - 1
-                if left:
-                    self._by_token[place.token] = left
-                else:
+                self._by_token[place.token] -= 1
+                if not self._by_token[place.token]:
                     del self._by_token[place.token]
 
 

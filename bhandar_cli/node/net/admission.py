@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -84,7 +85,7 @@ class Admission:
         default_factory=lambda: dict.fromkeys(("evicted", "over_cap", "late_hello", "clients_over_cap"), 0)
     )
     _pending: dict[Ticket, None] = field(default_factory=dict)  # oldest first
-    _by_token: dict[str, int] = field(default_factory=dict)  # admitted client connections per token
+    _by_token: Counter[str] = field(default_factory=Counter)  # admitted client connections per token
 
     @contextmanager
     def enter(self, conn: FrameConn) -> Iterator[Ticket | None]:
@@ -141,7 +142,7 @@ class Admission:
         it had (a BhandarError says why)."""
         if ticket.admitted:
             return
-        held = self._by_token.get(token, 0)
+        held = self._by_token[token]
         if token and held >= self.per_token:  # the token's holder's doing
             self.stats["clients_over_cap"] += 1
             raise RateLimited(
@@ -156,7 +157,7 @@ class Admission:
         ticket.client, ticket.token = True, token
         self.clients += 1
         if token:
-            self._by_token[token] = held + 1
+            self._by_token[token] += 1
 
     def _lift(self, ticket: Ticket) -> None:
         self._pending.pop(ticket, None)
@@ -177,10 +178,8 @@ class Admission:
             ticket.client = False
             self.clients -= 1
             if ticket.token:
-                left = self._by_token[ticket.token] - 1
-                if left:
-                    self._by_token[ticket.token] = left
-                else:
+                self._by_token[ticket.token] -= 1
+                if not self._by_token[ticket.token]:
                     del self._by_token[ticket.token]
 
     def view(self) -> dict[str, int]:
