@@ -12,14 +12,13 @@ from __future__ import annotations
 import json
 import os
 import ssl
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from cryptography import x509
 
 from bhandar_cli.security import pki
+from tests.e2e.conftest import run_cli
 
 
 def sans(files: pki.NodeTls) -> set[str]:
@@ -112,28 +111,17 @@ def test_an_unreadable_record_of_signed_names_stops_signing(ca: Path, tmp_path: 
         pki.issue_node(ca, "C", ["127.0.0.3"], tmp_path / "C")
 
 
-def bhandar(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "BHANDAR_CLUSTER"}
-    return subprocess.run(
-        [sys.executable, "-P", "-m", "bhandar_cli", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-
-
 def test_cluster_cert_refuses_a_host_that_is_another_nodes_id_in_one_line(tmp_path: Path) -> None:
-    assert bhandar("cluster", "init", "--dir", "c", cwd=tmp_path).returncode == 0
-    made = bhandar("cluster", "cert", "A", "--host", "127.0.0.1", "--out", "a", "--dir", "c", cwd=tmp_path)
+    directory, out_a, out_b = (str(tmp_path / name) for name in ("c", "a", "b"))
+    assert run_cli("cluster", "init", "--dir", directory).returncode == 0
+    made = run_cli("cluster", "cert", "A", "--host", "127.0.0.1", "--out", out_a, "--dir", directory)
     assert made.returncode == 0, made.stderr
     for node, host, says in [
         ("B", "a", "host a is a node id"),
         ("a", "127.0.0.2", "node A's spelled in another case"),
     ]:
-        refused = bhandar("cluster", "cert", node, "--host", host, "--out", "b", "--dir", "c", cwd=tmp_path)
+        refused = run_cli("cluster", "cert", node, "--host", host, "--out", out_b, "--dir", directory)
         assert refused.returncode == 1, refused.stderr
-        (line,) = refused.stderr.strip().splitlines()
+        (line,) = refused.stderr.decode().strip().splitlines()
         assert says in line, line
         assert not (tmp_path / "b").exists()
