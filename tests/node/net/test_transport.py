@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import pytest
@@ -167,7 +168,11 @@ def test_a_message_fanned_out_as_equal_objects_is_encoded_once(monkeypatch: pyte
     async def main() -> None:
         async with trio.open_nursery() as nursery:
             a, b, _ = await pair(nursery)
+            b.transport.send("B", "A", Ping(0))  # B's hello tells A what B reads
+            await a.next()
             a.book["C"] = a.book["B"]  # a second destination (B's port serves it)
+            a.transport.peer_protocols["C"] = a.transport.peer_protocols["B"]  # C is B
+            encoded.clear()
             write = ReplicaWrite(7, KS, "k", RECORD)
             a.transport.send("A", "B", write)
             a.transport.send("A", "C", ReplicaWrite(7, KS, "k", RECORD))  # equal, not the same
@@ -222,6 +227,62 @@ def test_a_node_of_protocol_3_and_an_older_one_talk_a_frame_per_message(old: int
             assert [(await b.next())[1] for _ in range(3)] == [Ping(1), Ping(2), Ping(3)]
             assert a.transport.stats["frames"] - frames == 3
             assert ("sent", old, "Ping") in a.transport.by_protocol
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)
+
+
+def test_a_put_forwarded_before_the_peers_hello_keeps_its_dot() -> None:
+    """A node that has not heard a peer's hello yet (it just started or joined) holds what it
+    sends until the hello says what the peer reads. Written at once in the oldest version, a
+    forwarded put lost its exact dot, and the coordinator applied it under a second dot: a
+    fallback coordinator then stored the same write again under the first, two siblings of one
+    put (`bhandar soak --seconds 24 --seed 3`: a false sibling after a join)."""
+    forwarded = PutRequest(1, "kv", "k", b'"v"', "application/json", {"A": 2}, dot=("F~x", 1), ts=2.5)
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            a, b, _ = await pair(nursery)
+            assert "B" not in a.transport.peer_protocols
+            a.transport.send("A", "B", forwarded)
+            assert (await b.next())[1] == forwarded
+            assert ("sent", PROTOCOL_VERSION, "PutRequest") in a.transport.by_protocol
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)
+
+
+def test_a_peer_that_never_says_hello_is_written_to_in_the_oldest_version(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A peer whose own link never comes (an old build that has nothing to send, a listener
+    that is not a node) still gets what is sent, after HELLO_WAIT, in the oldest version."""
+    monkeypatch.setattr("bhandar_cli.node.net.transport.HELLO_WAIT", 0.05)
+
+    async def main() -> None:
+        frames: list[Any] = []
+        got = trio.Event()
+
+        async def silent(stream: trio.SocketStream) -> None:
+            decoder = FrameDecoder()
+            while (data := await stream.receive_some()) and len(frames) < 2:
+                decoder.receive_data(data)
+                while (frame := decoder.next_frame()) is not None:
+                    frames.append(frame)
+            got.set()
+
+        async with trio.open_nursery() as nursery:
+            listeners = await nursery.start(partial(trio.serve_tcp, silent, 0, host="127.0.0.1"))
+            port = listeners[0].socket.getsockname()[1]
+            a = Peer("A")
+            await nursery.start(a.transport.serve, "127.0.0.1", 0)
+            a.book["B"] = f"127.0.0.1:{port}"
+            a.transport.send("A", "B", Ping(4))
+            with trio.fail_after(10):
+                await got.wait()
+            assert frames[0]["hello"] == "peer"
+            assert from_wire(frames[1]) == Ping(4)
+            assert ("sent", 1, "Ping") in a.transport.by_protocol
             nursery.cancel_scope.cancel()
 
     trio.run(main)
