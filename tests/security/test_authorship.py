@@ -26,7 +26,7 @@ from bhandar_cli.core.model.errors import Refused
 from bhandar_cli.core.model.keyspaces import Keyspaces
 from bhandar_cli.core.model.store import MemoryStore
 from bhandar_cli.core.model.tokens import TokenTable
-from bhandar_cli.core.protocol.messages import Note
+from bhandar_cli.core.protocol.messages import Note, Send
 from bhandar_cli.security import pki
 from bhandar_cli.security.auth import mint
 from bhandar_cli.security.authorship import SignedAuthorship
@@ -153,6 +153,18 @@ def test_a_node_seals_its_own_state_once_per_version(ca: Path) -> None:
     second = {s.id: s for s in g.digest()}["A"]
     assert second.heartbeat == first.heartbeat + 1 and second.seal != first.seal
     assert node(ca, "B").admits_member(second, "C") is None
+
+
+def test_an_ack_carries_the_nodes_own_state_sealed_and_a_third_node_takes_it(ca: Path) -> None:
+    """A's answer to a syn that lacks A's state holds A's state sealed, as its syns do: an ack
+    that carried it unsealed was taken by B (first-hand) and refused by everyone B relayed it to
+    ("an unsealed state relayed by B", in every soak's logs)."""
+    g = gossip(node(ca, "A"), "A", [state("B")])
+    out = g.handle(1.0, "B", GossipSyn((state("B"),))) or []
+    acks = [e.msg for e in out if isinstance(e, Send) and isinstance(e.msg, GossipAck)]
+    mine = [s for s in acks[0].members if s.id == "A"]
+    assert mine and mine[0].seal and mine[0].cert
+    assert node(ca, "C").admits_member(mine[0], "B") is None  # relayed by B: A said it
 
 
 def test_a_known_keyspace_changes_only_for_a_definition_an_issuer_sealed(ca: Path) -> None:

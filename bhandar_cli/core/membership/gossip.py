@@ -290,7 +290,9 @@ class GossipLiveness:
         peer of any version reads a shorter member list as it reads a full one)."""
         held = {state.id: state.version for state in theirs}
         none = (-1, -1)
-        return tuple(s for s in self.membership.members.values() if held.get(s.id, none) < s.version)
+        # From the digest: this node's own state goes sealed, as in a syn (an ack that carried it
+        # unsealed had every peer refuse it second-hand: "an unsealed state relayed by ...").
+        return tuple(s for s in self.digest() if held.get(s.id, none) < s.version)
 
     def _client_tokens_version(self) -> int:
         return 0 if self.client_tokens is None else self.client_tokens.version
