@@ -106,6 +106,7 @@ def render(outcome: Outcome) -> str:
         f"{msgs.get('client', 0):,} to clients, {msgs.get('service', 0):,} to services; "
         f"{outcome.restarts} restarts; {outcome.real_seconds:.1f} s in all"
     )
+    lines += answer_lines(outcome)
     verdict = outcome.verdict
     if verdict is not None and verdict.staleness:
         lines.append(render_staleness(verdict.staleness, float(verdict.stats.get("latest_miss_ms", 0.0))))
@@ -120,6 +121,35 @@ def render(outcome: Outcome) -> str:
                 )
     lines.append(f"logs: {opts.log_dir} (one log per node, history.jsonl)")
     return "\n".join(lines)
+
+
+def answer_lines(outcome: Outcome) -> list[str]:
+    """The answers the clients got, all nodes together, then each node's that were not plainly
+    matched (late, repeated, unmatched, errors by code and text)."""
+    accounts = outcome.answers
+    total = {
+        what: sum(getattr(a, what) for a in accounts.values())
+        for what in ("matched", "late", "repeated", "unmatched")
+    }
+    errors = sum(sum(a.errors.values()) for a in accounts.values())
+    lines = [
+        f"answers: {total['matched']:,} matched ({errors:,} of them errors), {total['late']:,} late "
+        f"(after the request's --timeout), {total['repeated']:,} repeated, {total['unmatched']:,} unmatched"
+    ]
+    for node, account in accounts.items():
+        parts = []
+        if account.errors:
+            parts.append("errors " + "; ".join(account.error_lines()[:5]))
+        if account.late:
+            parts.append(f"{account.late:,} late")
+        if account.repeated:
+            parts.append(f"{account.repeated:,} repeated")
+        if account.unmatched:
+            without = account.without_reply_to
+            parts.append(f"{account.unmatched:,} unmatched ({without:,} without in_reply_to)")
+        if parts:
+            lines.append(f"  {node}: {account.matched:,} matched; " + "; ".join(parts))
+    return lines
 
 
 def to_json(outcome: Outcome, report: str = "") -> dict[str, Any]:
@@ -141,6 +171,7 @@ def to_json(outcome: Outcome, report: str = "") -> dict[str, Any]:
         "operations": op_counts(outcome),
         "latency_ms": latency_ms(outcome),
         "messages": {**outcome.messages, **outcome.network},
+        "answers": {node: account.plain() for node, account in outcome.answers.items()},
         "restarts": outcome.restarts,
         "events": outcome.events,
         "real_seconds": round(outcome.real_seconds, 3),

@@ -1,0 +1,88 @@
+"""Every answer a node sends its clients is accounted: an answer that matches no request (a wrong
+in_reply_to, or none) makes the verdict invalid, quoting it; late answers and answers that are all
+errors are told apart from silence, with their counts, in the verdict, the text report and the JSON.
+All runs at once (one trio loop)."""
+
+from __future__ import annotations
+
+import pytest
+
+from bhandar_cli.check.report import render, to_json
+from bhandar_cli.check.run import Outcome, run_checks
+from tests.check.support import py, short
+
+MODES = ("wrong-reply", "no-reply-to", "late", "errors")
+
+
+@pytest.fixture(scope="module")
+def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Outcome]:
+    root = tmp_path_factory.mktemp("answers")
+    runs = [short(py("echo_answers.py", MODE=mode), "echo", root / mode) for mode in MODES]
+    runs.append(short(py("echo.py"), "echo", root / "correct"))
+    return dict(zip((*MODES, "correct"), run_checks(runs), strict=True))
+
+
+def test_a_wrong_in_reply_to_is_invalid_and_quoted(outcomes: dict[str, Outcome]) -> None:
+    outcome = outcomes["wrong-reply"]
+    assert outcome.verdict is not None and outcome.verdict.status == "invalid"
+    assert outcome.exit_code == 1
+    summary = outcome.verdict.summary
+    assert "answers that match no request of their client" in summary
+    assert "whose in_reply_to is no msg_id that client sent and awaits" in summary
+    assert '"in_reply_to": ' in summary  # the raw message, quoted
+    unmatched = sum(a.unmatched for a in outcome.answers.values())
+    assert unmatched >= 3 and [p.kind for p in outcome.verdict.problems].count("unmatched") >= 1
+
+
+def test_an_answer_without_in_reply_to_is_invalid(outcomes: dict[str, Outcome]) -> None:
+    outcome = outcomes["no-reply-to"]
+    assert outcome.verdict is not None and outcome.verdict.status == "invalid"
+    assert "without in_reply_to" in outcome.verdict.summary
+    assert all(a.unmatched == a.without_reply_to > 0 for a in outcome.answers.values())
+
+
+def test_late_answers_are_counted_and_named_not_called_silence(outcomes: dict[str, Outcome]) -> None:
+    outcome = outcomes["late"]
+    assert outcome.verdict is not None and outcome.verdict.status == "unknown"
+    assert "answers came after their request had timed out" in outcome.verdict.summary
+    assert "no answer came" not in outcome.verdict.summary
+    assert sum(a.late for a in outcome.answers.values()) >= 3
+    assert all(a.unmatched == 0 for a in outcome.answers.values())
+
+
+def test_answers_that_are_all_errors_say_which_errors(outcomes: dict[str, Outcome]) -> None:
+    outcome = outcomes["errors"]
+    assert outcome.verdict is not None and outcome.verdict.status == "unknown"
+    n1 = outcome.answers["n1"]
+    assert n1.matched == sum(n1.errors.values()) > 0
+    assert f"n1 answered none of its {n1.matched} requests with *_ok: {n1.matched} errors" in (
+        outcome.verdict.summary
+    )
+    assert f"11 temporarily-unavailable x {n1.matched}: 'not leader'" in outcome.verdict.summary
+    text = render(outcome)
+    assert f"  n1: {n1.matched} matched; errors 11 temporarily-unavailable x {n1.matched}" in text
+    plain = to_json(outcome)["answers"]["n1"]
+    assert plain["errors"] == [
+        {"code": 11, "name": "temporarily-unavailable", "text": "not leader", "count": n1.matched}
+    ]
+
+
+def test_a_correct_node_has_every_answer_matched(outcomes: dict[str, Outcome]) -> None:
+    outcome = outcomes["correct"]
+    assert outcome.verdict is not None and outcome.verdict.valid
+    asked = len(outcome.history.ops)
+    assert sum(a.matched for a in outcome.answers.values()) == asked
+    out = to_json(outcome)
+    assert {n: (a["unmatched"], a["late"]) for n, a in out["answers"].items()} == {
+        "n1": (0, 0),
+        "n2": (0, 0),
+        "n3": (0, 0),
+    }
+    assert f"answers: {asked} matched (0 of them errors), 0 late" in render(outcome)
+
+
+def test_the_unmatched_answers_are_in_the_json(outcomes: dict[str, Outcome]) -> None:
+    out = to_json(outcomes["wrong-reply"])
+    samples = [s for a in out["answers"].values() for s in a["unmatched_samples"]]
+    assert samples and all(s.startswith('{"src": "n') for s in samples)
+    assert any(p["kind"] == "unmatched" for p in out["problems"])
