@@ -71,9 +71,16 @@ def op_counts(outcome: Outcome) -> dict[str, int]:
 
 
 def plain_curve(points: Curve) -> list[dict[str, Any]]:
-    """A staleness curve for JSON (the last bucket's open end is null)."""
+    """A staleness curve for strict JSON: the last bucket has no upper bound, so its `upto_ms` is
+    null and `open_ended` true (JSON has no Infinity)."""
     return [
-        {"upto_ms": t if math.isfinite(t) else None, "fresh": round(f, 4), "samples": n} for t, f, n in points
+        {
+            "upto_ms": t if math.isfinite(t) else None,
+            "open_ended": not math.isfinite(t),
+            "fresh": round(f, 4),
+            "samples": n,
+        }
+        for t, f, n in points
     ]
 
 
@@ -184,9 +191,7 @@ def to_json(outcome: Outcome, report: str = "") -> dict[str, Any]:
         out["summary"] = verdict.summary
         out["problems"] = [{"kind": p.kind, "text": p.text, "ops": list(p.ops)} for p in verdict.problems]
         out["stats"] = verdict.stats
-        out["staleness"] = [
-            {"upto_ms": t, "fresh": round(f, 4), "samples": n} for t, f, n in verdict.staleness
-        ]
+        out["staleness"] = plain_curve(verdict.staleness)
     if report:
         out["report"] = report
     return out
