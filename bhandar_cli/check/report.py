@@ -13,6 +13,7 @@ import math
 import shlex
 from typing import Any
 
+from bhandar_cli.check.history import availability_text
 from bhandar_cli.check.run import CheckOptions, Outcome
 from bhandar_cli.check.staleness import Curve
 from bhandar_cli.check.staleness import render as render_staleness
@@ -43,6 +44,8 @@ def repeat_command(opts: CheckOptions) -> str:
             parts += [option, f"{value:g}s"]
     if opts.flood_limit != defaults.flood_limit:
         parts += ["--flood-limit", str(opts.flood_limit)]
+    if opts.availability is not None:
+        parts += ["--availability", availability_text(opts.availability)]
     line = " ".join(shlex.quote(p) for p in parts)
     if opts.plan:
         line += "  # without its faults: they were given by the caller (CheckOptions.plan), not drawn"
@@ -185,6 +188,8 @@ def to_json(outcome: Outcome, report: str = "") -> dict[str, Any]:
         "logs": opts.log_dir,
         "repeat": repeat_command(opts),
     }
+    if opts.availability is not None:
+        out["availability"] = availability_text(opts.availability)
     if outcome.error:
         out["error"] = outcome.error
     if verdict is not None:

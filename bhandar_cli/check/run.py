@@ -33,7 +33,15 @@ import trio
 
 from bhandar_cli.check.clients import Account, Clients
 from bhandar_cli.check.cluster import NodeCluster, SetupError
-from bhandar_cli.check.history import INVALID, UNKNOWN, VALID, History, Problem, Verdict
+from bhandar_cli.check.history import (
+    INVALID,
+    UNKNOWN,
+    VALID,
+    History,
+    Problem,
+    Verdict,
+    with_availability,
+)
 from bhandar_cli.check.nemesis import Fault, draw, scenario
 from bhandar_cli.check.protocol import ProtocolError
 from bhandar_cli.check.router import Envelope, Router
@@ -63,6 +71,7 @@ class CheckOptions:
     # Faults given outright by a library caller (a test that must strike every operation), instead
     # of a scenario or a draw; the report prints them, as it prints every plan.
     plan: tuple[Fault, ...] = ()
+    availability: float | None = None  # the share of operations that must succeed (1.0: total)
 
 
 @dataclass
@@ -269,7 +278,10 @@ async def _run(opts: CheckOptions) -> Outcome:
     outcome.restarts = cluster.restarts
     if not outcome.error:
         outcome.verdict = with_events(
-            with_answers(workload.check(history), history, outcome.answers), outcome.events
+            with_availability(
+                with_answers(workload.check(history), history, outcome.answers), history, opts.availability
+            ),
+            outcome.events,
         )
     return outcome
 

@@ -31,6 +31,18 @@ def _seconds(option: str, text: str, low: float, high: float) -> float:
     return value
 
 
+def _availability(text: str) -> float:
+    if text.strip().lower() == "total":
+        return 1.0
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value <= 1.0:
+        fail(f"--availability takes total or a fraction from 0 to 1 such as 0.99 (got {text!r})", EXIT_USAGE)
+    return value
+
+
 def check(
     program: str = typer.Option(
         ...,
@@ -85,6 +97,12 @@ def check(
     flood_limit: int = typer.Option(
         10_000, "--flood-limit", help="Messages one node may write in one second."
     ),
+    availability: str = typer.Option(
+        "",
+        "--availability",
+        metavar="total|FRACTION",
+        help="Operations that must succeed: total (every one) or a share from 0 to 1 (default: none).",
+    ),
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
     """Check a store you did not write: start --node-count copies of any program that speaks
@@ -115,6 +133,7 @@ def check(
     if not 0 < rate <= 100_000 or flood_limit < 1:
         fail("--rate must be above 0 and at most 100000, --flood-limit at least 1", EXIT_USAGE)
     limit = _seconds("--time-limit", time_limit, 0.05, 86_400)
+    required = _availability(availability) if availability else None
     interval = (
         _seconds("--nemesis-interval", nemesis_interval, 0.01, 3600)
         if nemesis_interval
@@ -137,6 +156,7 @@ def check(
         _seconds("--init-timeout", init_timeout, 0.1, 600),
         flood_limit,
         scenario,
+        availability=required,
     )
     if checklist:
         _checklist(opts, report, output)

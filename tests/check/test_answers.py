@@ -1,12 +1,14 @@
 """Every answer a node sends its clients is accounted: an answer that matches no request (a wrong
 in_reply_to, or none) makes the verdict invalid, quoting it; late answers and answers that are all
 errors are told apart from silence, with their counts, in the verdict, the text report and the JSON.
-All runs at once (one trio loop)."""
+`--availability` (Maelstrom's): a share of operations, or all of them, must succeed. All runs at once
+(one trio loop)."""
 
 from __future__ import annotations
 
 import pytest
 
+from bhandar_cli.check.history import VALID, History, Verdict, with_availability
 from bhandar_cli.check.report import render, to_json
 from bhandar_cli.check.run import Outcome, run_checks
 from tests.check.support import py, short
@@ -18,8 +20,9 @@ MODES = ("wrong-reply", "no-reply-to", "late", "errors")
 def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Outcome]:
     root = tmp_path_factory.mktemp("answers")
     runs = [short(py("echo_answers.py", MODE=mode), "echo", root / mode) for mode in MODES]
-    runs.append(short(py("echo.py"), "echo", root / "correct"))
-    return dict(zip((*MODES, "correct"), run_checks(runs), strict=True))
+    runs.append(short(py("echo.py"), "echo", root / "correct", availability=1.0))
+    runs.append(short(py("echo_answers.py", MODE="errors"), "echo", root / "required", availability=0.5))
+    return dict(zip((*MODES, "correct", "required"), run_checks(runs), strict=True))
 
 
 def test_a_wrong_in_reply_to_is_invalid_and_quoted(outcomes: dict[str, Outcome]) -> None:
@@ -86,3 +89,38 @@ def test_the_unmatched_answers_are_in_the_json(outcomes: dict[str, Outcome]) -> 
     samples = [s for a in out["answers"].values() for s in a["unmatched_samples"]]
     assert samples and all(s.startswith('{"src": "n') for s in samples)
     assert any(p["kind"] == "unmatched" for p in out["problems"])
+
+
+def test_availability_total_passes_when_every_operation_succeeds(outcomes: dict[str, Outcome]) -> None:
+    outcome = outcomes["correct"]
+    assert outcome.verdict is not None and outcome.verdict.valid
+    assert outcome.verdict.stats["ok_fraction"] == 1.0
+    assert "--availability total" in to_json(outcome)["repeat"]
+
+
+def test_availability_below_the_fraction_is_invalid_with_the_counts(outcomes: dict[str, Outcome]) -> None:
+    outcome = outcomes["required"]
+    assert outcome.verdict is not None and outcome.verdict.status == "invalid"
+    ops = len(outcome.history.ops)
+    assert f"Only 0 of {ops} operations (0.0%) succeeded; --availability 0.5 asks for at least 50.0%." in (
+        outcome.verdict.summary
+    )
+    assert outcome.verdict.problems[0].kind == "availability"
+
+
+def test_availability_total_fails_on_one_failed_operation() -> None:
+    history = History()
+    for i in range(4):
+        op = history.invoke(0.0, "c1", "n0", "echo", i)
+        if i:
+            op.answer(0.1, i)
+        else:
+            op.failed(0.1, 11, "busy")
+    verdict = Verdict(VALID, "All fine.", (), {})
+    total = with_availability(verdict, history, 1.0)
+    assert total.status == "invalid" and total.stats["ok_fraction"] == 0.75
+    assert total.summary.startswith(
+        "Only 3 of 4 operations (75.0%) succeeded; --availability total asks for every one."
+    )
+    assert with_availability(verdict, history, 0.75).valid
+    assert with_availability(verdict, history, None).valid

@@ -39,6 +39,8 @@ def invoke(*args: str) -> Result:
         (["-w", "echo", "--time-limit", "soon"], "--time-limit takes a duration"),
         (["-w", "echo", "--checklist", "--nemesis", "kill"], "bring their own faults"),
         (["-w", "echo", "--scenario", "fire"], "--scenario: unknown scenario 'fire'"),
+        (["-w", "echo", "--availability", "most"], "--availability takes total or a fraction from 0 to 1"),
+        (["-w", "echo", "--availability", "1.5"], "--availability takes total or a fraction from 0 to 1"),
     ],
 )
 def test_usage_errors_exit_2_with_one_line(args: list[str], words: str) -> None:
