@@ -116,6 +116,7 @@ def render(outcome: Outcome) -> str:
         f"{msgs.get('client', 0):,} to clients, {msgs.get('service', 0):,} to services; "
         f"{outcome.restarts} restarts; {outcome.real_seconds:.1f} s in all"
     )
+    lines.append(net_line(outcome))
     lines += answer_lines(outcome)
     verdict = outcome.verdict
     if verdict is not None and verdict.staleness:
@@ -131,6 +132,22 @@ def render(outcome: Outcome) -> str:
                 )
     lines.append(f"logs: {opts.log_dir} (one log per node, history.jsonl)")
     return "\n".join(lines)
+
+
+def net_line(outcome: Outcome) -> str:
+    """Maelstrom's net statistics on one line: messages, and messages per operation, between
+    servers (Gossip Glomers' targets are on these), with clients, and all."""
+    parts = []
+    for group in ("servers", "clients", "all"):
+        tally = outcome.net.get(group, {})
+        per_op = tally.get("msgs_per_op")
+        per = f" ({per_op:g} per op)" if per_op is not None else ""
+        parts.append(f"{group} {tally.get('msg_count', 0):,} msgs{per}")
+    every = outcome.net.get("all", {})
+    return (
+        f"net: {', '.join(parts)}; {every.get('send_count', 0):,} sent, "
+        f"{every.get('recv_count', 0):,} received"
+    )
 
 
 def answer_lines(outcome: Outcome) -> list[str]:
@@ -181,6 +198,7 @@ def to_json(outcome: Outcome, report: str = "") -> dict[str, Any]:
         "operations": op_counts(outcome),
         "latency_ms": latency_ms(outcome),
         "messages": {**outcome.messages, **outcome.network},
+        "net": outcome.net,
         "answers": {node: account.plain() for node, account in outcome.answers.items()},
         "restarts": outcome.restarts,
         "events": outcome.events,

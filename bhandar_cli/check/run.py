@@ -89,6 +89,7 @@ class Outcome:
     network: dict[str, int] = field(default_factory=dict)
     late_answers: int = 0  # late or unmatched, all nodes together
     answers: dict[str, Account] = field(default_factory=dict)  # node asked -> what it answered
+    net: dict[str, dict[str, float | int | None]] = field(default_factory=dict)  # check/net_stats.py
     restarts: int = 0
     real_seconds: float = 0.0
 
@@ -275,6 +276,7 @@ async def _run(opts: CheckOptions) -> Outcome:
     outcome.network = {"sent": router.model.sent, "dropped": router.model.dropped}
     outcome.late_answers = clients.late
     outcome.answers = dict(sorted(clients.accounts.items()))
+    outcome.net = router.stats.plain(len(history.ops))
     outcome.restarts = cluster.restarts
     if not outcome.error:
         outcome.verdict = with_events(

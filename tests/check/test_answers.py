@@ -1,8 +1,8 @@
 """Every answer a node sends its clients is accounted: an answer that matches no request (a wrong
 in_reply_to, or none) makes the verdict invalid, quoting it; late answers and answers that are all
 errors are told apart from silence, with their counts, in the verdict, the text report and the JSON.
-`--availability` (Maelstrom's): a share of operations, or all of them, must succeed. All runs at once
-(one trio loop)."""
+Also Maelstrom's net statistics (messages per operation) and its `--availability` (a share of the
+operations, or all of them, must succeed). All runs at once (one trio loop)."""
 
 from __future__ import annotations
 
@@ -124,3 +124,20 @@ def test_availability_total_fails_on_one_failed_operation() -> None:
     )
     assert with_availability(verdict, history, 0.75).valid
     assert with_availability(verdict, history, None).valid
+
+
+def test_net_stats_of_echo_count_two_client_messages_an_operation_and_none_between_servers(
+    outcomes: dict[str, Outcome],
+) -> None:
+    outcome = outcomes["correct"]
+    ops = len(outcome.history.ops)
+    net = to_json(outcome)["net"]
+    assert net["servers"] == {"send_count": 0, "recv_count": 0, "msg_count": 0, "msgs_per_op": 0.0}
+    assert net["clients"] == {
+        "send_count": 2 * ops,
+        "recv_count": 2 * ops,
+        "msg_count": 2 * ops,
+        "msgs_per_op": 2.0,
+    }
+    assert net["all"]["msg_count"] == 2 * ops
+    assert f"net: servers 0 msgs (0 per op), clients {2 * ops} msgs (2 per op)" in render(outcome)
