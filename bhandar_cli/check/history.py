@@ -5,6 +5,8 @@ the workload's `*_ok`), `fail` (a definite error: it did not happen), or `info` 
 error or no answer in time: it may have happened, now or later). Times are seconds since the run
 began. Final reads, made after the faults are healed, are marked `final`.
 
+`with_recovery_hint` says, when what the final reads missed may only be late (lost elements, a
+counter off), how long the nodes had after the heal and which option gives them more.
 `with_availability` is Maelstrom's availability check (`--availability`): at least a given share
 of all operations (final reads too, every try) answered `*_ok`, or every one (`total`).
 
@@ -97,6 +99,7 @@ class Verdict:
     problems: tuple[Problem, ...] = ()
     stats: dict[str, Any] = field(default_factory=dict)
     staleness: tuple[tuple[float, float, int], ...] = ()  # (ms after the ack, fraction fresh, reads)
+    hints: tuple[str, ...] = ()  # what to change when the verdict may be the options' doing
 
     @property
     def valid(self) -> bool:
@@ -134,3 +137,19 @@ def with_availability(verdict: Verdict, history: History, required: float | None
     )
     summary = found.text if verdict.status != INVALID else f"{found.text} {verdict.summary}"
     return Verdict(INVALID, summary, (found, *verdict.problems), stats, verdict.staleness)
+
+
+RECOVERY_KINDS = ("lost", "wrong-sum")  # problems a node that converges slowly also shows
+
+
+def with_recovery_hint(verdict: Verdict, recovery: float) -> Verdict:
+    """An invalid verdict whose final reads missed something gets the hint that the nodes may
+    only have been slow: they had `recovery` seconds after the heal, and --recovery gives more."""
+    if not any(p.kind in RECOVERY_KINDS for p in verdict.problems):
+        return verdict
+    hint = (
+        f"The final reads came {recovery:g} s after the heal (--recovery {recovery:g}s); a node that "
+        "replicates more slowly needs more: if a longer --recovery makes this pass, the node converges "
+        "late rather than never."
+    )
+    return replace(verdict, summary=f"{verdict.summary} Hint: {hint}", hints=(*verdict.hints, hint))

@@ -214,6 +214,7 @@ def to_json(outcome: Outcome, report: str = "") -> dict[str, Any]:
         out["summary"] = verdict.summary
         out["problems"] = [{"kind": p.kind, "text": p.text, "ops": list(p.ops)} for p in verdict.problems]
         out["stats"] = verdict.stats
+        out["hints"] = list(verdict.hints)
         out["staleness"] = plain_curve(verdict.staleness)
     if report:
         out["report"] = report

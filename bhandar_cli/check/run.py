@@ -41,6 +41,7 @@ from bhandar_cli.check.history import (
     Problem,
     Verdict,
     with_availability,
+    with_recovery_hint,
 )
 from bhandar_cli.check.nemesis import Fault, draw, scenario
 from bhandar_cli.check.protocol import ProtocolError
@@ -279,11 +280,16 @@ async def _run(opts: CheckOptions) -> Outcome:
     outcome.net = router.stats.plain(len(history.ops))
     outcome.restarts = cluster.restarts
     if not outcome.error:
-        outcome.verdict = with_events(
-            with_availability(
-                with_answers(workload.check(history), history, outcome.answers), history, opts.availability
+        outcome.verdict = with_recovery_hint(
+            with_events(
+                with_availability(
+                    with_answers(workload.check(history), history, outcome.answers),
+                    history,
+                    opts.availability,
+                ),
+                outcome.events,
             ),
-            outcome.events,
+            opts.recovery,
         )
     return outcome
 

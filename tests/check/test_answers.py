@@ -2,13 +2,22 @@
 in_reply_to, or none) makes the verdict invalid, quoting it; late answers and answers that are all
 errors are told apart from silence, with their counts, in the verdict, the text report and the JSON.
 Also Maelstrom's net statistics (messages per operation) and its `--availability` (a share of the
-operations, or all of them, must succeed). All runs at once (one trio loop)."""
+operations, or all of them, must succeed), and the hint a verdict of lost elements gets about
+--recovery. All runs at once (one trio loop)."""
 
 from __future__ import annotations
 
 import pytest
 
-from bhandar_cli.check.history import VALID, History, Verdict, with_availability
+from bhandar_cli.check.history import (
+    INVALID,
+    VALID,
+    History,
+    Problem,
+    Verdict,
+    with_availability,
+    with_recovery_hint,
+)
 from bhandar_cli.check.report import render, to_json
 from bhandar_cli.check.run import Outcome, run_checks
 from tests.check.support import py, short
@@ -22,7 +31,8 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Outcome]:
     runs = [short(py("echo_answers.py", MODE=mode), "echo", root / mode) for mode in MODES]
     runs.append(short(py("echo.py"), "echo", root / "correct", availability=1.0))
     runs.append(short(py("echo_answers.py", MODE="errors"), "echo", root / "required", availability=0.5))
-    return dict(zip((*MODES, "correct", "required"), run_checks(runs), strict=True))
+    runs.append(short(py("sets.py", MODE="local"), "g-set", root / "unspread"))
+    return dict(zip((*MODES, "correct", "required", "unspread"), run_checks(runs), strict=True))
 
 
 def test_a_wrong_in_reply_to_is_invalid_and_quoted(outcomes: dict[str, Outcome]) -> None:
@@ -141,3 +151,25 @@ def test_net_stats_of_echo_count_two_client_messages_an_operation_and_none_betwe
     }
     assert net["all"]["msg_count"] == 2 * ops
     assert f"net: servers 0 msgs (0 per op), clients {2 * ops} msgs (2 per op)" in render(outcome)
+
+
+def test_lost_elements_get_a_hint_naming_the_recovery_option(outcomes: dict[str, Outcome]) -> None:
+    outcome = outcomes["unspread"]
+    assert outcome.verdict is not None and outcome.verdict.status == "invalid"
+    assert any(p.kind == "lost" for p in outcome.verdict.problems)
+    hint = "The final reads came 0.3 s after the heal (--recovery 0.3s); a node that replicates more slowly"
+    assert f"Hint: {hint}" in outcome.verdict.summary
+    assert to_json(outcome)["hints"][0].startswith(hint)
+
+
+def test_only_problems_a_slow_node_also_shows_get_the_hint() -> None:
+    wrong = Verdict(
+        INVALID, "n1 echoed the wrong thing.", (Problem("wrong-echo", "n1 echoed the wrong thing."),)
+    )
+    assert with_recovery_hint(wrong, 1.0) == wrong
+    off = Verdict(INVALID, "n2 read 3.", (Problem("wrong-sum", "n2 read 3."),))
+    hinted = with_recovery_hint(off, 2.0)
+    assert hinted.summary.startswith(
+        "n2 read 3. Hint: The final reads came 2 s after the heal (--recovery 2s)"
+    )
+    assert len(hinted.hints) == 1
