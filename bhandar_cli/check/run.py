@@ -31,6 +31,7 @@ from random import Random
 
 import trio
 
+from bhandar_cli.check.catalog import scenarios
 from bhandar_cli.check.clients import Account, Clients
 from bhandar_cli.check.cluster import NodeCluster, SetupError
 from bhandar_cli.check.history import (
@@ -68,7 +69,7 @@ class CheckOptions:
     recovery: float = 1.0
     init_timeout: float = 10.0
     flood_limit: int = 10_000
-    scenario: str = ""  # a checklist scenario's fixed faults instead of a draw from `nemesis`
+    scenario: str = ""  # a checklist scenario (the workload's name for it) instead of a draw
     # Faults given outright by a library caller (a test that must strike every operation), instead
     # of a scenario or a draw; the report prints them, as it prints every plan.
     plan: tuple[Fault, ...] = ()
@@ -218,7 +219,7 @@ async def _run(opts: CheckOptions) -> Outcome:
     if opts.plan:
         faults = list(opts.plan)
     elif opts.scenario:
-        faults = scenario(opts.scenario, names, opts.time_limit)
+        faults = scenario(scenarios(opts.workload)[opts.scenario], names, opts.time_limit)
     else:
         faults = draw(fault_rng, list(opts.nemesis), names, opts.time_limit, opts.interval)
     log_dir = fresh_log_dir(Path(opts.log_dir), names)

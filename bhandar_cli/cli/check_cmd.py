@@ -14,11 +14,12 @@ from pathlib import Path
 
 import typer
 
-from bhandar_cli.check.catalog import KINDS, SCENARIOS, WORKLOADS
+from bhandar_cli.check.catalog import KINDS, WORKLOADS, scenarios
 from bhandar_cli.cli.output import EXIT_USAGE, OUTPUT_OPTION, OutputFormat, emit_json, fail
 from bhandar_cli.core.model.durations import seconds_of
 
 WORKLOAD_HELP = "; ".join(f"{name}: {doc}" for name, doc in WORKLOADS.items())
+SCENARIO_HELP = "; ".join(f"{name}: {', '.join(scenarios(name))}" for name in WORKLOADS)
 
 
 def _seconds(option: str, text: str, low: float, high: float) -> float:
@@ -77,8 +78,12 @@ def check(
         metavar="DURATION",
         help="Typical fault length (default: a fifth of the time limit).",
     ),
-    checklist: bool = typer.Option(False, "--checklist", help=f"Run every scenario: {'; '.join(SCENARIOS)}."),
-    scenario: str = typer.Option("", "--scenario", metavar="NAME", help="Run one checklist scenario."),
+    checklist: bool = typer.Option(
+        False, "--checklist", help="Run every scenario of the workload (--scenario names them)."
+    ),
+    scenario: str = typer.Option(
+        "", "--scenario", metavar="NAME", help=f"Run one checklist scenario. {SCENARIO_HELP}."
+    ),
     report: Path | None = typer.Option(
         None, "--report", metavar="FILE", help="Write a self-contained HTML report."
     ),
@@ -124,8 +129,9 @@ def check(
     unknown = [k for k in kinds if k not in KINDS]
     if unknown:
         fail(f"--nemesis: unknown fault {unknown[0]!r} (use {', '.join(KINDS)})", EXIT_USAGE)
-    if scenario and scenario not in SCENARIOS:
-        fail(f"--scenario: unknown scenario {scenario!r} (use {'; '.join(SCENARIOS)})", EXIT_USAGE)
+    if scenario and scenario not in scenarios(workload):
+        known = "; ".join(scenarios(workload))
+        fail(f"--scenario: unknown scenario {scenario!r} for {workload} (use {known})", EXIT_USAGE)
     if (checklist or scenario) and kinds:
         fail("--checklist and --scenario bring their own faults; leave out --nemesis", EXIT_USAGE)
     if not 1 <= node_count <= 64 or not 1 <= (concurrency or node_count) <= 1000:
