@@ -144,7 +144,7 @@ def test_bench_check_measures_both_ways(tmp_path: Path) -> None:
         "bench-check", "--nodes", "3", "--tokens", "6", "--seconds", "0.3", "--ops", "400", "-o", "json"
     )
     assert result.exit_code == 0, result.output
-    out = json.loads(result.stdout)
+    out = strict_json(result.stdout)
     for run in ("harness_light", "pipe_light", "harness_heavy", "pipe_heavy"):
         assert out[run]["hops"] > 20 and out[run]["median_hop_ms"] > 0
     assert out["checker"]["valid"]["verdict"] == "valid"
