@@ -47,6 +47,8 @@ def page(outcome: Outcome) -> str:
         head += [f"<li>{escape(p.text)}</li>" for p in verdict.problems[:100]]
         head.append("</ol>")
         named = {i for p in verdict.problems for i in p.ops}
+    if verdict is not None:
+        head += [f'<p class="hint">Hint: {escape(hint)}</p>' for hint in verdict.hints]
     body = ["<h2>Timeline (seconds since the workload began)</h2>", timeline_svg(outcome, named)]
     first = next((p for p in verdict.problems if p.ops), None) if verdict is not None else None
     if first is not None:

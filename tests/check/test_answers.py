@@ -18,6 +18,7 @@ from bhandar_cli.check.history import (
     with_availability,
     with_recovery_hint,
 )
+from bhandar_cli.check.html import page
 from bhandar_cli.check.report import render, to_json
 from bhandar_cli.check.run import Outcome, run_checks
 from tests.check.support import py, short
@@ -171,3 +172,13 @@ def test_only_problems_a_slow_node_also_shows_get_the_hint() -> None:
         "n2 read 3. Hint: The final reads came 2 s after the heal (--recovery 2s)"
     )
     assert len(hinted.hints) == 1
+
+
+def test_the_html_report_has_the_hint_and_the_net_statistics(outcomes: dict[str, Outcome]) -> None:
+    hinted = page(outcomes["unspread"])
+    assert '<p class="hint">Hint: The final reads came 0.3 s after the heal' in hinted
+    ops = len(outcomes["correct"].history.ops)
+    net = page(outcomes["correct"])
+    assert "<h2>Messages</h2>" in net
+    assert "<tr><td>servers</td><td>0</td><td>0</td><td>0</td><td>0</td></tr>" in net
+    assert f"<tr><td>clients</td><td>{2 * ops}</td><td>{2 * ops}</td><td>{2 * ops}</td><td>2</td></tr>" in net
