@@ -219,7 +219,9 @@ async def _run(opts: CheckOptions) -> Outcome:
     if opts.plan:
         faults = list(opts.plan)
     elif opts.scenario:
-        faults = scenario(scenarios(opts.workload)[opts.scenario], names, opts.time_limit)
+        # the workload's name for a plan, or (a library caller) the plan's own name
+        plan = scenarios(opts.workload).get(opts.scenario, opts.scenario)
+        faults = scenario(plan, names, opts.time_limit)
     else:
         faults = draw(fault_rng, list(opts.nemesis), names, opts.time_limit, opts.interval)
     log_dir = fresh_log_dir(Path(opts.log_dir), names)
