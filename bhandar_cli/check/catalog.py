@@ -20,6 +20,7 @@ WORKLOADS: dict[str, str] = {
 
 KINDS = ("partition", "kill", "pause", "slow", "loss", "duplicate")
 
+# The checklist's plans (check/nemesis.py `scenario`), named as dynamo-kv's checklist names them.
 SCENARIOS = (
     "no fault",
     "one node down",
@@ -29,3 +30,29 @@ SCENARIOS = (
     "hint holder killed",
     "restarts",
 )
+
+# Each workload's checklist: the plans that make sense for it, in its own words (name -> plan). A
+# workload not listed gets GENERAL. `--scenario` takes the workload's names.
+GENERAL = {
+    "no fault": "no fault",
+    "one node down": "one node down",
+    "two nodes down": "two nodes down",
+    "minority partition": "minority partition",
+    "slow node": "slow replica",
+    "node killed during a partition": "hint holder killed",
+    "restarts": "restarts",
+}
+WORKLOAD_SCENARIOS: dict[str, dict[str, str]] = {
+    # Each echo is answered by the node asked: only a node's own troubles matter.
+    "echo": {name: GENERAL[name] for name in ("no fault", "one node down", "slow node", "restarts")},
+    # Ids must stay unique across a partition and a restart (a node must not hand out one again).
+    "unique-ids": {
+        name: GENERAL[name] for name in ("no fault", "one node down", "minority partition", "restarts")
+    },
+    "dynamo-kv": {name: name for name in SCENARIOS},
+}
+
+
+def scenarios(workload: str) -> dict[str, str]:
+    """The workload's checklist: its scenario names, in order, each with the plan it runs."""
+    return WORKLOAD_SCENARIOS.get(workload, GENERAL)

@@ -1,11 +1,13 @@
 """`check --checklist`: the same program and workload under each named scenario, one run each
 (fresh processes and a log directory of its own), and the table that compares them.
 
-The scenarios (check/nemesis.py `SCENARIOS`): no fault; one node down; two nodes down; a
-minority partition; a slow replica; a hint holder killed (a fallback that may hold writes for
-nodes cut off dies before the partition heals); restarts (every node killed and restarted in
-turn). Each row gives the operations, how they ended, lost acknowledged writes and stale reads
-(for workloads that count them), the p99 latency and the verdict.
+Each workload has its own scenarios, in its own words (check/catalog.py `scenarios`), drawn
+from the plans of check/nemesis.py: no fault; one node down; two nodes down; a minority
+partition; a slow node (dynamo-kv: a slow replica); a node killed during a partition (dynamo-kv:
+a hint holder killed, a fallback that may hold writes for nodes cut off dies before the partition
+heals); restarts (every node killed and restarted in turn). Each row gives the operations, how
+they ended, lost acknowledged writes and stale reads (for workloads that count them), the p99
+latency and the verdict.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from bhandar_cli.check.nemesis import SCENARIOS
+from bhandar_cli.check.catalog import scenarios
 from bhandar_cli.check.report import checklist_row
 from bhandar_cli.check.run import CheckOptions, Outcome, run_check
 
@@ -30,7 +32,7 @@ def run_checklist(
 ) -> tuple[list[dict[str, Any]], list[Outcome]]:
     rows: list[dict[str, Any]] = []
     outcomes: list[Outcome] = []
-    for name in SCENARIOS:
+    for name in scenarios(opts.workload):
         progress(f"scenario {name} ...")
         outcome = run_check(
             replace(opts, scenario=name, nemesis=(), log_dir=str(Path(opts.log_dir) / slug(name)))

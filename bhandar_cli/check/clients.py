@@ -11,18 +11,55 @@ type promises is the node breaking the protocol: `on_protocol_error` ends the ru
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from random import Random
 from typing import Any
 
 import trio
 
 from bhandar_cli.check.history import History, Op
-from bhandar_cli.check.protocol import Message, ProtocolError
+from bhandar_cli.check.protocol import Message, ProtocolError, error_name
 from bhandar_cli.check.router import Router
 from bhandar_cli.check.workload import BadAnswer, Workload
 
 FINAL_TRIES = 3
+SAMPLES = 3  # unmatched answers quoted per node
+
+
+@dataclass
+class Account:
+    """What one node answered its clients, request by request."""
+
+    matched: int = 0
+    late: int = 0  # to a request that had already timed out
+    repeated: int = 0  # a second answer to a request already answered
+    unmatched: int = 0  # no in_reply_to, or one matching no request of that client
+    without_reply_to: int = 0  # of the unmatched: no in_reply_to at all
+    samples: list[str] = field(default_factory=list)  # the first unmatched answers, raw
+    errors: Counter[tuple[int, str]] = field(default_factory=Counter)  # (code, text) of matched errors
+
+    def error_lines(self) -> list[str]:
+        """`11 temporarily-unavailable x 40: 'not leader'`, most frequent first."""
+        return [
+            f"{code} {error_name(code)} x {n}" + (f": {text!r}" if text else "")
+            for (code, text), n in self.errors.most_common()
+        ]
+
+    def plain(self) -> dict[str, object]:
+        return {
+            "matched": self.matched,
+            "late": self.late,
+            "repeated": self.repeated,
+            "unmatched": self.unmatched,
+            "without_in_reply_to": self.without_reply_to,
+            "unmatched_samples": list(self.samples),
+            "errors": [
+                {"code": code, "name": error_name(code), "text": text, "count": n}
+                for (code, text), n in self.errors.most_common()
+            ],
+        }
 
 
 class Clients:
@@ -39,9 +76,20 @@ class Clients:
         self.history = history
         self.timeout = timeout
         self.on_protocol_error = on_protocol_error
-        self.late = 0  # answers after their request timed out, or to nothing asked
-        self._pending: dict[tuple[str, int], tuple[trio.Event, list[Message]]] = {}
+        self.accounts: dict[str, Account] = {}  # node asked (or, unmatched, node answering) -> account
+        # (client, msg_id) -> node asked, of requests waiting, timed out and answered
+        self._pending: dict[tuple[str, int], tuple[trio.Event, list[Message], str]] = {}
+        self._timed_out: dict[tuple[str, int], str] = {}
+        self._answered: dict[tuple[str, int], str] = {}
         self._next_id = 0
+
+    def account(self, node: str) -> Account:
+        return self.accounts.setdefault(node, Account())
+
+    @property
+    def late(self) -> int:
+        """Answers after their request timed out, or to nothing asked."""
+        return sum(a.late + a.unmatched for a in self.accounts.values())
 
     # --- requests and answers ------------------------------------------------------------------------
 
@@ -55,28 +103,40 @@ class Clients:
             op.msg_id = msg_id
         body = {**body, "msg_id": msg_id}
         done, box = trio.Event(), list[Message]()
-        self._pending[(client, msg_id)] = (done, box)
+        self._pending[(client, msg_id)] = (done, box, node)
         self.router.send_to_node(client, node, body, copies)
         try:
             with trio.move_on_after(self.timeout):
                 await done.wait()
         finally:
-            self._pending.pop((client, msg_id), None)
+            if self._pending.pop((client, msg_id), None) is not None:
+                self._timed_out[(client, msg_id)] = node
         return box[0] if box else None
 
     def on_answer(self, msg: Message) -> None:
         """A message a node sent to a client (the router's `on_client`)."""
-        waiting = (
-            self._pending.pop((msg.dest, msg.in_reply_to or -1), None)
-            if msg.in_reply_to is not None
-            else None
-        )
-        if waiting is None:
-            self.late += 1
-            return
-        done, box = waiting
-        box.append(msg)
-        done.set()
+        key = (msg.dest, msg.in_reply_to if msg.in_reply_to is not None else -1)
+        waiting = self._pending.pop(key, None)
+        if waiting is not None:
+            done, box, node = waiting
+            self._answered[key] = node
+            account = self.account(node)
+            account.matched += 1
+            code = msg.body.get("code")
+            if msg.type == "error" and type(code) is int:
+                account.errors[(code, str(msg.body.get("text", ""))[:200])] += 1
+            box.append(msg)
+            done.set()
+        elif key in self._timed_out:
+            self.account(self._timed_out[key]).late += 1
+        elif key in self._answered:
+            self.account(self._answered[key]).repeated += 1
+        else:
+            account = self.account(msg.src)
+            account.unmatched += 1
+            account.without_reply_to += msg.in_reply_to is None
+            if len(account.samples) < SAMPLES:
+                account.samples.append(msg.raw.decode("utf-8", "replace")[:200])
 
     def complete(self, op: Op, answer: Message | None) -> None:
         """Record the outcome of `op` from its answer (None: it timed out)."""

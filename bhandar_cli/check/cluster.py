@@ -130,6 +130,7 @@ class NodeCluster:
     async def start(self, nursery: trio.Nursery, names: list[str], timeout: float) -> None:
         """Start `names` and give each `init`; SetupError naming every node that failed."""
         problems: list[str] = []
+        lines_before = {name: self.procs[name].lines for name in names}  # to tell silence from chatter
         for name in names:
             proc = self.procs[name]
             try:
@@ -149,8 +150,16 @@ class NodeCluster:
         for name in names:
             event = self._initing.pop(name)
             if not event.is_set():
+                wrote = self.procs[name].lines - lines_before[name]
+                saw = (
+                    ": it wrote nothing on standard output (is it flushing? each message is one line "
+                    "ending in a newline; Python: print(..., flush=True))"
+                    if not wrote
+                    else f": it wrote {wrote} line(s), none an init_ok answering init "
+                    f"(msg_id {self._init_id_of[name]})"
+                )
                 problems.append(
-                    f"{name} did not answer init within {timeout:g} s" + self._last(self.procs[name])
+                    f"{name} did not answer init within {timeout:g} s{saw}" + self._last(self.procs[name])
                 )
             elif self._init_ok.get(name):
                 problems.append(str(self._init_ok[name]))

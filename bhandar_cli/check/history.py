@@ -5,6 +5,11 @@ the workload's `*_ok`), `fail` (a definite error: it did not happen), or `info` 
 error or no answer in time: it may have happened, now or later). Times are seconds since the run
 began. Final reads, made after the faults are healed, are marked `final`.
 
+`with_recovery_hint` says, when what the final reads missed may only be late (lost elements, a
+counter off), how long the nodes had after the heal and which option gives them more.
+`with_availability` is Maelstrom's availability check (`--availability`): at least a given share
+of all operations (final reads too, every try) answered `*_ok`, or every one (`total`).
+
 A `Verdict` is valid, invalid (with the problems found, each naming its operations) or unknown
 (the checker could not decide, and says why). Its `summary` is the one paragraph a person reads.
 """
@@ -12,7 +17,7 @@ A `Verdict` is valid, invalid (with the problems found, each naming its operatio
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bhandar_cli.check.protocol import definite, error_name
@@ -94,6 +99,7 @@ class Verdict:
     problems: tuple[Problem, ...] = ()
     stats: dict[str, Any] = field(default_factory=dict)
     staleness: tuple[tuple[float, float, int], ...] = ()  # (ms after the ack, fraction fresh, reads)
+    hints: tuple[str, ...] = ()  # what to change when the verdict may be the options' doing
 
     @property
     def valid(self) -> bool:
@@ -108,3 +114,42 @@ def judged(problems: list[Problem], checked: str, stats: dict[str, Any], **extra
     more = f" ({len(problems) - 3} more problems in the report)" if len(problems) > 3 else ""
     summary = " ".join(p.text for p in problems[:3]) + more
     return Verdict(INVALID, summary, tuple(problems), stats, **extra)
+
+
+def availability_text(required: float) -> str:
+    return "total" if required >= 1.0 else f"{required:g}"
+
+
+def with_availability(verdict: Verdict, history: History, required: float | None) -> Verdict:
+    """The verdict, made invalid when fewer than `required` of the operations succeeded (None: no
+    requirement; 1.0: `total`, every one). The share is in the stats either way."""
+    ops = len(history.ops)
+    ok = sum(op.ok for op in history.ops)
+    share = ok / ops if ops else 1.0
+    stats = {**verdict.stats, "ok_fraction": round(share, 4)}
+    if required is None or share >= required:
+        return replace(verdict, stats=stats)
+    asked = "every one" if required >= 1.0 else f"at least {required:.1%}"
+    found = Problem(
+        "availability",
+        f"Only {ok:,} of {ops:,} operations ({share:.1%}) succeeded; "
+        f"--availability {availability_text(required)} asks for {asked}.",
+    )
+    summary = found.text if verdict.status != INVALID else f"{found.text} {verdict.summary}"
+    return Verdict(INVALID, summary, (found, *verdict.problems), stats, verdict.staleness)
+
+
+RECOVERY_KINDS = ("lost", "wrong-sum")  # problems a node that converges slowly also shows
+
+
+def with_recovery_hint(verdict: Verdict, recovery: float) -> Verdict:
+    """An invalid verdict whose final reads missed something gets the hint that the nodes may
+    only have been slow: they had `recovery` seconds after the heal, and --recovery gives more."""
+    if not any(p.kind in RECOVERY_KINDS for p in verdict.problems):
+        return verdict
+    hint = (
+        f"The final reads came {recovery:g} s after the heal (--recovery {recovery:g}s); a node that "
+        "replicates more slowly needs more: if a longer --recovery makes this pass, the node converges "
+        "late rather than never."
+    )
+    return replace(verdict, summary=f"{verdict.summary} Hint: {hint}", hints=(*verdict.hints, hint))

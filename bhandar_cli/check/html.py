@@ -47,6 +47,8 @@ def page(outcome: Outcome) -> str:
         head += [f"<li>{escape(p.text)}</li>" for p in verdict.problems[:100]]
         head.append("</ol>")
         named = {i for p in verdict.problems for i in p.ops}
+    if verdict is not None:
+        head += [f'<p class="hint">Hint: {escape(hint)}</p>' for hint in verdict.hints]
     body = ["<h2>Timeline (seconds since the workload began)</h2>", timeline_svg(outcome, named)]
     first = next((p for p in verdict.problems if p.ops), None) if verdict is not None else None
     if first is not None:
@@ -62,8 +64,23 @@ def page(outcome: Outcome) -> str:
             ]
     if verdict is not None and verdict.staleness:
         body += ["<h2>Staleness</h2>", staleness_svg(verdict.staleness)]
+    if outcome.net:
+        body += ["<h2>Messages</h2>", net_table(outcome)]
     body += ["<h2>Report</h2>", f"<pre>{escape(render(outcome))}</pre>", "</body></html>"]
     return "\n".join(head + body) + "\n"
+
+
+def net_table(outcome: Outcome) -> str:
+    """Maelstrom's net statistics: per group, sends, receives, messages and messages per op."""
+    rows = ["<table><tr><th>messages</th><th>sent</th><th>received</th><th>distinct</th><th>per op</th></tr>"]
+    for group in ("servers", "clients", "all"):
+        tally = outcome.net[group]
+        per_op = tally["msgs_per_op"]
+        rows.append(
+            f"<tr><td>{group}</td><td>{tally['send_count']:,}</td><td>{tally['recv_count']:,}</td>"
+            f"<td>{tally['msg_count']:,}</td><td>{'-' if per_op is None else f'{per_op:g}'}</td></tr>"
+        )
+    return "".join(rows) + "</table>"
 
 
 def _headline(outcome: Outcome) -> str:

@@ -13,6 +13,7 @@ import math
 import shlex
 from typing import Any
 
+from bhandar_cli.check.history import availability_text
 from bhandar_cli.check.run import CheckOptions, Outcome
 from bhandar_cli.check.staleness import Curve
 from bhandar_cli.check.staleness import render as render_staleness
@@ -43,6 +44,8 @@ def repeat_command(opts: CheckOptions) -> str:
             parts += [option, f"{value:g}s"]
     if opts.flood_limit != defaults.flood_limit:
         parts += ["--flood-limit", str(opts.flood_limit)]
+    if opts.availability is not None:
+        parts += ["--availability", availability_text(opts.availability)]
     line = " ".join(shlex.quote(p) for p in parts)
     if opts.plan:
         line += "  # without its faults: they were given by the caller (CheckOptions.plan), not drawn"
@@ -71,9 +74,16 @@ def op_counts(outcome: Outcome) -> dict[str, int]:
 
 
 def plain_curve(points: Curve) -> list[dict[str, Any]]:
-    """A staleness curve for JSON (the last bucket's open end is null)."""
+    """A staleness curve for strict JSON: the last bucket has no upper bound, so its `upto_ms` is
+    null and `open_ended` true (JSON has no Infinity)."""
     return [
-        {"upto_ms": t if math.isfinite(t) else None, "fresh": round(f, 4), "samples": n} for t, f, n in points
+        {
+            "upto_ms": t if math.isfinite(t) else None,
+            "open_ended": not math.isfinite(t),
+            "fresh": round(f, 4),
+            "samples": n,
+        }
+        for t, f, n in points
     ]
 
 
@@ -106,6 +116,8 @@ def render(outcome: Outcome) -> str:
         f"{msgs.get('client', 0):,} to clients, {msgs.get('service', 0):,} to services; "
         f"{outcome.restarts} restarts; {outcome.real_seconds:.1f} s in all"
     )
+    lines.append(net_line(outcome))
+    lines += answer_lines(outcome)
     verdict = outcome.verdict
     if verdict is not None and verdict.staleness:
         lines.append(render_staleness(verdict.staleness, float(verdict.stats.get("latest_miss_ms", 0.0))))
@@ -120,6 +132,51 @@ def render(outcome: Outcome) -> str:
                 )
     lines.append(f"logs: {opts.log_dir} (one log per node, history.jsonl)")
     return "\n".join(lines)
+
+
+def net_line(outcome: Outcome) -> str:
+    """Maelstrom's net statistics on one line: messages, and messages per operation, between
+    servers (Gossip Glomers' targets are on these), with clients, and all."""
+    parts = []
+    for group in ("servers", "clients", "all"):
+        tally = outcome.net.get(group, {})
+        per_op = tally.get("msgs_per_op")
+        per = f" ({per_op:g} per op)" if per_op is not None else ""
+        parts.append(f"{group} {tally.get('msg_count', 0):,} msgs{per}")
+    every = outcome.net.get("all", {})
+    return (
+        f"net: {', '.join(parts)}; {every.get('send_count', 0):,} sent, "
+        f"{every.get('recv_count', 0):,} received"
+    )
+
+
+def answer_lines(outcome: Outcome) -> list[str]:
+    """The answers the clients got, all nodes together, then each node's that were not plainly
+    matched (late, repeated, unmatched, errors by code and text)."""
+    accounts = outcome.answers
+    total = {
+        what: sum(getattr(a, what) for a in accounts.values())
+        for what in ("matched", "late", "repeated", "unmatched")
+    }
+    errors = sum(sum(a.errors.values()) for a in accounts.values())
+    lines = [
+        f"answers: {total['matched']:,} matched ({errors:,} of them errors), {total['late']:,} late "
+        f"(after the request's --timeout), {total['repeated']:,} repeated, {total['unmatched']:,} unmatched"
+    ]
+    for node, account in accounts.items():
+        parts = []
+        if account.errors:
+            parts.append("errors " + "; ".join(account.error_lines()[:5]))
+        if account.late:
+            parts.append(f"{account.late:,} late")
+        if account.repeated:
+            parts.append(f"{account.repeated:,} repeated")
+        if account.unmatched:
+            without = account.without_reply_to
+            parts.append(f"{account.unmatched:,} unmatched ({without:,} without in_reply_to)")
+        if parts:
+            lines.append(f"  {node}: {account.matched:,} matched; " + "; ".join(parts))
+    return lines
 
 
 def to_json(outcome: Outcome, report: str = "") -> dict[str, Any]:
@@ -141,21 +198,24 @@ def to_json(outcome: Outcome, report: str = "") -> dict[str, Any]:
         "operations": op_counts(outcome),
         "latency_ms": latency_ms(outcome),
         "messages": {**outcome.messages, **outcome.network},
+        "net": outcome.net,
+        "answers": {node: account.plain() for node, account in outcome.answers.items()},
         "restarts": outcome.restarts,
         "events": outcome.events,
         "real_seconds": round(outcome.real_seconds, 3),
         "logs": opts.log_dir,
         "repeat": repeat_command(opts),
     }
+    if opts.availability is not None:
+        out["availability"] = availability_text(opts.availability)
     if outcome.error:
         out["error"] = outcome.error
     if verdict is not None:
         out["summary"] = verdict.summary
         out["problems"] = [{"kind": p.kind, "text": p.text, "ops": list(p.ops)} for p in verdict.problems]
         out["stats"] = verdict.stats
-        out["staleness"] = [
-            {"upto_ms": t, "fresh": round(f, 4), "samples": n} for t, f, n in verdict.staleness
-        ]
+        out["hints"] = list(verdict.hints)
+        out["staleness"] = plain_curve(verdict.staleness)
     if report:
         out["report"] = report
     return out

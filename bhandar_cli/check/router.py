@@ -21,6 +21,7 @@ from typing import Any
 
 import trio
 
+from bhandar_cli.check.net_stats import NetStats
 from bhandar_cli.check.process import NodeProcess
 from bhandar_cli.check.protocol import NODE_NOT_FOUND, Message, encode, error_body, reply_body
 from bhandar_cli.host.network import LatencyModel, Network, NetworkModel
@@ -64,6 +65,7 @@ class Router:
         self.journal: list[Envelope] = []
         self.journal_full = False
         self.counts = {"node": 0, "client": 0, "service": 0}
+        self.stats = NetStats()  # Maelstrom's net statistics: sends, receives, messages
         self._rng = rng
 
     async def run(self) -> None:
@@ -101,6 +103,7 @@ class Router:
         if node is None or not node.send(env.raw):
             return False
         env.arrived = self.now()
+        self.stats.received(env.src, dst)
         return True
 
     # --- from nodes --------------------------------------------------------------------------------
@@ -109,6 +112,7 @@ class Router:
         """A message a node wrote (decoded and checked by the caller)."""
         dest = msg.dest
         env = self._record(msg.src, dest, msg.body, msg.raw + b"\n")
+        self.stats.sent(msg.src, dest)
         if dest in self.nodes:
             self.counts["node"] += 1
             self.network.send(msg.src, dest, env)
@@ -124,10 +128,12 @@ class Router:
 
     def _to_client(self, env: Envelope, msg: Message) -> None:
         env.arrived = self.now()
+        self.stats.received(msg.src, msg.dest)
         self.on_client(msg)
 
     def _to_service(self, env: Envelope, msg: Message) -> None:
         env.arrived = self.now()
+        self.stats.received(msg.src, msg.dest)
         service = self.services[msg.dest]
         answer = reply_body(msg.body, service(msg.src, msg.body))
         self.send_to_node(msg.dest, msg.src, answer)
@@ -138,6 +144,7 @@ class Router:
         """A client's, a service's or the harness's message to a node, after the latency (a
         client's request may be duplicated: `copies`)."""
         raw = encode(src, node, body)
+        self.stats.sent(src, node, copies)
         for _ in range(copies):
             env = self._record(src, node, body, raw)
             self._schedule(self.model.delay(src, node), self._arrive_direct, (node, env))

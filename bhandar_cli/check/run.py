@@ -31,9 +31,19 @@ from random import Random
 
 import trio
 
-from bhandar_cli.check.clients import Clients
+from bhandar_cli.check.catalog import scenarios
+from bhandar_cli.check.clients import Account, Clients
 from bhandar_cli.check.cluster import NodeCluster, SetupError
-from bhandar_cli.check.history import INVALID, UNKNOWN, VALID, History, Problem, Verdict
+from bhandar_cli.check.history import (
+    INVALID,
+    UNKNOWN,
+    VALID,
+    History,
+    Problem,
+    Verdict,
+    with_availability,
+    with_recovery_hint,
+)
 from bhandar_cli.check.nemesis import Fault, draw, scenario
 from bhandar_cli.check.protocol import ProtocolError
 from bhandar_cli.check.router import Envelope, Router
@@ -59,10 +69,11 @@ class CheckOptions:
     recovery: float = 1.0
     init_timeout: float = 10.0
     flood_limit: int = 10_000
-    scenario: str = ""  # a checklist scenario's fixed faults instead of a draw from `nemesis`
+    scenario: str = ""  # a checklist scenario (the workload's name for it) instead of a draw
     # Faults given outright by a library caller (a test that must strike every operation), instead
     # of a scenario or a draw; the report prints them, as it prints every plan.
     plan: tuple[Fault, ...] = ()
+    availability: float | None = None  # the share of operations that must succeed (1.0: total)
 
 
 @dataclass
@@ -78,7 +89,9 @@ class Outcome:
     events: list[str] = field(default_factory=list)
     messages: dict[str, int] = field(default_factory=dict)
     network: dict[str, int] = field(default_factory=dict)
-    late_answers: int = 0
+    late_answers: int = 0  # late or unmatched, all nodes together
+    answers: dict[str, Account] = field(default_factory=dict)  # node asked -> what it answered
+    net: dict[str, dict[str, float | int | None]] = field(default_factory=dict)  # check/net_stats.py
     restarts: int = 0
     real_seconds: float = 0.0
 
@@ -121,9 +134,21 @@ def run_checks(many: list[CheckOptions]) -> list[Outcome]:
     return done
 
 
-def with_silence(verdict: Verdict, history: History) -> Verdict:
-    """A valid verdict with nothing answered is unknown, and one with nodes that answered none of
-    their requests says so: a checker judges answers, and a node that gives none escapes it."""
+def with_answers(verdict: Verdict, history: History, accounts: dict[str, Account]) -> Verdict:
+    """The verdict, made invalid by answers that match no request (a node that answers with the
+    wrong `in_reply_to`, or none, escapes every checker, which judges matched answers only). A valid
+    verdict with nothing answered `*_ok` is unknown, and one with nodes that answered none of their
+    requests `*_ok` says what those nodes did instead, with the counts."""
+    found = [
+        Problem("unmatched", unmatched_text(node, account))
+        for node, account in sorted(accounts.items())
+        if account.unmatched
+    ]
+    if found:
+        summary = " ".join(p.text for p in found)
+        if verdict.status != VALID:
+            summary += " " + verdict.summary
+        return Verdict(INVALID, summary, tuple(found) + verdict.problems, verdict.stats, verdict.staleness)
     asked: dict[str, int] = {}
     answered: set[str] = set()
     for op in history.ops:
@@ -131,13 +156,47 @@ def with_silence(verdict: Verdict, history: History) -> Verdict:
         if op.ok:
             answered.add(op.node)
     silent = [
-        f"{node} answered none of its {n} requests" for node, n in asked.items() if node not in answered
+        silent_text(node, n, accounts.get(node, Account()))
+        for node, n in asked.items()
+        if node not in answered
     ]
     if not silent or verdict.status != VALID:
         return verdict
     if not answered:
         return Verdict(UNKNOWN, f"Nothing to judge: {'; '.join(silent)}.", (), verdict.stats)
     return replace(verdict, summary=f"{verdict.summary} But {'; '.join(silent)}.")
+
+
+def unmatched_text(node: str, account: Account) -> str:
+    """`n1 sent 9 answers that match no request of their client (...): '...'`."""
+    without = account.without_reply_to
+    why = ", ".join(
+        part
+        for part in (
+            f"{without} without in_reply_to" if without else "",
+            f"{account.unmatched - without} whose in_reply_to is no msg_id that client sent and awaits"
+            if account.unmatched > without
+            else "",
+        )
+        if part
+    )
+    quoted = "; ".join(repr(raw) for raw in account.samples)
+    return f"{node} sent {account.unmatched} answers that match no request of their client ({why}): {quoted}."
+
+
+def silent_text(node: str, asked: int, account: Account) -> str:
+    """What a node that answered none of its requests `*_ok` did instead."""
+    did = []
+    if account.errors:
+        errors = sum(account.errors.values())
+        did.append(f"{errors} errors ({'; '.join(account.error_lines()[:3])})")
+    if account.late:
+        did.append(f"{account.late} answers came after their request had timed out (--timeout)")
+    if account.unmatched:
+        did.append(f"{account.unmatched} answers matched no request")
+    if not did:
+        return f"{node} answered none of its {asked} requests (no answer came)"
+    return f"{node} answered none of its {asked} requests with *_ok: " + ", ".join(did)
 
 
 def with_events(verdict: Verdict, events: list[str]) -> Verdict:
@@ -160,7 +219,9 @@ async def _run(opts: CheckOptions) -> Outcome:
     if opts.plan:
         faults = list(opts.plan)
     elif opts.scenario:
-        faults = scenario(opts.scenario, names, opts.time_limit)
+        # the workload's name for a plan, or (a library caller) the plan's own name
+        plan = scenarios(opts.workload).get(opts.scenario, opts.scenario)
+        faults = scenario(plan, names, opts.time_limit)
     else:
         faults = draw(fault_rng, list(opts.nemesis), names, opts.time_limit, opts.interval)
     log_dir = fresh_log_dir(Path(opts.log_dir), names)
@@ -218,9 +279,21 @@ async def _run(opts: CheckOptions) -> Outcome:
     outcome.messages = dict(router.counts)
     outcome.network = {"sent": router.model.sent, "dropped": router.model.dropped}
     outcome.late_answers = clients.late
+    outcome.answers = dict(sorted(clients.accounts.items()))
+    outcome.net = router.stats.plain(len(history.ops))
     outcome.restarts = cluster.restarts
     if not outcome.error:
-        outcome.verdict = with_events(with_silence(workload.check(history), history), outcome.events)
+        outcome.verdict = with_recovery_hint(
+            with_events(
+                with_availability(
+                    with_answers(workload.check(history), history, outcome.answers),
+                    history,
+                    opts.availability,
+                ),
+                outcome.events,
+            ),
+            opts.recovery,
+        )
     return outcome
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import typer
 
-from bhandar_cli.check.catalog import KINDS, SCENARIOS, WORKLOADS
+from bhandar_cli.check.catalog import KINDS, WORKLOADS, scenarios
 from bhandar_cli.cli.output import EXIT_USAGE, OUTPUT_OPTION, OutputFormat, emit_json, fail
 from bhandar_cli.core.model.durations import seconds_of
 
@@ -28,6 +28,18 @@ def _seconds(option: str, text: str, low: float, high: float) -> float:
             f"{option} takes a duration from {low:g} s to {high:g} s such as 500ms, 5s or 2m (got {text!r})",
             EXIT_USAGE,
         )
+    return value
+
+
+def _availability(text: str) -> float:
+    if text.strip().lower() == "total":
+        return 1.0
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value <= 1.0:
+        fail(f"--availability takes total or a fraction from 0 to 1 such as 0.99 (got {text!r})", EXIT_USAGE)
     return value
 
 
@@ -65,8 +77,15 @@ def check(
         metavar="DURATION",
         help="Typical fault length (default: a fifth of the time limit).",
     ),
-    checklist: bool = typer.Option(False, "--checklist", help=f"Run every scenario: {'; '.join(SCENARIOS)}."),
-    scenario: str = typer.Option("", "--scenario", metavar="NAME", help="Run one checklist scenario."),
+    checklist: bool = typer.Option(
+        False, "--checklist", help="Run every scenario of the workload (--scenario names them)."
+    ),
+    scenario: str = typer.Option(
+        "",
+        "--scenario",
+        metavar="NAME",
+        help="Run one checklist scenario, named as the workload names it (docs/check.md lists them).",
+    ),
     report: Path | None = typer.Option(
         None, "--report", metavar="FILE", help="Write a self-contained HTML report."
     ),
@@ -84,6 +103,12 @@ def check(
     ),
     flood_limit: int = typer.Option(
         10_000, "--flood-limit", help="Messages one node may write in one second."
+    ),
+    availability: str = typer.Option(
+        "",
+        "--availability",
+        metavar="total|FRACTION",
+        help="Operations that must succeed: total (every one) or a share from 0 to 1 (default: none).",
     ),
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
@@ -106,8 +131,9 @@ def check(
     unknown = [k for k in kinds if k not in KINDS]
     if unknown:
         fail(f"--nemesis: unknown fault {unknown[0]!r} (use {', '.join(KINDS)})", EXIT_USAGE)
-    if scenario and scenario not in SCENARIOS:
-        fail(f"--scenario: unknown scenario {scenario!r} (use {'; '.join(SCENARIOS)})", EXIT_USAGE)
+    if scenario and scenario not in scenarios(workload):
+        known = "; ".join(scenarios(workload))
+        fail(f"--scenario: unknown scenario {scenario!r} for {workload} (use {known})", EXIT_USAGE)
     if (checklist or scenario) and kinds:
         fail("--checklist and --scenario bring their own faults; leave out --nemesis", EXIT_USAGE)
     if not 1 <= node_count <= 64 or not 1 <= (concurrency or node_count) <= 1000:
@@ -115,6 +141,7 @@ def check(
     if not 0 < rate <= 100_000 or flood_limit < 1:
         fail("--rate must be above 0 and at most 100000, --flood-limit at least 1", EXIT_USAGE)
     limit = _seconds("--time-limit", time_limit, 0.05, 86_400)
+    required = _availability(availability) if availability else None
     interval = (
         _seconds("--nemesis-interval", nemesis_interval, 0.01, 3600)
         if nemesis_interval
@@ -137,6 +164,7 @@ def check(
         _seconds("--init-timeout", init_timeout, 0.1, 600),
         flood_limit,
         scenario,
+        availability=required,
     )
     if checklist:
         _checklist(opts, report, output)

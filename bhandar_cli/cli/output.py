@@ -41,8 +41,10 @@ def __getattr__(name: str) -> Any:
 
 
 def emit_json(obj: dict[str, Any]) -> None:
-    """One JSON object per line, flushed at once so a pipe sees it immediately."""
-    sys.stdout.write(json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n")
+    """One JSON object per line, flushed at once so a pipe sees it immediately. Strict JSON: a
+    non-finite float (Infinity, NaN, which no JSON parser but Python's accepts) is a bug of the
+    command that made it, and raises ValueError instead of being written."""
+    sys.stdout.write(json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False) + "\n")
     sys.stdout.flush()
 
 

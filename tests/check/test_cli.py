@@ -11,7 +11,7 @@ import pytest
 import typer
 from typer.testing import CliRunner, Result
 
-from bhandar_cli.check.nemesis import SCENARIOS
+from bhandar_cli.check.catalog import scenarios
 from bhandar_cli.cli.bench_check_cmd import bench_check
 from bhandar_cli.cli.check_cmd import check
 from tests.check.support import NODES, py
@@ -39,6 +39,12 @@ def invoke(*args: str) -> Result:
         (["-w", "echo", "--time-limit", "soon"], "--time-limit takes a duration"),
         (["-w", "echo", "--checklist", "--nemesis", "kill"], "bring their own faults"),
         (["-w", "echo", "--scenario", "fire"], "--scenario: unknown scenario 'fire'"),
+        (
+            ["-w", "broadcast", "--scenario", "hint holder killed"],
+            "--scenario: unknown scenario 'hint holder killed' for broadcast (use no fault; one node down",
+        ),
+        (["-w", "echo", "--availability", "most"], "--availability takes total or a fraction from 0 to 1"),
+        (["-w", "echo", "--availability", "1.5"], "--availability takes total or a fraction from 0 to 1"),
     ],
 )
 def test_usage_errors_exit_2_with_one_line(args: list[str], words: str) -> None:
@@ -124,8 +130,11 @@ def test_the_checklist_table(tmp_path: Path) -> None:
     assert (
         lines[0].split(" | ")[0].strip() == "scenario" and "stale reads" in lines[0] and "p99 ms" in lines[0]
     )
-    assert [line.split(" | ")[0].strip() for line in lines[2:9]] == list(SCENARIOS)
-    assert all(line.rstrip().endswith("valid") for line in lines[2:9])
+    own = list(scenarios("g-set"))
+    assert own[-2:] == ["node killed during a partition", "restarts"] and "slow node" in own
+    rows = lines[2 : 2 + len(own)]
+    assert [line.split(" | ")[0].strip() for line in rows] == own
+    assert all(line.rstrip().endswith("valid") for line in rows)
     assert "staleness" in report.read_text()
     assert "staleness (reads fresh, by how long" in result.stdout
 
@@ -135,7 +144,7 @@ def test_bench_check_measures_both_ways(tmp_path: Path) -> None:
         "bench-check", "--nodes", "3", "--tokens", "6", "--seconds", "0.3", "--ops", "400", "-o", "json"
     )
     assert result.exit_code == 0, result.output
-    out = json.loads(result.stdout)
+    out = strict_json(result.stdout)
     for run in ("harness_light", "pipe_light", "harness_heavy", "pipe_heavy"):
         assert out[run]["hops"] > 20 and out[run]["median_hop_ms"] > 0
     assert out["checker"]["valid"]["verdict"] == "valid"
