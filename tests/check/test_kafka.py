@@ -1,0 +1,294 @@
+"""The kafka workload (Gossip Glomers #5): its checker finds each anomaly, by Jepsen's name, in a
+planted history and passes a correct one (no processes); its clients consume like Maelstrom's;
+and against real nodes a correct leader node and a #5a single node pass while broken nodes (one
+in JavaScript) are caught with the right anomaly named."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from random import Random
+from typing import Any
+
+import pytest
+
+from bhandar_cli.check.history import INVALID, UNKNOWN, VALID, History, Verdict
+from bhandar_cli.check.run import run_checks
+from bhandar_cli.check.workload import BadAnswer
+from bhandar_cli.check.workloads.kafka import KEYS, Kafka
+from tests.check.support import NODES, py, short
+
+NODES_OF = ["n1", "n2"]
+
+
+class Planted:
+    """A history written by hand: each call appends one operation, its outcome, and a tick."""
+
+    def __init__(self) -> None:
+        self.history = History()
+        self.now = 0.0
+
+    def op(
+        self, client: str, f: str, value: Any, result: Any = None, kind: str = "ok", final: bool = False
+    ) -> None:
+        op = self.history.invoke(self.now, client, "n1", f, value, final=final)
+        self.now += 0.01
+        if kind == "ok":
+            op.answer(self.now, result)
+        elif kind == "fail":
+            op.failed(self.now, 11, "unavailable")
+        else:
+            op.gave_up(self.now, "no answer")
+        self.now += 0.01
+
+    def send(self, client: str, key: str, msg: int, offset: int | None, kind: str = "ok") -> None:
+        self.op(client, "send", {"key": key, "msg": msg}, offset, kind)
+
+    def poll(self, client: str, asked: dict[str, int], got: dict[str, list[tuple[int, Any]]]) -> None:
+        self.op(client, "poll", {"offsets": asked}, got)
+
+    def final(self, got: dict[str, list[tuple[int, Any]]]) -> None:
+        self.op("c1", "poll", {"offsets": {k: 0 for k in KEYS}}, got, final=True)
+
+    def commit(self, client: str, offsets: dict[str, int]) -> None:
+        self.op(client, "commit_offsets", {"offsets": offsets})
+
+    def committed(self, client: str, offsets: dict[str, int]) -> None:
+        self.op(client, "list_committed_offsets", {"keys": list(KEYS)}, offsets)
+
+    def verdict(self) -> Verdict:
+        return Kafka(Random(0), NODES_OF).check(self.history)
+
+
+def _good() -> Planted:
+    """Two producers and a consumer on key 0, sparse offsets (10, 12, 13) as Maelstrom allows; one
+    message polled only by the final poll (no recency is required); commits that go back because
+    a node keeps the last commit, not the highest."""
+    h = Planted()
+    h.committed("c3", {})
+    h.send("c1", "0", 1, 10)
+    h.send("c2", "0", 2, 12)
+    h.poll("c3", {"0": 0}, {"0": [(10, 1), (12, 2)]})
+    h.commit("c3", {"0": 12})
+    h.committed("c2", {"0": 12})
+    h.send("c1", "0", 3, 13)
+    h.send("c2", "1", 4, 0)
+    h.commit("c1", {"0": 10})
+    h.committed("c2", {"0": 10})
+    h.poll("c3", {"0": 13, "1": 0}, {"0": [(13, 3)]})
+    h.final({"0": [(10, 1), (12, 2), (13, 3)], "1": [(0, 4)]})
+    return h
+
+
+def test_a_correct_history_is_valid() -> None:
+    verdict = _good().verdict()
+    assert verdict.status == VALID, verdict.summary
+    assert verdict.stats["acknowledged"] == 4 and verdict.stats["lost"] == 0
+    assert verdict.stats["final_polls"] == "1/1"
+
+
+def _planted(kind: str) -> Planted:
+    h = Planted()
+    if kind == "lost-write":
+        h.send("c1", "0", 1, 0)
+        h.send("c1", "0", 2, 1)
+        h.final({"0": [(1, 2)]})
+    elif kind == "unseen":
+        h.send("c1", "0", 1, 0)
+        h.send("c1", "0", 2, 1)
+        h.final({"0": [(0, 1)]})
+    elif kind == "inconsistent-offsets":
+        h.send("c1", "0", 1, 0)
+        h.send("c2", "0", 2, 0)
+        h.final({"0": [(0, 1)]})
+    elif kind == "duplicate":
+        h.send("c1", "0", 1, 0)
+        h.final({"0": [(0, 1), (1, 1)]})
+    elif kind == "G1a":
+        h.send("c1", "0", 1, None, kind="fail")
+        h.final({"0": [(0, 1)]})
+    elif kind == "int-nonmonotonic-poll":
+        h.send("c1", "0", 1, 0)
+        h.send("c1", "0", 2, 1)
+        h.final({"0": [(1, 2), (0, 1)]})
+    elif kind == "int-poll-skip":
+        h.send("c1", "0", 1, 0)
+        h.send("c1", "0", 2, 1)
+        h.send("c1", "0", 3, 2)
+        h.poll("c2", {"0": 0}, {"0": [(0, 1), (2, 3)]})
+        h.final({"0": [(0, 1), (1, 2), (2, 3)]})
+    elif kind == "nonmonotonic-poll":
+        h.send("c1", "0", 1, 0)
+        h.send("c1", "0", 2, 1)
+        h.poll("c2", {"0": 1}, {"0": [(0, 1), (1, 2)]})
+        h.final({"0": [(0, 1), (1, 2)]})
+    elif kind == "poll-skip":
+        h.send("c1", "0", 1, 0)
+        h.send("c1", "0", 2, 1)
+        h.poll("c2", {"0": 0}, {"0": [(1, 2)]})
+        h.final({"0": [(0, 1), (1, 2)]})
+    elif kind == "nonmonotonic-send":
+        h.send("c1", "0", 1, 5)
+        h.send("c1", "0", 2, 3)
+        h.final({"0": [(3, 2), (5, 1)]})
+    elif kind == "committed-ahead":
+        h.send("c1", "0", 1, 0)
+        h.send("c1", "0", 2, 1)
+        h.send("c1", "0", 3, 2)
+        h.poll("c2", {"0": 0}, {"0": [(0, 1)]})
+        h.commit("c2", {"0": 0})
+        h.committed("c3", {"0": 2})
+        h.final({"0": [(0, 1), (1, 2), (2, 3)]})
+    elif kind == "committed-backwards":
+        h.send("c1", "0", 1, 0)
+        h.send("c1", "0", 2, 1)
+        h.poll("c2", {"0": 0}, {"0": [(0, 1)]})
+        h.commit("c2", {"0": 0})
+        h.poll("c2", {"0": 1}, {"0": [(1, 2)]})
+        h.commit("c2", {"0": 1})
+        h.committed("c3", {"0": 1})
+        h.committed("c3", {"0": 0})
+        h.final({"0": [(0, 1), (1, 2)]})
+    return h
+
+
+ANOMALIES = [
+    "lost-write",
+    "unseen",
+    "inconsistent-offsets",
+    "duplicate",
+    "G1a",
+    "int-nonmonotonic-poll",
+    "int-poll-skip",
+    "nonmonotonic-poll",
+    "poll-skip",
+    "nonmonotonic-send",
+    "committed-ahead",
+    "committed-backwards",
+]
+
+
+@pytest.mark.parametrize("kind", ANOMALIES)
+def test_each_anomaly_is_found_and_named_in_a_planted_history(kind: str) -> None:
+    verdict = _planted(kind).verdict()
+    assert verdict.status == INVALID, verdict.summary
+    kinds = {p.kind for p in verdict.problems}
+    assert kind in kinds, verdict.summary
+    assert verdict.stats[kind] >= 1
+    named = next(p for p in verdict.problems if p.kind == kind)
+    assert named.ops and all(f"#{i}" in named.text for i in named.ops[:1]), named.text
+
+
+def test_each_planted_history_shows_only_what_was_planted_or_implied() -> None:
+    """The plants are minimal: no kind besides its own and what it implies (the message that lost
+    its offset to another is never polled; a poll that skipped a message is how it was lost)."""
+    implied = {
+        "inconsistent-offsets": {"inconsistent-offsets", "unseen"},
+        "lost-write": {"lost-write", "poll-skip"},
+    }
+    for kind in ANOMALIES:
+        found = {p.kind for p in _planted(kind).verdict().problems}
+        assert found <= implied.get(kind, {kind}), (kind, found)
+
+
+def test_acknowledged_messages_nobody_polled_without_a_final_poll_answered_are_unknown() -> None:
+    h = Planted()
+    h.send("c1", "0", 1, 0)
+    h.op("c1", "poll", {"offsets": {k: 0 for k in KEYS}}, None, kind="info", final=True)
+    verdict = h.verdict()
+    assert verdict.status == UNKNOWN and "no final poll was answered" in verdict.summary
+
+
+def test_a_commit_of_a_lower_offset_may_lower_what_is_committed() -> None:
+    """Maelstrom's nodes may keep the last commit: going back to an offset some client asked to
+    commit after the earlier answer began is allowed; going back to one nobody asked for is not."""
+    h = Planted()
+    h.send("c1", "0", 1, 0)
+    h.send("c1", "0", 2, 1)
+    h.commit("c2", {"0": 1})
+    h.committed("c3", {"0": 1})
+    h.commit("c1", {"0": 0})
+    h.committed("c3", {"0": 0})
+    h.final({"0": [(0, 1), (1, 2)]})
+    assert h.verdict().status == VALID
+
+
+def test_the_clients_consume_as_maelstroms_do() -> None:
+    """A client assigns first (committed offsets), polls from its position, commits the highest
+    offsets a poll returned, and goes on from after them."""
+    w = Kafka(Random(1), NODES_OF)
+    history = History()
+    rng = Random(2)
+
+    def step(result: Any) -> tuple[str, Any]:
+        f, value = w.next_op(rng, 1)
+        op = history.invoke(0.0, "c1", "n1", f, value)
+        op.answer(0.1, result(f))
+        w.completed(op)
+        return f, value
+
+    rest = {k: 0 for k in KEYS[1:]}
+    assert step(lambda f: {"0": 4}) == ("list_committed_offsets", {"keys": list(KEYS)})
+    answers = {"send": 0, "poll": {"0": [(4, 10), (6, 11)]}}
+    seen = [step(answers.get) for _ in range(20)]
+    polls = [i for i, (f, _) in enumerate(seen) if f == "poll"]
+    assert polls and polls[0] + 1 < len(seen), seen
+    first = polls[0]
+    assert seen[first][1] == {"offsets": {"0": 4, **rest}}
+    assert seen[first + 1] == ("commit_offsets", {"offsets": {"0": 6}})
+    later = [value for f, value in seen[first + 1 :] if f == "poll"]
+    assert later and later[0] == {"offsets": {"0": 7, **rest}}
+
+
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        ({"type": "poll_ok"}, 'without "msgs"'),
+        ({"type": "poll_ok", "msgs": {"0": [[1]]}}, r"not \[offset, msg\]"),
+        ({"type": "poll_ok", "msgs": {"0": [["1", 2]]}}, r"not \[offset, msg\]"),
+        ({"type": "poll_ok", "msgs": {"0": 5}}, "not a list"),
+    ],
+)
+def test_a_malformed_poll_answer_is_the_nodes_protocol_error(body: dict[str, Any], words: str) -> None:
+    with pytest.raises(BadAnswer, match=words):
+        Kafka(Random(0), NODES_OF).parse("poll", body)
+
+
+def test_a_send_answer_without_an_integer_offset_is_a_protocol_error() -> None:
+    w = Kafka(Random(0), NODES_OF)
+    assert w.parse("send", {"type": "send_ok", "offset": 3}) == 3
+    with pytest.raises(BadAnswer, match='"offset" is not int'):
+        w.parse("send", {"type": "send_ok", "offset": "3"})
+    with pytest.raises(BadAnswer, match="non-integer offset"):
+        w.parse("list_committed_offsets", {"type": "list_committed_offsets_ok", "offsets": {"0": None}})
+
+
+# (argv, node count, faults, the anomaly expected or "" for valid)
+RUNS: list[tuple[tuple[str, ...], int, tuple[str, ...], str]] = [
+    (py("kafka.py"), 3, (), ""),
+    (py("kafka.py"), 3, ("partition", "kill", "pause", "duplicate"), ""),
+    (py("kafka_single.py"), 1, (), ""),
+    (py("kafka.py", MODE="forget"), 3, (), "lost-write"),
+    (("node", str(NODES / "kafka_local.js")), 3, (), "inconsistent-offsets"),
+    (("env", "MODE=reverse", "node", str(NODES / "kafka_local.js")), 1, (), "int-nonmonotonic-poll"),
+]
+
+
+def test_real_nodes_get_maelstroms_verdict(tmp_path: Path) -> None:
+    outcomes = run_checks(
+        [
+            short(argv, "kafka", tmp_path / str(i), node_count=n, nemesis=faults, seed=3, time_limit=1.5)
+            for i, (argv, n, faults, _) in enumerate(RUNS)
+        ]
+    )
+    for outcome, (argv, _, faults, kind) in zip(outcomes, RUNS, strict=True):
+        verdict = outcome.verdict
+        assert verdict is not None, (argv, outcome.error)
+        if not kind:
+            assert outcome.exit_code == 0, (argv, verdict.summary)
+            assert bool(outcome.faults) == bool(faults)
+            # Under faults clients wait out timeouts: fewer operations, but some answered.
+            least = 1 if faults else 5
+            assert verdict.stats["acknowledged"] >= least and verdict.stats["polls"] >= least, verdict.stats
+        else:
+            assert outcome.exit_code == 1, (argv, verdict.summary)
+            assert kind in {p.kind for p in verdict.problems}, (argv, verdict.summary)
