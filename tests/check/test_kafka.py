@@ -239,6 +239,30 @@ def test_the_clients_consume_as_maelstroms_do() -> None:
     assert later and later[0] == {"offsets": {"0": 7, **rest}}
 
 
+def test_the_final_polls_go_on_page_after_page_while_acknowledged_sends_go_further() -> None:
+    """A node may answer a poll with a few messages: Maelstrom polls on until it has seen every
+    acknowledged offset, and so do the final polls; a node with nothing new is asked no more."""
+    w = Kafka(Random(1), NODES_OF)
+    history = History()
+
+    def done(node: str, f: str, value: Any, result: Any, final: bool) -> None:
+        op = history.invoke(0.0, "c1", node, f, value, final=final)
+        op.answer(0.1, result)
+        w.completed(op)
+
+    done("n1", "send", {"key": "0", "msg": 1}, 4, False)
+    done("n1", "send", {"key": "1", "msg": 2}, 0, False)
+    first = w.finals()
+    assert first == [(n, "poll", {"offsets": {k: 0 for k in KEYS}}) for n in NODES_OF]
+    done("n1", "poll", first[0][2], {"0": [(0, 9), (1, 8)], "1": [(0, 2)]}, True)
+    done("n2", "poll", first[1][2], {"0": [(0, 9)]}, True)
+    second = w.more_finals()
+    assert second == [("n1", "poll", {"offsets": {"0": 2}}), ("n2", "poll", {"offsets": {"0": 1}})]
+    done("n1", "poll", second[0][2], {"0": [(2, 7), (4, 1)]}, True)
+    done("n2", "poll", second[1][2], {}, True)
+    assert w.more_finals() == []
+
+
 @pytest.mark.parametrize(
     ("body", "words"),
     [
@@ -267,6 +291,7 @@ RUNS: list[tuple[tuple[str, ...], int, tuple[str, ...], str]] = [
     (py("kafka.py"), 3, (), ""),
     (py("kafka.py"), 3, ("partition", "kill", "pause", "duplicate"), ""),
     (py("kafka_single.py"), 1, (), ""),
+    (py("kafka.py", PAGE="2"), 3, (), ""),
     (py("kafka.py", MODE="forget"), 3, (), "lost-write"),
     (("node", str(NODES / "kafka_local.js")), 3, (), "inconsistent-offsets"),
     (("env", "MODE=reverse", "node", str(NODES / "kafka_local.js")), 1, (), "int-nonmonotonic-poll"),

@@ -10,8 +10,9 @@ offsets of the keys (`list_committed_offsets`, Jepsen's assign) and polls from t
 from where its last one ended; after a poll that returned messages it commits the highest offset
 it saw of each key. Now and then a client starts over as a fresh consumer (Maelstrom crashes its
 clients), from the committed offsets. Sends and polls are half of the rest each; messages are
-distinct integers; keys are a small set. After the heal, every node is polled once from offset 0
-of every key (the final polls).
+distinct integers; keys are a small set. After the heal, every node is polled from offset 0 of
+every key, and polled on from where each answer ended while the acknowledged sends go further
+(the final polls: a node may answer a poll with a page of its log).
 
 Checker, with the anomaly names of Jepsen's kafka checker (which Maelstrom uses):
 - lost-write: an acknowledged send that no poll returned, although a poll returned a later
@@ -110,6 +111,9 @@ class Kafka(Workload):
     def __init__(self, rng: Random, nodes: list[str]) -> None:
         super().__init__(rng, nodes)
         self.consumers: dict[str, Consumer] = {}
+        self.top: dict[str, int] = {}  # key -> the highest offset a send was acknowledged with
+        self.paging: dict[str, dict[str, int]] = {}  # node -> what its last final poll asked
+        self.last_final: dict[str, Op] = {}  # node -> its last answered final poll
 
     # --- the clients ---------------------------------------------------------------------------------
 
@@ -128,8 +132,13 @@ class Kafka(Workload):
 
     def completed(self, op: Op) -> None:
         me = self.consumers.setdefault(op.client, Consumer())
-        if not op.ok or op.final:
+        if not op.ok:
             return
+        if op.final:
+            self.last_final[op.node] = op
+            return
+        if op.f == "send":
+            self.top[op.value["key"]] = max(op.result, self.top.get(op.value["key"], -1))
         if op.f == "list_committed_offsets":
             me.positions = {k: op.result.get(k, 0) for k in KEYS}
         elif op.f == "poll" and me.positions is not None:
@@ -152,7 +161,27 @@ class Kafka(Workload):
         return None
 
     def finals(self) -> list[tuple[str, str, Any]]:
-        return [(node, "poll", {"offsets": {k: 0 for k in KEYS}}) for node in self.nodes]
+        self.paging = {node: {k: 0 for k in KEYS} for node in self.nodes}
+        return [(node, "poll", {"offsets": dict(asked)}) for node, asked in self.paging.items()]
+
+    def more_finals(self) -> list[tuple[str, str, Any]]:
+        """The next page of each node's final poll: from after the last offset it returned, of
+        each key whose acknowledged sends went further (Maelstrom polls on until it has seen
+        them). A node that gave no answer, or nothing new, is asked no more."""
+        paging: dict[str, dict[str, int]] = {}
+        for node, asked in self.paging.items():
+            last = self.last_final.get(node)
+            if last is None or last.value["offsets"] != asked:
+                continue
+            after = {}
+            for key, start in asked.items():
+                reached = max((o for o, _ in last.result.get(key, [])), default=-1)
+                if reached >= start and self.top.get(key, -1) > reached:
+                    after[key] = reached + 1
+            if after:
+                paging[node] = after
+        self.paging = paging
+        return [(node, "poll", {"offsets": dict(asked)}) for node, asked in paging.items()]
 
     def show(self, op: Op) -> str:
         v = op.value
@@ -400,7 +429,7 @@ class KafkaCheck:
                 self.problem(
                     "unseen",
                     f"{len(ops)} acknowledged send(s) to key {key} were never returned by any poll, "
-                    f"not even the final polls from offset 0: {shown}{more}.",
+                    f"not even the final polls (from offset 0, page after page): {shown}{more}.",
                     tuple(op.index for op in ops[:SHOWN]),
                 )
         return unobserved

@@ -1,8 +1,9 @@
 """kafka with one leader (the first of init's node_ids) that keeps every log and committed offset
 on disk before it answers: the other nodes forward each request to it and relay its answer; a
 request the network delivers twice (from a client or forwarded, before or after a restart) is
-applied once. MODE=forget: the leader acknowledges every third send with an offset but never
-stores the message (a lost write)."""
+applied once. PAGE=n: a poll returns at most n messages of a key (as Maelstrom allows).
+MODE=forget: the leader acknowledges every third send with an offset but never stores the
+message (a lost write)."""
 
 import os
 import sys
@@ -13,6 +14,7 @@ from tests.check.nodes.maelnode import Body, Node, load, save
 node = Node()
 state = load({"logs": {}, "next": {}, "committed": {}, "sends": 0, "done": []})
 mode = os.environ.get("MODE", "")
+page = int(os.environ.get("PAGE", "0")) or None
 done = set(state["done"])  # "client msg_id" of every request applied: a copy is not applied again
 
 
@@ -30,7 +32,7 @@ def apply(body: Body) -> Body:
     if kind == "poll":
         msgs = {}
         for key, start in body["offsets"].items():
-            pairs = [p for p in state["logs"].get(key, []) if p[0] >= start]
+            pairs = [p for p in state["logs"].get(key, []) if p[0] >= start][:page]
             if pairs:
                 msgs[key] = pairs
         return {"type": "poll_ok", "msgs": msgs}
