@@ -3,13 +3,14 @@ is a list; an offset is the message's place in it."""
 
 import json
 import sys
+from typing import Any
 
 logs: dict[str, list[object]] = {}
 committed: dict[str, int] = {}
 me = ""
 
 
-def answer(request: dict, body: dict) -> None:
+def answer(request: dict[str, Any], body: dict[str, Any]) -> None:
     body["in_reply_to"] = request["body"]["msg_id"]
     print(json.dumps({"src": me, "dest": request["src"], "body": body}), flush=True)
 
@@ -26,7 +27,7 @@ for line in sys.stdin:
         log.append(body["msg"])
         answer(msg, {"type": "send_ok", "offset": len(log) - 1})
     elif kind == "poll":
-        msgs = {}
+        msgs: dict[str, list[list[Any]]] = {}
         for key, start in body["offsets"].items():
             log = logs.get(key, [])
             if start < len(log):
