@@ -243,8 +243,9 @@ class KafkaCheck:
                     self.at[key][offset].setdefault(_text(msg), op)
         self.known = {key: sorted(offsets) for key, offsets in self.at.items()}
 
-    def problem(self, kind: str, text: str, ops: tuple[int, ...]) -> None:
-        self.counts[kind] += 1
+    def problem(self, kind: str, text: str, ops: tuple[int, ...], count: int = 1) -> None:
+        """One problem (`count` instances of the anomaly, as the stats count them)."""
+        self.counts[kind] += count
         if len(self.found[kind]) < PER_KIND:
             self.found[kind].append(Problem(kind, text, ops))
 
@@ -427,12 +428,12 @@ class KafkaCheck:
             for key, ops in sorted(unseen.items()):
                 shown = "; ".join(self.said(op) for op in ops[:SHOWN])
                 more = f" and {len(ops) - SHOWN} more" if len(ops) > SHOWN else ""
-                self.counts["unseen"] += len(ops) - 1
                 self.problem(
                     "unseen",
                     f"{len(ops)} acknowledged send(s) to key {key} were never returned by any poll, "
                     f"not even the final polls (from offset 0, page after page): {shown}{more}.",
                     tuple(op.index for op in ops[:SHOWN]),
+                    count=len(ops),
                 )
         return unobserved
 
