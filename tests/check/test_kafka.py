@@ -275,6 +275,55 @@ def test_the_final_polls_go_on_page_after_page_while_acknowledged_sends_go_furth
     assert w.more_finals() == []
 
 
+def _simulated(ops: int, forget: int | None = None) -> Verdict:
+    """The workload's own clients (ten of them) against one correct log in this process, which
+    answers polls in pages of up to 20 messages; `forget`: the send with that message is
+    acknowledged but never stored."""
+    w = Kafka(Random(1), NODES_OF)
+    logs: dict[str, list[tuple[int, Any]]] = {}
+    committed: dict[str, int] = {}
+    history, rng = History(), Random(2)
+
+    def serve(f: str, v: Any) -> Any:
+        if f == "send":
+            log = logs.setdefault(v["key"], [])
+            offset = len(log) + (1 if forget is not None and v["msg"] > forget else 0)
+            if v["msg"] != forget:
+                log.append((offset, v["msg"]))
+            return offset
+        if f == "poll":
+            got = {k: [p for p in logs.get(k, []) if p[0] >= start][:20] for k, start in v["offsets"].items()}
+            return {k: pairs for k, pairs in got.items() if pairs}
+        if f == "commit_offsets":
+            committed.update({k: max(o, committed.get(k, -1)) for k, o in v["offsets"].items()})
+            return None
+        return {k: committed[k] for k in v["keys"] if k in committed}
+
+    def run(node: str, f: str, v: Any, client: str, final: bool) -> None:
+        op = history.invoke(len(history.ops) * 0.002, client, node, f, v, final=final)
+        op.answer(op.invoked + 0.001, serve(f, v))
+        w.completed(op)
+
+    for _ in range(ops):
+        client = rng.randrange(1, 11)
+        run("n1", *w.next_op(rng, client), f"c{client}", False)
+    batch = w.finals()
+    while batch:
+        for node, f, v in batch:
+            run(node, f, v, "c1", True)
+        batch = w.more_finals()
+    return w.check(history)
+
+
+def test_a_long_history_against_a_correct_log_is_valid_and_one_forgotten_message_is_caught() -> None:
+    verdict = _simulated(3000)
+    assert verdict.status == VALID, verdict.summary
+    assert verdict.stats["acknowledged"] > 500 and verdict.stats["commits"] > 300
+    forgot = _simulated(3000, forget=200)
+    assert forgot.status == INVALID
+    assert forgot.stats["lost"] == 1 and "send 200 to key" in forgot.summary, forgot.summary
+
+
 @pytest.mark.parametrize(
     ("body", "words"),
     [
