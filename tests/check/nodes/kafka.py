@@ -1,12 +1,15 @@
 """kafka with one leader (the first of init's node_ids) that keeps every log and committed offset
 on disk before it answers: the other nodes forward each request to it and relay its answer; a
 request the network delivers twice (from a client or forwarded, before or after a restart) is
-applied once. PAGE=n: a poll returns at most n messages of a key (as Maelstrom allows).
+applied once. PAGE=n: a poll returns at most n messages of a key (as Maelstrom allows);
+HOLD=s: polls return nothing for the first s seconds (no recency is required).
 MODE=forget: the leader acknowledges every third send with an offset but never stores the
 message (a lost write)."""
 
 import os
 import sys
+import time
+from typing import Any
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 from tests.check.nodes.maelnode import Body, Node, load, save
@@ -15,6 +18,7 @@ node = Node()
 state = load({"logs": {}, "next": {}, "committed": {}, "sends": 0, "done": []})
 mode = os.environ.get("MODE", "")
 page = int(os.environ.get("PAGE", "0")) or None
+hold = float(os.environ.get("HOLD", "0"))
 done = set(state["done"])  # "client msg_id" of every request applied: a copy is not applied again
 
 
@@ -30,7 +34,9 @@ def apply(body: Body) -> Body:
         save(state)
         return {"type": "send_ok", "offset": offset}
     if kind == "poll":
-        msgs = {}
+        msgs: dict[str, list[list[Any]]] = {}
+        if time.monotonic() < started + hold:
+            return {"type": "poll_ok", "msgs": msgs}
         for key, start in body["offsets"].items():
             pairs = [p for p in state["logs"].get(key, []) if p[0] >= start][:page]
             if pairs:
@@ -63,6 +69,7 @@ def serve(body: Body, src: str) -> None:
     node.rpc(leader, {**request, "asked": f"{src} {body['msg_id']}"}, relay)
 
 
+started = time.monotonic()  # the process starts just before its init
 for kind in ("send", "poll", "commit_offsets", "list_committed_offsets"):
     node.on(kind)(serve)
 node.run()
