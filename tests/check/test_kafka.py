@@ -338,6 +338,12 @@ def test_a_malformed_poll_answer_is_the_nodes_protocol_error(body: dict[str, Any
         Kafka(Random(0), NODES_OF).parse("poll", body)
 
 
+def test_a_key_with_null_for_its_messages_has_none() -> None:
+    """A Go node's nil slice marshals as null, which Maelstrom's schema takes for an empty list."""
+    got = Kafka(Random(0), NODES_OF).parse("poll", {"type": "poll_ok", "msgs": {"0": None, "1": [[2, 5]]}})
+    assert got == {"0": [], "1": [(2, 5)]}
+
+
 def test_a_send_answer_without_an_integer_offset_is_a_protocol_error() -> None:
     w = Kafka(Random(0), NODES_OF)
     assert w.parse("send", {"type": "send_ok", "offset": 3}) == 3

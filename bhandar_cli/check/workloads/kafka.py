@@ -94,6 +94,9 @@ def parse_msgs(body: dict[str, Any]) -> Pairs:
     msgs = require(body, "msgs", (dict,))
     out: Pairs = {}
     for key, pairs in msgs.items():
+        if pairs is None:  # Go's nil slice: Maelstrom's schema takes null for an empty list
+            out[key] = []
+            continue
         if type(pairs) is not list:
             raise BadAnswer(f'poll_ok whose "msgs" gives key {key!r} a {type(pairs).__name__}, not a list')
         got: list[tuple[int, Any]] = []
