@@ -16,6 +16,7 @@ WORKLOADS: dict[str, str] = {
     "dynamo-kv": (
         "put with context, get returning siblings: nothing acknowledged lost, siblings only if concurrent"
     ),
+    "kafka": "send/poll/commit_offsets on append-only logs: nothing acknowledged lost, offsets in order",
 }
 
 KINDS = ("partition", "kill", "pause", "slow", "loss", "duplicate")

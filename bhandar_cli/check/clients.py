@@ -26,6 +26,7 @@ from bhandar_cli.check.workload import BadAnswer, Workload
 
 FINAL_TRIES = 3
 SAMPLES = 3  # unmatched answers quoted per node
+FINAL_ROUNDS = 100  # rounds of final operations that follow from answers (kafka's pages)
 
 
 @dataclass
@@ -182,10 +183,16 @@ class Clients:
 
     async def finals(self, clients: int) -> None:
         """The workload's final operations, all at once, each tried until answered (at most
-        FINAL_TRIES times)."""
-        async with trio.open_nursery() as nursery:
-            for i, (node, f, value) in enumerate(self.workload.finals()):
-                nursery.start_soon(self._final, f"c{i % clients + 1}", node, f, value)
+        FINAL_TRIES times); then those that follow from their answers, round after round (at
+        most FINAL_ROUNDS), as long as the workload asks for more."""
+        batch = self.workload.finals()
+        for _ in range(FINAL_ROUNDS):
+            if not batch:
+                return
+            async with trio.open_nursery() as nursery:
+                for i, (node, f, value) in enumerate(batch):
+                    nursery.start_soon(self._final, f"c{i % clients + 1}", node, f, value)
+            batch = self.workload.more_finals()
 
     async def _final(self, client: str, node: str, f: str, value: Any) -> None:
         for _ in range(FINAL_TRIES):

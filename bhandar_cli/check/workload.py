@@ -56,6 +56,11 @@ class Workload:
         """Operations (node, f, value) made after the heal, each retried until answered."""
         return []
 
+    def more_finals(self) -> list[tuple[str, str, Any]]:
+        """Final operations that follow from the answers to the last ones (the next page of a
+        kafka log), until it returns none."""
+        return []
+
     def check(self, history: History) -> Verdict:
         raise NotImplementedError
 

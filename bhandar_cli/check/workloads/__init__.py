@@ -12,9 +12,11 @@ def workloads() -> dict[str, type[Workload]]:
     from bhandar_cli.check.workloads.counters import GCounter, PnCounter
     from bhandar_cli.check.workloads.dynamo_kv import DynamoKv
     from bhandar_cli.check.workloads.echo import Echo
+    from bhandar_cli.check.workloads.kafka import Kafka
     from bhandar_cli.check.workloads.lin_kv import LinKv
     from bhandar_cli.check.workloads.sets import Broadcast, GSet
     from bhandar_cli.check.workloads.unique_ids import UniqueIds
 
     found: list[type[Workload]] = [Echo, UniqueIds, Broadcast, GSet, GCounter, PnCounter, LinKv, DynamoKv]
+    found.append(Kafka)
     return {w.name: w for w in found}
