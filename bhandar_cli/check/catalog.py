@@ -29,3 +29,16 @@ SCENARIOS = (
     "hint holder killed",
     "restarts",
 )
+
+# What `--consistency-models` takes (txn-rw-register, txn-list-append), weakest first; the
+# anomalies each prohibits are check/elle.py's.
+CONSISTENCY_MODELS = (
+    "read-uncommitted",
+    "read-committed",
+    "read-atomic",
+    "repeatable-read",
+    "snapshot-isolation",
+    "serializable",
+    "strict-serializable",
+)
+DEFAULT_CONSISTENCY_MODELS = ("strict-serializable",)  # Maelstrom's default
