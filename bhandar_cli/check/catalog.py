@@ -16,6 +16,8 @@ WORKLOADS: dict[str, str] = {
     "dynamo-kv": (
         "put with context, get returning siblings: nothing acknowledged lost, siblings only if concurrent"
     ),
+    "txn-rw-register": "transactions of reads and writes: no anomaly the consistency models prohibit",
+    "txn-list-append": "transactions of reads and list appends: no anomaly the consistency models prohibit",
 }
 
 KINDS = ("partition", "kill", "pause", "slow", "loss", "duplicate")

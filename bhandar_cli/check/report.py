@@ -43,6 +43,8 @@ def repeat_command(opts: CheckOptions) -> str:
             parts += [option, f"{value:g}s"]
     if opts.flood_limit != defaults.flood_limit:
         parts += ["--flood-limit", str(opts.flood_limit)]
+    if opts.consistency_models:
+        parts += ["--consistency-models", ",".join(opts.consistency_models)]
     line = " ".join(shlex.quote(p) for p in parts)
     if opts.plan:
         line += "  # without its faults: they were given by the caller (CheckOptions.plan), not drawn"

@@ -63,6 +63,7 @@ class CheckOptions:
     # Faults given outright by a library caller (a test that must strike every operation), instead
     # of a scenario or a draw; the report prints them, as it prints every plan.
     plan: tuple[Fault, ...] = ()
+    consistency_models: tuple[str, ...] = ()  # txn workloads: the models judged (default: Maelstrom's)
 
 
 @dataclass
@@ -155,6 +156,7 @@ async def _run(opts: CheckOptions) -> Outcome:
     rng = Random(opts.seed)
     names = [f"n{i}" for i in range(1, opts.node_count + 1)]
     workload = workloads()[opts.workload](Random(rng.getrandbits(64)), names)
+    workload.consistency_models = opts.consistency_models or workload.consistency_models
     net_rng, service_rng, fault_rng = (Random(rng.getrandbits(64)) for _ in range(3))
     client_rngs = [Random(rng.getrandbits(64)) for _ in range(opts.concurrency)]
     if opts.plan:
