@@ -295,21 +295,23 @@ def find_cycles(graph: Graph, analysis: Analysis, realtime: bool) -> None:
         plans.append(("rt", ALL, ALL))
     for first, kinds, scope in plans:
         comp = graph.components(scope)
+        members: dict[int, set[int]] = {}
+        for t, c in comp.items():
+            members.setdefault(c, set()).add(t)
         for src, dst in graph.edges(first):
             if comp.get(src) is None or comp.get(src) != comp.get(dst):
                 continue
-            within = {t for t, c in comp.items() if c == comp[src]}
-            back = search.path(dst, src, kinds, within)
+            back = search.path(dst, src, kinds, members[comp[src]])
             if search.budget < 0:
                 analysis.cut_short = True
                 return
             if back is None:
                 continue
             steps = [Step(src, first, dst, graph.out[src][dst][first]), *back]
-            members = frozenset(s.src for s in steps)
-            if members in seen:
+            involved = frozenset(s.src for s in steps)
+            if involved in seen:
                 continue
-            seen.add(members)
+            seen.add(involved)
             kind = _classify(steps)
             txns = tuple(s.src for s in steps)
             analysis.add(Anomaly(kind, txns, _quote(steps), tuple(steps)))
