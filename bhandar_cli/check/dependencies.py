@@ -105,23 +105,32 @@ def _bad_reads(
     key = _k(k)
     if len(set(elements)) != len(elements):
         analysis.add(Anomaly("duplicate-elements", (t.id,), f"#{t.id} read key {key} as {_show(raw)}."))
+    aborted: dict[int, list[str]] = {}  # failed txn -> its elements this read holds
+    garbage: list[str] = []
     for e in elements:
-        if (key, e) in failed and (key, e) not in writer:
-            bad = failed[(key, e)]
-            analysis.add(
-                Anomaly(
-                    "G1a",
-                    (t.id, bad.id),
-                    f"#{t.id} read key {key} as {_show(raw)}, holding {e} appended by #{bad.id}, "
-                    "which failed.",
-                )
+        if (key, e) in writer:
+            continue
+        if (key, e) in failed:
+            aborted.setdefault(failed[(key, e)].id, []).append(e)
+        else:
+            garbage.append(e)
+    for bad, held in aborted.items():
+        analysis.add(
+            Anomaly(
+                "G1a",
+                (t.id, bad),
+                f"#{t.id} read key {key} as {_show(raw)}, holding {', '.join(held)} appended by #{bad}, "
+                "which failed.",
             )
-        elif (key, e) not in writer:
-            analysis.add(
-                Anomaly(
-                    "garbage-read", (t.id,), f"#{t.id} read key {key} as {_show(raw)}: nobody appended {e}."
-                )
+        )
+    if garbage:
+        analysis.add(
+            Anomaly(
+                "garbage-read",
+                (t.id,),
+                f"#{t.id} read key {key} as {_show(raw)}: nobody appended {', '.join(garbage)}.",
             )
+        )
     if elements:
         last = writer.get((key, elements[-1]))
         if last is not None and last.id != t.id:

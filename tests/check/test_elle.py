@@ -129,3 +129,12 @@ def test_the_models_prohibit_what_elle_says() -> None:
     assert "G2" not in elle.prohibited(["read-committed", "snapshot-isolation"])
     assert "G-single" in elle.prohibited(["snapshot-isolation"])
     assert "G2" in elle.prohibited(["serializable"])
+
+
+def test_a_read_of_several_aborted_elements_is_one_g1a_per_failed_transaction() -> None:
+    found = dependencies.list_append(
+        txns(("fail", [["append", "x", 1], ["append", "x", 2]]), [["r", "x", [1, 2]]])
+    )
+    assert [a.text for a in found.anomalies] == [
+        '#1 read key "x" as [1, 2], holding 1, 2 appended by #0, which failed.'
+    ]
