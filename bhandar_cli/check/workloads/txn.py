@@ -6,9 +6,11 @@
 lists). Writes come back unchanged. A transaction that did not happen answers error 30
 (txn-conflict), or any definite error.
 
-Clients work as Maelstrom's do: a few keys at once (`KEY_COUNT`), 1 to 4 micro-operations per
-transaction, each key written at most `WRITES_PER_KEY` times before a fresh key takes its
-place, and every value written to a key unique, so a read names the transaction it saw.
+Clients work as Maelstrom's do (Elle's generator with Maelstrom's settings): `KEY_COUNT` keys at
+once, drawn exponentially (each half as likely as the one before: a few hot keys, as contention
+shows anomalies), 1 to 4 micro-operations per transaction, each key written at most
+`WRITES_PER_KEY` times before a fresh key takes its place, and every value written to a key
+unique, so a read names the transaction it saw.
 
 Checker: check/elle.py infers the dependencies between transactions and searches their cycles;
 the verdict is invalid only for anomalies one of the consistency models prohibits
@@ -20,6 +22,7 @@ not judged. No final reads: a transactional history is judged as it stands.
 from __future__ import annotations
 
 import json
+import math
 from random import Random
 from typing import Any
 
@@ -28,9 +31,9 @@ from bhandar_cli.check.catalog import DEFAULT_CONSISTENCY_MODELS, WORKLOADS
 from bhandar_cli.check.history import UNKNOWN, History, Op, Problem, Verdict, judged
 from bhandar_cli.check.workload import BadAnswer, Workload, named, require
 
-KEY_COUNT = 3  # keys in use at once
+KEY_COUNT = 10  # keys in use at once
 MAX_TXN_LENGTH = 4
-WRITES_PER_KEY = 32
+WRITES_PER_KEY = 16  # Maelstrom's --max-writes-per-key
 
 
 class TxnWorkload(Workload):
@@ -46,7 +49,7 @@ class TxnWorkload(Workload):
     def next_op(self, rng: Random, client: int) -> tuple[str, Any]:
         mops: list[list[Any]] = []
         for _ in range(rng.randint(1, MAX_TXN_LENGTH)):
-            slot = rng.randrange(len(self.keys))
+            slot = min(int(rng.expovariate(math.log(2))), KEY_COUNT - 1)
             key = self.keys[slot]
             if rng.random() < 0.5:
                 mops.append(["r", key, None])
