@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from bhandar_cli.check import elle
 from bhandar_cli.check.history import INVALID, VALID, History
 from bhandar_cli.check.nemesis import Fault
 from bhandar_cli.check.run import CheckOptions, run_checks
@@ -246,3 +247,13 @@ def test_correct_and_challenge_nodes_pass_and_broken_ones_are_caught(tmp_path: P
             found = {p.kind for p in verdict.problems}
             assert found & kinds, (opts.log_dir, found)
             assert any(p.ops and p.text.startswith(tuple(kinds)) for p in verdict.problems)
+
+
+def test_anomalies_past_those_quoted_are_counted() -> None:
+    aborted = [("fail", [["w", k, 1]]) for k in range(7)]
+    reads = [("ok", [["r", k, 1]]) for k in range(7)]
+    planted = history(("ok", [["r", 0, None], ["w", 0, 5]]), *aborted, *reads)
+    planted.ops[0].result = (("r", 0, None), ("w", 0, 6))  # and one answer that is not its request
+    verdict = workload("txn-rw-register").check(planted)
+    assert [p.kind for p in verdict.problems] == ["wrong-txn"] + ["G1a"] * elle.PER_KIND
+    assert f"({7 - elle.PER_KIND} more of these kinds not quoted.)" in verdict.summary

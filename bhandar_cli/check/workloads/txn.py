@@ -111,7 +111,8 @@ class TxnWorkload(Workload):
             listed = ", ".join(f"{k} x{n}" for k, n in sorted(allowed.items()))
             also = f" Found, and allowed by {against}: {listed}."
         if problems:
-            more = sum(n for k, n in found.counts.items() if k in prohibited) - len(problems)
+            quoted = sum(1 for a in found.anomalies if a.kind in prohibited)
+            more = sum(n for k, n in found.counts.items() if k in prohibited) - quoted
             verdict = judged(problems, "", stats)
             tail = f" ({more} more of these kinds not quoted.)" if more > 0 else ""
             return Verdict(
