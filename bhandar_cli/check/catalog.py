@@ -17,6 +17,8 @@ WORKLOADS: dict[str, str] = {
         "put with context, get returning siblings: nothing acknowledged lost, siblings only if concurrent"
     ),
     "kafka": "send/poll/commit_offsets on append-only logs: nothing acknowledged lost, offsets in order",
+    "txn-rw-register": "transactions of reads and writes: no anomaly the consistency models prohibit",
+    "txn-list-append": "transactions of reads and list appends: no anomaly the consistency models prohibit",
 }
 
 KINDS = ("partition", "kill", "pause", "slow", "loss", "duplicate")
@@ -57,3 +59,15 @@ WORKLOAD_SCENARIOS: dict[str, dict[str, str]] = {
 def scenarios(workload: str) -> dict[str, str]:
     """The workload's checklist: its scenario names, in order, each with the plan it runs."""
     return WORKLOAD_SCENARIOS.get(workload, GENERAL)
+# What `--consistency-models` takes (txn-rw-register, txn-list-append), weakest first; the
+# anomalies each prohibits are check/elle.py's.
+CONSISTENCY_MODELS = (
+    "read-uncommitted",
+    "read-committed",
+    "read-atomic",
+    "repeatable-read",
+    "snapshot-isolation",
+    "serializable",
+    "strict-serializable",
+)
+DEFAULT_CONSISTENCY_MODELS = ("strict-serializable",)  # Maelstrom's default

@@ -46,6 +46,8 @@ def repeat_command(opts: CheckOptions) -> str:
         parts += ["--flood-limit", str(opts.flood_limit)]
     if opts.availability is not None:
         parts += ["--availability", availability_text(opts.availability)]
+    if opts.consistency_models:
+        parts += ["--consistency-models", ",".join(opts.consistency_models)]
     line = " ".join(shlex.quote(p) for p in parts)
     if opts.plan:
         line += "  # without its faults: they were given by the caller (CheckOptions.plan), not drawn"

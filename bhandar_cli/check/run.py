@@ -74,6 +74,7 @@ class CheckOptions:
     # of a scenario or a draw; the report prints them, as it prints every plan.
     plan: tuple[Fault, ...] = ()
     availability: float | None = None  # the share of operations that must succeed (1.0: total)
+    consistency_models: tuple[str, ...] = ()  # txn workloads: the models judged (default: Maelstrom's)
 
 
 @dataclass
@@ -214,6 +215,7 @@ async def _run(opts: CheckOptions) -> Outcome:
     rng = Random(opts.seed)
     names = [f"n{i}" for i in range(1, opts.node_count + 1)]
     workload = workloads()[opts.workload](Random(rng.getrandbits(64)), names)
+    workload.consistency_models = opts.consistency_models or workload.consistency_models
     net_rng, service_rng, fault_rng = (Random(rng.getrandbits(64)) for _ in range(3))
     client_rngs = [Random(rng.getrandbits(64)) for _ in range(opts.concurrency)]
     if opts.plan:

@@ -23,6 +23,7 @@ class Workload:
 
     name = ""
     doc = ""  # one line for --help and the report
+    consistency_models: tuple[str, ...] = ()  # what a transactional checker judges by (--consistency-models)
 
     def __init__(self, rng: Random, nodes: list[str]) -> None:
         self.rng = rng

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import typer
 
-from bhandar_cli.check.catalog import KINDS, WORKLOADS, scenarios
+from bhandar_cli.check.catalog import CONSISTENCY_MODELS, KINDS, WORKLOADS, scenarios
 from bhandar_cli.cli.output import EXIT_USAGE, OUTPUT_OPTION, OutputFormat, emit_json, fail
 from bhandar_cli.core.model.durations import seconds_of
 
@@ -110,6 +110,15 @@ def check(
         metavar="total|FRACTION",
         help="Operations that must succeed: total (every one) or a share from 0 to 1 (default: none).",
     ),
+    consistency_models: str = typer.Option(
+        "",
+        "--consistency-models",
+        metavar="MODEL,...",
+        help=(
+            "txn-rw-register and txn-list-append: the models the history must satisfy (default "
+            f"strict-serializable); anomalies they allow are only reported. {', '.join(CONSISTENCY_MODELS)}."
+        ),
+    ),
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
     """Check a store you did not write: start --node-count copies of any program that speaks
@@ -140,6 +149,16 @@ def check(
         fail("--node-count must be 1..64 and --concurrency 1..1000", EXIT_USAGE)
     if not 0 < rate <= 100_000 or flood_limit < 1:
         fail("--rate must be above 0 and at most 100000, --flood-limit at least 1", EXIT_USAGE)
+    models = tuple(m.strip() for m in consistency_models.split(",") if m.strip())
+    unknown_models = [m for m in models if m not in CONSISTENCY_MODELS]
+    if unknown_models:
+        fail(
+            f"--consistency-models: unknown model {unknown_models[0]!r} "
+            f"(use {', '.join(CONSISTENCY_MODELS)})",
+            EXIT_USAGE,
+        )
+    if consistency_models and (not models or not workload.startswith("txn-")):
+        fail("--consistency-models takes models, for txn-rw-register or txn-list-append only", EXIT_USAGE)
     limit = _seconds("--time-limit", time_limit, 0.05, 86_400)
     required = _availability(availability) if availability else None
     interval = (
@@ -165,6 +184,7 @@ def check(
         flood_limit,
         scenario,
         availability=required,
+        consistency_models=models,
     )
     if checklist:
         _checklist(opts, report, output)

@@ -15,8 +15,10 @@ def workloads() -> dict[str, type[Workload]]:
     from bhandar_cli.check.workloads.kafka import Kafka
     from bhandar_cli.check.workloads.lin_kv import LinKv
     from bhandar_cli.check.workloads.sets import Broadcast, GSet
+    from bhandar_cli.check.workloads.txn import TxnListAppend, TxnRwRegister
     from bhandar_cli.check.workloads.unique_ids import UniqueIds
 
     found: list[type[Workload]] = [Echo, UniqueIds, Broadcast, GSet, GCounter, PnCounter, LinKv, DynamoKv]
     found.append(Kafka)
+    found += [TxnRwRegister, TxnListAppend]
     return {w.name: w for w in found}
