@@ -59,6 +59,8 @@ WORKLOAD_SCENARIOS: dict[str, dict[str, str]] = {
 def scenarios(workload: str) -> dict[str, str]:
     """The workload's checklist: its scenario names, in order, each with the plan it runs."""
     return WORKLOAD_SCENARIOS.get(workload, GENERAL)
+
+
 # What `--consistency-models` takes (txn-rw-register, txn-list-append), weakest first; the
 # anomalies each prohibits are check/elle.py's.
 CONSISTENCY_MODELS = (
