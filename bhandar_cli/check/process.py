@@ -13,7 +13,10 @@ A child that leaves the session (setsid, a daemon's double fork) escapes a signa
 group, so on Linux `kill` and `stop` also SIGKILL, from /proc, every process that descends from
 the node or carries the slot's mark in its environment (`BHANDAR_CHECK_SLOT`, set for each slot
 and inherited by whatever it starts): a process tree walk alone misses a child whose parent died
-first (it is reparented to init). Elsewhere only the session is signalled.
+first (it is reparented to init). Elsewhere only the session is signalled. Reading /proc takes
+milliseconds, so it runs on a worker thread: `kill` stops the session at once (SIGSTOP: the node
+is silent, and its children stay in its tree) and the SIGKILLs follow from there; a new life
+starts only once they have.
 """
 
 from __future__ import annotations
@@ -63,6 +66,8 @@ class NodeProcess:
         self._queue: deque[bytes] = deque()
         self._queued = 0
         self._ready = trio.Event()
+        self._nursery: trio.Nursery | None = None
+        self._killing: trio.Event | None = None  # set once the last kill has killed everything
 
     @property
     def running(self) -> bool:
@@ -71,6 +76,8 @@ class NodeProcess:
 
     async def start(self, nursery: trio.Nursery) -> None:
         """A new life; raises OSError when the program cannot be started (no such file...)."""
+        await self._killed()
+        self._nursery = nursery
         self.life += 1
         self.paused = self.killed = False
         self._queue.clear()
@@ -162,36 +169,55 @@ class NodeProcess:
         with contextlib.suppress(ProcessLookupError, PermissionError):  # gone already
             os.killpg(proc.pid, signum)
 
-    def _strays(self) -> set[int]:
-        """What the node started, in its session or not (Linux only: see the docstring). Looked
-        for before the node dies: a child whose parent died is no longer in its tree."""
-        proc = self.proc
+    async def _strays(self, proc: trio.Process) -> set[int]:
+        """What the node started, in its session or not (Linux only: see the docstring), found
+        on a worker thread. Looked for while the node lives: a child whose parent died is no
+        longer in its tree."""
         # Only a process not yet reaped keeps its pid: a reaped one's may be someone else's now.
-        root = proc.pid if proc is not None and proc.returncode is None else None
-        found = stray_processes(root, f"{SLOT_MARK}={self.mark}".encode())
-        if proc is not None:
-            found.discard(proc.pid)  # the node itself: its session is signalled (and it is reaped)
+        root = proc.pid if proc.returncode is None else None
+        marker = f"{SLOT_MARK}={self.mark}".encode()
+        found = await trio.to_thread.run_sync(stray_processes, root, marker)
+        found.discard(proc.pid)  # the node itself: its session is signalled (and it is reaped)
         return found
 
-    def _kill_all(self, seen: frozenset[int] = frozenset()) -> None:
+    async def _kill_all(
+        self, proc: trio.Process, done: trio.Event, seen: frozenset[int] = frozenset()
+    ) -> None:
         """SIGKILL the node's session and every process it started outside it (and `seen`: ones
-        found earlier, while the node lived)."""
-        strays = self._strays() | seen
-        self._signal_group(signal.SIGKILL)
-        for _ in range(STRAY_ROUNDS):
-            for pid in strays:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(pid, signal.SIGKILL)
-            strays = self._strays()  # one may have forked while the last scan ran
-            if not strays:
-                return
+        found earlier, while the node lived); `done` is set when no stray is left."""
+        with trio.CancelScope(shield=True):
+            try:
+                strays = await self._strays(proc) | seen
+                if proc.returncode is None:  # (a reaped node's pid may name someone else's group)
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.killpg(proc.pid, signal.SIGKILL)
+                for _ in range(STRAY_ROUNDS):
+                    for pid in strays:
+                        with contextlib.suppress(ProcessLookupError, PermissionError):
+                            os.kill(pid, signal.SIGKILL)
+                    strays = await self._strays(proc)  # one may have forked while the last scan ran
+                    if not strays:
+                        break
+            finally:
+                done.set()
+
+    async def _killed(self) -> None:
+        """Wait until the last kill has killed everything it had to."""
+        if self._killing is not None:
+            await self._killing.wait()
 
     def kill(self) -> None:
-        """SIGKILL the node and whatever it started (the kill fault, and the end of a run)."""
+        """Kill the node and whatever it started (the kill fault): SIGSTOP to its session now,
+        SIGKILL to it and its strays as soon as they are found."""
         self.killed = True
         self.paused = False
         self._live = False
-        self._kill_all()
+        proc = self.proc
+        if proc is None or self._nursery is None:
+            return
+        self._signal_group(signal.SIGSTOP)
+        done = self._killing = trio.Event()
+        self._nursery.start_soon(self._kill_all, proc, done)
 
     def pause(self) -> None:
         if self.running and not self.paused:
@@ -212,13 +238,14 @@ class NodeProcess:
             return
         self.killed = True
         with trio.CancelScope(shield=True):
+            await self._killed()
             self.resume()
-            seen = frozenset(self._strays())
+            seen = frozenset(await self._strays(proc))
             if proc.returncode is None:
                 self._signal_group(signal.SIGTERM)
                 with trio.move_on_after(STOP_GRACE):
                     await proc.wait()
-            self._kill_all(seen)
+            await self._kill_all(proc, trio.Event(), seen)
             await proc.wait()
             for stream in (proc.stdin, proc.stdout):
                 if stream is not None:
