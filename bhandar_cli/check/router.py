@@ -15,6 +15,10 @@ Maelstrom's raft.py does): it travels the link between the two nodes, so partiti
 latency apply to it as to any message between them, and whichever node answers the client is
 matched by the client by `in_reply_to`.
 
+A message reaches only the life of its destination that was running when it was sent: one sent
+to a node that was down, or that dies and restarts before it arrives, is lost with that life, so
+a restarted node hears `init` before anything else (a node answering before `init` knows no id).
+
 Every message is journalled (sent, arrived or dropped, who, what type, which ids) up to
 `JOURNAL_MAX` messages: the report's Lamport diagram is drawn from it.
 """
@@ -39,7 +43,7 @@ HARNESS = "c0"  # the harness's own id (init and topology come from it)
 class Envelope:
     """One message in flight and in the journal: times in seconds since the run began."""
 
-    __slots__ = ("arrived", "body", "dest", "raw", "sender", "sent", "src")
+    __slots__ = ("arrived", "body", "dest", "life", "raw", "sender", "sent", "src")
 
     def __init__(
         self, sent: float, src: str, dest: str, body: dict[str, Any], raw: bytes, sender: str = ""
@@ -48,6 +52,7 @@ class Envelope:
         self.arrived: float | None = None  # None: dropped, or still in flight
         self.src = src
         self.sender = sender or src  # who wrote it: a node forwarding a client's request, or `src`
+        self.life = -1  # the destination node's life when it was sent (-1: down, or not a node)
         self.dest = dest
         self.body = body
         self.raw = raw
@@ -94,6 +99,9 @@ class Router:
 
     def _record(self, src: str, dest: str, body: dict[str, Any], raw: bytes, sender: str = "") -> Envelope:
         env = Envelope(self.now(), src, dest, body, raw, sender)
+        node = self.nodes.get(dest)
+        if node is not None and node.running:
+            env.life = node.life
         if len(self.journal) < JOURNAL_MAX:
             self.journal.append(env)
         else:
@@ -109,7 +117,7 @@ class Router:
     def _arrive(self, dst: str, src: str, env: Envelope) -> bool:
         """Network's deliver: hand the line to the node; False when it is down or not reading."""
         node = self.nodes.get(dst)
-        if node is None or not node.send(env.raw):
+        if node is None or env.life != node.life or not node.send(env.raw):
             return False
         env.arrived = self.now()
         return True

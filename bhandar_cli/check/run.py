@@ -214,7 +214,7 @@ async def _run(opts: CheckOptions) -> Outcome:
     setup = workload.setup()
 
     async def resetup(node: str) -> None:
-        await _setup_again(clients, cluster, node, [body for n, body in setup if n == node], opts)
+        await _setup(clients, cluster, [(n, body) for n, body in setup if n == node], opts)
 
     cluster.resetup = resetup
     async with trio.open_nursery() as nursery:
@@ -222,7 +222,7 @@ async def _run(opts: CheckOptions) -> Outcome:
         try:
             with run_scope:
                 await cluster.start(nursery, names, opts.init_timeout)
-                await _setup(clients, setup, opts)
+                await _setup(clients, cluster, setup, opts)
                 router.restart_clock()
                 async with trio.open_nursery() as work:
                     work.start_soon(_nemesis, cluster, nursery, work, faults, router, opts.init_timeout)
@@ -260,40 +260,28 @@ def fresh_log_dir(log_dir: Path, names: list[str]) -> Path:
     return log_dir
 
 
-async def _setup(clients: Clients, requests: list[tuple[str, dict[str, object]]], opts: CheckOptions) -> None:
-    """The workload's setup requests, each answered with its `*_ok` (or a setup error)."""
+async def _setup(
+    clients: Clients, cluster: NodeCluster, requests: list[tuple[str, dict[str, object]]], opts: CheckOptions
+) -> None:
+    """The workload's setup requests (node, body), each answered with its `*_ok`: one with no
+    answer is sent again until `init_timeout` has passed (a loaded machine, or a fault on a
+    restarted node, may hold it up as it may hold `init`); any other answer, or none in that
+    time, is a SetupError. A node killed meanwhile gets them anew in its next life."""
     for node, body in requests:
+        proc = cluster.procs[node]
+        life = proc.life
+        deadline = trio.current_time() + opts.init_timeout
         answer = await clients.call("c1", node, body)
+        while answer is None and trio.current_time() < deadline and proc.life == life and not proc.killed:
+            answer = await clients.call("c1", node, body)
+        if answer is None and (proc.life != life or proc.killed):
+            continue
         if answer is None or answer.type != f"{body['type']}_ok":
             got = "no answer" if answer is None else repr(answer.raw.decode("utf-8", "replace")[:200])
             raise SetupError(
                 f"{node} did not answer {body['type']} with {body['type']}_ok "
-                f"within {opts.op_timeout:g} s ({got})"
+                f"within {opts.init_timeout:g} s ({got})"
             )
-
-
-async def _setup_again(
-    clients: Clients, cluster: NodeCluster, node: str, requests: list[dict[str, object]], opts: CheckOptions
-) -> None:
-    """The workload's setup requests to a restarted node, each sent again until answered: other
-    faults (a pause, a slow link) may hold it up to `init_timeout`, as they may hold `init`. If
-    the node is killed again meanwhile, its next life gets them anew."""
-    proc = cluster.procs[node]
-    life = proc.life
-    deadline = trio.current_time() + opts.init_timeout
-    for body in requests:
-        while True:
-            answer = await clients.call("c1", node, body)
-            if answer is not None and answer.type == f"{body['type']}_ok":
-                break
-            if proc.life != life or proc.killed:
-                return
-            if trio.current_time() >= deadline:
-                got = "no answer" if answer is None else repr(answer.raw.decode("utf-8", "replace")[:200])
-                raise SetupError(
-                    f"{node} did not answer {body['type']} with {body['type']}_ok "
-                    f"within {opts.init_timeout:g} s of its restart ({got})"
-                )
 
 
 async def _nemesis(

@@ -7,18 +7,23 @@ The short runs go at once (one trio loop)."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
 from pathlib import Path
 from random import Random
-from typing import Any
+from typing import Any, cast
 
 import pytest
+import trio
+import trio.testing
 import typer
 from typer.testing import CliRunner
 
 from bhandar_cli.check.nemesis import Fault
+from bhandar_cli.check.process import NodeProcess
+from bhandar_cli.check.router import Router
 from bhandar_cli.check.run import Outcome, run_checks
 from bhandar_cli.cli.check_cmd import check
 from bhandar_cli.host.network import LatencyModel
@@ -26,7 +31,7 @@ from tests.check.support import alive, py, short
 
 DUPLICATE = (Fault("duplicate", 0.1, 0.9, (), 1.0),)
 CUT_OFF_N1 = (Fault("partition", 0.05, 0.95, ("n1",)),)
-KILL_N2 = (Fault("kill", 0.1, 0.35, ("n2",)),)
+KILL_N1 = (Fault("kill", 0.1, 0.35, ("n1",)),)
 KILL_N0 = (Fault("kill", 0.1, 0.4, ("n0",)),)
 
 # name -> (node program, workload, faults, other options)
@@ -36,7 +41,7 @@ RUNS: dict[str, tuple[tuple[str, ...], str, tuple[Fault, ...], dict[str, Any]]] 
     "impostor": (py("forward.py", MODE="impostor"), "echo", (), {}),
     "twice": (py("counter.py", MODE="twice"), "g-counter", DUPLICATE, {}),
     "twice-clients": (py("counter.py", MODE="twice"), "g-counter", DUPLICATE, {"duplicate_clients": True}),
-    "restart": (py("neighbours.py"), "broadcast", KILL_N2, {"recovery": 0.6}),
+    "restart": (py("neighbours.py"), "broadcast", KILL_N1, {"recovery": 0.6}),
     "escapes": (py("escapes.py"), "echo", KILL_N0, {}),
     "constant": (py("sets.py"), "broadcast", (), {"latency_ms": 20.0}),
 }
@@ -45,39 +50,48 @@ RUNS: dict[str, tuple[tuple[str, ...], str, tuple[Fault, ...], dict[str, Any]]] 
 @pytest.fixture(scope="module")
 def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Outcome]:
     root = tmp_path_factory.mktemp("rules")
+    # Two nodes, two clients (c1 at n0, c2 at n1) and a roomy timeout: eight runs go at once on a
+    # machine that may be loaded.
+    small: dict[str, Any] = {"node_count": 2, "concurrency": 2, "op_timeout": 1.0}
     runs = [
-        short(argv, workload, root / name, nemesis=tuple({f.kind for f in plan}), plan=plan, **more)
+        short(argv, workload, root / name, nemesis=tuple({f.kind for f in plan}), plan=plan, **small | more)
         for name, (argv, workload, plan, more) in RUNS.items()
     ]
     return dict(zip(RUNS, run_checks(runs), strict=True))
 
 
 def test_nodes_are_named_from_n0_as_in_maelstrom(outcomes: dict[str, Outcome]) -> None:
-    assert outcomes["forward"].nodes == ["n0", "n1", "n2"]
+    assert outcomes["forward"].nodes == ["n0", "n1"]
 
 
 def test_a_client_request_passed_on_unchanged_is_answered_by_the_leader(outcomes: dict[str, Outcome]) -> None:
     outcome = outcomes["forward"]
     assert outcome.exit_code == 0, (outcome.error, outcome.verdict)
-    passed_on = [e for e in outcome.journal if e.src.startswith("c") and e.sender in ("n1", "n2")]
+    passed_on = [e for e in outcome.journal if e.src.startswith("c") and e.sender == "n1"]
     assert passed_on and all(e.dest == "n0" for e in passed_on)
     answered_by_n0 = {op.client for op in outcome.history.ops if op.ok and op.node != "n0"}
-    assert answered_by_n0 == {"c2", "c3"}, "the clients of n1 and n2 had their answers from n0"
+    assert answered_by_n0 == {"c2"}, "the client of n1 had its answers from n0"
 
 
 def test_a_request_passed_on_crosses_the_link_between_the_two_nodes(outcomes: dict[str, Outcome]) -> None:
     """While n1 is cut off, what it passes on to n0 is lost, as any message from n1 to n0."""
     outcome = outcomes["forward-partitioned"]
     assert outcome.exit_code == 0, (outcome.error, outcome.verdict)
-    cut = [e for e in outcome.journal if e.sender == "n1" and e.dest == "n0" and 0.1 < e.sent < 0.9]
-    assert cut and all(e.arrived is None for e in cut)
+    fault = CUT_OFF_N1[0]
+    n1_to_n0 = [e for e in outcome.journal if e.sender == "n1" and e.dest == "n0" and e.src.startswith("c")]
+    lost = [e.sent for e in n1_to_n0 if e.arrived is None]
+    assert lost, "what n1 passed on during the partition was lost"
+    # From the first loss (the partition began: a loaded machine may start it a little late) to
+    # the fault's end (the heal is never early), nothing n1 passed on got through.
+    assert all(e.arrived is None for e in n1_to_n0 if min(lost) <= e.sent < fault.end)
+    assert all(fault.start <= t for t in lost)
     assert any(op.client == "c2" and op.type == "info" and not op.final for op in outcome.history.ops)
 
 
 def test_a_node_that_speaks_as_another_node_is_refused(outcomes: dict[str, Outcome]) -> None:
     outcome = outcomes["impostor"]
     assert outcome.exit_code == 2 and outcome.verdict is None
-    assert "claiming to come from 'n" in outcome.error
+    assert "n1 wrote a message claiming to come from 'n0'" in outcome.error
     assert "never as another node or a service" in outcome.error
 
 
@@ -96,19 +110,19 @@ def test_duplicate_leaves_client_requests_alone_unless_asked(outcomes: dict[str,
 
 def test_a_restarted_node_gets_its_topology_again(outcomes: dict[str, Outcome]) -> None:
     outcome = outcomes["restart"]
-    assert outcome.restarts == 1
     assert outcome.exit_code == 0, (outcome.error, outcome.verdict)
-    to_n2 = [e.body["type"] for e in outcome.journal if e.dest == "n2" and e.src.startswith("c")]
-    assert to_n2.count("init") == 2 and to_n2.count("topology") == 2
-    # the second topology follows the second init
-    assert to_n2.index("topology", to_n2.index("init", 1)) > to_n2.index("init", 1)
+    assert outcome.restarts == 1
+    to_n1 = [e.body["type"] for e in outcome.journal if e.dest == "n1" and e.src.startswith("c")]
+    assert to_n1.count("init") == 2 and to_n1.count("topology") >= 2
+    assert "topology" in to_n1[to_n1.index("init", 1) :], "the second life got its topology"
 
 
 def test_nothing_a_node_started_outside_its_session_outlives_the_run(outcomes: dict[str, Outcome]) -> None:
     outcome = outcomes["escapes"]
-    assert outcome.restarts == 1 and outcome.exit_code == 0, (outcome.error, outcome.verdict)
+    assert outcome.exit_code == 0, (outcome.error, outcome.verdict)
+    assert outcome.restarts == 1
     pids = [int(p) for p in (Path(outcome.options.log_dir) / "data" / "pids").read_text().split()]
-    assert len(pids) == 12  # four lives (three nodes, one restart), each with two children
+    assert len(pids) == 9  # three lives (two nodes, one restart), each with two children
     deadline = time.monotonic() + 5.0
     left = [pid for pid in pids if alive(pid)]
     while left and time.monotonic() < deadline:
@@ -188,3 +202,47 @@ def test_an_unknown_latency_shape_is_a_usage_error() -> None:
     result = CliRunner().invoke(app, ["check", "--bin", "true", "-w", "echo", "--latency-dist", "normal"])
     assert result.exit_code == 2
     assert "--latency-dist: unknown shape 'normal' (use constant, uniform, exponential)" in result.stderr
+
+
+class Slot:
+    """A stand-in for a node's process: its life, whether it runs, and the lines handed to it."""
+
+    def __init__(self) -> None:
+        self.life, self.running, self.lines = 1, True, list[bytes]()
+
+    def send(self, line: bytes) -> bool:
+        self.lines.append(line)
+        return True
+
+
+def test_a_message_reaches_only_the_life_it_was_sent_to() -> None:
+    """A restarted node hears `init` first: what was sent to its previous life, or while it was
+    down, is lost with that life (a node that answered it before `init` would have no id)."""
+    slot = Slot()
+    heard: list[bytes] = []
+
+    async def main() -> None:
+        router = Router(
+            cast("dict[str, NodeProcess]", {"n0": slot}),
+            Random(1),
+            LatencyModel(base_ms=0.0, mean_ms=100.0, spike_rate=0.0, distribution="constant"),
+            lambda msg: None,
+            {},
+            trio.current_time(),
+        )
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(router.run)
+            router.send_to_node("c1", "n0", {"type": "echo", "msg_id": 1})  # to life 1...
+            await trio.sleep(0.05)
+            slot.life += 1  # ...which dies and restarts before it arrives
+            slot.running = False
+            router.send_to_node("c1", "n0", {"type": "echo", "msg_id": 2})  # sent while down
+            await trio.sleep(0.01)
+            slot.running = True
+            router.send_to_node("c0", "n0", {"type": "init", "msg_id": 3})  # to life 2
+            await trio.sleep(0.5)
+            heard.extend(slot.lines)
+            nursery.cancel_scope.cancel()
+
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    assert [json.loads(line)["body"]["msg_id"] for line in heard] == [3]

@@ -1,7 +1,7 @@
 """echo with one leader hard-coded as "n0" (Maelstrom's first node): every other node passes a
 client's request on to n0 unchanged, its `src` still the client (as Jepsen's raft.py does), and
-n0 answers the client directly. MODE=impostor: the request is passed on as if it came from
-another node (`src` that node's id), which the harness refuses."""
+n0 answers the client directly. MODE=impostor: the request is passed on as if it came from the
+leader itself (`src` "n0"), which the harness refuses."""
 
 import json
 import os
@@ -20,7 +20,7 @@ def echo(body: Body, src: str) -> None:
     if node.id == LEADER:
         node.reply(body, src, {"type": "echo_ok", "echo": body["echo"]})
         return
-    claimed = next(n for n in node.others() if n != LEADER) if impostor else src
+    claimed = LEADER if impostor else src
     node.out.write(json.dumps({"src": claimed, "dest": LEADER, "body": body}).encode() + b"\n")
     node.out.flush()
 
