@@ -8,7 +8,8 @@ every interleaving.) The order of a run:
 1. start `node_count` copies of the program (n0..n(N-1), as Maelstrom names them) and send each
    `init` (from c0); a node that cannot be started, exits, or does not answer `init_ok` within
    `init_timeout` is a setup error;
-2. the workload's setup messages (broadcast's `topology`), answered;
+2. the workload's setup messages (broadcast's `topology`), each sent until answered (at most
+   `init_timeout`);
 3. time 0: the clients (c1..cM) run for `time_limit` while the nemesis applies the plan (a node
    killed and restarted gets `init` and its setup messages again);
 4. every fault ends (partitions healed, killed nodes restarted, paused ones continued), the
