@@ -4,7 +4,9 @@ Node-to-node messages go through Bhandar's one network model (`host.network`): p
 one-way cuts, loss, duplication, a slow node's extra delay and the latency model are decided
 there, exactly as in the simulator and the in-process cluster. Messages between a node and a
 client or a service are outside the partitioned network (a client always reaches its node, as
-in Maelstrom) but take the same latency. The `duplicate` fault copies messages between nodes
+in Maelstrom). A service's messages take the same latency; a client's take none, as in Maelstrom
+(latency on clients' messages would hide anomalies: a client is as if beside its node), only a
+slow node's extra delay. The `duplicate` fault copies messages between nodes
 only, as Maelstrom's network never duplicates a client's request; with `duplicate_clients` a
 client's request is duplicated too (a retransmission with the same `msg_id`: a node must treat
 it as one request). A message to an id that is neither a node, a client nor a service is
@@ -134,7 +136,7 @@ class Router:
             self.network.send(sender, dest, env)
         elif dest.startswith("c") and dest[1:].isdigit():
             self.counts["client"] += 1
-            self._schedule(self.model.delay(msg.src, dest), self._to_client, (env, msg))
+            self._schedule(self._client_delay(msg.src, dest), self._to_client, (env, msg))
         elif dest in self.services:
             self.counts["service"] += 1
             self._schedule(self.model.delay(msg.src, dest), self._to_service, (env, msg))
@@ -160,7 +162,13 @@ class Router:
         raw = encode(src, node, body)
         for _ in range(copies):
             env = self._record(src, node, body, raw)
-            self._schedule(self.model.delay(src, node), self._arrive_direct, (node, env))
+            delay = self.model.delay(src, node) if src in self.services else self._client_delay(src, node)
+            self._schedule(delay, self._arrive_direct, (node, env))
+
+    def _client_delay(self, src: str, dest: str) -> float:
+        """A client's message (or the harness's): no latency, only a slow node's extra delay."""
+        extra = self.model.extra_delay
+        return extra.get(src, 0.0) + extra.get(dest, 0.0) if extra else 0.0
 
     def _arrive_direct(self, node: str, env: Envelope) -> None:
         self._arrive(node, env.src, env)

@@ -57,7 +57,8 @@ def check(
         "0ms",
         "--latency",
         metavar="DURATION",
-        help="Mean latency added to every message (see --latency-dist).",
+        help="Mean latency of every message between nodes or to a service (clients' take none, as "
+        "in Maelstrom; see --latency-dist).",
     ),
     latency_dist: str = typer.Option(
         "constant",

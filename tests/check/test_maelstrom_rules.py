@@ -23,7 +23,8 @@ from typer.testing import CliRunner
 
 from bhandar_cli.check.nemesis import Fault
 from bhandar_cli.check.process import NodeProcess
-from bhandar_cli.check.router import Router
+from bhandar_cli.check.protocol import decode, encode
+from bhandar_cli.check.router import Envelope, Router
 from bhandar_cli.check.run import Outcome, run_checks
 from bhandar_cli.cli.check_cmd import check
 from bhandar_cli.host.network import LatencyModel
@@ -230,6 +231,7 @@ def test_a_message_reaches_only_the_life_it_was_sent_to() -> None:
             {},
             trio.current_time(),
         )
+        router.model.set_delay("n0", 0.1)  # a slow node: even a client's message takes 100 ms
         async with trio.open_nursery() as nursery:
             nursery.start_soon(router.run)
             router.send_to_node("c1", "n0", {"type": "echo", "msg_id": 1})  # to life 1...
@@ -246,3 +248,33 @@ def test_a_message_reaches_only_the_life_it_was_sent_to() -> None:
 
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
     assert [json.loads(line)["body"]["msg_id"] for line in heard] == [3]
+
+
+def test_clients_messages_take_no_latency_and_nodes_messages_take_the_mean() -> None:
+    """As in Maelstrom, --latency delays messages between nodes (and services), never a client's:
+    a client is as if beside its node."""
+    nodes = {"n0": Slot(), "n1": Slot()}
+    journal: list[Envelope] = []
+
+    async def main() -> None:
+        router = Router(
+            cast("dict[str, NodeProcess]", nodes),
+            Random(1),
+            LatencyModel(base_ms=0.0, mean_ms=100.0, spike_rate=0.0, distribution="constant"),
+            lambda msg: None,
+            {},
+            trio.current_time(),
+        )
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(router.run)
+            router.send_to_node("c1", "n0", {"type": "echo", "msg_id": 1})
+            for dest in ("n1", "c1"):
+                raw = encode("n0", dest, {"type": "echo_ok", "in_reply_to": 1}).rstrip(b"\n")
+                router.from_node(decode(raw, "n0"), "n0")
+            await trio.sleep(1.0)
+            journal.extend(router.journal)
+            nursery.cancel_scope.cancel()
+
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    took = {(e.src, e.dest): e.arrived - e.sent for e in journal if e.arrived is not None}
+    assert took == {("c1", "n0"): 0.0, ("n0", "n1"): pytest.approx(0.1), ("n0", "c1"): 0.0}
