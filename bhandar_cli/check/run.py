@@ -57,7 +57,7 @@ class CheckOptions:
     concurrency: int = 3
     rate: float = 20.0  # operations per second, all clients together
     time_limit: float = 5.0
-    latency_ms: float = 0.0  # mean latency of every message
+    latency_ms: float = 0.0  # mean latency between nodes and to services (clients: none)
     seed: int = 0
     nemesis: tuple[str, ...] = ()
     interval: float = 1.0  # seconds: a fault's length and the pause before the next are drawn from it
