@@ -5,12 +5,16 @@ operations and pauses, the network's losses, duplicates and latencies, the servi
 (The nodes' own timing is the machine's: a run under real processes repeats its plan, not its
 every interleaving.) The order of a run:
 
-1. start `node_count` copies of the program (n1..nN) and send each `init`; a node that cannot be
-   started, exits, or does not answer `init_ok` within `init_timeout` is a setup error;
-2. the workload's setup messages (broadcast's `topology`), answered;
-3. time 0: the clients (c1..cM) run for `time_limit` while the nemesis applies the plan;
+1. start `node_count` copies of the program (n0..n(N-1), as Maelstrom names them) and send each
+   `init` (from c0); a node that cannot be started, exits, or does not answer `init_ok` within
+   `init_timeout` is a setup error;
+2. the workload's setup messages (broadcast's `topology`), each sent until answered (at most
+   `init_timeout`);
+3. time 0: the clients (c1..cM) run for `time_limit` while the nemesis applies the plan (a node
+   killed and restarted gets `init` and its setup messages again);
 4. every fault ends (partitions healed, killed nodes restarted, paused ones continued), the
-   nodes get `recovery` seconds, and the workload's final reads run;
+   nodes get `recovery` seconds (10 by default: Maelstrom waits 10 s), and the workload's final
+   reads run;
 5. every process is stopped (nothing is left running), and the workload's checker judges the
    history. Nodes that exited unasked or did not come back after a kill make it invalid.
 
@@ -49,7 +53,9 @@ from bhandar_cli.check.protocol import ProtocolError
 from bhandar_cli.check.router import Envelope, Router
 from bhandar_cli.check.services import services
 from bhandar_cli.check.workloads import workloads
-from bhandar_cli.host.network import LatencyModel
+from bhandar_cli.host.network import Distribution, LatencyModel
+
+RECOVERY = 10.0  # seconds between the heal and the final reads: Maelstrom's wait
 
 
 @dataclass(frozen=True)
@@ -61,12 +67,12 @@ class CheckOptions:
     concurrency: int = 3
     rate: float = 20.0  # operations per second, all clients together
     time_limit: float = 5.0
-    latency_ms: float = 0.0  # mean of the exponential latency of every message
+    latency_ms: float = 0.0  # mean latency between nodes and to services (clients: none)
     seed: int = 0
     nemesis: tuple[str, ...] = ()
     interval: float = 1.0  # seconds: a fault's length and the pause before the next are drawn from it
-    op_timeout: float = 1.0
-    recovery: float = 1.0
+    op_timeout: float = 5.0  # Maelstrom's client timeout (see default_timeout)
+    recovery: float = RECOVERY
     init_timeout: float = 10.0
     flood_limit: int = 10_000
     scenario: str = ""  # a checklist scenario (the workload's name for it) instead of a draw
@@ -75,6 +81,10 @@ class CheckOptions:
     plan: tuple[Fault, ...] = ()
     availability: float | None = None  # the share of operations that must succeed (1.0: total)
     consistency_models: tuple[str, ...] = ()  # txn workloads: the models judged (default: Maelstrom's)
+    # Maelstrom's --latency-dist: the shape of the latency around its mean (constant by default).
+    latency_dist: Distribution = "constant"
+    # The duplicate fault copies clients' requests too, not only messages between nodes.
+    duplicate_clients: bool = False
 
 
 @dataclass
@@ -103,8 +113,16 @@ class Outcome:
         return 0 if self.verdict is not None and self.verdict.valid else 1
 
 
-def latency_model(mean_ms: float) -> LatencyModel | None:
-    return LatencyModel(base_ms=0.0, mean_ms=mean_ms, spike_rate=0.0) if mean_ms > 0 else None
+def latency_model(mean_ms: float, distribution: Distribution = "constant") -> LatencyModel | None:
+    if mean_ms <= 0:
+        return None
+    return LatencyModel(base_ms=0.0, mean_ms=mean_ms, spike_rate=0.0, distribution=distribution)
+
+
+def default_timeout(workload: str, latency_ms: float) -> float:
+    """How long a client waits for an answer unless told: Maelstrom's, 5 s, and for lin-kv ten
+    times the mean latency but at least 1 s."""
+    return max(1.0, 10 * latency_ms / 1000.0) if workload == "lin-kv" else 5.0
 
 
 def run_check(opts: CheckOptions) -> Outcome:
@@ -213,7 +231,7 @@ def with_events(verdict: Verdict, events: list[str]) -> Verdict:
 
 async def _run(opts: CheckOptions) -> Outcome:
     rng = Random(opts.seed)
-    names = [f"n{i}" for i in range(1, opts.node_count + 1)]
+    names = [f"n{i}" for i in range(opts.node_count)]
     workload = workloads()[opts.workload](Random(rng.getrandbits(64)), names)
     workload.consistency_models = opts.consistency_models or workload.consistency_models
     net_rng, service_rng, fault_rng = (Random(rng.getrandbits(64)) for _ in range(3))
@@ -236,7 +254,10 @@ async def _run(opts: CheckOptions) -> Outcome:
             outcome.error = f"protocol error: {exc}"
         run_scope.cancel()
 
-    cluster = NodeCluster(names, list(opts.argv), log_dir, dict(os.environ), opts.flood_limit, protocol_error)
+    client_ids = frozenset(f"c{i}" for i in range(1, opts.concurrency + 1))
+    cluster = NodeCluster(
+        names, list(opts.argv), log_dir, dict(os.environ), opts.flood_limit, protocol_error, client_ids
+    )
     clients: Clients | None = None
 
     def on_client(msg: object) -> None:
@@ -246,19 +267,26 @@ async def _run(opts: CheckOptions) -> Outcome:
     router = Router(
         cluster.procs,
         net_rng,
-        latency_model(opts.latency_ms),
+        latency_model(opts.latency_ms, opts.latency_dist),
         on_client,
         services(service_rng),
         trio.current_time(),
+        opts.duplicate_clients,
     )
     cluster.attach(router)
     clients = Clients(router, workload, history, opts.op_timeout, protocol_error)
+    setup = workload.setup()
+
+    async def resetup(node: str) -> None:
+        await _setup(clients, cluster, [(n, body) for n, body in setup if n == node], opts)
+
+    cluster.resetup = resetup
     async with trio.open_nursery() as nursery:
         nursery.start_soon(router.run)
         try:
             with run_scope:
                 await cluster.start(nursery, names, opts.init_timeout)
-                await _setup(clients, workload.setup(), opts)
+                await _setup(clients, cluster, setup, opts)
                 router.restart_clock()
                 async with trio.open_nursery() as work:
                     work.start_soon(_nemesis, cluster, nursery, work, faults, router, opts.init_timeout)
@@ -308,15 +336,27 @@ def fresh_log_dir(log_dir: Path, names: list[str]) -> Path:
     return log_dir
 
 
-async def _setup(clients: Clients, requests: list[tuple[str, dict[str, object]]], opts: CheckOptions) -> None:
-    """The workload's setup requests, each answered with its `*_ok` (or a setup error)."""
+async def _setup(
+    clients: Clients, cluster: NodeCluster, requests: list[tuple[str, dict[str, object]]], opts: CheckOptions
+) -> None:
+    """The workload's setup requests (node, body), each answered with its `*_ok`: one with no
+    answer is sent again until `init_timeout` has passed (a loaded machine, or a fault on a
+    restarted node, may hold it up as it may hold `init`); any other answer, or none in that
+    time, is a SetupError. A node killed meanwhile gets them anew in its next life."""
     for node, body in requests:
+        proc = cluster.procs[node]
+        life = proc.life
+        deadline = trio.current_time() + opts.init_timeout
         answer = await clients.call("c1", node, body)
+        while answer is None and trio.current_time() < deadline and proc.life == life and not proc.killed:
+            answer = await clients.call("c1", node, body)
+        if answer is None and (proc.life != life or proc.killed):
+            continue
         if answer is None or answer.type != f"{body['type']}_ok":
             got = "no answer" if answer is None else repr(answer.raw.decode("utf-8", "replace")[:200])
             raise SetupError(
                 f"{node} did not answer {body['type']} with {body['type']}_ok "
-                f"within {opts.op_timeout:g} s ({got})"
+                f"within {opts.init_timeout:g} s ({got})"
             )
 
 
