@@ -1,7 +1,7 @@
 """The clients of a check (c1, c2, ...): each sends one request at a time to its node, waits for
 the answer or its timeout, records the operation, pauses, and goes on until the time limit.
 
-Client i talks to node n((i-1) mod N + 1), as in Maelstrom. Together the clients aim at `rate`
+Client i talks to node n((i-1) mod N), as in Maelstrom. Together the clients aim at `rate`
 operations per second: each pauses a random 0 to 2M/rate seconds between operations (M clients),
 from its own random stream drawn from the seed. An answer is matched to its request by
 `in_reply_to`; a late one (after its timeout) or one nobody asked for is counted and dropped. An

@@ -1,6 +1,11 @@
 """The nodes of a check: starting each program, `init`, the faults that strike processes and
 links, restarts, and what the nodes did that nobody asked them to (exits, floods).
 
+A restarted node (the kill fault; Bhandar's extension: Maelstrom never restarts a node) gets
+`init` again and then the workload's setup messages addressed to it (broadcast's `topology`),
+each to be answered, since a node that keeps its topology in memory has lost it; a node that
+does not answer them did not come back, as one that does not answer `init`.
+
 Every line a node writes is decoded here (check/protocol.py) and handed to the router; a line
 that is not a message ends the run as the node's protocol error, naming it. So does a node that
 writes more than `flood_limit` messages within one second. A node that exits while nobody
@@ -10,14 +15,14 @@ node that does not come back after a kill; both make the verdict invalid.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import trio
 
 from bhandar_cli.check.nemesis import Fault
 from bhandar_cli.check.process import NodeProcess
-from bhandar_cli.check.protocol import Message, ProtocolError, decode, error_name
+from bhandar_cli.check.protocol import Message, ProtocolError, decode, error_name, quoted
 from bhandar_cli.check.router import HARNESS, Router
 
 FLOOD_CHECK = 1000  # lines between two looks at the clock
@@ -36,8 +41,12 @@ class NodeCluster:
         env: dict[str, str],
         flood_limit: int,
         on_error: Callable[[ProtocolError], None],
+        clients: frozenset[str] = frozenset(),
     ) -> None:
         self.names = names
+        self.clients = clients  # ids a node may pass a request on for (as `src`, to another node)
+        # After a restart's init: the workload's setup for that node (SetupError if unanswered).
+        self.resetup: Callable[[str], Awaitable[None]] | None = None
         self.flood_limit = flood_limit
         self.on_error = on_error
         self.router: Router | None = None
@@ -68,14 +77,22 @@ class NodeCluster:
         if count % FLOOD_CHECK == 0:
             self._flood_check(proc.name, count)
         try:
-            msg = decode(line, proc.name)
+            msg = decode(line, proc.name, self.clients)
         except ProtocolError as exc:
             self.on_error(exc)
+            return
+        if msg.src != proc.name and msg.dest not in self.procs:
+            self.on_error(
+                ProtocolError(
+                    f"{proc.name} wrote a message from client {msg.src!r} to {msg.dest!r}: a node may "
+                    f"pass a client's request on only to another node: {quoted(line)}"
+                )
+            )
             return
         if msg.dest == HARNESS:
             self._harness_answer(msg)
         elif self.router is not None:
-            self.router.from_node(msg)
+            self.router.from_node(msg, proc.name)
 
     def _flood_check(self, name: str, count: int) -> None:
         now = trio.current_time()
@@ -158,10 +175,13 @@ class NodeCluster:
             raise SetupError("; ".join(problems))
 
     async def restart(self, nursery: trio.Nursery, name: str, timeout: float) -> None:
-        """Bring a killed node back (a new life, `init` again); a failure is a finding."""
+        """Bring a killed node back (a new life, `init` again, then the workload's setup for it);
+        a failure is a finding."""
         self.restarts += 1
         try:
             await self.start(nursery, [name], timeout)
+            if self.resetup is not None:
+                await self.resetup(name)
         except SetupError as exc:
             self.events.append(f"{name} did not come back after its kill: {exc}")
 

@@ -65,7 +65,7 @@ def window_messages(
         if (
             env.sent < start - margin
             or env.sent > end + margin
-            or env.src not in lanes
+            or env.sender not in lanes
             or env.dest not in lanes
         ):
             continue
@@ -116,9 +116,9 @@ def lamport_svg(journal: list[Envelope], ops: list[Op], nodes: list[str]) -> str
         if row % 3 == 0:
             out.append(f'<text x="4" y="{TOP + row * ROW + 4}" fill="#666">{t * 1000:.1f} ms</text>')
     for i, env in enumerate(messages):
-        if env.src not in x or env.dest not in x:
+        if env.sender not in x or env.dest not in x:
             continue
-        x1, y1 = x[env.src], TOP + row_of[(i, 0)] * ROW
+        x1, y1 = x[env.sender], TOP + row_of[(i, 0)] * ROW  # a forwarded request leaves its node
         mine = id(env) in own
         colour = "#b00020" if mine else "#333"
         weight = "2.2" if mine else "1"

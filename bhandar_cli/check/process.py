@@ -1,6 +1,6 @@
 """One node program's lives under the harness: its process, its pipes, its log, its faults.
 
-A `NodeProcess` is a slot (n1, n2, ...) that a program runs in. Each life is a process in a
+A `NodeProcess` is a slot (n0, n1, ...) that a program runs in. Each life is a process in a
 session of its own (so a kill reaches whatever the program started too), with standard input
 and output as pipes and standard error appended to the slot's log. Lines the node writes go to
 `on_line` as they arrive; what the harness sends waits in a bounded queue that one task writes
@@ -8,6 +8,12 @@ out, so a node that stops reading (paused, hung) costs the harness memory up to 
 then loses messages (counted), never a blocked harness. `kill` is SIGKILL, `pause` SIGSTOP,
 `resume` SIGCONT, `stop` the end of the run: SIGTERM, and SIGKILL to the whole session after a
 grace period; after `stop` nothing the program started is left running.
+
+A child that leaves the session (setsid, a daemon's double fork) escapes a signal to the
+group, so on Linux `kill` and `stop` also SIGKILL, from /proc, every process that descends from
+the node or carries the slot's mark in its environment (`BHANDAR_CHECK_SLOT`, set for each slot
+and inherited by whatever it starts): a process tree walk alone misses a child whose parent died
+first (it is reparented to init). Elsewhere only the session is signalled.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import contextlib
 import os
 import signal
 import subprocess
+import uuid
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
@@ -27,6 +34,9 @@ from bhandar_cli.check.protocol import MAX_LINE
 QUEUE_BYTES = 16 << 20  # bytes waiting for a node's standard input before messages are dropped
 READ_SIZE = 1 << 16
 STOP_GRACE = 0.5  # seconds between SIGTERM and SIGKILL at the end of a run
+SLOT_MARK = "BHANDAR_CHECK_SLOT"  # environment variable naming a slot's processes
+STRAY_ROUNDS = 3  # scans for strays in one kill (one may fork while the last scan ran)
+PROC = "/proc"
 
 OnLine = Callable[["NodeProcess", bytes], None]
 OnEnd = Callable[["NodeProcess", int | None, str], None]  # (slot, exit status, why the output ended)
@@ -39,7 +49,8 @@ class NodeProcess:
         self.name = name
         self.argv = argv
         self.log = log
-        self.env = env
+        self.mark = f"{name}-{uuid.uuid4().hex}"
+        self.env = {**env, SLOT_MARK: self.mark}
         self.on_line = on_line
         self.on_end = on_end
         self.proc: trio.Process | None = None
@@ -151,12 +162,36 @@ class NodeProcess:
         with contextlib.suppress(ProcessLookupError, PermissionError):  # gone already
             os.killpg(proc.pid, signum)
 
+    def _strays(self) -> set[int]:
+        """What the node started, in its session or not (Linux only: see the docstring). Looked
+        for before the node dies: a child whose parent died is no longer in its tree."""
+        proc = self.proc
+        # Only a process not yet reaped keeps its pid: a reaped one's may be someone else's now.
+        root = proc.pid if proc is not None and proc.returncode is None else None
+        found = stray_processes(root, f"{SLOT_MARK}={self.mark}".encode())
+        if proc is not None:
+            found.discard(proc.pid)  # the node itself: its session is signalled (and it is reaped)
+        return found
+
+    def _kill_all(self, seen: frozenset[int] = frozenset()) -> None:
+        """SIGKILL the node's session and every process it started outside it (and `seen`: ones
+        found earlier, while the node lived)."""
+        strays = self._strays() | seen
+        self._signal_group(signal.SIGKILL)
+        for _ in range(STRAY_ROUNDS):
+            for pid in strays:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+            strays = self._strays()  # one may have forked while the last scan ran
+            if not strays:
+                return
+
     def kill(self) -> None:
         """SIGKILL the node and whatever it started (the kill fault, and the end of a run)."""
         self.killed = True
         self.paused = False
         self._live = False
-        self._signal_group(signal.SIGKILL)
+        self._kill_all()
 
     def pause(self) -> None:
         if self.running and not self.paused:
@@ -178,11 +213,12 @@ class NodeProcess:
         self.killed = True
         with trio.CancelScope(shield=True):
             self.resume()
+            seen = frozenset(self._strays())
             if proc.returncode is None:
                 self._signal_group(signal.SIGTERM)
                 with trio.move_on_after(STOP_GRACE):
                     await proc.wait()
-            self._signal_group(signal.SIGKILL)
+            self._kill_all(seen)
             await proc.wait()
             for stream in (proc.stdin, proc.stdout):
                 if stream is not None:
@@ -197,3 +233,36 @@ class NodeProcess:
         kept = [ln.strip() for ln in data.decode("utf-8", "replace").splitlines() if ln.strip()]
         kept = [ln for ln in kept if not ln.startswith("--- harness:")]
         return " | ".join(kept[-lines:])
+
+
+def stray_processes(root: int | None, marker: bytes) -> set[int]:
+    """Live processes (not zombies) that descend from `root` or whose environment holds `marker`
+    (`NAME=value`), from Linux's /proc; empty where there is no /proc. Never this process."""
+    try:
+        entries = [e.name for e in os.scandir(PROC) if e.name.isdigit()]
+    except OSError:
+        return set()
+    me = os.getpid()
+    children: dict[int, list[int]] = {}
+    found: set[int] = set()
+    for entry in entries:
+        pid = int(entry)
+        try:
+            with open(f"{PROC}/{pid}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+            if fields[0] == b"Z":
+                continue
+            children.setdefault(int(fields[1]), []).append(pid)
+            with open(f"{PROC}/{pid}/environ", "rb") as f:
+                if marker in f.read().split(b"\0"):
+                    found.add(pid)
+        except (OSError, ValueError, IndexError):
+            continue  # gone meanwhile, or not ours to read
+    stack = [root] if root is not None else []
+    while stack:
+        for child in children.get(stack.pop(), []):
+            if child not in found:
+                found.add(child)
+                stack.append(child)
+    found.discard(me)
+    return found

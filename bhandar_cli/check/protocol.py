@@ -1,10 +1,14 @@
 """Maelstrom's node protocol: one JSON message per line, its validation, and its error codes.
 
 A message is `{"src", "dest", "body"}`; a body has a `type` and, for RPCs, an integer `msg_id`
-and/or `in_reply_to`. Node ids are n1..nN, clients c1..cM, and the services keep their names
-(`lin-kv`, `seq-kv`, `lww-kv`, `lin-tso`). Every line a node writes is decoded here, strictly: a
-node that writes anything else on standard output (a stray print, a truncated line, another
-node's name as `src`) broke the protocol, and the error says which node, which line and why.
+and/or `in_reply_to`. Node ids are n0..n(N-1) and clients c1..cM, as in Maelstrom (the harness's
+own `init` comes from c0), and the services keep their names (`lin-kv`, `seq-kv`, `lww-kv`,
+`lin-tso`). Every line a node writes is decoded here, strictly: a node that writes anything else
+on standard output (a stray print, a truncated line, another node's or a service's name as `src`)
+broke the protocol, and the error says which node, which line and why. A client's id as `src` is
+allowed: a node passing a client's request on to another node unchanged (Maelstrom allows any
+`src` its network knows; Bhandar keeps one node from speaking as another node or a service,
+which would hide which node did what).
 
 The error codes are Maelstrom's, with their meaning for a checker: a *definite* error promises
 the operation did not and never will happen; an *indefinite* one (0 timeout, 13 crash, and every
@@ -14,6 +18,7 @@ code not in the table) promises nothing.
 from __future__ import annotations
 
 import json
+from collections.abc import Container
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,9 +91,10 @@ def quoted(line: bytes) -> str:
     return repr(text if len(text) <= SHOWN else text[:SHOWN] + "...")
 
 
-def decode(line: bytes, sender: str) -> Message:
+def decode(line: bytes, sender: str, clients: Container[str] = ()) -> Message:
     """The message `sender` wrote on one line (without its newline); ProtocolError if it is not
-    one, naming the sender and quoting the line."""
+    one, naming the sender and quoting the line. Its `src` is `sender`, or one of `clients` (a
+    client's request passed on: the caller checks that it goes to a node)."""
     if len(line) > MAX_LINE:
         raise ProtocolError(f"{sender} wrote a line of {len(line)} bytes (at most {MAX_LINE} are allowed)")
     try:
@@ -102,8 +108,12 @@ def decode(line: bytes, sender: str) -> Message:
         raise ProtocolError(
             f'{sender} wrote a message without string "src" and "dest" and an object "body": {quoted(line)}'
         )
-    if src != sender:
-        raise ProtocolError(f"{sender} wrote a message claiming to come from {src!r}: {quoted(line)}")
+    if src != sender and src not in clients:
+        raise ProtocolError(
+            f"{sender} wrote a message claiming to come from {src!r}: a node writes as itself, or "
+            f"passes a client's request on to another node unchanged (src a client), never as another "
+            f"node or a service: {quoted(line)}"
+        )
     kind = body.get("type")
     if type(kind) is not str or not kind:
         raise ProtocolError(f'{sender} wrote a body without a string "type": {quoted(line)}')

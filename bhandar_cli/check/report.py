@@ -13,7 +13,7 @@ import math
 import shlex
 from typing import Any
 
-from bhandar_cli.check.run import CheckOptions, Outcome
+from bhandar_cli.check.run import CheckOptions, Outcome, default_timeout
 from bhandar_cli.check.staleness import Curve
 from bhandar_cli.check.staleness import render as render_staleness
 
@@ -24,18 +24,22 @@ def repeat_command(opts: CheckOptions) -> str:
     """The command line that runs the same plan again: every option that differs from its
     default. Faults a library caller gave outright (`CheckOptions.plan`) have no option: the line
     then says that it repeats the run without them."""
+    defaults = CheckOptions(opts.argv, opts.workload, opts.log_dir)
     parts = ["bhandar", "check", "--bin", shlex.join(opts.argv), "-w", opts.workload]
     parts += ["--node-count", str(opts.node_count), "--concurrency", str(opts.concurrency)]
     parts += ["--rate", f"{opts.rate:g}", "--time-limit", f"{opts.time_limit:g}s", "--seed", str(opts.seed)]
     if opts.latency_ms:
         parts += ["--latency", f"{opts.latency_ms:g}ms"]
+    if opts.latency_ms and opts.latency_dist != defaults.latency_dist:
+        parts += ["--latency-dist", opts.latency_dist]
+    if opts.duplicate_clients:
+        parts += ["--duplicate-clients"]
     if opts.scenario:
         parts += ["--scenario", opts.scenario]
     elif opts.nemesis and not opts.plan:
         parts += ["--nemesis", ",".join(opts.nemesis), "--nemesis-interval", f"{opts.interval:g}s"]
-    defaults = CheckOptions(opts.argv, opts.workload, opts.log_dir)
     for option, value, default in (
-        ("--timeout", opts.op_timeout, defaults.op_timeout),
+        ("--timeout", opts.op_timeout, default_timeout(opts.workload, opts.latency_ms)),
         ("--recovery", opts.recovery, defaults.recovery),
         ("--init-timeout", opts.init_timeout, defaults.init_timeout),
     ):

@@ -4,10 +4,16 @@ Node-to-node messages go through Bhandar's one network model (`host.network`): p
 one-way cuts, loss, duplication, a slow node's extra delay and the latency model are decided
 there, exactly as in the simulator and the in-process cluster. Messages between a node and a
 client or a service are outside the partitioned network (a client always reaches its node, as
-in Maelstrom) but take the same latency, and a client's request is duplicated with the model's
-duplication rate (a retransmission with the same `msg_id`: a node must treat it as one request).
-A message to an id that is neither a node, a client nor a service is answered with error 1
-(node-not-found).
+in Maelstrom) but take the same latency. The `duplicate` fault copies messages between nodes
+only, as Maelstrom's network never duplicates a client's request; with `duplicate_clients` a
+client's request is duplicated too (a retransmission with the same `msg_id`: a node must treat
+it as one request). A message to an id that is neither a node, a client nor a service is
+answered with error 1 (node-not-found).
+
+A node may pass a client's request on to another node unchanged (`src` still the client, as
+Maelstrom's raft.py does): it travels the link between the two nodes, so partitions, loss and
+latency apply to it as to any message between them, and whichever node answers the client is
+matched by the client by `in_reply_to`.
 
 Every message is journalled (sent, arrived or dropped, who, what type, which ids) up to
 `JOURNAL_MAX` messages: the report's Lamport diagram is drawn from it.
@@ -33,12 +39,15 @@ HARNESS = "c0"  # the harness's own id (init and topology come from it)
 class Envelope:
     """One message in flight and in the journal: times in seconds since the run began."""
 
-    __slots__ = ("arrived", "body", "dest", "raw", "sent", "src")
+    __slots__ = ("arrived", "body", "dest", "raw", "sender", "sent", "src")
 
-    def __init__(self, sent: float, src: str, dest: str, body: dict[str, Any], raw: bytes) -> None:
+    def __init__(
+        self, sent: float, src: str, dest: str, body: dict[str, Any], raw: bytes, sender: str = ""
+    ) -> None:
         self.sent = sent
         self.arrived: float | None = None  # None: dropped, or still in flight
         self.src = src
+        self.sender = sender or src  # who wrote it: a node forwarding a client's request, or `src`
         self.dest = dest
         self.body = body
         self.raw = raw
@@ -53,8 +62,10 @@ class Router:
         on_client: Callable[[Message], None],
         services: dict[str, Callable[[str, dict[str, Any]], dict[str, Any]]],
         start: float,
+        duplicate_clients: bool = False,
     ) -> None:
         self.nodes = nodes
+        self.duplicate_clients = duplicate_clients
         self.model = NetworkModel(rng, latency)
         self.timers = TrioTimers()
         self.network = Network(self.model, self._schedule, self._arrive)
@@ -81,8 +92,8 @@ class Router:
             if env.arrived is not None:
                 env.arrived -= offset
 
-    def _record(self, src: str, dest: str, body: dict[str, Any], raw: bytes) -> Envelope:
-        env = Envelope(self.now(), src, dest, body, raw)
+    def _record(self, src: str, dest: str, body: dict[str, Any], raw: bytes, sender: str = "") -> Envelope:
+        env = Envelope(self.now(), src, dest, body, raw, sender)
         if len(self.journal) < JOURNAL_MAX:
             self.journal.append(env)
         else:
@@ -105,13 +116,14 @@ class Router:
 
     # --- from nodes --------------------------------------------------------------------------------
 
-    def from_node(self, msg: Message) -> None:
-        """A message a node wrote (decoded and checked by the caller)."""
+    def from_node(self, msg: Message, sender: str) -> None:
+        """A message node `sender` wrote (decoded and checked by the caller): its own, or a
+        client's request it passes on to node `msg.dest`."""
         dest = msg.dest
-        env = self._record(msg.src, dest, msg.body, msg.raw + b"\n")
+        env = self._record(msg.src, dest, msg.body, msg.raw + b"\n", sender)
         if dest in self.nodes:
             self.counts["node"] += 1
-            self.network.send(msg.src, dest, env)
+            self.network.send(sender, dest, env)
         elif dest.startswith("c") and dest[1:].isdigit():
             self.counts["client"] += 1
             self._schedule(self.model.delay(msg.src, dest), self._to_client, (env, msg))
@@ -146,6 +158,7 @@ class Router:
         self._arrive(node, env.src, env)
 
     def client_copies(self) -> int:
-        """How many copies of a client's request the network delivers (the duplicate fault)."""
+        """How many copies of a client's request the network delivers: the duplicate fault
+        strikes them only with `duplicate_clients`."""
         dup = self.model.duplicate
-        return 2 if dup and self._rng.random() < dup else 1
+        return 2 if self.duplicate_clients and dup and self._rng.random() < dup else 1

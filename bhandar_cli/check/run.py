@@ -5,12 +5,15 @@ operations and pauses, the network's losses, duplicates and latencies, the servi
 (The nodes' own timing is the machine's: a run under real processes repeats its plan, not its
 every interleaving.) The order of a run:
 
-1. start `node_count` copies of the program (n1..nN) and send each `init`; a node that cannot be
-   started, exits, or does not answer `init_ok` within `init_timeout` is a setup error;
+1. start `node_count` copies of the program (n0..n(N-1), as Maelstrom names them) and send each
+   `init` (from c0); a node that cannot be started, exits, or does not answer `init_ok` within
+   `init_timeout` is a setup error;
 2. the workload's setup messages (broadcast's `topology`), answered;
-3. time 0: the clients (c1..cM) run for `time_limit` while the nemesis applies the plan;
+3. time 0: the clients (c1..cM) run for `time_limit` while the nemesis applies the plan (a node
+   killed and restarted gets `init` and its setup messages again);
 4. every fault ends (partitions healed, killed nodes restarted, paused ones continued), the
-   nodes get `recovery` seconds, and the workload's final reads run;
+   nodes get `recovery` seconds (10 by default: Maelstrom waits 10 s), and the workload's final
+   reads run;
 5. every process is stopped (nothing is left running), and the workload's checker judges the
    history. Nodes that exited unasked or did not come back after a kill make it invalid.
 
@@ -39,7 +42,9 @@ from bhandar_cli.check.protocol import ProtocolError
 from bhandar_cli.check.router import Envelope, Router
 from bhandar_cli.check.services import services
 from bhandar_cli.check.workloads import workloads
-from bhandar_cli.host.network import LatencyModel
+from bhandar_cli.host.network import Distribution, LatencyModel
+
+RECOVERY = 10.0  # seconds between the heal and the final reads: Maelstrom's wait
 
 
 @dataclass(frozen=True)
@@ -51,18 +56,22 @@ class CheckOptions:
     concurrency: int = 3
     rate: float = 20.0  # operations per second, all clients together
     time_limit: float = 5.0
-    latency_ms: float = 0.0  # mean of the exponential latency of every message
+    latency_ms: float = 0.0  # mean latency of every message
     seed: int = 0
     nemesis: tuple[str, ...] = ()
     interval: float = 1.0  # seconds: a fault's length and the pause before the next are drawn from it
-    op_timeout: float = 1.0
-    recovery: float = 1.0
+    op_timeout: float = 5.0  # Maelstrom's client timeout (see default_timeout)
+    recovery: float = RECOVERY
     init_timeout: float = 10.0
     flood_limit: int = 10_000
     scenario: str = ""  # a checklist scenario's fixed faults instead of a draw from `nemesis`
     # Faults given outright by a library caller (a test that must strike every operation), instead
     # of a scenario or a draw; the report prints them, as it prints every plan.
     plan: tuple[Fault, ...] = ()
+    # Maelstrom's --latency-dist: the shape of the latency around its mean (constant by default).
+    latency_dist: Distribution = "constant"
+    # The duplicate fault copies clients' requests too, not only messages between nodes.
+    duplicate_clients: bool = False
 
 
 @dataclass
@@ -89,8 +98,16 @@ class Outcome:
         return 0 if self.verdict is not None and self.verdict.valid else 1
 
 
-def latency_model(mean_ms: float) -> LatencyModel | None:
-    return LatencyModel(base_ms=0.0, mean_ms=mean_ms, spike_rate=0.0) if mean_ms > 0 else None
+def latency_model(mean_ms: float, distribution: Distribution = "constant") -> LatencyModel | None:
+    if mean_ms <= 0:
+        return None
+    return LatencyModel(base_ms=0.0, mean_ms=mean_ms, spike_rate=0.0, distribution=distribution)
+
+
+def default_timeout(workload: str, latency_ms: float) -> float:
+    """How long a client waits for an answer unless told: Maelstrom's, 5 s, and for lin-kv ten
+    times the mean latency but at least 1 s."""
+    return max(1.0, 10 * latency_ms / 1000.0) if workload == "lin-kv" else 5.0
 
 
 def run_check(opts: CheckOptions) -> Outcome:
@@ -153,7 +170,7 @@ def with_events(verdict: Verdict, events: list[str]) -> Verdict:
 
 async def _run(opts: CheckOptions) -> Outcome:
     rng = Random(opts.seed)
-    names = [f"n{i}" for i in range(1, opts.node_count + 1)]
+    names = [f"n{i}" for i in range(opts.node_count)]
     workload = workloads()[opts.workload](Random(rng.getrandbits(64)), names)
     net_rng, service_rng, fault_rng = (Random(rng.getrandbits(64)) for _ in range(3))
     client_rngs = [Random(rng.getrandbits(64)) for _ in range(opts.concurrency)]
@@ -173,7 +190,10 @@ async def _run(opts: CheckOptions) -> Outcome:
             outcome.error = f"protocol error: {exc}"
         run_scope.cancel()
 
-    cluster = NodeCluster(names, list(opts.argv), log_dir, dict(os.environ), opts.flood_limit, protocol_error)
+    client_ids = frozenset(f"c{i}" for i in range(1, opts.concurrency + 1))
+    cluster = NodeCluster(
+        names, list(opts.argv), log_dir, dict(os.environ), opts.flood_limit, protocol_error, client_ids
+    )
     clients: Clients | None = None
 
     def on_client(msg: object) -> None:
@@ -183,19 +203,26 @@ async def _run(opts: CheckOptions) -> Outcome:
     router = Router(
         cluster.procs,
         net_rng,
-        latency_model(opts.latency_ms),
+        latency_model(opts.latency_ms, opts.latency_dist),
         on_client,
         services(service_rng),
         trio.current_time(),
+        opts.duplicate_clients,
     )
     cluster.attach(router)
     clients = Clients(router, workload, history, opts.op_timeout, protocol_error)
+    setup = workload.setup()
+
+    async def resetup(node: str) -> None:
+        await _setup_again(clients, cluster, node, [body for n, body in setup if n == node], opts)
+
+    cluster.resetup = resetup
     async with trio.open_nursery() as nursery:
         nursery.start_soon(router.run)
         try:
             with run_scope:
                 await cluster.start(nursery, names, opts.init_timeout)
-                await _setup(clients, workload.setup(), opts)
+                await _setup(clients, setup, opts)
                 router.restart_clock()
                 async with trio.open_nursery() as work:
                     work.start_soon(_nemesis, cluster, nursery, work, faults, router, opts.init_timeout)
@@ -243,6 +270,30 @@ async def _setup(clients: Clients, requests: list[tuple[str, dict[str, object]]]
                 f"{node} did not answer {body['type']} with {body['type']}_ok "
                 f"within {opts.op_timeout:g} s ({got})"
             )
+
+
+async def _setup_again(
+    clients: Clients, cluster: NodeCluster, node: str, requests: list[dict[str, object]], opts: CheckOptions
+) -> None:
+    """The workload's setup requests to a restarted node, each sent again until answered: other
+    faults (a pause, a slow link) may hold it up to `init_timeout`, as they may hold `init`. If
+    the node is killed again meanwhile, its next life gets them anew."""
+    proc = cluster.procs[node]
+    life = proc.life
+    deadline = trio.current_time() + opts.init_timeout
+    for body in requests:
+        while True:
+            answer = await clients.call("c1", node, body)
+            if answer is not None and answer.type == f"{body['type']}_ok":
+                break
+            if proc.life != life or proc.killed:
+                return
+            if trio.current_time() >= deadline:
+                got = "no answer" if answer is None else repr(answer.raw.decode("utf-8", "replace")[:200])
+                raise SetupError(
+                    f"{node} did not answer {body['type']} with {body['type']}_ok "
+                    f"within {opts.init_timeout:g} s of its restart ({got})"
+                )
 
 
 async def _nemesis(

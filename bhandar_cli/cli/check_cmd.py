@@ -17,6 +17,7 @@ import typer
 from bhandar_cli.check.catalog import KINDS, SCENARIOS, WORKLOADS
 from bhandar_cli.cli.output import EXIT_USAGE, OUTPUT_OPTION, OutputFormat, emit_json, fail
 from bhandar_cli.core.model.durations import seconds_of
+from bhandar_cli.host.network import DISTRIBUTIONS
 
 WORKLOAD_HELP = "; ".join(f"{name}: {doc}" for name, doc in WORKLOADS.items())
 
@@ -44,7 +45,7 @@ def check(
     workload: str = typer.Option(
         ..., "--workload", "-w", metavar="NAME", help=f"What clients do and what is checked. {WORKLOAD_HELP}."
     ),
-    node_count: int = typer.Option(3, "--node-count", help="Copies of the program to run (n1, n2, ...)."),
+    node_count: int = typer.Option(3, "--node-count", help="Copies of the program to run (n0, n1, ...)."),
     concurrency: int | None = typer.Option(
         None, "--concurrency", help="Clients (c1, c2, ...); default: one per node."
     ),
@@ -53,7 +54,17 @@ def check(
         "5s", "--time-limit", metavar="DURATION", help="How long the clients run."
     ),
     latency: str = typer.Option(
-        "0ms", "--latency", metavar="DURATION", help="Mean latency added to every message (exponential)."
+        "0ms",
+        "--latency",
+        metavar="DURATION",
+        help="Mean latency added to every message (see --latency-dist).",
+    ),
+    latency_dist: str = typer.Option(
+        "constant",
+        "--latency-dist",
+        metavar="SHAPE",
+        help="The latency's distribution around its mean, as Maelstrom's: constant (every message "
+        "takes --latency), uniform (0 to twice it) or exponential.",
     ),
     seed: int | None = typer.Option(
         None, "--seed", help="Draws the faults and the workload (printed: repeat a run)."
@@ -74,10 +85,23 @@ def check(
         "bhandar-check", "--log-dir", metavar="DIR", help="Node logs, their data, the history."
     ),
     op_timeout: str = typer.Option(
-        "1s", "--timeout", metavar="DURATION", help="How long a client waits for an answer."
+        "",
+        "--timeout",
+        metavar="DURATION",
+        help="How long a client waits for an answer (default as Maelstrom's: 5s; lin-kv 1s, or ten "
+        "times --latency if more).",
     ),
     recovery: str = typer.Option(
-        "1s", "--recovery", metavar="DURATION", help="Time after the heal before the final reads."
+        "10s",
+        "--recovery",
+        metavar="DURATION",
+        help="Time after the heal before the final reads (10s, as Maelstrom waits).",
+    ),
+    duplicate_clients: bool = typer.Option(
+        False,
+        "--duplicate-clients",
+        help="The duplicate fault copies clients' requests too (by default, as in Maelstrom, only "
+        "messages between nodes).",
     ),
     init_timeout: str = typer.Option(
         "10s", "--init-timeout", metavar="DURATION", help="How long a node may take to answer init."
@@ -95,7 +119,7 @@ def check(
     Exit 0 valid; 1 invalid or unknown (with the operations that show it);
     2 a setup or protocol error (no such program, no init_ok, a malformed
     message, a flood)."""
-    from bhandar_cli.check.run import CheckOptions
+    from bhandar_cli.check.run import CheckOptions, default_timeout
 
     argv = [*shlex.split(program), *(args or [])]
     if not argv:
@@ -114,7 +138,11 @@ def check(
         fail("--node-count must be 1..64 and --concurrency 1..1000", EXIT_USAGE)
     if not 0 < rate <= 100_000 or flood_limit < 1:
         fail("--rate must be above 0 and at most 100000, --flood-limit at least 1", EXIT_USAGE)
+    dist = next((d for d in DISTRIBUTIONS if d == latency_dist), None)
+    if dist is None:
+        fail(f"--latency-dist: unknown shape {latency_dist!r} (use {', '.join(DISTRIBUTIONS)})", EXIT_USAGE)
     limit = _seconds("--time-limit", time_limit, 0.05, 86_400)
+    mean_ms = _seconds("--latency", latency, 0, 10) * 1000.0
     interval = (
         _seconds("--nemesis-interval", nemesis_interval, 0.01, 3600)
         if nemesis_interval
@@ -128,15 +156,17 @@ def check(
         concurrency or node_count,
         rate,
         limit,
-        _seconds("--latency", latency, 0, 10) * 1000.0,
+        mean_ms,
         seed if seed is not None else random.SystemRandom().randrange(1 << 31),
         kinds,
         interval,
-        _seconds("--timeout", op_timeout, 0.01, 600),
+        _seconds("--timeout", op_timeout, 0.01, 600) if op_timeout else default_timeout(workload, mean_ms),
         _seconds("--recovery", recovery, 0, 600),
         _seconds("--init-timeout", init_timeout, 0.1, 600),
         flood_limit,
         scenario,
+        latency_dist=dist,
+        duplicate_clients=duplicate_clients,
     )
     if checklist:
         _checklist(opts, report, output)

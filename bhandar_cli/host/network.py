@@ -11,8 +11,9 @@ REPL on trio's clock, and a node process applies the same model as a filter on i
 while a message is in flight drops it, as a cable pulled mid-flight loses the packet.
 
 Latency follows the seed text's model: 1 ms + Exp(1) ms, and 3% of messages 40-80 ms later.
-Reordering comes from independent per-message latencies. All randomness comes from the
-`random.Random` handed in.
+`bhandar check` also offers Maelstrom's other shapes around a mean (`distribution`): constant,
+or uniform from 0 to twice the mean. Reordering comes from independent per-message latencies.
+All randomness comes from the `random.Random` handed in.
 """
 
 from __future__ import annotations
@@ -21,11 +22,13 @@ import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from random import Random
-from typing import Any
+from typing import Any, Literal
 
 Link = tuple[str, str]  # (source node, destination node)
 Deliver = Callable[[str, str, Any], bool]  # (dst, src, message) -> accepted by a live node
 Schedule = Callable[[float, Callable[..., None], tuple[Any, ...]], None]  # (delay s, fn, args)
+Distribution = Literal["constant", "uniform", "exponential"]
+DISTRIBUTIONS: tuple[Distribution, ...] = ("constant", "uniform", "exponential")
 
 
 @dataclass(frozen=True)
@@ -35,10 +38,16 @@ class LatencyModel:
     spike_rate: float = 0.03
     spike_min_ms: float = 40.0
     spike_max_ms: float = 80.0
+    distribution: Distribution = "exponential"  # of the part around `mean_ms`
 
     def sample(self, rng: Random) -> float:
         """One message's latency in seconds."""
-        ms = self.base_ms - self.mean_ms * math.log(1.0 - rng.random())
+        if self.distribution == "constant":
+            ms = self.base_ms + self.mean_ms
+        elif self.distribution == "uniform":
+            ms = self.base_ms + 2.0 * self.mean_ms * rng.random()
+        else:
+            ms = self.base_ms - self.mean_ms * math.log(1.0 - rng.random())
         if rng.random() < self.spike_rate:
             ms += self.spike_min_ms + (self.spike_max_ms - self.spike_min_ms) * rng.random()
         return ms / 1000.0

@@ -62,7 +62,7 @@ def test_a_valid_run_in_json_and_its_logs(tmp_path: Path) -> None:
     assert (out["cmd"], out["ok"], out["verdict"], out["seed"], out["exit"]) == ("check", True, "valid", 2, 0)
     assert out["operations"]["ok"] > 5 and out["repeat"].startswith("bhandar check --bin ")
     assert "--seed 2" in out["repeat"] and out["staleness"] and out["stats"]["lost"] == 0
-    assert {p.name for p in tmp_path.iterdir()} >= {"n1.log", "n2.log", "n3.log", "history.jsonl", "data"}
+    assert {p.name for p in tmp_path.iterdir()} >= {"n0.log", "n1.log", "n2.log", "history.jsonl", "data"}
     rows = [json.loads(line) for line in (tmp_path / "history.jsonl").read_text().splitlines()]
     assert len(rows) >= out["operations"]["ops"] + 3 and {r["f"] for r in rows} == {"add", "read"}
 

@@ -53,7 +53,7 @@ def test_a_flood_is_stopped_and_named(outcomes: dict[str, Outcome]) -> None:
 def test_no_init_ok_is_a_setup_error_naming_every_silent_node(outcomes: dict[str, Outcome]) -> None:
     outcome = outcomes["no-init"]
     assert outcome.exit_code == 2
-    for node in ("n1", "n2", "n3"):
+    for node in ("n0", "n1", "n2"):
         assert f"{node} did not answer init within 1.5 s" in outcome.error
 
 

@@ -48,10 +48,11 @@ CASES: dict[str, tuple[tuple[str, ...], Broken]] = {
 
 
 def _strike(kinds: tuple[str, ...]) -> tuple[Fault, ...]:
-    """Faults of these kinds from 0.1 s to 0.9 s of a 1 s run: a partition cuts off n3 (the
-    node the test's clients reach last), a duplicate copies everything."""
+    """Faults of these kinds from 0.1 s to 0.9 s of a 1 s run: a partition cuts off n2 (the
+    node the test's clients reach last), a duplicate copies everything (clients' requests too:
+    the run asks for it)."""
     return tuple(
-        Fault(kind, 0.1, 0.9, ("n3",) if kind == "partition" else (), 1.0 if kind == "duplicate" else 0.0)
+        Fault(kind, 0.1, 0.9, ("n2",) if kind == "partition" else (), 1.0 if kind == "duplicate" else 0.0)
         for kind in kinds
     )
 
@@ -66,7 +67,15 @@ def test_a_correct_node_passes_with_faults_and_broken_ones_are_caught(workload: 
     # duplicate fault is delivered twice): drawn faults at a drawn rate could miss every operation
     # that shows the fault, and a machine under load shifts which operations fall in a window.
     runs += [
-        short(argv, workload, tmp_path / f"bad{i}", seed=5, nemesis=faults, plan=_strike(faults))
+        short(
+            argv,
+            workload,
+            tmp_path / f"bad{i}",
+            seed=5,
+            nemesis=faults,
+            plan=_strike(faults),
+            duplicate_clients="duplicate" in faults,
+        )
         for i, (argv, faults, _, _) in enumerate(broken)
     ]
     outcomes = run_checks(runs)

@@ -1,8 +1,8 @@
-"""dynamo-kv with one leader (n1) that keeps every key's siblings on disk: other nodes forward to
-it and relay its answer. A sibling is (id, value); a context names the ids a get returned, and a
-put replaces exactly those. MODE=early: a node that is not the leader acknowledges a put at once
-and forwards it once, unretried (lost when the forward is); MODE=ignore: the leader ignores
-contexts, so every put becomes a sibling."""
+"""dynamo-kv with one leader (n0, the first node) that keeps every key's siblings on disk: other
+nodes forward to it and relay its answer. A sibling is (id, value); a context names the ids a get
+returned, and a put replaces exactly those. MODE=early: a node that is not the leader
+acknowledges a put at once and forwards it once, unretried (lost when the forward is);
+MODE=ignore: the leader ignores contexts, so every put becomes a sibling."""
 
 import json
 import os
