@@ -17,6 +17,7 @@ stricter wait than Maelstrom's, to keep the suite short.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shlex
 import sys
@@ -32,6 +33,31 @@ from bhandar_cli.cli.check_cmd import check
 FIXTURES = Path(__file__).parent / "fixtures"
 DEMOS = FIXTURES / "maelstrom"
 GLOMERS = FIXTURES / "glomers"
+
+
+# Each vendored file's git blob id at Maelstrom's cb7f072 (`git ls-tree cb7f072 demo/... LICENSE`):
+# the files are Jepsen's, to run as they are, not ours to edit or reformat.
+UPSTREAM_BLOBS = {
+    "LICENSE": "7689f30efd6dcaadfb4033a444fa1c3f1848dba3",
+    "js/crdt_gset.js": "1212385f20a53a0d8991620c62946eca83e4b7f4",
+    "js/crdt_pn_counter.js": "2b983645ae4850fbae72159ea0d06b2ddc4e5e96",
+    "js/echo.js": "db68b0dc30ee05e3b570a4c32840ff8b99065db4",
+    "js/gossip.js": "b83f5475a1f64d5f02bda85bc2f014b8224023b8",
+    "js/node.js": "2933683dc55f11de9dd95b603eaa3bf5ea02834f",
+    "python/broadcast.py": "02cdaef20b81e0d946709a7eef20b937e0a763aa",
+    "python/echo.py": "769a23902d9ff406dd7a3f4e7ddcde8975b42351",
+    "python/maelstrom.py": "e2492c7ccf85631a032f7c4f8918c920af3754f0",
+    "python/raft.py": "4cb7f965d991622bf0ef9e1b081f200560ac25ef",
+}
+
+
+def test_the_demo_nodes_are_maelstroms_own_bytes() -> None:
+    files = [p for p in DEMOS.rglob("*") if p.is_file() and "__pycache__" not in p.parts]
+    vendored = {str(p.relative_to(DEMOS)) for p in files if p.name != "README.md"}
+    assert vendored == set(UPSTREAM_BLOBS)
+    for name, blob in UPSTREAM_BLOBS.items():
+        data = (DEMOS / name).read_bytes()
+        assert hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest() == blob, f"{name} was changed"
 
 
 def python(path: Path) -> str:
