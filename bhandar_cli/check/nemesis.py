@@ -9,7 +9,8 @@ that kind starts, until the time limit, when every fault ends before the final r
 - pause: one node SIGSTOPped, SIGCONTed when the fault ends;
 - slow: one node's links (both ways) delayed by 50-200 ms;
 - loss: 10-40% of node-to-node messages lost;
-- duplicate: 20-50% of node-to-node messages, and of client requests, delivered twice.
+- duplicate: 20-50% of node-to-node messages delivered twice (clients' requests too only with
+  `--duplicate-clients`: Maelstrom never duplicates them).
 
 `scenario` gives the fixed plans of `--checklist`. A plan is plain data: the command prints it
 and puts it in the JSON, so a run can be read and repeated.

@@ -95,7 +95,7 @@ def check(
         "10s",
         "--recovery",
         metavar="DURATION",
-        help="Time after the heal before the final reads (10s, as Maelstrom waits).",
+        help="Time after the heal before the final reads (Maelstrom waits 10s).",
     ),
     duplicate_clients: bool = typer.Option(
         False,
