@@ -546,12 +546,16 @@ const link = document.getElementById("link");
 // The stream needs this run's key too (an EventSource sends no header of its own).
 const pageKey = document.querySelector('meta[name="bhandar-key"]').content;
 const events = new EventSource("/api/events?key=" + encodeURIComponent(pageKey));
-events.addEventListener("state", (ev) => draw(JSON.parse(ev.data)));
+// Live from the first state this stream brought (the server builds it fresh for a new stream), not
+// from the connection alone: until then the page has nothing of the cluster to show as live.
+events.addEventListener("state", (ev) => {
+  draw(JSON.parse(ev.data));
+  if (link.dataset.state !== "live") { link.dataset.state = "live"; link.textContent = "● live"; }
+});
 // The server keeps a few streams: a newer page took this one's place, so stop reconnecting.
 events.addEventListener("replaced", () => {
   events.close();
   link.dataset.state = "lost";
   link.textContent = "✖ opened in another tab: reload to watch here";
 });
-events.onopen = () => { link.dataset.state = "live"; link.textContent = "● live"; };
 events.onerror = () => { link.dataset.state = "lost"; link.textContent = "✖ reconnecting"; };
