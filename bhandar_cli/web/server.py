@@ -233,6 +233,12 @@ class WebServer:
             except BhandarError as exc:  # the cluster cannot say: that, not an older state
                 raise _HttpError(503, f"the cluster's state is unavailable: {exc}") from None
             return 200, self.snapshot, "application/json"
+        if method == "GET" and path == "api/log":
+            query = urllib.parse.parse_qs(scope.get("query_string", b"").decode("latin-1"))
+            columns = (query.get("columns") or [""])[0]
+            if not columns.isascii() or not columns.isdigit() or len(columns) > 4:
+                raise _HttpError(400, "the log needs ?columns=N, the log box's width in characters")
+            return 200, _json(self.state.log_view(int(columns))), "application/json"
         if method == "POST" and path in ("api/command", "api/focus"):
             body = await _body(scope, request_body)
             if path == "api/focus":

@@ -23,9 +23,12 @@ const doc = document.documentElement;
 if (doc.scrollHeight > innerHeight + 1 || doc.scrollWidth > innerWidth + 1)
   problems.push(`the page is ${doc.scrollWidth}x${doc.scrollHeight} in ${innerWidth}x${innerHeight}`);
 const visible = (e) => e.getClientRects().length > 0 && getComputedStyle(e).visibility !== "hidden";
-// No panel scrolls, nor any box in one; and none hides what overflows it.
+// No panel scrolls, nor any box in one; and none hides what overflows it. Except a box made to
+// scroll (class "scrolls": a long narration, a newest reply taller than the log), whose content
+// counts as inside it.
 for (const e of document.querySelectorAll("header, .panel, .panel *")) {
   if (e.closest("svg") || !visible(e) || ["INPUT", "BUTTON"].includes(e.tagName)) continue;
+  if (e.closest(".scrolls")) continue;
   if (e.scrollHeight > e.clientHeight + 1 && e.clientHeight > 0)
     problems.push(`${name(e)} holds ${e.scrollHeight}px of content in ${e.clientHeight}px`);
   if (e.scrollWidth > e.clientWidth + 1 && e.clientWidth > 0)
@@ -38,7 +41,7 @@ const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
 for (let t = walker.nextNode(); t; t = walker.nextNode()) {
   const host = t.parentElement;
   if (!t.textContent.trim() || !host || !visible(host)) continue;
-  if (host.closest("[hidden], title, script, style")) continue;
+  if (host.closest("[hidden], title, script, style, .scrolls")) continue;
   const range = document.createRange();
   range.selectNodeContents(t);
   const boxes = [{ left: 0, top: 0, right: innerWidth, bottom: innerHeight, what: "the window" }];
@@ -108,3 +111,80 @@ def header_counts(driver: Any) -> tuple[int, int, str]:
         "return [s.dataset.nodes, s.dataset.running, s.textContent]"
     )
     return int(nodes), int(running), str(line)
+
+
+RING_MIN_PX = 200  # below this (issue 41: ~150 px) the replica markers 1 2 3 touch
+WIDE = 240  # columns wide enough for any table the log shows: each cell whole
+
+
+def ring_px(driver: Any) -> float:
+    """The ring as drawn: the smaller side of the box around its arcs, in px of the screen."""
+    return float(
+        driver.execute_script(
+            "const rs = [...document.querySelectorAll('#ring path')].map((p) => p.getBoundingClientRect());"
+            "if (!rs.length) return 0;"
+            "const w = Math.max(...rs.map((r) => r.right)) - Math.min(...rs.map((r) => r.left));"
+            "const h = Math.max(...rs.map((r) => r.bottom)) - Math.min(...rs.map((r) => r.top));"
+            "return Math.min(w, h);"
+        )
+    )
+
+
+# The newest command of the log and each line of its reply, and whether each lies inside the log's
+# box and the window (and the box does not have to be scrolled to show it).
+NEWEST = r"""
+const out = document.getElementById("output"), box = out.getBoundingClientRect();
+const lines = [...out.querySelectorAll(".newest")];
+return {scrolls: out.classList.contains("scrolls"), lines: lines.map((e) => {
+  const r = e.getBoundingClientRect();
+  const inside = r.top >= box.top - 1 && r.bottom <= box.bottom + 1 && r.bottom <= innerHeight + 1;
+  return [e.textContent, inside];
+})};
+"""
+
+
+def newest_hidden(driver: Any) -> list[str]:
+    """The lines of the log's newest command and reply that are not fully visible (none is the
+    goal); a newest reply that needs the box scrolled is reported too."""
+    found = driver.execute_script(NEWEST)
+    hidden = [text for text, inside in found["lines"] if not inside]
+    if found["scrolls"]:
+        hidden.append("(the log box scrolls to show the newest reply)")
+    if not found["lines"]:
+        hidden.append("(the log shows no newest command)")
+    return hidden
+
+
+def log_cut_where_room(driver: Any, url: str) -> list[str]:
+    """Problems of the log's tables: laid out at another width than the page measured, a line
+    the box wraps though it is no wider than the box, or a cell cut ("…") in a reply whose whole
+    table fits the box. The page's text is checked against the server's print at the measured
+    width and at WIDE columns (GET /api/log)."""
+    import json
+    import urllib.request
+
+    columns, laid_out, rows = driver.execute_script(
+        "const o = document.getElementById('output');"
+        "const lh = parseFloat(getComputedStyle(o).fontSize) * 1.6;"
+        "return [Number(o.dataset.columns), Number(o.dataset.laidOut), [...o.querySelectorAll('.ok, .err')]"
+        " .map((e) => [e.textContent, e.getBoundingClientRect().height > lh])]"
+    )
+    problems = []
+    if not columns or columns != laid_out:
+        problems.append(f"the log box measures {columns} columns, its tables are laid out at {laid_out}")
+        return problems
+    for text, wrapped in rows:
+        if wrapped and len(text) <= columns:
+            problems.append(
+                f"a line of {len(text)} characters wraps in {columns} columns: {text.strip()[:40]!r}"
+            )
+
+    def printed(width: int) -> list[dict[str, Any]]:
+        with urllib.request.urlopen(f"{url}api/log?columns={width}", timeout=30) as response:
+            return list(json.loads(response.read())["log"])
+
+    for narrow, wide in zip(printed(columns), printed(WIDE), strict=True):
+        natural = max((len(line.rstrip()) for line in wide["text"].splitlines()), default=0)
+        if natural <= columns and narrow["text"].count("…") > wide["text"].count("…"):
+            problems.append(f"> {narrow['line']}: a cell cut in {columns} columns, {natural} needed")
+    return problems

@@ -451,14 +451,67 @@ async function run(line) {  // the session's log (in the next snapshot) shows wh
     problem.textContent = `the server did not answer: ${err}`;
   }
 }
-function drawLog(s) {  // every command of the session, typed here or in its terminal, newest first
+// The session's commands, typed here or in its terminal, oldest at the top and the newest at the
+// bottom, a line per element. What does not fit is folded from the top: older output, never the
+// newest command and its reply. A newest reply taller than the whole box (rare: the box holds a
+// dozen lines) lets the box scroll, from that command's line down.
+function drawLog(view) {
   const out = document.getElementById("output");
   out.replaceChildren();
-  for (const entry of s.log) {  // a line per element: what does not fit is the oldest lines
-    out.append(el("div", { class: "line" }, `> ${entry.line}`));
-    for (const line of entry.text.split("\n")) out.append(el("div", { class: entry.ok ? "ok" : "err" }, line || " "));
+  out.classList.remove("scrolls");
+  out.dataset.laidOut = String(view.columns);  // the width the server laid the tables out at
+  const entries = [...view.log].reverse();
+  entries.forEach((entry, i) => {
+    const newest = i === entries.length - 1 ? " newest" : "";
+    out.append(el("div", { class: `line${newest}` }, `> ${entry.line}`));
+    for (const line of entry.text.split("\n")) {
+      out.append(el("div", { class: (entry.ok ? "ok" : "err") + newest }, line || " "));
+    }
+  });
+  let left = 0;
+  const older = () => out.firstElementChild && !out.firstElementChild.classList.contains("newest");
+  while (overflows(out) && older()) { out.firstElementChild.remove(); left += 1; }
+  if (left) {
+    const more = el("div", { class: "more" }, "");
+    out.prepend(more);
+    for (;;) {
+      more.textContent = `… ${left} older lines not shown`;
+      if (!overflows(out) || !more.nextElementSibling || more.nextElementSibling.classList.contains("newest")) break;
+      more.nextElementSibling.remove();
+      left += 1;
+    }
+    if (overflows(out)) more.remove();  // room for the newest or for the note: the newest wins
   }
-  fit(out, "lines of older output");
+  if (overflows(out)) {
+    out.classList.add("scrolls");
+    out.scrollTop = out.querySelector(".newest").offsetTop - out.offsetTop;
+  }
+}
+// The log box's width in characters of its font: the server lays its tables out that wide.
+function logColumns() {
+  const out = document.getElementById("output");
+  const probe = el("span", { style: "position:absolute;visibility:hidden;white-space:pre" }, "0".repeat(100));
+  out.append(probe);
+  const char = probe.getBoundingClientRect().width / 100;
+  probe.remove();
+  const cs = getComputedStyle(out);
+  const room = out.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
+  return char > 0 ? Math.floor(room / char) : 0;
+}
+// The log as the snapshot names it, printed at this page's own width (GET /api/log): fetched when
+// the log or the width changed; of overlapping fetches only the latest one is drawn.
+let logAsked = 0;
+async function fetchLog() {
+  const columns = logColumns();
+  document.getElementById("output").dataset.columns = String(columns);
+  const asked = ++logAsked;
+  try {
+    const res = await fetch(`/api/log?columns=${Math.max(columns, 1)}`);
+    const view = await res.json();
+    if (asked === logAsked && res.ok) drawLog(view);
+  } catch (err) {
+    if (asked === logAsked && state) drawLog({ columns: 0, log: state.log });  // the snapshot's own
+  }
 }
 document.getElementById("command-form").addEventListener("submit", (ev) => {
   ev.preventDefault();
@@ -516,7 +569,7 @@ function draw(s) {
   // The narration first: the panels below get the height it leaves.
   drawPart("demo", s.demo || null, drawDemo);
   drawNodes(s);
-  drawPart("log", s.log, drawLog);
+  drawPart("log", s.log, fetchLog);  // the entries at the snapshot's width stand for them at any
   drawPart("key", s.focus, drawKey);
   drawPart("ring", [s.ring, s.focus && [s.focus.token, s.focus.replicas, s.focus.key], s.nodes.map((n) => n.id)], drawRing);
   drawPart("latency", s.latency, drawLatency);
