@@ -2,7 +2,7 @@
 out at its box's real width, at both window sizes and both text sizes; the newest reply is never
 folded away as older output; the ring keeps a readable size at every step of the join and handoff
 demos, whose narrations are the longest; a page opened after the cluster changed never shows the
-state from before."""
+state from before; and a partitioned card does not call a running node "certainly down"."""
 
 from __future__ import annotations
 
@@ -251,6 +251,37 @@ def test_a_page_opened_after_a_change_never_shows_the_state_from_before(
     until(browser, lambda d: d.execute_script("return window.seen.some(([, l]) => l === '● live')"))
     seen = browser.execute_script("return window.seen")
     assert not any("down C" in s for s, _ in seen), seen
+
+
+def test_a_partitioned_card_says_unreachable_not_certainly_down(web: WebProcess, browser: Any) -> None:
+    browser.get(web.url)
+    web.command("partition A B | C D E")
+    snap = state_now(web)
+    observer = snap["members_from"]
+    cut_off = {
+        c["id"]
+        for c in snap["nodes"]
+        if c["group"] != next(n["group"] for n in snap["nodes"] if n["id"] == observer)
+    }
+    assert cut_off  # the observer is in one group: the other group's nodes are cut off from it
+
+    def phis(d: Any) -> dict[str, str]:
+        return dict(
+            d.execute_script(
+                "return [...document.querySelectorAll('.card')].map((c) =>"
+                " [c.id.slice(5), c.querySelector('[data-field=phi]').textContent])"
+            )
+        )
+
+    # Long enough cut off that their phi, seen from the observer, is in the millions.
+    until(browser, lambda d: state_now(web)["nodes"][0]["state"] == "partitioned", timeout=30)
+    until(
+        browser,
+        lambda d: all(c["phi"] >= 1000 for c in state_now(web)["nodes"] if c["id"] in cut_off),
+        timeout=60,
+    )
+    until(browser, lambda d: all(phis(d).get(n) == f"unreachable from {observer}" for n in cut_off))
+    assert "∞" not in phis(browser).values(), phis(browser)
 
 
 def first_streamed_state(url: str) -> dict[str, Any]:

@@ -69,6 +69,11 @@ function drawNodes(s) {
   document.getElementById("tracing").textContent = s.trace ? "trace on" : "trace off (type: trace on)";
 }
 
+// Whether the node whose detector the cards' phi comes from (members_from) can reach node n.
+function reachable(n) {
+  const observer = state.nodes.find((m) => m.id === state.members_from);
+  return !!observer && observer.group === n.group;
+}
 function card(n) {
   const c = el("div", { class: "card", id: `node-${n.id}`, "data-state": n.state, title: `${n.id}: ${n.meaning}` });
   const head = el("div", { class: "name" });
@@ -85,11 +90,16 @@ function card(n) {
   c.append(head, el("div", { class: "state" }, n.mark));
   const dl = el("dl");
   const held = Object.entries(n.hints_for).map(([t, k]) => `${k}→${t}`).join(" ");
-  // A peer cut off for long has a phi in the millions (the odds it is still up: 1 in 10^phi):
-  // past 1000 the number says nothing more than "certainly down" does, and no longer fits a card.
-  const phi = n.state === "down" ? "—" : n.phi >= 1000 ? "∞" : n.phi.toFixed(1);
+  // A peer silent for long has a phi in the millions (the odds it is still up: 1 in 10^phi): past
+  // 1000 the number says nothing more than "certainly down" does, and no longer fits a card. A
+  // partitioned node in another group than the observing one runs: its phi only says that no
+  // message crosses, so the card says that instead of "certainly down".
   const pair = (k, v, wide) => dl.append(el("dt", {}, k), el("dd", { "data-field": k, class: wide ? "wide" : "" }, v));
-  pair("phi", phi); pair("zone", n.zone);
+  if (n.state === "partitioned" && !reachable(n)) {
+    pair("phi", `unreachable from ${state.members_from}`, true); pair("zone", n.zone);
+  } else {
+    pair("phi", n.state === "down" ? "—" : n.phi >= 1000 ? "∞" : n.phi.toFixed(1)); pair("zone", n.zone);
+  }
   if (held) { pair("keys", String(n.keys), true); pair("hints", `${n.hints} (${held})`, true); }
   else { pair("keys", String(n.keys)); pair("hints", String(n.hints)); }
   // Who believes it down, where that is news: behind a partition, its group's frame says it.
