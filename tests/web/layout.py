@@ -130,29 +130,51 @@ def ring_px(driver: Any) -> float:
     )
 
 
-# The newest command of the log and each line of its reply, and whether each lies inside the log's
-# box and the window (and the box does not have to be scrolled to show it).
-NEWEST = r"""
+# Every line of the log as [is a command line, its text, whether it lies inside the log's box and
+# the window], and whether the box has to be scrolled to show all it holds.
+LOG_LINES = r"""
 const out = document.getElementById("output"), box = out.getBoundingClientRect();
-const lines = [...out.querySelectorAll(".newest")];
-return {scrolls: out.classList.contains("scrolls"), lines: lines.map((e) => {
+return {scrolls: out.scrollHeight > out.clientHeight + 1, lines: [...out.children].map((e) => {
   const r = e.getBoundingClientRect();
   const inside = r.top >= box.top - 1 && r.bottom <= box.bottom + 1 && r.bottom <= innerHeight + 1;
-  return [e.textContent, inside];
+  return [e.classList.contains("line"), e.textContent, inside];
 })};
 """
 
 
-def newest_hidden(driver: Any) -> list[str]:
-    """The lines of the log's newest command and reply that are not fully visible (none is the
-    goal); a newest reply that needs the box scrolled is reported too."""
-    found = driver.execute_script(NEWEST)
-    hidden = [text for text, inside in found["lines"] if not inside]
-    if found["scrolls"]:
-        hidden.append("(the log box scrolls to show the newest reply)")
-    if not found["lines"]:
-        hidden.append("(the log shows no newest command)")
-    return hidden
+def newest_hidden(driver: Any, url: str) -> list[str]:
+    """The lines of the session's newest command and reply (as the server printed them for this
+    page) that the page's log does not show whole and in view, without scrolling (none is the
+    goal). Found by their text, wherever the page puts the newest."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    columns = driver.execute_script("return document.getElementById('output').dataset.laidOut")
+    try:  # the log as printed for this page; a page that asks for none shows the snapshot's
+        with urllib.request.urlopen(f"{url}api/log?columns={columns}", timeout=30) as response:
+            log = json.loads(response.read())["log"]
+    except urllib.error.HTTPError:
+        with urllib.request.urlopen(f"{url}api/state", timeout=30) as response:
+            log = json.loads(response.read())["log"]
+    if not log:
+        return []
+    expected = [f"> {log[0]['line']}", *(line or " " for line in log[0]["text"].split("\n"))]
+    shown = driver.execute_script(LOG_LINES)
+    lines = shown["lines"]
+    for i, (is_command, text, _) in enumerate(lines):
+        if is_command and text == expected[0]:
+            block = lines[i : i + len(expected)]
+            if [t for _, t, _ in block] == expected:
+                hidden = [t for _, t, inside in block if not inside]
+                if shown["scrolls"]:
+                    hidden.append("(the log box scrolls to show the newest reply)")
+                return hidden
+    found = [t for is_command, t, _ in lines if is_command]
+    return [
+        f"(the newest command {expected[0]!r} and its {len(expected) - 1} lines are not all shown; "
+        f"the log shows {found})"
+    ]
 
 
 def log_cut_where_room(driver: Any, url: str) -> list[str]:

@@ -82,7 +82,9 @@ def fits_everywhere(browser: Any, url: str, shot: str | None = None) -> dict[str
                     "return o.dataset.columns === o.dataset.laidOut"
                 )
             )
-            problems = layout_problems(browser) + newest_hidden(browser) + log_cut_where_room(browser, url)
+            problems = (
+                layout_problems(browser) + newest_hidden(browser, url) + log_cut_where_room(browser, url)
+            )
             if ring_px(browser) < RING_MIN_PX:
                 problems.append(f"the ring is {ring_px(browser):.0f} px across")
             found[f"{width}x{height}{' large' if large else ''}"] = problems

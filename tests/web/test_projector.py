@@ -93,7 +93,7 @@ def test_a_long_reply_after_many_lines_is_whole_and_the_older_output_folds(
     web.command("put kv many:last 9")
     web.command("status")
     until(browser, lambda d: log_settled(d, "status"))
-    assert newest_hidden(browser) == []
+    assert newest_hidden(browser, web.url) == []
     # The reply's last row, the cluster's line, is on the screen; what was folded is older output.
     last = browser.execute_script(
         "const rows = [...document.querySelectorAll('#output .newest')];"
@@ -191,7 +191,7 @@ def test_at_each_step_the_ring_keeps_its_size_and_the_newest_reply_shows(
                     until(browser, laid_out)
                     size = f"{width}x{height}{' large' if large else ''}"
                     problems = [f"ring {ring_px(browser):.0f} px"] if ring_px(browser) < RING_MIN_PX else []
-                    problems += [f"newest reply hides {line!r}" for line in newest_hidden(browser)]
+                    problems += [f"newest reply hides {line!r}" for line in newest_hidden(browser, url)]
                     problems += log_cut_where_room(browser, url)
                     problems += layout_problems(browser)
                     if problems:
