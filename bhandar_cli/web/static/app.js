@@ -518,9 +518,12 @@ async function fetchLog() {
   try {
     const res = await fetch(`/api/log?columns=${Math.max(columns, 1)}`);
     const view = await res.json();
-    if (asked === logAsked && res.ok) drawLog(view);
-  } catch (err) {
-    if (asked === logAsked && state) drawLog({ columns: 0, log: state.log });  // the snapshot's own
+    if (asked !== logAsked) return;
+    if (res.ok) drawLog(view); else throw new Error(view.error);
+  } catch (err) {  // the snapshot's own print (80 wide) rather than none; the box says why
+    if (asked !== logAsked || !state) return;
+    drawLog({ columns: 0, log: state.log });
+    document.getElementById("problem").textContent = `the log at this width failed: ${err}`;
   }
 }
 document.getElementById("command-form").addEventListener("submit", (ev) => {
