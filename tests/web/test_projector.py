@@ -280,7 +280,11 @@ def test_a_partitioned_card_says_unreachable_not_certainly_down(web: WebProcess,
         lambda d: all(c["phi"] >= 1000 for c in state_now(web)["nodes"] if c["id"] in cut_off),
         timeout=60,
     )
-    until(browser, lambda d: all(phis(d).get(n) == f"unreachable from {observer}" for n in cut_off))
+    until(browser, lambda d: all(phis(d).get(n) == "unreachable" for n in cut_off))
+    titles = browser.execute_script(
+        "return [...document.querySelectorAll('[data-field=phi]')].map((e) => e.title).filter((t) => t)"
+    )
+    assert titles and all(t.startswith(f"unreachable from {observer},") for t in titles), titles
     assert "∞" not in phis(browser).values(), phis(browser)
 
 

@@ -95,8 +95,10 @@ function card(n) {
   // partitioned node in another group than the observing one runs: its phi only says that no
   // message crosses, so the card says that instead of "certainly down".
   const pair = (k, v, wide) => dl.append(el("dt", {}, k), el("dd", { "data-field": k, class: wide ? "wide" : "" }, v));
-  if (n.state === "partitioned" && !reachable(n)) {
-    pair("phi", `unreachable from ${state.members_from}`, true); pair("zone", n.zone);
+  if (n.state === "partitioned" && !reachable(n)) {  // a row of its own, where phi would be
+    const title = `unreachable from ${state.members_from}, whose detector the cards' phi is`;
+    dl.append(el("dd", { "data-field": "phi", class: "full", title }, "unreachable"));
+    pair("zone", n.zone);
   } else {
     pair("phi", n.state === "down" ? "—" : n.phi >= 1000 ? "∞" : n.phi.toFixed(1)); pair("zone", n.zone);
   }
