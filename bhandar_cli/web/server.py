@@ -5,6 +5,9 @@ producer task builds the state snapshot (web/state.py) while at least one page i
 `1 / MIN_INTERVAL` times a second and never more than a third of the time (a slow snapshot under
 load spaces the next one out), and publishes it only when it changed; each page's event stream
 sends the latest snapshot when it wakes, so a slow page skips snapshots instead of queueing them.
+With no page open nothing is built, so the last snapshot may be from before the latest changes: a
+new event stream and `GET /api/state` build a fresh one first, and never answer an older one.
+Snapshots are built one at a time (`_building`), so a slow one never lands after a newer one.
 Commands from the page run through the same REPL session as typed ones, one at a time, and are
 echoed where the session prints.
 
@@ -45,6 +48,7 @@ from typing import Any
 
 import trio
 
+from bhandar_cli.core.model.errors import BhandarError
 from bhandar_cli.node.http.asgi import BodyRefused, Limits, Receive, RequestBody, Scope, Send, lifespan, serve
 from bhandar_cli.repl.session import Reply, Session
 from bhandar_cli.web.state import WebState
@@ -107,6 +111,7 @@ class WebServer:
         self._metrics: dict[str, Any] | None = None
         self._metrics_at = -math.inf
         self.streams: deque[_Stream] = deque()  # the open event streams, oldest first
+        self._building = trio.Lock()  # one snapshot at a time: none is published after a newer one
 
     # --- producing snapshots -------------------------------------------------------------------
 
@@ -127,6 +132,11 @@ class WebServer:
             await trio.sleep(max(MIN_INTERVAL, 2 * took))
 
     async def refresh(self) -> None:
+        """Build a snapshot of the cluster now and publish it if it changed."""
+        async with self._building:
+            await self._refresh()
+
+    async def _refresh(self) -> None:
         now = trio.current_time()
         if now - self._metrics_at >= METRICS_INTERVAL:
             self._metrics = await self.session.client.views.metrics()
@@ -218,9 +228,17 @@ class WebServer:
             ctype = mimetypes.guess_type(name)[0] or "application/octet-stream"
             return 200, data, f"{ctype}; charset=utf-8"
         if method == "GET" and path == "api/state":
-            if not self.snapshot:
-                await self.refresh()
+            try:
+                await self.refresh()  # the state now, never one from before the last change
+            except BhandarError as exc:  # the cluster cannot say: that, not an older state
+                raise _HttpError(503, f"the cluster's state is unavailable: {exc}") from None
             return 200, self.snapshot, "application/json"
+        if method == "GET" and path == "api/log":
+            query = urllib.parse.parse_qs(scope.get("query_string", b"").decode("latin-1"))
+            columns = (query.get("columns") or [""])[0]
+            if not columns.isascii() or not columns.isdigit() or len(columns) > 4:
+                raise _HttpError(400, "the log needs ?columns=N, the log box's width in characters")
+            return 200, _json(self.state.log_view(int(columns))), "application/json"
         if method == "POST" and path in ("api/command", "api/focus"):
             body = await _body(scope, request_body)
             if path == "api/focus":
@@ -255,6 +273,14 @@ class WebServer:
         self.clients += 1
         self.client_came.set()
         try:
+            # With no page open the producer idled: what it built last may be from before the
+            # latest changes (a node revived since), and a page must never show that as live.
+            try:
+                await self.refresh()
+            except (trio.Cancelled, KeyboardInterrupt):
+                raise
+            except Exception as exc:  # as in produce: the last snapshot, and the reason logged
+                log.warning("web view: could not build the state: %s", exc)
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(_until_disconnect, receive, nursery.cancel_scope)
                 seen = -1

@@ -23,7 +23,13 @@ if TYPE_CHECKING:
 RECENT = 6  # requests kept for the sequence diagrams
 LOGGED = 12  # commands kept for the page's session log
 LOG_CHARS = 2000  # of one command's printed reply
-LOG_WIDTH = 52  # a table in the page's log is laid out this wide: the log box's width in large text
+# A table in the page's log is laid out as wide as the page measured its log box, in characters
+# (`log_view`, asked by each page for its own width), within these bounds; the snapshot's own `log`,
+# for readers of /api/state, at LOG_COLUMNS.
+LOG_COLUMNS = 80
+MIN_LOG_COLUMNS = 32
+MAX_LOG_COLUMNS = 240
+PRINTED_WIDTHS = 4  # widths a log entry keeps printed (a page or two, each at its text size)
 MAX_STEPS = 60  # a trace longer than this is cut (a diagram of hundreds of arrows helps nobody)
 
 
@@ -36,7 +42,7 @@ class WebState:
         self.recent: deque[dict[str, Any]] = deque(maxlen=RECENT)
         self.focus: tuple[str, str] | None = None
         self.contexts: dict[tuple[str, str], str] = {}  # the last get's context token per key
-        self.log: deque[dict[str, Any]] = deque(maxlen=LOGGED)  # the session's commands, newest first
+        self.log: deque[_LogEntry] = deque(maxlen=LOGGED)  # the session's commands, newest first
         self.version = 0
         self.demo: dict[str, Any] | None = None  # the classroom demo being played, if any
 
@@ -48,7 +54,7 @@ class WebState:
     def observe(self, cmd: Command, reply: Reply) -> None:
         """A session observer: remember data commands (and what the cluster commands changed)."""
         self.version += 1
-        self.log.appendleft({"line": cmd.text or cmd.name, "ok": reply.ok, "text": self._printed(reply)})
+        self.log.appendleft(_LogEntry(cmd.text or cmd.name, reply))
         if cmd.name not in DATA_COMMANDS:
             return
         data = reply.to_json()
@@ -64,20 +70,14 @@ class WebState:
             if cmd.name == "get" and data.get("context"):
                 self.contexts[(ks, key)] = data["context"]
 
-    def _printed(self, reply: Reply) -> str:
-        """The reply as the REPL prints it (its table view, without colour), for the page's log."""
-        from rich.console import Console
-
-        from bhandar_cli.repl.views import render
-
-        out = io.StringIO()
-        # Text unwrapped (soft_wrap): the page wraps it once, at its box's width (wrapped here too, a
-        # sentence broke at two widths). Tables are laid out to fit the box, columns wrapped inside.
-        Console(file=out, width=LOG_WIDTH, color_system=None, soft_wrap=True).print(
-            render(reply, self.session.commands)
-        )
-        text = out.getvalue().rstrip()
-        return text if len(text) <= LOG_CHARS else text[:LOG_CHARS] + " ..."
+    def log_view(self, columns: int = LOG_COLUMNS) -> dict[str, Any]:
+        """The session's log, newest first, its replies printed `columns` characters wide (within
+        the bounds): a page asks for the width it measured its log box at."""
+        columns = max(MIN_LOG_COLUMNS, min(MAX_LOG_COLUMNS, columns))
+        entries = [
+            {"line": e.line, "ok": e.reply.ok, "text": e.printed(columns, self.session)} for e in self.log
+        ]
+        return {"columns": columns, "log": entries}
 
     def set_focus(self, keyspace: str, key: str) -> None:
         self.focus = (keyspace, key)
@@ -101,7 +101,7 @@ class WebState:
             "focus": await self._focus(),
             "latency": latency_view(metrics) if metrics else {},
             "members_from": members["from"] if members else None,
-            "log": list(self.log),
+            "log": self.log_view()["log"],
             "demo": self.demo,
         }
 
@@ -129,6 +129,35 @@ class WebState:
             "relations": clock["relations"] if clock else [],
             "context": self.contexts.get((ks, key), ""),
         }
+
+
+class _LogEntry:
+    """One command of the page's log and its reply, printed at each width a page asked for (the
+    box changes width with the window and the text size; the reply stays what it was)."""
+
+    def __init__(self, line: str, reply: Reply) -> None:
+        self.line = line
+        self.reply = reply
+        self._printed: dict[int, str] = {}  # by width: the few the open pages asked for
+
+    def printed(self, width: int, session: Session) -> str:
+        """The reply as the REPL prints it (its table view, without colour), `width` columns wide."""
+        if width not in self._printed:
+            from rich.console import Console
+
+            from bhandar_cli.repl.views import render
+
+            out = io.StringIO()
+            # Text unwrapped (soft_wrap): the page wraps it once, at its box's width (wrapped here
+            # too, a sentence broke at two widths). Tables are laid out to the box's width.
+            Console(file=out, width=width, color_system=None, soft_wrap=True).print(
+                render(self.reply, session.commands)
+            )
+            text = out.getvalue().rstrip()
+            if len(self._printed) >= PRINTED_WIDTHS:
+                self._printed.clear()
+            self._printed[width] = text if len(text) <= LOG_CHARS else text[:LOG_CHARS] + " ..."
+        return self._printed[width]
 
 
 async def _or_none(call: Any) -> Any:

@@ -23,9 +23,12 @@ const doc = document.documentElement;
 if (doc.scrollHeight > innerHeight + 1 || doc.scrollWidth > innerWidth + 1)
   problems.push(`the page is ${doc.scrollWidth}x${doc.scrollHeight} in ${innerWidth}x${innerHeight}`);
 const visible = (e) => e.getClientRects().length > 0 && getComputedStyle(e).visibility !== "hidden";
-// No panel scrolls, nor any box in one; and none hides what overflows it.
+// No panel scrolls, nor any box in one; and none hides what overflows it. Except a box made to
+// scroll (class "scrolls": a long narration, a newest reply taller than the log), whose content
+// counts as inside it.
 for (const e of document.querySelectorAll("header, .panel, .panel *")) {
   if (e.closest("svg") || !visible(e) || ["INPUT", "BUTTON"].includes(e.tagName)) continue;
+  if (e.closest(".scrolls")) continue;
   if (e.scrollHeight > e.clientHeight + 1 && e.clientHeight > 0)
     problems.push(`${name(e)} holds ${e.scrollHeight}px of content in ${e.clientHeight}px`);
   if (e.scrollWidth > e.clientWidth + 1 && e.clientWidth > 0)
@@ -38,7 +41,7 @@ const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
 for (let t = walker.nextNode(); t; t = walker.nextNode()) {
   const host = t.parentElement;
   if (!t.textContent.trim() || !host || !visible(host)) continue;
-  if (host.closest("[hidden], title, script, style")) continue;
+  if (host.closest("[hidden], title, script, style, .scrolls")) continue;
   const range = document.createRange();
   range.selectNodeContents(t);
   const boxes = [{ left: 0, top: 0, right: innerWidth, bottom: innerHeight, what: "the window" }];
@@ -108,3 +111,102 @@ def header_counts(driver: Any) -> tuple[int, int, str]:
         "return [s.dataset.nodes, s.dataset.running, s.textContent]"
     )
     return int(nodes), int(running), str(line)
+
+
+RING_MIN_PX = 200  # below this (issue 41: ~150 px) the replica markers 1 2 3 touch
+WIDE = 240  # columns wide enough for any table the log shows: each cell whole
+
+
+def ring_px(driver: Any) -> float:
+    """The ring as drawn: the smaller side of the box around its arcs, in px of the screen."""
+    return float(
+        driver.execute_script(
+            "const rs = [...document.querySelectorAll('#ring path')].map((p) => p.getBoundingClientRect());"
+            "if (!rs.length) return 0;"
+            "const w = Math.max(...rs.map((r) => r.right)) - Math.min(...rs.map((r) => r.left));"
+            "const h = Math.max(...rs.map((r) => r.bottom)) - Math.min(...rs.map((r) => r.top));"
+            "return Math.min(w, h);"
+        )
+    )
+
+
+# Every line of the log as [is a command line, its text, whether it lies inside the log's box and
+# the window], and whether the box has to be scrolled to show all it holds.
+LOG_LINES = r"""
+const out = document.getElementById("output"), box = out.getBoundingClientRect();
+return {scrolls: out.scrollHeight > out.clientHeight + 1, lines: [...out.children].map((e) => {
+  const r = e.getBoundingClientRect();
+  const inside = r.top >= box.top - 1 && r.bottom <= box.bottom + 1 && r.bottom <= innerHeight + 1;
+  return [e.classList.contains("line"), e.textContent, inside];
+})};
+"""
+
+
+def newest_hidden(driver: Any, url: str) -> list[str]:
+    """The lines of the session's newest command and reply (as the server printed them for this
+    page) that the page's log does not show whole and in view, without scrolling (none is the
+    goal). Found by their text, wherever the page puts the newest."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    columns = driver.execute_script("return document.getElementById('output').dataset.laidOut")
+    try:  # the log as printed for this page; a page that asks for none shows the snapshot's
+        with urllib.request.urlopen(f"{url}api/log?columns={columns}", timeout=30) as response:
+            log = json.loads(response.read())["log"]
+    except urllib.error.HTTPError:
+        with urllib.request.urlopen(f"{url}api/state", timeout=30) as response:
+            log = json.loads(response.read())["log"]
+    if not log:
+        return []
+    expected = [f"> {log[0]['line']}", *(line or " " for line in log[0]["text"].split("\n"))]
+    shown = driver.execute_script(LOG_LINES)
+    lines = shown["lines"]
+    for i, (is_command, text, _) in enumerate(lines):
+        if is_command and text == expected[0]:
+            block = lines[i : i + len(expected)]
+            if [t for _, t, _ in block] == expected:
+                hidden = [t for _, t, inside in block if not inside]
+                if shown["scrolls"]:
+                    hidden.append("(the log box scrolls to show the newest reply)")
+                return hidden
+    found = [t for is_command, t, _ in lines if is_command]
+    return [
+        f"(the newest command {expected[0]!r} and its {len(expected) - 1} lines are not all shown; "
+        f"the log shows {found})"
+    ]
+
+
+def log_cut_where_room(driver: Any, url: str) -> list[str]:
+    """Problems of the log's tables: laid out at another width than the page measured, a line
+    the box wraps though it is no wider than the box, or a cell cut ("…") in a reply whose whole
+    table fits the box. The page's text is checked against the server's print at the measured
+    width and at WIDE columns (GET /api/log)."""
+    import json
+    import urllib.request
+
+    columns, laid_out, rows = driver.execute_script(
+        "const o = document.getElementById('output');"
+        "const lh = parseFloat(getComputedStyle(o).fontSize) * 1.6;"
+        "return [Number(o.dataset.columns), Number(o.dataset.laidOut), [...o.querySelectorAll('.ok, .err')]"
+        " .map((e) => [e.textContent, e.getBoundingClientRect().height > lh])]"
+    )
+    problems = []
+    if not columns or columns != laid_out:
+        problems.append(f"the log box measures {columns} columns, its tables are laid out at {laid_out}")
+        return problems
+    for text, wrapped in rows:
+        if wrapped and len(text) <= columns:
+            problems.append(
+                f"a line of {len(text)} characters wraps in {columns} columns: {text.strip()[:40]!r}"
+            )
+
+    def printed(width: int) -> list[dict[str, Any]]:
+        with urllib.request.urlopen(f"{url}api/log?columns={width}", timeout=30) as response:
+            return list(json.loads(response.read())["log"])
+
+    for narrow, wide in zip(printed(columns), printed(WIDE), strict=True):
+        natural = max((len(line.rstrip()) for line in wide["text"].splitlines()), default=0)
+        if natural <= columns and narrow["text"].count("…") > wide["text"].count("…"):
+            problems.append(f"> {narrow['line']}: a cell cut in {columns} columns, {natural} needed")
+    return problems

@@ -1,8 +1,10 @@
 """The page fits the projector: at 1280x720 and 1920x1080, in normal and large text, nothing scrolls,
 no text leaves its box, no two labels of the ring or the sequence diagram overlap, and the
-header's counts are the cluster's. Checked from the rendered DOM (tests/web/layout.py) on every
-classroom demo played with `--web --auto` to its end, and on a session that draws the busiest
-diagram: two blind puts through a node that is not a replica, a get, a partition and a dead node.
+header's counts are the cluster's; the newest reply of the log is whole, the ring keeps its
+minimum size and no table cell of the log is cut where the box has room. Checked from the
+rendered DOM (tests/web/layout.py) on every classroom demo played with `--web --auto` to its end,
+and on a session that draws the busiest diagram: two blind puts through a node that is not a
+replica, a get, a partition and a dead node.
 
 `BHANDAR_DEMO_SCREENSHOT=docs/web-demo.png pytest tests/web/test_layout.py -k siblings` refreshes
 the README's screenshot (the siblings demo at its end, 1280x720, large text)."""
@@ -23,7 +25,16 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from bhandar_cli.teach.demos import DEMOS
 from tests.web.conftest import REPO, WebProcess
-from tests.web.layout import SIZES, header_counts, layout_problems, show
+from tests.web.layout import (
+    RING_MIN_PX,
+    SIZES,
+    header_counts,
+    layout_problems,
+    log_cut_where_room,
+    newest_hidden,
+    ring_px,
+    show,
+)
 
 DEMO_S = 240  # a demo played in real time on a loaded machine
 
@@ -58,13 +69,25 @@ def demo_page(tmp_path: Path, name: str) -> Iterator[str]:
         proc.stdin.close()
 
 
-def fits_everywhere(browser: Any, shot: str | None = None) -> dict[str, list[str]]:
-    """The layout's problems at each window size and text size (none is the goal)."""
+def fits_everywhere(browser: Any, url: str, shot: str | None = None) -> dict[str, list[str]]:
+    """The layout's problems at each window size and text size (none is the goal): also a newest
+    reply not whole, a ring smaller than RING_MIN_PX, a table cell cut where the log has room."""
     found = {}
     for width, height in SIZES:
         for large in (False, True):
             show(browser, width, height, large)
-            found[f"{width}x{height}{' large' if large else ''}"] = layout_problems(browser)
+            WebDriverWait(browser, 30).until(
+                lambda d: d.execute_script(
+                    "const o = document.getElementById('output');"
+                    "return o.dataset.columns === o.dataset.laidOut"
+                )
+            )
+            problems = (
+                layout_problems(browser) + newest_hidden(browser, url) + log_cut_where_room(browser, url)
+            )
+            if ring_px(browser) < RING_MIN_PX:
+                problems.append(f"the ring is {ring_px(browser):.0f} px across")
+            found[f"{width}x{height}{' large' if large else ''}"] = problems
             if shot and (width, height, large) == (1280, 720, True):
                 assert browser.save_screenshot(shot)
     return {size: problems for size, problems in found.items() if problems}
@@ -82,7 +105,7 @@ def test_a_demo_played_to_its_end_fits_every_screen(name: str, tmp_path: Path, b
         )
         assert browser.execute_script("return document.getElementById('demo-panel').dataset.state") == "done"
         shot = os.environ.get("BHANDAR_DEMO_SCREENSHOT") if name == "siblings" else None
-        assert fits_everywhere(browser, shot) == {}
+        assert fits_everywhere(browser, url, shot) == {}
 
 
 def test_the_busiest_diagram_and_a_partition_fit_and_the_header_counts_are_the_clusters(
@@ -109,4 +132,4 @@ def test_the_busiest_diagram_and_a_partition_fit_and_the_header_counts_are_the_c
         "return [...document.querySelectorAll('#sequence text')].map((t) => t.textContent)"
     )
     assert any("2 siblings" in label for label in labels), labels  # whole, not cut at 22 characters
-    assert fits_everywhere(browser) == {}
+    assert fits_everywhere(browser, web.url) == {}

@@ -69,6 +69,11 @@ function drawNodes(s) {
   document.getElementById("tracing").textContent = s.trace ? "trace on" : "trace off (type: trace on)";
 }
 
+// Whether the node whose detector the cards' phi comes from (members_from) can reach node n.
+function reachable(n) {
+  const observer = state.nodes.find((m) => m.id === state.members_from);
+  return !!observer && observer.group === n.group;
+}
 function card(n) {
   const c = el("div", { class: "card", id: `node-${n.id}`, "data-state": n.state, title: `${n.id}: ${n.meaning}` });
   const head = el("div", { class: "name" });
@@ -85,11 +90,18 @@ function card(n) {
   c.append(head, el("div", { class: "state" }, n.mark));
   const dl = el("dl");
   const held = Object.entries(n.hints_for).map(([t, k]) => `${k}→${t}`).join(" ");
-  // A peer cut off for long has a phi in the millions (the odds it is still up: 1 in 10^phi):
-  // past 1000 the number says nothing more than "certainly down" does, and no longer fits a card.
-  const phi = n.state === "down" ? "—" : n.phi >= 1000 ? "∞" : n.phi.toFixed(1);
+  // A peer silent for long has a phi in the millions (the odds it is still up: 1 in 10^phi): past
+  // 1000 the number says nothing more than "certainly down" does, and no longer fits a card. A
+  // partitioned node in another group than the observing one runs: its phi only says that no
+  // message crosses, so the card says that instead of "certainly down".
   const pair = (k, v, wide) => dl.append(el("dt", {}, k), el("dd", { "data-field": k, class: wide ? "wide" : "" }, v));
-  pair("phi", phi); pair("zone", n.zone);
+  if (n.state === "partitioned" && !reachable(n)) {  // a row of its own, where phi would be
+    const title = `unreachable from ${state.members_from}, whose detector the cards' phi is`;
+    dl.append(el("dd", { "data-field": "phi", class: "full", title }, "unreachable"));
+    pair("zone", n.zone);
+  } else {
+    pair("phi", n.state === "down" ? "—" : n.phi >= 1000 ? "∞" : n.phi.toFixed(1)); pair("zone", n.zone);
+  }
   if (held) { pair("keys", String(n.keys), true); pair("hints", `${n.hints} (${held})`, true); }
   else { pair("keys", String(n.keys)); pair("hints", String(n.hints)); }
   // Who believes it down, where that is news: behind a partition, its group's frame says it.
@@ -451,14 +463,70 @@ async function run(line) {  // the session's log (in the next snapshot) shows wh
     problem.textContent = `the server did not answer: ${err}`;
   }
 }
-function drawLog(s) {  // every command of the session, typed here or in its terminal, newest first
+// The session's commands, typed here or in its terminal, oldest at the top and the newest at the
+// bottom, a line per element. What does not fit is folded from the top: older output, never the
+// newest command and its reply. A newest reply taller than the whole box (rare: the box holds a
+// dozen lines) lets the box scroll, from that command's line down.
+function drawLog(view) {
   const out = document.getElementById("output");
   out.replaceChildren();
-  for (const entry of s.log) {  // a line per element: what does not fit is the oldest lines
-    out.append(el("div", { class: "line" }, `> ${entry.line}`));
-    for (const line of entry.text.split("\n")) out.append(el("div", { class: entry.ok ? "ok" : "err" }, line || " "));
+  out.classList.remove("scrolls");
+  out.dataset.laidOut = String(view.columns);  // the width the server laid the tables out at
+  const entries = [...view.log].reverse();
+  entries.forEach((entry, i) => {
+    const newest = i === entries.length - 1 ? " newest" : "";
+    out.append(el("div", { class: `line${newest}` }, `> ${entry.line}`));
+    for (const line of entry.text.split("\n")) {
+      out.append(el("div", { class: (entry.ok ? "ok" : "err") + newest }, line || " "));
+    }
+  });
+  let left = 0;
+  const older = () => out.firstElementChild && !out.firstElementChild.classList.contains("newest");
+  while (overflows(out) && older()) { out.firstElementChild.remove(); left += 1; }
+  if (left) {
+    const more = el("div", { class: "more" }, "");
+    out.prepend(more);
+    for (;;) {
+      more.textContent = `… ${left} older lines not shown`;
+      if (!overflows(out) || !more.nextElementSibling || more.nextElementSibling.classList.contains("newest")) break;
+      more.nextElementSibling.remove();
+      left += 1;
+    }
+    if (overflows(out)) more.remove();  // room for the newest or for the note: the newest wins
   }
-  fit(out, "lines of older output");
+  if (overflows(out)) {
+    out.classList.add("scrolls");
+    out.scrollTop = out.querySelector(".newest").offsetTop - out.offsetTop;
+  }
+}
+// The log box's width in characters of its font: the server lays its tables out that wide.
+function logColumns() {
+  const out = document.getElementById("output");
+  const probe = el("span", { style: "position:absolute;visibility:hidden;white-space:pre" }, "0".repeat(100));
+  out.append(probe);
+  const char = probe.getBoundingClientRect().width / 100;
+  probe.remove();
+  const cs = getComputedStyle(out);
+  const room = out.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
+  return char > 0 ? Math.floor(room / char) : 0;
+}
+// The log as the snapshot names it, printed at this page's own width (GET /api/log): fetched when
+// the log or the width changed; of overlapping fetches only the latest one is drawn.
+let logAsked = 0;
+async function fetchLog() {
+  const columns = logColumns();
+  document.getElementById("output").dataset.columns = String(columns);
+  const asked = ++logAsked;
+  try {
+    const res = await fetch(`/api/log?columns=${Math.max(columns, 1)}`);
+    const view = await res.json();
+    if (asked !== logAsked) return;
+    if (res.ok) drawLog(view); else throw new Error(view.error);
+  } catch (err) {  // the snapshot's own print (80 wide) rather than none; the box says why
+    if (asked !== logAsked || !state) return;
+    drawLog({ columns: 0, log: state.log });
+    document.getElementById("problem").textContent = `the log at this width failed: ${err}`;
+  }
 }
 document.getElementById("command-form").addEventListener("submit", (ev) => {
   ev.preventDefault();
@@ -516,7 +584,7 @@ function draw(s) {
   // The narration first: the panels below get the height it leaves.
   drawPart("demo", s.demo || null, drawDemo);
   drawNodes(s);
-  drawPart("log", s.log, drawLog);
+  drawPart("log", s.log, fetchLog);  // the entries at the snapshot's width stand for them at any
   drawPart("key", s.focus, drawKey);
   drawPart("ring", [s.ring, s.focus && [s.focus.token, s.focus.replicas, s.focus.key], s.nodes.map((n) => n.id)], drawRing);
   drawPart("latency", s.latency, drawLatency);
@@ -546,12 +614,16 @@ const link = document.getElementById("link");
 // The stream needs this run's key too (an EventSource sends no header of its own).
 const pageKey = document.querySelector('meta[name="bhandar-key"]').content;
 const events = new EventSource("/api/events?key=" + encodeURIComponent(pageKey));
-events.addEventListener("state", (ev) => draw(JSON.parse(ev.data)));
+// Live from the first state this stream brought (the server builds it fresh for a new stream), not
+// from the connection alone: until then the page has nothing of the cluster to show as live.
+events.addEventListener("state", (ev) => {
+  draw(JSON.parse(ev.data));
+  if (link.dataset.state !== "live") { link.dataset.state = "live"; link.textContent = "● live"; }
+});
 // The server keeps a few streams: a newer page took this one's place, so stop reconnecting.
 events.addEventListener("replaced", () => {
   events.close();
   link.dataset.state = "lost";
   link.textContent = "✖ opened in another tab: reload to watch here";
 });
-events.onopen = () => { link.dataset.state = "live"; link.textContent = "● live"; };
 events.onerror = () => { link.dataset.state = "lost"; link.textContent = "✖ reconnecting"; };
