@@ -76,7 +76,8 @@ def run_async(cmd: str, output: OutputFormat | str, body: Callable[[], Awaitable
 def added_line(data: dict[str, Any]) -> str:
     """What `cluster add` says it did. The stream counts records (a key has one per replica that
     sent it), not keys: one key sent by its three replicas is three records."""
-    return f"added {data['node']} (zone {data['zone']}): {data['keys_streamed']} records streamed in {data['seconds']:g} s"
+    streamed = f"{data['keys_streamed']} records streamed in {data['seconds']:g} s"
+    return f"added {data['node']} (zone {data['zone']}): {streamed}"
 
 
 def _print(renderable: Any) -> None:

@@ -24,8 +24,9 @@ from bhandar_cli.client.openers import ClusterOptions
 from bhandar_cli.repl.batch import open_session
 from bhandar_cli.teach.demo_kit import Demo, DemoContext, Expect, Step
 from bhandar_cli.teach.demo_runner import EXIT_FAILED, EXIT_OK, folded, play_step, run_demo
-from bhandar_cli.teach.demos import DEMOS, JOIN
+from bhandar_cli.teach.demos import DEMOS
 from bhandar_cli.teach.demos_failures import HANDOFF
+from bhandar_cli.teach.demos_membership import JOIN
 from bhandar_cli.teach.narration import Narration
 
 Json = dict[str, Any]
