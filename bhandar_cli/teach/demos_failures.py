@@ -161,10 +161,12 @@ def _no_hints(ctx: DemoContext) -> str | None:
 def _pending(ctx: DemoContext) -> str:
     """What the step's `hints` reply counts, said as the class reads it in the table above."""
     hints = ctx.reply("hints")
+    if not hints["pending"]:
+        return "No hints pending: each holder delivered its hints and dropped them."
     held = ", ".join(
         f"{q['holder']} holds {count(q['count'], 'hint')} for {q['target']}" for q in hints["queues"]
     )
-    return f"{count(hints['pending'], 'hint')} pending" + (f": {held}." if held else ".")
+    return f"{count(hints['pending'], 'hint')} pending: {held}."
 
 
 def _hints_delivered(ctx: DemoContext) -> str | None:
