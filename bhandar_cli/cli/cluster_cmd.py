@@ -73,6 +73,13 @@ def run_async(cmd: str, output: OutputFormat | str, body: Callable[[], Awaitable
         fail("interrupted", EXIT_FAILED)
 
 
+def added_line(data: dict[str, Any]) -> str:
+    """What `cluster add` says it did. The stream counts records (a key has one per replica that
+    sent it), not keys: one key sent by its three replicas is three records."""
+    streamed = f"{data['keys_streamed']} records streamed in {data['seconds']:g} s"
+    return f"added {data['node']} (zone {data['zone']}): {streamed}"
+
+
 def _print(renderable: Any) -> None:
     from rich.console import Console
 
@@ -424,9 +431,6 @@ def add(
     data = on_cluster("add", output, directory, join)
     if data is None:
         return
-    _print(
-        f"added {data['node']} (zone {data['zone']}): {data['keys_streamed']} keys streamed "
-        f"in {data['seconds']:g} s"
-    )
+    _print(added_line(data))
     for line in sources_down_lines(data):
         _print(line)

@@ -23,6 +23,10 @@ class DemoContext:
 
     history: list[tuple[str, Json]] = field(default_factory=list)
     step_start: int = 0
+    # The positions in `history` of the replies a check looked up by name (`reply`, `last`): the
+    # evidence of its ✓, which the runner must not fold out of sight.
+    read: set[int] = field(default_factory=set)
+    shown: set[int] = field(default_factory=set)  # the positions of the replies shown in full
 
     @property
     def step(self) -> list[Json]:
@@ -31,25 +35,29 @@ class DemoContext:
 
     def reply(self, cmd: str, index: int = -1) -> Json:
         """The current step's replies to `cmd` (a command name such as "get"), by position."""
-        found = [r for r in self.step if r.get("cmd") == cmd]
+        found = [i for i in range(self.step_start, len(self.history)) if self.history[i][1].get("cmd") == cmd]
         try:
-            return found[index]
+            at = found[index]
         except IndexError:
             raise DemoError(f"this step has no {cmd} reply number {index}") from None
+        self.read.add(at)
+        return self.history[at][1]
 
     def last(self, cmd: str) -> Json:
         """The most recent reply to `cmd` anywhere in the demo so far."""
-        for _, reply in reversed(self.history):
-            if reply.get("cmd") == cmd:
-                return reply
+        for at in range(len(self.history) - 1, -1, -1):
+            if self.history[at][1].get("cmd") == cmd:
+                self.read.add(at)
+                return self.history[at][1]
         raise DemoError(f"no {cmd} reply yet")
 
     def last_two(self, cmd: str) -> tuple[Json, Json]:
         """The two most recent replies to `cmd`, older first."""
-        found = [reply for _, reply in self.history if reply.get("cmd") == cmd]
+        found = [i for i, (_, reply) in enumerate(self.history) if reply.get("cmd") == cmd]
         if len(found) < 2:
             raise DemoError(f"fewer than two {cmd} replies yet")
-        return found[-2], found[-1]
+        self.read.update(found[-2:])
+        return self.history[found[-2]][1], self.history[found[-1]][1]
 
     def replicas(self) -> list[str]:
         """The home replicas of the last `prefs` reply (the preference list)."""
@@ -85,6 +93,13 @@ class Step:
     # The lesson of some steps is the error itself (ALL with a replica down); in every other step
     # a failed command means the demo is broken, and the runner says so.
     failures_expected: bool = False
+    # A step that waits for something the cluster does in its own time (old replicas drop the
+    # copies they handed to a joining node): the runner runs its commands again every `poll`
+    # seconds of cluster time until `until` holds, and fails the demo if it still does not after
+    # `within` seconds. It shows the last round only, with how long it waited.
+    until: Expect | None = None
+    within: float = 60.0
+    poll: float = 1.0
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from typing import Protocol, TextIO
 
 import trio
 from rich import box
-from rich.console import Console, Group
+from rich.console import Console, Group, RenderableType
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
@@ -30,6 +30,7 @@ from bhandar_cli.core.model.wording import count as counted
 from bhandar_cli.repl.batch import open_session
 from bhandar_cli.repl.session import Session
 from bhandar_cli.repl.views import render
+from bhandar_cli.teach.demo_kit import Expect, Json
 from bhandar_cli.teach.demos import DEMOS, Demo, DemoContext, Step, lines, text
 from bhandar_cli.teach.narration import Narration
 
@@ -131,7 +132,7 @@ async def play(
                     out.print(Text(f"stopped before step {number}/{total}", style="yellow"))
                     said.end("stopped")
                     return Outcome(EXIT_OK, done)
-            failure = await _play_step(step, f"{number}/{total}", session, ctx, out, verbose, said)
+            failure = await play_step(step, f"{number}/{total}", session, ctx, out, verbose, said)
             if failure is not None:
                 said.end("failed", failure)
                 err.print(Text(f"bhandar: this demo did not behave as expected: {failure}"))
@@ -157,7 +158,7 @@ async def play(
     return Outcome(EXIT_OK, total)
 
 
-async def _play_step(
+async def play_step(
     step: Step,
     label: str,
     session: Session,
@@ -179,36 +180,14 @@ async def _play_step(
     title = f" step {label} "
     out.print(Text.assemble(("──", "cyan"), (title, "bold"), ("─" * (width - len(title) - 2), "cyan")))
     out.print(Text(say), width=width)
-    # A long run of commands (30 puts) shows its first few; the rest run unseen unless --verbose.
-    shown = len(commands) if verbose or len(commands) <= SHOWN_COMMANDS + 1 else SHOWN_COMMANDS
-    for number, line in enumerate(commands):
-        visible = number < shown
-        if visible:
-            out.print(Text.assemble(("bhandar> ", "bold blue"), (line, "bold")))
-        said.command(line)  # every one: the page has room to scroll
-        for reply in await session.run_line(line):
-            # "slept 4s" only repeats the command the line above shows.
-            if (visible and reply.to_json().get("cmd") != "sleep") or not reply.ok:
-                out.print(render(reply))
-            data = reply.to_json()
-            ctx.history.append((line, data))
-            if not reply.ok and not step.failures_expected:
-                out.file.flush()
-                return f"step {label}: `{line}` failed: {data.get('error')}"
-        out.file.flush()
-    if shown < len(commands):
-        out.print(
-            Text(
-                f"… and {counted(len(commands) - shown, 'more command')} like these, not shown "
-                "(--verbose shows every command and reply)",
-                style="dim",
-            )
-        )
+    if step.until is None:
+        failure = await _run_commands(commands, step, label, session, ctx, out, verbose, said)
+    else:
+        failure = await _run_until(commands, step, label, session, ctx, out, said)
+    if failure is not None:
+        return failure
     for expect in step.expect:
-        try:
-            seen = expect.check(ctx)
-        except Exception as exc:  # a reply without the expected shape is a failed expectation too
-            seen = f"the replies could not be checked ({type(exc).__name__}: {exc})"
+        seen = _checked(expect, ctx)
         if seen is not None:
             out.print(Text(f"✗ expected {expect.what}, but {seen}", style="bold red"))
             said.check(False, f"✗ expected {expect.what}, but {seen}")
@@ -224,6 +203,135 @@ async def _play_step(
             return f"step {label}: could not tell the conclusion ({exc})"
     out.file.flush()
     return None
+
+
+def folded(commands: list[str], verbose: bool = False) -> dict[int, int]:
+    """Which commands run unseen: {index of the last command of a long run: how many of the run
+    are not shown}. Only a long run of the same command (30 puts, 30 gets) folds, after its first
+    few; any other command stays in sight, as a check's evidence may be its reply."""
+    if verbose:
+        return {}
+    runs: dict[int, int] = {}
+    start = 0
+    for i in range(1, len(commands) + 1):
+        if i == len(commands) or commands[i].split()[0] != commands[start].split()[0]:
+            if i - start > SHOWN_COMMANDS + 1:
+                runs[i - 1] = i - start - SHOWN_COMMANDS
+            start = i
+    return runs
+
+
+def _unseen(runs: dict[int, int]) -> set[int]:
+    return {i for last, n in runs.items() for i in range(last - n + 1, last + 1)}
+
+
+def _fold_line(replies: list[Json]) -> Text:
+    """What the unseen replies of a run came to: the evidence of a check over all of them."""
+    n = len(replies)
+    if all(r.get("cmd") == "get" for r in replies):
+        came = f"{sum(1 for r in replies if r.get('found'))} of {n} found"
+    else:
+        came = f"{sum(1 for r in replies if r.get('ok'))} of {n} succeeded"
+    return Text(
+        f"… and {counted(n, 'more command')} like these, not shown: {came} "
+        "(--verbose shows every command and reply)",
+        style="dim",
+    )
+
+
+async def _run_commands(
+    commands: list[str],
+    step: Step,
+    label: str,
+    session: Session,
+    ctx: DemoContext,
+    out: Console,
+    verbose: bool,
+    said: Narration,
+) -> str | None:
+    """Run and show the step's commands (a long run of one command folded); why it failed, if it did."""
+    runs = folded(commands, verbose)
+    unseen = _unseen(runs)
+    began: dict[int, int] = {}  # each command's first reply's place in the history
+    for number, line in enumerate(commands):
+        began[number] = len(ctx.history)
+        visible = number not in unseen
+        if visible:
+            out.print(Text.assemble(("bhandar> ", "bold blue"), (line, "bold")))
+        said.command(line)  # every one: the page has room to scroll
+        for reply in await session.run_line(line):
+            # "slept 4s" only repeats the command the line above shows.
+            if (visible and reply.to_json().get("cmd") != "sleep") or not reply.ok:
+                out.print(render(reply))
+            data = reply.to_json()
+            if visible:
+                ctx.shown.add(len(ctx.history))
+            ctx.history.append((line, data))
+            if not reply.ok and not step.failures_expected:
+                out.file.flush()
+                return f"step {label}: `{line}` failed: {data.get('error')}"
+        if number in runs:
+            out.print(_fold_line([d for _, d in ctx.history[began[number - runs[number] + 1] :]]))
+        out.file.flush()
+    return None
+
+
+async def _run_until(
+    commands: list[str],
+    step: Step,
+    label: str,
+    session: Session,
+    ctx: DemoContext,
+    out: Console,
+    said: Narration,
+) -> str | None:
+    """Run the step's commands every `step.poll` seconds until `step.until` holds, at most
+    `step.within` seconds; show the last round, and how long the wait took."""
+    assert step.until is not None
+    until = step.until
+    out.print(Text(f"waiting until {until.what} (at most {step.within:g} s)…", style="dim"))
+    out.file.flush()
+    started = trio.current_time()
+    while True:
+        del ctx.history[ctx.step_start :]
+        shown: list[tuple[str, list[RenderableType]]] = []
+        for line in commands:
+            rendered = []
+            for reply in await session.run_line(line):
+                data = reply.to_json()
+                ctx.history.append((line, data))
+                if data.get("cmd") != "sleep" or not reply.ok:
+                    rendered.append(render(reply))
+                if not reply.ok and not step.failures_expected:
+                    return f"step {label}: `{line}` failed: {data.get('error')}"
+            shown.append((line, rendered))
+        seen = _checked(until, ctx)
+        waited = trio.current_time() - started
+        if seen is None or waited >= step.within:
+            break
+        await trio.sleep(step.poll)
+    ctx.shown.update(range(ctx.step_start, len(ctx.history)))
+    for line, rendered in shown:
+        out.print(Text.assemble(("bhandar> ", "bold blue"), (line, "bold")))
+        said.command(line)
+        for each in rendered:
+            out.print(each)
+    if seen is not None:
+        wrong = f"✗ expected {until.what} within {step.within:g} s, but {seen}"
+        out.print(Text(wrong, style="bold red"))
+        said.check(False, wrong)
+        return f"step {label}: expected {until.what} within {step.within:g} s, but {seen}"
+    ok = f"✓ {until.what} (after {waited:.1f} s of waiting)"
+    out.print(Text(ok, style="green"))
+    said.check(True, ok)
+    return None
+
+
+def _checked(expect: Expect, ctx: DemoContext) -> str | None:
+    try:
+        return expect.check(ctx)
+    except Exception as exc:  # a reply without the expected shape is a failed expectation too
+        return f"the replies could not be checked ({type(exc).__name__}: {exc})"
 
 
 class EndAware:

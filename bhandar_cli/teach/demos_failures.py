@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from bhandar_cli.client.openers import ClusterOptions
+from bhandar_cli.core.model.wording import count
 from bhandar_cli.teach.demo_kit import (
     Check,
     Demo,
@@ -157,6 +158,17 @@ def _no_hints(ctx: DemoContext) -> str | None:
     return f"hints still pending: {queues}" if queues else None
 
 
+def _pending(ctx: DemoContext) -> str:
+    """What the step's `hints` reply counts, said as the class reads it in the table above."""
+    hints = ctx.reply("hints")
+    if not hints["pending"]:
+        return "No hints pending: each holder delivered its hints and dropped them."
+    held = ", ".join(
+        f"{q['holder']} holds {count(q['count'], 'hint')} for {q['target']}" for q in hints["queues"]
+    )
+    return f"{count(hints['pending'], 'hint')} pending: {held}."
+
+
 def _hints_delivered(ctx: DemoContext) -> str | None:
     hints = ctx.reply("metrics")["hints"]
     return None if hints["delivered"] == hints["stored"] > 0 else f"the hint metrics are {hints}"
@@ -201,6 +213,7 @@ HANDOFF = Demo(
                 Expect("one fallback holds a hint for the dead replica", _queue_for(1)),
                 Expect("a QUORUM read still returns tea", get_values([TEA])),
             ),
+            then=_pending,
         ),
         Step(
             lambda ctx: (
@@ -220,12 +233,14 @@ HANDOFF = Demo(
                 Expect("the QUORUM put succeeds with two home replicas down", _hinted_to_fallback(2)),
                 Expect("fallbacks hold hints for both dead replicas", _queue_for(2)),
             ),
+            then=_pending,
         ),
         Step(
             "We revive both nodes and wait. When a holder sees the owner is back, it delivers "
             "its hints and drops them: this is hinted handoff. The hint queues are empty again.",
             lambda ctx: [f"revive {ctx.replicas()[1]}", f"revive {ctx.replicas()[2]}", "sleep 4s", "hints"],
             (Expect("no hints are pending", _no_hints),),
+            then=_pending,
         ),
         Step(
             "The clock command shows all three home replicas holding tea and milk, "

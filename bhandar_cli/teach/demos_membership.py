@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from bhandar_cli.client.openers import ClusterOptions
 from bhandar_cli.core.membership.ring import key_token
-from bhandar_cli.teach.demo_kit import Demo, DemoContext, Expect, Step
+from bhandar_cli.teach.demo_kit import Demo, DemoContext, Expect, Json, Step
 
 KEYS = 30
 
@@ -40,20 +40,66 @@ def _e_gone(ctx: DemoContext) -> str | None:
     return None if "E" not in ids else "E is still in the status"
 
 
-def _share(ctx: DemoContext) -> str:
-    status = ctx.last("status")["nodes"]
-    e = next(n for n in status if n["id"] == "E")
+def _copies(status: Json) -> dict[str, int]:
+    """The copies each node holds, as `status` counts them (its keys column)."""
+    return {n["id"]: n["keys"] for n in status["nodes"]}
+
+
+def _before_join(ctx: DemoContext) -> dict[str, int]:
+    """The copies of A to D in the first status of the demo, before E was added."""
+    first = next(reply for _, reply in ctx.history if reply.get("cmd") == "status")
+    return _copies(first)
+
+
+def _dropped(ctx: DemoContext) -> int:
+    now = _copies(ctx.last("status"))
+    return sum(held - now.get(node, 0) for node, held in _before_join(ctx).items())
+
+
+def _copied(ctx: DemoContext) -> str:
+    """Step 3's conclusion: E has copies; whether the old ones are gone is counted, not assumed."""
+    now = _copies(ctx.last("status"))
+    e = next(n for n in ctx.last("status")["nodes"] if n["id"] == "E")
     add = ctx.last("add")
-    copies = 3 * KEYS
-    naive = _naive_moves([n["id"] for n in status if n["id"] != "E"], "E")
+    dropped = _dropped(ctx)
+    old = (
+        f"A to D have dropped {dropped} of theirs so far"
+        if dropped
+        else "A to D still hold theirs (copied, not moved yet)"
+    )
     return (
-        f"E owns {100 * e['owns']:.1f}% of the ring (first replica of its ranges) and is now one of "
-        f"the three replicas of {e['keys']} of the {KEYS} keys: {e['keys']} of the {copies} copies "
-        f"({100 * e['keys'] / copies:.0f}%) moved to E, streamed from the keys' current replicas "
-        f"({add['keys_streamed']} records received: each of a key's replicas sends its copy). Every "
-        "other copy stayed where it was. Placing the same keys by hash mod N (three consecutive "
-        f"nodes of {len(status) - 1}, then of {len(status)}) would have moved {naive} of the "
-        f"{copies} copies ({100 * naive / copies:.0f}%)."
+        f"E owns {100 * e['owns']:.1f}% of the ring (first replica of its ranges), and E holds copies "
+        f"of {now['E']} keys, copied from the keys' current replicas ({add['keys_streamed']} records "
+        f"received: each of a key's replicas sends its copy). {old}; status counts {sum(now.values())} "
+        f"copies of {KEYS} keys, where N = 3 needs {3 * KEYS}. An old replica drops its copy once every "
+        "new replica has acknowledged it and the ring has stood still long enough for every node to "
+        "hear of E: until then a coordinator that has not heard of E still reads from it."
+    )
+
+
+def _extra_copies_dropped(ctx: DemoContext) -> str | None:
+    total = sum(_copies(ctx.reply("status")).values())
+    return None if total == 3 * KEYS else f"status counts {total} copies"
+
+
+def _moved(ctx: DemoContext) -> str:
+    """Step 4's conclusion, once the old replicas dropped what E took over: what moved."""
+    status = ctx.last("status")["nodes"]
+    now = _copies(ctx.last("status"))
+    total = sum(now.values())
+    dropped = _dropped(ctx)
+    naive = _naive_moves([n["id"] for n in status if n["id"] != "E"], "E")
+    if dropped == now["E"]:
+        moved = (
+            f"{now['E']} of the {total} copies ({100 * now['E'] / total:.0f}%) moved to E: copied to E, "
+            "then dropped by the nodes that no longer replicate them. Every other copy stayed where it was."
+        )
+    else:
+        moved = f"E holds copies of {now['E']} keys, and A to D dropped {dropped} copies."
+    return (
+        f"status counts {total} copies of {KEYS} keys. {moved} Placing the same keys by hash mod N "
+        f"(three consecutive nodes of {len(status) - 1}, then of {len(status)}) would have moved "
+        f"{naive} of the {3 * KEYS} copies ({100 * naive / (3 * KEYS):.0f}%)."
     )
 
 
@@ -94,7 +140,16 @@ JOIN = Demo(
                 Expect("E bootstrapped some records", _bootstrapped),
                 Expect("E is up, normal, and owns a share of the ring", _e_owns_a_share),
             ),
-            then=_share,
+            then=_copied,
+        ),
+        Step(
+            "We wait for A to D to drop the copies E now holds, looking at status every second.",
+            ["status"],
+            until=Expect(
+                f"A to D dropped the copies E took over: {3 * KEYS} copies in all", _extra_copies_dropped
+            ),
+            within=60.0,
+            then=_moved,
         ),
         Step(
             "Every key is still there: we read all of them at c=ALL, from the new replica sets.",

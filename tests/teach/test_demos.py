@@ -49,7 +49,7 @@ def test_every_demo_runs_to_the_end_with_its_expectations_met(name: str) -> None
     assert (code, err) == (EXIT_OK, ""), out
     total = len(demo.steps)
     assert [f"step {i}/{total}" for i in range(1, total + 1)] == re.findall(r"step \d+/\d+", out)
-    assert out.count("✓ ") == sum(len(step.expect) for step in demo.steps)
+    assert out.count("✓ ") == sum(len(step.expect) + (step.until is not None) for step in demo.steps)
     assert "✗" not in out and "internal error" not in out
     assert f"demo {name} done: {total} steps, every expectation met" in out
 
@@ -262,7 +262,8 @@ def test_a_long_run_of_commands_shows_its_first_few_unless_verbose() -> None:
     assert short.exit_code == full.exit_code == EXIT_OK, short.output + full.output
     # Step 1 writes 30 keys and step 4 reads them: three of each are shown, the rest counted.
     assert short.stdout.count("bhandar> put kv k") == 3 and full.stdout.count("bhandar> put kv k") == 30
-    assert "… and 27 more commands like these, not shown" in short.stdout
+    assert "… and 27 more commands like these, not shown: 27 of 27 succeeded" in short.stdout
+    assert "… and 27 more commands like these, not shown: 27 of 27 found" in short.stdout
     assert "not shown" not in full.stdout
     assert len(short.stdout.splitlines()) < len(full.stdout.splitlines()) / 3
     assert "slept" not in short.stdout  # the command line above already says it
