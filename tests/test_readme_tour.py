@@ -60,12 +60,29 @@ def split(lines: list[str]) -> tuple[list[str], list[str], list[float]]:
     return [DURATION.sub("Ns", line) for line in plain], notices, durations
 
 
+def notices_above(lines: list[str]) -> list[int]:
+    """For each command of a transcript, how many notices the README shows above it."""
+    counts, seen = [], 0
+    for line in lines:
+        seen += line.startswith("·")
+        if line.startswith(f"{PROMPT} "):
+            counts.append(seen)
+    return counts
+
+
 @pytest.mark.parametrize("number", range(len(transcripts())))
 def test_a_readme_transcript_is_what_the_repl_prints(number: int, tmp_path: Path) -> None:
     commands, expected = transcripts()[number]
     terminal = TerminalSession(tmp_path, width=WIDTH, height=40)
     try:
-        for command in commands:
+        for command, notices_before in zip(commands, notices_above(expected), strict=True):
+            # A reader types at a reader's pace: the notices the README shows above a command have
+            # landed before they type it (the failure detectors take seconds; typing takes less).
+            terminal.wait_for(
+                lambda n=notices_before: sum(line.startswith("·") for line in terminal.screen()) >= n,
+                f"the {notices_before} notices the README shows before {command!r}",
+                timeout=30,
+            )
             terminal.run(command)
         screen = terminal.transcript()
     finally:
