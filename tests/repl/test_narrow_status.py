@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import itertools
 import re
 
 import pytest
@@ -40,7 +41,7 @@ def printed(reply: Reply, width: int) -> list[str]:
 
 def headings_of(lines: list[str]) -> list[str]:
     """The words of the heading lines (those just above a rule of ─)."""
-    heads = [above for above, line in zip(lines, lines[1:], strict=False) if line.startswith("─")]
+    heads = [above for above, line in itertools.pairwise(lines) if line.startswith("─")]
     return [word for above in heads for word in re.split(r"\s{2,}", above.strip())]
 
 

@@ -257,12 +257,13 @@ async def restore(session: Session, cmd: Command) -> dict[str, Any]:
     "rolling upgrade, one node at a time",
     options=(Option("to", INTEGER),),
     help="""Each node in turn is flushed, stopped cleanly (it finishes the requests it has and
-    refuses new ones, which go to another replica), started again and must serve before the next one stops: every peer sees it
-    up, its hints are delivered, its ranges repaired and its reads fast again. A step that would
-    leave two replicas of a key down (another node is down) is refused. Progress is shown as it
-    goes (node, phase, seconds). With to=N each node starts again at wire protocol N (for
-    example upgrade to=5): that is for node processes, in bhandar repl --connect DIR (or bhandar
-    cluster upgrade --to N); the REPL's own in-process cluster restarts its nodes as they are.""",
+    refuses new ones, which go to another replica), started again and must serve before the next
+    one stops: every peer sees it up, its hints are delivered, its ranges repaired and its reads
+    fast again. A step that would leave two replicas of a key down (another node is down) is
+    refused. Progress is shown as it goes (node, phase, seconds). With to=N each node starts
+    again at wire protocol N (for example upgrade to=5): that is for node processes, in bhandar
+    repl --connect DIR (or bhandar cluster upgrade --to N); the REPL's own in-process cluster
+    restarts its nodes as they are.""",
     examples=("upgrade",),
     renderer=render_upgrade,
 )
