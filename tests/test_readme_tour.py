@@ -13,6 +13,7 @@ one."""
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 
@@ -70,6 +71,10 @@ def notices_above(lines: list[str]) -> list[int]:
     return counts
 
 
+def notices_shown(terminal: TerminalSession, at_least: int) -> bool:
+    return sum(line.startswith("·") for line in terminal.screen()) >= at_least
+
+
 @pytest.mark.parametrize("number", range(len(transcripts())))
 def test_a_readme_transcript_is_what_the_repl_prints(number: int, tmp_path: Path) -> None:
     commands, expected = transcripts()[number]
@@ -79,7 +84,7 @@ def test_a_readme_transcript_is_what_the_repl_prints(number: int, tmp_path: Path
             # A reader types at a reader's pace: the notices the README shows above a command have
             # landed before they type it (the failure detectors take seconds; typing takes less).
             terminal.wait_for(
-                lambda n=notices_before: sum(line.startswith("·") for line in terminal.screen()) >= n,
+                functools.partial(notices_shown, terminal, notices_before),
                 f"the {notices_before} notices the README shows before {command!r}",
                 timeout=30,
             )

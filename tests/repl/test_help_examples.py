@@ -26,7 +26,7 @@ def run_examples(examples: tuple[str, ...]) -> list[tuple[str, dict[str, Any]]]:
 
     async def main() -> list[tuple[str, dict[str, Any]]]:
         async with open_session(ClusterOptions(), "json", serve_in_background) as session:
-            out = []
+            out: list[tuple[str, dict[str, Any]]] = []
             for line in examples:
                 out.extend((line, reply.to_json()) for reply in await session.run_line(line))
             return out
