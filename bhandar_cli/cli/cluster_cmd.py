@@ -412,7 +412,7 @@ def add(
 
     from bhandar_cli.fleet.resize import names_taken
     from bhandar_cli.host.topology import next_node_name
-    from bhandar_cli.repl.views_ops import node_progress, sources_down_lines
+    from bhandar_cli.repl.views_ops import add_counts, node_progress, sources_down_lines
 
     async def join(client: Client[TcpBackend]) -> Any:
         # Not a name the nodes know either (one that joined by token, or left, is in no file).
@@ -424,9 +424,6 @@ def add(
     data = on_cluster("add", output, directory, join)
     if data is None:
         return
-    _print(
-        f"added {data['node']} (zone {data['zone']}): {data['keys_streamed']} keys streamed "
-        f"in {data['seconds']:g} s"
-    )
+    _print(f"added {data['node']} (zone {data['zone']}): {add_counts(data)} in {data['seconds']:g} s")
     for line in sources_down_lines(data):
         _print(line)
