@@ -71,6 +71,21 @@ def notices_above(lines: list[str]) -> list[int]:
     return counts
 
 
+# What a reader at a reader's pace sees the cluster notice after each fault a tour makes.
+NOTICED = {"partition": "· partition noticed: ", "heal": "· heal noticed: ", "kill": "· down: "}
+
+
+def test_every_fault_a_transcript_makes_is_shown_noticed() -> None:
+    """A partition, a heal or a kill is followed in its transcript by the notice a reader sees
+    (the test below checks that notice does come): a tour without it shows less than a terminal."""
+    for _, lines in transcripts():
+        for at, line in enumerate(lines):
+            words = line.removeprefix(f"{PROMPT} ").split() if line.startswith(f"{PROMPT} ") else []
+            if words and words[0] in NOTICED:
+                notice = NOTICED[words[0]] + (words[1] if words[0] == "kill" else "")
+                assert any(later.startswith(notice) for later in lines[at + 1 :]), f"{line!r}: no {notice!r}"
+
+
 def notices_shown(terminal: TerminalSession, at_least: int) -> bool:
     return sum(line.startswith("·") for line in terminal.screen()) >= at_least
 
