@@ -13,6 +13,7 @@ one."""
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 
@@ -60,12 +61,48 @@ def split(lines: list[str]) -> tuple[list[str], list[str], list[float]]:
     return [DURATION.sub("Ns", line) for line in plain], notices, durations
 
 
+def notices_above(lines: list[str]) -> list[int]:
+    """For each command of a transcript, how many notices the README shows above it."""
+    counts, seen = [], 0
+    for line in lines:
+        seen += line.startswith("·")
+        if line.startswith(f"{PROMPT} "):
+            counts.append(seen)
+    return counts
+
+
+# What a reader at a reader's pace sees the cluster notice after each fault a tour makes.
+NOTICED = {"partition": "· partition noticed: ", "heal": "· heal noticed: ", "kill": "· down: "}
+
+
+def test_every_fault_a_transcript_makes_is_shown_noticed() -> None:
+    """A partition, a heal or a kill is followed in its transcript by the notice a reader sees
+    (the test below checks that notice does come): a tour without it shows less than a terminal."""
+    for _, lines in transcripts():
+        for at, line in enumerate(lines):
+            words = line.removeprefix(f"{PROMPT} ").split() if line.startswith(f"{PROMPT} ") else []
+            if words and words[0] in NOTICED:
+                notice = NOTICED[words[0]] + (words[1] if words[0] == "kill" else "")
+                assert any(later.startswith(notice) for later in lines[at + 1 :]), f"{line!r}: no {notice!r}"
+
+
+def notices_shown(terminal: TerminalSession, at_least: int) -> bool:
+    return sum(line.startswith("·") for line in terminal.screen()) >= at_least
+
+
 @pytest.mark.parametrize("number", range(len(transcripts())))
 def test_a_readme_transcript_is_what_the_repl_prints(number: int, tmp_path: Path) -> None:
     commands, expected = transcripts()[number]
     terminal = TerminalSession(tmp_path, width=WIDTH, height=40)
     try:
-        for command in commands:
+        for command, notices_before in zip(commands, notices_above(expected), strict=True):
+            # A reader types at a reader's pace: the notices the README shows above a command have
+            # landed before they type it (the failure detectors take seconds; typing takes less).
+            terminal.wait_for(
+                functools.partial(notices_shown, terminal, notices_before),
+                f"the {notices_before} notices the README shows before {command!r}",
+                timeout=30,
+            )
             terminal.run(command)
         screen = terminal.transcript()
     finally:

@@ -74,10 +74,11 @@ def run_async(cmd: str, output: OutputFormat | str, body: Callable[[], Awaitable
 
 
 def added_line(data: dict[str, Any]) -> str:
-    """What `cluster add` says it did. The stream counts records (a key has one per replica that
-    sent it), not keys: one key sent by its three replicas is three records."""
-    streamed = f"{data['keys_streamed']} records streamed in {data['seconds']:g} s"
-    return f"added {data['node']} (zone {data['zone']}): {streamed}"
+    """What `cluster add` says it did, in the REPL's `add` words: the keys the node holds and the
+    records streamed to it (a key has one per replica that sent it: one key, three records)."""
+    from bhandar_cli.repl.views_ops import add_counts
+
+    return f"added {data['node']} (zone {data['zone']}): {add_counts(data)} in {data['seconds']:g} s"
 
 
 def _print(renderable: Any) -> None:

@@ -9,6 +9,7 @@ records from gossip only so sealed); gossip takes it to the others. Every subcom
 from __future__ import annotations
 
 import datetime
+import sys
 from typing import Any
 
 import typer
@@ -41,9 +42,11 @@ def create(
     directory: str | None = DIR_OPTION,
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
-    """Create a token; it is printed once, and only its hash is kept."""
+    """Create a token; it is printed once, and only its hash is kept. Returns once every live node
+    knows it (up to 10 s; past that, a warning names the nodes that do not know it yet)."""
     import time
 
+    from bhandar_cli.client.ops.tokens import TokenCreated, create_token
     from bhandar_cli.core.model.errors import BadInput
     from bhandar_cli.core.wire import to_wire
     from bhandar_cli.security.auth import mint
@@ -55,12 +58,21 @@ def create(
     except BadInput as exc:
         fail(str(exc), EXIT_USAGE)
 
-    async def body() -> Any:
-        return await _admin_call(directory, "token_create", record=to_wire(record))
+    async def body() -> TokenCreated:
+        from bhandar_cli.client.backends.tcp_backend import open_tcp_backend
+        from bhandar_cli.fleet.cluster_file import resolve_dir
 
-    run_async("cluster token create", output, body)
+        async with open_tcp_backend(resolve_dir(directory)) as backend:
+            return await create_token(backend, to_wire(record))
+
+    created: TokenCreated = run_async("cluster token create", output, body)
+    warning = created.warning()
+    if warning is not None:  # the token exists: say so and where it does not work yet, exit 0
+        sys.stderr.write(f"bhandar: warning: {warning}\n")
     if output is OutputFormat.json:
-        emit_json({"cmd": "cluster token create", "ok": True, "token": token, **_shown(record.to_plain())})
+        shown = {"token": token, **_shown(record.to_plain())}
+        spread = {"known_by": list(created.known_by), "not_yet": list(created.not_yet)}
+        emit_json({"cmd": "cluster token create", "ok": True, **shown, **spread})
         return
     _print(f"token [bold]{record.id}[/bold] ({role} on {keyspace}); shown once, keep it:")
     print(token)

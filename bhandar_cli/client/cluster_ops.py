@@ -235,7 +235,8 @@ class ClusterOps:
             "ok": True,
             "node": name,
             "zone": chosen,
-            "keys_streamed": received,
+            "keys_streamed": received,  # records: a key's range streams from each of its replicas
+            "keys_held": info.get("keys"),  # the keys the new node holds once they are merged
             # sources that were down: their ranges came from their other replicas (streaming.py)
             "sources_down": replaced_sources(streams),
             "seconds": round(self.backend.now() - started, 3),

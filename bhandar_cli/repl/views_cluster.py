@@ -7,8 +7,9 @@ import math
 from typing import Any
 
 from rich import box
-from rich.console import Group, RenderableType
-from rich.table import Table
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.measure import Measurement
+from rich.table import Column, Table
 from rich.text import Text
 
 from bhandar_cli.client.cluster_health import DOWN, LEFT, PARTITIONED, SUSPECTED, UP
@@ -17,6 +18,7 @@ from bhandar_cli.core.model.wording import count as counted
 from bhandar_cli.repl.palette import node_style
 from bhandar_cli.repl.views_data import show_value
 
+UNBOUNDED = 10_000  # columns: wide enough to measure a table at its natural width
 STATE_STYLES = {DOWN: "bold red", SUSPECTED: "yellow", PARTITIONED: "yellow", LEFT: "dim", UP: "green"}
 
 
@@ -25,13 +27,43 @@ def state_text(state: str) -> Text:
     return Text(state, style=STATE_STYLES.get(state, "cyan"))
 
 
+class WholeHeadings:
+    """A table of many columns that keeps its headings whole: all the columns in one table when it
+    fits the width it is given, else its columns in two tables one above the other (each led by
+    `key`), so a 50-column terminal reads `sees down`, not `s…`."""
+
+    def __init__(self, headings: list[str], rows: list[list[RenderableType]], key: int, split: int) -> None:
+        self.headings, self.rows, self.key, self.split = headings, rows, key, split
+
+    def _table(self, columns: list[int], narrow: bool = False) -> Table:
+        # A heading never wraps or shrinks: a narrow column wraps its cells instead. Narrow tables
+        # pad on the right only, two spaces between columns rather than three.
+        headings = (Column(self.headings[i], min_width=len(self.headings[i])) for i in columns)
+        padding = (0, 1, 0, 0) if narrow else (0, 1)
+        table = Table(*headings, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=padding)
+        for row in self.rows:
+            table.add_row(*(row[i] for i in columns))
+        return table
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        whole = self._table(list(range(len(self.headings))))
+        natural = Measurement.get(console, options.update_width(UNBOUNDED), whole).maximum  # unclamped
+        if natural <= options.max_width:
+            yield whole
+            return
+        first = list(range(self.split))
+        yield self._table(first, narrow=True)
+        rest = [self.key, *(i for i in range(self.split, len(self.headings)) if i != self.key)]
+        yield self._table(rest, narrow=True)
+
+
 def render_status(data: dict[str, Any]) -> RenderableType:
-    columns = ("state", "node", "zone", "tokens", "owns", "keys", "hints", "sees down")
-    table = Table(*columns, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-    table.add_column("config")  # the configuration version each node runs: a rollout's progress
+    headings = ["state", "node", "zone", "tokens", "owns", "keys", "hints", "sees down"]
+    headings.append("config")  # the configuration version each node runs: a rollout's progress
     wire = any(n.get("protocol") for n in data["nodes"])  # node processes speak a wire protocol
     if wire:
-        table.add_column("protocol")
+        headings.append("protocol")
+    rows: list[list[RenderableType]] = []
     moving: list[str] = []
     for n in data["nodes"]:
         if n.get("status") == "left":
@@ -41,18 +73,22 @@ def render_status(data: dict[str, Any]) -> RenderableType:
             moving.append(f"{n['id']} <- {s['from']}: {s['received']}/{s['total'] or '?'} records")
         for s in streams.get("outbound", []) if n.get("status") == "leaving" else []:
             moving.append(f"{n['id']} -> {s['to']}: {s['sent']}/{s['total']} records")
-        table.add_row(
-            state_text(n["state"]),
-            Text(n["id"], style=node_style(n["id"])),
-            n["zone"],
-            str(n["tokens"]),
-            f"{100 * n['owns']:.1f}%",
-            str(n.get("keys", "")) if n["up"] else "-",
-            str(n.get("hints", "")) if n["up"] else "-",
-            ", ".join(n.get("sees_down", [])) if n["up"] else "-",
-            f"v{n['config']}" if n.get("config") is not None else "-",
-            *([str(n.get("protocol") or "-")] if wire else []),
+        rows.append(
+            [
+                state_text(n["state"]),
+                Text(n["id"], style=node_style(n["id"])),
+                n["zone"],
+                str(n["tokens"]),
+                f"{100 * n['owns']:.1f}%",
+                str(n.get("keys", "")) if n["up"] else "-",
+                str(n.get("hints", "")) if n["up"] else "-",
+                ", ".join(n.get("sees_down", [])) if n["up"] else "-",
+                f"v{n['config']}" if n.get("config") is not None else "-",
+                *([str(n.get("protocol") or "-")] if wire else []),
+            ]
         )
+    # Too narrow for one table: where the ring is shared (state .. owns), then what each node holds.
+    table = WholeHeadings(headings, rows, key=1, split=5)
     parts: list[RenderableType] = [table]
     parts += [Text(f"{n['id']} {n['crashed']}", "bold red") for n in data["nodes"] if n.get("crashed")]
     parts += [Text(f"{n['id']} {c}", "yellow") for n in data["nodes"] for c in n.get("conditions", [])]

@@ -13,6 +13,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from bhandar_cli.core.model.wording import count as counted
 from bhandar_cli.repl.palette import node_style
 
 
@@ -77,11 +78,19 @@ def render_members(data: dict[str, Any]) -> RenderableType:
     return Group(*parts)
 
 
+def add_counts(data: dict[str, Any]) -> str:
+    """What a join brought, for the REPL's `add` and `cluster add` alike: the keys the new node
+    holds, and the records streamed to it (each key's copy from each of its replicas, so more)."""
+    streamed = f"{counted(data['keys_streamed'], 'record')} streamed from their replicas"
+    held = data.get("keys_held")
+    return streamed if held is None else f"holds {counted(held, 'key')}, from {streamed}"
+
+
 def render_add(data: dict[str, Any]) -> RenderableType:
     text = Text.assemble(
         ("joined ", "green"),
         (data["node"], node_style(data["node"])),
-        f" in zone {data['zone']}: bootstrapped {data['keys_streamed']} records in {data['seconds']:.2f} s",
+        f" in zone {data['zone']}: {add_counts(data)} in {data['seconds']:.2f} s",
     )
     for line in sources_down_lines(data):
         text.append("\n" + line, style="yellow")

@@ -11,8 +11,8 @@ from bhandar_cli.cli.cluster_cmd import added_line
 
 
 def test_cluster_add_counts_records_streamed() -> None:
-    line = added_line({"node": "F", "zone": "z2", "keys_streamed": 3, "seconds": 1.5})
-    assert line == "added F (zone z2): 3 records streamed in 1.5 s"
+    line = added_line({"node": "F", "zone": "z2", "keys_streamed": 3, "keys_held": 1, "seconds": 1.5})
+    assert line == "added F (zone z2): holds 1 key, from 3 records streamed from their replicas in 1.5 s"
 
 
 def test_no_user_text_calls_the_streamed_count_keys() -> None:

@@ -410,9 +410,18 @@ class TcpBackend:
     # --- faults --------------------------------------------------------------------------------
 
     async def kill(self, name: str) -> bool:
+        """SIGKILL the node's process and return once it has exited: a process that is still
+        exiting counts as running (fleet/pids.py), so a `kill` right after this one would signal
+        it again and say "killed" twice. False if it was not running."""
         self._reload_if_changed()
-        killed = supervisor.kill_process(self._entry(name, "kill").pid)
+        pid = self._entry(name, "kill").pid
+        killed = supervisor.kill_process(pid)
         self._forget(name)
+        if killed and not await supervisor.wait_exit(pid, supervisor.STOP_TIMEOUT):
+            raise Unavailable(
+                f"{name} (pid {pid}) was sent SIGKILL but is still running after "
+                f"{supervisor.STOP_TIMEOUT:g} s: the machine may be overloaded; look at it with ps"
+            )
         return killed
 
     async def stop_node(self, name: str) -> str:

@@ -105,7 +105,7 @@ async def wait(session: Session, cmd: Command) -> dict[str, Any]:
     the nodes with their state and phi, partition groups, the ring, the last requests as message
     sequence diagrams (with trace on), a key's siblings and latency histograms; its buttons and
     command box run commands in this session, echoed here. It serves until the session ends.""",
-    examples=("web", "web port=8080"),
+    examples=("web port=0",),
     renderer=render_web,
 )
 async def web(session: Session, cmd: Command) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from bhandar_cli.repl.grammar import parse_duration, partition_groups
 from bhandar_cli.repl.kinds import (
     DIRECTORY,
     DURATION,
+    INTEGER,
     MILLISECONDS,
     MOMENT,
     NAME,
@@ -140,7 +141,7 @@ async def add(session: Session, cmd: Command) -> dict[str, Any]:
     has not acknowledged goes to the ranges' current owners. If the decommission makes no progress
     for 60 s (a node it streams to is down, or no replica is up to take its hints), it stops: the
     node is normal again, keeps its data, and the command fails saying what it waited for.""",
-    examples=("decommission F",),
+    examples=("decommission E",),
     renderer=render_decommission,
     interrupted=lambda session, cmd: decommission_interrupted(cmd.arg(0)),
 )
@@ -157,7 +158,7 @@ async def decommission(session: Session, cmd: Command) -> dict[str, Any]:
     Nothing is streamed: the new replicas of its ranges get the data from the other replicas
     (read repair, anti-entropy), so with N=3 every key stays readable. A healthy node leaves
     with decommission instead.""",
-    examples=("remove F",),
+    examples=("kill E; remove E",),
     renderer=render_remove,
 )
 async def remove(session: Session, cmd: Command) -> dict[str, Any]:
@@ -226,7 +227,7 @@ for _operation in NODE_OPERATIONS.values():  # flush, compact: here in `help` an
     manifest (CHECKSUMS), and from then on each node keeps the WALs it writes with the snapshot
     (up to 1 GiB per node; deleting the snapshot's directory releases them), so a restore can
     bring back the writes made after it.""",
-    examples=("snapshot before", "snapshot nightly to=/mnt/backup"),
+    examples=("snapshot before", "snapshot nightly to=backups"),
     renderer=render_snapshot,
 )
 async def snapshot(session: Session, cmd: Command) -> dict[str, Any]:
@@ -244,7 +245,7 @@ async def snapshot(session: Session, cmd: Command) -> dict[str, Any]:
     a time of day today such as 17:45:03, @UNIX-SECONDS, now, or now-30s), and repair runs. The
     report gives RTO (how long it took), the writes replayed, the writes acknowledged later that
     are discarded, and RPO (how far after TIME, or the snapshot, the last of those was made).""",
-    examples=("restore before", "restore before until=17:45:03", "restore before until=now-30s"),
+    examples=("snapshot before; restore before", "restore before until=now"),
     renderer=render_restore,
 )
 async def restore(session: Session, cmd: Command) -> dict[str, Any]:
@@ -254,20 +255,22 @@ async def restore(session: Session, cmd: Command) -> dict[str, Any]:
 @TABLE.command(
     "upgrade",
     "rolling upgrade, one node at a time",
-    options=(Option("to", choices("protocol", ("1", "2"))),),
+    options=(Option("to", INTEGER),),
     help="""Each node in turn is flushed, stopped cleanly (it finishes the requests it has and
-    refuses new ones, which go to another replica), started again (with to=N, at wire protocol N:
-    a process cluster, repl --connect) and must serve before the next one stops: every peer sees it
-    up, its hints are delivered, its ranges repaired and its reads fast again. A step that would
-    leave two replicas of a key down (another node is down) is refused. Progress is shown as it
-    goes (node, phase, seconds).""",
-    examples=("upgrade", "upgrade to=2"),
+    refuses new ones, which go to another replica), started again and must serve before the next
+    one stops: every peer sees it up, its hints are delivered, its ranges repaired and its reads
+    fast again. A step that would leave two replicas of a key down (another node is down) is
+    refused. Progress is shown as it goes (node, phase, seconds). With to=N each node starts
+    again at wire protocol N (for example upgrade to=5): that is for node processes, in bhandar
+    repl --connect DIR (or bhandar cluster upgrade --to N); the REPL's own in-process cluster
+    restarts its nodes as they are.""",
+    examples=("upgrade",),
     renderer=render_upgrade,
 )
 async def upgrade(session: Session, cmd: Command) -> dict[str, Any]:
     given = cmd.options.get("to")
     if given is not None and not given.isdigit():
-        raise BadInput(f"to must be a protocol version, 1, 2 or 3 (got {given!r})")
+        raise BadInput(f"to must be a wire protocol version number (got {given!r})")
     to = int(given) if given is not None else None
     return await session.client.ops.upgrade(to, session.show_progress)
 
