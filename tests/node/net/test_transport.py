@@ -32,7 +32,7 @@ from bhandar_cli.core.protocol.messages import (
 )
 from bhandar_cli.core.wire import from_wire, to_wire
 from bhandar_cli.fleet.placement import free_ports
-from bhandar_cli.node.net.codec import PROTOCOL_VERSION, FrameDecoder, encode_frame
+from bhandar_cli.node.net.codec import NEED_DATA, PROTOCOL_VERSION, FrameDecoder, encode_frame
 from bhandar_cli.node.net.frames import PEER_QUEUE, FrameConn, checked_body, wire_frame
 from bhandar_cli.node.net.rpc import open_rpc
 from bhandar_cli.node.net.rpc_errors import RpcError
@@ -265,10 +265,12 @@ def test_a_peer_that_never_says_hello_is_written_to_in_the_oldest_version(
 
         async def silent(stream: trio.SocketStream) -> None:
             decoder = FrameDecoder()
-            while (data := await stream.receive_some()) and len(frames) < 2:
+            async for data in stream:  # the hello, then the message: never a hello of its own
                 decoder.receive_data(data)
-                while (frame := decoder.next_frame()) is not None:
+                while (frame := decoder.next_frame()) is not NEED_DATA:
                     frames.append(frame)
+                if len(frames) >= 2:
+                    break
             got.set()
 
         async with trio.open_nursery() as nursery:
