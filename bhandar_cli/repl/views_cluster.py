@@ -4,6 +4,9 @@ hint queues and metrics. Rendering only."""
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from rich import box
@@ -19,6 +22,21 @@ from bhandar_cli.repl.palette import node_style
 from bhandar_cli.repl.views_data import show_value
 
 UNBOUNDED = 10_000  # columns: wide enough to measure a table at its natural width
+_SPLIT_WIDE = ContextVar("split_wide_tables", default=True)
+
+
+@contextmanager
+def one_table_each() -> Iterator[None]:
+    """Within it, a table too wide for its width stays one table (cells cut) rather than two one
+    above the other: for the web page's log, whose box is shorter than it is wide, where two
+    tables would push the newest reply out of sight."""
+    token = _SPLIT_WIDE.set(False)
+    try:
+        yield
+    finally:
+        _SPLIT_WIDE.reset(token)
+
+
 STATE_STYLES = {DOWN: "bold red", SUSPECTED: "yellow", PARTITIONED: "yellow", LEFT: "dim", UP: "green"}
 
 
@@ -35,10 +53,12 @@ class WholeHeadings:
     def __init__(self, headings: list[str], rows: list[list[RenderableType]], key: int, split: int) -> None:
         self.headings, self.rows, self.key, self.split = headings, rows, key, split
 
-    def _table(self, columns: list[int], narrow: bool = False) -> Table:
-        # A heading never wraps or shrinks: a narrow column wraps its cells instead. Narrow tables
-        # pad on the right only, two spaces between columns rather than three.
-        headings = (Column(self.headings[i], min_width=len(self.headings[i])) for i in columns)
+    def _table(self, columns: list[int], narrow: bool = False, whole: bool = True) -> Table:
+        # A heading never wraps or shrinks (`whole`): a narrow column wraps its cells instead.
+        # Narrow tables pad on the right only, two spaces between columns rather than three.
+        headings = (
+            Column(self.headings[i], min_width=len(self.headings[i]) if whole else None) for i in columns
+        )
         padding = (0, 1, 0, 0) if narrow else (0, 1)
         table = Table(*headings, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=padding)
         for row in self.rows:
@@ -50,6 +70,9 @@ class WholeHeadings:
         natural = Measurement.get(console, options.update_width(UNBOUNDED), whole).maximum  # unclamped
         if natural <= options.max_width:
             yield whole
+            return
+        if not _SPLIT_WIDE.get():  # one table, as short as it can be: its cells and headings cut
+            yield self._table(list(range(len(self.headings))), whole=False)
             return
         first = list(range(self.split))
         yield self._table(first, narrow=True)

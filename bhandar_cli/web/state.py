@@ -146,13 +146,16 @@ class _LogEntry:
             from rich.console import Console
 
             from bhandar_cli.repl.views import render
+            from bhandar_cli.repl.views_cluster import one_table_each
 
             out = io.StringIO()
             # Text unwrapped (soft_wrap): the page wraps it once, at its box's width (wrapped here
-            # too, a sentence broke at two widths). Tables are laid out to the box's width.
-            Console(file=out, width=width, color_system=None, soft_wrap=True).print(
-                render(self.reply, session.commands)
-            )
+            # too, a sentence broke at two widths). Tables are laid out to the box's width, each
+            # as one table: the box's height is what the newest reply lacks first.
+            with one_table_each():
+                Console(file=out, width=width, color_system=None, soft_wrap=True).print(
+                    render(self.reply, session.commands)
+                )
             text = out.getvalue().rstrip()
             if len(self._printed) >= PRINTED_WIDTHS:
                 self._printed.clear()

@@ -121,10 +121,10 @@ def test_the_join_demo_counts_the_copies_it_moved() -> None:
     done = runner.invoke(app, ["demo", "join", "--auto", "--virtual-time"])
     assert done.exit_code == 0, done.output
     said = " ".join(done.output.split())
-    moved = r"one of the three replicas of (\d+) of the 30 keys: (\d+) of the 90 copies \((\d+)%\)"
-    found = re.search(moved, said)
-    assert found, said
-    keys, copies, pct = map(int, found.groups())
+    held = re.search(r"E holds copies of (\d+) keys", said)
+    moved = re.search(r"(\d+) of the 90 copies \((\d+)%\) moved to E", said)
+    assert held and moved, said
+    (keys,), (copies, pct) = map(int, held.groups()), map(int, moved.groups())
     assert keys == copies and pct == round(100 * copies / 90)
     assert f"would have moved {naive} of the 90 copies ({round(100 * naive / 90)}%)" in said
     assert "80%" not in said
