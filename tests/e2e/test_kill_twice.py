@@ -7,33 +7,27 @@ running, so kill now returns only once the process has exited. Real processes: a
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
 
 from bhandar_cli.fleet import pids
 from bhandar_cli.fleet.cluster_file import ClusterFile, load
-from tests.e2e.conftest import kill_all, run_cli, start_cluster
+from tests.e2e.conftest import run_cli
 
 ROUNDS = 4
 
 
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[ClusterFile]:
-    directory = tmp_path / "cluster"
-    try:
-        yield start_cluster(directory, nodes=3)
-    finally:
-        kill_all(directory)
-
-
-def test_kill_twice_says_the_second_time_that_the_node_is_already_down(cluster: ClusterFile) -> None:
+def test_kill_twice_says_the_second_time_that_the_node_is_already_down(small_cluster: ClusterFile) -> None:
     said = []
     for _ in range(ROUNDS):
-        pid = load(cluster.dir).node("B").pid
+        pid = load(small_cluster.dir).node("B").pid
         ran = run_cli(
-            "repl", "--connect", cluster.dir, "-o", "json", "-e", "kill B; kill B; revive B", timeout=120
+            "repl",
+            "--connect",
+            small_cluster.dir,
+            "-o",
+            "json",
+            "-e",
+            "kill B; kill B; revive B",
+            timeout=120,
         )
         assert ran.returncode == 0, ran.stderr
         replies = [json.loads(line) for line in ran.stdout.decode().splitlines()]
