@@ -57,6 +57,55 @@ class WebProcess:
         return self.log.read_text(encoding="utf-8", errors="replace")
 
 
+@dataclass
+class DemoProcess:
+    """A running `bhandar demo NAME --web`: its page's address, its process and its output."""
+
+    proc: subprocess.Popen[bytes]
+    url: str
+    log: Path
+
+    def enter(self, times: int = 1) -> None:
+        """Press Enter `times` times, as a class does between steps."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(b"\n" * times)
+        self.proc.stdin.flush()
+
+
+@contextlib.contextmanager
+def demo_process(tmp_path: Path, name: str, *options: str) -> Iterator[DemoProcess]:
+    """`bhandar demo NAME --web` (Enter per step, as a class; `--auto` in `options`: on its own),
+    stopped at the end. Its standard input stays open: after the last step the page stays until
+    Enter."""
+    log = tmp_path / "demo.out"
+    env = {k: v for k, v in os.environ.items() if k != "BHANDAR_CLUSTER"}
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-P", "-m", "bhandar_cli", "demo", name, "--web", *options, "--port", "0"],
+            stdin=subprocess.PIPE,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=REPO,
+            env=env,
+        )
+    try:
+        deadline = time.monotonic() + 60
+        while not (found := re.search(r"web view at (http://\S+/)", log.read_text(errors="replace"))):
+            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.05)
+        yield DemoProcess(proc, found.group(1), log)
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
+        if proc.stdin is not None:
+            proc.stdin.close()
+
+
 def page_key(url: str) -> str:
     """The key the server wrote into its page (what the page's script sends with a command)."""
     with urllib.request.urlopen(url, timeout=30) as response:

@@ -6,12 +6,8 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
 import socket
-import subprocess
-import sys
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -33,7 +29,7 @@ from bhandar_cli.teach.narration import Narration
 from bhandar_cli.web.demo_page import WebPage
 from bhandar_cli.web.state import WebState
 from tests.teach.test_demos import cli
-from tests.web.conftest import REPO
+from tests.web.conftest import demo_process
 
 WAIT_S = 20
 TEA_LINES = ["put kv k '[\"tea\"]'", "get kv k"]
@@ -130,35 +126,13 @@ def panel(driver: Any) -> dict[str, Any]:
 def test_the_quorum_demo_narrates_on_the_page_and_the_page_stays_until_enter(
     tmp_path: Path, browser: Any
 ) -> None:
-    log = tmp_path / "demo.out"
-    env = {k: v for k, v in os.environ.items() if k != "BHANDAR_CLUSTER"}
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-P", "-m", "bhandar_cli", "demo", "quorum", "--web", "--port", "0"],
-            stdin=subprocess.PIPE,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            cwd=REPO,
-            env=env,
-        )
-    assert proc.stdin is not None
-
-    def enter(times: int = 1) -> None:
-        assert proc.stdin is not None
-        proc.stdin.write(b"\n" * times)
-        proc.stdin.flush()
-
-    try:
-        deadline = time.monotonic() + 30
-        while not (found := re.search(r"web view at (http://\S+/)", log.read_text(errors="replace"))):
-            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
-            time.sleep(0.05)
-        browser.get(found.group(1))
+    with demo_process(tmp_path, "quorum") as demo:
+        browser.get(demo.url)
         WebDriverWait(browser, WAIT_S).until(lambda d: panel(d)["state"] == "ready")
         shown = panel(browser)
         assert not shown["hidden"] and "quorum" in shown["title"] and shown["ok"] == []
 
-        enter()  # step 1
+        demo.enter()  # step 1
         WebDriverWait(browser, WAIT_S).until(
             lambda d: (panel(d)["step"], panel(d)["state"]) == ("1", "passed")
         )
@@ -170,26 +144,19 @@ def test_the_quorum_demo_narrates_on_the_page_and_the_page_stays_until_enter(
         ]
         assert shown["ok"] == [f"✓ {e.what}" for e in first.expect] and shown["fail"] == []
 
-        enter(len(QUORUM.steps) - 1)  # the rest, as a class pressing Enter
+        demo.enter(len(QUORUM.steps) - 1)  # the rest, as a class pressing Enter
         WebDriverWait(browser, 90).until(lambda d: panel(d)["state"] == "done")
         shown = panel(browser)
         assert shown["step"] == str(len(QUORUM.steps))
         assert shown["ok"] == [f"✓ {e.what}" for e in QUORUM.steps[-1].expect]
         # The demo is over; the page stays up for the class until Enter.
-        WebDriverWait(browser, WAIT_S).until(lambda d: "the page stays at" in log.read_text(errors="replace"))
-        assert proc.poll() is None
-        enter()
-        assert proc.wait(timeout=30) == EXIT_OK, log.read_text()
-        assert "every expectation met" in log.read_text(errors="replace")
-    finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
-        proc.stdin.close()
+        WebDriverWait(browser, WAIT_S).until(
+            lambda d: "the page stays at" in demo.log.read_text(errors="replace")
+        )
+        assert demo.proc.poll() is None
+        demo.enter()
+        assert demo.proc.wait(timeout=30) == EXIT_OK, demo.log.read_text()
+        assert "every expectation met" in demo.log.read_text(errors="replace")
 
 
 @pytest.mark.parametrize(

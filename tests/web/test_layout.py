@@ -12,11 +12,6 @@ the README's screenshot (the siblings demo at its end, 1280x720, large text)."""
 from __future__ import annotations
 
 import os
-import re
-import subprocess
-import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +19,7 @@ import pytest
 from selenium.webdriver.support.ui import WebDriverWait
 
 from bhandar_cli.teach.demos import DEMOS
-from tests.web.conftest import REPO, WebProcess
+from tests.web.conftest import WebProcess, demo_process
 from tests.web.layout import (
     RING_MIN_PX,
     SIZES,
@@ -37,36 +32,6 @@ from tests.web.layout import (
 )
 
 DEMO_S = 240  # a demo played in real time on a loaded machine
-
-
-def demo_page(tmp_path: Path, name: str) -> Iterator[str]:
-    """`bhandar demo NAME --web --auto`: the page's address, served until the fixture ends."""
-    log = tmp_path / "demo.out"
-    env = {k: v for k, v in os.environ.items() if k != "BHANDAR_CLUSTER"}
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-P", "-m", "bhandar_cli", "demo", name, "--web", "--auto", "--port", "0"],
-            stdin=subprocess.PIPE,  # kept open: after the last step the page stays until Enter
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            cwd=REPO,
-            env=env,
-        )
-    try:
-        deadline = time.monotonic() + 60
-        while not (found := re.search(r"web view at (http://\S+/)", log.read_text(errors="replace"))):
-            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
-            time.sleep(0.05)
-        yield found.group(1)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-        assert proc.stdin is not None
-        proc.stdin.close()
 
 
 def fits_everywhere(browser: Any, url: str, shot: str | None = None) -> dict[str, list[str]]:
@@ -95,7 +60,8 @@ def fits_everywhere(browser: Any, url: str, shot: str | None = None) -> dict[str
 
 @pytest.mark.parametrize("name", sorted(DEMOS))
 def test_a_demo_played_to_its_end_fits_every_screen(name: str, tmp_path: Path, browser: Any) -> None:
-    for url in demo_page(tmp_path, name):
+    with demo_process(tmp_path, name, "--auto") as demo:
+        url = demo.url
         browser.get(url)
         WebDriverWait(browser, DEMO_S, poll_frequency=0.5).until(
             lambda d: (

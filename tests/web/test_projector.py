@@ -9,14 +9,9 @@ down"."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
-import time
 import urllib.request
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +23,7 @@ from bhandar_cli.client.openers import ClusterOptions
 from bhandar_cli.repl.batch import open_session
 from bhandar_cli.teach.demos import DEMOS
 from bhandar_cli.web.background import serve_in_background
-from tests.web.conftest import REPO, WebProcess, page_key, until
+from tests.web.conftest import WebProcess, demo_process, page_key, until
 from tests.web.layout import (
     RING_MIN_PX,
     SIZES,
@@ -114,44 +109,6 @@ def test_a_long_reply_after_many_lines_is_whole_and_the_older_output_folds(
 # --- the demos with the longest narrations, step by step -------------------------------------------
 
 
-@contextmanager
-def demo_by_steps(tmp_path: Path, name: str) -> Iterator[tuple[str, Any]]:
-    """`bhandar demo NAME --web` (Enter per step, as a class): the page's address and a function
-    that presses Enter."""
-    log = tmp_path / "demo.out"
-    env = {k: v for k, v in os.environ.items() if k != "BHANDAR_CLUSTER"}
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-P", "-m", "bhandar_cli", "demo", name, "--web", "--port", "0"],
-            stdin=subprocess.PIPE,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            cwd=REPO,
-            env=env,
-        )
-    assert proc.stdin is not None
-
-    def enter() -> None:
-        assert proc.stdin is not None
-        proc.stdin.write(b"\n")
-        proc.stdin.flush()
-
-    try:
-        deadline = time.monotonic() + 60
-        while not (found := re.search(r"web view at (http://\S+/)", log.read_text(errors="replace"))):
-            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
-            time.sleep(0.05)
-        yield found.group(1), enter
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-        proc.stdin.close()
-
-
 def laid_out(driver: Any) -> bool:
     """The log's tables are laid out at the width the page measured its box at."""
     return bool(
@@ -180,7 +137,8 @@ def test_at_each_step_the_ring_keeps_its_size_and_the_newest_reply_shows(
     name: str, tmp_path: Path, browser: Any
 ) -> None:
     steps = len(DEMOS[name].steps)
-    with demo_by_steps(tmp_path, name) as (url, enter):
+    with demo_process(tmp_path, name) as demo:
+        url, enter = demo.url, demo.enter
         browser.get(url)
         WebDriverWait(browser, STEP_S).until(lambda d: demo_state(d)[1] == "ready")
         for step in range(1, steps + 1):
