@@ -22,6 +22,7 @@ from bhandar_cli.cli.output import (
     exit_code,
     fail,
 )
+from bhandar_cli.core.model.config import KEYSPACE_NAME_RULE
 
 if TYPE_CHECKING:
     from bhandar_cli.client.backends.tcp_backend import TcpBackend
@@ -36,7 +37,7 @@ keyspace_app = typer.Typer(
 
 @keyspace_app.command("create")
 def create(
-    name: str = typer.Argument(..., metavar="NAME", help="1 to 64 characters of a-z, 0-9, _ and -."),
+    name: str = typer.Argument(..., metavar="NAME", help=f"{KEYSPACE_NAME_RULE}."),
     policy: str = typer.Option(
         "siblings", "--policy", help="siblings (keep concurrent writes), lww (last write wins) or counter."
     ),

@@ -15,7 +15,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from bhandar_cli.client.view_disagreement import disagreeing, why_views_differ
-from bhandar_cli.core.model.config import KeyspaceDef, parse_ttl
+from bhandar_cli.core.model.config import NEW_NODE_NAME, NEW_NODE_NAME_RULE, KeyspaceDef, parse_ttl
 from bhandar_cli.core.model.errors import BadInput, ClientError
 from bhandar_cli.core.model.limits import check_snapshot_name
 from bhandar_cli.core.protocol.messages import (
@@ -35,7 +35,6 @@ if TYPE_CHECKING:
     from bhandar_cli.client.data_client import DataClient
     from bhandar_cli.client.ops.upgrade import Progress
 
-NODE_NAME = re.compile(r"^[A-Z][A-Za-z0-9_-]{0,15}$")
 MOVE_TIMEOUT = 120.0
 QUIESCE_TIMEOUT = 10.0  # seconds a restore waits for replication and hints to settle
 
@@ -198,8 +197,8 @@ class ClusterOps:
 
         from bhandar_cli.client.ops.joining import join_progress, replaced_sources, waiting_for
 
-        if not NODE_NAME.match(name):
-            raise BadInput(f"bad node name {name!r} (a capital letter, then letters, digits, _ or -)")
+        if not NEW_NODE_NAME.fullmatch(name):
+            raise BadInput(f"bad node name {name!r} ({NEW_NODE_NAME_RULE})")
         known = (await self.backend.membership()).members  # a node that joined by token too
         if name in self.backend.names or name in known:
             gone = name in known and known[name].status == "left"

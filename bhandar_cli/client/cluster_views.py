@@ -201,7 +201,16 @@ class ClusterViews:
         return {"cmd": "hints", "ok": True, "queues": queues, "pending": sum(q["count"] for q in queues)}
 
     async def metrics(self) -> dict[str, Any]:
-        from bhandar_cli.core.model.metrics import NodeMetrics, bucket_edge
+        from bhandar_cli.core.model.metrics import (
+            HINTS_OLDEST,
+            HINTS_PENDING,
+            NODE_REQUESTS,
+            REPAIR_AGE_VIEW,
+            STORAGE,
+            NodeMetrics,
+            bucket_edge,
+            place,
+        )
         from bhandar_cli.core.node_views import oldest_hint_age
 
         edges = [bucket_edge(ms) for ms in HISTOGRAM_EDGES_MS]
@@ -241,37 +250,17 @@ class ClusterViews:
                 },
             }
         hints = await self.hints()
-        oldest = oldest_hint_age(hints["queues"])
-        return {
-            "cmd": "metrics",
-            "ok": True,
-            "ops": ops,
-            "stale_reads": total.stale_reads,
-            "read_repairs": total.read_repairs,
-            "hints": {
-                "pending": hints["pending"],
-                "oldest_s": oldest,
-                "stored": total.hints_stored,
-                "delivered": total.hints_delivered,
-                "expired": total.hints_expired,
-                "refused": total.hints_refused,
-            },
-            "requests": per_node,
-            "forwarded": total.forwarded,
-            "forward_fallbacks": total.forward_fallbacks,
-            "sibling_limit_exceeded": total.sibling_limit_exceeded,
-            "anti_entropy": {
-                "sessions": total.repair_sessions,
-                "keys_repaired": total.keys_repaired,
-                "tombstones_reaped": total.tombstones_reaped,
-                "repair_age": repair,  # per node: ranges, never repaired, oldest age in seconds
-                "ranges": len(ranges),  # distinct (keyspace, token range) pairs; repair_age counts
-                # each once per replica that holds it
-            },
-            "values_expired": total.values_expired,  # ttl keyspaces: values turned into tombstones
-            "hot": sketches.view(self.backend.ring, 3)["keys"],  # the `hot` view's top 3 keys
-            "storage": storage,
-        }
+        # The counters where the metrics table puts them; then the figures of the nodes' info.
+        view: dict[str, Any] = {"cmd": "metrics", "ok": True, "ops": ops, **total.view()}
+        place(view, HINTS_PENDING.view, hints["pending"])
+        place(view, HINTS_OLDEST.view, oldest_hint_age(hints["queues"]))
+        place(view, NODE_REQUESTS.view, per_node)
+        place(view, REPAIR_AGE_VIEW, repair)  # per node: ranges, never repaired, oldest age in seconds
+        # distinct (keyspace, token range) pairs; repair_age counts each once per replica holding it
+        place(view, ("anti_entropy", "ranges"), len(ranges))
+        view["hot"] = sketches.view(self.backend.ring, 3)["keys"]  # the `hot` view's top 3 keys
+        place(view, (STORAGE,), storage)
+        return view
 
     async def hot(self, n: int = 10) -> dict[str, Any]:
         """The `n` keys clients ask for most, cluster-wide, from every live node's sketch: each

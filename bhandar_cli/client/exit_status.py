@@ -13,6 +13,7 @@ EXIT_OK = 0
 EXIT_FAILED = 1  # the operation failed
 EXIT_USAGE = 2  # the command line, or input the store refuses
 EXIT_NOT_FOUND = 3  # a get found no value
+EXIT_INTERRUPTED = 130  # the shell's convention for a program stopped by SIGINT
 
 
 class OutputFormat(StrEnum):

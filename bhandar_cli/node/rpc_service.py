@@ -1,11 +1,10 @@
 """The RPC a node process serves on its port: client requests, and the admin operations.
 
 One map per frame, answers carry the same `id`: `request` (a client request in wire form: the node's
-coordinator answers it), and the admin operations `info`, `records`, `hints`, `metrics`, `digest`,
-`members`, `tree`, `notes` (what the node noticed, node/note_log.py), `partition`, `heal`, `delay`,
-`snapshot`, `join_token`, `config`, `shutdown`, `token_create|list|revoke`, `remove` (a member out
-for good, sealed by an issuing node), and the node operations
-of core/protocol/node_operations.py (`flush`, `compact`). When the node checks tokens
+coordinator answers it), each view and admin call of `NODE_CALLS` (info, metrics, partition,
+token_create, ...: core/protocol/node_operations.py, which says the role each needs) by the
+handler registered under its name here, and the node operations of the same module (`flush`,
+`compact`). When the node checks tokens
 (security/auth.py), each call is checked against the token the connection's hello showed, at the
 time of the call (a revocation counts at once); a refusal answers with its `code` (unauthenticated,
 forbidden, rate_limited). Fast operations are answered at once; slow ones (`compact`) run in a task
@@ -18,6 +17,7 @@ and closed a little later; a client opens a new one for its next call (node/net/
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import fields
@@ -39,7 +39,7 @@ from bhandar_cli.core.protocol.messages import (
     RepairRequest,
     Result,
 )
-from bhandar_cli.core.protocol.node_operations import NODE_OPERATIONS
+from bhandar_cli.core.protocol.node_operations import NODE_CALLS, NODE_OPERATIONS
 from bhandar_cli.core.wire import from_wire, to_wire
 from bhandar_cli.host.executor import NodeHost
 from bhandar_cli.node import admin
@@ -126,6 +126,39 @@ def check_request(req: Any) -> ClientRequest:
     ):
         raise ValueError("the context must map node names to counters")
     return cast(ClientRequest, req)  # its type is one of _CHECKS's keys
+
+
+Handler = Callable[["RpcService", dict[str, Any]], Any]
+SlowHandler = Callable[["RpcService", dict[str, Any]], Awaitable[Any]]
+# Each call of NODE_CALLS (core/protocol/node_operations.py) by name: its handler, registered by
+# `_serves` below (a store operation of NODE_OPERATIONS that must run off the event loop: by
+# `_serves_slowly`).
+_HANDLERS: dict[str, Handler] = {}
+_SLOW_HANDLERS: dict[str, SlowHandler] = {}
+
+
+def _serves(name: str) -> Callable[[Handler], Handler]:
+    """Register the handler of the node call `name`; a name the table lacks fails at import."""
+    if name not in NODE_CALLS or name in _HANDLERS:
+        raise LookupError(f"no node call {name!r} in NODE_CALLS, or served twice")
+
+    def register(handler: Handler) -> Handler:
+        _HANDLERS[name] = handler
+        return handler
+
+    return register
+
+
+def _serves_slowly(name: str) -> Callable[[SlowHandler], SlowHandler]:
+    """Register how the store operation `name` runs off the event loop."""
+    if name not in NODE_OPERATIONS:
+        raise LookupError(f"no node operation {name!r} in NODE_OPERATIONS")
+
+    def register(handler: SlowHandler) -> SlowHandler:
+        _SLOW_HANDLERS[name] = handler
+        return handler
+
+    return register
 
 
 class RpcService:
@@ -248,12 +281,13 @@ class RpcService:
         if refused is not None:
             _refuse(out, call_id, refused)
             return
-        slow = getattr(self, f"_slow_{op}", None)
+        slow = _SLOW_HANDLERS.get(op)
         if slow is not None:  # work off the event loop: answered when it is done
             calls.started()
-            nursery.start_soon(self._answer_later, slow, body, out, call_id, calls)
+            nursery.start_soon(self._answer_later, functools.partial(slow, self), body, out, call_id, calls)
             return
-        handler = getattr(self, f"_op_{op}", None) or self._node_operation(op)
+        served = _HANDLERS.get(op)
+        handler = functools.partial(served, self) if served is not None else self._node_operation(op)
         if handler is None:
             _answer(out, call_id, error=f"unknown operation {op!r}")
             return
@@ -272,22 +306,27 @@ class RpcService:
             return None
         return lambda body: operation.run(self.process.store)
 
+    @_serves("info")
     def _op_info(self, body: dict[str, Any]) -> Any:
         return self.process.info(counts=bool(body.get("counts", True)))
 
+    @_serves("notes")
     def _op_notes(self, body: dict[str, Any]) -> Any:
         return self.process.notes.since(int(body.get("since", 0)), str(body.get("boot", "")))
 
+    @_serves("records")
     def _op_records(self, body: dict[str, Any]) -> Any:
         node = self.process.host.node
         if node is None:
             return None
         return admin.records_to_plain(node.records(str(body["keyspace"]), str(body["key"])))
 
+    @_serves("hints")
     def _op_hints(self, body: dict[str, Any]) -> Any:
         node = self.process.host.node
         return [] if node is None else node.hints_summary(trio.current_time())
 
+    @_serves("metrics")
     def _op_metrics(self, body: dict[str, Any]) -> Any:
         node = self.process.host.node
         if node is None:
@@ -297,14 +336,17 @@ class RpcService:
         plain["ops"] = [[*row[:4], {str(b): c for b, c in row[4].items()}, *row[5:]] for row in plain["ops"]]
         return plain
 
+    @_serves("digest")
     def _op_digest(self, body: dict[str, Any]) -> Any:
         node = self.process.host.node
         return [] if node is None else node.digests()
 
+    @_serves("range_hashes")
     def _op_range_hashes(self, body: dict[str, Any]) -> Any:
         node = self.process.host.node
         return [] if node is None else node.range_hashes([(int(lo), int(hi)) for lo, hi in body["ranges"]])
 
+    @_serves("partition")
     def _op_partition(self, body: dict[str, Any]) -> Any:
         groups = [[str(n) for n in g] for g in body["groups"]]
         everyone = [str(n) for n in body.get("nodes", ())]
@@ -312,15 +354,18 @@ class RpcService:
         model.partition(groups, [*everyone, self.process.id])
         return sorted(peer for (me, peer) in model.blocked if me == self.process.id)
 
+    @_serves("heal")
     def _op_heal(self, body: dict[str, Any]) -> Any:
         self.process.transport.model.heal()
         return True
 
+    @_serves("delay")
     def _op_delay(self, body: dict[str, Any]) -> Any:
         delays = {str(n): float(ms) / 1000.0 for n, ms in body["delays"].items() if float(ms) > 0}
         self.process.transport.model.extra_delay = delays
         return True
 
+    @_serves("members")
     def _op_members(self, body: dict[str, Any]) -> Any:
         node = self.process.host.node
         if node is None:
@@ -332,12 +377,14 @@ class RpcService:
             row["protocol"] = codec.protocol() if mid == self.process.id else heard.get(mid, (None,))[0]
         return rows
 
+    @_serves("tree")
     def _op_tree(self, body: dict[str, Any]) -> Any:
         node = self.process.host.node
         if node is None:
             return []
         return node.tree_entries(str(body["keyspace"]), int(body["lo"]), int(body["hi"]))
 
+    @_serves("snapshot")
     def _op_snapshot(self, body: dict[str, Any]) -> Any:
         to = body.get("to")  # a snapshot copied off to another directory (to=DIR)
         if to is not None and not isinstance(to, str):
@@ -346,6 +393,7 @@ class RpcService:
         path = snapshot_path(root, body["snapshot"], self.process.id)
         return len(self.process.store.snapshot(str(path), copy=bool(to)))
 
+    @_serves("remove")
     def _op_remove(self, body: dict[str, Any]) -> Any:
         """Take a member out of the cluster for good (`cluster remove`): sealed here, so only an
         issuing node does it (Refused elsewhere); gossip spreads it."""
@@ -355,18 +403,22 @@ class RpcService:
         node.remove_member(str(body["node"]), trio.current_time())
         return {"node": str(body["node"]), "by": self.process.id}
 
+    @_serves("token_create")
     def _op_token_create(self, body: dict[str, Any]) -> Any:
         record = check_record(from_wire(body["record"]))
         self.process.token_table().add(record)
         return record.id
 
+    @_serves("token_list")
     def _op_token_list(self, body: dict[str, Any]) -> Any:
         records = self.process.token_table().records()
         return [{k: v for k, v in r.to_plain().items() if k != "digest"} for r in records]  # never a hash
 
+    @_serves("token_revoke")
     def _op_token_revoke(self, body: dict[str, Any]) -> Any:
         return self.process.token_table().revoke(str(body["token_id"])).id
 
+    @_serves("join_token")
     def _op_join_token(self, body: dict[str, Any]) -> Any:
         """Mint a join token (node/join.py): {"token", "expires"}, or {"refused": why}."""
         try:
@@ -375,6 +427,7 @@ class RpcService:
             return {"refused": str(exc)}
         return {"token": str(token), "expires": token.expires}
 
+    @_serves("config")
     def _op_config(self, body: dict[str, Any]) -> Any:
         """With `config`: apply that version of the cluster configuration now. The node's
         configuration (version and values) either way."""
@@ -382,6 +435,7 @@ class RpcService:
             return apply_live(self.process.host, body["config"])
         return config_view(self.process.host)
 
+    @_serves("shutdown")
     def _op_shutdown(self, body: dict[str, Any]) -> Any:
         # Answer first, drain and stop just after: the caller learns the stop was accepted.
         trio.lowlevel.spawn_system_task(_stop_soon, self.process)
@@ -404,6 +458,7 @@ class RpcService:
         finally:
             calls.ended()
 
+    @_serves_slowly("compact")
     async def _slow_compact(self, body: dict[str, Any]) -> Any:
         """A full compaction, built in a worker thread while the node goes on; the event loop only
         installs the result (milliseconds). Waits (bounded) for a compaction already running."""

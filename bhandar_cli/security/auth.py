@@ -36,47 +36,28 @@ from bhandar_cli.core.protocol.messages import (
     PutRequest,
     RepairRequest,
 )
-from bhandar_cli.core.protocol.node_operations import NODE_OPERATIONS
+from bhandar_cli.core.protocol.node_operations import ADMIN, NODE_CALLS, NODE_OPERATIONS, VIEW
 from bhandar_cli.security.pki import write_private
 from bhandar_cli.security.rate_limit import RateLimiter
 
 TOKEN_PREFIX = "bht"
-VIEW = "view"  # any valid token
 ON_KEYSPACE = ("read", "write")  # roles checked on the keyspace an operation names
 
-# What each operation needs: every RPC op, client request kind and HTTP route is named here.
+# What each operation needs: every client request kind and HTTP route is named here, and every
+# call a node serves through its entry in core/protocol/node_operations.py.
 NEEDS: dict[str, str] = {
     # data, on the keyspace the request names
     "get": "read",
     "put": "write",
     "delete": "write",
     "incr": "write",
-    # views
-    "info": VIEW,
-    "records": VIEW,
-    "hints": VIEW,
-    "metrics": VIEW,
-    "digest": VIEW,
-    "range_hashes": VIEW,
-    "members": VIEW,
-    "tree": VIEW,
-    "keyspaces": VIEW,
-    "notes": VIEW,
-    # changes to the cluster: admin on every keyspace
-    "keyspace_create": "admin",
-    "repair": "admin",
-    "decommission": "admin",
-    "remove": "admin",  # a member out for good, without its help (`cluster remove`)
-    "partition": "admin",
-    "heal": "admin",
-    "delay": "admin",
-    "shutdown": "admin",
-    "snapshot": "admin",
-    "token_create": "admin",
-    "token_list": "admin",
-    "token_revoke": "admin",
-    "join_token": "admin",
-    "config": "admin",  # a new version of the cluster configuration, applied at once
+    "keyspaces": VIEW,  # the HTTP API's list of keyspaces
+    # client requests that change the cluster: admin on every keyspace
+    "keyspace_create": ADMIN,
+    "repair": ADMIN,
+    "decommission": ADMIN,
+    # the views and admin calls a node serves, as their entries say
+    **{call.name: call.needs for call in NODE_CALLS.values()},
     # each node operation, as its entry says (flush, compact)
     **{op.name: op.needs for op in NODE_OPERATIONS.values()},
 }

@@ -24,6 +24,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from bhandar_cli.client.exit_status import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 from bhandar_cli.client.openers import cluster_clock
 from bhandar_cli.core.model.errors import BhandarError, sole_exception
 from bhandar_cli.core.model.wording import count as counted
@@ -34,9 +35,6 @@ from bhandar_cli.teach.demo_kit import Expect, Json
 from bhandar_cli.teach.demos import DEMOS, Demo, DemoContext, Step, lines, text
 from bhandar_cli.teach.narration import Narration
 
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_INTERRUPTED = 130  # the shell's convention for a program stopped by SIGINT
 PANEL_WIDTH = 100  # narration is read aloud: keep its lines short even on a wide terminal
 SHOWN_COMMANDS = 3  # of a long run of commands in one step, without --verbose
 

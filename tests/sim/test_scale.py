@@ -11,9 +11,9 @@ from random import Random
 
 from pytest import MonkeyPatch
 
-from bhandar_cli.client.cluster_ops import NODE_NAME
 from bhandar_cli.core.membership.gossip import GossipLiveness
 from bhandar_cli.core.membership.ring import Ring
+from bhandar_cli.core.model.config import NEW_NODE_NAME
 from bhandar_cli.core.protocol.messages import Effect
 from bhandar_cli.host.topology import next_node_name, node_names, zone_map
 from bhandar_cli.sim.chaos.chaos_run import run_chaos
@@ -35,7 +35,7 @@ def test_node_names_beyond_z_round_trip() -> None:
         return value - 1
 
     assert [index(n) for n in names] == list(range(800))
-    assert all(NODE_NAME.match(n) for n in names)  # the REPL and CLI accept every one
+    assert all(NEW_NODE_NAME.fullmatch(n) for n in names)  # the REPL and CLI accept every one
     assert next_node_name(names[:240]) == "IG"
     assert next_node_name([n for n in names[:240] if n != "AB"]) == "AB"
 

@@ -20,10 +20,11 @@ import trio
 import trio.testing
 from rich.console import Console
 
+from bhandar_cli.client.exit_status import EXIT_FAILED, EXIT_OK
 from bhandar_cli.client.openers import ClusterOptions
 from bhandar_cli.repl.batch import open_session
 from bhandar_cli.teach.demo_kit import Demo, DemoContext, Expect, Step
-from bhandar_cli.teach.demo_runner import EXIT_FAILED, EXIT_OK, folded, play_step, run_demo
+from bhandar_cli.teach.demo_runner import folded, play_step, run_demo
 from bhandar_cli.teach.demos import DEMOS
 from bhandar_cli.teach.demos_failures import HANDOFF
 from bhandar_cli.teach.demos_membership import JOIN

@@ -23,10 +23,11 @@ from typer.testing import CliRunner
 import bhandar_cli.core.model.records
 import bhandar_cli.core.roles.write_path
 from bhandar_cli.cli.demo_cmd import demo as demo_command
+from bhandar_cli.client.exit_status import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 from bhandar_cli.client.openers import ClusterOptions
 from bhandar_cli.core.model.versions import lww_merge
 from bhandar_cli.repl.batch import open_session
-from bhandar_cli.teach.demo_runner import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, Outcome, play, run_demo
+from bhandar_cli.teach.demo_runner import Outcome, play, run_demo
 from bhandar_cli.teach.demos import DEMOS, SIBLINGS, Demo, DemoContext, Expect, Step, get_values
 
 UNEXPECTED = "this demo did not behave as expected"

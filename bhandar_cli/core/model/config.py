@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal, get_args
 
-from bhandar_cli.core.model.durations import seconds_of
+from bhandar_cli.core.model.durations import UNITS, seconds_of
 from bhandar_cli.core.model.errors import BadInput
 from bhandar_cli.core.model.limits import MAX_KEY_BYTES, MAX_VALUE_BYTES
 
@@ -17,8 +17,8 @@ Consistency = Literal["ONE", "QUORUM", "ALL"]
 LEVELS: tuple[Consistency, ...] = get_args(Consistency)
 POLICIES = ("siblings", "lww", "counter")
 QUORUM_MODES = ("sloppy", "strict")
-# Time to live of a keyspace's values, in whole seconds (0: values never expire).
-TTL_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+# Time to live of a keyspace's values, in whole seconds (0: values never expire), shown in the
+# whole-second units of durations.UNITS.
 MAX_TTL = 10 * 365 * 86400
 # Keyspace names travel in URLs, file names and completions: a small safe alphabet, no `.` or `..`.
 KEYSPACE_NAME = re.compile(r"[a-z0-9_-]{1,64}")
@@ -26,6 +26,13 @@ KEYSPACE_NAME_RULE = "1 to 64 characters of a-z, 0-9, _ and -"
 # Node ids name certificates, files and log lines: the same kind of safe alphabet.
 NODE_ID = re.compile(r"[A-Za-z0-9_.-]{1,32}")
 NODE_ID_RULE = "1 to 32 letters, digits, '_', '-' or '.'"
+# The name a person gives a node they add to a cluster (`add`, `cluster add`) is narrower: named
+# like the A..E a cluster starts with (a capital letter first: never mistaken for a keyspace,
+# whose names are lower case), at most 16 characters (the node columns of status and ring), and
+# no '.' (the REPL's node completion and `partition A B | C` read it as one word). Every such name
+# is a NODE_ID.
+NEW_NODE_NAME = re.compile(r"[A-Z][A-Za-z0-9_-]{0,15}")
+NEW_NODE_NAME_RULE = "a capital letter, then letters, digits, _ or -"
 
 
 def one_of(choices: tuple[str, ...]) -> str:
@@ -59,9 +66,9 @@ def parse_ttl(text: str) -> int:
 
 def show_ttl(seconds: int) -> str:
     """60 -> "60s", 300 -> "5m": the largest unit that divides it ("0" for no expiry)."""
-    for unit, size in sorted(TTL_UNITS.items(), key=lambda u: -u[1]):
-        if seconds and seconds % size == 0:
-            return f"{seconds // size}{unit}"
+    for unit, size in sorted(UNITS.items(), key=lambda u: -u[1]):
+        if seconds and size >= 1 and seconds % size == 0:
+            return f"{seconds // int(size)}{unit}"
     return "0"
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 UNITS: dict[str, float] = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-_DURATION = re.compile(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*")
+_DURATION = re.compile(r"\s*(\d+(?:\.\d+)?)\s*(" + "|".join(sorted(UNITS, key=len, reverse=True)) + r")?\s*")
 
 
 def seconds_of(text: str) -> float | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from bhandar_cli.core.model.errors import BadInput
+from bhandar_cli.core.model.metrics import metrics_parts
 from bhandar_cli.repl.kinds import INTEGER, KEY, KEYSPACE, NODE, choices
 from bhandar_cli.repl.session import Session
 from bhandar_cli.repl.table import Arg, Command, CommandTable, Option
@@ -117,20 +118,8 @@ async def members(session: Session, cmd: Command) -> dict[str, Any]:
     return await session.client.ops.members(cmd.options.get("from"))
 
 
-# What `metrics show=PART` keeps of the reply (besides cmd and ok).
-METRICS_PARTS: dict[str, tuple[str, ...]] = {
-    "ops": ("ops", "requests"),
-    "repairs": (
-        "stale_reads",
-        "read_repairs",
-        "hints",
-        "anti_entropy",
-        "forwarded",
-        "forward_fallbacks",
-        "sibling_limit_exceeded",
-    ),
-    "storage": ("storage",),
-}
+# What `metrics show=PART` keeps of the reply (besides cmd and ok): the metrics table says.
+METRICS_PARTS: dict[str, tuple[str, ...]] = metrics_parts()
 
 
 @TABLE.command(

@@ -65,3 +65,17 @@ def test_an_in_process_cluster_runs_them_on_one_node_or_all_and_a_memory_one_say
                 await client.ops.on_nodes("flush")
 
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+def test_every_node_call_has_one_handler_and_the_role_its_entry_declares() -> None:
+    from bhandar_cli.core.protocol.node_operations import NODE_CALLS
+    from bhandar_cli.node import rpc_service
+
+    assert set(rpc_service._HANDLERS) == set(NODE_CALLS)
+    assert set(rpc_service._SLOW_HANDLERS) <= set(NODE_OPERATIONS)
+    for call in NODE_CALLS.values():
+        assert NEEDS[call.name] == call.needs, call.name
+    with pytest.raises(LookupError, match="no node call 'frobnicate'"):
+        rpc_service._serves("frobnicate")
+    with pytest.raises(LookupError, match="served twice"):
+        rpc_service._serves("info")
