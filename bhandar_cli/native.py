@@ -82,7 +82,7 @@ WHY = "not chosen yet"
 
 
 def module_name(path: str) -> str:
-    """bhandar_cli/core/ring.py -> bhandar_cli.core.membership.ring"""
+    """bhandar_cli/core/membership/ring.py -> bhandar_cli.core.membership.ring"""
     return path.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
 
 
