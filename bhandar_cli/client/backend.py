@@ -32,6 +32,20 @@ class Capabilities:
     node_processes: bool
 
 
+# A failed RPC (node/net/blocking_rpc.py `RpcError`), as both network backends report it.
+CLIENT_CODES = {
+    "timeout": "timeout",
+    "lost": "timeout",
+    "unreachable": "unavailable",
+    "busy": "unavailable",
+    "draining": "unavailable",
+    "remote": "internal",
+}
+"""The error code a client reports for an RPC of each kind that failed without a code of its own:
+`unavailable` (in `NOT_APPLIED`, core/model/errors.py) for a request that was not run, `timeout`
+(the outcome unknown) for one that was sent and not answered."""
+
+
 class RequestBackend(Protocol):
     """What the data operations need from a running cluster: its nodes, and requests to them."""
 

@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from bhandar_cli.client.backend import CLIENT_CODES
 from bhandar_cli.client.data_client import DataClient
 from bhandar_cli.core.membership.ring import Ring
 from bhandar_cli.core.model.errors import ClientError
@@ -24,8 +25,7 @@ from bhandar_cli.core.protocol.client_messages import Failure
 from bhandar_cli.core.wire import from_wire, to_wire
 from bhandar_cli.fleet.cluster_file import ClusterFile, client_access
 from bhandar_cli.fleet.pids import load_running, pid_alive
-from bhandar_cli.node.net.blocking_rpc import BlockingRpc
-from bhandar_cli.node.net.rpc_errors import CLIENT_CODES, RpcError
+from bhandar_cli.node.net.blocking_rpc import BlockingRpc, RpcError
 
 if TYPE_CHECKING:
     from bhandar_cli.core.protocol.messages import Result

@@ -26,7 +26,7 @@ from typing import Any
 
 import trio
 
-from bhandar_cli.client.backend import Capabilities
+from bhandar_cli.client.backend import CLIENT_CODES, Capabilities
 from bhandar_cli.client.membership import ASK_EVERY, LEFT, ClusterMembership, merge_tables, state_of_row
 from bhandar_cli.core.membership.members import MemberState
 from bhandar_cli.core.membership.ring import Ring
@@ -40,8 +40,8 @@ from bhandar_cli.fleet import cluster_file, node_logs, pids, resize, supervisor
 from bhandar_cli.fleet.cluster_file import ClusterFile, ClusterFileError, client_access
 from bhandar_cli.fleet.pids import load_running
 from bhandar_cli.node import admin
+from bhandar_cli.node.net.blocking_rpc import RpcError
 from bhandar_cli.node.net.rpc import RpcClient
-from bhandar_cli.node.net.rpc_errors import CLIENT_CODES, RpcError
 from bhandar_cli.node.note_log import NoteReader
 
 ALIVE_CACHE = 0.2  # seconds a liveness answer is reused (the client asks per request)
