@@ -14,8 +14,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from bhandar_cli.client.membership import ClusterMembership
+    from bhandar_cli.core.membership.gossip import MemberRow
     from bhandar_cli.core.membership.ring import Ring
     from bhandar_cli.core.model.records import Record
+    from bhandar_cli.core.node_views import HintQueueRow, NodeInfo
     from bhandar_cli.core.protocol.messages import Result
     from bhandar_cli.core.protocol.node_operations import NodeOperation
 
@@ -76,13 +78,13 @@ class Backend(RequestBackend, Protocol):
         ...
 
     # --- each node's views
-    async def node_info(self, name: str, counts: bool = True) -> dict[str, Any]: ...
+    async def node_info(self, name: str, counts: bool = True) -> NodeInfo: ...
     async def node_records(
         self, name: str, keyspace: str, key: str
     ) -> tuple[Record | None, Record | None]: ...
-    async def node_hints(self, name: str) -> list[dict[str, Any]]: ...
+    async def node_hints(self, name: str) -> list[HintQueueRow]: ...
     async def node_metrics(self, name: str) -> Any: ...
-    async def node_members(self, name: str, placement: bool = False) -> list[dict[str, Any]]:
+    async def node_members(self, name: str, placement: bool = False) -> list[MemberRow]:
         """Node `name`'s membership table (with `placement`: each member's token positions and
         HTTP address too); [] when it does not answer."""
         ...

@@ -28,6 +28,7 @@ from bhandar_cli.core.protocol.messages import (
     RepairResult,
 )
 from bhandar_cli.core.protocol.node_operations import NODE_OPERATIONS
+from bhandar_cli.core.roles.streaming import StreamsView
 
 if TYPE_CHECKING:
     from bhandar_cli.client.backend import Backend
@@ -211,13 +212,13 @@ class ClusterOps:
         started = self.backend.now()
         chosen = await self.backend.add_node(name, zone)
         said: set[str] = set()
-        streams: dict[str, Any] = {}
+        streams: StreamsView | None = None
         joined = False
         with trio.move_on_after(MOVE_TIMEOUT):
             while not (joined := await self._seen_by_all(name, "normal")):
                 if self.backend.is_alive(name):
-                    streams = (await self.backend.node_info(name, counts=False)).get("streams") or {}
-                for line in join_progress(name, streams):
+                    streams = (await self.backend.node_info(name, counts=False)).get("streams")
+                for line in join_progress(name, streams or {}):
                     if line not in said and progress is not None:
                         elapsed = self.backend.now() - started
                         progress({"what": "add", "node": name, "phase": line, "elapsed": elapsed})
@@ -225,11 +226,11 @@ class ClusterOps:
                 await trio.sleep(0.1)
         if not joined:
             down = [n for n in self.backend.names if not self.backend.is_alive(n)]
-            why = waiting_for(name, streams, down)
+            why = waiting_for(name, streams or {}, down)
             raise ClientError("timeout", f"{name} did not finish bootstrapping in {MOVE_TIMEOUT:g} s: {why}")
         info = await self.backend.node_info(name)
-        streams = info.get("streams") or {}
-        received = sum(s["received"] for s in streams.get("inbound", []))
+        streams = info.get("streams")
+        received = 0 if streams is None else sum(s["received"] for s in streams["inbound"])
         return {
             "cmd": "add",
             "ok": True,
@@ -238,7 +239,7 @@ class ClusterOps:
             "keys_streamed": received,  # records: a key's range streams from each of its replicas
             "keys_held": info.get("keys"),  # the keys the new node holds once they are merged
             # sources that were down: their ranges came from their other replicas (streaming.py)
-            "sources_down": replaced_sources(streams),
+            "sources_down": replaced_sources(streams or {}),
             "seconds": round(self.backend.now() - started, 3),
         }
 

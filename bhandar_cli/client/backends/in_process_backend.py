@@ -13,11 +13,13 @@ import trio
 
 from bhandar_cli.client.backend import Capabilities
 from bhandar_cli.client.membership import ASK_EVERY, ClusterMembership, merge_tables
+from bhandar_cli.core.membership.gossip import MemberRow
 from bhandar_cli.core.membership.ring import Ring
 from bhandar_cli.core.model.errors import BadInput, Unavailable
 from bhandar_cli.core.model.metrics import NodeMetrics
 from bhandar_cli.core.model.records import Record
 from bhandar_cli.core.node import Node
+from bhandar_cli.core.node_views import HintQueueRow, NodeInfo
 from bhandar_cli.core.protocol.messages import Result
 from bhandar_cli.core.protocol.node_operations import NodeOperation
 from bhandar_cli.fleet.in_process_cluster import InProcessCluster
@@ -71,7 +73,7 @@ class InProcessBackend:
     def _node(self, name: str) -> Node | None:
         return self.cluster.host(name).node
 
-    async def node_info(self, name: str, counts: bool = True) -> dict[str, Any]:
+    async def node_info(self, name: str, counts: bool = True) -> NodeInfo:
         host = self.cluster.host(name)
         tokens = len(self.ring.tokens_by_node().get(name, []))
         info = admin.node_info(name, host.zone, host.node, trio.current_time(), tokens, counts)
@@ -85,14 +87,14 @@ class InProcessBackend:
             return None, None
         return node.records(keyspace, key)
 
-    async def node_hints(self, name: str) -> list[dict[str, Any]]:
+    async def node_hints(self, name: str) -> list[HintQueueRow]:
         node = self._node(name)
         return [] if node is None else node.hints_summary(trio.current_time())
 
     async def node_metrics(self, name: str) -> NodeMetrics:
         return self.cluster.host(name).metrics()
 
-    async def node_members(self, name: str, placement: bool = False) -> list[dict[str, Any]]:
+    async def node_members(self, name: str, placement: bool = False) -> list[MemberRow]:
         node = self._node(name)
         return [] if node is None else node.members(trio.current_time(), placement)
 

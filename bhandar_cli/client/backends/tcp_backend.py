@@ -22,17 +22,19 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 import trio
 
 from bhandar_cli.client.backend import CLIENT_CODES, Capabilities
 from bhandar_cli.client.membership import ASK_EVERY, LEFT, ClusterMembership, merge_tables, state_of_row
+from bhandar_cli.core.membership.gossip import MemberRow
 from bhandar_cli.core.membership.members import MemberState
 from bhandar_cli.core.membership.ring import Ring
 from bhandar_cli.core.model.errors import BadInput, ClientError, Unavailable
 from bhandar_cli.core.model.metrics import NodeMetrics
 from bhandar_cli.core.model.records import Record
+from bhandar_cli.core.node_views import HintQueueRow, NodeInfo
 from bhandar_cli.core.protocol.messages import Failure, Result
 from bhandar_cli.core.protocol.node_operations import NodeOperation
 from bhandar_cli.core.wire import from_wire, to_wire
@@ -49,6 +51,18 @@ ADMIN_TIMEOUT = 3.0
 STORAGE_TIMEOUT = 600.0  # flush, compact, snapshot
 NOTES_TIMEOUT = 0.5  # a REPL asks every few tenths of a second; a slow node is asked again soon
 MEMBERS_TIMEOUT = 1.0  # for a node's members table: one that is slower counts as not answering
+
+
+class NodePlacement(TypedDict):
+    """Where a node runs (`placement`; `cluster status` shows it beside each node)."""
+
+    host: str
+    port: int
+    http_port: int | None
+    pid: int | None  # None: not started by this directory, or not running
+    log: str | None
+    protocol: int | None  # the wire protocol it starts with (None: this build's)
+    joined: Literal["file", "token"]  # started from the cluster file, or joined with a join token
 
 
 class TcpBackend:
@@ -188,7 +202,7 @@ class TcpBackend:
             )
         return self.cluster.node(name)
 
-    def placement(self, name: str) -> dict[str, Any]:
+    def placement(self, name: str) -> NodePlacement:
         """Where node `name` runs: address, HTTP port, pid, log, wire protocol; for a member of no
         cluster file, what gossip says (`joined` is then "token")."""
         member = self._learned.get(name)
@@ -277,7 +291,7 @@ class TcpBackend:
         except RpcError:
             return None
 
-    async def node_info(self, name: str, counts: bool = True) -> dict[str, Any]:
+    async def node_info(self, name: str, counts: bool = True) -> NodeInfo:
         info = await self._admin(name, "info", counts=counts)
         if info is None:  # down: and why, when its process said so as it stopped (a full disk)
             tokens = len(self.ring.tokens_by_node().get(name, []))
@@ -290,14 +304,14 @@ class TcpBackend:
         plain = await self._admin(name, "records", keyspace=keyspace, key=key)
         return (None, None) if plain is None else admin.records_from_plain(plain)
 
-    async def node_hints(self, name: str) -> list[dict[str, Any]]:
+    async def node_hints(self, name: str) -> list[HintQueueRow]:
         return await self._admin(name, "hints") or []
 
     async def node_metrics(self, name: str) -> NodeMetrics:
         plain = await self._admin(name, "metrics")
         return NodeMetrics() if plain is None else admin.metrics_from_plain(plain)
 
-    async def node_members(self, name: str, placement: bool = False) -> list[dict[str, Any]]:
+    async def node_members(self, name: str, placement: bool = False) -> list[MemberRow]:
         return await self._admin(name, "members", placement=placement) or []
 
     async def node_tree(self, name: str, keyspace: str, lo: int, hi: int) -> list[list[Any]]:
@@ -524,7 +538,7 @@ class TcpBackend:
     async def convergence_problems(self) -> list[str]:
         """Why the cluster is not yet converged: hints held for live nodes, replicas that differ."""
         live = [n for n in self.names if self.is_alive(n)]
-        hints: dict[str, list[dict[str, Any]]] = {}
+        hints: dict[str, list[HintQueueRow]] = {}
         hashes: dict[str, list[list[Any]]] = {}  # per node: its range hashes
         replication: dict[str, int] = {}
         ranges = [list(r) for r in admin.convergence_ranges(self.ring)]

@@ -11,11 +11,12 @@ and alert rules built on them ship in ops/prometheus/bhandar-rules.yml.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, Protocol
+from typing import Protocol
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 
 from bhandar_cli.core.model.metrics import NodeMetrics, bucket_edge
+from bhandar_cli.core.node_views import NodeInfo
 
 # Latency bucket bounds (`le`, seconds): Prometheus' usual 1-2.5-5 steps from 0.5 ms to 10 s, each
 # moved to the nearest edge of the node's own 2%-wide buckets so every count is exact (the `le`
@@ -73,7 +74,7 @@ STORAGE: dict[str, tuple[str, str]] = {
 class MetricsSource(Protocol):
     """What the collector reads from its node (NodeProcess)."""
 
-    def info(self) -> dict[str, Any]: ...
+    def info(self) -> NodeInfo: ...
     def current_metrics(self) -> NodeMetrics | None: ...
 
 
@@ -148,7 +149,7 @@ def _requests(metrics: NodeMetrics) -> Iterator[Metric]:
     yield latency
 
 
-def _hints_and_repair(info: dict[str, Any]) -> Iterator[Metric]:
+def _hints_and_repair(info: NodeInfo) -> Iterator[Metric]:
     """Hints waiting and their age; anti-entropy's ranges and repair ages (core/node_views.py)."""
     yield GaugeMetricFamily(
         "bhandar_hints_pending", "Hints waiting for delivery.", value=info.get("hints", 0)
@@ -158,23 +159,23 @@ def _hints_and_repair(info: dict[str, Any]) -> Iterator[Metric]:
         "Seconds the oldest hint this node holds has waited for delivery (0: none waits).",
         value=info.get("hints_oldest_s", 0.0),
     )
-    repair = info.get("repair") or {}
+    repair = info.get("repair")
     yield GaugeMetricFamily(
         "bhandar_repair_ranges",
         "Ranges this node replicates (compared by anti-entropy).",
-        value=repair.get("ranges", 0),
+        value=0 if repair is None else repair["ranges"],
     )
     yield GaugeMetricFamily(
         "bhandar_repair_ranges_never_repaired",
         "Ranges anti-entropy has not compared yet since this node started.",
-        value=repair.get("never", 0),
+        value=0 if repair is None else repair["never"],
     )
     oldest = GaugeMetricFamily(
         "bhandar_repair_oldest_age_seconds",
         "Seconds since the least recently repaired range was last compared by anti-entropy "
         "(absent until one range has been).",
     )
-    if repair.get("oldest_s") is not None:
+    if repair is not None and repair["oldest_s"] is not None:
         oldest.add_metric([], repair["oldest_s"])
     yield oldest
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bhandar_cli.client.cluster_views import ClockView, HintsView, PrefsView, RingView, StatusView
 from bhandar_cli.core.model.errors import BadInput
 from bhandar_cli.repl.kinds import INTEGER, KEY, KEYSPACE, NODE, choices
 from bhandar_cli.repl.session import Session
@@ -34,7 +35,7 @@ TABLE: CommandTable[Session] = CommandTable()
     not run); joining, leaving; left.""",
     renderer=render_status,
 )
-async def status(session: Session, cmd: Command) -> dict[str, Any]:
+async def status(session: Session, cmd: Command) -> StatusView:
     return await session.client.views.status()
 
 
@@ -45,7 +46,7 @@ async def status(session: Session, cmd: Command) -> dict[str, Any]:
     of the ring; and every token range with its owner.""",
     renderer=render_ring,
 )
-async def ring(session: Session, cmd: Command) -> dict[str, Any]:
+async def ring(session: Session, cmd: Command) -> RingView:
     return await session.client.views.ring()
 
 
@@ -59,7 +60,7 @@ async def ring(session: Session, cmd: Command) -> dict[str, Any]:
     examples=("prefs kv cart:42",),
     renderer=render_prefs,
 )
-async def prefs(session: Session, cmd: Command) -> dict[str, Any]:
+async def prefs(session: Session, cmd: Command) -> PrefsView:
     return await session.client.views.prefs(cmd.arg(0), cmd.arg(1))
 
 
@@ -73,7 +74,7 @@ async def prefs(session: Session, cmd: Command) -> dict[str, Any]:
     examples=("clock kv cart:42",),
     renderer=render_clock,
 )
-async def clock(session: Session, cmd: Command) -> dict[str, Any]:
+async def clock(session: Session, cmd: Command) -> ClockView:
     return await session.client.views.clock(cmd.arg(0), cmd.arg(1))
 
 
@@ -97,7 +98,7 @@ async def merkle(session: Session, cmd: Command) -> dict[str, Any]:
     many and how old the oldest is. They are delivered once the target is reachable again.""",
     renderer=render_hints,
 )
-async def hints(session: Session, cmd: Command) -> dict[str, Any]:
+async def hints(session: Session, cmd: Command) -> HintsView:
     return await session.client.views.hints()
 
 
