@@ -10,7 +10,9 @@ for a method: an operation the cluster cannot run says so in a sentence of the c
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict
+
+from bhandar_cli.store.data_dir import RestoreSummary
 
 if TYPE_CHECKING:
     from bhandar_cli.client.membership import ClusterMembership
@@ -34,18 +36,22 @@ class Capabilities:
     node_processes: bool
 
 
-# A failed RPC (node/net/blocking_rpc.py `RpcError`), as both network backends report it.
-CLIENT_CODES = {
-    "timeout": "timeout",
-    "lost": "timeout",
-    "unreachable": "unavailable",
-    "busy": "unavailable",
-    "draining": "unavailable",
-    "remote": "internal",
-}
-"""The error code a client reports for an RPC of each kind that failed without a code of its own:
-`unavailable` (in `NOT_APPLIED`, core/model/errors.py) for a request that was not run, `timeout`
-(the outcome unknown) for one that was sent and not answered."""
+class SnapshotDone(TypedDict):
+    """A snapshot taken on every live node (`Backend.snapshot`)."""
+
+    name: str
+    files: int  # files linked or copied, over every node
+    ms: float
+    to: str | None  # where its files are, when copied out of the data directories
+
+
+class RestoreDone(RestoreSummary):
+    """A snapshot restored on the nodes that hold it (`Backend.restore`), and what it cost."""
+
+    name: str
+    nodes: list[str]
+    ms: float
+    verified_files: int
 
 
 class RequestBackend(Protocol):
@@ -137,8 +143,8 @@ class Backend(RequestBackend, Protocol):
         """Node `name` runs `operation` on its store: {"node", the operation's `result`, "ms"}."""
         ...
 
-    async def snapshot(self, snapshot: str, to: str | None = None) -> dict[str, Any]: ...
-    async def restore(self, snapshot: str, until: float | None = None) -> dict[str, Any]: ...
+    async def snapshot(self, snapshot: str, to: str | None = None) -> SnapshotDone: ...
+    async def restore(self, snapshot: str, until: float | None = None) -> RestoreDone: ...
 
     # --- configuration
     async def set_node_config(self, name: str, plain: dict[str, Any]) -> dict[str, Any]:

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from bhandar_cli.client.view_disagreement import disagreeing, why_views_differ
+from bhandar_cli.core.membership.gossip import MemberRow
 from bhandar_cli.core.model.config import KeyspaceDef, parse_ttl
 from bhandar_cli.core.model.errors import BadInput, ClientError
 from bhandar_cli.core.model.limits import check_snapshot_name
@@ -39,6 +40,21 @@ if TYPE_CHECKING:
 NODE_NAME = re.compile(r"^[A-Z][A-Za-z0-9_-]{0,15}$")
 MOVE_TIMEOUT = 120.0
 QUIESCE_TIMEOUT = 10.0  # seconds a restore waits for replication and hints to settle
+
+
+# The `members` view: one node's membership table, and where the live nodes' tables disagree.
+# "from" is a keyword, hence the functional form.
+MembersView = TypedDict(
+    "MembersView",
+    {
+        "cmd": Literal["members"],
+        "ok": bool,
+        "from": str,  # whose table it is
+        "members": list[MemberRow],
+        "disagree": list[str],  # members the live nodes' views disagree about
+        "why": dict[str, str],  # for each of them, what the facts and the views show
+    },
+)
 
 
 class ClusterOps:
@@ -163,7 +179,7 @@ class ClusterOps:
 
     # --- membership ----------------------------------------------------------------------------
 
-    async def members(self, seen_from: str | None = None) -> dict[str, Any]:
+    async def members(self, seen_from: str | None = None) -> MembersView:
         """One node's gossip view; `disagree` lists members whose up/down differs between the live
         nodes' views (or that a view calls up though their process does not run), and `why` says
         for each what the facts and the views show (client/view_disagreement.py)."""
@@ -427,12 +443,13 @@ class ClusterOps:
         restored = await self.backend.restore(name, moment)
         # A restored node holds older data: repair brings it up to date from its peers.
         repaired = await self.repair()
-        for field in ("until", "snapshot_taken"):
-            restored[field] = show_moment(restored.get(field))
         return {
             "cmd": "restore",
             "ok": True,
             **restored,
+            # in place: a key given again keeps its position
+            "until": show_moment(restored["until"]),
+            "snapshot_taken": show_moment(restored["snapshot_taken"]),
             **quiesce,
             "rto_ms": round((time.perf_counter() - started) * 1000, 3),
             "repaired_keys": repaired["keys"],

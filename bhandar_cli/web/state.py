@@ -13,6 +13,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from bhandar_cli.client.cluster_health import MARKS, MEANINGS
+from bhandar_cli.client.cluster_ops import MembersView
 from bhandar_cli.client.cluster_views import HintsView, RingView, StatusView
 from bhandar_cli.core.model.errors import BhandarError
 from bhandar_cli.web.sequence import DATA_COMMANDS, request_view
@@ -173,12 +174,12 @@ async def _or_none(call: Any) -> Any:
 
 
 def node_cards(
-    status: StatusView, members: dict[str, Any] | None, hints: HintsView | None
+    status: StatusView, members: MembersView | None, hints: HintsView | None
 ) -> list[dict[str, Any]]:
     """One card per node: its state in the vocabulary of cluster_health (the same words as the
     REPL's), phi as one live node's failure detector sees it, zone, partition group, hints held,
     keys, and which running peers believe it down."""
-    phi = {m["id"]: m.get("phi", 0.0) for m in (members or {}).get("members", [])}
+    phi = {m["id"]: m.get("phi", 0.0) for m in ([] if members is None else members["members"])}
     held: dict[str, dict[str, int]] = {}
     for queue in [] if hints is None else hints["queues"]:
         held.setdefault(queue["holder"], {})[queue["target"]] = queue["count"]

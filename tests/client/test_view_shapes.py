@@ -16,6 +16,8 @@ import pytest
 import trio
 import trio.testing
 
+from bhandar_cli.client.backend import RestoreDone, SnapshotDone
+from bhandar_cli.client.cluster_ops import MembersView
 from bhandar_cli.client.cluster_views import (
     ClockView,
     HintsView,
@@ -119,6 +121,7 @@ def in_process_views() -> list[tuple[str, Any, Any]]:
                 ("clock", await client.views.clock("kv", "k"), ClockView),
                 ("hints", await client.views.hints(), HintsView),
                 ("keyspaces", await client.views.keyspace_list(), KeyspacesView),
+                ("members", await client.ops.members(), MembersView),
             ]
             for name in backend.names:
                 out.append((f"info {name}", await backend.node_info(name), NodeInfo))
@@ -164,7 +167,22 @@ def test_a_node_process_says_its_info_members_and_hints_in_their_declared_shapes
     assert next(v for name, v, _ in said if name == "members")["protocol"] == info["protocol"]
 
 
-@pytest.mark.parametrize("shape", [StatusView, NodeInfo, MemberRow, ClockView])
+def test_a_snapshot_and_a_restore_on_an_in_process_cluster_have_their_declared_shapes(tmp_path: Path) -> None:
+    async def main() -> list[tuple[str, Any, Any]]:
+        async with open_session(ClusterOptions(nodes=3, data_dir=str(tmp_path)), "json") as session:
+            (reply,) = await session.run_line("put kv k 1")
+            assert reply.ok, reply.to_json()
+            backend = session.client.backend
+            snapshot = await backend.snapshot("s1")
+            restored = await backend.restore("s1")
+            return [("snapshot", snapshot, SnapshotDone), ("restore", restored, RestoreDone)]
+
+    said = trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    assert [f"{name}: {m}" for name, value, shape in said for m in mismatches(value, shape)] == []
+    assert said[1][1]["nodes"] == ["A", "B", "C"]
+
+
+@pytest.mark.parametrize("shape", [StatusView, NodeInfo, MemberRow, ClockView, RestoreDone])
 def test_each_shape_resolves(shape: type) -> None:
     """Every type a shape names is importable at run time (a reader's `get_type_hints` works)."""
     keys, required = declared(shape)

@@ -17,7 +17,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from bhandar_cli.client.backend import CLIENT_CODES
 from bhandar_cli.client.data_client import DataClient
 from bhandar_cli.core.membership.ring import Ring
 from bhandar_cli.core.model.errors import ClientError
@@ -25,7 +24,7 @@ from bhandar_cli.core.protocol.client_messages import Failure
 from bhandar_cli.core.wire import from_wire, to_wire
 from bhandar_cli.fleet.cluster_file import ClusterFile, client_access
 from bhandar_cli.fleet.pids import load_running, pid_alive
-from bhandar_cli.node.net.blocking_rpc import BlockingRpc, RpcError
+from bhandar_cli.node.net.blocking_rpc import CLIENT_CODES, BlockingRpc, RpcError
 
 if TYPE_CHECKING:
     from bhandar_cli.core.protocol.messages import Result

@@ -11,7 +11,7 @@ from typing import Any
 
 import trio
 
-from bhandar_cli.client.backend import Capabilities
+from bhandar_cli.client.backend import Capabilities, RestoreDone, SnapshotDone
 from bhandar_cli.client.membership import ASK_EVERY, ClusterMembership, merge_tables
 from bhandar_cli.core.membership.gossip import MemberRow
 from bhandar_cli.core.membership.ring import Ring
@@ -200,7 +200,7 @@ class InProcessBackend:
             raise BadInput("snapshots need a data directory (bhandar repl --data-dir DIR)")
         return os.path.join(self.data_dir, "snapshots", snapshot)
 
-    async def snapshot(self, snapshot: str, to: str | None = None) -> dict[str, Any]:
+    async def snapshot(self, snapshot: str, to: str | None = None) -> SnapshotDone:
         """Every live node's tables, hard-linked under the data directory's snapshots/NAME, or
         copied to TO/NAME (snapshots/NAME/LOCATION then says where); the WALs are archived there."""
         from bhandar_cli.store.data_dir import LOCATION
@@ -221,7 +221,7 @@ class InProcessBackend:
         ms = round((time.perf_counter() - started) * 1000, 3)
         return {"name": snapshot, "files": files, "ms": ms, "to": base if to else None}
 
-    async def restore(self, snapshot: str, until: float | None = None) -> dict[str, Any]:
+    async def restore(self, snapshot: str, until: float | None = None) -> RestoreDone:
         """Stop every node, put the snapshot's tables and the archived writes up to `until` in
         place, start them again as new actors. The files are verified before anything stops."""
         from pathlib import Path

@@ -26,7 +26,7 @@ from typing import Any, Literal, TypedDict
 
 import trio
 
-from bhandar_cli.client.backend import CLIENT_CODES, Capabilities
+from bhandar_cli.client.backend import Capabilities, RestoreDone, SnapshotDone
 from bhandar_cli.client.membership import ASK_EVERY, LEFT, ClusterMembership, merge_tables, state_of_row
 from bhandar_cli.core.membership.gossip import MemberRow
 from bhandar_cli.core.membership.members import MemberState
@@ -42,7 +42,7 @@ from bhandar_cli.fleet import cluster_file, node_logs, pids, resize, supervisor
 from bhandar_cli.fleet.cluster_file import ClusterFile, ClusterFileError, client_access
 from bhandar_cli.fleet.pids import load_running
 from bhandar_cli.node import admin
-from bhandar_cli.node.net.blocking_rpc import RpcError
+from bhandar_cli.node.net.blocking_rpc import CLIENT_CODES, RpcError
 from bhandar_cli.node.net.rpc import RpcClient
 from bhandar_cli.node.note_log import NoteReader
 
@@ -335,7 +335,7 @@ class TcpBackend:
     def _snapshot_dir(self, snapshot: str) -> Path:
         return Path(self.cluster.dir) / "snapshots" / snapshot
 
-    async def snapshot(self, snapshot: str, to: str | None = None) -> dict[str, Any]:
+    async def snapshot(self, snapshot: str, to: str | None = None) -> SnapshotDone:
         """Each live node links its tables under the cluster's snapshots/NAME, or copies them to
         TO/NAME (snapshots/NAME/LOCATION then says where); its WALs are archived there."""
         from bhandar_cli.store.data_dir import LOCATION
@@ -357,7 +357,7 @@ class TcpBackend:
         ms = round((time.perf_counter() - started) * 1000, 3)
         return {"name": snapshot, "files": files, "ms": ms, "to": str(target) if to else None}
 
-    async def restore(self, snapshot: str, until: float | None = None) -> dict[str, Any]:
+    async def restore(self, snapshot: str, until: float | None = None) -> RestoreDone:
         """Verify the snapshot's files, stop each node, put the snapshot's tables and the archived
         writes up to `until` in its data directory, start it again."""
         from bhandar_cli.fleet.cluster_secrets import cluster_key

@@ -6,7 +6,7 @@ protocol with the standard library alone: a TCP connection, TLS checked against 
 with the node id as the server name, the hello with the token, then frames of the sans-I/O codec
 (node/net/codec.py). Errors are the trio client's, word for word: `RpcError` of kind unreachable,
 lost or timeout, or remote with the node's code. `RpcError` is declared here, where nothing imports
-trio, and the trio client raises it too.
+trio, and the trio client raises it too; `CLIENT_CODES`, the code a client reports for each kind.
 """
 
 from __future__ import annotations
@@ -37,6 +37,19 @@ class RpcError(Exception):
         super().__init__(message)
         self.kind = kind
         self.code = code
+
+
+CLIENT_CODES = {
+    "timeout": "timeout",
+    "lost": "timeout",
+    "unreachable": "unavailable",
+    "busy": "unavailable",
+    "draining": "unavailable",
+    "remote": "internal",
+}
+"""The error code a client reports for an RPC of each kind that failed without a code of its own:
+`unavailable` (in `NOT_APPLIED`, core/model/errors.py) for a request that was not run, `timeout`
+(the outcome unknown) for one that was sent and not answered."""
 
 
 class BlockingRpc:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bhandar_cli.client.cluster_ops import MembersView
 from bhandar_cli.client.cluster_views import ClockView, HintsView, PrefsView, RingView, StatusView
 from bhandar_cli.core.model.errors import BadInput
 from bhandar_cli.repl.kinds import INTEGER, KEY, KEYSPACE, NODE, choices
@@ -114,7 +115,7 @@ async def hints(session: Session, cmd: Command) -> HintsView:
     examples=("members from=B",),
     renderer=render_members,
 )
-async def members(session: Session, cmd: Command) -> dict[str, Any]:
+async def members(session: Session, cmd: Command) -> MembersView:
     return await session.client.ops.members(cmd.options.get("from"))
 
 
