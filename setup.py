@@ -74,7 +74,7 @@ def _mypyc_extensions() -> list[Extension]:
         opt_level="3",
         multi_file=True,  # a C file per module, compiled in parallel (below)
         target_dir=os.path.join("build", "mypyc"),
-        group_name="bhandar_native",
+        group_name=native.COMPILED_LIBRARY.removesuffix("__mypyc"),  # mypyc adds the suffix
     )
     _say(f"mypyc wrote C in {time.monotonic() - started:.0f} s; compiling it")
     return extensions
@@ -139,6 +139,6 @@ def _remove_stale_extensions(names: set[str]) -> None:
 
 
 # A stand-in, so that setuptools knows the build has extensions: BuildExt puts mypyc's in its place.
-_PLACEHOLDER = [Extension("bhandar_native__mypyc", sources=[])] if _compile_wanted() else []
+_PLACEHOLDER = [Extension(native.COMPILED_LIBRARY, sources=[])] if _compile_wanted() else []
 
 setup(ext_modules=_PLACEHOLDER, cmdclass={"build_ext": BuildExt})

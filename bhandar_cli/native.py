@@ -11,8 +11,13 @@ shadowed by the module compiled from its older text. The build therefore writes 
 (`_native.json`: each module's source hash when it was compiled), and `choose` checks it when
 the package is imported: if any compiled module's source changed (or moved), every module runs as
 Python and a warning says so on stderr (compiled modules call each other directly in C, so one
-stale module cannot be swapped out alone). Nothing here imports more than the standard library:
-setup.py reads this file before anything is installed.
+stale module cannot be swapped out alone). The same holds for a build made by another environment
+over the same tree (another virtualenv, a container mounting the checkout): the modules beside the
+`.py` files are there, but the library they all load (`COMPILED_LIBRARY`, installed with that
+environment) is not importable here, so every module runs as Python, with one warning line.
+
+Nothing here imports more than the standard library: setup.py reads this file before anything is
+installed.
 """
 
 from __future__ import annotations
@@ -71,6 +76,9 @@ def compiled_paths(root: str) -> list[str]:
 
 MANIFEST = "_native.json"
 PURE_VARIABLE = "BHANDAR_PURE"
+COMPILED_LIBRARY = "bhandar_native__mypyc"
+"""The one shared library of a build (mypyc's group, named in setup.py): every compiled module
+loads it on import, so without it none can run."""
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 _ROOT = os.path.dirname(_PACKAGE_DIR)
@@ -82,7 +90,7 @@ WHY = "not chosen yet"
 
 
 def module_name(path: str) -> str:
-    """bhandar_cli/core/ring.py -> bhandar_cli.core.membership.ring"""
+    """bhandar_cli/core/membership/ring.py -> bhandar_cli.core.membership.ring"""
     return path.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
 
 
@@ -156,6 +164,16 @@ class _SourceFirst:
         return spec
 
 
+def _library_importable() -> bool:
+    """Whether this environment can import the build's shared library (found, not imported)."""
+    from importlib.util import find_spec
+
+    try:
+        return find_spec(COMPILED_LIBRARY) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def choose() -> None:
     """Decide, once per process and before any compiled module is imported, how they run."""
     global MODE, WHY
@@ -175,7 +193,15 @@ def choose() -> None:
         MODE, WHY = "pure", "not compiled: no C compiler at install, or built with BHANDAR_PURE=1"
     else:
         stale = stale_module(manifest) if isinstance(manifest, dict) else "an unreadable build manifest"
-        if stale is None:
+        if stale is None and not _library_importable():
+            MODE, WHY = "pure", f"built by another environment: no {COMPILED_LIBRARY} here"
+            print(
+                f"bhandar: warning: the compiled modules were built by another environment "
+                f"({COMPILED_LIBRARY} is not importable here); running every module as Python. "
+                "`pip install -e .` in this environment compiles them for it.",
+                file=sys.stderr,
+            )
+        elif stale is None:
             compiled = frozenset(manifest["modules"])
             MODE, WHY = "compiled", f"mypyc, {len(compiled)} modules"
         else:

@@ -132,6 +132,7 @@ def test_a_leftover_compiled_module_that_the_build_no_longer_lists_is_never_impo
     (fake / "node" / "net" / f"frames{suffix}").write_bytes(b"not a shared object")
     manifest = native.manifest_for(str(tmp_path), ["bhandar_cli/node/net/codec.py"])
     (fake / native.MANIFEST).write_text(json.dumps(manifest))
+    (tmp_path / f"{native.COMPILED_LIBRARY}.py").write_text("")  # the build's library (a stand-in)
     proc = subprocess.run(
         [
             sys.executable,

@@ -197,9 +197,9 @@ async def _held_flood(cluster: ClusterFile, advance: Advance) -> dict[str, Any]:
 
     from bhandar_cli.core.wire import to_wire
     from bhandar_cli.fleet.cluster_file import client_access
+    from bhandar_cli.node.net.blocking_rpc import RpcError
     from bhandar_cli.node.net.codec import MIN_COMPATIBLE_VERSION, encode_frame
     from bhandar_cli.node.net.rpc import rpc_once
-    from bhandar_cli.node.net.rpc_errors import RpcError
     from bhandar_cli.node.net.tls_connect import HandshakeError, client_ctx, open_stream
     from bhandar_cli.security.access import ClientAccess
     from bhandar_cli.security.auth import mint

@@ -215,11 +215,11 @@ def status(directory: str | None = DIR_OPTION, output: OutputFormat = OUTPUT_OPT
             backend = client.backend
             for node in data["nodes"]:
                 where = backend.placement(node["id"])  # a node that joined by token: what gossip says
-                node.update(host=where["host"], port=where["port"], http_port=where["http_port"])
-                node.update(log=where["log"], joined=where["joined"])
+                node.update({"host": where["host"], "port": where["port"], "http_port": where["http_port"]})
+                node.update({"log": where["log"], "joined": where["joined"]})
                 node["protocol"] = node.get("protocol") or where["protocol"]  # down: what it starts with
                 node["pid"] = where["pid"] if node["up"] else None
-            data.update(dir=backend.cluster.dir, delays=dict(backend.cluster.delays))
+            data.update({"dir": backend.cluster.dir, "delays": dict(backend.cluster.delays)})
             return data
 
     data = run_async("status", output, body)

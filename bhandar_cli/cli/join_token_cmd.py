@@ -51,8 +51,8 @@ def create(
         from bhandar_cli.fleet import cluster_file, pids
         from bhandar_cli.fleet.cluster_file import client_access
         from bhandar_cli.host.topology import next_node_name
+        from bhandar_cli.node.net.blocking_rpc import RpcError
         from bhandar_cli.node.net.rpc import rpc_once
-        from bhandar_cli.node.net.rpc_errors import RpcError
 
         cluster = cluster_file.load(cluster_file.resolve_dir(directory))
         if via is not None:

@@ -1,7 +1,7 @@
 """`bhandar sim ring|quorum|versions|ministore`: the seed's four simulators from the command line.
 
 This module only parses and validates options and prints; the simulators are in
-`bhandar_cli/sim/seed_*.py` and are imported inside each command so `bhandar --help` stays fast.
+`bhandar_cli/sim/seeds/seed_*.py` and are imported inside each command so `bhandar --help` stays fast.
 
 Numeric options are taken as text and parsed here rather than typed as `int`: click reports a
 malformed integer with a multi-line usage box, and every bad value here should give the same

@@ -10,12 +10,16 @@ for a method: an operation the cluster cannot run says so in a sentence of the c
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict
+
+from bhandar_cli.store.data_dir import RestoreSummary
 
 if TYPE_CHECKING:
     from bhandar_cli.client.membership import ClusterMembership
+    from bhandar_cli.core.membership.gossip import MemberRow
     from bhandar_cli.core.membership.ring import Ring
     from bhandar_cli.core.model.records import Record
+    from bhandar_cli.core.node_views import HintQueueRow, NodeInfo
     from bhandar_cli.core.protocol.messages import Result
     from bhandar_cli.core.protocol.node_operations import NodeOperation
 
@@ -30,6 +34,24 @@ class Capabilities:
     # Its nodes are processes: each is stopped cleanly and waited for, can be restarted at another
     # wire protocol (`upgrade to=N`), and the cluster file keeps the configuration a rollout set.
     node_processes: bool
+
+
+class SnapshotDone(TypedDict):
+    """A snapshot taken on every live node (`Backend.snapshot`)."""
+
+    name: str
+    files: int  # files linked or copied, over every node
+    ms: float
+    to: str | None  # where its files are, when copied out of the data directories
+
+
+class RestoreDone(RestoreSummary):
+    """A snapshot restored on the nodes that hold it (`Backend.restore`), and what it cost."""
+
+    name: str
+    nodes: list[str]
+    ms: float
+    verified_files: int
 
 
 class RequestBackend(Protocol):
@@ -62,13 +84,13 @@ class Backend(RequestBackend, Protocol):
         ...
 
     # --- each node's views
-    async def node_info(self, name: str, counts: bool = True) -> dict[str, Any]: ...
+    async def node_info(self, name: str, counts: bool = True) -> NodeInfo: ...
     async def node_records(
         self, name: str, keyspace: str, key: str
     ) -> tuple[Record | None, Record | None]: ...
-    async def node_hints(self, name: str) -> list[dict[str, Any]]: ...
+    async def node_hints(self, name: str) -> list[HintQueueRow]: ...
     async def node_metrics(self, name: str) -> Any: ...
-    async def node_members(self, name: str, placement: bool = False) -> list[dict[str, Any]]:
+    async def node_members(self, name: str, placement: bool = False) -> list[MemberRow]:
         """Node `name`'s membership table (with `placement`: each member's token positions and
         HTTP address too); [] when it does not answer."""
         ...
@@ -121,8 +143,8 @@ class Backend(RequestBackend, Protocol):
         """Node `name` runs `operation` on its store: {"node", the operation's `result`, "ms"}."""
         ...
 
-    async def snapshot(self, snapshot: str, to: str | None = None) -> dict[str, Any]: ...
-    async def restore(self, snapshot: str, until: float | None = None) -> dict[str, Any]: ...
+    async def snapshot(self, snapshot: str, to: str | None = None) -> SnapshotDone: ...
+    async def restore(self, snapshot: str, until: float | None = None) -> RestoreDone: ...
 
     # --- configuration
     async def set_node_config(self, name: str, plain: dict[str, Any]) -> dict[str, Any]:

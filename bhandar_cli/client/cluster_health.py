@@ -21,13 +21,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from bhandar_cli.core.model.errors import BhandarError
 
 if TYPE_CHECKING:
     from bhandar_cli.client.backend import Backend
     from bhandar_cli.client.membership import ClusterMembership
+    from bhandar_cli.core.node_views import NodeInfo
 
 UP = "up"
 JOINING = "joining"
@@ -60,6 +61,36 @@ MEANINGS = {
 }
 
 
+class NodeFacts(TypedDict):
+    """What `summarise` is told of one node (a `status` node row says more)."""
+
+    id: str
+    up: bool  # its process runs
+    status: str  # its membership status
+    sees_down: list[str]  # the peers it believes down
+
+
+class NodeHealthView(TypedDict):
+    """A node in the vocabulary, as JSON."""
+
+    id: str
+    state: str
+    running: bool
+    group: int | None
+    seen_down_by: list[str]
+
+
+class HealthView(TypedDict):
+    """The summary as JSON (`status`'s `summary`, the web page's header)."""
+
+    line: str
+    nodes: int
+    running: int
+    states: dict[str, list[str]]
+    partitions: list[list[str]]
+    disagree: list[str]
+
+
 @dataclass(frozen=True)
 class NodeHealth:
     id: str
@@ -69,7 +100,7 @@ class NodeHealth:
     group: int | None  # its partition group (1-based) while the network is partitioned
     seen_down_by: tuple[str, ...]  # running peers whose failure detector believes it down
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> NodeHealthView:
         return {
             "id": self.id,
             "state": self.state,
@@ -122,7 +153,7 @@ class ClusterHealth:
         """The cluster in one line: `5/5 running · partitioned {A} | {B, C} | {D, E}`."""
         return " · ".join(text for _, text in self.parts())
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> HealthView:
         return {
             "line": self.line(),
             "nodes": self.members,
@@ -138,7 +169,7 @@ def show_groups(groups: Iterable[Iterable[str]]) -> str:
 
 
 def summarise(
-    nodes: Iterable[Mapping[str, Any]], partitions: Sequence[Sequence[str]] = (), disagree: Sequence[str] = ()
+    nodes: Iterable[NodeFacts], partitions: Sequence[Sequence[str]] = (), disagree: Sequence[str] = ()
 ) -> ClusterHealth:
     """The cluster in the vocabulary, from `status`-shaped nodes (each with `id`, `up` (its process
     runs), `status` and `sees_down`, the peers it believes down), the partition groups and what the
@@ -146,15 +177,15 @@ def summarise(
     facts = list(nodes)
     groups = tuple(tuple(g) for g in partitions) if len(partitions) > 1 else ()
     group_of = {name: i + 1 for i, g in enumerate(groups) for name in g}
-    running = {n["id"] for n in facts if n.get("up") and n.get("status") != LEFT}
+    running = {n["id"] for n in facts if n["up"] and n["status"] != LEFT}
     seen_by: dict[str, list[str]] = {}
     for n in facts:
         if n["id"] in running:
-            for peer in n.get("sees_down") or ():
+            for peer in n["sees_down"]:
                 seen_by.setdefault(peer, []).append(n["id"])
     out = []
     for n in facts:
-        name, status = n["id"], n.get("status") or "normal"
+        name, status = n["id"], n["status"] or "normal"
         by = tuple(sorted(seen_by.get(name, [])))
         group = group_of.get(name)
         if status == LEFT:
@@ -173,11 +204,11 @@ def summarise(
     return ClusterHealth(tuple(out), groups, tuple(disagree))
 
 
-def member_status(name: str, up: bool, info: Mapping[str, Any], membership: ClusterMembership) -> str:
+def member_status(name: str, up: bool, info: NodeInfo, membership: ClusterMembership) -> str:
     """A node's membership status: its own word while it runs, else what the nodes' tables say
     (a node that left and was stopped is left, not down)."""
     if up and "status" in info:
-        return str(info["status"])
+        return info["status"]
     return membership.status_of(name) or "normal"
 
 
@@ -185,10 +216,10 @@ async def cluster_health(backend: Backend) -> ClusterHealth:
     """The summary from the nodes' own views, without counting keys: cheap enough for a status
     bar refreshed several times a second."""
     membership = await backend.membership()
-    nodes = []
+    nodes: list[NodeFacts] = []
     for name in backend.names:
         up = backend.is_alive(name)
-        info = await backend.node_info(name, counts=False) if up else {}
+        info: NodeInfo = await backend.node_info(name, counts=False) if up else {}
         peers = info.get("peers") or {}
         nodes.append(
             {

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from bhandar_cli.client.view_disagreement import disagreeing, why_views_differ
+from bhandar_cli.core.membership.gossip import MemberRow
 from bhandar_cli.core.model.config import NEW_NODE_NAME, NEW_NODE_NAME_RULE, KeyspaceDef, parse_ttl
 from bhandar_cli.core.model.errors import BadInput, ClientError
 from bhandar_cli.core.model.limits import check_snapshot_name
@@ -28,6 +29,7 @@ from bhandar_cli.core.protocol.messages import (
     RepairResult,
 )
 from bhandar_cli.core.protocol.node_operations import NODE_OPERATIONS
+from bhandar_cli.core.roles.streaming import StreamsView
 
 if TYPE_CHECKING:
     from bhandar_cli.client.backend import Backend
@@ -37,6 +39,21 @@ if TYPE_CHECKING:
 
 MOVE_TIMEOUT = 120.0
 QUIESCE_TIMEOUT = 10.0  # seconds a restore waits for replication and hints to settle
+
+
+# The `members` view: one node's membership table, and where the live nodes' tables disagree.
+# "from" is a keyword, hence the functional form.
+MembersView = TypedDict(
+    "MembersView",
+    {
+        "cmd": Literal["members"],
+        "ok": bool,
+        "from": str,  # whose table it is
+        "members": list[MemberRow],
+        "disagree": list[str],  # members the live nodes' views disagree about
+        "why": dict[str, str],  # for each of them, what the facts and the views show
+    },
+)
 
 
 class ClusterOps:
@@ -161,7 +178,7 @@ class ClusterOps:
 
     # --- membership ----------------------------------------------------------------------------
 
-    async def members(self, seen_from: str | None = None) -> dict[str, Any]:
+    async def members(self, seen_from: str | None = None) -> MembersView:
         """One node's gossip view; `disagree` lists members whose up/down differs between the live
         nodes' views (or that a view calls up though their process does not run), and `why` says
         for each what the facts and the views show (client/view_disagreement.py)."""
@@ -210,13 +227,13 @@ class ClusterOps:
         started = self.backend.now()
         chosen = await self.backend.add_node(name, zone)
         said: set[str] = set()
-        streams: dict[str, Any] = {}
+        streams: StreamsView | None = None
         joined = False
         with trio.move_on_after(MOVE_TIMEOUT):
             while not (joined := await self._seen_by_all(name, "normal")):
                 if self.backend.is_alive(name):
-                    streams = (await self.backend.node_info(name, counts=False)).get("streams") or {}
-                for line in join_progress(name, streams):
+                    streams = (await self.backend.node_info(name, counts=False)).get("streams")
+                for line in join_progress(name, streams or {}):
                     if line not in said and progress is not None:
                         elapsed = self.backend.now() - started
                         progress({"what": "add", "node": name, "phase": line, "elapsed": elapsed})
@@ -224,11 +241,11 @@ class ClusterOps:
                 await trio.sleep(0.1)
         if not joined:
             down = [n for n in self.backend.names if not self.backend.is_alive(n)]
-            why = waiting_for(name, streams, down)
+            why = waiting_for(name, streams or {}, down)
             raise ClientError("timeout", f"{name} did not finish bootstrapping in {MOVE_TIMEOUT:g} s: {why}")
         info = await self.backend.node_info(name)
-        streams = info.get("streams") or {}
-        received = sum(s["received"] for s in streams.get("inbound", []))
+        streams = info.get("streams")
+        received = 0 if streams is None else sum(s["received"] for s in streams["inbound"])
         return {
             "cmd": "add",
             "ok": True,
@@ -237,7 +254,7 @@ class ClusterOps:
             "keys_streamed": received,  # records: a key's range streams from each of its replicas
             "keys_held": info.get("keys"),  # the keys the new node holds once they are merged
             # sources that were down: their ranges came from their other replicas (streaming.py)
-            "sources_down": replaced_sources(streams),
+            "sources_down": replaced_sources(streams or {}),
             "seconds": round(self.backend.now() - started, 3),
         }
 
@@ -425,12 +442,13 @@ class ClusterOps:
         restored = await self.backend.restore(name, moment)
         # A restored node holds older data: repair brings it up to date from its peers.
         repaired = await self.repair()
-        for field in ("until", "snapshot_taken"):
-            restored[field] = show_moment(restored.get(field))
         return {
             "cmd": "restore",
             "ok": True,
             **restored,
+            # in place: a key given again keeps its position
+            "until": show_moment(restored["until"]),
+            "snapshot_taken": show_moment(restored["snapshot_taken"]),
             **quiesce,
             "rto_ms": round((time.perf_counter() - started) * 1000, 3),
             "repaired_keys": repaired["keys"],

@@ -2,20 +2,24 @@
 keyspaces.
 
 Each returns a dictionary in the JSON shape the man page lists under JSON OUTPUT (extra fields
-allowed); the REPL renders them with rich, `-o json` prints them as they are.
+allowed), declared here as a TypedDict (`StatusView`, `RingView`, ...) so every reader is checked;
+the REPL renders them with rich, `-o json` prints them as they are.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict
 
-from bhandar_cli.client.cluster_health import member_status, summarise
+from bhandar_cli.client.cluster_health import HealthView, NodeFacts, member_status, summarise
+from bhandar_cli.client.membership import MembershipView
 from bhandar_cli.client.outcomes import counter_parts, sibling_views
 from bhandar_cli.core.membership.members import CODES
 from bhandar_cli.core.membership.ring import key_token
 from bhandar_cli.core.model.errors import BadInput, BhandarError
 from bhandar_cli.core.model.records import Versioned
 from bhandar_cli.core.model.versions import context_of, relation
+from bhandar_cli.core.node_views import HintQueueRow, NodeInfo
 from bhandar_cli.core.roles.hot_keys import SHOWN, HotSketches
 
 if TYPE_CHECKING:
@@ -25,26 +29,123 @@ if TYPE_CHECKING:
 HISTOGRAM_EDGES_MS = (0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000)
 
 
+class StatusNode(NodeFacts):
+    """A node in `status`: what it says of itself, where it is on the ring, and its state in the
+    vocabulary of cluster_health (`state`, `seen_down_by`, `group`, set once the summary is made)."""
+
+    zone: str
+    code: str  # U or D, then its membership status's letter
+    tokens: int
+    owns: float  # its share of the ring
+    keys: int
+    hints: int
+    streams: Mapping[str, object]  # core/roles/streaming.py `StreamsView`; {} when down
+    storage: dict[str, int]
+    siblings_over_limit: dict[str, Any]
+    protocol: int | None  # node processes only: the wire protocol
+    config: int | None  # the cluster configuration version it runs, when up
+    crashed: NotRequired[str]  # why it is down: a bug, not a kill
+    conditions: NotRequired[list[str]]  # what is wrong while it is up
+    state: NotRequired[str]
+    seen_down_by: NotRequired[list[str]]
+    group: NotRequired[int | None]
+    # `cluster status` adds where each node runs (client/backends/tcp_backend.py `NodePlacement`)
+    host: NotRequired[str]
+    port: NotRequired[int]
+    http_port: NotRequired[int | None]
+    log: NotRequired[str | None]
+    joined: NotRequired[str]
+    pid: NotRequired[int | None]
+
+
+class StatusView(TypedDict):
+    cmd: Literal["status"]
+    ok: bool
+    nodes: list[StatusNode]
+    partitions: list[list[str]]
+    summary: HealthView
+    membership: MembershipView
+    dir: NotRequired[str]  # `cluster status`: the cluster directory
+    delays: NotRequired[dict[str, float]]  # `cluster status`: the delays set on each node (ms)
+
+
+class RangeShare(TypedDict):
+    range: list[int]  # [lo, hi]
+    owner: str
+    share: float
+
+
+class RingView(TypedDict):
+    cmd: Literal["ring"]
+    ok: bool
+    ownership: dict[str, float]
+    ranges: list[RangeShare]
+    zones: dict[str, str]
+
+
+class PrefsView(TypedDict):
+    cmd: Literal["prefs"]
+    ok: bool
+    keyspace: str
+    key: str
+    token: int
+    owner: str
+    replicas: list[str]
+    zones: dict[str, str]
+    fallbacks: list[str]
+    up: dict[str, bool]
+
+
+class ClockRelation(TypedDict):
+    a: str
+    b: str
+    relation: str
+
+
+class ClockView(TypedDict):
+    cmd: Literal["clock"]
+    ok: bool
+    keyspace: str
+    key: str
+    replicas: dict[str, list[dict[str, Any]]]  # each replica's versions ([] when down)
+    holders: dict[str, str]  # replica | hint
+    down: list[str]
+    relations: list[ClockRelation]
+
+
+class HintsView(TypedDict):
+    cmd: Literal["hints"]
+    ok: bool
+    queues: list[HintQueueRow]
+    pending: int
+
+
+class KeyspacesView(TypedDict):
+    cmd: Literal["keyspace"]
+    ok: bool
+    keyspaces: list[dict[str, Any]]  # each definition's fields (core/model/config.py)
+
+
 class ClusterViews:
     """The views, over one backend."""
 
     def __init__(self, backend: Backend) -> None:
         self.backend = backend
 
-    async def any_info(self) -> dict[str, Any]:
+    async def any_info(self) -> NodeInfo:
         """What the first live node says of itself ({} when every node is down)."""
         for name in self.backend.names:
             if self.backend.is_alive(name):
                 return await self.backend.node_info(name, counts=False)
         return {}
 
-    async def status(self) -> dict[str, Any]:
+    async def status(self) -> StatusView:
         """Every member as the nodes hold the membership (client/membership.py), each with what it
         says of itself; the summary in the words of cluster_health."""
         membership = await self.backend.membership()
         ring = self.backend.ring
         tokens = ring.tokens_by_node()
-        nodes = []
+        nodes: list[StatusNode] = []
         for name in self.backend.names:
             info = await self.backend.node_info(name)
             up = self.backend.is_alive(name)
@@ -77,7 +178,7 @@ class ClusterViews:
         # each node's state in the one vocabulary
         health = summarise(nodes, partitions, membership.disagreements())
         for node, said in zip(nodes, health.nodes, strict=True):
-            node.update(state=said.state, seen_down_by=list(said.seen_down_by), group=said.group)
+            node.update({"state": said.state, "seen_down_by": list(said.seen_down_by), "group": said.group})
         return {
             "cmd": "status",
             "ok": True,
@@ -87,10 +188,10 @@ class ClusterViews:
             "membership": membership.to_json(),  # whose tables it is from, what they disagree on
         }
 
-    async def ring(self) -> dict[str, Any]:
+    async def ring(self) -> RingView:
         await self.backend.membership()  # the ring the nodes route by
         ring = self.backend.ring
-        ranges = [
+        ranges: list[RangeShare] = [
             {"range": [r.lo, r.hi], "owner": r.owner, "share": round(r.size / 2**32, 5)}
             for r in ring.ranges()
         ]
@@ -102,7 +203,7 @@ class ClusterViews:
             "zones": dict(self.backend.zones),
         }
 
-    async def prefs(self, keyspace: str, key: str, n: int | None = None) -> dict[str, Any]:
+    async def prefs(self, keyspace: str, key: str, n: int | None = None) -> PrefsView:
         await self.backend.membership()  # the ring the nodes route by
         ring = self.backend.ring
         token = key_token(keyspace, key)
@@ -145,14 +246,14 @@ class ClusterViews:
             return None
         return self.backend.ring.preference_list(key_token(keyspace, key), n)
 
-    async def keyspace_list(self) -> dict[str, Any]:
+    async def keyspace_list(self) -> KeyspacesView:
         info = await self.any_info()
         spaces = sorted(info.get("keyspaces", []), key=lambda k: k["name"])
         return {"cmd": "keyspace", "ok": True, "keyspaces": spaces}
 
-    async def clock(self, keyspace: str, key: str) -> dict[str, Any]:
+    async def clock(self, keyspace: str, key: str) -> ClockView:
         prefs = await self.prefs(keyspace, key)
-        replicas: dict[str, Any] = {}
+        replicas: dict[str, list[dict[str, Any]]] = {}
         holders: dict[str, str] = {}
         down: list[str] = []
         clocks: dict[str, dict[str, int]] = {}
@@ -177,7 +278,7 @@ class ClusterViews:
             if isinstance(record, Versioned):
                 clocks[name] = context_of(record.siblings)
         names = sorted(clocks)
-        relations = [
+        relations: list[ClockRelation] = [
             {"a": a, "b": b, "relation": relation(clocks[a], clocks[b])}
             for i, a in enumerate(names)
             for b in names[i + 1 :]
@@ -193,8 +294,8 @@ class ClusterViews:
             "relations": relations,
         }
 
-    async def hints(self) -> dict[str, Any]:
-        queues: list[dict[str, Any]] = []
+    async def hints(self) -> HintsView:
+        queues: list[HintQueueRow] = []
         for name in self.backend.names:
             if self.backend.is_alive(name):
                 queues.extend(await self.backend.node_hints(name))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from bhandar_cli.core.membership.members import MemberState
 from bhandar_cli.core.membership.ring import Ring, node_tokens
@@ -22,6 +22,11 @@ ASK_EVERY = 1.0  # seconds a membership is reused: the REPL's bar asks several t
 LEFT = "left"
 OWNING = ("normal", "leaving")  # the statuses of the current ring's members (members.py)
 UNKNOWN = "unknown"  # what a node that has not heard of a member says of it
+
+
+# Whose tables the membership is from, and what they disagree on (`status`'s `membership`). "from"
+# is a keyword, hence the functional form.
+MembershipView = TypedDict("MembershipView", {"from": list[str], "disagree": list[str]})
 
 
 @dataclass(frozen=True)
@@ -71,7 +76,7 @@ class ClusterMembership:
                 out.append(f"{name}: " + "; ".join(parts))
         return out
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> MembershipView:
         return {"from": self.answered, "disagree": self.disagreements()}
 
 

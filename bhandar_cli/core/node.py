@@ -33,7 +33,7 @@ from random import Random
 from typing import Any
 
 from bhandar_cli.core.membership.authorship import TRUST_ALL, Authorship
-from bhandar_cli.core.membership.gossip import GossipLiveness
+from bhandar_cli.core.membership.gossip import GossipLiveness, MemberRow
 from bhandar_cli.core.membership.liveness import Liveness, PingLiveness
 from bhandar_cli.core.membership.members import MemberState
 from bhandar_cli.core.membership.node_membership import MembershipSaver, boot_gossip
@@ -48,7 +48,7 @@ from bhandar_cli.core.model.records import Record
 from bhandar_cli.core.model.sibling_limit import SiblingLimit
 from bhandar_cli.core.model.store import Store, StoreDamage
 from bhandar_cli.core.model.tokens import TokenTable
-from bhandar_cli.core.node_views import NodeViews
+from bhandar_cli.core.node_views import HintQueueRow, NodeInfo, NodeViews
 from bhandar_cli.core.protocol.messages import (
     ClientReply,
     ClientRequest,
@@ -352,13 +352,13 @@ class Node:
     def metrics(self) -> NodeMetrics:
         return self._metrics
 
-    def info(self, now: float, counts: bool = True) -> dict[str, Any]:
+    def info(self, now: float, counts: bool = True) -> NodeInfo:
         info = self._views.info(now, counts)
         info["hot"] = self._coordinator.hot.view(now)  # client request rates of its hottest keys
         info["config"] = config_view(self.config, self.live_config)  # its version, values, keys set
         return info
 
-    def members(self, now: float, placement: bool = False) -> list[dict[str, Any]]:
+    def members(self, now: float, placement: bool = False) -> list[MemberRow]:
         return self._views.members(now, placement)
 
     def member_states(self) -> tuple[MemberState, ...]:
@@ -368,7 +368,7 @@ class Node:
         """Has this life of the node heard of `peer`? (RingView.has_heard)"""
         return self._ring_view.has_heard(peer)
 
-    def hints_summary(self, now: float) -> list[dict[str, Any]]:
+    def hints_summary(self, now: float) -> list[HintQueueRow]:
         return self._views.hints_summary(now)
 
     def remove_member(self, member: str, now: float) -> None:

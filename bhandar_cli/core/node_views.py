@@ -1,13 +1,16 @@
 """Read-only views of one node's state for tools (status, members, hints, records, digests, trees,
-range hashes),
-as plain data: the in-process client renders them directly, a node process serves them over RPC."""
+range hashes), as plain data: the in-process client renders them directly, a node process serves
+them over RPC. The shapes of those that travel as maps are declared here, once (`NodeInfo`,
+`HintQueueRow`; a member row is core/membership/gossip.py's `MemberRow`), so every reader is
+checked against the one writer."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable
 from dataclasses import asdict
-from typing import Any
+from typing import Any, TypedDict
 
+from bhandar_cli.core.membership.gossip import MemberRow
 from bhandar_cli.core.membership.members import MemberState
 from bhandar_cli.core.membership.ringview import RingView
 from bhandar_cli.core.model.keyspaces import Keyspaces
@@ -19,7 +22,77 @@ from bhandar_cli.core.repair.antientropy import AntiEntropy
 from bhandar_cli.core.repair.hash_index import HashIndex
 from bhandar_cli.core.repair.merkle import as_hash
 from bhandar_cli.core.roles.hints import HintQueue
-from bhandar_cli.core.roles.streaming import Streaming
+from bhandar_cli.core.roles.streaming import Streaming, StreamsView
+
+
+class HintQueueRow(TypedDict):
+    """The hints one node (`holder`) keeps for one down replica (`target`)."""
+
+    holder: str
+    target: str
+    count: int
+    oldest_s: float  # how long the oldest of them has waited
+
+
+class RepairSummary(TypedDict):
+    """Per-range anti-entropy ages of one node, summed up."""
+
+    ranges: int
+    never: int  # ranges never repaired since the node started
+    oldest_s: float | None
+    ages: dict[str, float | None]  # each range's age in seconds (None: never repaired)
+
+
+class NodeInfo(TypedDict, total=False):
+    """What a node says of itself (the `info` view; on the wire and in `-o json` as it is).
+
+    `id`, `zone`, `up`, `status` and `tokens` are always there (node/admin.py `node_info`: what the
+    driver knows, for a node that is down too); the core's part while it runs (`NodeViews.info`,
+    core/node.py); `crashed` for a node that stopped on a bug; the rest only from a node process
+    (node/process.py), which also says its connections, protocols and network faults."""
+
+    # always
+    id: str
+    zone: str
+    up: bool
+    status: str  # normal | joining | leaving | left
+    tokens: int
+    # the core's, while it runs
+    hints: int
+    hints_oldest_s: float
+    peers: dict[str, bool]  # each peer, and whether this node believes it up
+    keyspaces: list[dict[str, Any]]  # each keyspace definition's fields (core/model/config.py)
+    streams: StreamsView
+    repair: RepairSummary
+    storage: dict[str, int]  # the store's disk figures ({} in memory)
+    siblings_over_limit: dict[str, Any]  # core/model/sibling_limit.py `view`
+    unrepaired: list[str]
+    conditions: list[str]  # what is wrong with it while it runs, in sentences
+    keys: int  # only when counted (a scan of the store)
+    gossip_refused: dict[str, int]
+    removed: list[str]
+    hot: dict[str, object]  # core/roles/hot_keys.py `view`
+    config: dict[str, Any]  # core/model/live_config.py `config_view`
+    # a node that stopped on a bug: why
+    crashed: str
+    # a node process's
+    members: list[str]
+    pid: int
+    protocol: int
+    peer_protocols: dict[str, int]
+    reads_protocols: list[int]
+    by_protocol: dict[str, dict[str, dict[str, int]]]
+    draining: bool
+    serving: bool
+    host: str
+    port: int
+    http_port: int
+    partitions: list[list[str]]
+    delays: dict[str, float]  # ms
+    transport: dict[str, int]
+    peer_rejections: dict[str, int]
+    connected: list[str]
+    connections: dict[str, int]
 
 
 class NodeViews:
@@ -49,12 +122,12 @@ class NodeViews:
         self.sibling_limit = sibling_limit
         self.conditions = conditions  # what is wrong with the node now (storage corruption)
 
-    def info(self, now: float, counts: bool = True) -> dict[str, Any]:
+    def info(self, now: float, counts: bool = True) -> NodeInfo:
         """The node's status. `counts=False` skips the key count, a scan of the whole store: views
         that only want keyspaces, liveness or disk figures (the REPL's toolbar, several times a
         second). `status` and `tokens` only when the node gossips (its driver knows them otherwise)."""
         view = self.ring_view
-        info: dict[str, Any] = {
+        info: NodeInfo = {
             "hints": self.hints.pending(),
             "hints_oldest_s": oldest_hint_age(self.hints_summary(now)),
             "peers": {p: view.is_up(p, now) for p in view.peers()},
@@ -91,13 +164,13 @@ class NodeViews:
         """Disk figures of an LSM-backed node ({} for the in-memory store)."""
         return dict(self.store.disk_figures())
 
-    def members(self, now: float, placement: bool = False) -> list[dict[str, Any]]:
+    def members(self, now: float, placement: bool = False) -> list[MemberRow]:
         """The membership table as this node sees it (the `members` command); with `placement`,
         where each member is as well: its token positions (`token_positions`, a client draws the
         ring from them) and its HTTP address (`http`)."""
         view = self.ring_view
         if view.gossip is None:
-            rows: list[dict[str, Any]] = [
+            rows: list[MemberRow] = [
                 {"id": p, "up": view.is_up(p, now), "status": "normal"} for p in view.ring.nodes
             ]
             if placement:
@@ -122,7 +195,7 @@ class NodeViews:
         placed = view.ring.tokens_by_node()
         return tuple(MemberState(n, view.ring.zones[n], tuple(placed.get(n, []))) for n in view.ring.nodes)
 
-    def hints_summary(self, now: float) -> list[dict[str, Any]]:
+    def hints_summary(self, now: float) -> list[HintQueueRow]:
         """One row per target this node holds hints for."""
         return [
             {"holder": self.node_id, "target": s.target, "count": s.count, "oldest_s": round(s.oldest_s, 3)}
@@ -156,13 +229,13 @@ class NodeViews:
         ]
 
 
-def oldest_hint_age(queues: Iterable[Mapping[str, Any]]) -> float:
+def oldest_hint_age(queues: Iterable[HintQueueRow]) -> float:
     """Seconds the oldest of these hint queues' hints (`hints_summary` rows) has waited; 0 when
     none waits."""
-    return max((float(q["oldest_s"]) for q in queues), default=0.0)
+    return max((q["oldest_s"] for q in queues), default=0.0)
 
 
-def _repair_summary(ages: dict[str, float | None]) -> dict[str, Any]:
+def _repair_summary(ages: dict[str, float | None]) -> RepairSummary:
     """Per-range repair ages, summed up: how many ranges, how many never repaired, the oldest."""
     known = [a for a in ages.values() if a is not None]
     return {

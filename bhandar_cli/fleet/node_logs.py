@@ -10,7 +10,8 @@ that was asked to stop, says nothing of the kind.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+
+from bhandar_cli.core.node_views import NodeInfo
 
 START_MARK = "--- starting node "
 EXIT_MARK = "bhandar: "
@@ -41,7 +42,7 @@ def last_words(log: str, node: str) -> str | None:
     return said[-1].removeprefix(EXIT_MARK).removeprefix(f"node {node} ") if said else None
 
 
-def with_last_words(info: dict[str, Any], log: str) -> dict[str, Any]:
+def with_last_words(info: NodeInfo, log: str) -> NodeInfo:
     """A down node's info, with why it stopped (`crashed`) when it said so."""
     words = last_words(log, info["id"])
     return info if words is None else {**info, "crashed": words}

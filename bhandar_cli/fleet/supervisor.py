@@ -39,8 +39,8 @@ from bhandar_cli.fleet.pids import CHILDREN, pid_alive
 from bhandar_cli.fleet.placement import DEFAULT_HOST, node_ports
 from bhandar_cli.host.network import partition_groups
 from bhandar_cli.host.topology import node_names, zone_map
+from bhandar_cli.node.net.blocking_rpc import RpcError
 from bhandar_cli.node.net.rpc import rpc_once
-from bhandar_cli.node.net.rpc_errors import RpcError
 from bhandar_cli.security import access, pki
 from bhandar_cli.security.data_key import ensure_key, key_path
 

@@ -14,14 +14,15 @@ from bhandar_cli.core.model.metrics import Histogram, NodeMetrics, OpStats
 from bhandar_cli.core.model.records import Record, from_plain, to_plain
 from bhandar_cli.core.model.wording import count as counted
 from bhandar_cli.core.node import Node
+from bhandar_cli.core.node_views import HintQueueRow, NodeInfo
 from bhandar_cli.core.repair.merkle import EMPTY_HASH
 
 
 def node_info(
     name: str, zone: str, node: Node | None, now: float, tokens: int, counts: bool = True
-) -> dict[str, Any]:
+) -> NodeInfo:
     """A node's status; what the driver knows (its name, zone and boot tokens) when it is down."""
-    info: dict[str, Any] = {
+    info: NodeInfo = {
         "id": name,
         "zone": zone,
         "up": node is not None,
@@ -75,7 +76,7 @@ def convergence_ranges(ring: Ring) -> list[tuple[int, int]]:
 
 def convergence_problems(
     ring: Ring,
-    hints: Mapping[str, list[dict[str, Any]]],
+    hints: Mapping[str, list[HintQueueRow]],
     range_hashes: Mapping[str, list[list[Any]]],
     replication: Mapping[str, int],
     default_n: int,

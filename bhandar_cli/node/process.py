@@ -41,6 +41,7 @@ from bhandar_cli.core.membership.ring import Ring
 from bhandar_cli.core.model.config import NodeConfig
 from bhandar_cli.core.model.live_config import LiveConfig
 from bhandar_cli.core.model.tokens import TokenTable
+from bhandar_cli.core.node_views import NodeInfo
 from bhandar_cli.core.protocol.messages import ClientRequest, Failure, Note, Result
 from bhandar_cli.host.executor import NodeHost
 from bhandar_cli.node import admin
@@ -352,28 +353,30 @@ class NodeProcess:
         node = self.host.node
         return None if node is None else node.metrics
 
-    def info(self, counts: bool = True) -> dict[str, Any]:
+    def info(self, counts: bool = True) -> NodeInfo:
         ring, now = self.host.ring, trio.current_time()
         tokens = len(ring.tokens_by_node().get(self.id, []))
         info = admin.node_info(self.id, self.options.zone, self.host.node, now, tokens, counts)
         info.update(
-            members=self.members(),
-            pid=os.getpid(),
-            protocol=codec.protocol(),
-            peer_protocols={p: v for p, (v, _) in sorted(self.transport.peer_protocols.items())},
-            reads_protocols=list(range(codec.MIN_COMPATIBLE_VERSION, codec.protocol() + 1)),
-            by_protocol=self.transport.protocol_counts(),
-            draining=self.draining,
-            serving=not self.refusal(),  # it takes client requests (not stopping, nor starting)
-            host=self.options.host,
-            port=self.port,
-            http_port=self.http_port,
-            partitions=self.transport.model.groups,
-            delays={k: v * 1000.0 for k, v in self.transport.model.extra_delay.items()},
-            transport=dict(self.transport.stats),
-            peer_rejections=dict(self.transport.gate.rejections),
-            connected=self.transport.connected(),
-            connections=self.transport.admission.view(),
+            {
+                "members": self.members(),
+                "pid": os.getpid(),
+                "protocol": codec.protocol(),
+                "peer_protocols": {p: v for p, (v, _) in sorted(self.transport.peer_protocols.items())},
+                "reads_protocols": list(range(codec.MIN_COMPATIBLE_VERSION, codec.protocol() + 1)),
+                "by_protocol": self.transport.protocol_counts(),
+                "draining": self.draining,
+                "serving": not self.refusal(),  # it takes client requests (not stopping, nor starting)
+                "host": self.options.host,
+                "port": self.port,
+                "http_port": self.http_port,
+                "partitions": self.transport.model.groups,
+                "delays": {k: v * 1000.0 for k, v in self.transport.model.extra_delay.items()},
+                "transport": dict(self.transport.stats),
+                "peer_rejections": dict(self.transport.gate.rejections),
+                "connected": self.transport.connected(),
+                "connections": self.transport.admission.view(),
+            }
         )
         return info
 

@@ -128,11 +128,11 @@ class InteractiveApp:
         client = self.session.client
         backend = client.backend
         try:
-            spaces = await client.views.keyspace_list()
-            hints = await client.views.hints()
+            spaces = (await client.views.keyspace_list())["keyspaces"]
+            pending = (await client.views.hints())["pending"]
         except BhandarError:
-            spaces, hints = {"keyspaces": []}, {"pending": 0}
-        names = sorted({k["name"] for k in spaces["keyspaces"]} | set(client.data.keys_seen))
+            spaces, pending = [], 0
+        names = sorted({k["name"] for k in spaces} | set(client.data.keys_seen))
         self.completion = CompletionContext(
             list(backend.names), names, {ks: sorted(keys) for ks, keys in client.data.keys_seen.items()}
         )
@@ -141,7 +141,7 @@ class InteractiveApp:
         health, lines = await news(backend, self.notices)
         for line in lines:
             self.terminal.print(Text(f"· {line}", style="dim"))
-        self.health, self.hints = health, hints["pending"]
+        self.health, self.hints = health, pending
 
     async def execute(self, text: str) -> None:
         """Run one line; Ctrl-C (SIGINT) cancels the command in progress and only that."""

@@ -18,8 +18,7 @@ from rich.text import Text
 from bhandar_cli.client.cluster_health import DOWN, LEFT, PARTITIONED, SUSPECTED, UP
 from bhandar_cli.core.model.versions import show_clock
 from bhandar_cli.core.model.wording import count as counted
-from bhandar_cli.repl.palette import node_style
-from bhandar_cli.repl.views_data import show_value
+from bhandar_cli.repl.views_data import node_style, show_value
 
 UNBOUNDED = 10_000  # columns: wide enough to measure a table at its natural width
 _SPLIT_WIDE = ContextVar("split_wide_tables", default=True)

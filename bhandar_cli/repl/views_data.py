@@ -1,5 +1,5 @@
 """Rich views of data replies: get (siblings, counters, dropped LWW writes), put/delete, incr and
-keyspaces. Rendering only."""
+keyspaces; and what every view shares (a node's colour, a value, a time). Rendering only."""
 
 from __future__ import annotations
 
@@ -16,7 +16,13 @@ from bhandar_cli.client.outcomes import GetOutcome, IncrOutcome, WriteOutcome
 from bhandar_cli.core.model.config import show_ttl
 from bhandar_cli.core.model.versions import is_exact, relation, show_clock
 from bhandar_cli.core.model.wording import count as counted
-from bhandar_cli.repl.palette import node_style
+
+NODE_STYLES = ["cyan", "magenta", "green", "yellow", "blue", "red", "bright_cyan", "bright_magenta"]
+
+
+def node_style(name: str) -> str:
+    """A node's colour, the same in every view."""
+    return NODE_STYLES[(ord(name[0]) - ord("A")) % len(NODE_STYLES)] if name else "white"
 
 
 def show_value(value: Any) -> str:

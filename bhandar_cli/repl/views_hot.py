@@ -10,7 +10,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from bhandar_cli.repl.palette import node_style
+from bhandar_cli.repl.views_data import node_style
 
 
 def _shares(shares: dict[str, float]) -> Text:

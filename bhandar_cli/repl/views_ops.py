@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from bhandar_cli.core.model.wording import count as counted
-from bhandar_cli.repl.palette import node_style
+from bhandar_cli.repl.views_data import node_style
 
 
 def render_partition(data: dict[str, Any]) -> RenderableType:

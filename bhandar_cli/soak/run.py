@@ -32,7 +32,7 @@ from bhandar_cli.core.model.errors import BadInput, ClientError, Unavailable
 from bhandar_cli.core.model.records import Record, merge_records
 from bhandar_cli.fleet import cluster_file, supervisor
 from bhandar_cli.node import admin
-from bhandar_cli.node.net.rpc_errors import RpcError
+from bhandar_cli.node.net.blocking_rpc import RpcError
 from bhandar_cli.sim.checker.check import check
 from bhandar_cli.sim.history import CheckResult, History
 from bhandar_cli.soak.faults import FAULT_ERRORS, FaultLog, FaultSchedule, FaultTimes

@@ -17,5 +17,6 @@ for files, `sim_disk.SimDisk` for crash tests); nothing here reads the clock or 
   `recovery.py` open after a crash, `record_kinds.py` record kinds and the merge fold,
   `reports.py` reports and stats, `storage_errors.py`, `cipher.py` encryption at rest (AES-GCM
   sealing of WAL records and table blocks, the key check); disk/ the disk layer (the interface,
-  the real and the simulated disk, the sync worker, the data directory's lock).
+  the real and the simulated disk). A node's sync worker thread is node/sync_worker.py's; the
+  data directory's lock is store/data_dir_lock.py's.
 """

@@ -7,7 +7,7 @@ import os
 import shutil
 import time
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from bhandar_cli.core.model.errors import BadInput, Refused, Unavailable
 from bhandar_cli.core.model.limits import check_snapshot_name
@@ -143,7 +143,18 @@ def verify_snapshot(home: Path, nodes: list[str], until: float | None = None) ->
     return checked
 
 
-def restore_summary(home: Path, splits: dict[str, Split], until: float | None) -> dict[str, Any]:
+class RestoreSummary(TypedDict):
+    """What a restore brought back and lost (`restore_summary`), in a restore's reply."""
+
+    until: float | None  # the moment restored to (None: the last archived write)
+    snapshot_taken: float | None
+    replayed: int  # archived writes replayed onto the snapshot
+    discarded: int  # archived writes after `until`, dropped
+    rpo_s: float  # how far before `until` the last discarded write was
+    warnings: list[str]
+
+
+def restore_summary(home: Path, splits: dict[str, Split], until: float | None) -> RestoreSummary:
     """What a restore brought back and lost, over every node: writes are counted once however
     many replicas logged them (a data record's key and bytes name one write)."""
     data = DATA_PREFIX

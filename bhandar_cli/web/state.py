@@ -13,6 +13,8 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from bhandar_cli.client.cluster_health import MARKS, MEANINGS
+from bhandar_cli.client.cluster_ops import MembersView
+from bhandar_cli.client.cluster_views import HintsView, RingView, StatusView
 from bhandar_cli.core.model.errors import BhandarError
 from bhandar_cli.web.sequence import DATA_COMMANDS, request_view
 
@@ -172,14 +174,14 @@ async def _or_none(call: Any) -> Any:
 
 
 def node_cards(
-    status: dict[str, Any], members: dict[str, Any] | None, hints: dict[str, Any] | None
+    status: StatusView, members: MembersView | None, hints: HintsView | None
 ) -> list[dict[str, Any]]:
     """One card per node: its state in the vocabulary of cluster_health (the same words as the
     REPL's), phi as one live node's failure detector sees it, zone, partition group, hints held,
     keys, and which running peers believe it down."""
-    phi = {m["id"]: m.get("phi", 0.0) for m in (members or {}).get("members", [])}
+    phi = {m["id"]: m.get("phi", 0.0) for m in ([] if members is None else members["members"])}
     held: dict[str, dict[str, int]] = {}
-    for queue in (hints or {}).get("queues", []):
+    for queue in [] if hints is None else hints["queues"]:
         held.setdefault(queue["holder"], {})[queue["target"]] = queue["count"]
     cards = []
     for node in status["nodes"]:
@@ -206,9 +208,9 @@ def node_cards(
     return cards
 
 
-def ring_view(ring: dict[str, Any]) -> dict[str, Any]:
+def ring_view(ring: RingView) -> dict[str, Any]:
     """The ring as arcs: each token range (lo, hi] with its owner and the owner's zone."""
-    zones = ring.get("zones", {})
+    zones = ring["zones"]
     arcs = [
         {"lo": r["range"][0], "hi": r["range"][1], "owner": r["owner"], "zone": zones.get(r["owner"], "")}
         for r in ring["ranges"]

@@ -11,7 +11,7 @@ from typing import Any
 import trio
 import trio.testing
 
-from bhandar_cli.client.cluster_health import Notices, cluster_health, summarise
+from bhandar_cli.client.cluster_health import NodeFacts, Notices, cluster_health, summarise
 from bhandar_cli.client.openers import ClusterOptions
 from bhandar_cli.repl.batch import open_session
 from bhandar_cli.repl.status_line import status_parts
@@ -20,7 +20,7 @@ from bhandar_cli.web.state import WebState
 NODES = list("ABCDE")
 
 
-def node(name: str, up: bool = True, sees_down: str = "", status: str = "normal") -> dict[str, Any]:
+def node(name: str, up: bool = True, sees_down: str = "", status: str = "normal") -> NodeFacts:
     return {"id": name, "up": up, "status": status, "sees_down": list(sees_down)}
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import trio
 import trio.testing
 
-from bhandar_cli.client.cluster_health import member_status, summarise
+from bhandar_cli.client.cluster_health import NodeFacts, member_status, summarise
 from bhandar_cli.client.membership import merge_tables, state_of_row
 from bhandar_cli.client.openers import ClusterOptions
 from bhandar_cli.core.membership.members import MemberState
@@ -73,7 +73,9 @@ def test_what_the_nodes_disagree_on_is_said_per_member() -> None:
     agreed = merge_tables({"A": [row("A"), row("E")], "B": [row("A"), row("E")]})
     assert agreed.disagreements() == []
     health = summarise(
-        [{"id": n, "up": True, "status": "normal"} for n in "ABCDE"], (), merged.disagreements()
+        [{"id": n, "up": True, "status": "normal", "sees_down": []} for n in "ABCDE"],
+        (),
+        merged.disagreements(),
     )
     assert health.line() == "5/5 running · nodes disagree on E"
     assert health.to_json()["disagree"] == ["E: joining to C; normal to A, B; not known to D"]
@@ -93,8 +95,8 @@ def test_a_member_that_left_while_down_is_left_and_one_that_is_down_is_down() ->
     assert member_status("D", False, {}, merged) == "normal"
     # A running node says its own status.
     assert member_status("A", True, {"status": "leaving"}, merged) == "leaving"
-    nodes = [
-        {"id": n, "up": up, "status": member_status(n, up, {}, merged)}
+    nodes: list[NodeFacts] = [
+        {"id": n, "up": up, "status": member_status(n, up, {}, merged), "sees_down": []}
         for n, up in (("A", True), ("B", True), ("C", False), ("D", False))
     ]
     health = summarise(nodes)

@@ -41,9 +41,9 @@ from bhandar_cli.core.wire import to_wire
 from bhandar_cli.fleet import pids
 from bhandar_cli.fleet.cluster_data import LEFT_SUFFIX
 from bhandar_cli.fleet.cluster_file import ClusterFile
+from bhandar_cli.node.net.blocking_rpc import RpcError
 from bhandar_cli.node.net.codec import encode_frame
 from bhandar_cli.node.net.rpc import rpc_once
-from bhandar_cli.node.net.rpc_errors import RpcError
 from bhandar_cli.security import pki
 from bhandar_cli.security.access import ClientAccess
 from bhandar_cli.security.authorship import SignedAuthorship

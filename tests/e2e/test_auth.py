@@ -16,8 +16,8 @@ import pytest
 import trio
 
 from bhandar_cli.fleet.cluster_file import ClusterFile, client_access
+from bhandar_cli.node.net.blocking_rpc import RpcError
 from bhandar_cli.node.net.rpc import rpc_once
-from bhandar_cli.node.net.rpc_errors import RpcError
 from bhandar_cli.security.access import ClientAccess
 from tests.e2e.conftest import (
     http_base,

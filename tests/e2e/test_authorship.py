@@ -30,9 +30,9 @@ from bhandar_cli.core.protocol.messages import SchemaUpdate
 from bhandar_cli.core.wire import to_wire
 from bhandar_cli.fleet.cluster_file import ClusterFile, client_access
 from bhandar_cli.node.join import redeem
+from bhandar_cli.node.net.blocking_rpc import RpcError
 from bhandar_cli.node.net.codec import encode_frame
 from bhandar_cli.node.net.rpc import rpc_once
-from bhandar_cli.node.net.rpc_errors import RpcError
 from bhandar_cli.security import pki
 from bhandar_cli.security.access import ClientAccess
 from bhandar_cli.security.auth import mint

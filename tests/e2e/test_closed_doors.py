@@ -43,9 +43,9 @@ from bhandar_cli.fleet.cluster_file import ClusterFile, NodeEntry
 from bhandar_cli.fleet.placement import free_ports
 from bhandar_cli.node.http.asgi import HANDSHAKE_TIMEOUT
 from bhandar_cli.node.net.admission import MAX_PENDING
+from bhandar_cli.node.net.blocking_rpc import RpcError
 from bhandar_cli.node.net.codec import DEFAULT_MAX_FRAME_SIZE, encode_frame
 from bhandar_cli.node.net.rpc import rpc_once
-from bhandar_cli.node.net.rpc_errors import RpcError
 from bhandar_cli.security import pki
 from bhandar_cli.security.access import ClientAccess
 from bhandar_cli.security.auth import mint

@@ -20,6 +20,7 @@ import trio
 
 from bhandar_cli.client.openers import open_tcp_client
 from bhandar_cli.core.model.values import encode_json
+from bhandar_cli.core.node_views import NodeInfo
 from bhandar_cli.fleet import cluster_file
 from bhandar_cli.fleet.cluster_file import ClusterFile
 from bhandar_cli.node.net.wire_versions import PROTOCOL_VERSION
@@ -42,7 +43,7 @@ def test_upgrade_from_1_to_4_under_quorum_writes_fails_nothing(
     failures: list[str] = []
     worst_down: list[set[str]] = []  # down sets that hit one preference list twice
     samples = 0
-    counters: dict[tuple[str, int], dict[str, Any]] = {}  # (node, pid) -> its last info
+    counters: dict[tuple[str, int], NodeInfo] = {}  # (node, pid) -> its last info
     events: list[dict[str, Any]] = []
 
     async def main() -> dict[str, Any]:

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from bhandar_cli.core.model.config import NodeConfig
 from bhandar_cli.core.model.metrics import NodeMetrics
+from bhandar_cli.core.node_views import NodeInfo
 from bhandar_cli.core.protocol.messages import ClientRequest, Result
 from bhandar_cli.fleet.in_process_cluster import InProcessCluster
 from bhandar_cli.node import admin
@@ -42,7 +43,7 @@ class ClusterNode:
         self.config = cluster.config
         self.auth: Authenticator | None = None  # every client admitted: the fuzz reaches the routes
 
-    def info(self) -> dict[str, Any]:
+    def info(self) -> NodeInfo:
         host = self.cluster.host(self.id)
         return admin.node_info(self.id, self.cluster.zones[self.id], host.node, trio.current_time(), 4)
 

@@ -10,6 +10,7 @@ from bhandar_cli.core.model.records import Versioned
 from bhandar_cli.core.model.store import MemoryStore
 from bhandar_cli.core.model.versions import Sibling
 from bhandar_cli.core.node import Node
+from bhandar_cli.core.node_views import HintQueueRow
 from bhandar_cli.node.admin import convergence_problems, convergence_ranges
 
 NAMES = ("A", "B", "C", "D")
@@ -23,7 +24,7 @@ def cluster() -> tuple[Ring, dict[str, MemoryStore], dict[str, Node]]:
     return ring, stores, nodes
 
 
-Hints = dict[str, list[dict[str, object]]]
+Hints = dict[str, list[HintQueueRow]]
 
 
 def problems(ring: Ring, nodes: dict[str, Node], hints: Hints | None = None) -> list[str]:

@@ -21,9 +21,9 @@ import pytest
 import trio
 
 from bhandar_cli.node.net.admission import MAX_PENDING, Admission
+from bhandar_cli.node.net.blocking_rpc import RpcError
 from bhandar_cli.node.net.codec import encode_frame
 from bhandar_cli.node.net.rpc import RpcClient, rpc_once
-from bhandar_cli.node.net.rpc_errors import RpcError
 from bhandar_cli.node.options import NodeOptions
 from bhandar_cli.node.process import NodeProcess
 from bhandar_cli.security.access import ClientAccess

@@ -19,8 +19,8 @@ from bhandar_cli.core.protocol.client_messages import PutRequest
 from bhandar_cli.core.wire import to_wire
 from bhandar_cli.fleet.placement import free_ports
 from bhandar_cli.node import process as node_process
+from bhandar_cli.node.net.blocking_rpc import RpcError
 from bhandar_cli.node.net.rpc import open_rpc
-from bhandar_cli.node.net.rpc_errors import RpcError
 from bhandar_cli.node.options import NodeOptions
 from bhandar_cli.node.process import NodeProcess
 

@@ -24,8 +24,7 @@ from bhandar_cli.core.protocol.client_messages import Failure
 from bhandar_cli.core.wire import from_wire, to_wire
 from bhandar_cli.fleet.cluster_file import ClusterFile, client_access
 from bhandar_cli.fleet.pids import load_running, pid_alive
-from bhandar_cli.node.net.blocking_rpc import BlockingRpc
-from bhandar_cli.node.net.rpc_errors import CLIENT_CODES, RpcError
+from bhandar_cli.node.net.blocking_rpc import CLIENT_CODES, BlockingRpc, RpcError
 
 if TYPE_CHECKING:
     from bhandar_cli.core.protocol.messages import Result

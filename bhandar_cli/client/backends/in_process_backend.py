@@ -11,13 +11,15 @@ from typing import Any
 
 import trio
 
-from bhandar_cli.client.backend import Capabilities
+from bhandar_cli.client.backend import Capabilities, RestoreDone, SnapshotDone
 from bhandar_cli.client.membership import ASK_EVERY, ClusterMembership, merge_tables
+from bhandar_cli.core.membership.gossip import MemberRow
 from bhandar_cli.core.membership.ring import Ring
 from bhandar_cli.core.model.errors import BadInput, Unavailable
 from bhandar_cli.core.model.metrics import NodeMetrics
 from bhandar_cli.core.model.records import Record
 from bhandar_cli.core.node import Node
+from bhandar_cli.core.node_views import HintQueueRow, NodeInfo
 from bhandar_cli.core.protocol.messages import Result
 from bhandar_cli.core.protocol.node_operations import NodeOperation
 from bhandar_cli.fleet.in_process_cluster import InProcessCluster
@@ -71,7 +73,7 @@ class InProcessBackend:
     def _node(self, name: str) -> Node | None:
         return self.cluster.host(name).node
 
-    async def node_info(self, name: str, counts: bool = True) -> dict[str, Any]:
+    async def node_info(self, name: str, counts: bool = True) -> NodeInfo:
         host = self.cluster.host(name)
         tokens = len(self.ring.tokens_by_node().get(name, []))
         info = admin.node_info(name, host.zone, host.node, trio.current_time(), tokens, counts)
@@ -85,14 +87,14 @@ class InProcessBackend:
             return None, None
         return node.records(keyspace, key)
 
-    async def node_hints(self, name: str) -> list[dict[str, Any]]:
+    async def node_hints(self, name: str) -> list[HintQueueRow]:
         node = self._node(name)
         return [] if node is None else node.hints_summary(trio.current_time())
 
     async def node_metrics(self, name: str) -> NodeMetrics:
         return self.cluster.host(name).metrics()
 
-    async def node_members(self, name: str, placement: bool = False) -> list[dict[str, Any]]:
+    async def node_members(self, name: str, placement: bool = False) -> list[MemberRow]:
         node = self._node(name)
         return [] if node is None else node.members(trio.current_time(), placement)
 
@@ -198,7 +200,7 @@ class InProcessBackend:
             raise BadInput("snapshots need a data directory (bhandar repl --data-dir DIR)")
         return os.path.join(self.data_dir, "snapshots", snapshot)
 
-    async def snapshot(self, snapshot: str, to: str | None = None) -> dict[str, Any]:
+    async def snapshot(self, snapshot: str, to: str | None = None) -> SnapshotDone:
         """Every live node's tables, hard-linked under the data directory's snapshots/NAME, or
         copied to TO/NAME (snapshots/NAME/LOCATION then says where); the WALs are archived there."""
         from bhandar_cli.store.data_dir import LOCATION
@@ -219,7 +221,7 @@ class InProcessBackend:
         ms = round((time.perf_counter() - started) * 1000, 3)
         return {"name": snapshot, "files": files, "ms": ms, "to": base if to else None}
 
-    async def restore(self, snapshot: str, until: float | None = None) -> dict[str, Any]:
+    async def restore(self, snapshot: str, until: float | None = None) -> RestoreDone:
         """Stop every node, put the snapshot's tables and the archived writes up to `until` in
         place, start them again as new actors. The files are verified before anything stops."""
         from pathlib import Path

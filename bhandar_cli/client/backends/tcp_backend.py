@@ -22,17 +22,19 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 import trio
 
-from bhandar_cli.client.backend import Capabilities
+from bhandar_cli.client.backend import Capabilities, RestoreDone, SnapshotDone
 from bhandar_cli.client.membership import ASK_EVERY, LEFT, ClusterMembership, merge_tables, state_of_row
+from bhandar_cli.core.membership.gossip import MemberRow
 from bhandar_cli.core.membership.members import MemberState
 from bhandar_cli.core.membership.ring import Ring
 from bhandar_cli.core.model.errors import BadInput, ClientError, Unavailable
 from bhandar_cli.core.model.metrics import NodeMetrics
 from bhandar_cli.core.model.records import Record
+from bhandar_cli.core.node_views import HintQueueRow, NodeInfo
 from bhandar_cli.core.protocol.messages import Failure, Result
 from bhandar_cli.core.protocol.node_operations import NodeOperation
 from bhandar_cli.core.wire import from_wire, to_wire
@@ -40,8 +42,8 @@ from bhandar_cli.fleet import cluster_file, node_logs, pids, resize, supervisor
 from bhandar_cli.fleet.cluster_file import ClusterFile, ClusterFileError, client_access
 from bhandar_cli.fleet.pids import load_running
 from bhandar_cli.node import admin
+from bhandar_cli.node.net.blocking_rpc import CLIENT_CODES, RpcError
 from bhandar_cli.node.net.rpc import RpcClient
-from bhandar_cli.node.net.rpc_errors import CLIENT_CODES, RpcError
 from bhandar_cli.node.note_log import NoteReader
 
 ALIVE_CACHE = 0.2  # seconds a liveness answer is reused (the client asks per request)
@@ -49,6 +51,18 @@ ADMIN_TIMEOUT = 3.0
 STORAGE_TIMEOUT = 600.0  # flush, compact, snapshot
 NOTES_TIMEOUT = 0.5  # a REPL asks every few tenths of a second; a slow node is asked again soon
 MEMBERS_TIMEOUT = 1.0  # for a node's members table: one that is slower counts as not answering
+
+
+class NodePlacement(TypedDict):
+    """Where a node runs (`placement`; `cluster status` shows it beside each node)."""
+
+    host: str
+    port: int
+    http_port: int | None
+    pid: int | None  # None: not started by this directory, or not running
+    log: str | None
+    protocol: int | None  # the wire protocol it starts with (None: this build's)
+    joined: Literal["file", "token"]  # started from the cluster file, or joined with a join token
 
 
 class TcpBackend:
@@ -188,7 +202,7 @@ class TcpBackend:
             )
         return self.cluster.node(name)
 
-    def placement(self, name: str) -> dict[str, Any]:
+    def placement(self, name: str) -> NodePlacement:
         """Where node `name` runs: address, HTTP port, pid, log, wire protocol; for a member of no
         cluster file, what gossip says (`joined` is then "token")."""
         member = self._learned.get(name)
@@ -277,7 +291,7 @@ class TcpBackend:
         except RpcError:
             return None
 
-    async def node_info(self, name: str, counts: bool = True) -> dict[str, Any]:
+    async def node_info(self, name: str, counts: bool = True) -> NodeInfo:
         info = await self._admin(name, "info", counts=counts)
         if info is None:  # down: and why, when its process said so as it stopped (a full disk)
             tokens = len(self.ring.tokens_by_node().get(name, []))
@@ -290,14 +304,14 @@ class TcpBackend:
         plain = await self._admin(name, "records", keyspace=keyspace, key=key)
         return (None, None) if plain is None else admin.records_from_plain(plain)
 
-    async def node_hints(self, name: str) -> list[dict[str, Any]]:
+    async def node_hints(self, name: str) -> list[HintQueueRow]:
         return await self._admin(name, "hints") or []
 
     async def node_metrics(self, name: str) -> NodeMetrics:
         plain = await self._admin(name, "metrics")
         return NodeMetrics() if plain is None else admin.metrics_from_plain(plain)
 
-    async def node_members(self, name: str, placement: bool = False) -> list[dict[str, Any]]:
+    async def node_members(self, name: str, placement: bool = False) -> list[MemberRow]:
         return await self._admin(name, "members", placement=placement) or []
 
     async def node_tree(self, name: str, keyspace: str, lo: int, hi: int) -> list[list[Any]]:
@@ -321,7 +335,7 @@ class TcpBackend:
     def _snapshot_dir(self, snapshot: str) -> Path:
         return Path(self.cluster.dir) / "snapshots" / snapshot
 
-    async def snapshot(self, snapshot: str, to: str | None = None) -> dict[str, Any]:
+    async def snapshot(self, snapshot: str, to: str | None = None) -> SnapshotDone:
         """Each live node links its tables under the cluster's snapshots/NAME, or copies them to
         TO/NAME (snapshots/NAME/LOCATION then says where); its WALs are archived there."""
         from bhandar_cli.store.data_dir import LOCATION
@@ -343,7 +357,7 @@ class TcpBackend:
         ms = round((time.perf_counter() - started) * 1000, 3)
         return {"name": snapshot, "files": files, "ms": ms, "to": str(target) if to else None}
 
-    async def restore(self, snapshot: str, until: float | None = None) -> dict[str, Any]:
+    async def restore(self, snapshot: str, until: float | None = None) -> RestoreDone:
         """Verify the snapshot's files, stop each node, put the snapshot's tables and the archived
         writes up to `until` in its data directory, start it again."""
         from bhandar_cli.fleet.cluster_secrets import cluster_key
@@ -524,7 +538,7 @@ class TcpBackend:
     async def convergence_problems(self) -> list[str]:
         """Why the cluster is not yet converged: hints held for live nodes, replicas that differ."""
         live = [n for n in self.names if self.is_alive(n)]
-        hints: dict[str, list[dict[str, Any]]] = {}
+        hints: dict[str, list[HintQueueRow]] = {}
         hashes: dict[str, list[list[Any]]] = {}  # per node: its range hashes
         replication: dict[str, int] = {}
         ranges = [list(r) for r in admin.convergence_ranges(self.ring)]

@@ -22,13 +22,37 @@ import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from random import Random
-from typing import Any
+from typing import Any, Required, TypedDict
 
 from bhandar_cli.core.membership.authorship import TRUST_ALL, Authorship, Removal
 from bhandar_cli.core.membership.members import Membership, MemberState
 from bhandar_cli.core.membership.phi import PhiConfig, PhiDetectors
 from bhandar_cli.core.model.tokens import TokenRecord, TokenTable
 from bhandar_cli.core.protocol.messages import Effect, Note, Send
+
+
+class MemberRow(TypedDict, total=False):
+    """A row of a node's membership table (the `members` view, on the wire as it is). A node
+    without gossip says `id`, `up` and `status` only; with `placement` asked, a row also says
+    where the member is (`token_positions`, `http`); a node process adds `protocol`."""
+
+    id: Required[str]
+    up: Required[bool]
+    status: Required[str]  # normal | joining | leaving | left
+    zone: str
+    generation: int
+    heartbeat: int
+    phi: float
+    tokens: int
+    address: str
+    heard: bool
+    rtt_ms: float | None
+    silent_s: float | None  # how long it has heard nothing of the member (None: itself, never)
+    down_after_s: float | None  # after how much silence its detector calls the member down
+    removed: bool
+    token_positions: list[int]
+    http: str
+    protocol: int | None  # node processes: the wire protocol it speaks, as its hello said
 
 
 @dataclass(frozen=True, slots=True)
@@ -363,9 +387,9 @@ class GossipLiveness:
                 self._recheck_at = min(self._recheck_at, self.phi.down_at(peer))
         return out
 
-    def view(self, now: float) -> list[dict[str, object]]:
+    def view(self, now: float) -> list[MemberRow]:
         """This node's membership view (the `members` command)."""
-        rows: list[dict[str, object]] = []
+        rows: list[MemberRow] = []
         for mid, state in sorted(self.membership.members.items()):
             detector = None if mid == self.me else self.phi.detector(mid)
             last = None if detector is None else detector.last_heartbeat
@@ -394,9 +418,9 @@ class GossipLiveness:
         for mid in sorted(set(self.removals) - set(self.membership.members)):
             rows.append(
                 {
-                    **dict.fromkeys(("rtt_ms", "silent_s", "down_after_s")),
-                    **{"id": mid, "zone": "", "generation": 0, "heartbeat": 0, "status": "left"},
-                    **{"up": False, "phi": 0.0, "tokens": 0, "address": "", "heard": False, "removed": True},
+                    "rtt_ms": None, "silent_s": None, "down_after_s": None,
+                    "id": mid, "zone": "", "generation": 0, "heartbeat": 0, "status": "left",
+                    "up": False, "phi": 0.0, "tokens": 0, "address": "", "heard": False, "removed": True,
                 }
-            )
+            )  # fmt: skip
         return rows

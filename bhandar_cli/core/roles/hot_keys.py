@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -146,7 +147,8 @@ class HotSketches:
         self.rates: dict[tuple[str, str], dict[str, float]] = {}
         self.replication: dict[str, int] = {}
 
-    def add(self, node: str, info: dict[str, Any]) -> None:
+    def add(self, node: str, info: Mapping[str, Any]) -> None:
+        """A node's sketch and keyspaces, from its `info` view (core/node_views.py `NodeInfo`)."""
         sketch = info.get("hot") or {}
         self.totals[node] = float(sketch.get("total_rate", 0.0))
         for entry in sketch.get("keys", []):

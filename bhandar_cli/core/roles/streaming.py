@@ -42,6 +42,7 @@ on an older main, where the leaving node streamed to one that had left and waite
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TypedDict
 
 from bhandar_cli.core.membership.members import MemberState
 from bhandar_cli.core.membership.ring import key_token
@@ -58,6 +59,38 @@ from bhandar_cli.core.protocol.optable import IdSource
 from bhandar_cli.core.repair.repair_transfer import fitting
 from bhandar_cli.core.roles.hints import HintQueue
 from bhandar_cli.core.roles.leaving import Item, by_replica, held_items, stop_reason
+
+# The `streams` part of a node's `info` (the `view` below): range movements in progress. "from" is
+# a keyword, hence the functional form.
+InboundStream = TypedDict(
+    "InboundStream",
+    {
+        "from": str,
+        "received": int,
+        "total": int,
+        "done": bool,
+        "replaced": bool,
+        "instead": list[str],
+        "ranges": int,
+        "waiting_for": list[str],
+    },
+)
+
+
+class OutboundStream(TypedDict):
+    to: str
+    sent: int
+    total: int
+    done: bool
+
+
+class StreamsView(TypedDict):
+    movement: str | None  # join | decommission | ..., None when nothing moves
+    finished: bool
+    stopped: str
+    inbound: list[InboundStream]
+    outbound: list[OutboundStream]
+
 
 Displaced = tuple[int, int, tuple[str, ...]]  # an arc (lo, hi] a joiner takes over, its other replicas
 
@@ -470,10 +503,10 @@ class Streaming:
             stream.done = stream.done or msg.done
         return [Send(src, StreamAck(msg.session, msg.seq), durable=True)]
 
-    def view(self) -> dict[str, object]:
+    def view(self) -> StreamsView:
         """Progress of range movements, for status views."""
         mv = self.movement
-        inbound = (
+        inbound: list[InboundStream] = (
             []
             if mv is None
             else [
@@ -490,7 +523,7 @@ class Streaming:
                 for s in mv.inbound.values()
             ]
         )
-        outbound = [
+        outbound: list[OutboundStream] = [
             {"to": s.peer, "sent": s.sent, "total": len(s.items), "done": s.done}
             for s in self._outgoing.values()
         ]

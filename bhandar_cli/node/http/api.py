@@ -39,6 +39,7 @@ from bhandar_cli.core.model.metrics import NodeMetrics
 from bhandar_cli.core.model.records import Versioned
 from bhandar_cli.core.model.values import decode_value, encode_json
 from bhandar_cli.core.model.versions import JSON, context_of
+from bhandar_cli.core.node_views import NodeInfo
 from bhandar_cli.core.protocol.messages import (
     ClientRequest,
     Failure,
@@ -99,7 +100,7 @@ class Gateway(Protocol):
     config: NodeConfig
     auth: Authenticator | None  # None: every client is admitted
 
-    def info(self) -> dict[str, Any]: ...
+    def info(self) -> NodeInfo: ...
     def current_metrics(self) -> NodeMetrics | None: ...
     async def call(self, request: ClientRequest, timeout: float = ...) -> Result: ...
 

@@ -13,7 +13,7 @@ and alert rules built on them ship in ops/prometheus/bhandar-rules.yml.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 
@@ -28,6 +28,9 @@ from bhandar_cli.core.model.metrics import (
 )
 from bhandar_cli.core.model.metrics import Metric as MetricRow
 
+if TYPE_CHECKING:
+    from bhandar_cli.core.node_views import NodeInfo
+
 # Latency bucket bounds (`le`, seconds): Prometheus' usual 1-2.5-5 steps from 0.5 ms to 10 s, each
 # moved to the nearest edge of the node's own 2%-wide buckets so every count is exact (the `le`
 # labels therefore read 0.0009998..., not 0.001).
@@ -39,7 +42,7 @@ LATENCY_BOUNDS_MS = [
 class MetricsSource(Protocol):
     """What the collector reads from its node (NodeProcess)."""
 
-    def info(self) -> dict[str, Any]: ...
+    def info(self) -> NodeInfo: ...
     def current_metrics(self) -> NodeMetrics | None: ...
 
 

@@ -5,7 +5,8 @@ makes one call and exits pays more for starting trio than for the call. This one
 protocol with the standard library alone: a TCP connection, TLS checked against the cluster CA
 with the node id as the server name, the hello with the token, then frames of the sans-I/O codec
 (node/net/codec.py). Errors are the trio client's, word for word: `RpcError` of kind unreachable,
-lost or timeout, or remote with the node's code.
+lost or timeout, or remote with the node's code. `RpcError` is declared here, where nothing imports
+trio, and the trio client raises it too; `CLIENT_CODES`, the code a client reports for each kind.
 """
 
 from __future__ import annotations
@@ -18,11 +19,37 @@ from typing import Any
 
 from bhandar_cli.node.net import codec
 from bhandar_cli.node.net.codec import CLOSED, NEED_DATA, FrameDecoder, ProtocolError, encode_frame
-from bhandar_cli.node.net.rpc_errors import RpcError
 from bhandar_cli.security.access import PLAIN, ClientAccess
 
 CONNECT_TIMEOUT = 1.0  # as the trio client's (node/net/frames.py)
 RECV_SIZE = 65536
+
+
+class RpcError(Exception):
+    """An RPC that got no answer (`kind` unreachable: never sent, the node not reached; busy: never
+        sent, too many calls in flight to it; lost: sent, then the connection broke; timeout: no answer
+        in time), a node's refusal of a request it did not run (draining: it is stopping or has just
+    started; ask another) or an error answer
+        (remote), with the error's `code` when the node gave one (unauthenticated, forbidden,
+        rate_limited, bad_input)."""
+
+    def __init__(self, message: str, kind: str = "remote", code: str = "") -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.code = code
+
+
+CLIENT_CODES = {
+    "timeout": "timeout",
+    "lost": "timeout",
+    "unreachable": "unavailable",
+    "busy": "unavailable",
+    "draining": "unavailable",
+    "remote": "internal",
+}
+"""The error code a client reports for an RPC of each kind that failed without a code of its own:
+`unavailable` (in `NOT_APPLIED`, core/model/errors.py) for a request that was not run, `timeout`
+(the outcome unknown) for one that was sent and not answered."""
 
 
 class BlockingRpc:

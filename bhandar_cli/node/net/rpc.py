@@ -14,6 +14,7 @@ from typing import Any
 import trio
 
 from bhandar_cli.node.net import codec
+from bhandar_cli.node.net.blocking_rpc import RpcError
 from bhandar_cli.node.net.codec import MIN_COMPATIBLE_VERSION, ProtocolError, encode_frame
 from bhandar_cli.node.net.frames import (
     CONNECT_TIMEOUT,
@@ -22,7 +23,6 @@ from bhandar_cli.node.net.frames import (
     FrameConn,
     Outbox,
 )
-from bhandar_cli.node.net.rpc_errors import RpcError
 from bhandar_cli.node.net.tls_connect import HandshakeError, client_ctx, open_stream
 from bhandar_cli.node.net.tls_stream import Truncated
 from bhandar_cli.security.access import PLAIN, ClientAccess

@@ -106,7 +106,7 @@ class TcpTransport:
         self.model = NetworkModel(Random(), latency=None)
         # "writes" counts send_all calls to peers: sent / writes is how many messages share one;
         # "frames" counts the frames written to peers: sent / frames, how many share a frame;
-        # "truncated", inbound TLS streams cut without close_notify (tls_record.py).
+        # "truncated", inbound TLS streams cut without close_notify (tls_stream.py).
         self.stats = dict.fromkeys(("sent", "received", "dropped", "connects", "connect_failures"), 0)
         self.stats.update(rejected=0, writes=0, frames=0, truncated=0)
         self._links: dict[str, _PeerLink] = {}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bhandar_cli.client.cluster_views import KeyspacesView
 from bhandar_cli.client.outcomes import GetOutcome, IncrOutcome, WriteOutcome
 from bhandar_cli.core.model.config import KEYSPACE_NAME_RULE
 from bhandar_cli.core.model.errors import BadInput
@@ -151,7 +152,7 @@ async def incr(session: Session, cmd: Command) -> IncrOutcome:
     ),
     renderer=render_keyspaces,
 )
-async def keyspace(session: Session, cmd: Command) -> dict[str, Any]:
+async def keyspace(session: Session, cmd: Command) -> KeyspacesView | dict[str, Any]:
     if cmd.keyword(0) == "list":
         return await session.client.views.keyspace_list()
     if len(cmd.args) != 2:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from bhandar_cli.client.cluster_ops import MembersView
+from bhandar_cli.client.cluster_views import ClockView, HintsView, PrefsView, RingView, StatusView
 from bhandar_cli.core.model.errors import BadInput
 from bhandar_cli.core.model.metrics import metrics_parts
 from bhandar_cli.repl.kinds import INTEGER, KEY, KEYSPACE, NODE, choices
@@ -35,7 +37,7 @@ TABLE: CommandTable[Session] = CommandTable()
     not run); joining, leaving; left.""",
     renderer=render_status,
 )
-async def status(session: Session, cmd: Command) -> dict[str, Any]:
+async def status(session: Session, cmd: Command) -> StatusView:
     return await session.client.views.status()
 
 
@@ -46,7 +48,7 @@ async def status(session: Session, cmd: Command) -> dict[str, Any]:
     of the ring; and every token range with its owner.""",
     renderer=render_ring,
 )
-async def ring(session: Session, cmd: Command) -> dict[str, Any]:
+async def ring(session: Session, cmd: Command) -> RingView:
     return await session.client.views.ring()
 
 
@@ -60,7 +62,7 @@ async def ring(session: Session, cmd: Command) -> dict[str, Any]:
     examples=("prefs kv cart:42",),
     renderer=render_prefs,
 )
-async def prefs(session: Session, cmd: Command) -> dict[str, Any]:
+async def prefs(session: Session, cmd: Command) -> PrefsView:
     return await session.client.views.prefs(cmd.arg(0), cmd.arg(1))
 
 
@@ -74,7 +76,7 @@ async def prefs(session: Session, cmd: Command) -> dict[str, Any]:
     examples=("clock kv cart:42",),
     renderer=render_clock,
 )
-async def clock(session: Session, cmd: Command) -> dict[str, Any]:
+async def clock(session: Session, cmd: Command) -> ClockView:
     return await session.client.views.clock(cmd.arg(0), cmd.arg(1))
 
 
@@ -98,7 +100,7 @@ async def merkle(session: Session, cmd: Command) -> dict[str, Any]:
     many and how old the oldest is. They are delivered once the target is reachable again.""",
     renderer=render_hints,
 )
-async def hints(session: Session, cmd: Command) -> dict[str, Any]:
+async def hints(session: Session, cmd: Command) -> HintsView:
     return await session.client.views.hints()
 
 
@@ -114,7 +116,7 @@ async def hints(session: Session, cmd: Command) -> dict[str, Any]:
     examples=("members from=B",),
     renderer=render_members,
 )
-async def members(session: Session, cmd: Command) -> dict[str, Any]:
+async def members(session: Session, cmd: Command) -> MembersView:
     return await session.client.ops.members(cmd.options.get("from"))
 
 

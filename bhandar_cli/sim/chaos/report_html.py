@@ -15,7 +15,7 @@ from html import escape
 from typing import TYPE_CHECKING
 
 from bhandar_cli.sim.chaos.report import render_summary, reproduce_command
-from bhandar_cli.sim.report_style import FAULT_COLOURS, STYLE
+from bhandar_cli.sim.history import FAULT_COLOURS, STYLE
 
 if TYPE_CHECKING:
     from bhandar_cli.sim.chaos.report import ChaosReport

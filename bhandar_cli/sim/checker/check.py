@@ -46,8 +46,7 @@ from dataclasses import dataclass, field
 from bhandar_cli.core.model.config import KeyspaceDef
 from bhandar_cli.core.model.crdt import PNCounter
 from bhandar_cli.core.model.records import Record, Versioned, same_record
-from bhandar_cli.sim.checker.dots import learn_dots, superseded_at
-from bhandar_cli.sim.checker.finding_text import dot_text, show_value
+from bhandar_cli.sim.checker.dots import dot_text, learn_dots, show_value, superseded_at
 from bhandar_cli.sim.checker.properties import (
     check_counter,
     false_siblings,

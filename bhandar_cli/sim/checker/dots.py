@@ -5,7 +5,8 @@ Clients learn a write's dot only by reading it back, and a write supersedes anot
 a context that covers its dot (contexts come only from reads). `learn_dots` gathers value -> dot
 from every record a client read and every final record, and checks that one dot always names one
 write; `superseded_at` finds, per put, the earliest invocation of a write whose context covered
-its dot. The checker's lost-write, stale-read and resurrection properties rest on both.
+its dot. The checker's lost-write, stale-read and resurrection properties rest on both. And how
+every finding names a dot and a value (`dot_text`, `show_value`: one wording in every violation).
 """
 
 from __future__ import annotations
@@ -16,8 +17,16 @@ from collections.abc import Iterable, Mapping
 from bhandar_cli.core.model.errors import NOT_APPLIED
 from bhandar_cli.core.model.records import Record, Versioned
 from bhandar_cli.core.model.versions import Dot, cloud_entry
-from bhandar_cli.sim.checker.finding_text import dot_text, show_value
 from bhandar_cli.sim.history import History, Operation, Violation
+
+
+def dot_text(dot: Dot) -> str:
+    return f"{dot[0]}:{dot[1]}"
+
+
+def show_value(value: bytes | None) -> str:
+    """A value as the workload wrote it (its values are text), or `tombstone`."""
+    return "tombstone" if value is None else value.decode("utf-8", "replace")
 
 
 def _records_seen(

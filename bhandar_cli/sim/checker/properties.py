@@ -14,7 +14,7 @@ from bhandar_cli.core.model.config import KeyspaceDef, required
 from bhandar_cli.core.model.crdt import PNCounter
 from bhandar_cli.core.model.records import Record, Versioned
 from bhandar_cli.core.model.versions import Dot, covers
-from bhandar_cli.sim.checker.finding_text import dot_text, show_value
+from bhandar_cli.sim.checker.dots import dot_text, show_value
 from bhandar_cli.sim.history import History, Operation, Violation
 
 

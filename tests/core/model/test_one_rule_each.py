@@ -45,6 +45,10 @@ def test_a_ttl_reads_and_shows_every_whole_second_unit_of_the_durations(unit: st
 
 
 def test_every_exit_code_is_the_one_declaration() -> None:
-    assert chaos_swarm_view.EXIT_INTERRUPTED is exit_status.EXIT_INTERRUPTED == 130
-    assert demo_runner.EXIT_INTERRUPTED is exit_status.EXIT_INTERRUPTED
-    assert (demo_runner.EXIT_OK, demo_runner.EXIT_FAILED) == (exit_status.EXIT_OK, exit_status.EXIT_FAILED)
+    # vars(): the names are imported, not re-exported, and the test asks which object they are.
+    assert vars(chaos_swarm_view)["EXIT_INTERRUPTED"] is exit_status.EXIT_INTERRUPTED == 130
+    assert vars(demo_runner)["EXIT_INTERRUPTED"] is exit_status.EXIT_INTERRUPTED
+    assert (vars(demo_runner)["EXIT_OK"], vars(demo_runner)["EXIT_FAILED"]) == (
+        exit_status.EXIT_OK,
+        exit_status.EXIT_FAILED,
+    )

@@ -26,6 +26,7 @@ from bhandar_cli.core.model.metrics import (
     metrics_parts,
     metrics_table,
 )
+from bhandar_cli.core.node_views import NodeInfo
 from bhandar_cli.node.http.prometheus import NodeCollector, docs_table
 from bhandar_cli.repl.commands.observe import METRICS_PARTS
 
@@ -36,7 +37,7 @@ class _Source:
     def __init__(self, metrics: NodeMetrics) -> None:
         self.metrics = metrics
 
-    def info(self) -> dict[str, Any]:
+    def info(self) -> NodeInfo:
         return {"members": ["A"], "peers": {}, "hints": 0, "keys": 0, "storage": {"disk_bytes": 1}}
 
     def current_metrics(self) -> NodeMetrics | None:

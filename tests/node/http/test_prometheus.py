@@ -10,6 +10,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from bhandar_cli.core.model.metrics import NodeMetrics
+from bhandar_cli.core.node_views import NodeInfo
 from bhandar_cli.node.http.prometheus import LATENCY_BOUNDS_MS, NodeCollector
 
 
@@ -17,7 +18,7 @@ class _Source:
     def __init__(self, metrics: NodeMetrics) -> None:
         self.metrics = metrics
 
-    def info(self) -> dict[str, Any]:
+    def info(self) -> NodeInfo:
         return {
             "members": ["A", "B"],
             "peers": {"B": True},

@@ -32,10 +32,10 @@ from bhandar_cli.core.protocol.messages import (
 )
 from bhandar_cli.core.wire import from_wire, to_wire
 from bhandar_cli.fleet.placement import free_ports
+from bhandar_cli.node.net.blocking_rpc import RpcError
 from bhandar_cli.node.net.codec import NEED_DATA, PROTOCOL_VERSION, FrameDecoder, encode_frame
 from bhandar_cli.node.net.frames import PEER_QUEUE, FrameConn, checked_body, wire_frame
 from bhandar_cli.node.net.rpc import open_rpc
-from bhandar_cli.node.net.rpc_errors import RpcError
 from bhandar_cli.node.net.transport import TcpTransport
 
 RECORD = Versioned((Sibling(("A", 3), {"A": 3, "B~2": 1}, b'"x"', "application/json", 1.5),))
