@@ -257,15 +257,18 @@ class Exchange:
         self.read: GetResult | None = None
         self._passed: list[tuple[str, Failure]] = []
 
-    def start(self, view: ClusterView) -> Send | Failed:
-        """The first request to send, or `Failed` when no node can take it."""
+    def start(self, view: ClusterView | None) -> Send | Failed:
+        """The first request to send, or `Failed` when no node can take it. `view` may be None
+        only when the caller named the node (`via`): the HTTP gateway asks its own node."""
         return self._send_first(view)
 
-    def _send_first(self, view: ClusterView) -> Send | Failed:
+    def _send_first(self, view: ClusterView | None) -> Send | Failed:
         self._passed = []
         if self.via is not None:
             self.node = self.via
             return Send(self.via, self.request)
+        if view is None:
+            raise ValueError("an exchange with no node named needs the cluster's view")
         # Like a partition-aware client: the first live replica of the key, else any live node.
         for name in view.ring.walk(key_token(self.request.keyspace, self.request.key)):
             if view.is_alive(name):
@@ -273,7 +276,7 @@ class Exchange:
                 return Send(name, self.request)
         return Failed(self.request, EVERY_NODE_DOWN)
 
-    def receive(self, result: DataResult | Failure, view: ClusterView) -> Step:
+    def receive(self, result: DataResult | Failure, view: ClusterView | None) -> Step:
         """The answer of the node the last `Send` went to; the next step."""
         if isinstance(result, Failure):
             return self._failed(result, view)
@@ -301,7 +304,7 @@ class Exchange:
             forward_reason=reason,
         )
 
-    def _delete_after(self, read: GetResult, view: ClusterView) -> Send | Failed:
+    def _delete_after(self, read: GetResult, view: ClusterView | None) -> Send | Failed:
         """The read of a delete came back: write the tombstone over what it found."""
         request = self.request
         self.read, self.then_delete = read, False
@@ -318,12 +321,12 @@ class Exchange:
         )
         return self._send_first(view)
 
-    def _failed(self, failure: Failure, view: ClusterView) -> Send | Failed:
+    def _failed(self, failure: Failure, view: ClusterView | None) -> Send | Failed:
         """Go around a failed node to the key's next live replica when that is safe (a node
         stopping for a rolling upgrade, or restarting and not yet listening, fails no request),
         else end with the failure, which names each node the request went to."""
         passed = [f for _, f in self._passed]
-        if self.via is None and goes_around(self.request, failure, passed):
+        if self.via is None and view is not None and goes_around(self.request, failure, passed):
             tried = {self.node, *(node for node, _ in self._passed)}
             walk = view.ring.walk(key_token(self.request.keyspace, self.request.key))
             others = [n for n in walk if n not in tried and view.is_alive(n)]
