@@ -243,8 +243,14 @@ class Workload:
             raise AssertionError(f"a data request answered with {type(result).__name__}")  # a bug
         step = client.exchange.receive(result, self.view)
         if isinstance(step, Send) and op.kind == "get" and isinstance(step.request, PutRequest):
-            # A delete's read came back: it ends as a get, and the delete begins.
+            # A delete's read came back: it ends as a get, and the delete begins, one more
+            # operation of the run's budget (`ops`), unless the budget is spent.
             History.complete(op, self.cluster.now, result)
+            if self.issued >= self.params.ops:
+                self._done(client, op)
+                return
+            self.issued += 1
+            self._count_completed()  # never the last: the delete is still to complete
             op = self.history.invoke(self.cluster.now, client.id, "delete", op.keyspace, op.key, op.level)
             client.busy = op
         if isinstance(step, Send):  # around a node that failed it, or a delete's write after its read
@@ -279,11 +285,16 @@ class Workload:
                 client.retry = (op.key, op.request_id, op.delta, op.attempt + 1)
             else:
                 client.retry = None
+        if not self._count_completed():
+            self._act(client, -self.params.think * math.log(1.0 - self.rng.random()))
+
+    def _count_completed(self) -> bool:
+        """Count one completed operation; whether it was the last (the run stops)."""
         self.completed += 1
         if self.on_progress is not None and self.completed % self._progress_step == 0:
             self.on_progress(self.completed)
         if self.completed >= self.params.ops:
             self.done = True
             self.cluster.loop.stop()
-            return
-        self._act(client, -self.params.think * math.log(1.0 - self.rng.random()))
+            return True
+        return False
