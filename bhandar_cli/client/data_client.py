@@ -145,11 +145,8 @@ class DataClient:
         result = done.result
         assert isinstance(result, PutResult)
         self._remember(keyspace, key)
-        removed = None
-        if done.read is not None:
-            record = done.read.record
-            siblings = record.siblings if isinstance(record, Versioned) else ()
-            removed = tuple(decode_value(s.value, s.ctype) for s in siblings if not s.tombstone)
+        gone = done.removed
+        removed = None if gone is None else tuple(decode_value(s.value, s.ctype) for s in gone)
         return WriteOutcome(
             cmd=cmd,
             keyspace=keyspace,

@@ -25,7 +25,7 @@ from bhandar_cli.core.membership.ring import key_token
 from bhandar_cli.core.model.context import BLIND_DELETE_WARNING, decode_context
 from bhandar_cli.core.model.errors import NOT_APPLIED, REFUSED_INPUT, ClientError
 from bhandar_cli.core.model.records import Versioned
-from bhandar_cli.core.model.versions import context_of
+from bhandar_cli.core.model.versions import Sibling, context_of
 from bhandar_cli.core.protocol.client_messages import (
     Failure,
     GetRequest,
@@ -102,13 +102,13 @@ class Done:
     forward_reason: str = ""  # why it did not coordinate: its own words when it said them
 
     @property
-    def removed(self) -> tuple[bytes | None, ...] | None:
-        """A delete that read first: the stored values its write removes; None when unknown."""
+    def removed(self) -> tuple[Sibling, ...] | None:
+        """A delete that read first: the stored versions its write removes; None when unknown."""
         if self.read is None:
             return None
         record = self.read.record
         siblings = record.siblings if isinstance(record, Versioned) else ()
-        return tuple(s.value for s in siblings if not s.tombstone)
+        return tuple(s for s in siblings if not s.tombstone)
 
 
 @dataclass(frozen=True, slots=True)

@@ -155,7 +155,7 @@ def test_a_delete_without_a_context_reads_first_and_deletes_what_it_read() -> No
     assert write.request.rid != read.request.rid  # two requests, two ids
     done = delete.receive(PutResult("A", 2, 2), view)
     assert isinstance(done, Done) and done.context_used == "read"
-    assert done.removed == (b'"x"', b'"y"')
+    assert done.removed is not None and [s.value for s in done.removed] == [b'"x"', b'"y"']
 
 
 def test_a_delete_of_a_key_never_stored_reads_then_writes_a_tombstone_without_context() -> None:
