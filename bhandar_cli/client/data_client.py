@@ -32,7 +32,7 @@ from bhandar_cli.core.model.limits import check_delta, check_key, check_request_
 from bhandar_cli.core.model.records import Record, Versioned
 from bhandar_cli.core.model.values import decode_value
 from bhandar_cli.core.protocol.client_messages import Failure, GetResult, IncrResult, PutResult
-from bhandar_cli.core.session.client_session import ClientSession, Done, Exchange, Failed, Send
+from bhandar_cli.core.session.client_session import ClientSession, Done, Exchange, Failed, SendRequest
 
 if TYPE_CHECKING:
     from bhandar_cli.client.backend import RequestBackend
@@ -62,7 +62,7 @@ class DataClient:
         return self.consistency if level is None else parse_level(level)
 
     async def call(self, via: str, request: Any) -> Result:
-        """Send a request that is not a data operation (a keyspace's definition) to `via`; a
+        """SendRequest a request that is not a data operation (a keyspace's definition) to `via`; a
         `Failure` is raised as `ClientError`."""
         result = await self.backend.request(via, request, self.timeout)
         if isinstance(result, Failure):
@@ -72,8 +72,8 @@ class DataClient:
     async def run(self, exchange: Exchange) -> Done:
         """Drive one operation of the session: send what it asks to the node it names, hand each
         result back, until it is done (a failure is raised as `ClientError`)."""
-        step: Send | Done | Failed = exchange.start(self.backend)
-        while isinstance(step, Send):
+        step: SendRequest | Done | Failed = exchange.start(self.backend)
+        while isinstance(step, SendRequest):
             result = await self.backend.request(step.node, step.request, self.timeout)
             if not isinstance(result, PutResult | GetResult | IncrResult | Failure):
                 raise ClientError(

@@ -30,7 +30,14 @@ from bhandar_cli.core.model.config import KeyspaceDef
 from bhandar_cli.core.model.errors import NOT_APPLIED
 from bhandar_cli.core.model.versions import JSON
 from bhandar_cli.core.protocol.messages import Failure, GetResult, IncrResult, PutRequest, PutResult, Result
-from bhandar_cli.core.session.client_session import ClientSession, DataResult, Done, Exchange, Send, Step
+from bhandar_cli.core.session.client_session import (
+    ClientSession,
+    DataResult,
+    Done,
+    Exchange,
+    SendRequest,
+    Step,
+)
 from bhandar_cli.fleet.cluster_file import ClusterFileError
 from bhandar_cli.sim.history import History, Operation
 
@@ -157,7 +164,7 @@ class SoakClient:
     async def _drive(self, op: Operation, exchange: Exchange) -> None:
         """Run the session's operation, recording it (and a delete's read, as a get) in the history."""
         step: Step = exchange.start(self.backend)
-        while isinstance(step, Send):
+        while isinstance(step, SendRequest):
             if isinstance(step.request, PutRequest) and op.kind in ("put", "delete"):
                 op.context = step.request.context
             result = await self._request(op, step)
@@ -165,7 +172,7 @@ class SoakClient:
                 self.stats.record(op)
                 return
             step = exchange.receive(result, self.backend)
-            if isinstance(step, Send) and op.kind == "get" and isinstance(step.request, PutRequest):
+            if isinstance(step, SendRequest) and op.kind == "get" and isinstance(step.request, PutRequest):
                 History.complete(op, trio.current_time(), result)  # a delete's read: then the delete
                 self.stats.record(op)
                 now = trio.current_time()
@@ -173,7 +180,7 @@ class SoakClient:
         History.complete(op, trio.current_time(), step.result if isinstance(step, Done) else step.failure)
         self.stats.record(op)
 
-    async def _request(self, op: Operation, step: Send) -> DataResult | Failure | None:
+    async def _request(self, op: Operation, step: SendRequest) -> DataResult | Failure | None:
         """The node's answer, a `Failure` when it could not be asked, None after the client's own
         timeout (the operation then failed as timed out)."""
         try:

@@ -2,14 +2,15 @@
 to the client).
 
 `ClientSession` owns what a client remembers between its data operations: the context of its last
-read of each key. Each data operation (get, put, delete, incr) is an `Exchange`: `start` gives the
-first request to send (`Send`, to a node), `receive` takes that node's result and gives the next
-`Send` (the same request to the key's next live replica, or a delete's write after its read), or
-how the operation ended (`Done`, `Failed`). It decides the node (the first live replica of the key,
-unless the caller names one), when a failed request may go around to another (`goes_around`), a
-delete's read first, and which context a write carries; whoever drives it does the I/O: the data
-client (client/data_client.py), the HTTP gateway (node/http/api.py), the soak (soak/load.py) and
-the chaos workload (sim/chaos/workload.py), so every chaos seed runs the client code users run.
+read of each key. Each data operation (get, put, delete, incr) is an `Exchange`: `start` gives
+the first request to send (`SendRequest`, to a node), `receive` takes that node's result and gives
+the next `SendRequest` (the same request to the key's next live replica, or a delete's write after
+its read), or how the operation ended (`Done`, `Failed`). It decides the node (the first live
+replica of the key, unless the caller names one), when a failed request may go around to another
+(`goes_around`), a delete's read first, and which context a write carries; whoever drives it does
+the I/O: the data client (client/data_client.py), the HTTP gateway (node/http/api.py), the soak
+(soak/load.py) and the chaos workload (sim/chaos/workload.py), so every chaos seed runs the
+client code users run.
 
 Synchronous and deterministic: it is handed the cluster's view (`ClusterView`: the ring and which
 nodes are up) at each step and a function for request ids; it never reads a clock or a socket.
@@ -83,7 +84,7 @@ def goes_around(request: DataRequest, failure: Failure, passed: Sequence[Failure
 
 
 @dataclass(frozen=True, slots=True)
-class Send:
+class SendRequest:
     """Send `request` to `node` and hand its result (or a `Failure`) to `Exchange.receive`."""
 
     node: str
@@ -137,7 +138,7 @@ class Failed:
         return ClientError(failure.code, text, failure.answered, failure.needed, failure.trace)
 
 
-Step = Send | Done | Failed
+Step = SendRequest | Done | Failed
 
 
 class ClientSession:
@@ -257,27 +258,27 @@ class Exchange:
         self.read: GetResult | None = None
         self._passed: list[tuple[str, Failure]] = []
 
-    def start(self, view: ClusterView | None) -> Send | Failed:
+    def start(self, view: ClusterView | None) -> SendRequest | Failed:
         """The first request to send, or `Failed` when no node can take it. `view` may be None
         only when the caller named the node (`via`): the HTTP gateway asks its own node."""
         return self._send_first(view)
 
-    def _send_first(self, view: ClusterView | None) -> Send | Failed:
+    def _send_first(self, view: ClusterView | None) -> SendRequest | Failed:
         self._passed = []
         if self.via is not None:
             self.node = self.via
-            return Send(self.via, self.request)
+            return SendRequest(self.via, self.request)
         if view is None:
             raise ValueError("an exchange with no node named needs the cluster's view")
         # Like a partition-aware client: the first live replica of the key, else any live node.
         for name in view.ring.walk(key_token(self.request.keyspace, self.request.key)):
             if view.is_alive(name):
                 self.node = name
-                return Send(name, self.request)
+                return SendRequest(name, self.request)
         return Failed(self.request, EVERY_NODE_DOWN)
 
     def receive(self, result: DataResult | Failure, view: ClusterView | None) -> Step:
-        """The answer of the node the last `Send` went to; the next step."""
+        """The answer of the node the last `SendRequest` went to; the next step."""
         if isinstance(result, Failure):
             return self._failed(result, view)
         request = self.request
@@ -304,7 +305,7 @@ class Exchange:
             forward_reason=reason,
         )
 
-    def _delete_after(self, read: GetResult, view: ClusterView | None) -> Send | Failed:
+    def _delete_after(self, read: GetResult, view: ClusterView | None) -> SendRequest | Failed:
         """The read of a delete came back: write the tombstone over what it found."""
         request = self.request
         self.read, self.then_delete = read, False
@@ -321,7 +322,7 @@ class Exchange:
         )
         return self._send_first(view)
 
-    def _failed(self, failure: Failure, view: ClusterView | None) -> Send | Failed:
+    def _failed(self, failure: Failure, view: ClusterView | None) -> SendRequest | Failed:
         """Go around a failed node to the key's next live replica when that is safe (a node
         stopping for a rolling upgrade, or restarting and not yet listening, fails no request),
         else end with the failure, which names each node the request went to."""
@@ -333,5 +334,5 @@ class Exchange:
             if others:
                 self._passed.append((self.node, failure))
                 self.node = others[0]
-                return Send(self.node, self.request)
+                return SendRequest(self.node, self.request)
         return Failed(self.request, failure, tuple(self._passed))

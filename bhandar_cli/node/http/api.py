@@ -217,7 +217,7 @@ class Api:
         """Drive a client session's operation (core/session/client_session.py) on this node: the
         gateway is a client of its own node, with the same semantics as every other client."""
         step: client_session.Step = exchange.start(None)
-        while isinstance(step, client_session.Send):
+        while isinstance(step, client_session.SendRequest):
             result = await self.node.call(step.request, TIMEOUT)
             if not isinstance(result, GetResult | PutResult | IncrResult | Failure):
                 raise HttpError(500, f"internal error: a data request answered with {type(result).__name__}")

@@ -35,7 +35,7 @@ from bhandar_cli.core.membership.ring import Ring
 from bhandar_cli.core.model.config import KeyspaceDef
 from bhandar_cli.core.model.versions import JSON
 from bhandar_cli.core.protocol.messages import Failure, GetResult, IncrResult, PutRequest, PutResult, Result
-from bhandar_cli.core.session.client_session import ClientSession, Done, Exchange, Send
+from bhandar_cli.core.session.client_session import ClientSession, Done, Exchange, SendRequest
 from bhandar_cli.sim.history import History, Operation
 from bhandar_cli.sim.sim_cluster import SimCluster
 
@@ -221,14 +221,14 @@ class Workload:
     def _send(self, client: _Client, op: Operation, exchange: Exchange) -> None:
         """Start the session's operation; its first request leaves at `op.invoked`."""
         step = exchange.start(self.view)
-        if not isinstance(step, Send):  # every node is down: refused at once
+        if not isinstance(step, SendRequest):  # every node is down: refused at once
             History.complete(op, op.invoked, step.failure)
             self.cluster.loop.call_at(op.invoked, self._done, client, op)
             return
         client.busy, client.exchange = op, exchange
         self._submit(client, op, step, op.invoked - self.cluster.now)
 
-    def _submit(self, client: _Client, op: Operation, step: Send, delay: float) -> None:
+    def _submit(self, client: _Client, op: Operation, step: SendRequest, delay: float) -> None:
         if op.kind in ("put", "delete") and isinstance(step.request, PutRequest):
             op.context = step.request.context  # a delete that read first knows it only now
         self.cluster.submit(step.node, step.request, lambda result: self._answered(client, op, result), delay)
@@ -242,7 +242,7 @@ class Workload:
         if not isinstance(result, GetResult | PutResult | IncrResult | Failure):
             raise AssertionError(f"a data request answered with {type(result).__name__}")  # a bug
         step = client.exchange.receive(result, self.view)
-        if isinstance(step, Send) and op.kind == "get" and isinstance(step.request, PutRequest):
+        if isinstance(step, SendRequest) and op.kind == "get" and isinstance(step.request, PutRequest):
             # A delete's read came back: it ends as a get, and the delete begins, one more
             # operation of the run's budget (`ops`), unless the budget is spent.
             History.complete(op, self.cluster.now, result)
@@ -253,7 +253,7 @@ class Workload:
             self._count_completed()  # never the last: the delete is still to complete
             op = self.history.invoke(self.cluster.now, client.id, "delete", op.keyspace, op.key, op.level)
             client.busy = op
-        if isinstance(step, Send):  # around a node that failed it, or a delete's write after its read
+        if isinstance(step, SendRequest):  # around a node that failed it, or a delete's write after its read
             self._submit(client, op, step, 0.0)
             return
         History.complete(op, self.cluster.now, step.result if isinstance(step, Done) else step.failure)

@@ -27,7 +27,7 @@ from bhandar_cli.core.session.client_session import (
     ClientSession,
     Done,
     Failed,
-    Send,
+    SendRequest,
 )
 
 NAMES = ["A", "B", "C", "D", "E"]
@@ -70,8 +70,8 @@ def found(*clocks: dict[str, int], values: tuple[bytes | None, ...] = ()) -> Get
     return GetResult("A", Versioned(tuple(siblings)), 2, 2)
 
 
-def send(step: object) -> Send:
-    assert isinstance(step, Send), step
+def send(step: object) -> SendRequest:
+    assert isinstance(step, SendRequest), step
     return step
 
 
@@ -235,7 +235,7 @@ def test_a_request_goes_around_at_most_reroutes_times_and_its_error_names_each_n
     get = session().get(KS, KEY, level="ONE")
     nodes = [send(get.start(view)).node]
     step = get.receive(NOT_LISTENING, view)
-    while isinstance(step, Send):
+    while isinstance(step, SendRequest):
         nodes.append(step.node)
         step = get.receive(NOT_LISTENING, view)
     assert nodes == order[: REROUTES + 1]
