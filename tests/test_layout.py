@@ -24,12 +24,12 @@ MODULES = sorted(p for p in PACKAGE.rglob("*.py") if p.name != "__init__.py")
 # Sub-packages that are packages of their own in the table; any other sub-package (client/ops/,
 # client/backends/, repl/commands/) belongs to its parent.
 UNITS = {
-    "core": ("model", "protocol", "membership", "repair", "roles"),
+    "core": ("model", "protocol", "membership", "repair", "roles", "session"),
     "storage": ("disk",),
     "node": ("net", "http"),
     "sim": ("checker", "chaos", "seeds"),
 }
-CORE = {"core", "core.model", "core.protocol", "core.membership", "core.repair", "core.roles"}
+CORE = {"core", "core.model", "core.protocol", "core.membership", "core.repair", "core.roles", "core.session"}
 STORAGE = {"storage", "storage.disk"}
 NODE = {"node", "node.net", "node.http"}
 SIM = {"sim", "sim.checker", "sim.chaos", "sim.seeds"}
@@ -42,6 +42,8 @@ LAYERS: dict[str, set[str]] = {
     "core.membership": {"core.model", "core.protocol"},
     "core.repair": {"core.model", "core.protocol", "core.membership"},
     "core.roles": {"core.model", "core.protocol", "core.membership", "core.repair"},
+    # The client session (what a client sends where): the data client, the gateway and the swarms.
+    "core.session": {"core.model", "core.protocol", "core.membership"},
     "core": CORE,
     "storage.disk": set(),
     "storage": {"storage.disk"},

@@ -33,5 +33,5 @@ class Client(Generic[B]):
         self.backend = backend
         self.views = ClusterViews(backend)
         # A write sent via= a node that forwarded it says why: the views know the key's replicas.
-        self.data = DataClient(backend, consistency, timeout, self.views.replicas_of)
+        self.data = DataClient(backend, consistency, timeout)
         self.ops = ClusterOps(backend, self.data, self.views)

@@ -16,7 +16,7 @@ from bhandar_cli.client.membership import MembershipView
 from bhandar_cli.client.outcomes import counter_parts, sibling_views
 from bhandar_cli.core.membership.members import CODES
 from bhandar_cli.core.membership.ring import key_token
-from bhandar_cli.core.model.errors import BadInput, BhandarError
+from bhandar_cli.core.model.errors import BadInput
 from bhandar_cli.core.model.records import Versioned
 from bhandar_cli.core.model.versions import context_of, relation
 from bhandar_cli.core.node_views import HintQueueRow, NodeInfo
@@ -236,15 +236,6 @@ class ClusterViews:
 
             raise unknown_keyspace(keyspace, known)
         return 3  # nobody answered: the preference list of the default N still teaches
-
-    async def replicas_of(self, keyspace: str, key: str) -> tuple[str, ...] | None:
-        """The key's home replicas by the ring; None when its keyspace's N cannot be learnt (a
-        write's reply still names its coordinator)."""
-        try:
-            n = await self.replication(keyspace)
-        except BhandarError:
-            return None
-        return self.backend.ring.preference_list(key_token(keyspace, key), n)
 
     async def keyspace_list(self) -> KeyspacesView:
         info = await self.any_info()

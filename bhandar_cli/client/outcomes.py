@@ -16,7 +16,7 @@ from bhandar_cli.core.model.values import decode_value
 from bhandar_cli.core.model.versions import Sibling
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SiblingView:
     """One sibling as the faces show it: its value, its dot and its clock (the context its write
     carried, plus the dot; the context alone says which other writes it had seen)."""
@@ -33,7 +33,16 @@ class SiblingView:
     @classmethod
     def of(cls, s: Sibling) -> SiblingView:
         value = decode_value(s.value, s.ctype)
-        return cls(value, s.dot, s.clock, s.tombstone, s.ts, s.ctype, s.value, dict(s.context))
+        return cls(
+            value=value,
+            dot=s.dot,
+            clock=s.clock,
+            tombstone=s.tombstone,
+            ts=s.ts,
+            ctype=s.ctype,
+            raw=s.value,
+            context=dict(s.context),
+        )
 
     def saw(self, other: SiblingView) -> bool:
         """Whether this sibling's write had seen `other` (its context covers the other's dot)."""
@@ -65,7 +74,7 @@ def sibling_views(record: Record | None) -> list[SiblingView]:
     return []
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class GetOutcome:
     """What a get found: the siblings (or a counter's value), the context to write back with."""
 
@@ -131,7 +140,7 @@ def counter_parts(record: Record | None) -> tuple[int, dict[str, tuple[int, int]
     return 0, {}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class WriteOutcome:
     """What a put or delete did: its coordinator, the acknowledgements and the context it used."""
 
@@ -147,7 +156,7 @@ class WriteOutcome:
     trace: TraceSteps = ()
     removed: tuple[Any, ...] | None = None  # a delete: the values it read and removed, if known
     forwarded_by: str = ""  # the node asked (via=), when another node coordinated
-    note: str = ""  # why it did not coordinate (forward_note.py)
+    note: str = ""  # why it did not coordinate, in its own words (PutResult.forward_reason)
 
     @property
     def blind(self) -> bool:
@@ -183,7 +192,7 @@ class WriteOutcome:
         return out
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class IncrOutcome:
     """What an increment did: the counter's value after it and the acknowledgements."""
 

@@ -41,8 +41,14 @@ Version 5 added who said what (core/membership/authorship.py):
 - `GossipSyn.schema_seals`, `GossipAck.schema_seals`, `SchemaUpdate.seals`: issuers' seals of
   keyspace definitions; a version-5 node changes a definition it knows only for a sealed one.
 
-`MemberState` and `TokenRecord` travel inside other messages, so `to_wire_at` strips added fields
-at any depth when it writes for an older reader.
+Version 6 added why a write was forwarded (core/roles/coordinator.py):
+
+- `PutResult.forward_reason` and `IncrResult.forward_reason`: the node a client asked says why it
+  did not coordinate the write (not a replica of the key, leaving the ring, ...). A version-5
+  reader gets the result without it, and its client says less.
+
+`MemberState`, `TokenRecord` and the results travel inside other messages, so `to_wire_at` strips
+added fields at any depth when it writes for an older reader.
 """
 
 from __future__ import annotations
@@ -170,6 +176,7 @@ ADDED_IN: dict[int, dict[str, tuple[str, ...]]] = {
         "GossipAck": ("removals", "schema_seals"),
         "SchemaUpdate": ("seals",),
     },
+    6: {"PutResult": ("forward_reason",), "IncrResult": ("forward_reason",)},
 }
 """Protocol version -> message type name -> the fields that version added."""
 
@@ -185,8 +192,9 @@ def readable_at(obj: Any, version: int) -> bool:
 _NEWEST_ADDED = max(ADDED_IN)
 
 
-# The messages that carry a member state or a token record inside them: only these are walked.
-_HOLDERS = frozenset({"GossipSyn", "GossipAck", "GossipTokens", "StreamRequest"})
+# The messages that carry a member state, a token record or a client's result (a forwarded
+# request's answer) inside them: only these are walked.
+_HOLDERS = frozenset({"GossipSyn", "GossipAck", "GossipTokens", "StreamRequest", "ClientReply"})
 
 
 def to_wire_at(obj: Any, version: int) -> Any:

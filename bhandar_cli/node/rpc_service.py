@@ -41,7 +41,7 @@ from bhandar_cli.core.protocol.messages import (
     Result,
 )
 from bhandar_cli.core.protocol.node_operations import NODE_CALLS, NODE_OPERATIONS
-from bhandar_cli.core.wire import from_wire, to_wire
+from bhandar_cli.core.wire import from_wire, to_wire, to_wire_at
 from bhandar_cli.host.executor import NodeHost
 from bhandar_cli.node import admin
 from bhandar_cli.node.join import JoinDesk
@@ -272,7 +272,9 @@ class RpcService:
                     calls.ended()
                 try:
                     # Answers ready at one moment leave in one frame (protocol 3: frames.py).
-                    out.put_message({"id": call_id, "ok": True, "body": to_wire(result)})
+                    # In the client's version: an older client reads no field newer than it.
+                    body = to_wire_at(result, out.version)
+                    out.put_message({"id": call_id, "ok": True, "body": body})
                 except ValueError as exc:  # never raise into the node that calls us
                     _answer(out, call_id, error=f"internal error: cannot encode the result: {exc}")
 

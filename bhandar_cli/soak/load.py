@@ -3,11 +3,14 @@
 Each client is sequential (one request at a time, like one thread of an application) and goes
 through the TCP backend, so what it records is exactly what the store answered: the chaos
 checker's `History` (sim/history.py), judged at the end by the chaos checker. Like the chaos
-workload (sim/chaos/workload.py), on a versioned keyspace it reads, remembers the context it got, and
-writes with it (read, modify, write; now and then a blind put), deletes what it read, and on a
-counter keyspace increments with request ids, retrying a failed increment with the same id. Every
-put writes a value never written before, so the checker can follow each write. Writes go at
-QUORUM; a few reads at ONE. A client picks a running node at random to coordinate.
+workload (sim/chaos/workload.py), each client drives a client session (core/session/
+client_session.py, the code the data client runs): on a versioned keyspace it reads, and the
+session remembers the context it got and writes with it (read, modify, write; now and then a blind
+put), deletes what it read (reading first when it has no context: that read is a get of the
+history), and on a counter keyspace increments with request ids, retrying a failed increment with
+the same id. Every put writes a value never written before, so the checker can follow each write.
+Writes go at QUORUM; a few reads at ONE. Half the time a client names a running node at random to
+coordinate; else the session chooses the key's first live replica, and goes around a failed one.
 
 Outcomes: acknowledged (the store said yes), failed (refused before anything was applied: the
 node was down, too few replicas, bad input) and unknown (a timeout or a lost connection: it may
@@ -25,9 +28,16 @@ import trio
 
 from bhandar_cli.core.model.config import KeyspaceDef
 from bhandar_cli.core.model.errors import NOT_APPLIED
-from bhandar_cli.core.model.records import Versioned
-from bhandar_cli.core.model.versions import JSON, context_of
-from bhandar_cli.core.protocol.messages import Failure, GetRequest, IncrRequest, PutRequest
+from bhandar_cli.core.model.versions import JSON
+from bhandar_cli.core.protocol.messages import Failure, GetResult, IncrResult, PutRequest, PutResult, Result
+from bhandar_cli.core.session.client_session import (
+    ClientSession,
+    DataResult,
+    Done,
+    Exchange,
+    SendRequest,
+    Step,
+)
 from bhandar_cli.fleet.cluster_file import ClusterFileError
 from bhandar_cli.sim.history import History, Operation
 
@@ -70,7 +80,8 @@ class LoadStats:
 
 
 class SoakClient:
-    """One client: its own random stream, the contexts of its last reads, an increment to retry."""
+    """One client: its own random stream, its session (the contexts of its last reads), an
+    increment to retry."""
 
     def __init__(
         self, index: int, backend: Any, history: History, stats: LoadStats, rng: Random, keys: int
@@ -83,7 +94,7 @@ class SoakClient:
         self.keys = keys
         self.timeout = 5.0
         self.think = 0.02  # mean seconds between operations
-        self.contexts: dict[str, dict[str, int]] = {}
+        self.session = ClientSession(backend.new_rid)
         self.retry: Operation | None = None
         self._values = 0
         self._requests = 0
@@ -106,25 +117,31 @@ class SoakClient:
             delta = rng.choice(DELTAS)
             await self._incr(key, f"s{self.index}-{self._requests}", delta, 1)
             return
-        context = self.contexts.get(key)
-        if roll < 0.55 or (roll >= 0.9 and context is None):
-            level = rng.choice(READ_LEVELS)
-            op = self.history.invoke(trio.current_time(), self.index, "get", VERSIONED.name, key, level)
-            await self._send(op, GetRequest(self.backend.new_rid(), VERSIONED.name, key, level))
-            if op.ok and isinstance(op.record, Versioned):
-                self.contexts[key] = context_of(op.record.siblings)
-        elif roll < 0.9:
-            if rng.random() < 0.2:
-                context = None  # a blind put
-            self._values += 1
-            await self._write("put", key, f'"c{self.index}-{self._values}"'.encode(), context)
-        else:
-            await self._write("delete", key, None, context)
-
-    async def _write(self, kind: str, key: str, value: bytes | None, context: dict[str, int] | None) -> None:
         ks = VERSIONED.name
-        op = self.history.invoke(trio.current_time(), self.index, kind, ks, key, WRITE_LEVEL, value, context)
-        await self._send(op, PutRequest(self.backend.new_rid(), ks, key, value, JSON, context, WRITE_LEVEL))
+        via = self._via()
+        if roll < 0.55:
+            level = rng.choice(READ_LEVELS)
+            op = self.history.invoke(trio.current_time(), self.index, "get", ks, key, level)
+            await self._drive(op, self.session.get(ks, key, level=level, via=via))
+        elif roll < 0.9:
+            context = "none" if rng.random() < 0.2 else "auto"  # a blind put, else read-modify-write
+            self._values += 1
+            value = f'"c{self.index}-{self._values}"'.encode()
+            exchange = self.session.put(ks, key, value, JSON, context=context, level=WRITE_LEVEL, via=via)
+            op = self.history.invoke(trio.current_time(), self.index, "put", ks, key, WRITE_LEVEL, value)
+            await self._drive(op, exchange)
+        else:
+            exchange = self.session.delete(ks, key, level=WRITE_LEVEL, via=via)
+            kind = "get" if exchange.then_delete else "delete"
+            op = self.history.invoke(trio.current_time(), self.index, kind, ks, key, WRITE_LEVEL)
+            await self._drive(op, exchange)
+
+    def _via(self) -> str | None:
+        """Half the time a running node picked at random; else the session chooses (None)."""
+        if self.rng.random() < 0.5:
+            return None
+        live = [name for name in self.backend.names if self.backend.is_alive(name)]
+        return self.rng.choice(live) if live else None
 
     async def _incr(self, key: str, request_id: str, delta: int, attempt: int) -> None:
         op = self.history.invoke(
@@ -138,26 +155,42 @@ class SoakClient:
             delta=delta,
             attempt=attempt,
         )
-        request = IncrRequest(self.backend.new_rid(), TALLY.name, key, delta, request_id, WRITE_LEVEL)
-        await self._send(op, request)
+        exchange = self.session.incr(TALLY.name, key, delta, request_id, level=WRITE_LEVEL, via=self._via())
+        await self._drive(op, exchange)
         # A failed increment is retried with its request id (the store must count it once).
         retry = not op.ok and attempt < MAX_ATTEMPTS and self.rng.random() < 0.8
         self.retry = op if retry else None
 
-    async def _send(self, op: Operation, request: GetRequest | PutRequest | IncrRequest) -> None:
-        backend = self.backend
-        live = [name for name in backend.names if backend.is_alive(name)]
-        if not live:
-            History.fail(op, trio.current_time(), "fail", "unreachable")
-        else:
-            via = self.rng.choice(live)
-            try:
-                with trio.move_on_after(self.timeout + 1.0) as waited:  # the RPC has its own timeout
-                    result = await backend.request(via, request, self.timeout)
-                if waited.cancelled_caught:
-                    History.fail(op, trio.current_time(), "timeout", "client_timeout")
-                else:
-                    History.complete(op, trio.current_time(), result)
-            except ClusterFileError as exc:  # the node was retired between the pick and the send
-                History.complete(op, trio.current_time(), Failure("unreachable", str(exc)))
+    async def _drive(self, op: Operation, exchange: Exchange) -> None:
+        """Run the session's operation, recording it (and a delete's read, as a get) in the history."""
+        step: Step = exchange.start(self.backend)
+        while isinstance(step, SendRequest):
+            if isinstance(step.request, PutRequest) and op.kind in ("put", "delete"):
+                op.context = step.request.context
+            result = await self._request(op, step)
+            if result is None:  # the client gave up waiting
+                self.stats.record(op)
+                return
+            step = exchange.receive(result, self.backend)
+            if isinstance(step, SendRequest) and op.kind == "get" and isinstance(step.request, PutRequest):
+                History.complete(op, trio.current_time(), result)  # a delete's read: then the delete
+                self.stats.record(op)
+                now = trio.current_time()
+                op = self.history.invoke(now, self.index, "delete", op.keyspace, op.key, op.level)
+        History.complete(op, trio.current_time(), step.result if isinstance(step, Done) else step.failure)
         self.stats.record(op)
+
+    async def _request(self, op: Operation, step: SendRequest) -> DataResult | Failure | None:
+        """The node's answer, a `Failure` when it could not be asked, None after the client's own
+        timeout (the operation then failed as timed out)."""
+        try:
+            with trio.move_on_after(self.timeout + 1.0) as waited:  # the RPC has its own timeout
+                result: Result = await self.backend.request(step.node, step.request, self.timeout)
+        except ClusterFileError as exc:  # the node was retired between the pick and the send
+            return Failure("unreachable", str(exc))
+        if waited.cancelled_caught:
+            History.fail(op, trio.current_time(), "timeout", "client_timeout")
+            return None
+        if not isinstance(result, GetResult | PutResult | IncrResult | Failure):
+            raise AssertionError(f"{step.node} answered a data request with {type(result).__name__}")
+        return result

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from bhandar_cli.client.backends.blocking_backend import BlockingBackend, run_to_completion
-from bhandar_cli.client.data_client import REROUTES, DataClient
+from bhandar_cli.client.data_client import DataClient
 from bhandar_cli.core.membership.ring import Ring, key_token
 from bhandar_cli.core.model.errors import NOT_APPLIED, ClientError
 from bhandar_cli.core.protocol.client_messages import (
@@ -24,6 +24,7 @@ from bhandar_cli.core.protocol.client_messages import (
     PutRequest,
     PutResult,
 )
+from bhandar_cli.core.session.client_session import REROUTES
 from bhandar_cli.fleet.cluster_file import ClusterFile, NodeEntry
 
 NAMES = ["A", "B", "C", "D", "E"]

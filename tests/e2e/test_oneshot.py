@@ -110,6 +110,8 @@ def test_a_oneshot_put_via_a_non_replica_says_who_coordinated(shared_cluster: Cl
         reply = json.loads(proc.stdout)
         if reply["coordinator"] != node:
             assert reply["forwarded_by"] == node
+            # The node's own reason, over the wire (protocol 6), with no round trip of the client's.
+            assert reply["note"].startswith(f"{node} is not a replica of kv/via-note (")
             assert f"it forwarded to {reply['coordinator']}" in reply["note"]
             text = run_cli("put", "kv", "via-note", "2", "--via", node, *where).stdout.decode()
             assert f"forwarded to {reply['coordinator']}" in text

@@ -98,12 +98,29 @@ def test_a_get_says_expired_or_deleted_by_the_kind_of_tombstone() -> None:
 
     def shown(*tombstones: SiblingView) -> str:
         console = Console(width=120, record=True, color_system=None)
-        console.print(render_get(GetOutcome("cache", "k", False, list(tombstones), "", "A", 2, 2)))
+        console.print(
+            render_get(
+                GetOutcome(
+                    keyspace="cache",
+                    key="k",
+                    found=False,
+                    siblings=list(tombstones),
+                    context="",
+                    coordinator="A",
+                    replies=2,
+                    needed=2,
+                )
+            )
+        )
         return console.export_text()
 
     # Expiry keeps the value's content type on its tombstone; a delete's tombstone has none.
-    expired = SiblingView(None, ("A", 1), {"A": 1}, True, 10.0, "application/json", None)
-    deleted = SiblingView(None, ("B", 1), {"B": 1}, True, 12.0, "", None)
+    expired = SiblingView(
+        value=None, dot=("A", 1), clock={"A": 1}, tombstone=True, ts=10.0, ctype="application/json", raw=None
+    )
+    deleted = SiblingView(
+        value=None, dot=("B", 1), clock={"B": 1}, tombstone=True, ts=12.0, ctype="", raw=None
+    )
     assert "(expired: its time to live passed)" in shown(expired)
     assert "(deleted: 1 tombstone)" in shown(deleted) and "expired" not in shown(deleted)
     assert "(deleted: 1 tombstone; expired: its time to live passed)" in shown(expired, deleted)

@@ -30,12 +30,24 @@ def test_a_put_via_a_non_replica_says_it_forwarded_and_to_whom(repl: Any) -> Non
 
 def test_the_note_is_shown_under_the_write() -> None:
     note = "E is not a replica of kv/k"
-    out = WriteOutcome("put", "kv", "k", "B", 3, 2, "none", forwarded_by="E", note=note)
+    out = WriteOutcome(
+        cmd="put",
+        keyspace="kv",
+        key="k",
+        coordinator="B",
+        acks=3,
+        needed=2,
+        context_used="none",
+        forwarded_by="E",
+        note=note,
+    )
     console = Console(width=120, record=True, color_system=None)
     console.print(render_write(out))
     text = console.export_text()
     assert "via B" in text and "E is not a replica of kv/k" in text
-    plain = WriteOutcome("put", "kv", "k", "B", 3, 2, "none")
+    plain = WriteOutcome(
+        cmd="put", keyspace="kv", key="k", coordinator="B", acks=3, needed=2, context_used="none"
+    )
     console = Console(width=120, record=True, color_system=None)
     console.print(render_write(plain))
     assert "replica" not in console.export_text()

@@ -78,6 +78,10 @@ class PutResult:
     warnings: tuple[str, ...] = ()
     hinted: tuple[str, ...] = ()  # "E for D": fallbacks that took a hint
     trace: TraceSteps = ()
+    # Why the node the client asked did not coordinate it (it forwarded the write: not a replica
+    # of the key, leaving the ring, ...), in its words; "" when it coordinated. Protocol 6
+    # (core/wire.py): an older node leaves it out, and the client says less.
+    forward_reason: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +107,7 @@ class IncrResult:
     acks: int
     needed: int
     trace: TraceSteps = ()
+    forward_reason: str = ""  # as PutResult's
 
 
 @dataclass(frozen=True, slots=True)

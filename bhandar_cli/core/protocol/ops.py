@@ -144,6 +144,7 @@ class ForwardOp:
     tried: tuple[str, ...]
     sent: float
     trace: Trace | None
+    why: str = ""  # why this node did not coordinate it: the reply tells the client (forward_reason)
 
 
 @dataclass(frozen=True, slots=True)

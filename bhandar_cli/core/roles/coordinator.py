@@ -140,6 +140,9 @@ class Coordinator:
             result = replace(result, trace=steps)
         if isinstance(result, Failure) and len(op.tried) > 1:
             result = _outcome_unknown(result, op.tried[:-1])
+        if isinstance(result, PutResult | IncrResult) and op.why:
+            # The outermost forwarder relays last: the reason the client reads is its own.
+            result = replace(result, forward_reason=op.why)
         return [answer(op.rid, op.origin, result, stored=stored), *left]
 
     def _dot_outcome(self, now: float, op: ForwardOp, msg: ClientReply) -> tuple[bool | None, list[Effect]]:
@@ -336,8 +339,23 @@ class Coordinator:
         # one every replica's copy converges on. (Found by `bhandar chaos --seed 2138 --ops 5000
         # --faults all`, when each write a fallback coordinated took a new actor and contexts
         # were pruned.)
+        where = f"{req.keyspace}/{req.key}"
+        # Why this node does not coordinate, in the reply (`forward_reason`): the client asked it.
+        after = f" ({', '.join(avoid)} did not answer in time)" if avoid else ""
         if me not in candidates or (me not in plan.home and candidates[0] in plan.home):
-            return self._forward(now, req, origin, candidates[0], avoid, trace)
+            if me in avoid or (me in plan.home and me not in candidates):
+                why = f"{me} did not coordinate the write to {where}{after}: it forwarded to {candidates[0]}"
+            elif me in plan.targets:
+                why = (
+                    f"{me} stands in for a down replica of {where} and its home replica "
+                    f"{candidates[0]} is up: it forwarded to {candidates[0]}{after}"
+                )
+            else:
+                why = (
+                    f"{me} is not a replica of {where} ({', '.join(plan.home)}): it forwarded to "
+                    f"{candidates[0]}{after}"
+                )
+            return self._forward(now, req, origin, candidates[0], avoid, trace, why)
         if self.ring_view.status in ("leaving", "left"):
             # A leaving node has streamed (or is about to stream) its data away: a write it
             # coordinated could rest on its own copy alone and leave with it. Another replica
@@ -345,7 +363,8 @@ class Coordinator:
             others = tuple(t for t in candidates if t != me)
             if not others:
                 raise Unavailable(f"{me} is leaving the ring and no other replica is reachable")
-            return self._forward(now, req, origin, others[0], avoid, trace)
+            why = f"{me} is a replica of {where} but is leaving the ring: it forwarded to {others[0]}{after}"
+            return self._forward(now, req, origin, others[0], avoid, trace, why)
         self.metrics.coordinated += 1
         if isinstance(req, IncrRequest):
             return self.writes.incr(now, req, origin, ks, plan, needed)  # never a fallback
@@ -359,6 +378,7 @@ class Coordinator:
         target: str,
         avoid: tuple[str, ...],
         trace: Trace | None,
+        why: str,
     ) -> list[Effect]:
         if req.hops >= MAX_HOPS:
             failure = Failure("unavailable", "could not agree on a coordinator (ring views differ); retry")
@@ -377,7 +397,15 @@ class Coordinator:
             dot = f" as {req.dot[0]}:{req.dot[1]}" if isinstance(req, PutRequest) and req.dot else ""
             trace.note(now, f"{self.node_id} forwards to {target}{dot}")
         forward = ForwardOp(
-            req.rid, origin, now + self.config.request_timeout * 2, target, req, (*avoid, target), now, trace
+            req.rid,
+            origin,
+            now + self.config.request_timeout * 2,
+            target,
+            req,
+            (*avoid, target),
+            now,
+            trace,
+            why,
         )
         op_id = self.ops.add(forward)
         self.metrics.forwarded += 1

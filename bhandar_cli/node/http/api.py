@@ -24,7 +24,7 @@ import trio
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 from bhandar_cli.core.model.config import KeyspaceDef, NodeConfig, parse_level, parse_ttl
-from bhandar_cli.core.model.context import BLIND_DELETE_WARNING, decode_context, encode_context
+from bhandar_cli.core.model.context import decode_context, encode_context
 from bhandar_cli.core.model.crdt import PNCounter
 from bhandar_cli.core.model.errors import BadInput, BhandarError, RateLimited
 from bhandar_cli.core.model.limits import (
@@ -53,6 +53,8 @@ from bhandar_cli.core.protocol.messages import (
     PutResult,
     Result,
 )
+from bhandar_cli.core.session import client_session
+from bhandar_cli.core.session.client_session import ClientSession, Done, Exchange, Failed
 from bhandar_cli.node.http.asgi import (
     ADMIT,
     Admit,
@@ -209,11 +211,21 @@ class Api:
     async def call(self, request: ClientRequest) -> Result:
         result = await self.node.call(request, TIMEOUT)
         if isinstance(result, Failure):
-            out: dict[str, Any] = {"error": result.error, "code": result.code}
-            if result.needed:
-                out.update(answered=result.answered, needed=result.needed)
-            raise _Failed(STATUS.get(result.code, 500), out)
+            raise _failed(result)
         return result
+
+    async def run(self, exchange: Exchange) -> Done:
+        """Drive a client session's operation (core/session/client_session.py) on this node: the
+        gateway is a client of its own node, with the same semantics as every other client."""
+        step: client_session.Step = exchange.start(None)
+        while isinstance(step, client_session.SendRequest):
+            result = await self.node.call(step.request, TIMEOUT)
+            if not isinstance(result, GetResult | PutResult | IncrResult | Failure):
+                raise HttpError(500, f"internal error: a data request answered with {type(result).__name__}")
+            step = exchange.receive(result, None)
+        if isinstance(step, Failed):
+            raise _failed(step.failure)
+        return step
 
     async def get(self, ks: str, key: str, level: str) -> Response:
         result = await self.call(GetRequest(0, ks, key, level))
@@ -243,34 +255,18 @@ class Api:
 
     async def delete(self, ks: str, key: str, level: str, context: str | None) -> Response:
         """Without a context, read the key first and delete what the read found (as the CLI and
-        REPL do): a blind tombstone removes nothing already stored. `context=none` asks for the
-        blind tombstone anyway, and the reply says so."""
-        if context == "none":
-            result = await self.call(PutRequest(0, ks, key, None, "", None, level))
-            assert isinstance(result, PutResult)
-            body = {"blind": True, "warning": BLIND_DELETE_WARNING}
-            return (
-                200,
-                _json(body),
-                "application/json",
-                [(b"x-bhandar-coordinator", result.coordinator.encode())],
-            )
-        headers: list[tuple[bytes, bytes]] = []
-        vv = _context(context)
-        if vv is None:
-            read = await self.call(GetRequest(0, ks, key, level))
-            assert isinstance(read, GetResult)
-            siblings = read.record.siblings if isinstance(read.record, Versioned) else ()
-            vv = context_of(siblings) or None
-            headers.append((b"x-bhandar-deleted", str(sum(not s.tombstone for s in siblings)).encode()))
-        result = await self.call(PutRequest(0, ks, key, None, "", vv, level))
-        assert isinstance(result, PutResult)
-        return (
-            204,
-            b"",
-            "application/json",
-            [(b"x-bhandar-coordinator", result.coordinator.encode()), *headers],
-        )
+        REPL do: the client session's delete): a blind tombstone removes nothing already stored.
+        `context=none` asks for the blind tombstone anyway, and the reply says so."""
+        session = ClientSession(lambda: 0)  # this node numbers the requests it is handed
+        chosen = context or None  # "" is no context given: read first
+        done = await self.run(session.delete(ks, key, context=chosen, level=level, via=self.node.id))
+        headers = [(b"x-bhandar-coordinator", done.result.coordinator.encode())]
+        if chosen == "none":
+            body = {"blind": True, "warning": done.warnings[0]}
+            return 200, _json(body), "application/json", headers
+        if done.removed is not None:
+            headers.append((b"x-bhandar-deleted", str(len(done.removed)).encode()))
+        return 204, b"", "application/json", headers
 
     async def increment(self, ks: str, key: str, level: str, body: dict[str, Any]) -> Response:
         delta = check_delta(body.get("delta", 1))
@@ -308,6 +304,14 @@ class _Failed(HttpError):
     def __init__(self, status: int, body: dict[str, Any]) -> None:
         super().__init__(status, body["error"])
         self.body = body
+
+
+def _failed(failure: Failure) -> _Failed:
+    """A failed request as the HTTP reply says it: the status its code maps to, and its counts."""
+    out: dict[str, Any] = {"error": failure.error, "code": failure.code}
+    if failure.needed:
+        out.update(answered=failure.answered, needed=failure.needed)
+    return _Failed(STATUS.get(failure.code, 500), out)
 
 
 def _bearer(scope: Scope) -> Credential:

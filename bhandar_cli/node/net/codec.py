@@ -25,7 +25,7 @@ it comes from a version-1 build). Each side then writes ``negotiate(mine, theirs
 version both read. Until a side has heard the other's hello it writes the oldest version, which is
 always safe. A node started with ``--protocol 1`` limits this process to version 1
 (`limit_protocol`): it reads and writes only what a version-1 build does, so a mixed cluster is
-exercised for real. What versions 2, 4 and 5 add is listed in core/wire.py (`ADDED_IN`).
+exercised for real. What versions 2, 4, 5 and 6 add is listed in core/wire.py (`ADDED_IN`).
 
 Batches (version 3): from `BATCH_VERSION` on, a frame's body is an array of messages, one or many:
 the messages a node has for one peer at one moment travel in one frame, which the reader

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Final
 
-PROTOCOL_VERSION: Final = 5
+PROTOCOL_VERSION: Final = 6
 """The newest version this build reads and writes."""
 
 BATCH_VERSION: Final = 3

@@ -13,10 +13,15 @@ a node and waits for the answer or its own timeout, then thinks for a moment and
   with the same request id, and now and then a client re-sends an acknowledged one (as a client
   that lost the answer would), which the store must count once.
 
-A client that picks a dead node is refused at once (a connection refused) and picks a live node;
-it cannot tell a partitioned or slow node from a healthy one. Clients use the nodes in service at
-the time (`SimCluster.members`): a node that joined is used as soon as it starts, a decommissioned
-one no longer once it is shut down.
+Each client drives a client session (core/session/client_session.py), the code every user's
+client runs: it remembers contexts per key, chooses the node (the first live replica of the key by
+the ring gossip gave, going around one that failed a request when that is safe) and reads before a
+delete that has no context. What the workload still chooses itself is handed to the session: the
+key, the level, a blind put (context none), an increment's request id (a retry keeps it), and half
+the time a node picked at random among those in service (`SimCluster.members`), so that writes
+coordinated by forwarding non-replicas are exercised too. A client that picks a dead node is refused
+at once (a connection refused) and picks a live node; it cannot tell a partitioned or slow node
+from a healthy one.
 """
 
 from __future__ import annotations
@@ -26,10 +31,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from random import Random
 
+from bhandar_cli.core.membership.ring import Ring
 from bhandar_cli.core.model.config import KeyspaceDef
-from bhandar_cli.core.model.records import Versioned
-from bhandar_cli.core.model.versions import JSON, context_of
-from bhandar_cli.core.protocol.messages import GetRequest, IncrRequest, PutRequest, Result
+from bhandar_cli.core.model.versions import JSON
+from bhandar_cli.core.protocol.messages import Failure, GetResult, IncrResult, PutRequest, PutResult, Result
+from bhandar_cli.core.session.client_session import ClientSession, Done, Exchange, SendRequest
 from bhandar_cli.sim.history import History, Operation
 from bhandar_cli.sim.sim_cluster import SimCluster
 
@@ -65,14 +71,30 @@ class WorkloadParams:
 
 @dataclass(slots=True)
 class _Client:
-    """One client's memory: contexts of its last reads, and an increment it is retrying."""
+    """One client: its session (contexts of its last reads), and an increment it is retrying."""
 
     id: int
-    contexts: dict[tuple[str, str], dict[str, int]]
+    session: ClientSession
     retry: tuple[str, str, int, int] | None = None  # (key, request id, delta, attempt)
     resend: tuple[str, str, int] | None = None  # (key, request id, delta)
     busy: Operation | None = None
-    rid: int = 0  # the request id of the operation in flight
+    exchange: Exchange | None = None  # the session's operation in flight
+    rid: int = 0  # the id of the request in flight
+
+
+class _ClusterView:
+    """The cluster as a client sees it (the session's `ClusterView`): the ring gossip gave, and
+    which nodes refuse a connection."""
+
+    def __init__(self, cluster: SimCluster) -> None:
+        self.cluster = cluster
+
+    @property
+    def ring(self) -> Ring:
+        return self.cluster.ring_view()
+
+    def is_alive(self, name: str) -> bool:
+        return self.cluster.is_alive(name)
 
 
 class Workload:
@@ -93,7 +115,8 @@ class Workload:
         self.on_progress = on_progress
         self.issued = 0
         self.completed = 0
-        self.clients = [_Client(i, {}) for i in range(params.clients)]
+        self.clients = [_Client(i, ClientSession(cluster.new_rid)) for i in range(params.clients)]
+        self.view = _ClusterView(cluster)
         self._next_value = 0
         self._next_request = 0
         self.done = params.ops == 0
@@ -146,24 +169,45 @@ class Workload:
             return
         ks = SIBS if roll < 0.65 else STRICT
         kind = rng.random()
-        context = client.contexts.get((ks, key))
-        if kind < 0.4 or (kind >= 0.9 and context is None):
+        session = client.session
+        via = self._via()
+        if kind < 0.4:
             op = self.history.invoke(at, client.id, "get", ks, key, level)
-            self._send(client, op, GetRequest(self.cluster.new_rid(), ks, key, level))
+            self._send(client, op, session.get(ks, key, level=level, via=via))
         elif kind < 0.9:
-            if kind >= 0.8:
-                context = None  # a blind put
+            blind = kind >= 0.8  # a blind put; else read, modify, write with the last read's context
             self._next_value += 1
             value = f'"c{client.id}-{self._next_value}"'.encode()
-            op = self.history.invoke(at, client.id, "put", ks, key, level, value, context)
-            self._send(client, op, PutRequest(self.cluster.new_rid(), ks, key, value, JSON, context, level))
+            exchange = session.put(
+                ks, key, value, JSON, context="none" if blind else "auto", level=level, via=via
+            )
+            op = self.history.invoke(at, client.id, "put", ks, key, level, value, None)
+            self._send(client, op, exchange)
         else:
-            op = self.history.invoke(at, client.id, "delete", ks, key, level, None, context)
-            self._send(client, op, PutRequest(self.cluster.new_rid(), ks, key, None, JSON, context, level))
+            # The session's delete: with the context of the last read, else it reads first; that
+            # read is a get of the history (the checker learns the dots it saw), then the delete.
+            exchange = session.delete(ks, key, level=level, via=via)
+            op = self.history.invoke(
+                at, client.id, "get" if exchange.then_delete else "delete", ks, key, level
+            )
+            self._send(client, op, exchange)
 
     def _key(self) -> str:
         # Squaring a uniform number skews the choice towards low indices: a few hot keys.
         return f"k{int(self.params.keys * self.rng.random() ** 2)}"
+
+    def _via(self) -> str | None:
+        """Half the time a node in service picked at random (a live one if it is dead), to
+        exercise coordination by a node that forwards; else the session chooses (None)."""
+        if self.rng.random() < 0.5:
+            return None
+        cluster = self.cluster
+        names = cluster.members
+        via = names[int(self.rng.random() * len(names))]
+        if not cluster.is_alive(via):
+            alive = [name for name in names if cluster.is_alive(name)]
+            return self.rng.choice(alive) if alive else None  # none: the session says so
+        return via
 
     def _incr(
         self, client: _Client, at: float, key: str, request_id: str, delta: int, attempt: int, level: str
@@ -171,33 +215,48 @@ class Workload:
         op = self.history.invoke(
             at, client.id, "incr", TALLY, key, level, request_id=request_id, delta=delta, attempt=attempt
         )
-        self._send(client, op, IncrRequest(self.cluster.new_rid(), TALLY, key, delta, request_id, level))
+        exchange = client.session.incr(TALLY, key, delta, request_id, level=level, via=self._via())
+        self._send(client, op, exchange)
 
-    def _send(self, client: _Client, op: Operation, request: GetRequest | PutRequest | IncrRequest) -> None:
-        cluster = self.cluster
-        names = cluster.members
-        via = names[int(self.rng.random() * len(names))]
-        if not cluster.is_alive(via):
-            alive = [name for name in names if cluster.is_alive(name)]
-            if not alive:
-                History.fail(op, op.invoked, "fail", "unreachable")
-                cluster.loop.call_at(op.invoked, self._done, client, op)
-                return
-            via = self.rng.choice(alive)
-        client.busy = op
-        cluster.submit(
-            via, request, lambda result: self._answered(client, op, result), op.invoked - cluster.now
-        )
-        client.rid = request.rid
+    def _send(self, client: _Client, op: Operation, exchange: Exchange) -> None:
+        """Start the session's operation; its first request leaves at `op.invoked`."""
+        step = exchange.start(self.view)
+        if not isinstance(step, SendRequest):  # every node is down: refused at once
+            History.complete(op, op.invoked, step.failure)
+            self.cluster.loop.call_at(op.invoked, self._done, client, op)
+            return
+        client.busy, client.exchange = op, exchange
+        self._submit(client, op, step, op.invoked - self.cluster.now)
+
+    def _submit(self, client: _Client, op: Operation, step: SendRequest, delay: float) -> None:
+        if op.kind in ("put", "delete") and isinstance(step.request, PutRequest):
+            op.context = step.request.context  # a delete that read first knows it only now
+        self.cluster.submit(step.node, step.request, lambda result: self._answered(client, op, result), delay)
+        client.rid = step.request.rid
 
     # --- outcomes ----------------------------------------------------------------------------
 
     def _answered(self, client: _Client, op: Operation, result: Result) -> None:
-        if client.busy is not op:
+        if client.busy is not op or client.exchange is None:
             return
-        History.complete(op, self.cluster.now, result)
-        if op.ok and op.kind == "get" and isinstance(op.record, Versioned):
-            client.contexts[(op.keyspace, op.key)] = context_of(op.record.siblings)
+        if not isinstance(result, GetResult | PutResult | IncrResult | Failure):
+            raise AssertionError(f"a data request answered with {type(result).__name__}")  # a bug
+        step = client.exchange.receive(result, self.view)
+        if isinstance(step, SendRequest) and op.kind == "get" and isinstance(step.request, PutRequest):
+            # A delete's read came back: it ends as a get, and the delete begins, one more
+            # operation of the run's budget (`ops`), unless the budget is spent.
+            History.complete(op, self.cluster.now, result)
+            if self.issued >= self.params.ops:
+                self._done(client, op)
+                return
+            self.issued += 1
+            self._count_completed()  # never the last: the delete is still to complete
+            op = self.history.invoke(self.cluster.now, client.id, "delete", op.keyspace, op.key, op.level)
+            client.busy = op
+        if isinstance(step, SendRequest):  # around a node that failed it, or a delete's write after its read
+            self._submit(client, op, step, 0.0)
+            return
+        History.complete(op, self.cluster.now, step.result if isinstance(step, Done) else step.failure)
         self._done(client, op)
 
     def _sweep(self) -> None:
@@ -216,7 +275,7 @@ class Workload:
         self.cluster.loop.call_later(self._sweep_every, self._sweep)
 
     def _done(self, client: _Client, op: Operation) -> None:
-        client.busy = None
+        client.busy, client.exchange = None, None
         if op.kind == "incr":
             if op.ok:
                 client.retry = None
@@ -226,11 +285,16 @@ class Workload:
                 client.retry = (op.key, op.request_id, op.delta, op.attempt + 1)
             else:
                 client.retry = None
+        if not self._count_completed():
+            self._act(client, -self.params.think * math.log(1.0 - self.rng.random()))
+
+    def _count_completed(self) -> bool:
+        """Count one completed operation; whether it was the last (the run stops)."""
         self.completed += 1
         if self.on_progress is not None and self.completed % self._progress_step == 0:
             self.on_progress(self.completed)
         if self.completed >= self.params.ops:
             self.done = True
             self.cluster.loop.stop()
-            return
-        self._act(client, -self.params.think * math.log(1.0 - self.rng.random()))
+            return True
+        return False

@@ -53,8 +53,8 @@ def decode(data: bytes, **kwargs: int) -> object:
     return decoder.next_frame()
 
 
-def test_this_build_reads_versions_1_to_5() -> None:
-    assert (MIN_COMPATIBLE_VERSION, PROTOCOL_VERSION) == (1, 5)
+def test_this_build_reads_versions_1_to_6() -> None:
+    assert (MIN_COMPATIBLE_VERSION, PROTOCOL_VERSION) == (1, 6)
 
 
 @pytest.mark.parametrize(
@@ -81,21 +81,22 @@ def test_negotiate_refuses_a_hello_whose_version_is_not_a_version(theirs: object
         negotiate(2, theirs)
 
 
-def test_a_version_5_process_reads_all_five_and_writes_5_by_default() -> None:
-    assert codec.protocol() == 5
+def test_a_version_6_process_reads_all_six_and_writes_6_by_default() -> None:
+    assert codec.protocol() == 6
     assert decode(frame_at(1, {"a": 1})) == {"a": 1}
     assert decode(frame_at(2, {"a": 1})) == {"a": 1}
     assert decode(frame_at(3, [{"a": 1}])) == {"a": 1}  # a batch of one
     assert decode(frame_at(4, [{"a": 1}])) == {"a": 1}
     assert decode(frame_at(5, [{"a": 1}])) == {"a": 1}
-    assert encode_frame({"a": 1}) == frame_at(5, [{"a": 1}])
+    assert decode(frame_at(6, [{"a": 1}])) == {"a": 1}
+    assert encode_frame({"a": 1}) == frame_at(6, [{"a": 1}])
     assert encode_frame({"a": 1}, version=1) == frame_at(1, {"a": 1})
     assert encode_frame({"a": 1}, version=2) == frame_at(2, {"a": 1})
     assert wire_frame({"a": 1}, 1) == frame_at(1, {"a": 1})
     assert wire_frame({"a": 1}, 2) == frame_at(2, {"a": 1})
     assert wire_frame({"a": 1}, 3) == frame_at(3, [{"a": 1}])
     assert wire_frame({"a": 1}, 4) == frame_at(4, [{"a": 1}])
-    assert wire_frame({"a": 1}) == frame_at(5, [{"a": 1}])
+    assert wire_frame({"a": 1}) == frame_at(6, [{"a": 1}])
 
 
 def test_a_batch_is_several_messages_in_one_frame_read_one_at_a_time() -> None:
