@@ -29,6 +29,7 @@ core/membership/node_membership.py). The state several of them share is its own 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from random import Random
 from typing import Any
 
@@ -94,6 +95,27 @@ HOUSEKEEPING = 0.25  # seconds between checks of repair sessions, range movement
 Handler = Callable[[float, str, Any], list[Effect]]
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class NodeBoot:
+    """What a driver tells a node as it boots, besides its store and the ring it knows.
+
+    A joining node boots with `status="joining"` and its `tokens`; it bootstraps, then announces
+    itself normal. `seeds` are whom gossip asks first (node ids, or "host:port"; None: every node
+    of the ring); `address` and `http` are where this node listens, as gossip tells its peers;
+    `zone` overrides the ring's; `live` is the cluster configuration version to run
+    (core/model/live_config.py); `authority` checks who said each fact gossip brings and seals what
+    this node says (core/membership/authorship.py)."""
+
+    status: str = "normal"
+    seeds: tuple[str, ...] | None = None
+    zone: str | None = None
+    tokens: tuple[int, ...] | None = None
+    address: str = ""
+    http: str = ""
+    live: LiveConfig | None = None
+    authority: Authorship = TRUST_ALL
+
+
 class Node:
     """A replica and coordinator. All state that is not in `store` is lost when the node crashes."""
 
@@ -107,19 +129,11 @@ class Node:
         config: NodeConfig | None = None,
         liveness: Liveness | None = None,
         *,
-        status: str = "normal",
-        seeds: list[str] | None = None,
-        zone: str | None = None,
-        tokens: tuple[int, ...] | None = None,
-        address: str = "",
-        http: str = "",
-        live: LiveConfig | None = None,
-        authority: Authorship = TRUST_ALL,
+        boot: NodeBoot | None = None,
     ) -> None:
         """`ring` is the cluster as the driver knows it at boot; with gossip (the default) the
-        node then keeps its own view. A joining node is started with `status="joining"` and its
-        tokens; it bootstraps, then announces itself normal. `authority` checks who said each fact
-        gossip brings and seals what this node says (core/membership/authorship.py)."""
+        node then keeps its own view, from what `boot` says (`NodeBoot`)."""
+        boot = boot if boot is not None else NodeBoot()
         self.id = node_id
         config = config or NodeConfig()
         # Every role writes records through `store`, which keeps the hash index anti-entropy
@@ -129,6 +143,7 @@ class Node:
         # After a restore from a snapshot the node's own counters went back in time; writing as
         # a new actor keeps it from reusing dots (and counter entries) it handed out since.
         home_actor = str(store.get_meta("actor") or node_id)
+        authority = boot.authority
         keyspaces = Keyspaces(store, config.default_n, authority)
         client_tokens = TokenTable(store, authority)
         gossip: GossipLiveness | None = None
@@ -140,12 +155,12 @@ class Node:
                 config,
                 rng,
                 now,
-                status=status,
-                seeds=seeds,
-                zone=zone,
-                tokens=tokens,
-                address=address,
-                http=http,
+                status=boot.status,
+                seeds=None if boot.seeds is None else list(boot.seeds),
+                zone=boot.zone,
+                tokens=boot.tokens,
+                address=boot.address,
+                http=boot.http,
                 schema=keyspaces.all,
                 on_schema=keyspaces.learn_all,
                 schema_seals=keyspaces.seals,
@@ -187,8 +202,8 @@ class Node:
         self.live_config, self._gossip = LiveConfig(), gossip
         self._retuned: tuple[Any, ...] = (hints, sibling_limit, coordinator, reads, writes, reaper)
         self._retuned += (anti_entropy, streaming, handoff, ownership, anti_entropy._schedule)
-        if live is not None:
-            self.reconfigure(live)
+        if boot.live is not None:
+            self.reconfigure(boot.live)
         self._ring_view = view
         self._keyspaces = keyspaces
         self._client_tokens = client_tokens

@@ -50,7 +50,7 @@ from bhandar_cli.core.membership.ring import Ring
 from bhandar_cli.core.model.config import NodeConfig
 from bhandar_cli.core.model.metrics import OK, NodeMetrics
 from bhandar_cli.core.model.store import Store, StoreJob
-from bhandar_cli.core.node import Node
+from bhandar_cli.core.node import Node, NodeBoot
 from bhandar_cli.core.protocol.messages import (
     ClientRequest,
     DotLeaseSaved,
@@ -108,6 +108,7 @@ class NodeHost:
 
     def __init__(
         self,
+        *,
         name: str,
         zone: str,
         ring: Ring,
@@ -118,6 +119,7 @@ class NodeHost:
         on_note: NoteFn | None = None,
         fatal: tuple[type[BaseException], ...] = (),
         clock: Clock | None = None,
+        boot: NodeBoot | None = None,
     ) -> None:
         self.name = name
         self.zone = zone
@@ -127,7 +129,9 @@ class NodeHost:
         self.send = send
         self.on_note = on_note
         self.fatal = fatal
-        self.boot: dict[str, Any] = {}  # extra Node arguments (a joining node's status, tokens, seeds)
+        # What each life boots with besides the store and ring (a joining node's status, its tokens,
+        # seeds, address): replaced, never changed in place, by whoever knows better (a new port).
+        self.boot = boot if boot is not None else NodeBoot()
         self.node: Node | None = None
         self.generation = 0  # lives started
         self.crash_reason: str | None = None  # why the last life ended on its own, if it did
@@ -157,9 +161,8 @@ class NodeHost:
         self.generation += 1
         self.crash_reason = None
         self._inbox.clear()
-        node = Node(
-            self.name, self.ring, self.store, Random(self._rng.getrandbits(64)), now, self.config, **self.boot
-        )
+        rng = Random(self._rng.getrandbits(64))
+        node = Node(self.name, self.ring, self.store, rng, now, self.config, boot=self.boot)
         self.store.sync()  # the new generation must survive the next crash
         self.node = node
 

@@ -175,16 +175,15 @@ class MaelstromNode:
             self.store = MemoryStore()
         seed = random.SystemRandom().getrandbits(64)
         host = NodeHost(
-            self.id,
-            zones[self.id],
-            ring,
-            self.store,
-            config,
-            seed,
-            self._send,
-            None,
-            FATAL,
-            trio.current_time,
+            name=self.id,
+            zone=zones[self.id],
+            ring=ring,
+            store=self.store,
+            config=config,
+            seed=seed,
+            send=self._send,
+            fatal=FATAL,
+            clock=trio.current_time,
         )
         self.host = host
         assert self._nursery is not None

@@ -41,6 +41,7 @@ from bhandar_cli.core.membership.ring import Ring
 from bhandar_cli.core.model.config import NodeConfig
 from bhandar_cli.core.model.live_config import LiveConfig
 from bhandar_cli.core.model.tokens import TokenTable
+from bhandar_cli.core.node import NodeBoot
 from bhandar_cli.core.protocol.messages import ClientRequest, Failure, Note, Result
 from bhandar_cli.host.executor import NodeHost
 from bhandar_cli.node import admin
@@ -120,16 +121,16 @@ class NodeProcess:
         seed = random.SystemRandom().getrandbits(64)  # a real process: real randomness
         self.notes = NoteLog()  # for a REPL watching this cluster (the `notes` RPC)
         self.host = NodeHost(
-            options.id,
-            options.zone,
-            ring,
-            self.store,
-            self.config,
-            seed,
-            self._send,
-            self._note,
-            FATAL,
-            trio.current_time,  # requests' latency, from their arrival to their answer
+            name=options.id,
+            zone=options.zone,
+            ring=ring,
+            store=self.store,
+            config=self.config,
+            seed=seed,
+            send=self._send,
+            on_note=self._note,
+            fatal=FATAL,
+            clock=trio.current_time,  # requests' latency, from their arrival to their answer
         )
         self.runner = NodeRunner(self.host, offload=True)
         self.port: int = options.port
@@ -155,18 +156,19 @@ class NodeProcess:
                         serve_http, self, opts.host, opts.http_port, self.tls
                     )
                 self.port = await nursery.start(self.transport.serve, opts.host, opts.port)
-                self.host.boot = {
-                    "seeds": [f"{host}:{port}" for host, port in opts.seeds],
-                    "address": f"{opts.host}:{self.port}",
-                    "http": f"{opts.host}:{self.http_port}" if self.http_port >= 0 else "",
-                    "zone": opts.zone,
-                    "authority": self.authority,
-                }
-                if opts.bootstrap:
-                    self.host.boot["status"] = "joining"
-                if opts.config:  # the cluster file's version: a restarted node comes back with it
-                    self.host.boot["live"] = live = LiveConfig.from_plain(json.loads(opts.config))
+                # The cluster file's configuration version: a restarted node comes back with it.
+                live = LiveConfig.from_plain(json.loads(opts.config)) if opts.config else None
+                if live is not None:
                     tune_store(self.store, live)
+                self.host.boot = NodeBoot(
+                    status="joining" if opts.bootstrap else "normal",
+                    seeds=tuple(f"{host}:{port}" for host, port in opts.seeds),
+                    address=f"{opts.host}:{self.port}",
+                    http=f"{opts.host}:{self.http_port}" if self.http_port >= 0 else "",
+                    zone=opts.zone,
+                    live=live,
+                    authority=self.authority,
+                )
                 await nursery.start(self._life)
                 nursery.start_soon(self._watch_signals)
                 log.info("node %s serving on %s:%d (http %d)", opts.id, opts.host, self.port, self.http_port)

@@ -25,7 +25,7 @@ in production) and the error is kept in `internal_errors` for the checker to rep
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from random import Random
 from typing import Any
 
@@ -33,6 +33,7 @@ from bhandar_cli.core.membership.ring import Ring, node_tokens
 from bhandar_cli.core.model.config import NodeConfig
 from bhandar_cli.core.model.metrics import NodeMetrics
 from bhandar_cli.core.model.store import MemoryStore, Store
+from bhandar_cli.core.node import NodeBoot
 from bhandar_cli.core.protocol.messages import ClientRequest, Failure, Note, Result
 from bhandar_cli.host.executor import NodeHost
 from bhandar_cli.host.network import LatencyModel, Network, NetworkModel
@@ -97,10 +98,11 @@ class SimCluster:
         self._seed_addresses: set[str] = set()
         self.address_moves = 0
         if self.addressing:
-            seeds = [self.hosts[n].boot["address"] for n in names[:SEEDS]]
+            seeds = [self.hosts[n].boot.address for n in names[:SEEDS]]
             self._seed_addresses = set(seeds)
             for name in names:
-                self.hosts[name].boot["seeds"] = [a for a in seeds if a != self.hosts[name].boot["address"]]
+                host = self.hosts[name]
+                host.boot = replace(host.boot, seeds=tuple(a for a in seeds if a != host.boot.address))
         for name in names:
             self._steppers[name].start()
 
@@ -116,19 +118,19 @@ class SimCluster:
         ring = Ring.build([name], self.vnodes, {name: zone}) if self.addressing else self.ring
         send = self._send_by_address if self.addressing else self.net.send
         host = NodeHost(
-            name,
-            zone,
-            ring,
-            self.store_factory(name),
-            self.config,
-            seed,
-            send,
-            self._note,
-            self.crash_errors,
-            lambda: self.loop.now,
+            name=name,
+            zone=zone,
+            ring=ring,
+            store=self.store_factory(name),
+            config=self.config,
+            seed=seed,
+            send=send,
+            on_note=self._note,
+            fatal=self.crash_errors,
+            clock=lambda: self.loop.now,
         )
         if self.addressing:
-            host.boot = {"zone": zone, "seeds": []}
+            host.boot = NodeBoot(zone=zone, seeds=())
             self._listen(host, f"10.0.{len(self.hosts) // 250}.{len(self.hosts) % 250 + 1}:7000")
         self.hosts[name] = host
         self._steppers[name] = SimStepper(
@@ -145,9 +147,9 @@ class SimCluster:
 
     def _listen(self, host: NodeHost, address: str) -> None:
         """The host listens at `address` from its next boot on (its old address leads nowhere)."""
-        self._host_at.pop(host.boot.get("address", ""), None)
+        self._host_at.pop(host.boot.address, None)
         self._host_at[address] = host.name
-        host.boot["address"] = address
+        host.boot = replace(host.boot, address=address)
 
     def _send_by_address(self, src: str, dst: str, msg: Any) -> None:
         """Route as a node process does: a seed by its address, a peer by the address the
@@ -249,9 +251,9 @@ class SimCluster:
                 host.store = self.reopen_store(name, host.store)
             # Seeds keep their addresses (that is what makes them seeds: the way back in for a
             # node whose peers all moved); any other node may come back on another port.
-            seed = host.boot.get("address") in self._seed_addresses
+            seed = host.boot.address in self._seed_addresses
             if self.addressing and not seed and self._address_rng.random() < self.moves:
-                ip, _, port = host.boot["address"].rpartition(":")
+                ip, _, port = host.boot.address.rpartition(":")
                 self._listen(host, f"{ip}:{int(port) + 1}")  # restarted on another port
                 self.address_moves += 1
             self._steppers[name].start()
@@ -274,12 +276,12 @@ class SimCluster:
         every seed had left and every other node had restarted on a new port, no node knew where any
         other listened: a join waited forever (found by `bhandar chaos --seed 7100017 --ops 3000
         --faults all`)."""
-        serving = [self.hosts[n].boot["address"] for n in self.members]
+        serving = [self.hosts[n].boot.address for n in self.members]
         seeds = [a for a in serving if a in self._seed_addresses]
         seeds += [a for a in serving if a not in seeds][: max(0, SEEDS - len(seeds))]
         self._seed_addresses = set(seeds)
         for host in self.hosts.values():
-            host.boot["seeds"] = [a for a in seeds if a != host.boot.get("address")]
+            host.boot = replace(host.boot, seeds=tuple(a for a in seeds if a != host.boot.address))
 
     def add_node(self, name: str, zone: str | None = None) -> None:
         """Start a new node that bootstraps into the ring (it announces itself joining)."""
@@ -290,9 +292,8 @@ class SimCluster:
         live = [n for n, h in self.hosts.items() if h.alive]
         host = self._new_host(name, chosen)
         seeds = self._join_seeds() if self.addressing else live
-        host.boot.update(
-            status="joining", seeds=seeds, zone=chosen, tokens=tuple(node_tokens(name, self.vnodes))
-        )
+        tokens = tuple(node_tokens(name, self.vnodes))
+        host.boot = replace(host.boot, status="joining", seeds=tuple(seeds), zone=chosen, tokens=tokens)
         self.members = [*self.members, name]
         self._steppers[name].start()
 
@@ -300,7 +301,7 @@ class SimCluster:
         """The seed addresses a new node is given: the seeds still in service, or, once every seed
         has been decommissioned, the addresses of the members in service (as an operator would
         name them). Retired seeds led a joining node nowhere: it found nobody and stayed alone."""
-        serving = {self.hosts[n].boot["address"] for n in self.members}
+        serving = {self.hosts[n].boot.address for n in self.members}
         seeds = sorted(self._seed_addresses & serving)
         return seeds or sorted(serving)
 

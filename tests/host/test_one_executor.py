@@ -95,7 +95,15 @@ def record_cluster_run() -> tuple[list[Input], list[Effect], float, NodeHost, Ri
 
 
 def lone_host(original: NodeHost, ring: Ring, config: NodeConfig, recorder: Recorder) -> NodeHost:
-    return NodeHost("A", original.zone, ring, MemoryStore(), config, original.seed, recorder.send)
+    return NodeHost(
+        name="A",
+        zone=original.zone,
+        ring=ring,
+        store=MemoryStore(),
+        config=config,
+        seed=original.seed,
+        send=recorder.send,
+    )
 
 
 def replay_in_simulator(
