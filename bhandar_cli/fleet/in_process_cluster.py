@@ -23,11 +23,11 @@ from bhandar_cli.core.model.config import NodeConfig
 from bhandar_cli.core.model.errors import BadInput, Unavailable
 from bhandar_cli.core.model.store import MemoryStore, Store
 from bhandar_cli.core.node import NodeBoot
-from bhandar_cli.core.protocol.messages import ClientRequest, Failure, Note, Result
+from bhandar_cli.core.protocol.messages import ClientRequest, Note, Result
 from bhandar_cli.host.executor import NodeHost
 from bhandar_cli.host.network import LatencyModel, Network, NetworkModel
 from bhandar_cli.host.topology import node_names, zone_map
-from bhandar_cli.node.runtime import FATAL, NodeRunner
+from bhandar_cli.node.runtime import FATAL, NodeRunner, call
 from bhandar_cli.node.timers import TrioTimers
 
 MAX_NODES = 240  # in-process nodes (names A..Z, AA, AB, ...): a few MB each
@@ -114,21 +114,9 @@ class InProcessCluster:
         return rid
 
     async def request(self, via: str, request: ClientRequest, timeout: float) -> Result:
+        """Node `via`'s result for `request`, or a timeout (the request forgotten there)."""
         host = self.host(via)
-        box: list[Result] = []
-        done = trio.Event()
-
-        def respond(result: Result) -> None:
-            box.append(result)
-            done.set()
-
-        host.submit(request, respond)
-        with trio.move_on_after(timeout):
-            await done.wait()
-        if not box:
-            host.forget(request.rid)
-            return Failure("timeout", f"no answer from {via} within {timeout:g} s")
-        return box[0]
+        return await call(host.submit, host.forget, request, timeout, via)
 
     # --- lifecycle -----------------------------------------------------------------------------
 

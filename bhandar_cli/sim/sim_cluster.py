@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import partial
 from random import Random
 from typing import Any
 
@@ -34,8 +35,8 @@ from bhandar_cli.core.model.config import NodeConfig
 from bhandar_cli.core.model.metrics import NodeMetrics
 from bhandar_cli.core.model.store import MemoryStore, Store
 from bhandar_cli.core.node import NodeBoot
-from bhandar_cli.core.protocol.messages import ClientRequest, Failure, Note, Result
-from bhandar_cli.host.executor import NodeHost
+from bhandar_cli.core.protocol.messages import ClientRequest, Note, Result
+from bhandar_cli.host.executor import Call, NodeHost
 from bhandar_cli.host.network import LatencyModel, Network, NetworkModel
 from bhandar_cli.host.topology import node_names, zone_map
 from bhandar_cli.sim.loop import EventLoop
@@ -90,7 +91,8 @@ class SimCluster:
         self.retired: set[str] = set()
         self.notes: list[tuple[float, str, Note]] = []
         self.internal_errors: list[tuple[float, str, str]] = []  # (time, node, error): bugs
-        self._waiters: dict[int, Callable[[Result], None]] = {}
+        self._waiters: dict[int, Callable[[Result], None]] = {}  # by rid: clients waiting
+        self._arrived: dict[int, tuple[NodeHost, int]] = {}  # by rid: where it runs, its ticket
         self._next_rid = 1
         self._unsettled = ""  # the host `membership_settled` last found missing a peer
         for name in names:
@@ -192,37 +194,46 @@ class SimCluster:
 
     def submit(
         self, via: str, request: ClientRequest, on_result: Callable[[Result], None], delay: float = 0.0
-    ) -> None:
+    ) -> int:
         """Send a client request to node `via` after `delay` seconds; `on_result` runs when (if) the
-        answer arrives."""
+        answer arrives. Returns its ticket for `forget`: the request's `rid`, which must be new
+        (`new_rid`)."""
         self._waiters[request.rid] = on_result
         self.loop.call_later(
             delay + self.latency.sample(self._client_rng), self._client_arrives, via, request
         )
+        return request.rid
 
     def _client_arrives(self, via: str, request: ClientRequest) -> None:
         host = self.hosts[via]
         if not host.alive:
             return  # a dead node never answers; the client times out
-        host.submit(request, lambda result: self._answer(request.rid, result))
+        rid = request.rid
+        ticket = host.submit(request, lambda result: self._answer(rid, result))
+        if rid in self._waiters:
+            self._arrived[rid] = (host, ticket)
+        else:  # the client gave up while it travelled: it runs all the same, and nobody waits
+            host.forget(ticket)
 
     def _answer(self, rid: int, result: Result) -> None:
+        self._arrived.pop(rid, None)
         waiter = self._waiters.pop(rid, None)
         if waiter is not None:
             self.loop.call_later(self.latency.sample(self._client_rng), waiter, result)
 
     def call(self, via: str, request: ClientRequest, timeout: float = 5.0) -> Result:
         """Submit and run the simulation until the answer arrives or the client gives up."""
-        box: list[Result] = []
-        self.submit(via, request, box.append)
-        if not self.loop.run_until_true(lambda: bool(box), self.loop.now + timeout):
-            self.forget(request.rid)
-            return Failure("timeout", f"no answer from {via} within {timeout:g} s (client timeout)")
-        return box[0]
+        pending = Call(partial(self.submit, via), self.forget, request, lambda: None)
+        self.loop.run_until_true(lambda: pending.result is not None, self.loop.now + timeout)
+        return pending.outcome(via, timeout)
 
     def forget(self, rid: int) -> None:
-        """Stop waiting for a request (the client gave up on it)."""
+        """Stop waiting for a request (the client gave up on it): it is forgotten where it went."""
         self._waiters.pop(rid, None)
+        arrived = self._arrived.pop(rid, None)
+        if arrived is not None:
+            host, ticket = arrived
+            host.forget(ticket)
 
     # --- faults ------------------------------------------------------------------------------
 
