@@ -16,7 +16,8 @@ synced). Reads go to the same replicas; the coordinator answers after R replies,
 replicas that answered with older versions (read repair). The tunables (`config`) change at
 runtime through `reconfigure` (core/model/live_config.py).
 
-The node only wires its roles together, each an object handed its collaborators: the coordinator
+The node only wires its roles together, each an object handed the parts every role shares (one
+`RoleContext`: core/roles/role_context.py) and its own collaborators: the coordinator
 (core/roles/coordinator.py, with core/roles/read_path.py and core/roles/write_path.py), the replica
 (core/roles/replica.py), hinted handoff (core/roles/handoff.py), ownership handoff
 (core/roles/ownership.py), anti-entropy (core/repair/antientropy.py, core/repair/reaping.py),
@@ -87,6 +88,7 @@ from bhandar_cli.core.roles.hints import HintQueue
 from bhandar_cli.core.roles.ownership import OwnershipHandoff
 from bhandar_cli.core.roles.read_path import ReadCoordinator
 from bhandar_cli.core.roles.replica import Replica
+from bhandar_cli.core.roles.role_context import RoleContext
 from bhandar_cli.core.roles.streaming import Streaming
 from bhandar_cli.core.roles.write_path import WriteCoordinator
 
@@ -182,22 +184,41 @@ class Node:
 
         sibling_limit = SiblingLimit(config.sibling_max, metrics)
         unrepaired = Unrepaired(store)
-        replica = Replica(node_id, store, hints, keyspaces, view, metrics, sibling_limit, unrepaired)
-        reads = ReadCoordinator(node_id, config, store, keyspaces, replica, ops, metrics)
+        roles = RoleContext(
+            node_id=node_id,
+            store=store,
+            keyspaces=keyspaces,
+            ring_view=view,
+            ids=ids,
+            ops=ops,
+            metrics=metrics,
+            hints=hints,
+            sibling_limit=sibling_limit,
+        )
+        replica = Replica(roles, unrepaired)
+        reads = ReadCoordinator(roles, config, replica)
         lease = DotLease.load(store, home_actor)
         exact = ExactDots(store, lease)
-        writes = WriteCoordinator(node_id, lease, config, store, replica, ops, metrics, exact)
+        writes = WriteCoordinator(roles, config, replica, lease, exact)
         reaper = TombstoneReaper(node_id, config, store, view, metrics)
-        ae_parts = (keyspaces, view, ids, reaper, metrics, first_repair, sibling_limit, unrepaired)
-        anti_entropy = AntiEntropy(node_id, config, store, hash_index, *ae_parts)
-        streaming = Streaming(node_id, config, store, keyspaces, hints, view, ids, now, sibling_limit)
-        handoff = HintedHandoff(
-            node_id, config, hints, store, keyspaces, view, ops, metrics, now, sibling_limit
+        anti_entropy = AntiEntropy(
+            node_id=node_id,
+            config=config,
+            store=store,
+            index=hash_index,
+            keyspaces=keyspaces,
+            ring_view=view,
+            ids=ids,
+            reaper=reaper,
+            metrics=metrics,
+            first_round=first_repair,
+            sibling_limit=sibling_limit,
+            unrepaired=unrepaired,
         )
-        ownership = OwnershipHandoff(node_id, config, store, hash_index, keyspaces, view, ops, now)
-        coordinator = Coordinator(
-            node_id, config, keyspaces, view, ops, metrics, reads, writes, anti_entropy, streaming
-        )
+        streaming = Streaming(roles, config, now)
+        handoff = HintedHandoff(roles, config, now)
+        ownership = OwnershipHandoff(roles, config, hash_index, now)
+        coordinator = Coordinator(roles, config, reads, writes, anti_entropy, streaming)
         self.config = self._base_config = config
         self.live_config, self._gossip = LiveConfig(), gossip
         self._retuned: tuple[Any, ...] = (hints, sibling_limit, coordinator, reads, writes, reaper)
