@@ -370,7 +370,14 @@ class Coordinator:
             dot = f" as {req.dot[0]}:{req.dot[1]}" if isinstance(req, PutRequest) and req.dot else ""
             trace.note(now, f"{self.node_id} forwards to {target}{dot}")
         forward = ForwardOp(
-            req.rid, origin, now + self.config.request_timeout * 2, target, req, (*avoid, target), now, trace
+            rid=req.rid,
+            origin=origin,
+            deadline=now + self.config.request_timeout * 2,
+            target=target,
+            request=req,
+            tried=(*avoid, target),
+            sent=now,
+            trace=trace,
         )
         op_id = self.ops.add(forward)
         self.metrics.forwarded += 1
