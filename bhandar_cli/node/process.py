@@ -320,7 +320,7 @@ class NodeProcess:
 
     def submit(self, request: ClientRequest, respond: Responder) -> int:
         """Hand a client request to this node's coordinator; returns its ticket, for `forget`
-        (the executor runs it under that ticket: host/executor.py, request ids). A refused request
+        (the executor runs it under that ticket: the `rid` rule of host/executor.py). A refused request
         is answered at once, with nothing to forget."""
         refusal = self.refusal()
         if refusal:
