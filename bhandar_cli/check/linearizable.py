@@ -356,7 +356,7 @@ def near(kept: list[RegOp], culprit: RegOp, fails: Any, deadline: float) -> list
     return kept
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class KeyResult:
     key: str
     ops: int
@@ -385,9 +385,11 @@ def check_registers(
         try:
             ok = decide(ops, budget, deadline)
         except CutOff as exc:
-            results.append(KeyResult(key, len(ops), "unknown", str(exc), (), time.monotonic() - started))
+            seconds = time.monotonic() - started
+            results.append(KeyResult(key=key, ops=len(ops), status="unknown", why=str(exc), seconds=seconds))
             continue
         witness = () if ok else tuple(explain(ops))
         status = "valid" if ok else "invalid"
-        results.append(KeyResult(key, len(ops), status, "", witness, time.monotonic() - started))
+        seconds = time.monotonic() - started
+        results.append(KeyResult(key=key, ops=len(ops), status=status, witness=witness, seconds=seconds))
     return results

@@ -25,7 +25,7 @@ def repeat_command(opts: CheckOptions) -> str:
     """The command line that runs the same plan again: every option that differs from its
     default. Faults a library caller gave outright (`CheckOptions.plan`) have no option: the line
     then says that it repeats the run without them."""
-    defaults = CheckOptions(opts.argv, opts.workload, opts.log_dir)
+    defaults = CheckOptions(argv=opts.argv, workload=opts.workload, log_dir=opts.log_dir)
     parts = ["bhandar", "check", "--bin", shlex.join(opts.argv), "-w", opts.workload]
     parts += ["--node-count", str(opts.node_count), "--concurrency", str(opts.concurrency)]
     parts += ["--rate", f"{opts.rate:g}", "--time-limit", f"{opts.time_limit:g}s", "--seed", str(opts.seed)]

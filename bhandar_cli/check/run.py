@@ -58,7 +58,7 @@ from bhandar_cli.host.network import Distribution, LatencyModel
 RECOVERY = 10.0  # seconds between the heal and the final reads: Maelstrom's wait
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CheckOptions:
     argv: tuple[str, ...]
     workload: str

@@ -16,7 +16,8 @@ synced). Reads go to the same replicas; the coordinator answers after R replies,
 replicas that answered with older versions (read repair). The tunables (`config`) change at
 runtime through `reconfigure` (core/model/live_config.py).
 
-The node only wires its roles together, each an object handed its collaborators: the coordinator
+The node only wires its roles together, each an object handed the parts every role shares (one
+`RoleContext`: core/roles/role_context.py) and its own collaborators: the coordinator
 (core/roles/coordinator.py, with core/roles/read_path.py and core/roles/write_path.py), the replica
 (core/roles/replica.py), hinted handoff (core/roles/handoff.py), ownership handoff
 (core/roles/ownership.py), anti-entropy (core/repair/antientropy.py, core/repair/reaping.py),
@@ -29,6 +30,7 @@ core/membership/node_membership.py). The state several of them share is its own 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from random import Random
 from typing import Any
 
@@ -86,12 +88,34 @@ from bhandar_cli.core.roles.hints import HintQueue
 from bhandar_cli.core.roles.ownership import OwnershipHandoff
 from bhandar_cli.core.roles.read_path import ReadCoordinator
 from bhandar_cli.core.roles.replica import Replica
+from bhandar_cli.core.roles.role_context import RoleContext
 from bhandar_cli.core.roles.streaming import Streaming
 from bhandar_cli.core.roles.write_path import WriteCoordinator
 
 HOUSEKEEPING = 0.25  # seconds between checks of repair sessions, range movement and membership
 
 Handler = Callable[[float, str, Any], list[Effect]]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class NodeBoot:
+    """What a driver tells a node as it boots, besides its store and the ring it knows.
+
+    A joining node boots with `status="joining"` and its `tokens`; it bootstraps, then announces
+    itself normal. `seeds` are whom gossip asks first (node ids, or "host:port"; None: every node
+    of the ring); `address` and `http` are where this node listens, as gossip tells its peers;
+    `zone` overrides the ring's; `live` is the cluster configuration version to run
+    (core/model/live_config.py); `authority` checks who said each fact gossip brings and seals what
+    this node says (core/membership/authorship.py)."""
+
+    status: str = "normal"
+    seeds: tuple[str, ...] | None = None
+    zone: str | None = None
+    tokens: tuple[int, ...] | None = None
+    address: str = ""
+    http: str = ""
+    live: LiveConfig | None = None
+    authority: Authorship = TRUST_ALL
 
 
 class Node:
@@ -107,19 +131,11 @@ class Node:
         config: NodeConfig | None = None,
         liveness: Liveness | None = None,
         *,
-        status: str = "normal",
-        seeds: list[str] | None = None,
-        zone: str | None = None,
-        tokens: tuple[int, ...] | None = None,
-        address: str = "",
-        http: str = "",
-        live: LiveConfig | None = None,
-        authority: Authorship = TRUST_ALL,
+        boot: NodeBoot | None = None,
     ) -> None:
         """`ring` is the cluster as the driver knows it at boot; with gossip (the default) the
-        node then keeps its own view. A joining node is started with `status="joining"` and its
-        tokens; it bootstraps, then announces itself normal. `authority` checks who said each fact
-        gossip brings and seals what this node says (core/membership/authorship.py)."""
+        node then keeps its own view, from what `boot` says (`NodeBoot`)."""
+        boot = boot if boot is not None else NodeBoot()
         self.id = node_id
         config = config or NodeConfig()
         # Every role writes records through `store`, which keeps the hash index anti-entropy
@@ -129,6 +145,7 @@ class Node:
         # After a restore from a snapshot the node's own counters went back in time; writing as
         # a new actor keeps it from reusing dots (and counter entries) it handed out since.
         home_actor = str(store.get_meta("actor") or node_id)
+        authority = boot.authority
         keyspaces = Keyspaces(store, config.default_n, authority)
         client_tokens = TokenTable(store, authority)
         gossip: GossipLiveness | None = None
@@ -140,12 +157,12 @@ class Node:
                 config,
                 rng,
                 now,
-                status=status,
-                seeds=seeds,
-                zone=zone,
-                tokens=tokens,
-                address=address,
-                http=http,
+                status=boot.status,
+                seeds=None if boot.seeds is None else list(boot.seeds),
+                zone=boot.zone,
+                tokens=boot.tokens,
+                address=boot.address,
+                http=boot.http,
                 schema=keyspaces.all,
                 on_schema=keyspaces.learn_all,
                 schema_seals=keyspaces.seals,
@@ -167,28 +184,47 @@ class Node:
 
         sibling_limit = SiblingLimit(config.sibling_max, metrics)
         unrepaired = Unrepaired(store)
-        replica = Replica(node_id, store, hints, keyspaces, view, metrics, sibling_limit, unrepaired)
-        reads = ReadCoordinator(node_id, config, store, keyspaces, replica, ops, metrics)
+        roles = RoleContext(
+            node_id=node_id,
+            store=store,
+            keyspaces=keyspaces,
+            ring_view=view,
+            ids=ids,
+            ops=ops,
+            metrics=metrics,
+            hints=hints,
+            sibling_limit=sibling_limit,
+        )
+        replica = Replica(roles, unrepaired)
+        reads = ReadCoordinator(roles, config, replica)
         lease = DotLease.load(store, home_actor)
         exact = ExactDots(store, lease)
-        writes = WriteCoordinator(node_id, lease, config, store, replica, ops, metrics, exact)
+        writes = WriteCoordinator(roles, config, replica, lease, exact)
         reaper = TombstoneReaper(node_id, config, store, view, metrics)
-        ae_parts = (keyspaces, view, ids, reaper, metrics, first_repair, sibling_limit, unrepaired)
-        anti_entropy = AntiEntropy(node_id, config, store, hash_index, *ae_parts)
-        streaming = Streaming(node_id, config, store, keyspaces, hints, view, ids, now, sibling_limit)
-        handoff = HintedHandoff(
-            node_id, config, hints, store, keyspaces, view, ops, metrics, now, sibling_limit
+        anti_entropy = AntiEntropy(
+            node_id=node_id,
+            config=config,
+            store=store,
+            index=hash_index,
+            keyspaces=keyspaces,
+            ring_view=view,
+            ids=ids,
+            reaper=reaper,
+            metrics=metrics,
+            first_round=first_repair,
+            sibling_limit=sibling_limit,
+            unrepaired=unrepaired,
         )
-        ownership = OwnershipHandoff(node_id, config, store, hash_index, keyspaces, view, ops, now)
-        coordinator = Coordinator(
-            node_id, config, keyspaces, view, ops, metrics, reads, writes, anti_entropy, streaming
-        )
+        streaming = Streaming(roles, config, now)
+        handoff = HintedHandoff(roles, config, now)
+        ownership = OwnershipHandoff(roles, config, hash_index, now)
+        coordinator = Coordinator(roles, config, reads, writes, anti_entropy, streaming)
         self.config = self._base_config = config
         self.live_config, self._gossip = LiveConfig(), gossip
         self._retuned: tuple[Any, ...] = (hints, sibling_limit, coordinator, reads, writes, reaper)
         self._retuned += (anti_entropy, streaming, handoff, ownership, anti_entropy._schedule)
-        if live is not None:
-            self.reconfigure(live)
+        if boot.live is not None:
+            self.reconfigure(boot.live)
         self._ring_view = view
         self._keyspaces = keyspaces
         self._client_tokens = client_tokens

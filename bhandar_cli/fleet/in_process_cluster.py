@@ -22,11 +22,12 @@ from bhandar_cli.core.membership.ring import Ring, node_tokens
 from bhandar_cli.core.model.config import NodeConfig
 from bhandar_cli.core.model.errors import BadInput, Unavailable
 from bhandar_cli.core.model.store import MemoryStore, Store
-from bhandar_cli.core.protocol.messages import ClientRequest, Failure, Note, Result
+from bhandar_cli.core.node import NodeBoot
+from bhandar_cli.core.protocol.messages import ClientRequest, Note, Result
 from bhandar_cli.host.executor import NodeHost
 from bhandar_cli.host.network import LatencyModel, Network, NetworkModel
 from bhandar_cli.host.topology import node_names, zone_map
-from bhandar_cli.node.runtime import FATAL, NodeRunner
+from bhandar_cli.node.runtime import FATAL, NodeRunner, call
 from bhandar_cli.node.timers import TrioTimers
 
 MAX_NODES = 240  # in-process nodes (names A..Z, AA, AB, ...): a few MB each
@@ -67,9 +68,18 @@ class InProcessCluster:
         self._next_rid = 1
 
     def _new_host(self, name: str, zone: str, store: Store) -> NodeHost:
-        seed = self._rng.getrandbits(64)
-        network, clock = self.network.send, trio.current_time
-        host = NodeHost(name, zone, self.ring, store, self.config, seed, network, self._note, FATAL, clock)
+        host = NodeHost(
+            name=name,
+            zone=zone,
+            ring=self.ring,
+            store=store,
+            config=self.config,
+            seed=self._rng.getrandbits(64),
+            send=self.network.send,
+            on_note=self._note,
+            fatal=FATAL,
+            clock=trio.current_time,
+        )
         self.hosts[name] = host
         self.runners[name] = NodeRunner(host)
         return host
@@ -104,21 +114,9 @@ class InProcessCluster:
         return rid
 
     async def request(self, via: str, request: ClientRequest, timeout: float) -> Result:
+        """Node `via`'s result for `request`, or a timeout (the request forgotten there)."""
         host = self.host(via)
-        box: list[Result] = []
-        done = trio.Event()
-
-        def respond(result: Result) -> None:
-            box.append(result)
-            done.set()
-
-        host.submit(request, respond)
-        with trio.move_on_after(timeout):
-            await done.wait()
-        if not box:
-            host.forget(request.rid)
-            return Failure("timeout", f"no answer from {via} within {timeout:g} s")
-        return box[0]
+        return await call(host.submit, host.forget, request, timeout, via)
 
     # --- lifecycle -----------------------------------------------------------------------------
 
@@ -152,16 +150,16 @@ class InProcessCluster:
         zones = sorted(set(self.zones.values()))
         chosen = zone or zones[len(self.names) % len(zones)]
         # The cluster configuration its peers run (node/reconfigure.py keeps it in their boot).
-        config = [h.boot["live"] for h in self.hosts.values() if "live" in h.boot]
+        config = [h.boot.live for h in self.hosts.values() if h.boot.live is not None]
         host = self._new_host(name, chosen, store if store is not None else self._make_store(name))
         live = [n for n, h in self.hosts.items() if h.alive]
-        host.boot = {
-            "status": "joining",
-            "seeds": live,
-            "zone": chosen,
-            "tokens": tuple(node_tokens(name, self.vnodes)),
-            **({"live": max(config, key=lambda c: c.version)} if config else {}),
-        }
+        host.boot = NodeBoot(
+            status="joining",
+            seeds=tuple(live),
+            zone=chosen,
+            tokens=tuple(node_tokens(name, self.vnodes)),
+            live=max(config, key=lambda c: c.version) if config else None,
+        )
         self.names.append(name)
         self.zones[name] = chosen
         await self._start(self.runners[name])

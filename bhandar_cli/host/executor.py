@@ -24,11 +24,24 @@ are executed, for the trio runtime and the simulator alike:
    commit. A node killed while a sync runs sends none of the effects waiting for it, so nothing
    is acknowledged that a crash could lose.
 
+The `rid` of a client request, one rule in every environment (the simulator, the in-process
+cluster, node processes, the Maelstrom node): it is its client's own number (not an increment's
+`request_id`), and no host relies on it being unique, since a node process serves many clients,
+each counting from 1. `submit` runs each request under a ticket of the host's, unique in this
+host, as the `rid` the core sees and answers (`Respond`), and returns it: the submitter's handle
+to `forget` the request. The client's own number goes no further, and results carry none: the
+responder handed in with the request is how an answer finds its client.
+
+Submit-then-wait is `Call`, once for every environment: it submits, keeps the answer, and when
+its environment stopped waiting (node/runtime.py `call` on trio, `SimCluster.call` in the
+simulator) forgets the request, so nothing of a request its client gave up on waits here.
+
 Every client data request submitted here is counted in this node's metrics when its answer goes
-out, whoever coordinated it and whatever answered it (the core, an overloaded inbox, a kill): by
-outcome, and if it succeeded, its latency from `submit` to the answer, read from the
-environment's `clock`. The core's own `now` cannot measure it: a read at ONE answered from the
-node's own copy is answered in the step that received it, at the same `now`.
+out, whoever coordinated it and whatever answered it (the core, an overloaded inbox, a kill), and
+whether or not its client still waits: by outcome, and if it succeeded, its latency from `submit`
+to the answer, read from the environment's `clock`. The core's own `now` cannot measure it: a
+read at ONE answered from the node's own copy is answered in the step that received it, at the
+same `now`.
 
 Anything else that raises in a step (a timer's bug, a failed sync, an input's error listed in
 `fatal`, such as a disk that failed) reaches the environment, which decides what it means: the
@@ -43,6 +56,7 @@ import errno
 import logging
 from collections import deque
 from collections.abc import Callable
+from dataclasses import replace
 from random import Random
 from typing import Any
 
@@ -50,7 +64,7 @@ from bhandar_cli.core.membership.ring import Ring
 from bhandar_cli.core.model.config import NodeConfig
 from bhandar_cli.core.model.metrics import OK, NodeMetrics
 from bhandar_cli.core.model.store import Store, StoreJob
-from bhandar_cli.core.node import Node
+from bhandar_cli.core.node import Node, NodeBoot
 from bhandar_cli.core.protocol.messages import (
     ClientRequest,
     DotLeaseSaved,
@@ -90,6 +104,50 @@ NoteFn = Callable[[str, Note], None]  # (node, note): what a person watching is 
 Responder = Callable[[Result], None]
 Fsync = Callable[[], None]  # blocking: makes every write made before `begin_sync` durable
 Clock = Callable[[], float]  # the environment's time, in seconds
+Submit = Callable[[ClientRequest, Responder], int]  # hands a request in; returns its ticket
+Forget = Callable[[int], None]  # the client stopped waiting for the request of this ticket
+
+
+class Call:
+    """One client request submitted and waited for: the submit-then-wait of every environment.
+
+    It submits at once and keeps the answer when it comes (`answered` runs then: the environment's
+    wake-up). The environment waits its own way, then takes `outcome`: the answer, or, if none came,
+    a timeout, after the request was forgotten where it was submitted (its responder dropped, the
+    request no longer in flight for a drain)."""
+
+    __slots__ = ("_answered", "_forget", "_ticket", "result")
+
+    def __init__(
+        self, submit: Submit, forget: Forget, request: ClientRequest, answered: Callable[[], None]
+    ) -> None:
+        self.result: Result | None = None
+        self._answered = answered
+        self._forget = forget
+        self._ticket = submit(request, self._answer)
+
+    def _answer(self, result: Result) -> None:
+        self.result = result
+        self._answered()
+
+    def outcome(self, who: str, timeout: float) -> Result:
+        """The answer; or the client gives up now: the request is forgotten, the result a timeout."""
+        if self.result is not None:
+            return self.result
+        self._forget(self._ticket)
+        return Failure("timeout", f"no answer from {who} within {timeout:g} s")
+
+
+class _InFlight:
+    """A client request this host runs: whom to answer (None once its client stopped waiting) and,
+    for a data request, what to count when its answer goes out."""
+
+    __slots__ = ("counted", "responder", "started")
+
+    def __init__(self, responder: Responder, counted: tuple[str, str] | None, started: float) -> None:
+        self.responder: Responder | None = responder
+        self.counted = counted  # (operation, level), or None: not a data request
+        self.started = started
 
 
 class PendingSync:
@@ -108,6 +166,7 @@ class NodeHost:
 
     def __init__(
         self,
+        *,
         name: str,
         zone: str,
         ring: Ring,
@@ -118,6 +177,7 @@ class NodeHost:
         on_note: NoteFn | None = None,
         fatal: tuple[type[BaseException], ...] = (),
         clock: Clock | None = None,
+        boot: NodeBoot | None = None,
     ) -> None:
         self.name = name
         self.zone = zone
@@ -127,7 +187,9 @@ class NodeHost:
         self.send = send
         self.on_note = on_note
         self.fatal = fatal
-        self.boot: dict[str, Any] = {}  # extra Node arguments (a joining node's status, tokens, seeds)
+        # What each life boots with besides the store and ring (a joining node's status, its tokens,
+        # seeds, address): replaced, never changed in place, by whoever knows better (a new port).
+        self.boot = boot if boot is not None else NodeBoot()
         self.node: Node | None = None
         self.generation = 0  # lives started
         self.crash_reason: str | None = None  # why the last life ended on its own, if it did
@@ -138,7 +200,8 @@ class NodeHost:
         self.seed = seed  # each life's node draws its randomness from here, in order
         self._rng = Random(seed)
         self._inbox: deque[tuple[str | None, Any]] = deque()
-        self._responders: dict[int, Responder] = {}
+        self._in_flight: dict[int, _InFlight] = {}  # by ticket
+        self._last_ticket = 0
         self._unsynced: list[list[Any]] = []  # durable effects of batches no sync has begun for
         self._syncing: PendingSync | None = None  # the sync running, if any
         self._now = 0.0  # the last step's time: the clock of an environment that gives none
@@ -157,9 +220,8 @@ class NodeHost:
         self.generation += 1
         self.crash_reason = None
         self._inbox.clear()
-        node = Node(
-            self.name, self.ring, self.store, Random(self._rng.getrandbits(64)), now, self.config, **self.boot
-        )
+        rng = Random(self._rng.getrandbits(64))
+        node = Node(self.name, self.ring, self.store, rng, now, self.config, boot=self.boot)
         self.store.sync()  # the new generation must survive the next crash
         self.node = node
 
@@ -172,13 +234,13 @@ class NodeHost:
         self._inbox.clear()
         self._unsynced = []  # what these wait for may be lost: they never go out
         self._syncing = None
-        responders, self._responders = self._responders, {}
+        in_flight, self._in_flight = self._in_flight, {}
         # Not "unavailable" (which promises nothing was applied): the request may have been.
         failure = Failure(
             "timeout", f"node {self.name} {reason} before answering; the request may have taken effect"
         )
-        for responder in responders.values():
-            responder(failure)
+        for request in in_flight.values():
+            self._settle(request, failure)
 
     def crash(self, exc: BaseException, what: str = "crashed") -> None:
         """End this life because of `exc`: loud (logged, noted, kept for status), never raised."""
@@ -204,41 +266,60 @@ class NodeHost:
         self._enqueue(src, msg)
         return True
 
-    def submit(self, request: ClientRequest, responder: Responder) -> None:
+    def submit(self, request: ClientRequest, responder: Responder) -> int:
         """A client request; `responder` is called exactly once with the result (unless `forget`).
-        A data request is counted in the metrics when its answer goes out."""
+        Returns its ticket: the `rid` it runs under here (see the module docstring). A data
+        request is counted in the metrics when its answer goes out."""
+        self._last_ticket += 1
+        ticket = self._last_ticket
         counted = counted_as(request)
-        if counted is not None:
-            responder = self._counting(*counted, responder)
+        entry = _InFlight(responder, counted, 0.0 if counted is None else self.clock())
         if self.node is None:
-            responder(Failure("unavailable", f"node {self.name} is down; revive it or use another node"))
-            return
-        if len(self._inbox) >= INBOX_SIZE:
-            responder(Failure("unavailable", f"node {self.name} is overloaded (inbox full)"))
-            return
-        self._responders[request.rid] = responder
-        self._enqueue(None, request)
+            self._settle(
+                entry, Failure("unavailable", f"node {self.name} is down; revive it or use another node")
+            )
+        elif len(self._inbox) >= INBOX_SIZE:
+            self._settle(entry, Failure("unavailable", f"node {self.name} is overloaded (inbox full)"))
+        else:
+            self._in_flight[ticket] = entry
+            self._enqueue(None, replace(request, rid=ticket))
+        return ticket
 
-    def _counting(self, op: str, level: str, responder: Responder) -> Responder:
-        """`responder`, counting the request's outcome and latency first."""
-        started = self.clock()
+    def forget(self, ticket: int) -> None:
+        """The client stopped waiting for the request of `ticket`: it is never answered. (A data
+        request is still counted when the node's answer goes out.)"""
+        entry = self._in_flight.get(ticket)
+        if entry is None:
+            return
+        if entry.counted is None:
+            del self._in_flight[ticket]
+        else:
+            entry.responder = None
 
-        def respond(result: Result) -> None:
+    @property
+    def waiting(self) -> int:
+        """Client requests in flight here whose client still waits for the answer."""
+        return sum(1 for entry in self._in_flight.values() if entry.responder is not None)
+
+    def _answer(self, ticket: int, result: Result) -> None:
+        entry = self._in_flight.pop(ticket, None)
+        if entry is not None:
+            self._settle(entry, result)
+
+    def _settle(self, entry: _InFlight, result: Result) -> None:
+        """Count a data request's outcome and latency, then answer its client if it still waits."""
+        if entry.counted is not None:
+            op, level = entry.counted
             outcome = result.code if isinstance(result, Failure) else OK
             metrics = self.node.metrics if self.node is not None else self.past_metrics
-            metrics.observe(op, level, outcome, (self.clock() - started) * 1000.0)
-            responder(result)
-
-        return respond
+            metrics.observe(op, level, outcome, (self.clock() - entry.started) * 1000.0)
+        if entry.responder is not None:
+            entry.responder(result)
 
     def _enqueue(self, src: str | None, msg: Any) -> None:
         self._inbox.append((src, msg))
         if len(self._inbox) == 1:  # it was empty: the environment may be waiting for input
             self.wake()
-
-    def forget(self, rid: int) -> None:
-        """The client stopped waiting for request `rid`."""
-        self._responders.pop(rid, None)
 
     # --- stepping ----------------------------------------------------------------------------
 
@@ -336,9 +417,7 @@ class NodeHost:
                 else:
                     self.send(self.name, effect.dst, effect.msg)
             elif cls is Respond:
-                responder = self._responders.pop(effect.rid, None)
-                if responder is not None:
-                    responder(effect.result)
+                self._answer(effect.rid, effect.result)
             elif cls is Note:
                 self._note(effect)
             elif cls is DotLeaseSaved and self.node is not None:
@@ -353,10 +432,10 @@ class NodeHost:
         what = f"{type(msg).__name__} from {src or 'a client'}"
         log.error("%s dropped %s: %s: %s", self.name, what, type(exc).__name__, exc, exc_info=exc)
         self._note(Note(f"{self.name} dropped {what} it could not handle ({type(exc).__name__})"))
-        if src is None:
-            responder = self._responders.pop(getattr(msg, "rid", -1), None)
-            if responder is not None:
-                responder(Failure("internal", f"node {self.name} could not handle the request: {exc}"))
+        if src is None:  # a client request, under its ticket
+            self._answer(
+                msg.rid, Failure("internal", f"node {self.name} could not handle the request: {exc}")
+            )
 
     # --- views -------------------------------------------------------------------------------
 

@@ -68,7 +68,6 @@ class MaelstromNode:
         self.store: Store | None = None
         self._out: deque[bytes] = deque()
         self._ready = trio.Event()
-        self._rid = 0
         self._msg_id = 0
         self._nursery: trio.Nursery | None = None
         self._early: deque[tuple[str, dict[str, Any]]] = deque()  # what came before `init`
@@ -175,22 +174,20 @@ class MaelstromNode:
             self.store = MemoryStore()
         seed = random.SystemRandom().getrandbits(64)
         host = NodeHost(
-            self.id,
-            zones[self.id],
-            ring,
-            self.store,
-            config,
-            seed,
-            self._send,
-            None,
-            FATAL,
-            trio.current_time,
+            name=self.id,
+            zone=zones[self.id],
+            ring=ring,
+            store=self.store,
+            config=config,
+            seed=seed,
+            send=self._send,
+            fatal=FATAL,
+            clock=trio.current_time,
         )
         self.host = host
         assert self._nursery is not None
         await self._nursery.start(self._life, NodeRunner(host, offload=bool(self.data_dir)))
-        self._rid += 1
-        host.submit(schema_request(self._rid, config.default_n), lambda result: None)
+        host.submit(schema_request(0, config.default_n), lambda result: None)
 
     async def _life(
         self, runner: NodeRunner, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
@@ -219,9 +216,9 @@ class MaelstromNode:
 
     def _client(self, src: str, body: dict[str, Any]) -> None:
         assert self.host is not None
-        self._rid += 1
         try:
-            request = request_of(self._rid, src, body, self.level)
+            # rid 0: the host runs each request under a ticket of its own (host/executor.py).
+            request = request_of(0, src, body, self.level)
         except NotServed as exc:
             self._answer(src, body, {"type": "error", "code": exc.code, "text": str(exc)})
             return

@@ -29,7 +29,6 @@ import os
 import random
 import signal
 import sys
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -41,9 +40,10 @@ from bhandar_cli.core.membership.ring import Ring
 from bhandar_cli.core.model.config import NodeConfig
 from bhandar_cli.core.model.live_config import LiveConfig
 from bhandar_cli.core.model.tokens import TokenTable
+from bhandar_cli.core.node import NodeBoot
 from bhandar_cli.core.node_views import NodeInfo
 from bhandar_cli.core.protocol.messages import ClientRequest, Failure, Note, Result
-from bhandar_cli.host.executor import NodeHost
+from bhandar_cli.host.executor import NodeHost, Responder
 from bhandar_cli.node import admin
 from bhandar_cli.node.epoch_clock import EpochClock
 from bhandar_cli.node.exposure import node_tls
@@ -56,7 +56,7 @@ from bhandar_cli.node.note_log import NoteLog
 from bhandar_cli.node.options import NodeOptions
 from bhandar_cli.node.reconfigure import tune_store
 from bhandar_cli.node.rpc_service import RpcService
-from bhandar_cli.node.runtime import FATAL, NodeRunner
+from bhandar_cli.node.runtime import FATAL, NodeRunner, call
 from bhandar_cli.security import pki
 from bhandar_cli.security.auth import Authenticator, Credential, load_auth_file
 from bhandar_cli.security.authorship import SignedAuthorship
@@ -121,28 +121,26 @@ class NodeProcess:
         seed = random.SystemRandom().getrandbits(64)  # a real process: real randomness
         self.notes = NoteLog()  # for a REPL watching this cluster (the `notes` RPC)
         self.host = NodeHost(
-            options.id,
-            options.zone,
-            ring,
-            self.store,
-            self.config,
-            seed,
-            self._send,
-            self._note,
-            FATAL,
-            trio.current_time,  # requests' latency, from their arrival to their answer
+            name=options.id,
+            zone=options.zone,
+            ring=ring,
+            store=self.store,
+            config=self.config,
+            seed=seed,
+            send=self._send,
+            on_note=self._note,
+            fatal=FATAL,
+            clock=trio.current_time,  # requests' latency, from their arrival to their answer
         )
         self.runner = NodeRunner(self.host, offload=True)
         self.port: int = options.port
         self.http_port = options.http_port
         self.shutdown = trio.Event()
         self.draining = False  # stopping: new client requests are refused, not run
-        self.inflight = 0  # client requests submitted and not yet answered
         self._drained = trio.Event()
         self._started = 0.0  # when `run` began (trio clock)
         self._linked = False  # its links with its peers have been open both ways (`refusal`)
         self._announced = False  # its gossip goes out (`_send`)
-        self._next_rid = 0
 
     async def run(self, task_status: trio.TaskStatus[tuple[int, int]] = trio.TASK_STATUS_IGNORED) -> None:
         opts = self.options
@@ -156,18 +154,19 @@ class NodeProcess:
                         serve_http, self, opts.host, opts.http_port, self.tls
                     )
                 self.port = await nursery.start(self.transport.serve, opts.host, opts.port)
-                self.host.boot = {
-                    "seeds": [f"{host}:{port}" for host, port in opts.seeds],
-                    "address": f"{opts.host}:{self.port}",
-                    "http": f"{opts.host}:{self.http_port}" if self.http_port >= 0 else "",
-                    "zone": opts.zone,
-                    "authority": self.authority,
-                }
-                if opts.bootstrap:
-                    self.host.boot["status"] = "joining"
-                if opts.config:  # the cluster file's version: a restarted node comes back with it
-                    self.host.boot["live"] = live = LiveConfig.from_plain(json.loads(opts.config))
+                # The cluster file's configuration version: a restarted node comes back with it.
+                live = LiveConfig.from_plain(json.loads(opts.config)) if opts.config else None
+                if live is not None:
                     tune_store(self.store, live)
+                self.host.boot = NodeBoot(
+                    status="joining" if opts.bootstrap else "normal",
+                    seeds=tuple(f"{host}:{port}" for host, port in opts.seeds),
+                    address=f"{opts.host}:{self.port}",
+                    http=f"{opts.host}:{self.http_port}" if self.http_port >= 0 else "",
+                    zone=opts.zone,
+                    live=live,
+                    authority=self.authority,
+                )
                 await nursery.start(self._life)
                 nursery.start_soon(self._watch_signals)
                 log.info("node %s serving on %s:%d (http %d)", opts.id, opts.host, self.port, self.http_port)
@@ -315,39 +314,38 @@ class NodeProcess:
         log.info("node %s takes client requests (%.2f s after it started%s)", self.id, took, unlinked)
         return ""
 
-    def submit(self, request: ClientRequest, respond: Any) -> None:
-        """Hand a client request to this node's coordinator under a rid unique in this node."""
+    @property
+    def inflight(self) -> int:
+        """Client requests submitted and not yet answered, whose clients still wait."""
+        return self.host.waiting
+
+    def submit(self, request: ClientRequest, respond: Responder) -> int:
+        """Hand a client request to this node's coordinator; returns its ticket, for `forget`
+        (the executor runs it under that ticket: the `rid` rule of host/executor.py). A refused request
+        is answered at once, with nothing to forget."""
         refusal = self.refusal()
         if refusal:
             respond(Failure("unavailable", f"node {self.id}: {refusal}"))
-            return
-        self._next_rid += 1
-        self.inflight += 1
-        answered = False
+            return 0
 
         def done(result: Result) -> None:
-            nonlocal answered
-            if not answered:
-                answered = True
-                self.inflight -= 1
-                if self.draining and not self.inflight:
-                    self._drained.set()
             respond(result)
+            self._check_drained()
 
-        self.host.submit(replace(request, rid=self._next_rid), done)
+        return self.host.submit(request, done)
+
+    def forget(self, ticket: int) -> None:
+        """The client stopped waiting for the request of `ticket`: a drain no longer waits for it."""
+        self.host.forget(ticket)
+        self._check_drained()
+
+    def _check_drained(self) -> None:
+        if self.draining and not self.inflight:
+            self._drained.set()
 
     async def call(self, request: ClientRequest, timeout: float = 10.0) -> Result:
-        box: list[Result] = []
-        done = trio.Event()
-
-        def respond(result: Result) -> None:
-            box.append(result)
-            done.set()
-
-        self.submit(request, respond)
-        with trio.move_on_after(timeout):
-            await done.wait()
-        return box[0] if box else Failure("timeout", f"node {self.id} did not answer within {timeout:g} s")
+        """Submit a client request here and wait for its result (a timeout after `timeout` s)."""
+        return await call(self.submit, self.forget, request, timeout, f"node {self.id}")
 
     def current_metrics(self) -> Any:
         node = self.host.node

@@ -52,5 +52,5 @@ def apply_live(host: NodeHost, plain: object) -> dict[str, Any]:
         raise Unavailable(f"node {host.name} is down: it cannot take configuration version {live.version}")
     node.reconfigure(live)
     tune_store(host.store, live)  # every storage key: one set before and now unset goes back
-    host.boot["live"] = live
+    host.boot = replace(host.boot, live=live)
     return config_view(host)

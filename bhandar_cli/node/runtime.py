@@ -13,6 +13,10 @@ until its tasks are gone, so two lives never share the store. Nothing inside a n
 `run`: a failed boot, a failed background job or a bug becomes a crash of that node
 (`host.crash_reason`), never an exception of the caller.
 
+`call` submits a client request and waits for its result on trio (the in-process cluster's
+requests, and the HTTP gateway's in a node process): `host.executor.Call`, which forgets the
+request if the wait times out.
+
 Who may touch the store: only trio's thread, except for the two functions the store hands out for
 a worker thread (the sync of a step, a background job's `run`), whose ownership rule the storage
 engine states.
@@ -25,12 +29,23 @@ from typing import Any
 import trio
 
 from bhandar_cli.core.model.store import StoreJob
-from bhandar_cli.host.executor import NodeHost, PendingSync
+from bhandar_cli.core.protocol.messages import ClientRequest, Result
+from bhandar_cli.host.executor import Call, Forget, NodeHost, PendingSync, Submit
 from bhandar_cli.node.sync_worker import SyncWorker
 from bhandar_cli.storage.storage_errors import StorageError
 
 # Errors that end a node's life rather than one message: its disk failed, its store is in doubt.
 FATAL: tuple[type[BaseException], ...] = (StorageError, OSError)
+
+
+async def call(submit: Submit, forget: Forget, request: ClientRequest, timeout: float, who: str) -> Result:
+    """Submit `request` and wait up to `timeout` seconds for its result; on timeout the request is
+    forgotten where it was submitted and the result says no answer came from `who`."""
+    answered = trio.Event()
+    pending = Call(submit, forget, request, answered.set)
+    with trio.move_on_after(timeout):
+        await answered.wait()
+    return pending.outcome(who, timeout)
 
 
 class NodeRunner:

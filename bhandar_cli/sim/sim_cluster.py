@@ -25,7 +25,8 @@ in production) and the error is kept in `internal_errors` for the checker to rep
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import partial
 from random import Random
 from typing import Any
 
@@ -33,8 +34,9 @@ from bhandar_cli.core.membership.ring import Ring, node_tokens
 from bhandar_cli.core.model.config import NodeConfig
 from bhandar_cli.core.model.metrics import NodeMetrics
 from bhandar_cli.core.model.store import MemoryStore, Store
-from bhandar_cli.core.protocol.messages import ClientRequest, Failure, Note, Result
-from bhandar_cli.host.executor import NodeHost
+from bhandar_cli.core.node import NodeBoot
+from bhandar_cli.core.protocol.messages import ClientRequest, Note, Result
+from bhandar_cli.host.executor import Call, NodeHost
 from bhandar_cli.host.network import LatencyModel, Network, NetworkModel
 from bhandar_cli.host.topology import node_names, zone_map
 from bhandar_cli.sim.loop import EventLoop
@@ -89,7 +91,8 @@ class SimCluster:
         self.retired: set[str] = set()
         self.notes: list[tuple[float, str, Note]] = []
         self.internal_errors: list[tuple[float, str, str]] = []  # (time, node, error): bugs
-        self._waiters: dict[int, Callable[[Result], None]] = {}
+        self._waiters: dict[int, Callable[[Result], None]] = {}  # by rid: clients waiting
+        self._arrived: dict[int, tuple[NodeHost, int]] = {}  # by rid: where it runs, its ticket
         self._next_rid = 1
         self._unsettled = ""  # the host `membership_settled` last found missing a peer
         for name in names:
@@ -97,10 +100,11 @@ class SimCluster:
         self._seed_addresses: set[str] = set()
         self.address_moves = 0
         if self.addressing:
-            seeds = [self.hosts[n].boot["address"] for n in names[:SEEDS]]
+            seeds = [self.hosts[n].boot.address for n in names[:SEEDS]]
             self._seed_addresses = set(seeds)
             for name in names:
-                self.hosts[name].boot["seeds"] = [a for a in seeds if a != self.hosts[name].boot["address"]]
+                host = self.hosts[name]
+                host.boot = replace(host.boot, seeds=tuple(a for a in seeds if a != host.boot.address))
         for name in names:
             self._steppers[name].start()
 
@@ -116,19 +120,19 @@ class SimCluster:
         ring = Ring.build([name], self.vnodes, {name: zone}) if self.addressing else self.ring
         send = self._send_by_address if self.addressing else self.net.send
         host = NodeHost(
-            name,
-            zone,
-            ring,
-            self.store_factory(name),
-            self.config,
-            seed,
-            send,
-            self._note,
-            self.crash_errors,
-            lambda: self.loop.now,
+            name=name,
+            zone=zone,
+            ring=ring,
+            store=self.store_factory(name),
+            config=self.config,
+            seed=seed,
+            send=send,
+            on_note=self._note,
+            fatal=self.crash_errors,
+            clock=lambda: self.loop.now,
         )
         if self.addressing:
-            host.boot = {"zone": zone, "seeds": []}
+            host.boot = NodeBoot(zone=zone, seeds=())
             self._listen(host, f"10.0.{len(self.hosts) // 250}.{len(self.hosts) % 250 + 1}:7000")
         self.hosts[name] = host
         self._steppers[name] = SimStepper(
@@ -145,9 +149,9 @@ class SimCluster:
 
     def _listen(self, host: NodeHost, address: str) -> None:
         """The host listens at `address` from its next boot on (its old address leads nowhere)."""
-        self._host_at.pop(host.boot.get("address", ""), None)
+        self._host_at.pop(host.boot.address, None)
         self._host_at[address] = host.name
-        host.boot["address"] = address
+        host.boot = replace(host.boot, address=address)
 
     def _send_by_address(self, src: str, dst: str, msg: Any) -> None:
         """Route as a node process does: a seed by its address, a peer by the address the
@@ -190,37 +194,46 @@ class SimCluster:
 
     def submit(
         self, via: str, request: ClientRequest, on_result: Callable[[Result], None], delay: float = 0.0
-    ) -> None:
+    ) -> int:
         """Send a client request to node `via` after `delay` seconds; `on_result` runs when (if) the
-        answer arrives."""
+        answer arrives. Returns its ticket for `forget`: the request's `rid`, which must be new
+        (`new_rid`)."""
         self._waiters[request.rid] = on_result
         self.loop.call_later(
             delay + self.latency.sample(self._client_rng), self._client_arrives, via, request
         )
+        return request.rid
 
     def _client_arrives(self, via: str, request: ClientRequest) -> None:
         host = self.hosts[via]
         if not host.alive:
             return  # a dead node never answers; the client times out
-        host.submit(request, lambda result: self._answer(request.rid, result))
+        rid = request.rid
+        ticket = host.submit(request, lambda result: self._answer(rid, result))
+        if rid in self._waiters:
+            self._arrived[rid] = (host, ticket)
+        else:  # the client gave up while it travelled: it runs all the same, and nobody waits
+            host.forget(ticket)
 
     def _answer(self, rid: int, result: Result) -> None:
+        self._arrived.pop(rid, None)
         waiter = self._waiters.pop(rid, None)
         if waiter is not None:
             self.loop.call_later(self.latency.sample(self._client_rng), waiter, result)
 
     def call(self, via: str, request: ClientRequest, timeout: float = 5.0) -> Result:
         """Submit and run the simulation until the answer arrives or the client gives up."""
-        box: list[Result] = []
-        self.submit(via, request, box.append)
-        if not self.loop.run_until_true(lambda: bool(box), self.loop.now + timeout):
-            self.forget(request.rid)
-            return Failure("timeout", f"no answer from {via} within {timeout:g} s (client timeout)")
-        return box[0]
+        pending = Call(partial(self.submit, via), self.forget, request, lambda: None)
+        self.loop.run_until_true(lambda: pending.result is not None, self.loop.now + timeout)
+        return pending.outcome(via, timeout)
 
     def forget(self, rid: int) -> None:
-        """Stop waiting for a request (the client gave up on it)."""
+        """Stop waiting for a request (the client gave up on it): it is forgotten where it went."""
         self._waiters.pop(rid, None)
+        arrived = self._arrived.pop(rid, None)
+        if arrived is not None:
+            host, ticket = arrived
+            host.forget(ticket)
 
     # --- faults ------------------------------------------------------------------------------
 
@@ -249,9 +262,9 @@ class SimCluster:
                 host.store = self.reopen_store(name, host.store)
             # Seeds keep their addresses (that is what makes them seeds: the way back in for a
             # node whose peers all moved); any other node may come back on another port.
-            seed = host.boot.get("address") in self._seed_addresses
+            seed = host.boot.address in self._seed_addresses
             if self.addressing and not seed and self._address_rng.random() < self.moves:
-                ip, _, port = host.boot["address"].rpartition(":")
+                ip, _, port = host.boot.address.rpartition(":")
                 self._listen(host, f"{ip}:{int(port) + 1}")  # restarted on another port
                 self.address_moves += 1
             self._steppers[name].start()
@@ -274,12 +287,12 @@ class SimCluster:
         every seed had left and every other node had restarted on a new port, no node knew where any
         other listened: a join waited forever (found by `bhandar chaos --seed 7100017 --ops 3000
         --faults all`)."""
-        serving = [self.hosts[n].boot["address"] for n in self.members]
+        serving = [self.hosts[n].boot.address for n in self.members]
         seeds = [a for a in serving if a in self._seed_addresses]
         seeds += [a for a in serving if a not in seeds][: max(0, SEEDS - len(seeds))]
         self._seed_addresses = set(seeds)
         for host in self.hosts.values():
-            host.boot["seeds"] = [a for a in seeds if a != host.boot.get("address")]
+            host.boot = replace(host.boot, seeds=tuple(a for a in seeds if a != host.boot.address))
 
     def add_node(self, name: str, zone: str | None = None) -> None:
         """Start a new node that bootstraps into the ring (it announces itself joining)."""
@@ -290,9 +303,8 @@ class SimCluster:
         live = [n for n, h in self.hosts.items() if h.alive]
         host = self._new_host(name, chosen)
         seeds = self._join_seeds() if self.addressing else live
-        host.boot.update(
-            status="joining", seeds=seeds, zone=chosen, tokens=tuple(node_tokens(name, self.vnodes))
-        )
+        tokens = tuple(node_tokens(name, self.vnodes))
+        host.boot = replace(host.boot, status="joining", seeds=tuple(seeds), zone=chosen, tokens=tokens)
         self.members = [*self.members, name]
         self._steppers[name].start()
 
@@ -300,7 +312,7 @@ class SimCluster:
         """The seed addresses a new node is given: the seeds still in service, or, once every seed
         has been decommissioned, the addresses of the members in service (as an operator would
         name them). Retired seeds led a joining node nowhere: it found nobody and stayed alone."""
-        serving = {self.hosts[n].boot["address"] for n in self.members}
+        serving = {self.hosts[n].boot.address for n in self.members}
         seeds = sorted(self._seed_addresses & serving)
         return seeds or sorted(serving)
 

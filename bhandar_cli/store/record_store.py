@@ -226,7 +226,12 @@ class RecordStore:
     def _damage(self, c: Corruption) -> StoreDamage:
         metadata = c.lost is not None and c.lost.overlaps(META, _prefix_end(META))
         return StoreDamage(
-            c.kind, c.file, c.offset, c.describe(key_name), self._keyspaces_in(c.lost), metadata
+            kind=c.kind,
+            file=c.file,
+            offset=c.offset,
+            message=c.describe(key_name),
+            keyspaces=self._keyspaces_in(c.lost),
+            metadata=metadata,
         )
 
     def _keyspaces_in(self, lost: KeyInterval | None) -> tuple[str, ...] | None:

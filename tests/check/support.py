@@ -32,7 +32,7 @@ def short(argv: tuple[str, ...], workload: str, where: Path, **changes: Any) -> 
         "init_timeout": 5.0,
     }
     values.update(changes)
-    return CheckOptions(argv, workload, str(where), **values)
+    return CheckOptions(argv=argv, workload=workload, log_dir=str(where), **values)
 
 
 def alive(pid: int) -> bool:

@@ -126,14 +126,32 @@ def test_the_catalog_names_every_workload_in_order() -> None:
 
 
 def test_the_repeat_command_names_every_option_that_differs_from_its_default() -> None:
-    opts = CheckOptions(("my node", "-x"), "g-set", "logs", 5, 2, 40.0, 3.0, 0.0, 7, ("kill",), 0.5)
+    opts = CheckOptions(
+        argv=("my node", "-x"),
+        workload="g-set",
+        log_dir="logs",
+        node_count=5,
+        concurrency=2,
+        rate=40.0,
+        time_limit=3.0,
+        latency_ms=0.0,
+        seed=7,
+        nemesis=("kill",),
+        interval=0.5,
+    )
     assert shlex.split(repeat_command(opts)) == [
         *("bhandar", "check", "--bin", "'my node' -x", "-w", "g-set", "--node-count", "5"),
         *("--concurrency", "2", "--rate", "40", "--time-limit", "3s", "--seed", "7"),
         *("--nemesis", "kill", "--nemesis-interval", "0.5s"),
     ]
     slow = CheckOptions(
-        ("n",), "echo", "logs", op_timeout=1.5, recovery=0.0, init_timeout=30.0, flood_limit=50
+        argv=("n",),
+        workload="echo",
+        log_dir="logs",
+        op_timeout=1.5,
+        recovery=0.0,
+        init_timeout=30.0,
+        flood_limit=50,
     )
     assert repeat_command(slow).endswith("--timeout 1.5s --recovery 0s --init-timeout 30s --flood-limit 50")
 
@@ -141,7 +159,9 @@ def test_the_repeat_command_names_every_option_that_differs_from_its_default() -
 def test_a_run_whose_faults_the_caller_gave_says_its_repeat_command_runs_without_them() -> None:
     plan = (Fault("duplicate", 0.1, 0.9, ("n2",), 1.0),)
     line = repeat_command(
-        CheckOptions(("n",), "pn-counter", "logs", seed=3, nemesis=("duplicate",), plan=plan)
+        CheckOptions(
+            argv=("n",), workload="pn-counter", log_dir="logs", seed=3, nemesis=("duplicate",), plan=plan
+        )
     )
     assert "--nemesis" not in line
     assert line.endswith("# without its faults: they were given by the caller (CheckOptions.plan), not drawn")

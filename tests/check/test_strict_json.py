@@ -37,7 +37,9 @@ def emitted(obj: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> str:
 def test_the_open_ended_staleness_bucket_is_null_and_flagged(monkeypatch: pytest.MonkeyPatch) -> None:
     curve = ((5.0, 0.9, 10), (math.inf, 0.5, 4))
     verdict = Verdict(VALID, "checked", (), {"lost": 0}, curve)
-    outcome = Outcome(CheckOptions(("true",), "g-set", "/nonexistent"), ["n0"], [], History(), verdict)
+    outcome = Outcome(
+        CheckOptions(argv=("true",), workload="g-set", log_dir="/nonexistent"), ["n0"], [], History(), verdict
+    )
     out = json.loads(emitted(to_json(outcome), monkeypatch), parse_constant=refuse)
     assert out["staleness"] == [
         {"upto_ms": 5.0, "open_ended": False, "fresh": 0.9, "samples": 10},

@@ -43,8 +43,8 @@ def test_only_the_node_module_wires_the_roles_together() -> None:
 
 
 def test_roles_are_plain_classes_not_mixins() -> None:
-    """Every class in the core is a root class (or a Protocol, an exception, a TypedDict, an Enum or a dataclass
-    of data only)."""
+    """Every class in the core is a root class (or a Protocol, an exception, a TypedDict, an Enum
+    or a dataclass of data only)."""
     bases: dict[str, list[str]] = {}
     for path in MODULES:
         for node in ast.walk(tree_of(path)):

@@ -20,7 +20,7 @@ from bhandar_cli.core.model.record_digest import digest
 from bhandar_cli.core.model.records import Versioned
 from bhandar_cli.core.model.store import MemoryStore
 from bhandar_cli.core.model.versions import Sibling
-from bhandar_cli.core.node import Node
+from bhandar_cli.core.node import Node, NodeBoot
 from bhandar_cli.core.protocol.messages import (
     ClientReply,
     Effect,
@@ -240,7 +240,7 @@ def test_a_leaving_node_takes_writes_but_no_handoff_and_a_left_one_nothing() -> 
         ("leaving", True, False),
         ("left", False, False),
     ):
-        node = Node("C", ring, MemoryStore(), Random(1), 0.0, NodeConfig(), status=status)
+        node = Node("C", ring, MemoryStore(), Random(1), 0.0, NodeConfig(), boot=NodeBoot(status=status))
         assert node.status == status
         [ack] = node.handle(0.0, "A", ReplicaWrite(1, ks, "k", record))
         [handoff] = node.handle(0.0, "A", ReplicaWrite(2, ks, "h", record, None, "handoff"))
@@ -258,11 +258,11 @@ def test_a_node_that_knows_only_a_seed_address_finds_the_cluster_through_gossip(
         MemoryStore(),
         Random(1),
         0.0,
-        seeds=["10.0.0.2:7000"],
-        address="10.0.0.1:7000",
-        http="10.0.0.1:8000",
+        boot=NodeBoot(seeds=("10.0.0.2:7000",), address="10.0.0.1:7000", http="10.0.0.1:8000"),
     )
-    b = Node("B", Ring.build(["B"], 8), b_store, Random(2), 0.0, seeds=[], address="10.0.0.2:7000")
+    b = Node(
+        "B", Ring.build(["B"], 8), b_store, Random(2), 0.0, boot=NodeBoot(seeds=(), address="10.0.0.2:7000")
+    )
     [hello] = [e for e in a.tick(0.0) if isinstance(e, Send)]
     assert hello.dst == "10.0.0.2:7000"  # nobody known yet: the seed, by its address
     [reply] = [e for e in b.handle(0.01, "A", hello.msg) if isinstance(e, Send)]
@@ -272,7 +272,9 @@ def test_a_node_that_knows_only_a_seed_address_finds_the_cluster_through_gossip(
     assert a.address_of("B") == "10.0.0.2:7000" and a.address_of("Z") == ""
     # B restarts and keeps the addresses it learned, so it finds A again without seeds.
     b.tick(0.5)  # housekeeping saves the membership table
-    b2 = Node("B", Ring.build(["B"], 8), b_store, Random(3), 1.0, seeds=[], address="10.0.0.2:7000")
+    b2 = Node(
+        "B", Ring.build(["B"], 8), b_store, Random(3), 1.0, boot=NodeBoot(seeds=(), address="10.0.0.2:7000")
+    )
     assert b2.address_of("A") == "10.0.0.1:7000" and b2.ring.nodes == ("A", "B")
 
 
@@ -314,10 +316,7 @@ def test_a_joining_node_that_has_found_nobody_yet_answers_unavailable() -> None:
         MemoryStore(),
         Random(1),
         0.0,
-        status="joining",
-        seeds=["10.0.0.1:7000"],
-        address="10.0.0.7:7000",
-        tokens=(1, 2, 3),
+        boot=NodeBoot(status="joining", seeds=("10.0.0.1:7000",), address="10.0.0.7:7000", tokens=(1, 2, 3)),
     )
     [answer] = node.request(0.0, GetRequest(1, "counters", "k"))
     assert isinstance(answer, Respond) and isinstance(answer.result, Failure)

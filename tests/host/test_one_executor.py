@@ -66,7 +66,7 @@ def record_cluster_run() -> tuple[list[Input], list[Effect], float, NodeHost, Ri
         inputs.append((cluster.now, src, msg))
         return deliver(src, msg)
 
-    def recorded_submit(request: Any, responder: Responder) -> None:
+    def recorded_submit(request: Any, responder: Responder) -> int:
         inputs.append((cluster.now, None, request))
         answer = recorder.answer(request.rid)
 
@@ -74,7 +74,7 @@ def record_cluster_run() -> tuple[list[Input], list[Effect], float, NodeHost, Ri
             answer(result)
             responder(result)
 
-        submit(request, both)
+        return submit(request, both)
 
     def recorded_send(src: str, dst: str, msg: Any) -> None:
         recorder.send(src, dst, msg)
@@ -95,7 +95,15 @@ def record_cluster_run() -> tuple[list[Input], list[Effect], float, NodeHost, Ri
 
 
 def lone_host(original: NodeHost, ring: Ring, config: NodeConfig, recorder: Recorder) -> NodeHost:
-    return NodeHost("A", original.zone, ring, MemoryStore(), config, original.seed, recorder.send)
+    return NodeHost(
+        name="A",
+        zone=original.zone,
+        ring=ring,
+        store=MemoryStore(),
+        config=config,
+        seed=original.seed,
+        send=recorder.send,
+    )
 
 
 def replay_in_simulator(

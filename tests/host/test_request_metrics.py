@@ -23,7 +23,16 @@ class Clock:
 
 def lone_node(clock: Clock) -> NodeHost:
     ring = Ring.build(["A"], 8)
-    host = NodeHost("A", "z1", ring, MemoryStore(), NodeConfig(), 1, lambda *_: None, clock=clock)
+    host = NodeHost(
+        name="A",
+        zone="z1",
+        ring=ring,
+        store=MemoryStore(),
+        config=NodeConfig(),
+        seed=1,
+        send=lambda *_: None,
+        clock=clock,
+    )
     host.start(clock.now)
     return host
 

@@ -47,7 +47,15 @@ class HeldSyncStore(MemoryStore):
 
 
 def lone_node(store: MemoryStore) -> NodeHost:
-    host = NodeHost("A", "z1", Ring.build(["A"], 8), store, NodeConfig(), 1, lambda *_: None)
+    host = NodeHost(
+        name="A",
+        zone="z1",
+        ring=Ring.build(["A"], 8),
+        store=store,
+        config=NodeConfig(),
+        seed=1,
+        send=lambda *_: None,
+    )
     host.start(0.0)
     return host
 
@@ -111,7 +119,15 @@ def test_on_trio_a_node_keeps_handling_requests_while_its_fsync_runs_on_the_sync
     log: list[str] = []
     gate = threading.Event()
     store = HeldSyncStore(log, gate)
-    host = NodeHost("A", "z1", Ring.build(["A"], 8), store, NodeConfig(), 1, lambda *_: None)
+    host = NodeHost(
+        name="A",
+        zone="z1",
+        ring=Ring.build(["A"], 8),
+        store=store,
+        config=NodeConfig(),
+        seed=1,
+        send=lambda *_: None,
+    )
     results: dict[str, Any] = {}
     answered = trio.Event()
 

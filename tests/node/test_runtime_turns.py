@@ -16,7 +16,15 @@ from bhandar_cli.node.runtime import NodeRunner
 
 
 def test_a_node_given_several_batches_lets_other_tasks_run_between_its_steps() -> None:
-    host = NodeHost("A", "z1", Ring.build(["A"], 8), MemoryStore(), NodeConfig(), 1, lambda *_: None)
+    host = NodeHost(
+        name="A",
+        zone="z1",
+        ring=Ring.build(["A"], 8),
+        store=MemoryStore(),
+        config=NodeConfig(),
+        seed=1,
+        send=lambda *_: None,
+    )
     total = 3 * BATCH
     answers: list[Result] = []
     progress_seen: list[int] = []  # answers counted each time the other task got a turn

@@ -303,8 +303,12 @@ def test_a_corruption_names_the_keys_and_the_time_as_a_person_reads_them() -> No
 
     # A node of its own (no keyspace, so nothing to repair) says where and when it found damage.
     node = Node("A", Ring.build(["A"], 8), MemoryStore(), Random(0), 0.0, NodeConfig(repair_interval=0))
-    node.storage_damaged(1796451666.3, [StoreDamage("sstable_block", "/d/000004.sst", 4096, said, ("kv",))])
-    node.storage_damaged(12.5, [StoreDamage("wal_record", "/d/000005.log", 0, "torn", ("kv",))])
+    block = StoreDamage(
+        kind="sstable_block", file="/d/000004.sst", offset=4096, message=said, keyspaces=("kv",)
+    )
+    torn = StoreDamage(kind="wal_record", file="/d/000005.log", offset=0, message="torn", keyspaces=("kv",))
+    node.storage_damaged(1796451666.3, [block])
+    node.storage_damaged(12.5, [torn])
     first, second = node.info(12.5, counts=False)["conditions"]
     assert first.startswith("storage corruption found at 2026-12-05 06:21:06 UTC: "), first
     assert second.startswith("storage corruption found at 12.5 s of virtual time: "), second

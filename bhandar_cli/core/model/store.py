@@ -17,7 +17,7 @@ from bhandar_cli.core.model.records import Record
 HintKey = tuple[str, str, str]  # (target node, keyspace, key)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class StoreDamage:
     """Corruption the store found on its disk: what it was, where, and what it may have cost."""
 

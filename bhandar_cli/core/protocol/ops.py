@@ -62,7 +62,7 @@ class ReadProgress:
     answered: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class PutOp:
     """A put or delete this node coordinates: answered once `needed` targets stored it."""
 
@@ -83,7 +83,7 @@ class PutOp:
     exact: bool = False  # under the exact dot its forwarder minted: the answer says it was stored
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class IncrOp:
     """An increment this node coordinates: answered with `value` once `needed` targets stored it."""
 
@@ -105,7 +105,7 @@ class IncrOp:
         return "incr"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class ReadOp:
     """A get this node coordinates: answered after `needed` replies, then repairs stale replicas."""
 
@@ -127,7 +127,7 @@ class ReadOp:
         return "get"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class ForwardOp:
     """A client request this node handed to `target` to coordinate; its answer is relayed back.
 

@@ -12,10 +12,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from bhandar_cli.core.membership.ring import key_token
-from bhandar_cli.core.membership.ringview import RingView
 from bhandar_cli.core.model.config import LEVELS, KeyspaceDef, NodeConfig, one_of
 from bhandar_cli.core.model.errors import NOT_APPLIED, BadInput, BhandarError, Unavailable
-from bhandar_cli.core.model.keyspaces import Keyspaces
 from bhandar_cli.core.model.limits import (
     check_context,
     check_delta,
@@ -25,7 +23,6 @@ from bhandar_cli.core.model.limits import (
     check_request_id,
     check_value_size,
 )
-from bhandar_cli.core.model.metrics import NodeMetrics
 from bhandar_cli.core.model.versions import JSON
 from bhandar_cli.core.protocol.messages import (
     ClientReply,
@@ -46,11 +43,11 @@ from bhandar_cli.core.protocol.messages import (
     Send,
 )
 from bhandar_cli.core.protocol.ops import ForwardOp, Trace, answer, refuse
-from bhandar_cli.core.protocol.optable import OpTable
 from bhandar_cli.core.repair.antientropy import AntiEntropy
 from bhandar_cli.core.roles.hot_keys import HotKeys
 from bhandar_cli.core.roles.quorum import Plan, plan_replicas, unavailable, write_quorum
 from bhandar_cli.core.roles.read_path import ReadCoordinator
+from bhandar_cli.core.roles.role_context import RoleContext
 from bhandar_cli.core.roles.streaming import Streaming
 from bhandar_cli.core.roles.write_path import WriteCoordinator
 
@@ -63,23 +60,19 @@ class Coordinator:
 
     def __init__(
         self,
-        node_id: str,
+        context: RoleContext,
         config: NodeConfig,
-        keyspaces: Keyspaces,
-        ring_view: RingView,
-        ops: OpTable,
-        metrics: NodeMetrics,
         reads: ReadCoordinator,
         writes: WriteCoordinator,
         anti_entropy: AntiEntropy,
         streaming: Streaming,
     ) -> None:
-        self.node_id = node_id
+        self.node_id = context.node_id
         self.config = config
-        self.keyspaces = keyspaces
-        self.ring_view = ring_view
-        self.ops = ops
-        self.metrics = metrics
+        self.keyspaces = context.keyspaces
+        self.ring_view = context.ring_view
+        self.ops = context.ops
+        self.metrics = context.metrics
         self.reads = reads
         self.writes = writes
         self.anti_entropy = anti_entropy
@@ -397,15 +390,15 @@ class Coordinator:
             dot = f" as {req.dot[0]}:{req.dot[1]}" if isinstance(req, PutRequest) and req.dot else ""
             trace.note(now, f"{self.node_id} forwards to {target}{dot}")
         forward = ForwardOp(
-            req.rid,
-            origin,
-            now + self.config.request_timeout * 2,
-            target,
-            req,
-            (*avoid, target),
-            now,
-            trace,
-            why,
+            rid=req.rid,
+            origin=origin,
+            deadline=now + self.config.request_timeout * 2,
+            target=target,
+            request=req,
+            tried=(*avoid, target),
+            sent=now,
+            trace=trace,
+            why=why,
         )
         op_id = self.ops.add(forward)
         self.metrics.forwarded += 1

@@ -12,17 +12,11 @@ copy of an acknowledged write, so a hint is removed only once a replica holds it
 from __future__ import annotations
 
 from bhandar_cli.core.membership.ring import key_token
-from bhandar_cli.core.membership.ringview import RingView
 from bhandar_cli.core.model.config import KeyspaceDef, NodeConfig
-from bhandar_cli.core.model.keyspaces import Keyspaces
-from bhandar_cli.core.model.metrics import NodeMetrics
 from bhandar_cli.core.model.records import Record, merge_records
-from bhandar_cli.core.model.sibling_limit import SiblingLimit
-from bhandar_cli.core.model.store import Store
 from bhandar_cli.core.protocol.messages import Effect, Note, ReplicaAck, ReplicaWrite, Send
 from bhandar_cli.core.protocol.ops import HandoffOp
-from bhandar_cli.core.protocol.optable import OpTable
-from bhandar_cli.core.roles.hints import HintQueue
+from bhandar_cli.core.roles.role_context import RoleContext
 
 Delivery = tuple[str, tuple[str, str, Record]]  # (destination, (keyspace, key, record))
 
@@ -34,28 +28,16 @@ class HintedHandoff:
     hints at the pace it stores them, not one batch per interval. Every interval also expires
     old hints."""
 
-    def __init__(
-        self,
-        node_id: str,
-        config: NodeConfig,
-        hints: HintQueue,
-        store: Store,
-        keyspaces: Keyspaces,
-        ring_view: RingView,
-        ops: OpTable,
-        metrics: NodeMetrics,
-        now: float,
-        sibling_limit: SiblingLimit,
-    ) -> None:
-        self.node_id = node_id
-        self.sibling_limit = sibling_limit  # a hint merged here can take a key past the limit
+    def __init__(self, context: RoleContext, config: NodeConfig, now: float) -> None:
+        self.node_id = context.node_id
+        self.sibling_limit = context.sibling_limit  # a hint merged here can take a key past the limit
         self.config = config
-        self.hints = hints
-        self.store = store
-        self.keyspaces = keyspaces
-        self.ring_view = ring_view
-        self.ops = ops
-        self.metrics = metrics
+        self.hints = context.hints
+        self.store = context.store
+        self.keyspaces = context.keyspaces
+        self.ring_view = context.ring_view
+        self.ops = context.ops
+        self.metrics = context.metrics
         self._next_round = now
         self._in_flight: dict[str, int] = {}  # target -> deliveries not yet acknowledged
         self._refused: set[str] = set()  # targets whose batch in flight had a delivery fail

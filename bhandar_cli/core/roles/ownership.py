@@ -33,16 +33,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from bhandar_cli.core.membership.ring import Ring
-from bhandar_cli.core.membership.ringview import RingView
 from bhandar_cli.core.model.config import KeyspaceDef, NodeConfig
-from bhandar_cli.core.model.keyspaces import Keyspaces
 from bhandar_cli.core.model.record_digest import digest
 from bhandar_cli.core.model.records import Versioned
-from bhandar_cli.core.model.store import Store
 from bhandar_cli.core.protocol.messages import Effect, ReplicaAck, ReplicaWrite, Send
 from bhandar_cli.core.protocol.ops import OwnershipOp
-from bhandar_cli.core.protocol.optable import OpTable
 from bhandar_cli.core.repair.hash_index import HashIndex
+from bhandar_cli.core.roles.role_context import RoleContext
 
 Arc = tuple[int, int, tuple[str, ...], tuple[str, ...]]  # (lo, hi, replicas now, replicas to be)
 WALK_EVERY = 10.0  # seconds between two walks of the store while the ring stands still
@@ -61,24 +58,14 @@ class Handed:
 class OwnershipHandoff:
     """Walks the store for keys this node no longer replicates and hands them to their replicas."""
 
-    def __init__(
-        self,
-        node_id: str,
-        config: NodeConfig,
-        store: Store,
-        hash_index: HashIndex,
-        keyspaces: Keyspaces,
-        ring_view: RingView,
-        ops: OpTable,
-        now: float,
-    ) -> None:
-        self.node_id = node_id
+    def __init__(self, context: RoleContext, config: NodeConfig, hash_index: HashIndex, now: float) -> None:
+        self.node_id = context.node_id
         self.config = config
-        self.store = store
+        self.store = context.store
         self.hash_index = hash_index
-        self.keyspaces = keyspaces
-        self.ring_view = ring_view
-        self.ops = ops
+        self.keyspaces = context.keyspaces
+        self.ring_view = context.ring_view
+        self.ops = context.ops
         self._handed: dict[tuple[str, str], Handed] = {}
         self._rings: tuple[Ring, Ring] | None = None  # the rings of the last walk
         self._moved_at = now  # when they last changed

@@ -20,14 +20,14 @@ pending replica is down: ALL then needs more live replicas than exist, so it is 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from bhandar_cli.core.membership.ring import Ring
 from bhandar_cli.core.model.config import KeyspaceDef, required
 from bhandar_cli.core.protocol.messages import Failure
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class Plan:
     home: tuple[str, ...]  # the N home replicas (preference list)
     targets: tuple[str, ...]  # nodes to contact: up home replicas, then fallbacks
@@ -44,11 +44,11 @@ def plan_replicas(
     up_home = tuple(h for h in home if is_up(h))
     down = tuple(h for h in home if h not in up_home)
     if not down or mode == "strict":
-        plan = Plan(home, up_home, {}, down)
+        plan = Plan(home=home, targets=up_home, hint_for={}, down=down)
     else:
         fallbacks = [f for f in ring.fallbacks(token, n) if is_up(f)]
         hint_for = dict(zip(fallbacks, down, strict=False))
-        plan = Plan(home, up_home + tuple(hint_for), hint_for, down)
+        plan = Plan(home=home, targets=up_home + tuple(hint_for), hint_for=hint_for, down=down)
     if future is None:
         return plan
     # A future replica already among the targets (a fallback) gets the write anyway.
@@ -57,7 +57,7 @@ def plan_replicas(
         return plan
     pending = tuple(p for p in new if is_up(p))
     pending_down = tuple(p for p in new if p not in pending)
-    return Plan(plan.home, plan.targets, plan.hint_for, plan.down, pending, pending_down)
+    return replace(plan, pending=pending, pending_down=pending_down)
 
 
 def write_quorum(plan: Plan, level: str, n: int) -> int:

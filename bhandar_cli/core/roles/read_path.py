@@ -18,11 +18,8 @@ from collections.abc import Iterable
 
 from bhandar_cli.core.model.config import KeyspaceDef, NodeConfig, required
 from bhandar_cli.core.model.crdt import PNCounter
-from bhandar_cli.core.model.keyspaces import Keyspaces
-from bhandar_cli.core.model.metrics import NodeMetrics
 from bhandar_cli.core.model.records import Record, Versioned, merge_records
 from bhandar_cli.core.model.sibling_limit import live_siblings, over_limit_warning
-from bhandar_cli.core.model.store import Store
 from bhandar_cli.core.model.versions import Sibling, covers
 from bhandar_cli.core.model.wording import count
 from bhandar_cli.core.protocol.messages import (
@@ -36,32 +33,23 @@ from bhandar_cli.core.protocol.messages import (
     Send,
 )
 from bhandar_cli.core.protocol.ops import ReadOp, ReadProgress, Trace, finish, refuse
-from bhandar_cli.core.protocol.optable import OpTable
 from bhandar_cli.core.roles.expiry import expire
 from bhandar_cli.core.roles.quorum import Plan, unavailable
 from bhandar_cli.core.roles.replica import Replica
+from bhandar_cli.core.roles.role_context import RoleContext
 
 
 class ReadCoordinator:
     """Coordinates the reads this node receives, and repairs the replicas they find stale."""
 
-    def __init__(
-        self,
-        node_id: str,
-        config: NodeConfig,
-        store: Store,
-        keyspaces: Keyspaces,
-        replica: Replica,
-        ops: OpTable,
-        metrics: NodeMetrics,
-    ) -> None:
-        self.node_id = node_id
+    def __init__(self, context: RoleContext, config: NodeConfig, replica: Replica) -> None:
+        self.node_id = context.node_id
         self.config = config
-        self.store = store
-        self.keyspaces = keyspaces
+        self.store = context.store
+        self.keyspaces = context.keyspaces
         self.replica = replica
-        self.ops = ops
-        self.metrics = metrics
+        self.ops = context.ops
+        self.metrics = context.metrics
 
     def get(
         self, now: float, req: GetRequest, origin: str | None, ks: KeyspaceDef, plan: Plan

@@ -3,12 +3,7 @@ replica reads and writes coordinators send it."""
 
 from __future__ import annotations
 
-from bhandar_cli.core.membership.ringview import RingView
-from bhandar_cli.core.model.keyspaces import Keyspaces
-from bhandar_cli.core.model.metrics import NodeMetrics
 from bhandar_cli.core.model.records import Record, merge_records
-from bhandar_cli.core.model.sibling_limit import SiblingLimit
-from bhandar_cli.core.model.store import Store
 from bhandar_cli.core.protocol.messages import (
     Effect,
     ReplicaAck,
@@ -18,30 +13,20 @@ from bhandar_cli.core.protocol.messages import (
     Send,
 )
 from bhandar_cli.core.repair.unrepaired import Unrepaired
-from bhandar_cli.core.roles.hints import HintQueue
+from bhandar_cli.core.roles.role_context import RoleContext
 
 
 class Replica:
     """One node's copy of the data: its own records, and the hints it keeps for down replicas."""
 
-    def __init__(
-        self,
-        node_id: str,
-        store: Store,
-        hints: HintQueue,
-        keyspaces: Keyspaces,
-        ring_view: RingView,
-        metrics: NodeMetrics,
-        sibling_limit: SiblingLimit,
-        unrepaired: Unrepaired,
-    ) -> None:
-        self.node_id = node_id
-        self.store = store
-        self.hints = hints
-        self.keyspaces = keyspaces
-        self.ring_view = ring_view
-        self.metrics = metrics
-        self.sibling_limit = sibling_limit
+    def __init__(self, context: RoleContext, unrepaired: Unrepaired) -> None:
+        self.node_id = context.node_id
+        self.store = context.store
+        self.hints = context.hints
+        self.keyspaces = context.keyspaces
+        self.ring_view = context.ring_view
+        self.metrics = context.metrics
+        self.sibling_limit = context.sibling_limit
         self.unrepaired = unrepaired  # keyspaces whose copy here lost records: it answers no read
 
     def local_view(self, keyspace: str, key: str) -> Record | None:

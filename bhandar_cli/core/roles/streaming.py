@@ -46,19 +46,14 @@ from typing import TypedDict
 
 from bhandar_cli.core.membership.members import MemberState
 from bhandar_cli.core.membership.ring import key_token
-from bhandar_cli.core.membership.ringview import RingView
 from bhandar_cli.core.model.config import NodeConfig
 from bhandar_cli.core.model.errors import BadInput, Refused
-from bhandar_cli.core.model.keyspaces import Keyspaces
 from bhandar_cli.core.model.records import merge_records
-from bhandar_cli.core.model.sibling_limit import SiblingLimit
-from bhandar_cli.core.model.store import Store
 from bhandar_cli.core.protocol.messages import Effect, Failure, MoveResult, Note, Send
 from bhandar_cli.core.protocol.ops import answer
-from bhandar_cli.core.protocol.optable import IdSource
 from bhandar_cli.core.repair.repair_transfer import fitting
-from bhandar_cli.core.roles.hints import HintQueue
 from bhandar_cli.core.roles.leaving import Item, by_replica, held_items, stop_reason
+from bhandar_cli.core.roles.role_context import RoleContext
 
 # The `streams` part of a node's `info` (the `view` below): range movements in progress. "from" is
 # a keyword, hence the functional form.
@@ -175,26 +170,15 @@ class Movement:
 class Streaming:
     """This node's own join or decommission, and the streams it sends to and receives from others."""
 
-    def __init__(
-        self,
-        node_id: str,
-        config: NodeConfig,
-        store: Store,
-        keyspaces: Keyspaces,
-        hints: HintQueue,
-        ring_view: RingView,
-        ids: IdSource,
-        now: float,
-        sibling_limit: SiblingLimit,
-    ) -> None:
-        self.node_id = node_id
-        self.sibling_limit = sibling_limit  # a streamed record merged here can take a key past it
+    def __init__(self, context: RoleContext, config: NodeConfig, now: float) -> None:
+        self.node_id = context.node_id
+        self.sibling_limit = context.sibling_limit  # a streamed record merged here can take a key past it
         self.config = config
-        self.store = store
-        self.keyspaces = keyspaces
-        self.hints = hints
-        self.ring_view = ring_view
-        self.ids = ids
+        self.store = context.store
+        self.keyspaces = context.keyspaces
+        self.hints = context.hints
+        self.ring_view = ring_view = context.ring_view
+        self.ids = context.ids
         self.movement: Movement | None = None
         self._outgoing: dict[tuple[str, int], OutStream] = {}
         # displaced_arcs, per source, for (current ring, future ring, replication factors)

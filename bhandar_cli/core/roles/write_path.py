@@ -17,9 +17,7 @@ from bhandar_cli.core.model.config import KeyspaceDef, NodeConfig
 from bhandar_cli.core.model.crdt import EMPTY_COUNTER, PNCounter
 from bhandar_cli.core.model.errors import BadInput
 from bhandar_cli.core.model.limits import MAX_INTEGER, check_counter_total
-from bhandar_cli.core.model.metrics import NodeMetrics
 from bhandar_cli.core.model.records import Record, Versioned
-from bhandar_cli.core.model.store import Store
 from bhandar_cli.core.model.versions import (
     VOID,
     Dot,
@@ -45,37 +43,29 @@ from bhandar_cli.core.protocol.messages import (
     Send,
 )
 from bhandar_cli.core.protocol.ops import IncrOp, PutOp, Trace, WriteOp, WriteProgress, finish, refuse
-from bhandar_cli.core.protocol.optable import OpTable
 from bhandar_cli.core.roles.dot_lease import DotLease
 from bhandar_cli.core.roles.exact_dots import ExactDots, next_epoch
 from bhandar_cli.core.roles.quorum import Plan
 from bhandar_cli.core.roles.replica import Replica
+from bhandar_cli.core.roles.role_context import RoleContext
 
 
 class WriteCoordinator:
     """Coordinates the writes this node was chosen for, and counts their acknowledgements."""
 
     def __init__(
-        self,
-        node_id: str,
-        lease: DotLease,
-        config: NodeConfig,
-        store: Store,
-        replica: Replica,
-        ops: OpTable,
-        metrics: NodeMetrics,
-        exact: ExactDots,
+        self, context: RoleContext, config: NodeConfig, replica: Replica, lease: DotLease, exact: ExactDots
     ) -> None:
-        self.node_id = node_id
+        self.node_id = context.node_id
         # The dot actor as a home replica (the node id, or a new one after a restore: see Node)
         # and its counter sequence; the dots it mints as a fallback (exact_dots.py).
         self.lease = lease
         self.exact = exact
         self.config = config
-        self.store = store
+        self.store = context.store
         self.replica = replica
-        self.ops = ops
-        self.metrics = metrics
+        self.ops = context.ops
+        self.metrics = context.metrics
 
     def put(
         self,

@@ -38,7 +38,7 @@ from bhandar_cli.sim.chaos.report import reproduce_command
 POLL_SECONDS = 0.5
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class SeedOutcome:
     """One seed's verdict: `violation` is None when it passed, else one line saying why it failed."""
 
@@ -90,11 +90,21 @@ def run_seed(options: ChaosOptions) -> SeedOutcome:
         report = run_chaos(options)
     except Exception as e:
         summary = _one_line(f"internal error: {type(e).__name__}: {e} ({_raised_at(e)})")
-        return SeedOutcome(options.seed, summary, 1, command, time.perf_counter() - started)
+        seconds = time.perf_counter() - started
+        return SeedOutcome(
+            seed=options.seed, violation=summary, violations=1, command=command, seconds=seconds
+        )
     found = report.check.violations
     first = _one_line(str(found[0])) if found else None
     seconds = time.perf_counter() - started
-    return SeedOutcome(options.seed, first, len(found), command, seconds, report.check.stored_twice)
+    return SeedOutcome(
+        seed=options.seed,
+        violation=first,
+        violations=len(found),
+        command=command,
+        seconds=seconds,
+        stored_twice=report.check.stored_twice,
+    )
 
 
 def _raised_at(error: BaseException) -> str:
@@ -237,10 +247,14 @@ def _finished(
     if worker.pipe in ready or worker.process.sentinel in ready:
         worker.process.join()
         why = f"internal error: the worker process died (exit code {worker.process.exitcode})"
-        return SeedOutcome(worker.seed, why, 1, reproduce_command(options), seconds)
+        return SeedOutcome(
+            seed=worker.seed, violation=why, violations=1, command=reproduce_command(options), seconds=seconds
+        )
     if now >= worker.deadline:
         why = f"did not finish in {seed_timeout:g} s"
-        return SeedOutcome(worker.seed, why, 1, reproduce_command(options), seconds)
+        return SeedOutcome(
+            seed=worker.seed, violation=why, violations=1, command=reproduce_command(options), seconds=seconds
+        )
     return None
 
 

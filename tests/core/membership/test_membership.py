@@ -223,11 +223,11 @@ def test_process_mode_nodes_find_each_other_from_seed_addresses_and_follow_a_nod
     assert c.loop.run_until_true(c.membership_settled, 10.0)
     settled_at = c.now
     assert all(c.hosts[n].node.ring.nodes == tuple("ABCDE") for n in "ABCDE")  # type: ignore[union-attr]
-    old = c.hosts["D"].boot["address"]
+    old = c.hosts["D"].boot.address
     c.kill("D")
     c.run_for(1.0)
     c.revive("D")  # not a seed: it comes back at another address
-    new = c.hosts["D"].boot["address"]
+    new = c.hosts["D"].boot.address
     assert new != old and c.address_moves == 1
     assert c.loop.run_until_true(lambda: all(c.hosts[n].address_of("D") == new for n in "ABCE"), c.now + 10)
     assert isinstance(put(c, "D", "k", b'"moved"', "ALL"), PutResult)

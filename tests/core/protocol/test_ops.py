@@ -33,14 +33,35 @@ from bhandar_cli.core.protocol.optable import IdSource, OpTable
 
 def forward(deadline: float, target: str = "B") -> ForwardOp:
     request = PutRequest(7, "ks", "k", b"1", "application/json", None)
-    return ForwardOp(7, None, deadline, target, request, (target,), 0.0, None)
+    return ForwardOp(
+        rid=7,
+        origin=None,
+        deadline=deadline,
+        target=target,
+        request=request,
+        tried=(target,),
+        sent=0.0,
+        trace=None,
+    )
 
 
 def put_op(started: float, trace: Trace | None = None, origin: str | None = None) -> PutOp:
     return PutOp(
-        "put", 42, origin, started, started + 1.0, "QUORUM", "ks", "k", 2, ("A", "B", "C"), (), (),
-        trace, WriteProgress({"A"}),
-    )  # fmt: skip
+        verb="put",
+        rid=42,
+        origin=origin,
+        started=started,
+        deadline=started + 1.0,
+        level="QUORUM",
+        keyspace="ks",
+        key="k",
+        needed=2,
+        targets=("A", "B", "C"),
+        hinted=(),
+        warnings=(),
+        trace=trace,
+        progress=WriteProgress({"A"}),
+    )
 
 
 def test_op_ids_come_from_the_shared_source_in_order() -> None:
@@ -119,8 +140,19 @@ def test_finish_closes_the_ops_trace() -> None:
 
 def test_finish_of_a_failed_read_notes_the_failure_in_its_trace() -> None:
     op = ReadOp(
-        9, None, 0.0, 1.0, "ONE", "ks", "k", 1, ("A",), frozenset(), Trace(0.0), ReadProgress()
-    )  # fmt: skip
+        rid=9,
+        origin=None,
+        started=0.0,
+        deadline=1.0,
+        level="ONE",
+        keyspace="ks",
+        key="k",
+        needed=1,
+        targets=("A",),
+        fallbacks=frozenset(),
+        trace=Trace(0.0),
+        progress=ReadProgress(),
+    )
     effect = finish(1.0, op, Failure("timeout", "no replica answered"))
     assert isinstance(effect, Respond) and isinstance(effect.result, Failure)
     assert effect.result.trace == ((1000.0, "failed: no replica answered"),)

@@ -25,6 +25,7 @@ from bhandar_cli.core.protocol.optable import IdSource, OpTable
 from bhandar_cli.core.repair.reaping import TombstoneReaper
 from bhandar_cli.core.roles.handoff import HintedHandoff
 from bhandar_cli.core.roles.hints import HintQueue
+from bhandar_cli.core.roles.role_context import RoleContext
 
 JSON = "application/json"
 # Peers stay up for `down_after` (1.5 s) after the last word from them; hint rounds every 0.1 s.
@@ -114,9 +115,19 @@ def handoff_parts(now: float = 0.0) -> tuple[HintedHandoff, HintQueue, MemorySto
     view = RingView("D", PingLiveness("D", ring.nodes, now), None, ring)
     metrics = NodeMetrics()
     limit = SiblingLimit(CONFIG.sibling_max, metrics)
-    handoff = HintedHandoff(
-        "D", CONFIG, hints, store, keyspaces, view, OpTable(IdSource(1)), metrics, now, limit
+    ids = IdSource(1)
+    context = RoleContext(
+        node_id="D",
+        store=store,
+        keyspaces=keyspaces,
+        ring_view=view,
+        ids=ids,
+        ops=OpTable(ids),
+        metrics=metrics,
+        hints=hints,
+        sibling_limit=limit,
     )
+    handoff = HintedHandoff(context, CONFIG, now)
     return handoff, hints, store, metrics
 
 
