@@ -19,7 +19,7 @@ from bhandar_cli.cli.output import EXIT_FAILED, OutputFormat, emit_json
 from bhandar_cli.core.model.wording import count as counted
 
 if TYPE_CHECKING:
-    from bhandar_cli.sim.chaos.options import ChaosOptions
+    from bhandar_cli.sim.chaos.chaos_options import ChaosOptions
     from bhandar_cli.sim.chaos.swarm import SeedOutcome, SwarmResult
 
 EXIT_INTERRUPTED = 130  # the shell's convention for a program stopped by SIGINT

@@ -46,7 +46,7 @@ from bhandar_cli.node.net.rpc import rpc_once
 from bhandar_cli.node.net.rpc_errors import RpcError
 from bhandar_cli.security import pki
 from bhandar_cli.security.access import ClientAccess
-from bhandar_cli.security.authorship import SignedAuthorship
+from bhandar_cli.security.signed_authorship import SignedAuthorship
 from tests.e2e.conftest import kill_all, rpc, run_cli, start_cluster, wait_for
 from tests.e2e.test_rogue import closed_by_node
 

@@ -36,8 +36,8 @@ from bhandar_cli.node.net.rpc_errors import RpcError
 from bhandar_cli.security import pki
 from bhandar_cli.security.access import ClientAccess
 from bhandar_cli.security.auth import mint
-from bhandar_cli.security.authorship import SignedAuthorship, issuer_sealed
 from bhandar_cli.security.join_tokens import JoinToken
+from bhandar_cli.security.signed_authorship import SignedAuthorship, issuer_sealed
 from tests.e2e.conftest import kill_all, rpc, run_cli, start_cluster, wait_for
 from tests.e2e.test_multihost import mint_join_token
 from tests.e2e.test_rogue import closed_by_node

@@ -12,7 +12,7 @@ one author who may say it:
   to (a definition of a name a node has never heard of it still learns from anyone:
   core/model/keyspaces.py).
 
-The node's driver hands the core an implementation: security/authorship.py checks seals with the
+The node's driver hands the core an implementation: security/signed_authorship.py checks seals with the
 cluster CA; `TRUST_ALL` believes everything, for clusters with no CA (the in-process cluster, the
 simulator, `cluster up --insecure`), where any peer may say anything anyway.
 

@@ -93,7 +93,7 @@ class TokenAuthority(Protocol):
         ...
 
 
-class _Unchecked:
+class _UncheckedTokens:
     def seal_token(self, record: TokenRecord) -> TokenRecord:
         return record
 
@@ -101,7 +101,7 @@ class _Unchecked:
         return None
 
 
-UNCHECKED: TokenAuthority = _Unchecked()
+UNCHECKED: TokenAuthority = _UncheckedTokens()
 """A cluster without a CA: token records are neither sealed nor checked."""
 
 
