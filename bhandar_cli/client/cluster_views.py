@@ -65,7 +65,7 @@ class ClusterViews:
                     "storage": info.get("storage", {}),
                     "siblings_over_limit": info.get("siblings_over_limit", {}),
                     "protocol": info.get("protocol"),  # node processes only: the wire protocol
-                    # the cluster configuration version it runs (client/ops/config_rollout.py), when up
+                    # the cluster configuration version it runs (client/procedures/config_rollout.py), when up
                     "config": (info.get("config") or {}).get("version") if up else None,
                 }
             )

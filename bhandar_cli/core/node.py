@@ -22,8 +22,8 @@ The node only wires its roles together, each an object handed its collaborators:
 (core/roles/ownership.py), anti-entropy (core/repair/antientropy.py, core/repair/reaping.py),
 streaming (core/roles/streaming.py) and the membership it routes by (core/membership/ringview.py,
 core/membership/node_membership.py). The state several of them share is its own object: the op table
-(core/protocol/optable.py), keyspace definitions (core/model/keyspaces.py), client tokens
-(core/model/tokens.py), metrics.
+(core/protocol/pending_table.py), keyspace definitions (core/model/keyspaces.py), access tokens
+(core/model/access_tokens.py), metrics.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from bhandar_cli.core.membership.members import MemberState
 from bhandar_cli.core.membership.node_membership import MembershipSaver, boot_gossip
 from bhandar_cli.core.membership.ring import Ring
 from bhandar_cli.core.membership.ringview import RingView
+from bhandar_cli.core.model.access_tokens import TokenTable
 from bhandar_cli.core.model.config import KeyspaceDef, NodeConfig
 from bhandar_cli.core.model.errors import BadInput
 from bhandar_cli.core.model.keyspaces import Keyspaces
@@ -47,7 +48,6 @@ from bhandar_cli.core.model.metrics import NodeMetrics
 from bhandar_cli.core.model.records import Record
 from bhandar_cli.core.model.sibling_limit import SiblingLimit
 from bhandar_cli.core.model.store import Store, StoreDamage
-from bhandar_cli.core.model.tokens import TokenTable
 from bhandar_cli.core.node_views import NodeViews
 from bhandar_cli.core.protocol.messages import (
     ClientReply,
@@ -67,8 +67,16 @@ from bhandar_cli.core.protocol.messages import (
     SchemaUpdate,
     Send,
 )
-from bhandar_cli.core.protocol.ops import ForwardOp, HandoffOp, IncrOp, Op, OwnershipOp, PutOp, ReadOp
-from bhandar_cli.core.protocol.optable import IdSource, OpTable
+from bhandar_cli.core.protocol.pending import (
+    Pending,
+    PendingForward,
+    PendingHandoff,
+    PendingIncr,
+    PendingOwnership,
+    PendingPut,
+    PendingRead,
+)
+from bhandar_cli.core.protocol.pending_table import IdSource, PendingTable
 from bhandar_cli.core.repair import antientropy as ae
 from bhandar_cli.core.repair.antientropy import AntiEntropy
 from bhandar_cli.core.repair.damage_repair import DamageRepair
@@ -162,7 +170,7 @@ class Node:
         # `rng` draws in this order (gossip's seed, the first id, the first repair): a seed must
         # replay the same run.
         ids = IdSource(rng.getrandbits(48) + 1)
-        ops = OpTable(ids)
+        ops = PendingTable(ids)
         first_repair = now + config.repair_interval * (0.5 + rng.random())
 
         sibling_limit = SiblingLimit(config.sibling_max, metrics)
@@ -345,7 +353,7 @@ class Node:
 
     @property
     def client_tokens(self) -> TokenTable:
-        """The client tokens this node knows (gossip keeps them; the node's driver checks them)."""
+        """The access tokens this node knows (gossip keeps them; the node's driver checks them)."""
         return self._client_tokens
 
     @property
@@ -416,21 +424,21 @@ class Node:
 
     def _on_replica_ack(self, now: float, src: str, msg: ReplicaAck) -> list[Effect]:
         op = self._ops.get(msg.op)
-        if isinstance(op, HandoffOp):
+        if isinstance(op, PendingHandoff):
             return self._handoff.on_ack(now, msg.op, msg, op)
-        if isinstance(op, OwnershipOp):
+        if isinstance(op, PendingOwnership):
             return self._ownership.on_ack(now, msg.op, src, msg, op)
-        if isinstance(op, PutOp | IncrOp):
+        if isinstance(op, PendingPut | PendingIncr):
             return self._writes.on_ack(now, src, msg, op)
         return []
 
-    def _expire(self, now: float, op: Op) -> list[Effect]:
-        if isinstance(op, ReadOp):
+    def _expire(self, now: float, op: Pending) -> list[Effect]:
+        if isinstance(op, PendingRead):
             return self._reads.expire(now, op)
-        if isinstance(op, PutOp | IncrOp):
+        if isinstance(op, PendingPut | PendingIncr):
             return self._writes.expire(now, op)
-        if isinstance(op, ForwardOp):
+        if isinstance(op, PendingForward):
             return self._coordinator.expire_forward(now, op)
-        if isinstance(op, OwnershipOp):
+        if isinstance(op, PendingOwnership):
             return self._ownership.expire(op)
         return self._handoff.expire(op)

@@ -13,7 +13,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from bhandar_cli.core.model.tokens import ALL_KEYSPACES
+from bhandar_cli.core.model.access_tokens import ALL_KEYSPACES
 from bhandar_cli.fleet.cluster_file import ClusterFile, NodeEntry
 from bhandar_cli.security import pki
 from bhandar_cli.security.auth import mint, write_auth_file

@@ -38,9 +38,9 @@ import trio
 from bhandar_cli.core.membership.authorship import TRUST_ALL, Authorship
 from bhandar_cli.core.membership.gossip import GossipAck, GossipSyn
 from bhandar_cli.core.membership.ring import Ring
+from bhandar_cli.core.model.access_tokens import TokenTable
 from bhandar_cli.core.model.config import NodeConfig
 from bhandar_cli.core.model.live_config import LiveConfig
-from bhandar_cli.core.model.tokens import TokenTable
 from bhandar_cli.core.protocol.messages import ClientRequest, Failure, Note, Result
 from bhandar_cli.host.executor import NodeHost
 from bhandar_cli.node import admin

@@ -41,7 +41,7 @@ class WebState:
         self.session = session
         self.recent: deque[dict[str, Any]] = deque(maxlen=RECENT)
         self.focus: tuple[str, str] | None = None
-        self.contexts: dict[tuple[str, str], str] = {}  # the last get's context token per key
+        self.contexts: dict[tuple[str, str], str] = {}  # the last get's context string per key
         self.log: deque[_LogEntry] = deque(maxlen=LOGGED)  # the session's commands, newest first
         self.version = 0
         self.demo: dict[str, Any] | None = None  # the classroom demo being played, if any
@@ -87,7 +87,7 @@ class WebState:
         """The whole picture now; `metrics` is the last metrics view (costlier, fetched less often)."""
         client = self.session.client
         status = await client.views.status()
-        members = await _or_none(client.ops.members())
+        members = await _or_none(client.admin.members())
         hints = await _or_none(client.views.hints())
         ring = await client.views.ring()
         return {

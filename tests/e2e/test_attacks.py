@@ -66,7 +66,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterFile]:
 
         async def decommission() -> None:
             async with open_tcp_client(directory) as client:
-                await client.ops.decommission(GONE)  # returns once every node sees E as left
+                await client.admin.decommission(GONE)  # returns once every node sees E as left
 
         trio.run(decommission)
         # A node that left has nothing more to do: the decommission stopped it (its certificate

@@ -24,8 +24,8 @@ import trio
 from bhandar_cli.core.membership.authorship import Removal
 from bhandar_cli.core.membership.gossip import GossipSyn, GossipTokens
 from bhandar_cli.core.membership.members import MemberState
+from bhandar_cli.core.model.access_tokens import TokenRecord
 from bhandar_cli.core.model.config import KeyspaceDef
-from bhandar_cli.core.model.tokens import TokenRecord
 from bhandar_cli.core.protocol.messages import SchemaUpdate
 from bhandar_cli.core.wire import to_wire
 from bhandar_cli.fleet.cluster_file import ClusterFile, client_access

@@ -21,11 +21,11 @@ from cryptography.x509.oid import NameOID
 from bhandar_cli.core.membership.authorship import Removal
 from bhandar_cli.core.membership.gossip import GossipAck, GossipLiveness, GossipSyn, GossipTokens
 from bhandar_cli.core.membership.members import MemberState
+from bhandar_cli.core.model.access_tokens import TokenTable
 from bhandar_cli.core.model.config import KeyspaceDef
 from bhandar_cli.core.model.errors import Refused
 from bhandar_cli.core.model.keyspaces import Keyspaces
 from bhandar_cli.core.model.store import MemoryStore
-from bhandar_cli.core.model.tokens import TokenTable
 from bhandar_cli.core.protocol.messages import Note, Send
 from bhandar_cli.security import pki
 from bhandar_cli.security.auth import mint

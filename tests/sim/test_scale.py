@@ -11,7 +11,7 @@ from random import Random
 
 from pytest import MonkeyPatch
 
-from bhandar_cli.client.cluster_ops import NODE_NAME
+from bhandar_cli.client.cluster_admin import NODE_NAME
 from bhandar_cli.core.membership.gossip import GossipLiveness
 from bhandar_cli.core.membership.ring import Ring
 from bhandar_cli.core.protocol.messages import Effect

@@ -47,7 +47,8 @@ class DynamoKv(MaelstromWorkload):
 
     def __init__(self, rng: Random, nodes: list[str]) -> None:
         super().__init__(rng, nodes)
-        self.seen: dict[tuple[str, int], tuple[tuple[int, ...], Any]] = {}  # (client, key) -> (values, ctx)
+        # (client, key) -> (values, context)
+        self.seen: dict[tuple[str, int], tuple[tuple[int, ...], Any]] = {}
 
     def next_op(self, rng: Random, client: int) -> tuple[str, Any]:
         key = rng.randrange(KEYS)

@@ -7,7 +7,7 @@ one author who may say it:
   It seals each state with its node key and carries its certificate, so any node can check a state
   it hears second-hand; an unsealed state is taken only first-hand (from the member itself, over a
   link whose certificate the peer gate checked), which is all a peer of protocol 4 or older sends;
-- a client token record, a revocation, a removal from the cluster, a keyspace definition: an
+- an access token record, a revocation, a removal from the cluster, a keyspace definition: an
   issuer (a holder of the cluster CA key), which seals them with that key after an admin asked it
   to (a definition of a name a node has never heard of it still learns from anyone:
   core/model/keyspaces.py).
@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from bhandar_cli.core.membership.members import MemberState
+from bhandar_cli.core.model.access_tokens import TokenRecord
 from bhandar_cli.core.model.config import KeyspaceDef
-from bhandar_cli.core.model.tokens import TokenRecord
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,8 +20,8 @@ from bhandar_cli.core.model.records import Record, merge_records
 from bhandar_cli.core.model.sibling_limit import SiblingLimit
 from bhandar_cli.core.model.store import Store
 from bhandar_cli.core.protocol.messages import Effect, Note, ReplicaAck, ReplicaWrite, Send
-from bhandar_cli.core.protocol.ops import HandoffOp
-from bhandar_cli.core.protocol.optable import OpTable
+from bhandar_cli.core.protocol.pending import PendingHandoff
+from bhandar_cli.core.protocol.pending_table import PendingTable
 from bhandar_cli.core.roles.hints import HintQueue
 
 Delivery = tuple[str, tuple[str, str, Record]]  # (destination, (keyspace, key, record))
@@ -42,7 +42,7 @@ class HintedHandoff:
         store: Store,
         keyspaces: Keyspaces,
         ring_view: RingView,
-        ops: OpTable,
+        pending: PendingTable,
         metrics: NodeMetrics,
         now: float,
         sibling_limit: SiblingLimit,
@@ -54,7 +54,7 @@ class HintedHandoff:
         self.store = store
         self.keyspaces = keyspaces
         self.ring_view = ring_view
-        self.ops = ops
+        self.pending = pending
         self.metrics = metrics
         self._next_round = now
         self._in_flight: dict[str, int] = {}  # target -> deliveries not yet acknowledged
@@ -100,8 +100,8 @@ class HintedHandoff:
         self._refused.discard(target)
         out: list[Effect] = []
         for destination, (keyspace, key, record) in batch:
-            op = HandoffOp(now + self.config.request_timeout, target, keyspace, key, record)
-            op_id = self.ops.add(op)
+            op = PendingHandoff(now + self.config.request_timeout, target, keyspace, key, record)
+            op_id = self.pending.add(op)
             ks = self.keyspaces.get(keyspace) or KeyspaceDef(keyspace)
             out.append(Send(destination, ReplicaWrite(op_id, ks, key, record, None, "handoff")))
         return out
@@ -145,11 +145,11 @@ class HintedHandoff:
                 out.append((up[0], (keyspace, key, record)))
         return out
 
-    def on_ack(self, now: float, op_id: int, msg: ReplicaAck, op: HandoffOp) -> list[Effect]:
+    def on_ack(self, now: float, op_id: int, msg: ReplicaAck, op: PendingHandoff) -> list[Effect]:
         """A delivery was answered. When that settles a batch that was taken whole, the target's
         next batch goes at once (a refusal waits for the next interval instead, so a target that
         refuses is not asked again and again)."""
-        self.ops.discard(op_id)
+        self.pending.discard(op_id)
         if not msg.ok:
             self._refused.add(op.target)
         elif self.hints.remove(op.target, op.keyspace, op.key, delivered=op.record):
@@ -158,7 +158,7 @@ class HintedHandoff:
             return []
         return self._send_batch(now, op.target) if self.hints.pending(op.target) else []
 
-    def expire(self, op: HandoffOp) -> list[Effect]:
+    def expire(self, op: PendingHandoff) -> list[Effect]:
         """No acknowledgement in time: the hint stays queued for the next round."""
         self._refused.add(op.target)
         self._settled(op.target)

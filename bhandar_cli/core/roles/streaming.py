@@ -53,8 +53,8 @@ from bhandar_cli.core.model.records import merge_records
 from bhandar_cli.core.model.sibling_limit import SiblingLimit
 from bhandar_cli.core.model.store import Store
 from bhandar_cli.core.protocol.messages import Effect, Failure, MoveResult, Note, Send
-from bhandar_cli.core.protocol.ops import answer
-from bhandar_cli.core.protocol.optable import IdSource
+from bhandar_cli.core.protocol.pending import answer
+from bhandar_cli.core.protocol.pending_table import IdSource
 from bhandar_cli.core.repair.repair_transfer import fitting
 from bhandar_cli.core.roles.hints import HintQueue
 from bhandar_cli.core.roles.leaving import Item, by_replica, held_items, stop_reason

@@ -87,7 +87,7 @@ async def clock(session: Session, cmd: Command) -> dict[str, Any]:
     renderer=render_merkle,
 )
 async def merkle(session: Session, cmd: Command) -> dict[str, Any]:
-    return await session.client.ops.merkle(cmd.arg(0), cmd.arg(1))
+    return await session.client.admin.merkle(cmd.arg(0), cmd.arg(1))
 
 
 @TABLE.command(
@@ -114,7 +114,7 @@ async def hints(session: Session, cmd: Command) -> dict[str, Any]:
     renderer=render_members,
 )
 async def members(session: Session, cmd: Command) -> dict[str, Any]:
-    return await session.client.ops.members(cmd.options.get("from"))
+    return await session.client.admin.members(cmd.options.get("from"))
 
 
 # What `metrics show=PART` keeps of the reply (besides cmd and ok).

@@ -162,14 +162,14 @@ def simulate_versions() -> VersionsResult:
     relation = "a <= b" if leq(v2.clock, v3.clock) else "b <= a" if leq(v3.clock, v2.clock) else "concurrent"
     steps.append(Compare("v2", "v3", relation))
     got = list(store.versions["C"])
-    ctx = join([v.clock for v in got])
+    context = join([v.clock for v in got])
     # `[...new Set(items)].sort()`: first-seen order deduplicated, then JavaScript's string order.
     merged = sorted(dict.fromkeys(i for v in got for i in v.items), key=js_string_sort_key)
-    steps.append(Get("C", len(got), ctx, merged))
+    steps.append(Get("C", len(got), context, merged))
     rnd = Mulberry32(ORDER_SEED)
     draws = [(rnd(), n) for n in REPLICAS]
     order = [n for _, n in sorted(draws, key=lambda x: x[0])]
-    put("C", ctx, merged, order)
+    put("C", context, merged, order)
     steps.append(Delivered(order, store.snapshot()))
     # Wall-clock stamps from two different nodes; the string comparison is the seed's.
     v2.ts, v3.ts = "10:00:05", "10:00:07"
