@@ -70,7 +70,9 @@ def test_the_checks_see_a_repeat(tmp_path: Path) -> None:
     for folder in ("a", "b"):
         (tmp_path / folder).mkdir()
         (tmp_path / folder / "__init__.py").write_text("")
-        (tmp_path / folder / "report.py").write_text("class Report:\n    pass\n\n\nclass _Private:\n    pass\n")
+        (tmp_path / folder / "report.py").write_text(
+            "class Report:\n    pass\n\n\nclass _Private:\n    pass\n"
+        )
     assert class_definitions(tmp_path)["Report"] == ["a/report.py", "b/report.py"]
     assert class_definitions(tmp_path)["_Private"] == ["a/report.py", "b/report.py"]
     assert module_names(tmp_path) == {"report.py": ["a/report.py", "b/report.py"]}
