@@ -9,12 +9,14 @@ that says which (`MaelstromHistory` beside the chaos run's `History`), never an 
 from __future__ import annotations
 
 import ast
+import re
 from collections import defaultdict
 from pathlib import Path
 
 import bhandar_cli
 
 PACKAGE = Path(bhandar_cli.__file__).parent
+GLOSSARY = PACKAGE.parent / "docs" / "glossary.md"
 
 # File names that may repeat, each with its reason. Keep it short: a repeat is right only when the
 # name is the package's own word and the folder already says whose it is.
@@ -76,3 +78,31 @@ def test_the_checks_see_a_repeat(tmp_path: Path) -> None:
     assert class_definitions(tmp_path)["Report"] == ["a/report.py", "b/report.py"]
     assert class_definitions(tmp_path)["_Private"] == ["a/report.py", "b/report.py"]
     assert module_names(tmp_path) == {"report.py": ["a/report.py", "b/report.py"]}
+
+
+def top_level_names(root: Path) -> set[str]:
+    """Every class, function and module-level name defined in the package."""
+    names: set[str] = set()
+    for path in root.rglob("*.py"):
+        for node in ast.parse(path.read_text(encoding="utf-8"), filename=str(path)).body:
+            if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+                names.add(node.name)
+            elif isinstance(node, ast.Assign):
+                names.update(target.id for target in node.targets if isinstance(target, ast.Name))
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                names.add(node.target.id)
+    return names
+
+
+def test_the_glossary_names_what_exists() -> None:
+    """Each module, package and class docs/glossary.md quotes is in the tree: a rename that forgets
+    the glossary fails here."""
+    text = GLOSSARY.read_text(encoding="utf-8")
+    paths = set(re.findall(r"`([\w/]+(?:\.py|/))`", text))
+    missing_paths = sorted(p for p in paths if not (PACKAGE / p).exists())
+    assert not missing_paths, f"docs/glossary.md cites paths that do not exist: {missing_paths}"
+    defined = top_level_names(PACKAGE)
+    quoted = set(re.findall(r"`([A-Z][a-z]\w*)`", text))
+    assert quoted, "the glossary quotes no class at all: the pattern is broken"
+    missing_names = sorted(name for name in quoted if name not in defined)
+    assert not missing_names, f"docs/glossary.md quotes names defined nowhere: {missing_names}"
