@@ -30,7 +30,7 @@ FORBIDDEN = re.compile(
     r"|^(datetime|hashlib|subprocess|encodings\.idna|stringprep|unicodedata)$"
     r"|^bhandar_cli\.(repl|sim|storage|store|host|node\.(net\.(rpc|frames)|runtime))(\.|$)"
     r"|^bhandar_cli\.(fleet\.supervisor|security\.pki|client\.backends\.tcp_backend)$"
-    r"|^bhandar_cli\.client\.(client|cluster_views|cluster_ops)$"
+    r"|^bhandar_cli\.client\.(client|cluster_views|cluster_admin)$"
     r"|^bhandar_cli\.core\.(repair\.(antientropy|hash_index)|membership\.gossip|roles\.(streaming|coordinator))$"
     r"|^bhandar_cli\.core\.(node|model\.store|protocol\.messages|model\.keyspaces|membership\.members)$"
 )
