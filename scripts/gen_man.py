@@ -353,7 +353,7 @@ SECURITY = [
     its sender must name that node too); a decommissioned node's certificate is refused. Refusals
     are logged and counted (bhandar_peer_rejections_total{reason}). Clients and the HTTP API use
     TLS and check the node's certificate against the cluster CA.""",
-    """Every node checks client tokens, also one that joined with a join token (it learns them by
+    """Every node checks access tokens, also one that joined with a join token (it learns them by
     gossip). Before a connection has said who it is, its frames are at most 64 KiB, it has 5 s for
     its hello, and at most 64 such connections wait (the oldest is closed for a new one). A TLS
     stream cut without close_notify is reported as truncated. Only the first node (or those
@@ -409,7 +409,7 @@ LIMITS = [
     uses the coordinator's view, so increments through different coordinators at the same moment
     can together pass it; get then shows the exact value. Request ids: 1 to
     {limits.MAX_REQUEST_ID_CHARS} characters.""",
-    f"""Contexts: a token of at most {limits.MAX_CONTEXT_CHARS} characters naming at most
+    f"""Contexts: a context string of at most {limits.MAX_CONTEXT_CHARS} characters naming at most
     {limits.MAX_CONTEXT_ACTORS} actors, each counter within 1..2^53-1. A context claiming a counter
     of the coordinator's own actor that it never issued for the key is refused as a context from
     the future. A forged claim about another node's actor, which the coordinator cannot disprove,
@@ -426,7 +426,7 @@ DELETE = [
     keyspace every value already stored survives it; a warning says so.""",
     """The HTTP API does the same: DELETE /v1/kv/KS/KEY without a context reads the key, deletes what
     it found and answers 204 with the header X-Bhandar-Deleted (the number of values removed);
-    ?context=TOKEN deletes what that get saw (204); ?context=none writes the blind tombstone and
+    ?context=CONTEXT deletes what that get saw (204); ?context=none writes the blind tombstone and
     answers 200 with {"blind": true, "warning": "..."}.""",
 ]
 
@@ -439,7 +439,7 @@ FILES = [
         """The cluster file: nodes, zones, addresses, ports, pids, data directories and the admin
         token cluster up made. The one-shot commands and --connect read it.""",
     ),
-    ("DIR/auth.json", "The client token table as cluster up seeded it (token hashes, grants, rates)."),
+    ("DIR/auth.json", "The access token table as cluster up seeded it (token hashes, grants, rates)."),
     (
         "DIR/tls/ca.crt, DIR/tls/ca.key",
         "The cluster CA (cluster up, or cluster init). Keep ca.key private: it can issue node certificates.",
@@ -475,8 +475,8 @@ def fixed_sections() -> dict[str, list[str]]:
     json_out = para(
         """With -o json every command prints one JSON object on one line. The fields below are
         stable; more may be added. K and S are strings, N integers, F numbers, V a value (JSON, or
-        {"base64": "..."} for other bytes); context is an opaque token to pass back to put and
-        delete."""
+        {"base64": "..."} for other bytes); context is an opaque context string to pass back to put
+        and delete."""
     )
     json_out += example(JSON_SHAPES.replace("CODES", "|".join(ERROR_CODES)))
     json_out += para(

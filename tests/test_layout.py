@@ -21,7 +21,7 @@ import bhandar_cli
 PACKAGE = Path(bhandar_cli.__file__).parent
 MODULES = sorted(p for p in PACKAGE.rglob("*.py") if p.name != "__init__.py")
 
-# Sub-packages that are packages of their own in the table; any other sub-package (client/ops/,
+# Sub-packages that are packages of their own in the table; any other sub-package (client/procedures/,
 # client/backends/, repl/commands/) belongs to its parent.
 UNITS = {
     "core": ("model", "protocol", "membership", "repair", "roles", "session"),

@@ -65,7 +65,7 @@ class BigBench:
         cluster = await supervisor.up(workdir, nodes, min(3, nodes), 0, 8, 3)
         try:
             async with open_tcp_client(cluster.dir, "QUORUM") as client:
-                await client.ops.keyspace_create(KEYSPACE)
+                await client.admin.keyspace_create(KEYSPACE)
                 async with trio.open_nursery() as nursery:
                     for w in range(self.concurrency):
                         nursery.start_soon(self._small, client, w)
@@ -105,7 +105,7 @@ class BigBench:
         await self._stop(client, victim)
         await self._write_big(client, "r")
         await self._start(client, victim)
-        repaired = (await client.ops.repair(victim))["keys"]
+        repaired = (await client.admin.repair(victim))["keys"]
         await self._configure(client, 2, {})
         self.phase = "after"
         phases = {p: self._summary(p) for p in PHASES}

@@ -103,7 +103,7 @@ async def echo_server_process(tls_dir: str | None = None) -> AsyncIterator[int]:
 
 
 @dataclass
-class OpStats:
+class RequestStats:
     latencies_ms: list[float] = field(default_factory=list)
     errors: int = 0
 
@@ -127,11 +127,11 @@ class OpStats:
 @dataclass
 class LoadResult:
     seconds: float
-    ops: dict[str, OpStats]
+    ops: dict[str, RequestStats]
     first_error: str = ""
 
     def summary(self) -> dict[str, Any]:
-        total = OpStats(
+        total = RequestStats(
             [x for s in self.ops.values() for x in s.latencies_ms], sum(s.errors for s in self.ops.values())
         )
         out = total.summary(self.seconds)
@@ -147,7 +147,7 @@ async def run_load(
     on_done: Callable[[int], None] | None = None,
 ) -> LoadResult:
     """`ops` calls of `one(worker, i)` (which returns the op's name) from `concurrency` workers."""
-    stats: dict[str, OpStats] = {}
+    stats: dict[str, RequestStats] = {}
     counter = iter(range(ops))
     first_error: list[str] = []
 
@@ -158,11 +158,13 @@ async def run_load(
                 name = await one(w, i)
             except Exception as exc:  # a failed op is counted and the load goes on
                 name = getattr(exc, "op", "error")
-                stats.setdefault(name, OpStats()).errors += 1
+                stats.setdefault(name, RequestStats()).errors += 1
                 if not first_error:
                     first_error.append(f"{type(exc).__name__}: {exc}")
             else:
-                stats.setdefault(name, OpStats()).latencies_ms.append((time.perf_counter() - start) * 1000.0)
+                stats.setdefault(name, RequestStats()).latencies_ms.append(
+                    (time.perf_counter() - start) * 1000.0
+                )
             if on_done is not None:
                 on_done(1)
 

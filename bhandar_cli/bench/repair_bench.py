@@ -40,8 +40,8 @@ async def run_repair_bench(
         async with open_tcp_client(cluster.dir, "ONE") as client:
             names = list(client.backend.names)
             isolated, majority = names[-1], names[:-1]
-            await client.ops.keyspace_create(KEYSPACE)
-            await client.ops.keyspace_create(STREAM_KEYSPACE)
+            await client.admin.keyspace_create(KEYSPACE)
+            await client.admin.keyspace_create(STREAM_KEYSPACE)
 
             async def write(keyspace: str, via: list[str], advance: Any) -> tuple[float, int]:
                 async def one(worker: int, i: int) -> str:
@@ -52,9 +52,9 @@ async def run_repair_bench(
                 return result.seconds, sum(s.errors for s in result.ops.values())
 
             with progress(2 * keys) as advance:
-                await client.ops.partition([[isolated], majority])
+                await client.admin.partition([[isolated], majority])
                 write_s, write_errors = await write(KEYSPACE, majority, advance)
-                await client.ops.heal()
+                await client.admin.heal()
                 healed = time.perf_counter()
                 problems: list[str] = ["not checked"]
                 with trio.move_on_after(timeout):

@@ -6,7 +6,7 @@ sqlite3 (WAL mode) or LevelDB (through the optional `plyvel` package).
 keys of the chunk in hand, so the peak RSS it reports (`ru_maxrss`) is the store's (and the
 interpreter's, reported apart as `rss_start_mb`), not the harness's nor another store's.
 
-Workload (the same for every side): `keys` puts of distinct 21-byte keys in a random order, each
+EngineWorkload (the same for every side): `keys` puts of distinct 21-byte keys in a random order, each
 its own call (as a node handles one request at a time), made durable every `batch` puts; then
 `keys` gets of random present keys (hits), then `keys` gets of absent keys (misses). Keys are
 `user:` + 16 hex digits of splitmix64's finalizer of (seed, index): a bijection on 64-bit integers,
@@ -52,7 +52,7 @@ def _mix(x: int) -> int:
     return x ^ (x >> 31)
 
 
-class Workload:
+class EngineWorkload:
     """The keys and values of a run, made on demand from (keys, value size, seed)."""
 
     def __init__(self, keys: int, value_size: int, seed: int) -> None:
@@ -252,7 +252,7 @@ def measure_side(
     """Run the workload on one side (in a process of its own: see the module docstring) and
     return its rates (per second), its figures and its peak RSS in MiB. Raises if a read
     answered wrongly (a hit not found, or a miss found)."""
-    work = Workload(keys, value_size, seed)
+    work = EngineWorkload(keys, value_size, seed)
     rss_start = _peak_rss_mb()
     store = _open(side, path, options)
     clock = _Clocks()

@@ -150,7 +150,7 @@ async def store_load(
     run = secrets.token_hex(4)  # keys of earlier runs would gain a sibling with every run
     written = [f"{run}-p{i}" for i in range(min(PRELOAD, ops))]
 
-    await client.ops.keyspace_create(KEYSPACE)  # or find it there from an earlier run
+    await client.admin.keyspace_create(KEYSPACE)  # or find it there from an earlier run
 
     async def preload(worker: int, i: int) -> str:
         await client.data.put(KEYSPACE, written[i], value, ctype, "none")

@@ -34,7 +34,7 @@ from typing import Any
 import trio
 
 from bhandar_cli.check.cluster import NodeCluster, SetupError
-from bhandar_cli.check.history import History
+from bhandar_cli.check.maelstrom_history import MaelstromHistory
 from bhandar_cli.check.router import Router
 from bhandar_cli.check.workloads.lin_kv import LinKv
 
@@ -167,12 +167,12 @@ def harness_bench(nodes: int, tokens: int, seconds: float) -> dict[str, Any]:
 # --- the checker -----------------------------------------------------------------------------------
 
 
-def register_history(ops: int, clients: int, seed: int, one_key: bool = False) -> History:
+def register_history(ops: int, clients: int, seed: int, one_key: bool = False) -> MaelstromHistory:
     """A linearizable lin-kv history: the workload's operations, applied to one register per key
     at a random point inside each operation's interval; 5% time out (applied or not)."""
     rng = Random(seed)
     workload = LinKv(Random(seed), [f"n{i}" for i in range(1, clients + 1)])
-    history = History()
+    history = MaelstromHistory()
     free = [0.0] * clients
     planned = []
     for _ in range(ops):
@@ -209,7 +209,7 @@ def register_history(ops: int, clients: int, seed: int, one_key: bool = False) -
     return history
 
 
-def spoil_a_read(history: History) -> None:
+def spoil_a_read(history: MaelstromHistory) -> None:
     """Make one late read stale: it returns the value of a write that another write, complete
     before the read began, had replaced."""
     reads = [op for op in history.ops if op.f == "read" and op.ok]

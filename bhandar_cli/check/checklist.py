@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from bhandar_cli.check.catalog import scenarios
-from bhandar_cli.check.report import checklist_row
-from bhandar_cli.check.run import CheckOptions, Outcome, run_check
+from bhandar_cli.check.check_report import checklist_row
+from bhandar_cli.check.check_run import CheckOptions, CheckOutcome, run_check
 
 
 def slug(name: str) -> str:
@@ -29,9 +29,9 @@ def slug(name: str) -> str:
 
 def run_checklist(
     opts: CheckOptions, progress: Callable[[str], None] = lambda _: None
-) -> tuple[list[dict[str, Any]], list[Outcome]]:
+) -> tuple[list[dict[str, Any]], list[CheckOutcome]]:
     rows: list[dict[str, Any]] = []
-    outcomes: list[Outcome] = []
+    outcomes: list[CheckOutcome] = []
     for name in scenarios(opts.workload):
         progress(f"scenario {name} ...")
         outcome = run_check(

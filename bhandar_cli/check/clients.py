@@ -20,10 +20,10 @@ from typing import Any
 
 import trio
 
-from bhandar_cli.check.history import History, Op
-from bhandar_cli.check.protocol import Message, ProtocolError, error_name
+from bhandar_cli.check.maelstrom_history import MaelstromHistory, MaelstromOperation
+from bhandar_cli.check.maelstrom_workload import BadAnswer, MaelstromWorkload
+from bhandar_cli.check.protocol import MaelstromProtocolError, Message, error_name
 from bhandar_cli.check.router import Router
-from bhandar_cli.check.workload import BadAnswer, Workload
 
 FINAL_TRIES = 3
 SAMPLES = 3  # unmatched answers quoted per node
@@ -68,10 +68,10 @@ class Clients:
     def __init__(
         self,
         router: Router,
-        workload: Workload,
-        history: History,
+        workload: MaelstromWorkload,
+        history: MaelstromHistory,
         timeout: float,
-        on_protocol_error: Callable[[ProtocolError], None],
+        on_protocol_error: Callable[[MaelstromProtocolError], None],
     ) -> None:
         self.router = router
         self.workload = workload
@@ -96,7 +96,12 @@ class Clients:
     # --- requests and answers ------------------------------------------------------------------------
 
     async def call(
-        self, client: str, node: str, body: dict[str, Any], copies: int = 1, op: Op | None = None
+        self,
+        client: str,
+        node: str,
+        body: dict[str, Any],
+        copies: int = 1,
+        op: MaelstromOperation | None = None,
     ) -> Message | None:
         """Send `body` from `client` to `node` and wait for the answer (None: none in time)."""
         self._next_id += 1
@@ -140,7 +145,7 @@ class Clients:
             if len(account.samples) < SAMPLES:
                 account.samples.append(msg.raw.decode("utf-8", "replace")[:200])
 
-    def complete(self, op: Op, answer: Message | None) -> None:
+    def complete(self, op: MaelstromOperation, answer: Message | None) -> None:
         """Record the outcome of `op` from its answer (None: it timed out)."""
         now = self.router.now()
         if answer is None:
@@ -162,11 +167,13 @@ class Clients:
                 return
         self.workload.completed(op)
 
-    def _bad(self, answer: Message, op: Op, what: str) -> None:
+    def _bad(self, answer: Message, op: MaelstromOperation, what: str) -> None:
         op.gave_up(self.router.now(), "malformed answer")
         text = answer.raw.decode("utf-8", "replace")[:200]
         self.on_protocol_error(
-            ProtocolError(f"{answer.src} answered {op.client}'s {op.f} (#{op.index}) with {what}: {text!r}")
+            MaelstromProtocolError(
+                f"{answer.src} answered {op.client}'s {op.f} (#{op.index}) with {what}: {text!r}"
+            )
         )
 
     # --- the workload --------------------------------------------------------------------------------

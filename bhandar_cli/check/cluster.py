@@ -20,9 +20,9 @@ from pathlib import Path
 
 import trio
 
+from bhandar_cli.check.checked_process import CheckedProcess
 from bhandar_cli.check.nemesis import Fault
-from bhandar_cli.check.process import NodeProcess
-from bhandar_cli.check.protocol import Message, ProtocolError, decode, error_name, quoted
+from bhandar_cli.check.protocol import MaelstromProtocolError, Message, decode, error_name, quoted
 from bhandar_cli.check.router import HARNESS, Router
 
 FLOOD_CHECK = 1000  # lines between two looks at the clock
@@ -40,7 +40,7 @@ class NodeCluster:
         log_dir: Path,
         env: dict[str, str],
         flood_limit: int,
-        on_error: Callable[[ProtocolError], None],
+        on_error: Callable[[MaelstromProtocolError], None],
         clients: frozenset[str] = frozenset(),
     ) -> None:
         self.names = names
@@ -50,12 +50,12 @@ class NodeCluster:
         self.flood_limit = flood_limit
         self.on_error = on_error
         self.router: Router | None = None
-        self.procs: dict[str, NodeProcess] = {}
+        self.procs: dict[str, CheckedProcess] = {}
         for name in names:
             data = log_dir / "data" / name
             data.mkdir(parents=True, exist_ok=True)
             node_env = {**env, "BHANDAR_CHECK_DIR": str(data)}
-            self.procs[name] = NodeProcess(
+            self.procs[name] = CheckedProcess(
                 name, argv, log_dir / f"{name}.log", node_env, self._line, self._ended
             )
         self.events: list[str] = []  # what nodes did unasked: exits, failed restarts
@@ -72,18 +72,18 @@ class NodeCluster:
 
     # --- lines from nodes -------------------------------------------------------------------------
 
-    def _line(self, proc: NodeProcess, line: bytes) -> None:
+    def _line(self, proc: CheckedProcess, line: bytes) -> None:
         count = self._lines[proc.name] = self._lines[proc.name] + 1
         if count % FLOOD_CHECK == 0:
             self._flood_check(proc.name, count)
         try:
             msg = decode(line, proc.name, self.clients)
-        except ProtocolError as exc:
+        except MaelstromProtocolError as exc:
             self.on_error(exc)
             return
         if msg.src != proc.name and msg.dest not in self.procs:
             self.on_error(
-                ProtocolError(
+                MaelstromProtocolError(
                     f"{proc.name} wrote a message from client {msg.src!r} to {msg.dest!r}: a node may "
                     f"pass a client's request on only to another node: {quoted(line)}"
                 )
@@ -101,7 +101,7 @@ class NodeCluster:
             self._window[name] = (now, count)
         elif count - lines > self.flood_limit:
             self.on_error(
-                ProtocolError(
+                MaelstromProtocolError(
                     f"{name} flooded the harness: more than {self.flood_limit:,} messages within one "
                     "second (--flood-limit sets the bound)"
                 )
@@ -122,7 +122,7 @@ class NodeCluster:
             )
         waiting.set()
 
-    def _ended(self, proc: NodeProcess, status: int | None, why: str) -> None:
+    def _ended(self, proc: CheckedProcess, status: int | None, why: str) -> None:
         waiting = self._initing.get(proc.name)
         if waiting is not None and not waiting.is_set():
             if not proc.killed:  # (killed by the next fault while it restarted: that one restarts it)
@@ -138,7 +138,7 @@ class NodeCluster:
             )
 
     @staticmethod
-    def _last(proc: NodeProcess) -> str:
+    def _last(proc: CheckedProcess) -> str:
         tail = proc.tail()
         return f"; its log ({proc.log}) ends: {tail}" if tail else f"; its log ({proc.log}) is empty"
 

@@ -17,7 +17,7 @@ from html import escape
 
 import cbor2
 
-from bhandar_cli.check.history import Op
+from bhandar_cli.check.maelstrom_history import MaelstromOperation
 from bhandar_cli.check.router import Envelope
 
 MAX_MESSAGES = 120
@@ -50,7 +50,7 @@ def _frame_type(frame: object) -> str:
 
 
 def window_messages(
-    journal: list[Envelope], ops: list[Op], lanes: set[str]
+    journal: list[Envelope], ops: list[MaelstromOperation], lanes: set[str]
 ) -> tuple[list[Envelope], set[int]]:
     """The messages between `lanes` sent while the operations ran (a little before and after):
     the operations' own, then the others nearest in time to those, at most MAX_MESSAGES, in time
@@ -81,7 +81,7 @@ def window_messages(
     return chosen, {id(e) for e in own}
 
 
-def lamport_svg(journal: list[Envelope], ops: list[Op], nodes: list[str]) -> str:
+def lamport_svg(journal: list[Envelope], ops: list[MaelstromOperation], nodes: list[str]) -> str:
     """The diagram as one <svg> element ('' when no message falls in the window)."""
     services = sorted({e.dest for e in journal if e.dest not in nodes and not e.dest.startswith("c")})
     lanes = sorted({op.client for op in ops}) + list(nodes) + services

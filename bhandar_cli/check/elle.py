@@ -114,7 +114,7 @@ class Txn:
 
 
 @dataclass(frozen=True, slots=True)
-class Step:
+class CycleEdge:
     """One edge of a quoted cycle: `src` -kind-> `dst`, and why."""
 
     src: int
@@ -128,7 +128,7 @@ class Anomaly:
     kind: str
     txns: tuple[int, ...]  # the transactions involved, by history index
     text: str  # what happened, naming transactions as #index
-    cycle: tuple[Step, ...] = ()
+    cycle: tuple[CycleEdge, ...] = ()
 
 
 @dataclass
@@ -223,7 +223,7 @@ class _Search:
         self.graph = graph
         self.budget = budget
 
-    def path(self, start: int, goal: int, kinds: frozenset[str], within: set[int]) -> list[Step] | None:
+    def path(self, start: int, goal: int, kinds: frozenset[str], within: set[int]) -> list[CycleEdge] | None:
         """The shortest path start -> goal over `kinds` inside `within`, or None."""
         if start == goal:
             return []
@@ -240,11 +240,11 @@ class _Search:
                     continue
                 parent[nxt] = (node, kind)
                 if nxt == goal:
-                    steps: list[Step] = []
+                    steps: list[CycleEdge] = []
                     at = goal
                     while at != start:
                         prev, k = parent[at]
-                        steps.append(Step(prev, k, at, self.graph.out[prev][at][k]))
+                        steps.append(CycleEdge(prev, k, at, self.graph.out[prev][at][k]))
                         at = prev
                     return steps[::-1]
                 queue.append(nxt)
@@ -258,7 +258,7 @@ NO_RT = frozenset({"ww", "wr", "rw"})
 ALL = frozenset({"ww", "wr", "rw", "rt"})
 
 
-def _classify(steps: Sequence[Step]) -> str:
+def _classify(steps: Sequence[CycleEdge]) -> str:
     kinds = [s.kind for s in steps]
     rws = [i for i, k in enumerate(kinds) if k == "rw"]
     if len(rws) == 0:
@@ -272,7 +272,7 @@ def _classify(steps: Sequence[Step]) -> str:
     return f"{base}-realtime" if "rt" in kinds else base
 
 
-def _quote(steps: Sequence[Step]) -> str:
+def _quote(steps: Sequence[CycleEdge]) -> str:
     parts = [f"#{steps[0].src}"]
     for step in steps:
         parts.append(f"-{step.kind} ({step.why})-> #{step.dst}")
@@ -307,7 +307,7 @@ def find_cycles(graph: Graph, analysis: Analysis, realtime: bool) -> None:
                 return
             if back is None:
                 continue
-            steps = [Step(src, first, dst, graph.out[src][dst][first]), *back]
+            steps = [CycleEdge(src, first, dst, graph.out[src][dst][first]), *back]
             involved = frozenset(s.src for s in steps)
             if involved in seen:
                 continue

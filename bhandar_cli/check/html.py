@@ -13,9 +13,9 @@ from __future__ import annotations
 import math
 from html import escape
 
+from bhandar_cli.check.check_report import COLUMNS, render, repeat_command, status_of
+from bhandar_cli.check.check_run import CheckOutcome
 from bhandar_cli.check.diagram import lamport_svg
-from bhandar_cli.check.report import COLUMNS, render, repeat_command, status_of
-from bhandar_cli.check.run import Outcome
 from bhandar_cli.check.staleness import Curve
 from bhandar_cli.sim.history import FAULT_COLOURS, STYLE
 
@@ -27,7 +27,7 @@ EXTRA = (
 )
 
 
-def page(outcome: Outcome) -> str:
+def page(outcome: CheckOutcome) -> str:
     opts = outcome.options
     status = status_of(outcome)
     verdict = outcome.verdict
@@ -70,7 +70,7 @@ def page(outcome: Outcome) -> str:
     return "\n".join(head + body) + "\n"
 
 
-def net_table(outcome: Outcome) -> str:
+def net_table(outcome: CheckOutcome) -> str:
     """Maelstrom's net statistics: per group, sends, receives, messages and messages per op."""
     rows = ["<table><tr><th>messages</th><th>sent</th><th>received</th><th>distinct</th><th>per op</th></tr>"]
     for group in ("servers", "clients", "all"):
@@ -83,7 +83,7 @@ def net_table(outcome: Outcome) -> str:
     return "".join(rows) + "</table>"
 
 
-def _headline(outcome: Outcome) -> str:
+def _headline(outcome: CheckOutcome) -> str:
     verdict = outcome.verdict
     if verdict is None:
         return outcome.error
@@ -92,7 +92,7 @@ def _headline(outcome: Outcome) -> str:
     return verdict.summary
 
 
-def timeline_svg(outcome: Outcome, named: set[int]) -> str:
+def timeline_svg(outcome: CheckOutcome, named: set[int]) -> str:
     ops = [op for op in outcome.history.ops]
     kinds = [k for k in FAULT_COLOURS if any(f.kind == k for f in outcome.faults)] + [
         k for k in ("pause", "slow") if any(f.kind == k for f in outcome.faults) and k not in FAULT_COLOURS
@@ -174,7 +174,7 @@ def staleness_svg(points: Curve, width: int = 420, height: int = 160) -> str:
     return "\n".join(out)
 
 
-def checklist_page(title: str, rows: list[dict[str, object]], outcomes: list[Outcome]) -> str:
+def checklist_page(title: str, rows: list[dict[str, object]], outcomes: list[CheckOutcome]) -> str:
     head = [
         "<!doctype html>",
         '<html lang="en"><head><meta charset="utf-8">',

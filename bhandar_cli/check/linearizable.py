@@ -35,7 +35,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from bhandar_cli.check.history import Op
+from bhandar_cli.check.maelstrom_history import MaelstromOperation
 from bhandar_cli.check.protocol import KEY_MISSING, PRECONDITION_FAILED
 
 ABSENT = "\x00absent"  # the state of a key nobody wrote (no JSON text starts with a NUL)
@@ -60,7 +60,7 @@ def canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
-def register_op(op: Op) -> tuple[str, RegOp] | None:
+def register_op(op: MaelstromOperation) -> tuple[str, RegOp] | None:
     """(key, the model's view of `op`), or None when the op constrains nothing."""
     key = canonical(op.value.get("key"))
     ret = op.completed if op.type != "info" else math.inf
@@ -367,7 +367,7 @@ class KeyResult:
 
 
 def check_registers(
-    history: list[Op], budget: int = STATE_BUDGET, seconds: float = CHECK_SECONDS
+    history: list[MaelstromOperation], budget: int = STATE_BUDGET, seconds: float = CHECK_SECONDS
 ) -> list[KeyResult]:
     """Each key's verdict, keys in order of first appearance; the searches of all keys together
     get `seconds`, and a key whose search runs past them is unknown."""

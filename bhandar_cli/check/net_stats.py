@@ -21,7 +21,7 @@ HARNESS = "c0"  # the harness's id (check/router.py's HARNESS)
 
 
 @dataclass(slots=True)
-class Tally:
+class MessageCounts:
     send_count: int = 0
     recv_count: int = 0
     msg_count: int = 0
@@ -31,10 +31,10 @@ class NetStats:
     """Counted as the router sends and delivers (not from the journal, which has a cap)."""
 
     def __init__(self) -> None:
-        self.clients = Tally()
-        self.servers = Tally()
+        self.clients = MessageCounts()
+        self.servers = MessageCounts()
 
-    def _group(self, src: str, dest: str) -> Tally:
+    def _group(self, src: str, dest: str) -> MessageCounts:
         return self.clients if CLIENT.fullmatch(src) or CLIENT.fullmatch(dest) else self.servers
 
     def sent(self, src: str, dest: str, copies: int = 1) -> None:
@@ -52,7 +52,7 @@ class NetStats:
     def plain(self, ops: int) -> dict[str, dict[str, float | int | None]]:
         """{all|clients|servers: {send_count, recv_count, msg_count, msgs_per_op}}; msgs_per_op is
         null when there were no operations."""
-        every = Tally(
+        every = MessageCounts(
             self.clients.send_count + self.servers.send_count,
             self.clients.recv_count + self.servers.recv_count,
             self.clients.msg_count + self.servers.msg_count,

@@ -60,7 +60,7 @@ def error_name(code: int) -> str:
     return known[0] if known is not None else f"error {code}"
 
 
-class ProtocolError(Exception):
+class MaelstromProtocolError(Exception):
     """A node broke the protocol: the message says which node and how."""
 
 
@@ -92,35 +92,41 @@ def quoted(line: bytes) -> str:
 
 
 def decode(line: bytes, sender: str, clients: Container[str] = ()) -> Message:
-    """The message `sender` wrote on one line (without its newline); ProtocolError if it is not
+    """The message `sender` wrote on one line (without its newline); MaelstromProtocolError if it is not
     one, naming the sender and quoting the line. Its `src` is `sender`, or one of `clients` (a
     client's request passed on: the caller checks that it goes to a node)."""
     if len(line) > MAX_LINE:
-        raise ProtocolError(f"{sender} wrote a line of {len(line)} bytes (at most {MAX_LINE} are allowed)")
+        raise MaelstromProtocolError(
+            f"{sender} wrote a line of {len(line)} bytes (at most {MAX_LINE} are allowed)"
+        )
     try:
         msg = json.loads(line)
     except ValueError as exc:
-        raise ProtocolError(f"{sender} wrote a line that is not JSON ({exc}): {quoted(line)}") from None
+        raise MaelstromProtocolError(
+            f"{sender} wrote a line that is not JSON ({exc}): {quoted(line)}"
+        ) from None
     if type(msg) is not dict:
-        raise ProtocolError(f"{sender} wrote JSON that is not a message object: {quoted(line)}")
+        raise MaelstromProtocolError(f"{sender} wrote JSON that is not a message object: {quoted(line)}")
     src, dest, body = msg.get("src"), msg.get("dest"), msg.get("body")
     if type(src) is not str or type(dest) is not str or type(body) is not dict:
-        raise ProtocolError(
+        raise MaelstromProtocolError(
             f'{sender} wrote a message without string "src" and "dest" and an object "body": {quoted(line)}'
         )
     if src != sender and src not in clients:
-        raise ProtocolError(
+        raise MaelstromProtocolError(
             f"{sender} wrote a message claiming to come from {src!r}: a node writes as itself, or "
             f"passes a client's request on to another node unchanged (src a client), never as another "
             f"node or a service: {quoted(line)}"
         )
     kind = body.get("type")
     if type(kind) is not str or not kind:
-        raise ProtocolError(f'{sender} wrote a body without a string "type": {quoted(line)}')
+        raise MaelstromProtocolError(f'{sender} wrote a body without a string "type": {quoted(line)}')
     for field in ("msg_id", "in_reply_to"):
         value = body.get(field)
         if value is not None and type(value) is not int:
-            raise ProtocolError(f'{sender} wrote a body whose "{field}" is not an integer: {quoted(line)}')
+            raise MaelstromProtocolError(
+                f'{sender} wrote a body whose "{field}" is not an integer: {quoted(line)}'
+            )
     return Message(src, dest, body, line)
 
 

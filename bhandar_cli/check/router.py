@@ -33,8 +33,8 @@ from typing import Any
 
 import trio
 
+from bhandar_cli.check.checked_process import CheckedProcess
 from bhandar_cli.check.net_stats import NetStats
-from bhandar_cli.check.process import NodeProcess
 from bhandar_cli.check.protocol import NODE_NOT_FOUND, Message, encode, error_body, reply_body
 from bhandar_cli.host.network import LatencyModel, Network, NetworkModel
 from bhandar_cli.node.timers import TrioTimers
@@ -64,7 +64,7 @@ class Envelope:
 class Router:
     def __init__(
         self,
-        nodes: dict[str, NodeProcess],
+        nodes: dict[str, CheckedProcess],
         rng: Random,
         latency: LatencyModel | None,
         on_client: Callable[[Message], None],

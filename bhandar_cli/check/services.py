@@ -61,7 +61,7 @@ def apply(kv: Kv, body: dict[str, Any]) -> tuple[Kv | None, dict[str, Any]]:
     return None, error_body(NOT_SUPPORTED, f"this service does not know {kind!r} (read, write, cas)")
 
 
-class LinKv:
+class LinKvService:
     def __init__(self) -> None:
         self.kv: Kv = {}
 
@@ -72,7 +72,7 @@ class LinKv:
         return answer
 
 
-class SeqKv:
+class SeqKvService:
     def __init__(self, rng: Random) -> None:
         self.rng = rng
         self.states: list[Kv] = [{}]
@@ -98,7 +98,7 @@ class SeqKv:
         return answer
 
 
-class LwwKv:
+class LwwKvService:
     def __init__(self, rng: Random) -> None:
         self.rng = rng
         self.clock = 0
@@ -122,7 +122,7 @@ class LwwKv:
         return answer
 
 
-class LinTso:
+class LinTsoService:
     def __init__(self) -> None:
         self.next = 0
 
@@ -135,8 +135,8 @@ class LinTso:
 
 def services(rng: Random) -> dict[str, Service]:
     return {
-        "lin-kv": LinKv(),
-        "seq-kv": SeqKv(Random(rng.getrandbits(64))),
-        "lww-kv": LwwKv(Random(rng.getrandbits(64))),
-        "lin-tso": LinTso(),
+        "lin-kv": LinKvService(),
+        "seq-kv": SeqKvService(Random(rng.getrandbits(64))),
+        "lww-kv": LwwKvService(Random(rng.getrandbits(64))),
+        "lin-tso": LinTsoService(),
     }

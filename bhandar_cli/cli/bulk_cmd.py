@@ -1,5 +1,5 @@
 """`bhandar export KS` and `bhandar import KS`: a keyspace to JSON Lines and back (the line forms,
-and what a round trip keeps, are client/ops/bulk.py's).
+and what a round trip keeps, are client/procedures/bulk.py's).
 
 Export writes a header and one line per key to standard output, key pages one ring range at a
 time, up to `--window` reads in flight. Import reads such lines from standard input and writes
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
     from bhandar_cli.client.backend import Backend
     from bhandar_cli.client.client import Client
-    from bhandar_cli.client.ops.bulk import ExportHeader, ImportedKey
+    from bhandar_cli.client.procedures.bulk import ExportHeader, ImportedKey
     from bhandar_cli.core.model.config import KeyspaceDef
 
 KS = typer.Argument(..., metavar="KS", help="Keyspace.")
@@ -170,8 +170,8 @@ def export(
     its counter (tombstones left out). A summary goes to standard error."""
     from bhandar_cli.cli.cluster_cmd import run_async
     from bhandar_cli.client.openers import open_tcp_client
-    from bhandar_cli.client.ops.bulk import ExportHeader, key_pages
-    from bhandar_cli.client.ops.pipeline import Pipeline
+    from bhandar_cli.client.procedures.bulk import ExportHeader, key_pages
+    from bhandar_cli.client.procedures.pipeline import Pipeline
     from bhandar_cli.core.model.errors import BhandarError
 
     level = usage_checked(consistency, window)
@@ -210,7 +210,7 @@ def export(
 
 
 def _export_job(client: Client[Backend], keyspace: str, key: str, level: str) -> Any:
-    from bhandar_cli.client.ops.bulk import export_key
+    from bhandar_cli.client.procedures.bulk import export_key
 
     async def job() -> tuple[str, dict[str, Any] | Exception | None]:
         try:
@@ -222,7 +222,7 @@ def _export_job(client: Client[Backend], keyspace: str, key: str, level: str) ->
 
 
 async def _existing(client: Client[Backend], keyspace: str) -> KeyspaceDef:
-    from bhandar_cli.client.ops.bulk import keyspace_def
+    from bhandar_cli.client.procedures.bulk import keyspace_def
 
     definition = await keyspace_def(client.backend, keyspace)
     if definition is None:
@@ -258,8 +258,8 @@ async def _import_lines(
 ) -> None:
     import trio
 
-    from bhandar_cli.client.ops.bulk import ExportHeader
-    from bhandar_cli.client.ops.pipeline import Pipeline
+    from bhandar_cli.client.procedures.bulk import ExportHeader
+    from bhandar_cli.client.procedures.pipeline import Pipeline
     from bhandar_cli.core.model.errors import BadInput
 
     lines = _objects(sys.stdin.buffer, tally)
@@ -307,7 +307,7 @@ def _size(stream: BinaryIO) -> int | None:
 async def _target(client: Client[Backend], keyspace: str, header: ExportHeader | None) -> None:
     """Check the target keyspace: created from the header if missing; a policy other than the
     export's is refused (a counter cannot become siblings)."""
-    from bhandar_cli.client.ops.bulk import keyspace_def
+    from bhandar_cli.client.procedures.bulk import keyspace_def
 
     definition = await keyspace_def(client.backend, keyspace)
     if header is None:
@@ -316,7 +316,7 @@ async def _target(client: Client[Backend], keyspace: str, header: ExportHeader |
         return
     source = header.keyspace
     if definition is None:
-        await client.ops.keyspace_create(
+        await client.admin.keyspace_create(
             keyspace, source.policy, min(source.n, len(client.backend.names)), source.quorum, source.ttl
         )
     elif definition.policy != source.policy:
@@ -330,7 +330,7 @@ async def _target(client: Client[Backend], keyspace: str, header: ExportHeader |
 def _import_job(
     client: Client[Backend], keyspace: str, level: str, lineno: int, size: int, obj: dict[str, Any]
 ) -> Any:
-    from bhandar_cli.client.ops.bulk import import_line
+    from bhandar_cli.client.procedures.bulk import import_line
 
     async def job() -> tuple[int, int, str, Any]:
         key = str(obj.get("key"))

@@ -1,7 +1,7 @@
 """`bhandar chaos`: a seeded workload under faults against the simulated store, then the checker.
 
 This module only parses options, shows progress and prints; the options of a run are checked in
-`bhandar_cli/sim/chaos/options.py` and the run itself is in `bhandar_cli/sim/chaos/chaos_run.py`
+`bhandar_cli/sim/chaos/chaos_options.py` and the run itself is in `bhandar_cli/sim/chaos/chaos_run.py`
 (both imported inside the command so `bhandar --help` stays fast).
 Register it with `app.command("chaos")(chaos)`. `--swarm N` runs N seeds in worker processes
 instead of one: `sim/chaos/swarm.py` runs them and `cli/chaos_swarm_view.py` prints them, after the same
@@ -49,7 +49,7 @@ BASELINE_SECONDS = 0.5  # real seconds of the bare event loop measured beside a 
 
 @contextmanager
 def _usage_errors() -> Iterator[None]:
-    """An option the chaos run refuses (sim/chaos/options.py): one line and exit 2."""
+    """An option the chaos run refuses (sim/chaos/chaos_options.py): one line and exit 2."""
     try:
         yield
     except BadInput as exc:
@@ -57,7 +57,7 @@ def _usage_errors() -> Iterator[None]:
 
 
 def _int(option: str, text: str | None, lo: int, hi: int) -> int | None:
-    from bhandar_cli.sim.chaos.options import parse_int
+    from bhandar_cli.sim.chaos.chaos_options import parse_int
 
     with _usage_errors():
         return parse_int(option, text, lo, hi)
@@ -161,7 +161,7 @@ def chaos(
     """Run a seeded workload under faults on a simulated cluster and check that nothing acknowledged
     was lost, counters add up and replicas converge. The same seed replays the same run; --swarm runs
     many seeds in parallel."""
-    from bhandar_cli.sim.chaos.options import SEED_MAX, chaos_options, parse_fraction
+    from bhandar_cli.sim.chaos.chaos_options import SEED_MAX, chaos_options, parse_fraction
 
     swarm_options = (swarm, start, jobs, seed_timeout)
     with _usage_errors():
@@ -229,7 +229,7 @@ def _swarm(
     from dataclasses import replace
 
     from bhandar_cli.cli.chaos_swarm_view import run_swarm_command
-    from bhandar_cli.sim.chaos.options import SEED_MAX
+    from bhandar_cli.sim.chaos.chaos_options import SEED_MAX
 
     start_n = _int("--start", start, 0, SEED_MAX - count + 1)
     jobs_n = _int("--jobs", jobs, 1, JOBS_MAX)
@@ -322,6 +322,7 @@ def _scenario(name: str, seed: str | None, ops: str | None, output: OutputFormat
     for option, value in zip(names, others, strict=True):
         if value:
             fail(f"{option} does not apply to --scenario ministore (its setup is fixed)", EXIT_USAGE)
+    from bhandar_cli.sim.chaos.chaos_options import OPS_MAX, SEED_MAX
     from bhandar_cli.sim.chaos.ministore_scenario import (
         DEFAULT_REQUESTS,
         DEFAULT_SEED,
@@ -329,7 +330,6 @@ def _scenario(name: str, seed: str | None, ops: str | None, output: OutputFormat
         render_ministore_scenario,
         run_ministore_scenario,
     )
-    from bhandar_cli.sim.chaos.options import OPS_MAX, SEED_MAX
 
     seed_n = _int("--seed", seed, 0, SEED_MAX)
     ops_n = _int("--ops", ops, 1, OPS_MAX)

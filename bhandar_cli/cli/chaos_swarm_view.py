@@ -20,7 +20,7 @@ from bhandar_cli.client.exit_status import EXIT_INTERRUPTED
 from bhandar_cli.core.model.wording import count as counted
 
 if TYPE_CHECKING:
-    from bhandar_cli.sim.chaos.options import ChaosOptions
+    from bhandar_cli.sim.chaos.chaos_options import ChaosOptions
     from bhandar_cli.sim.chaos.swarm import SeedOutcome, SwarmResult
 
 

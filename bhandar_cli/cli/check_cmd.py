@@ -1,7 +1,7 @@
 """`bhandar check`: run anyone's nodes (Maelstrom's protocol) under Bhandar's faults and checkers.
 
-Parses and validates the options, runs the check (check/run.py) or the checklist, and prints
-the report (check/report.py, --report's page from check/html.py). Exit 0 valid, 1 invalid or
+Parses and validates the options, runs the check (check/check_run.py) or the checklist, and prints
+the report (check/check_report.py, --report's page from check/html.py). Exit 0 valid, 1 invalid or
 unknown, 2 a usage, setup or protocol error.
 """
 
@@ -154,7 +154,7 @@ def check(
     Exit 0 valid; 1 invalid or unknown (with the operations that show it);
     2 a setup or protocol error (no such program, no init_ok, a malformed
     message, a flood)."""
-    from bhandar_cli.check.run import CheckOptions, default_timeout
+    from bhandar_cli.check.check_run import CheckOptions, default_timeout
 
     argv = [*shlex.split(program), *(args or [])]
     if not argv:
@@ -226,8 +226,8 @@ def check(
 
 
 def _one(opts: object, report: Path | None, output: OutputFormat) -> None:
-    from bhandar_cli.check.report import render, to_json
-    from bhandar_cli.check.run import CheckOptions, run_check
+    from bhandar_cli.check.check_report import render, to_json
+    from bhandar_cli.check.check_run import CheckOptions, run_check
 
     assert isinstance(opts, CheckOptions)
     if output is not OutputFormat.json:
@@ -247,9 +247,9 @@ def _one(opts: object, report: Path | None, output: OutputFormat) -> None:
 
 
 def _checklist(opts: object, report: Path | None, output: OutputFormat) -> None:
+    from bhandar_cli.check.check_report import curve_line, render_table, repeat_command
+    from bhandar_cli.check.check_run import CheckOptions
     from bhandar_cli.check.checklist import run_checklist
-    from bhandar_cli.check.report import curve_line, render_table, repeat_command
-    from bhandar_cli.check.run import CheckOptions
 
     assert isinstance(opts, CheckOptions)
     quiet = output is OutputFormat.json

@@ -338,7 +338,7 @@ def remove(
     every node calls it left and refuses its certificate from then on, after restarts too. Its
     ranges go to other nodes, which get the data from the remaining replicas. For a healthy node,
     `decommission` (in the REPL) streams its data first."""
-    data = on_cluster("remove", output, directory, lambda c: c.ops.remove(node))
+    data = on_cluster("remove", output, directory, lambda c: c.admin.remove(node))
     if data is None:
         return
     known = "every live node knows" if data["everyone_knows"] else "gossip is still spreading it"
@@ -352,7 +352,7 @@ def kill(
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
     """Crash a node: SIGKILL, no clean shutdown (what is not durable is lost)."""
-    _fault("kill", output, directory, lambda c: c.ops.kill(node))
+    _fault("kill", output, directory, lambda c: c.admin.kill(node))
 
 
 @cluster_app.command("start")
@@ -364,7 +364,7 @@ def start(
     """Restart a node with its data directory and ports; waits until it knows the cluster."""
 
     async def revive(client: Client[TcpBackend]) -> Any:
-        data = await client.ops.revive(node)
+        data = await client.admin.revive(node)
         data["cmd"] = "start"
         return data
 
@@ -384,13 +384,13 @@ def partition(
     parsed = [g for g in parsed if g]
     if not parsed:
         fail("partition needs groups, e.g. bhandar cluster partition 'A B | C D E'", EXIT_USAGE)
-    _fault("partition", output, directory, lambda c: c.ops.partition(parsed))
+    _fault("partition", output, directory, lambda c: c.admin.partition(parsed))
 
 
 @cluster_app.command("heal")
 def heal(directory: str | None = DIR_OPTION, output: OutputFormat = OUTPUT_OPTION) -> None:
     """Remove every partition."""
-    _fault("heal", output, directory, lambda c: c.ops.heal())
+    _fault("heal", output, directory, lambda c: c.admin.heal())
 
 
 @cluster_app.command("delay")
@@ -403,7 +403,7 @@ def delay(
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
     """Slow every message to or from a node."""
-    _fault("delay", output, directory, lambda c: c.ops.delay(node, ms))
+    _fault("delay", output, directory, lambda c: c.admin.delay(node, ms))
 
 
 @cluster_app.command("add")
@@ -427,7 +427,7 @@ def add(
         known = (await client.backend.membership()).members
         name = node or next_node_name(names_taken(client.backend.cluster) | set(known))
         with node_progress(sys.stderr) as progress:
-            return await client.ops.add(name, zone, progress)
+            return await client.admin.add(name, zone, progress)
 
     data = on_cluster("add", output, directory, join)
     if data is None:

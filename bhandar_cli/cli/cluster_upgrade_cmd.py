@@ -1,6 +1,6 @@
-"""`bhandar cluster upgrade [--to N]`: the rolling upgrade of a process cluster (client/ops/upgrade.py),
-with its progress on stderr as it goes (on a terminal, one line per node that its phases
-overwrite) and its report on stdout."""
+"""`bhandar cluster upgrade [--to N]`: the rolling upgrade of a process cluster
+(client/procedures/upgrade.py), with its progress on stderr as it goes (on a terminal, one line per
+node that its phases overwrite) and its report on stdout."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def upgrade(
     async def body() -> Any:
         async with open_tcp_client(directory) as client:
             with node_progress(sys.stderr) as progress:
-                return await client.ops.upgrade(to, progress)
+                return await client.admin.upgrade(to, progress)
 
     data = run_async("cluster upgrade", output, body)
     if output is OutputFormat.json:

@@ -1,7 +1,7 @@
 """`bhandar config set KEY VALUE` and `bhandar config show`: the cluster configuration of a running
-process cluster (client/ops/config_rollout.py). A change is rolled out one node at a time, each watched before
-the next; progress (node, phase, seconds) goes to stderr as it happens (on a terminal, one line
-per node that its phases overwrite), the report to stdout.
+process cluster (client/procedures/config_rollout.py). A change is rolled out one node at a time,
+each watched before the next; progress (node, phase, seconds) goes to stderr as it happens (on a
+terminal, one line per node that its phases overwrite), the report to stdout.
 
 Exit codes: 0 ok, 1 failed (the rollout stopped at a node and rolled it back, a node is down, the
 cluster is unavailable), 2 usage (an unknown key or a bad value: nothing changed).
@@ -55,7 +55,7 @@ def set_(
 
     async def rollout(client: Client[TcpBackend]) -> Any:
         with node_progress(sys.stderr) as progress:
-            return await client.ops.config_set(key, value, progress, window)
+            return await client.admin.config_set(key, value, progress, window)
 
     _run("config set", output, cluster, rollout)
 
@@ -63,7 +63,7 @@ def set_(
 @config_app.command("show")
 def show(cluster: str | None = CLUSTER_OPTION, output: OutputFormat = OUTPUT_OPTION) -> None:
     """Each node's configuration version and values, and whether they all agree."""
-    _run("config show", output, cluster, lambda c: c.ops.config_show())
+    _run("config show", output, cluster, lambda c: c.admin.config_show())
 
 
 def _run(

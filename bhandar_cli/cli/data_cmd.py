@@ -24,13 +24,13 @@ VIA = typer.Option(
 CONTEXT = typer.Option(
     "none",
     "--context",
-    metavar="TOKEN|auto|none",
+    metavar="CONTEXT|auto|none",
     help="Causal context from a get; auto reads the key first; none is a blind write.",
 )
 DELETE_CONTEXT = typer.Option(
     "auto",
     "--context",
-    metavar="TOKEN|auto|none",
+    metavar="CONTEXT|auto|none",
     help="Causal context from a get; auto reads the key first and deletes what it read; none is a "
     "blind tombstone, which removes nothing already stored.",
 )
@@ -77,7 +77,7 @@ def delete(
     output: DataOutput = OUTPUT,
 ) -> None:
     """Delete a key: read it and write a tombstone that replaces what the read found (prints what
-    it removed); with --context TOKEN it replaces what that get saw."""
+    it removed); with --context CONTEXT it replaces what that get saw."""
     oneshot.delete(keyspace, key, context, consistency, via, cluster, output)
 
 

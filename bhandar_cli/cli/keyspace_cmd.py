@@ -57,7 +57,7 @@ def create(
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
     """Create a keyspace (exit 0 too when an identical one exists)."""
-    _run("keyspace", output, cluster, lambda c: c.ops.keyspace_create(name, policy, n, quorum, ttl))
+    _run("keyspace", output, cluster, lambda c: c.admin.keyspace_create(name, policy, n, quorum, ttl))
 
 
 @keyspace_app.command("list")

@@ -183,7 +183,7 @@ def run(
     if not MIN_COMPATIBLE_VERSION <= protocol <= PROTOCOL_VERSION:
         fail(f"--protocol must be {MIN_COMPATIBLE_VERSION}..{PROTOCOL_VERSION} (got {protocol})", EXIT_USAGE)
     from bhandar_cli.node.exposure import ListenRefused
-    from bhandar_cli.node.options import NodeOptions
+    from bhandar_cli.node.node_options import NodeOptions
     from bhandar_cli.node.process import NodeCrashed, run_node
     from bhandar_cli.security.pki import PkiError
 

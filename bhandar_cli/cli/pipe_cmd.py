@@ -35,7 +35,7 @@ from bhandar_cli.cli.output import CLUSTER_OPTION, EXIT_FAILED, EXIT_USAGE, fail
 if TYPE_CHECKING:
     from bhandar_cli.client.backend import Backend
     from bhandar_cli.client.client import Client
-    from bhandar_cli.client.ops.pipeline import Pipeline
+    from bhandar_cli.client.procedures.pipeline import Pipeline
     from bhandar_cli.repl.session import Session
     from bhandar_cli.repl.table import Command
 
@@ -207,22 +207,22 @@ class JsonCommands:
         return job
 
     async def _run(self, op: str, obj: dict[str, Any]) -> Any:
-        from bhandar_cli.client.ops.bulk import value_from_json
+        from bhandar_cli.client.procedures.bulk import value_from_json
         from bhandar_cli.core.model.errors import BadInput
 
         c, ks, key = self.client, obj["ks"], obj["key"]
-        level, via, ctx = obj.get("c"), obj.get("via"), obj.get("context")
-        for name, given in (("c", level), ("via", via), ("context", ctx), ("id", obj.get("id"))):
+        level, via, context = obj.get("c"), obj.get("via"), obj.get("context")
+        for name, given in (("c", level), ("via", via), ("context", context), ("id", obj.get("id"))):
             if given is not None and not isinstance(given, str):
                 raise BadInput(f'"{name}" must be a string')
         if op == "get":
             return await c.data.get(ks, key, level, via)
         if op == "delete":
-            return await c.data.delete(ks, key, ctx, level, via)
+            return await c.data.delete(ks, key, context, level, via)
         if op == "incr":
             return await c.data.incr(ks, key, obj.get("delta", 1), obj.get("id"), level, via)
         data, ctype = value_from_json(obj)
-        return await c.data.put(ks, key, data, ctype, ctx, level, via)
+        return await c.data.put(ks, key, data, ctype, context, level, via)
 
 
 def usage_checked(consistency: str | None, window: int) -> str:
@@ -256,7 +256,7 @@ async def run_pipe(
     """Feed every line of `source` through one pipeline of `window` requests to `writer`."""
     import trio
 
-    from bhandar_cli.client.ops.pipeline import Pipeline
+    from bhandar_cli.client.procedures.pipeline import Pipeline
     from bhandar_cli.core.model.errors import BadInput
 
     commands: TextCommands | JsonCommands = (

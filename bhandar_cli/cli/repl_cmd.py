@@ -61,7 +61,7 @@ def repl(
         if batch:
             code = run_batch(opener, str(script) if script else None, execute, keep_going, virtual_time)
         else:
-            from bhandar_cli.repl.app import run_interactive
+            from bhandar_cli.repl.interactive import run_interactive
 
             code = run_interactive(opener, virtual_time)
     except (BhandarError, ClusterFileError) as exc:  # e.g. no cluster to connect to

@@ -1,4 +1,4 @@
-"""`bhandar cluster token create|list|revoke`: client tokens of a running process cluster.
+"""`bhandar cluster token create|list|revoke`: access tokens of a running process cluster.
 
 The token is minted here (security/auth.py) and only its record (id, hash, grants, rate) goes to a
 node, over the admin RPC: an issuing node, which seals it with the CA key (other nodes take token
@@ -18,7 +18,7 @@ from bhandar_cli.cli.cluster_cmd import DIR_OPTION, _print, run_async
 from bhandar_cli.cli.output import EXIT_USAGE, OUTPUT_OPTION, OutputFormat, emit_json, fail
 
 token_app = typer.Typer(
-    help="Client tokens: create one with a role on a keyspace, list them, revoke one (admin only).",
+    help="Access tokens: create one with a role on a keyspace, list them, revoke one (admin only).",
     no_args_is_help=True,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
@@ -46,7 +46,7 @@ def create(
     knows it (up to 10 s; past that, a warning names the nodes that do not know it yet)."""
     import time
 
-    from bhandar_cli.client.ops.tokens import TokenCreated, create_token
+    from bhandar_cli.client.procedures.access_token_issue import TokenCreated, create_token
     from bhandar_cli.core.model.errors import BadInput
     from bhandar_cli.core.wire import to_wire
     from bhandar_cli.security.auth import mint

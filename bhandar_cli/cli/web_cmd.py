@@ -96,7 +96,7 @@ def _run(opener: Any, host: str, port: int, open_browser: bool, trace: bool) -> 
 
                 await trio.to_thread.run_sync(webbrowser.open, url)
             if sys.stdin.isatty():
-                from bhandar_cli.repl.app import InteractiveApp
+                from bhandar_cli.repl.interactive import InteractiveApp
 
                 code = await InteractiveApp(session).run()
             else:

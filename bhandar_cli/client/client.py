@@ -3,11 +3,11 @@
 `Client` is composed of three parts over one backend (client/backend.py), each holding what it
 needs: `data` (get, put, delete, incr: data_client.py, which a one-shot command uses alone),
 `views` (status, ring, prefs, clock, hints, metrics, hot keys, keyspaces: cluster_views.py) and
-`ops` (faults, membership, keyspace create, repair, storage, upgrade, configuration:
-cluster_ops.py). All are async: `Client` runs inside trio, and one-shot commands run a `DataClient`
+`admin` (faults, membership, keyspace create, repair, storage, upgrade, configuration:
+cluster_admin.py). All are async: `Client` runs inside trio, and one-shot commands run a `DataClient`
 on a blocking backend whose awaits never suspend, without an event loop
 (client/backends/blocking_backend.py), which is why trio is imported here only where it is used.
-Data operations return outcome dataclasses (`outcomes.py`); views and operations return
+Data operations return outcome dataclasses (`outcomes.py`); views and admin calls return
 dictionaries in the JSON shapes of the man page's JSON OUTPUT. Every failure is raised as
 `ClientError` with a stable `code`.
 """
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Generic, TypeVar
 
-from bhandar_cli.client.cluster_ops import ClusterOps
+from bhandar_cli.client.cluster_admin import ClusterAdmin
 from bhandar_cli.client.cluster_views import ClusterViews
 from bhandar_cli.client.data_client import DataClient
 
@@ -34,4 +34,4 @@ class Client(Generic[B]):
         self.views = ClusterViews(backend)
         # A write sent via= a node that forwarded it says why: the views know the key's replicas.
         self.data = DataClient(backend, consistency, timeout)
-        self.ops = ClusterOps(backend, self.data, self.views)
+        self.admin = ClusterAdmin(backend, self.data, self.views)

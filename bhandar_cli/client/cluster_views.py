@@ -2,7 +2,7 @@
 keyspaces.
 
 Each returns a dictionary in the JSON shape the man page lists under JSON OUTPUT (extra fields
-allowed), declared here as a TypedDict (`StatusView`, `RingView`, ...) so every reader is checked;
+allowed), declared here as a TypedDict (`StatusView`, `RingOwnershipView`, ...) so every reader is checked;
 the REPL renders them with rich, `-o json` prints them as they are.
 """
 
@@ -75,7 +75,7 @@ class RangeShare(TypedDict):
     share: float
 
 
-class RingView(TypedDict):
+class RingOwnershipView(TypedDict):
     cmd: Literal["ring"]
     ok: bool
     ownership: dict[str, float]
@@ -166,7 +166,7 @@ class ClusterViews:
                     "storage": info.get("storage", {}),
                     "siblings_over_limit": info.get("siblings_over_limit", {}),
                     "protocol": info.get("protocol"),  # node processes only: the wire protocol
-                    # the cluster configuration version it runs (client/ops/config_rollout.py), when up
+                    # the cluster configuration version it runs (client/procedures/config_rollout.py), when up
                     "config": (info.get("config") or {}).get("version") if up else None,
                 }
             )
@@ -188,7 +188,7 @@ class ClusterViews:
             "membership": membership.to_json(),  # whose tables it is from, what they disagree on
         }
 
-    async def ring(self) -> RingView:
+    async def ring(self) -> RingOwnershipView:
         await self.backend.membership()  # the ring the nodes route by
         ring = self.backend.ring
         ranges: list[RangeShare] = [

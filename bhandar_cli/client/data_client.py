@@ -1,7 +1,7 @@
 """The data operations (get, put, delete, incr) of a client, over any backend that answers requests.
 
 `DataClient` is what a one-shot command needs, and all it needs: client.py's `Client` adds the
-cluster views and operations, whose modules (cluster_views.py, cluster_ops.py and the core modules
+cluster views and operations, whose modules (cluster_views.py, cluster_admin.py and the core modules
 they read) a one-shot `get` does not import. It is async, but awaits only its backend's `request`:
 one-shot commands run it on a blocking backend whose awaits never suspend, without an event loop
 (client/backends/blocking_backend.py). What a data operation sends where, the contexts it remembers,

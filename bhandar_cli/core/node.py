@@ -23,8 +23,8 @@ The node only wires its roles together, each an object handed the parts every ro
 (core/roles/ownership.py), anti-entropy (core/repair/antientropy.py, core/repair/reaping.py),
 streaming (core/roles/streaming.py) and the membership it routes by (core/membership/ringview.py,
 core/membership/node_membership.py). The state several of them share is its own object: the op table
-(core/protocol/optable.py), keyspace definitions (core/model/keyspaces.py), client tokens
-(core/model/tokens.py), metrics.
+(core/protocol/pending_table.py), keyspace definitions (core/model/keyspaces.py), access tokens
+(core/model/access_tokens.py), metrics.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ from bhandar_cli.core.membership.members import MemberState
 from bhandar_cli.core.membership.node_membership import MembershipSaver, boot_gossip
 from bhandar_cli.core.membership.ring import Ring
 from bhandar_cli.core.membership.ringview import RingView
+from bhandar_cli.core.model.access_tokens import TokenTable
 from bhandar_cli.core.model.config import KeyspaceDef, NodeConfig
 from bhandar_cli.core.model.errors import BadInput
 from bhandar_cli.core.model.keyspaces import Keyspaces
@@ -49,7 +50,6 @@ from bhandar_cli.core.model.metrics import NodeMetrics
 from bhandar_cli.core.model.records import Record
 from bhandar_cli.core.model.sibling_limit import SiblingLimit
 from bhandar_cli.core.model.store import Store, StoreDamage
-from bhandar_cli.core.model.tokens import TokenTable
 from bhandar_cli.core.node_views import HintQueueRow, NodeInfo, NodeViews
 from bhandar_cli.core.protocol.messages import (
     ClientReply,
@@ -69,8 +69,16 @@ from bhandar_cli.core.protocol.messages import (
     SchemaUpdate,
     Send,
 )
-from bhandar_cli.core.protocol.ops import ForwardOp, HandoffOp, IncrOp, Op, OwnershipOp, PutOp, ReadOp
-from bhandar_cli.core.protocol.optable import IdSource, OpTable
+from bhandar_cli.core.protocol.pending import (
+    Pending,
+    PendingForward,
+    PendingHandoff,
+    PendingIncr,
+    PendingOwnership,
+    PendingPut,
+    PendingRead,
+)
+from bhandar_cli.core.protocol.pending_table import IdSource, PendingTable
 from bhandar_cli.core.repair import antientropy as ae
 from bhandar_cli.core.repair.antientropy import AntiEntropy
 from bhandar_cli.core.repair.damage_repair import DamageRepair
@@ -179,7 +187,7 @@ class Node:
         # `rng` draws in this order (gossip's seed, the first id, the first repair): a seed must
         # replay the same run.
         ids = IdSource(rng.getrandbits(48) + 1)
-        ops = OpTable(ids)
+        pending = PendingTable(ids)
         first_repair = now + config.repair_interval * (0.5 + rng.random())
 
         sibling_limit = SiblingLimit(config.sibling_max, metrics)
@@ -190,7 +198,7 @@ class Node:
             keyspaces=keyspaces,
             ring_view=view,
             ids=ids,
-            ops=ops,
+            pending=pending,
             metrics=metrics,
             hints=hints,
             sibling_limit=sibling_limit,
@@ -229,7 +237,7 @@ class Node:
         self._keyspaces = keyspaces
         self._client_tokens = client_tokens
         self._metrics = metrics
-        self._ops = ops
+        self._pending = pending
         self._coordinator = coordinator
         self._reads = reads
         self._writes = writes
@@ -257,7 +265,7 @@ class Node:
         self._next_housekeeping = now
         # The timers `next_deadline` reads, bound once: a driver asks after every step.
         deadlines = (liveness.next_deadline, handoff.next_deadline, anti_entropy.next_deadline)
-        self._deadlines = (*deadlines, ops.next_deadline)
+        self._deadlines = (*deadlines, pending.next_deadline)
         # Peer messages by exact type (messages are final dataclasses, never subclassed): this runs
         # for every message, and a chain of isinstance checks cost more than handling a small one.
         forwarded: Handler = self._on_forwarded
@@ -327,7 +335,7 @@ class Node:
     def tick(self, now: float) -> list[Effect]:
         """Time passed: call whenever `now >= next_deadline()`."""
         out = self._handoff.peers_back(now, self._ring_view.liveness.tick(now))
-        for _, op in self._ops.expired(now):
+        for _, op in self._pending.expired(now):
             out.extend(self._expire(now, op))
         out.extend(self._handoff.tick(now))
         if now >= self._next_housekeeping:
@@ -381,7 +389,7 @@ class Node:
 
     @property
     def client_tokens(self) -> TokenTable:
-        """The client tokens this node knows (gossip keeps them; the node's driver checks them)."""
+        """The access tokens this node knows (gossip keeps them; the node's driver checks them)."""
         return self._client_tokens
 
     @property
@@ -451,22 +459,22 @@ class Node:
         return self._coordinator.request(now, msg, src)
 
     def _on_replica_ack(self, now: float, src: str, msg: ReplicaAck) -> list[Effect]:
-        op = self._ops.get(msg.op)
-        if isinstance(op, HandoffOp):
+        op = self._pending.get(msg.op)
+        if isinstance(op, PendingHandoff):
             return self._handoff.on_ack(now, msg.op, msg, op)
-        if isinstance(op, OwnershipOp):
+        if isinstance(op, PendingOwnership):
             return self._ownership.on_ack(now, msg.op, src, msg, op)
-        if isinstance(op, PutOp | IncrOp):
+        if isinstance(op, PendingPut | PendingIncr):
             return self._writes.on_ack(now, src, msg, op)
         return []
 
-    def _expire(self, now: float, op: Op) -> list[Effect]:
-        if isinstance(op, ReadOp):
+    def _expire(self, now: float, op: Pending) -> list[Effect]:
+        if isinstance(op, PendingRead):
             return self._reads.expire(now, op)
-        if isinstance(op, PutOp | IncrOp):
+        if isinstance(op, PendingPut | PendingIncr):
             return self._writes.expire(now, op)
-        if isinstance(op, ForwardOp):
+        if isinstance(op, PendingForward):
             return self._coordinator.expire_forward(now, op)
-        if isinstance(op, OwnershipOp):
+        if isinstance(op, PendingOwnership):
             return self._ownership.expire(op)
         return self._handoff.expire(op)

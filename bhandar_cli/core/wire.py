@@ -80,7 +80,7 @@ CLIENT_TYPES: tuple[type, ...] = (
 
 def _peer_types() -> tuple[type, ...]:
     from bhandar_cli.core.membership import authorship, gossip, members
-    from bhandar_cli.core.model import tokens
+    from bhandar_cli.core.model import access_tokens
     from bhandar_cli.core.protocol import messages
     from bhandar_cli.core.repair import antientropy, merkle
     from bhandar_cli.core.roles import streaming
@@ -106,7 +106,7 @@ def _peer_types() -> tuple[type, ...]:
         gossip.GossipSyn,
         gossip.GossipAck,
         gossip.GossipTokens,
-        tokens.TokenRecord,
+        access_tokens.TokenRecord,
         merkle.HashProbe,
         antientropy.RepairProbe,
         antientropy.RepairProbeReply,

@@ -13,7 +13,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from bhandar_cli.core.model.tokens import ALL_KEYSPACES
+from bhandar_cli.core.model.access_tokens import ALL_KEYSPACES
 from bhandar_cli.fleet.cluster_file import ClusterFile, NodeEntry
 from bhandar_cli.security import pki
 from bhandar_cli.security.auth import mint, write_auth_file
@@ -44,7 +44,7 @@ def make_admin_token(cluster: ClusterFile) -> ClusterFile:
     token, record = mint({ALL_KEYSPACES: "admin"}, 0.0, 0, time.time())
     ca_key = Path(cluster.dir) / pki.TLS_DIR / pki.CA_KEY
     if ca_key.exists():  # sealed by the CA: a node that joins later believes gossip about it
-        from bhandar_cli.security.authorship import issuer_sealed  # cryptography: only here
+        from bhandar_cli.security.signed_authorship import issuer_sealed  # cryptography: only here
 
         record = issuer_sealed(record, ca_key.read_bytes())
     write_auth_file(Path(cluster.dir) / AUTH_FILE, [record])

@@ -75,7 +75,7 @@ from bhandar_cli.core.protocol.messages import (
     Result,
     Send,
 )
-from bhandar_cli.core.protocol.ops import counted_as
+from bhandar_cli.core.protocol.pending import counted_as
 
 log = logging.getLogger("bhandar.node")
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from bhandar_cli.security import pki
 
 if TYPE_CHECKING:
-    from bhandar_cli.node.options import NodeOptions
+    from bhandar_cli.node.node_options import NodeOptions
 
 
 class ListenRefused(Exception):

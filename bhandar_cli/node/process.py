@@ -37,9 +37,9 @@ import trio
 from bhandar_cli.core.membership.authorship import TRUST_ALL, Authorship
 from bhandar_cli.core.membership.gossip import GossipAck, GossipSyn
 from bhandar_cli.core.membership.ring import Ring
+from bhandar_cli.core.model.access_tokens import TokenTable
 from bhandar_cli.core.model.config import NodeConfig
 from bhandar_cli.core.model.live_config import LiveConfig
-from bhandar_cli.core.model.tokens import TokenTable
 from bhandar_cli.core.node import NodeBoot
 from bhandar_cli.core.node_views import NodeInfo
 from bhandar_cli.core.protocol.messages import ClientRequest, Failure, Note, Result
@@ -52,15 +52,15 @@ from bhandar_cli.node.net import codec
 from bhandar_cli.node.net.codec import limit_protocol
 from bhandar_cli.node.net.transport import TcpTransport
 from bhandar_cli.node.net.wire_versions import SEALS_VERSION
+from bhandar_cli.node.node_options import NodeOptions
 from bhandar_cli.node.note_log import NoteLog
-from bhandar_cli.node.options import NodeOptions
 from bhandar_cli.node.reconfigure import tune_store
 from bhandar_cli.node.rpc_service import RpcService
 from bhandar_cli.node.runtime import FATAL, NodeRunner, call
 from bhandar_cli.security import pki
 from bhandar_cli.security.auth import Authenticator, Credential, load_auth_file
-from bhandar_cli.security.authorship import SignedAuthorship
 from bhandar_cli.security.join_tokens import JoinTokens
+from bhandar_cli.security.signed_authorship import SignedAuthorship
 from bhandar_cli.store.data_dir import open_node_store
 
 log = logging.getLogger("bhandar.node")
@@ -86,7 +86,7 @@ class NodeProcess:
         self.config = NodeConfig(default_n=options.replicas, exact_dots=options.protocol >= 4)
         self.store = open_node_store(options.data_dir, options.fsync, options.data_key)
         self.snapshot_root = Path(options.snapshot_dir or Path(options.data_dir).parent / "snapshots")
-        # Who may say what in gossip, checked with the cluster CA (security/authorship.py). A node
+        # Who may say what in gossip, checked with the cluster CA (security/signed_authorship.py). A node
         # without TLS is on loopback with peers that may say anything anyway; one run as protocol 4
         # or older does what a build of that version did: it seals and checks nothing (its peers,
         # as old as it, send no seals, and without second-hand states they would never meet).

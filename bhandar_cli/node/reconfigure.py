@@ -14,7 +14,7 @@ from bhandar_cli.core.model.live_config import LiveConfig
 from bhandar_cli.core.model.store import Store
 from bhandar_cli.host.executor import NodeHost
 from bhandar_cli.storage.compaction import TierPolicy
-from bhandar_cli.storage.options import EngineOptions
+from bhandar_cli.storage.engine_options import EngineOptions
 from bhandar_cli.store.record_store import RecordStore
 
 

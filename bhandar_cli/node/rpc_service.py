@@ -26,8 +26,8 @@ from typing import Any, Protocol, cast
 
 import trio
 
+from bhandar_cli.core.model.access_tokens import TokenTable, check_record
 from bhandar_cli.core.model.errors import BadInput, BhandarError, RateLimited, Unavailable
-from bhandar_cli.core.model.tokens import TokenTable, check_record
 from bhandar_cli.core.node_views import NodeInfo
 from bhandar_cli.core.protocol.messages import (
     ClientRequest,

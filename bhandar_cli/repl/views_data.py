@@ -170,7 +170,7 @@ def explain_siblings(out: GetOutcome) -> list[RenderableType]:
 
 
 def render_write(out: WriteOutcome) -> RenderableType:
-    ctx = {
+    context_words = {
         "auto": "context from your last get",
         "none": "no context (blind write)",
         "given": "given context",
@@ -181,7 +181,7 @@ def render_write(out: WriteOutcome) -> RenderableType:
         f"{out.cmd} {out.keyspace}/{out.key} via ",
         (out.coordinator, node_style(out.coordinator)),
         f": {counted(out.acks, 'ack')}, needed {out.needed}",
-        (f"  ({ctx.get(out.context_used, out.context_used)})", "dim"),
+        (f"  ({context_words.get(out.context_used, out.context_used)})", "dim"),
     )
     parts: list[RenderableType] = [head]
     if out.note:

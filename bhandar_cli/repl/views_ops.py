@@ -98,8 +98,8 @@ def render_add(data: dict[str, Any]) -> RenderableType:
 
 
 def sources_down_lines(data: dict[str, Any]) -> list[str]:
-    """What an `add` did about sources that were down (client/ops/joining.py), one line each."""
-    from bhandar_cli.client.ops.joining import replaced_text
+    """What an `add` did about sources that were down (client/procedures/joining.py), one line each."""
+    from bhandar_cli.client.procedures.joining import replaced_text
 
     return [replaced_text(s) for s in data.get("sources_down", [])]
 

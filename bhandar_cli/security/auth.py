@@ -2,7 +2,7 @@
 check every RPC call and HTTP request goes through.
 
 A token is `bht_<id>_<secret>`; the cluster keeps its id and the SHA-256 of the whole text
-(core/model/tokens.py), compared in constant time. Roles are read < write < admin, per keyspace or on
+(core/model/access_tokens.py), compared in constant time. Roles are read < write < admin, per keyspace or on
 `*`. Data operations need a role on the keyspace they name; views need any valid token; operations
 that change the cluster (partition, heal, delay, shutdown, keyspaces, tokens, storage) need admin
 on `*`. An operation missing from `NEEDS` is refused: a new one is never open by accident.
@@ -25,8 +25,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bhandar_cli.core.model.access_tokens import (
+    ALL_KEYSPACES,
+    TokenRecord,
+    TokenTable,
+    check_record,
+    grants_of,
+)
 from bhandar_cli.core.model.errors import BadInput, Forbidden, RateLimited, Unauthenticated
-from bhandar_cli.core.model.tokens import ALL_KEYSPACES, TokenRecord, TokenTable, check_record, grants_of
 from bhandar_cli.core.protocol.messages import (
     ClientRequest,
     DecommissionRequest,

@@ -106,10 +106,10 @@ class FaultSchedule:
 
     async def _crash(self) -> None:
         victim = self.rng.choice(self._live())
-        await self.client.ops.kill(victim)
+        await self.client.admin.kill(victim)
         self.log.note("kill", f"killed {victim} (SIGKILL)")
         await trio.sleep(self._outage())
-        await self.client.ops.revive(victim)
+        await self.client.admin.revive(victim)
         self.log.note("restart", f"restarted {victim}")
 
     async def _partition(self) -> None:
@@ -117,17 +117,17 @@ class FaultSchedule:
         self.rng.shuffle(names)
         cut = 1 + int(self.rng.random() * (len(names) // 2))  # a minority of 1 .. half the nodes
         groups = [sorted(names[:cut]), sorted(names[cut:])]
-        await self.client.ops.partition(groups)
+        await self.client.admin.partition(groups)
         shown = " | ".join(" ".join(g) for g in groups)
         self.log.note("partition", f"partitioned {shown}")
         await trio.sleep(self._outage())
-        await self.client.ops.heal()
+        await self.client.admin.heal()
         self.log.note("heal", "healed")
 
     async def _join(self) -> None:
         name = next_free_name(self.client.backend.cluster)
         async with self._movement():
-            await self.client.ops.add(name)
+            await self.client.admin.add(name)
         self.log.note("join", f"{name} joined")
 
     async def _decommission(self) -> None:
@@ -139,7 +139,7 @@ class FaultSchedule:
         candidates = [n for n in self._live() if n in self.original]
         victim = self.rng.choice(candidates)
         async with self._movement():
-            await self.client.ops.decommission(victim)
+            await self.client.admin.decommission(victim)
         self.log.note("decommission", f"{victim} decommissioned")
 
     @asynccontextmanager

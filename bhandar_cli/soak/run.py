@@ -114,7 +114,7 @@ async def prepare_keyspaces(client: Client[TcpBackend]) -> dict[str, KeyspaceDef
     """Create the soak's keyspaces (or find them, from an earlier soak); their definitions."""
     found: dict[str, KeyspaceDef] = {}
     for wanted in KEYSPACES:
-        made = await client.ops.keyspace_create(wanted.name, wanted.policy)
+        made = await client.admin.keyspace_create(wanted.name, wanted.policy)
         if made["policy"] != wanted.policy:
             raise BadInput(
                 f"keyspace {wanted.name} exists with policy {made['policy']}; the soak needs {wanted.policy}"
@@ -131,18 +131,18 @@ async def heal_and_converge(client: Client[TcpBackend], timeout: float) -> Conve
     problems: list[str] = []
     down: list[str] = []  # a node that does not come back leaves the cluster unconverged
     with trio.move_on_after(timeout):
-        await client.ops.heal()
+        await client.admin.heal()
         for name in backend.names:
             if not backend.is_alive(name):
                 try:
-                    await client.ops.revive(name)
+                    await client.admin.revive(name)
                 except FAULT_ERRORS as exc:
                     down.append(f"{name} did not restart: {exc}")
         next_repair = trio.current_time() + REPAIR_EVERY
         while problems := await backend.convergence_problems():
             if trio.current_time() >= next_repair:
                 try:
-                    await client.ops.repair()
+                    await client.admin.repair()
                 except ClientError as exc:
                     problems.append(f"repair: {exc}")
                 next_repair = trio.current_time() + REPAIR_EVERY

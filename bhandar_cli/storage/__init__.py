@@ -8,7 +8,7 @@ for files, `sim_disk.SimDisk` for crash tests); nothing here reads the clock or 
   scan, begin_sync / sync (group commit), background_job, flush, compact, maybe_compact,
   snapshot, stats, close. Its docstring states who owns what: one owner thread, and workers
   that only ever get a job (`jobs.py`) or a sync function (`syncs.py`).
-- `options.py` the tunables, `tree.py` sealed memtables, live tables and installing jobs,
+- `engine_options.py` the tunables, `tree.py` sealed memtables, live tables and installing jobs,
   `version.py` the live-table set, `reads.py` point lookups and scan runs, `status.py` closed
   or poisoned, `wal.py` log records and recovery, `memtable.py`, `sstable.py` tables (read),
   `table_writer.py` tables (written), `blocks.py` data blocks and the block cache, `bloom.py`

@@ -65,9 +65,9 @@ from bhandar_cli.storage import archive, compaction, reads, recovery, wal
 from bhandar_cli.storage.cipher import mark_key
 from bhandar_cli.storage.damage import Corruption, DamageLog
 from bhandar_cli.storage.disk.interface import Disk
+from bhandar_cli.storage.engine_options import EngineOptions
 from bhandar_cli.storage.jobs import BackgroundJob
 from bhandar_cli.storage.memtable import Memtable
-from bhandar_cli.storage.options import EngineOptions
 from bhandar_cli.storage.record_kinds import DELETE, MERGE, VALUE, Merge, encode_op, encode_time_mark
 from bhandar_cli.storage.recovery import restore_snapshot
 from bhandar_cli.storage.reports import (

@@ -17,10 +17,10 @@ from typing import NoReturn
 from bhandar_cli.storage import archive, compaction, manifest, recovery
 from bhandar_cli.storage.damage import DamageLog
 from bhandar_cli.storage.disk.interface import Disk, join
+from bhandar_cli.storage.engine_options import EngineOptions
 from bhandar_cli.storage.jobs import COMPACTION, FLUSH, BackgroundJob, CompactionJob, FlushJob, TableOutput
 from bhandar_cli.storage.manifest import Manifest, file_name, file_number
 from bhandar_cli.storage.memtable import Memtable, SealedMemtable
-from bhandar_cli.storage.options import EngineOptions
 from bhandar_cli.storage.record_kinds import Merge, encode_log_link
 from bhandar_cli.storage.recovery import Recovered
 from bhandar_cli.storage.reports import CompactionReport, JobReport, Quarantined

@@ -1,6 +1,6 @@
 """A traced request as a message-sequence (Lamport) diagram: who sent what to whom, in order.
 
-The coordinator's trace (core/protocol/ops.py `Trace`) is a list of `(ms, text)` steps written for people
+The coordinator's trace (core/protocol/pending.py `Trace`) is a list of `(ms, text)` steps written for people
 ("sent to A", "ack from A", "A answered: ..."); this module parses that text (a face parses and
 renders only) into participants and ordered events the page draws. Rows are logical time: each
 step is one row, so the diagram shows causality (send before receive) whatever the milliseconds;

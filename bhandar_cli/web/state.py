@@ -12,9 +12,9 @@ import io
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
+from bhandar_cli.client.cluster_admin import MembersView
 from bhandar_cli.client.cluster_health import MARKS, MEANINGS
-from bhandar_cli.client.cluster_ops import MembersView
-from bhandar_cli.client.cluster_views import HintsView, RingView, StatusView
+from bhandar_cli.client.cluster_views import HintsView, RingOwnershipView, StatusView
 from bhandar_cli.core.model.errors import BhandarError
 from bhandar_cli.web.sequence import DATA_COMMANDS, request_view
 
@@ -43,7 +43,7 @@ class WebState:
         self.session = session
         self.recent: deque[dict[str, Any]] = deque(maxlen=RECENT)
         self.focus: tuple[str, str] | None = None
-        self.contexts: dict[tuple[str, str], str] = {}  # the last get's context token per key
+        self.contexts: dict[tuple[str, str], str] = {}  # the last get's context string per key
         self.log: deque[_LogEntry] = deque(maxlen=LOGGED)  # the session's commands, newest first
         self.version = 0
         self.demo: dict[str, Any] | None = None  # the classroom demo being played, if any
@@ -89,7 +89,7 @@ class WebState:
         """The whole picture now; `metrics` is the last metrics view (costlier, fetched less often)."""
         client = self.session.client
         status = await client.views.status()
-        members = await _or_none(client.ops.members())
+        members = await _or_none(client.admin.members())
         hints = await _or_none(client.views.hints())
         ring = await client.views.ring()
         return {
@@ -208,7 +208,7 @@ def node_cards(
     return cards
 
 
-def ring_view(ring: RingView) -> dict[str, Any]:
+def ring_view(ring: RingOwnershipView) -> dict[str, Any]:
     """The ring as arcs: each token range (lo, hi] with its owner and the owner's zone."""
     zones = ring["zones"]
     arcs = [

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from bhandar_cli.bench.storage_bench import run_engine_jobs_bench, run_storage_bench
-from bhandar_cli.bench.storage_contenders import Workload
+from bhandar_cli.bench.storage_contenders import EngineWorkload
 
 
 def test_bench_returns_both_sides_their_peak_rss_and_ratios(tmp_path: Path) -> None:
@@ -31,15 +31,15 @@ def test_bench_returns_both_sides_their_peak_rss_and_ratios(tmp_path: Path) -> N
 
 
 def test_workload_keys_are_distinct_hits_present_and_misses_absent() -> None:
-    work = Workload(5000, 10, seed=3)
+    work = EngineWorkload(5000, 10, seed=3)
     put = [k for chunk in work.puts() for k, _ in chunk]
     assert len(put) == len(set(put)) == 5000 and all(len(k) == 21 for k in put)
     hits = [k for chunk in work.hits() for k in chunk]
     assert len(hits) == 5000 and set(hits) <= set(put) and len(set(hits)) > 2500  # spread, not one key
     misses = [k for chunk in work.misses() for k in chunk]
     assert len(set(misses)) == 5000 and not set(misses) & set(put)
-    assert [k for chunk in Workload(5000, 10, seed=3).puts() for k, _ in chunk] == put  # seeded
-    assert [k for chunk in Workload(5000, 10, seed=4).puts() for k, _ in chunk] != put
+    assert [k for chunk in EngineWorkload(5000, 10, seed=3).puts() for k, _ in chunk] == put  # seeded
+    assert [k for chunk in EngineWorkload(5000, 10, seed=4).puts() for k, _ in chunk] != put
 
 
 def test_bench_storage_command_prints_json_with_rss(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bhandar_cli.check.run import CheckOptions
+from bhandar_cli.check.check_run import CheckOptions
 
 NODES = Path(__file__).parent / "nodes"
 ALL_FAULTS = ("partition", "kill", "pause", "slow", "loss", "duplicate")

@@ -9,25 +9,25 @@ from __future__ import annotations
 
 import pytest
 
-from bhandar_cli.check.history import (
+from bhandar_cli.check.check_report import render, to_json
+from bhandar_cli.check.check_run import CheckOutcome, run_checks
+from bhandar_cli.check.html import page
+from bhandar_cli.check.maelstrom_history import (
     INVALID,
     VALID,
-    History,
+    MaelstromHistory,
     Problem,
     Verdict,
     with_availability,
     with_recovery_hint,
 )
-from bhandar_cli.check.html import page
-from bhandar_cli.check.report import render, to_json
-from bhandar_cli.check.run import Outcome, run_checks
 from tests.check.support import py, short
 
 MODES = ("wrong-reply", "no-reply-to", "late", "errors")
 
 
 @pytest.fixture(scope="module")
-def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Outcome]:
+def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, CheckOutcome]:
     root = tmp_path_factory.mktemp("answers")
     runs = [short(py("echo_answers.py", MODE=mode), "echo", root / mode) for mode in MODES]
     runs.append(short(py("echo.py"), "echo", root / "correct", availability=1.0))
@@ -36,7 +36,7 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Outcome]:
     return dict(zip((*MODES, "correct", "required", "unspread"), run_checks(runs), strict=True))
 
 
-def test_a_wrong_in_reply_to_is_invalid_and_quoted(outcomes: dict[str, Outcome]) -> None:
+def test_a_wrong_in_reply_to_is_invalid_and_quoted(outcomes: dict[str, CheckOutcome]) -> None:
     outcome = outcomes["wrong-reply"]
     assert outcome.verdict is not None and outcome.verdict.status == "invalid"
     assert outcome.exit_code == 1
@@ -48,14 +48,14 @@ def test_a_wrong_in_reply_to_is_invalid_and_quoted(outcomes: dict[str, Outcome])
     assert unmatched >= 3 and [p.kind for p in outcome.verdict.problems].count("unmatched") >= 1
 
 
-def test_an_answer_without_in_reply_to_is_invalid(outcomes: dict[str, Outcome]) -> None:
+def test_an_answer_without_in_reply_to_is_invalid(outcomes: dict[str, CheckOutcome]) -> None:
     outcome = outcomes["no-reply-to"]
     assert outcome.verdict is not None and outcome.verdict.status == "invalid"
     assert "without in_reply_to" in outcome.verdict.summary
     assert all(a.unmatched == a.without_reply_to > 0 for a in outcome.answers.values())
 
 
-def test_late_answers_are_counted_and_named_not_called_silence(outcomes: dict[str, Outcome]) -> None:
+def test_late_answers_are_counted_and_named_not_called_silence(outcomes: dict[str, CheckOutcome]) -> None:
     outcome = outcomes["late"]
     assert outcome.verdict is not None and outcome.verdict.status == "unknown"
     assert "answers came after their request had timed out" in outcome.verdict.summary
@@ -64,7 +64,7 @@ def test_late_answers_are_counted_and_named_not_called_silence(outcomes: dict[st
     assert all(a.unmatched == 0 for a in outcome.answers.values())
 
 
-def test_answers_that_are_all_errors_say_which_errors(outcomes: dict[str, Outcome]) -> None:
+def test_answers_that_are_all_errors_say_which_errors(outcomes: dict[str, CheckOutcome]) -> None:
     outcome = outcomes["errors"]
     assert outcome.verdict is not None and outcome.verdict.status == "unknown"
     n1 = outcome.answers["n1"]
@@ -81,7 +81,7 @@ def test_answers_that_are_all_errors_say_which_errors(outcomes: dict[str, Outcom
     ]
 
 
-def test_a_correct_node_has_every_answer_matched(outcomes: dict[str, Outcome]) -> None:
+def test_a_correct_node_has_every_answer_matched(outcomes: dict[str, CheckOutcome]) -> None:
     outcome = outcomes["correct"]
     assert outcome.verdict is not None and outcome.verdict.valid
     asked = len(outcome.history.ops)
@@ -93,21 +93,23 @@ def test_a_correct_node_has_every_answer_matched(outcomes: dict[str, Outcome]) -
     assert f"answers: {asked} matched (0 of them errors), 0 late" in render(outcome)
 
 
-def test_the_unmatched_answers_are_in_the_json(outcomes: dict[str, Outcome]) -> None:
+def test_the_unmatched_answers_are_in_the_json(outcomes: dict[str, CheckOutcome]) -> None:
     out = to_json(outcomes["wrong-reply"])
     samples = [s for a in out["answers"].values() for s in a["unmatched_samples"]]
     assert samples and all(s.startswith('{"src": "n') for s in samples)
     assert any(p["kind"] == "unmatched" for p in out["problems"])
 
 
-def test_availability_total_passes_when_every_operation_succeeds(outcomes: dict[str, Outcome]) -> None:
+def test_availability_total_passes_when_every_operation_succeeds(outcomes: dict[str, CheckOutcome]) -> None:
     outcome = outcomes["correct"]
     assert outcome.verdict is not None and outcome.verdict.valid
     assert outcome.verdict.stats["ok_fraction"] == 1.0
     assert "--availability total" in to_json(outcome)["repeat"]
 
 
-def test_availability_below_the_fraction_is_invalid_with_the_counts(outcomes: dict[str, Outcome]) -> None:
+def test_availability_below_the_fraction_is_invalid_with_the_counts(
+    outcomes: dict[str, CheckOutcome],
+) -> None:
     outcome = outcomes["required"]
     assert outcome.verdict is not None and outcome.verdict.status == "invalid"
     ops = len(outcome.history.ops)
@@ -118,7 +120,7 @@ def test_availability_below_the_fraction_is_invalid_with_the_counts(outcomes: di
 
 
 def test_availability_total_fails_on_one_failed_operation() -> None:
-    history = History()
+    history = MaelstromHistory()
     for i in range(4):
         op = history.invoke(0.0, "c1", "n0", "echo", i)
         if i:
@@ -136,7 +138,7 @@ def test_availability_total_fails_on_one_failed_operation() -> None:
 
 
 def test_net_stats_of_echo_count_two_client_messages_an_operation_and_none_between_servers(
-    outcomes: dict[str, Outcome],
+    outcomes: dict[str, CheckOutcome],
 ) -> None:
     outcome = outcomes["correct"]
     ops = len(outcome.history.ops)
@@ -152,7 +154,7 @@ def test_net_stats_of_echo_count_two_client_messages_an_operation_and_none_betwe
     assert f"net: servers 0 msgs (0 per op), clients {2 * ops} msgs (2 per op)" in render(outcome)
 
 
-def test_lost_elements_get_a_hint_naming_the_recovery_option(outcomes: dict[str, Outcome]) -> None:
+def test_lost_elements_get_a_hint_naming_the_recovery_option(outcomes: dict[str, CheckOutcome]) -> None:
     outcome = outcomes["unspread"]
     assert outcome.verdict is not None and outcome.verdict.status == "invalid"
     assert any(p.kind == "lost" for p in outcome.verdict.problems)
@@ -174,7 +176,7 @@ def test_only_problems_a_slow_node_also_shows_get_the_hint() -> None:
     assert len(hinted.hints) == 1
 
 
-def test_the_html_report_has_the_hint_and_the_net_statistics(outcomes: dict[str, Outcome]) -> None:
+def test_the_html_report_has_the_hint_and_the_net_statistics(outcomes: dict[str, CheckOutcome]) -> None:
     hinted = page(outcomes["unspread"])
     assert '<p class="hint">Hint: The final reads came 0.3 s after the heal' in hinted
     ops = len(outcomes["correct"].history.ops)

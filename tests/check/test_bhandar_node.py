@@ -8,15 +8,15 @@ import shutil
 
 import pytest
 
+from bhandar_cli.check.check_run import CheckOutcome, run_checks
 from bhandar_cli.check.html import page
-from bhandar_cli.check.run import Outcome, run_checks
 from tests.check.support import short
 
 BHANDAR = shutil.which("bhandar")
 
 
 @pytest.fixture(scope="module")
-def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Outcome]:
+def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, CheckOutcome]:
     assert BHANDAR is not None
     root = tmp_path_factory.mktemp("bhandar-node")
     runs = [
@@ -59,7 +59,7 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Outcome]:
     return dict(zip(("dynamo", "lin", "lin-quorum"), run_checks(runs), strict=True))
 
 
-def test_dynamo_kv_passes_under_partitions_and_kills(outcomes: dict[str, Outcome]) -> None:
+def test_dynamo_kv_passes_under_partitions_and_kills(outcomes: dict[str, CheckOutcome]) -> None:
     outcome = outcomes["dynamo"]
     assert outcome.exit_code == 0, (outcome.error, outcome.verdict)
     assert outcome.restarts >= 1 and {f.kind for f in outcome.faults} == {"partition", "kill"}
@@ -67,7 +67,7 @@ def test_dynamo_kv_passes_under_partitions_and_kills(outcomes: dict[str, Outcome
     assert outcome.messages["node"] > 100  # the nodes replicated through the harness
 
 
-def test_lin_kv_is_not_linearizable_and_the_report_shows_the_pair(outcomes: dict[str, Outcome]) -> None:
+def test_lin_kv_is_not_linearizable_and_the_report_shows_the_pair(outcomes: dict[str, CheckOutcome]) -> None:
     outcome = outcomes["lin"]
     assert outcome.exit_code == 1, (outcome.error, outcome.verdict)
     assert outcome.verdict is not None
@@ -79,12 +79,12 @@ def test_lin_kv_is_not_linearizable_and_the_report_shows_the_pair(outcomes: dict
     assert 'class="lamport"' in html and 'class="own"' in html
 
 
-def test_lin_kv_at_quorum_without_faults_is_linearizable(outcomes: dict[str, Outcome]) -> None:
+def test_lin_kv_at_quorum_without_faults_is_linearizable(outcomes: dict[str, CheckOutcome]) -> None:
     outcome = outcomes["lin-quorum"]
     assert outcome.exit_code == 0, (outcome.error, outcome.verdict)
     assert outcome.verdict is not None and outcome.verdict.stats["ops_checked"] >= 20
 
 
-def test_cas_is_answered_not_supported(outcomes: dict[str, Outcome]) -> None:
+def test_cas_is_answered_not_supported(outcomes: dict[str, CheckOutcome]) -> None:
     cas = [op for op in outcomes["lin"].history.ops if op.f == "cas"]
     assert cas and all(op.type == "fail" and op.code == 10 for op in cas)

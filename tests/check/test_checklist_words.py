@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bhandar_cli.check.report import curve_line, plain_curve
+from bhandar_cli.check.check_report import curve_line, plain_curve
 
 
 def row(curve: tuple[tuple[float, float, int], ...], latest_miss_ms: float, missed: int) -> dict[str, Any]:

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from bhandar_cli.check.run import Outcome, run_checks
+from bhandar_cli.check.check_run import CheckOutcome, run_checks
 from tests.check.support import py, short
 
 CASES = {"no-flush": py("no_flush.py"), "wrong-reply": py("init_wrong_reply.py")}
 
 
 @pytest.fixture(scope="module")
-def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Outcome]:
+def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, CheckOutcome]:
     root = tmp_path_factory.mktemp("init")
     runs = [
         short(argv, "echo", root / name, time_limit=0.3, init_timeout=1.0) for name, argv in CASES.items()
@@ -21,7 +21,7 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Outcome]:
     return dict(zip(CASES, run_checks(runs), strict=True))
 
 
-def test_a_node_that_never_flushes_is_asked_whether_it_flushes(outcomes: dict[str, Outcome]) -> None:
+def test_a_node_that_never_flushes_is_asked_whether_it_flushes(outcomes: dict[str, CheckOutcome]) -> None:
     outcome = outcomes["no-flush"]
     assert outcome.exit_code == 2
     assert (
@@ -30,7 +30,7 @@ def test_a_node_that_never_flushes_is_asked_whether_it_flushes(outcomes: dict[st
     ) in outcome.error
 
 
-def test_a_node_that_answers_something_else_is_told_so(outcomes: dict[str, Outcome]) -> None:
+def test_a_node_that_answers_something_else_is_told_so(outcomes: dict[str, CheckOutcome]) -> None:
     outcome = outcomes["wrong-reply"]
     assert outcome.exit_code == 2
     assert (

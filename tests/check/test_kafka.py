@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from bhandar_cli.check.history import INVALID, UNKNOWN, VALID, History, Verdict
-from bhandar_cli.check.run import run_checks
-from bhandar_cli.check.workload import BadAnswer
+from bhandar_cli.check.check_run import run_checks
+from bhandar_cli.check.maelstrom_history import INVALID, UNKNOWN, VALID, MaelstromHistory, Verdict
+from bhandar_cli.check.maelstrom_workload import BadAnswer
 from bhandar_cli.check.workloads.kafka import ANOMALIES, KEYS, Kafka
 from tests.check.support import NODES, py, short
 
@@ -24,7 +24,7 @@ class Planted:
     """A history written by hand: each call appends one operation, its outcome, and a tick."""
 
     def __init__(self) -> None:
-        self.history = History()
+        self.history = MaelstromHistory()
         self.now = 0.0
 
     def op(
@@ -228,7 +228,7 @@ def test_the_clients_consume_as_maelstroms_do() -> None:
     """A client assigns first (committed offsets), polls from its position, commits the highest
     offsets a poll returned, and goes on from after them."""
     w = Kafka(Random(1), NODES_OF)
-    history = History()
+    history = MaelstromHistory()
     rng = Random(2)
 
     def step(result: Any) -> tuple[str, Any]:
@@ -255,7 +255,7 @@ def test_the_final_polls_go_on_page_after_page_while_acknowledged_sends_go_furth
     """A node may answer a poll with a few messages: Maelstrom polls on until it has seen every
     acknowledged offset, and so do the final polls; a node with nothing new is asked no more."""
     w = Kafka(Random(1), NODES_OF)
-    history = History()
+    history = MaelstromHistory()
 
     def done(node: str, f: str, value: Any, result: Any, final: bool) -> None:
         op = history.invoke(0.0, "c1", node, f, value, final=final)
@@ -282,7 +282,7 @@ def _simulated(ops: int, forget: int | None = None) -> Verdict:
     w = Kafka(Random(1), NODES_OF)
     logs: dict[str, list[tuple[int, Any]]] = {}
     committed: dict[str, int] = {}
-    history, rng = History(), Random(2)
+    history, rng = MaelstromHistory(), Random(2)
 
     def serve(f: str, v: Any) -> Any:
         if f == "send":

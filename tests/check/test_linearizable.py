@@ -11,7 +11,6 @@ from random import Random
 import pytest
 
 from bhandar_cli.check.bench import register_history, spoil_a_read
-from bhandar_cli.check.history import History
 from bhandar_cli.check.linearizable import (
     ABSENT,
     CutOff,
@@ -22,6 +21,7 @@ from bhandar_cli.check.linearizable import (
     linearizable,
     step,
 )
+from bhandar_cli.check.maelstrom_history import MaelstromHistory
 from bhandar_cli.check.workloads.lin_kv import LinKv
 
 
@@ -112,7 +112,7 @@ def test_a_search_past_its_budget_is_unknown() -> None:
     results = check_registers(history.ops, budget=3)
     assert [r.status for r in results] == ["unknown"]
     assert "more than 3 states" in results[0].why
-    verdict = LinKv(Random(0), ["n1"]).check(History())
+    verdict = LinKv(Random(0), ["n1"]).check(MaelstromHistory())
     assert verdict.status == "valid"  # nothing to contradict
     with pytest.raises(CutOff):
         linearizable(stale_read(), budget=1)

@@ -21,11 +21,11 @@ import trio.testing
 import typer
 from typer.testing import CliRunner
 
+from bhandar_cli.check.check_run import CheckOutcome, run_checks
+from bhandar_cli.check.checked_process import CheckedProcess
 from bhandar_cli.check.nemesis import Fault
-from bhandar_cli.check.process import NodeProcess
 from bhandar_cli.check.protocol import decode, encode
 from bhandar_cli.check.router import Envelope, Router
-from bhandar_cli.check.run import Outcome, run_checks
 from bhandar_cli.cli.check_cmd import check
 from bhandar_cli.host.network import LatencyModel
 from tests.check.support import alive, py, short
@@ -49,7 +49,7 @@ RUNS: dict[str, tuple[tuple[str, ...], str, tuple[Fault, ...], dict[str, Any]]] 
 
 
 @pytest.fixture(scope="module")
-def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Outcome]:
+def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, CheckOutcome]:
     root = tmp_path_factory.mktemp("rules")
     # Two nodes, two clients (c1 at n0, c2 at n1) and a roomy timeout: eight runs go at once on a
     # machine that may be loaded.
@@ -61,11 +61,13 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Outcome]:
     return dict(zip(RUNS, run_checks(runs), strict=True))
 
 
-def test_nodes_are_named_from_n0_as_in_maelstrom(outcomes: dict[str, Outcome]) -> None:
+def test_nodes_are_named_from_n0_as_in_maelstrom(outcomes: dict[str, CheckOutcome]) -> None:
     assert outcomes["forward"].nodes == ["n0", "n1"]
 
 
-def test_a_client_request_passed_on_unchanged_is_answered_by_the_leader(outcomes: dict[str, Outcome]) -> None:
+def test_a_client_request_passed_on_unchanged_is_answered_by_the_leader(
+    outcomes: dict[str, CheckOutcome],
+) -> None:
     outcome = outcomes["forward"]
     assert outcome.exit_code == 0, (outcome.error, outcome.verdict)
     passed_on = [e for e in outcome.journal if e.src.startswith("c") and e.sender == "n1"]
@@ -74,7 +76,9 @@ def test_a_client_request_passed_on_unchanged_is_answered_by_the_leader(outcomes
     assert answered_by_n0 == {"c2"}, "the client of n1 had its answers from n0"
 
 
-def test_a_request_passed_on_crosses_the_link_between_the_two_nodes(outcomes: dict[str, Outcome]) -> None:
+def test_a_request_passed_on_crosses_the_link_between_the_two_nodes(
+    outcomes: dict[str, CheckOutcome],
+) -> None:
     """While n1 is cut off, what it passes on to n0 is lost, as any message from n1 to n0."""
     outcome = outcomes["forward-partitioned"]
     assert outcome.exit_code == 0, (outcome.error, outcome.verdict)
@@ -89,14 +93,14 @@ def test_a_request_passed_on_crosses_the_link_between_the_two_nodes(outcomes: di
     assert any(op.client == "c2" and op.type == "info" and not op.final for op in outcome.history.ops)
 
 
-def test_a_node_that_speaks_as_another_node_is_refused(outcomes: dict[str, Outcome]) -> None:
+def test_a_node_that_speaks_as_another_node_is_refused(outcomes: dict[str, CheckOutcome]) -> None:
     outcome = outcomes["impostor"]
     assert outcome.exit_code == 2 and outcome.verdict is None
     assert "n1 wrote a message claiming to come from 'n0'" in outcome.error
     assert "never as another node or a service" in outcome.error
 
 
-def test_duplicate_leaves_client_requests_alone_unless_asked(outcomes: dict[str, Outcome]) -> None:
+def test_duplicate_leaves_client_requests_alone_unless_asked(outcomes: dict[str, CheckOutcome]) -> None:
     """A counter that counts a retransmitted add twice passes Maelstrom's duplicate fault (which
     copies messages between nodes only) and is caught when clients' requests are copied too."""
     plain, clients = outcomes["twice"], outcomes["twice-clients"]
@@ -109,7 +113,7 @@ def test_duplicate_leaves_client_requests_alone_unless_asked(outcomes: dict[str,
     assert len(arrived) == len(set(arrived)), "no client's request arrived twice"
 
 
-def test_a_restarted_node_gets_its_topology_again(outcomes: dict[str, Outcome]) -> None:
+def test_a_restarted_node_gets_its_topology_again(outcomes: dict[str, CheckOutcome]) -> None:
     outcome = outcomes["restart"]
     assert outcome.exit_code == 0, (outcome.error, outcome.verdict)
     assert outcome.restarts == 1
@@ -118,7 +122,9 @@ def test_a_restarted_node_gets_its_topology_again(outcomes: dict[str, Outcome]) 
     assert "topology" in to_n1[to_n1.index("init", 1) :], "the second life got its topology"
 
 
-def test_nothing_a_node_started_outside_its_session_outlives_the_run(outcomes: dict[str, Outcome]) -> None:
+def test_nothing_a_node_started_outside_its_session_outlives_the_run(
+    outcomes: dict[str, CheckOutcome],
+) -> None:
     outcome = outcomes["escapes"]
     assert outcome.exit_code == 0, (outcome.error, outcome.verdict)
     assert outcome.restarts == 1
@@ -135,7 +141,7 @@ def test_nothing_a_node_started_outside_its_session_outlives_the_run(outcomes: d
 
 
 def test_constant_latency_delays_every_message_between_nodes_by_the_mean(
-    outcomes: dict[str, Outcome],
+    outcomes: dict[str, CheckOutcome],
 ) -> None:
     outcome = outcomes["constant"]
     assert outcome.exit_code == 0, (outcome.error, outcome.verdict)
@@ -179,11 +185,11 @@ def test_the_defaults_follow_maelstrom(
 ) -> None:
     """Recovery 10 s (Maelstrom's wait before the final reads); the client timeout 5 s, lin-kv's
     the larger of 1 s and ten mean latencies; latency constant around its mean."""
-    import bhandar_cli.check.run as run
+    import bhandar_cli.check.check_run as run
 
     planned: list[run.CheckOptions] = []
 
-    def plan_only(opts: run.CheckOptions) -> run.Outcome:
+    def plan_only(opts: run.CheckOptions) -> run.CheckOutcome:
         planned.append(opts)
         raise Planned
 
@@ -224,7 +230,7 @@ def test_a_message_reaches_only_the_life_it_was_sent_to() -> None:
 
     async def main() -> None:
         router = Router(
-            cast("dict[str, NodeProcess]", {"n0": slot}),
+            cast("dict[str, CheckedProcess]", {"n0": slot}),
             Random(1),
             LatencyModel(base_ms=0.0, mean_ms=100.0, spike_rate=0.0, distribution="constant"),
             lambda msg: None,
@@ -258,7 +264,7 @@ def test_clients_messages_take_no_latency_and_nodes_messages_take_the_mean() -> 
 
     async def main() -> None:
         router = Router(
-            cast("dict[str, NodeProcess]", nodes),
+            cast("dict[str, CheckedProcess]", nodes),
             Random(1),
             LatencyModel(base_ms=0.0, mean_ms=100.0, spike_rate=0.0, distribution="constant"),
             lambda msg: None,

@@ -10,10 +10,10 @@ from random import Random
 import pytest
 
 from bhandar_cli.check.catalog import WORKLOADS
+from bhandar_cli.check.check_report import repeat_command
+from bhandar_cli.check.check_run import CheckOptions
 from bhandar_cli.check.nemesis import KINDS, SCENARIOS, Fault, draw, scenario
-from bhandar_cli.check.protocol import ProtocolError, decode, definite, encode
-from bhandar_cli.check.report import repeat_command
-from bhandar_cli.check.run import CheckOptions
+from bhandar_cli.check.protocol import MaelstromProtocolError, decode, definite, encode
 from bhandar_cli.check.services import services
 from bhandar_cli.check.staleness import curve, render
 from bhandar_cli.check.workloads import workloads
@@ -36,7 +36,7 @@ from bhandar_cli.check.workloads.counters import possible_sums
     ],
 )
 def test_a_bad_line_is_a_protocol_error_naming_the_node(line: bytes, words: str) -> None:
-    with pytest.raises(ProtocolError) as caught:
+    with pytest.raises(MaelstromProtocolError) as caught:
         decode(line, "n1")
     assert str(caught.value).startswith("n1 wrote") and words in str(caught.value)
 

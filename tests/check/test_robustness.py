@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bhandar_cli.check.run import Outcome, run_checks
+from bhandar_cli.check.check_run import CheckOutcome, run_checks
 from tests.check.support import alive, py, short
 
 CASES = {
@@ -26,7 +26,7 @@ FLOOD_LIMIT = {"flood": {"flood_limit": 2000}}
 
 
 @pytest.fixture(scope="module")
-def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Outcome]:
+def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, CheckOutcome]:
     root = tmp_path_factory.mktemp("misbehaving")
     # The flood is judged on a lower bound than the default 10,000 a second: the six programs
     # run at once, and a loaded machine (two test workers) reads fewer lines a second than that.
@@ -37,20 +37,20 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Outcome]:
     return dict(zip(CASES, run_checks(runs), strict=True))
 
 
-def test_garbage_is_a_protocol_error_quoting_the_line(outcomes: dict[str, Outcome]) -> None:
+def test_garbage_is_a_protocol_error_quoting_the_line(outcomes: dict[str, CheckOutcome]) -> None:
     outcome = outcomes["garbage"]
     assert outcome.exit_code == 2 and outcome.verdict is None
     assert "protocol error: n" in outcome.error and "not JSON" in outcome.error
     assert "'hello, this is not JSON'" in outcome.error
 
 
-def test_a_flood_is_stopped_and_named(outcomes: dict[str, Outcome]) -> None:
+def test_a_flood_is_stopped_and_named(outcomes: dict[str, CheckOutcome]) -> None:
     outcome = outcomes["flood"]
     assert outcome.exit_code == 2
     assert "flooded the harness: more than 2,000 messages within one second" in outcome.error
 
 
-def test_no_init_ok_is_a_setup_error_naming_every_silent_node(outcomes: dict[str, Outcome]) -> None:
+def test_no_init_ok_is_a_setup_error_naming_every_silent_node(outcomes: dict[str, CheckOutcome]) -> None:
     outcome = outcomes["no-init"]
     assert outcome.exit_code == 2
     for node in ("n0", "n1", "n2"):
@@ -58,7 +58,7 @@ def test_no_init_ok_is_a_setup_error_naming_every_silent_node(outcomes: dict[str
 
 
 def test_a_node_that_exits_makes_the_verdict_invalid_with_its_last_words(
-    outcomes: dict[str, Outcome],
+    outcomes: dict[str, CheckOutcome],
 ) -> None:
     outcome = outcomes["exits"]
     assert outcome.exit_code == 1 and outcome.verdict is not None
@@ -66,20 +66,20 @@ def test_a_node_that_exits_makes_the_verdict_invalid_with_its_last_words(
     assert "giving up on purpose" in outcome.verdict.summary
 
 
-def test_a_node_that_answers_nothing_leaves_the_verdict_unknown(outcomes: dict[str, Outcome]) -> None:
+def test_a_node_that_answers_nothing_leaves_the_verdict_unknown(outcomes: dict[str, CheckOutcome]) -> None:
     outcome = outcomes["hang"]
     assert outcome.exit_code == 1 and outcome.verdict is not None
     assert outcome.verdict.status == "unknown"
     assert "answered none of its" in outcome.verdict.summary
 
 
-def test_a_program_that_does_not_exist_is_a_setup_error(outcomes: dict[str, Outcome]) -> None:
+def test_a_program_that_does_not_exist_is_a_setup_error(outcomes: dict[str, CheckOutcome]) -> None:
     outcome = outcomes["missing"]
     assert outcome.exit_code == 2
     assert "cannot start '/nonexistent/bhandar-test-node': No such file or directory" in outcome.error
 
 
-def test_nothing_they_started_is_left_running(outcomes: dict[str, Outcome]) -> None:
+def test_nothing_they_started_is_left_running(outcomes: dict[str, CheckOutcome]) -> None:
     pids = []
     for name, outcome in outcomes.items():
         noted = Path(outcome.options.log_dir) / "data" / "pids"

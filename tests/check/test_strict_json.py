@@ -15,9 +15,9 @@ import typer
 from typer.testing import CliRunner
 
 from bhandar_cli.check.catalog import scenarios
-from bhandar_cli.check.history import VALID, History, Verdict
-from bhandar_cli.check.report import to_json
-from bhandar_cli.check.run import CheckOptions, Outcome
+from bhandar_cli.check.check_report import to_json
+from bhandar_cli.check.check_run import CheckOptions, CheckOutcome
+from bhandar_cli.check.maelstrom_history import VALID, MaelstromHistory, Verdict
 from bhandar_cli.cli.check_cmd import check
 from bhandar_cli.cli.output import emit_json
 from tests.check.support import py
@@ -37,8 +37,12 @@ def emitted(obj: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> str:
 def test_the_open_ended_staleness_bucket_is_null_and_flagged(monkeypatch: pytest.MonkeyPatch) -> None:
     curve = ((5.0, 0.9, 10), (math.inf, 0.5, 4))
     verdict = Verdict(VALID, "checked", (), {"lost": 0}, curve)
-    outcome = Outcome(
-        CheckOptions(argv=("true",), workload="g-set", log_dir="/nonexistent"), ["n0"], [], History(), verdict
+    outcome = CheckOutcome(
+        CheckOptions(argv=("true",), workload="g-set", log_dir="/nonexistent"),
+        ["n0"],
+        [],
+        MaelstromHistory(),
+        verdict,
     )
     out = json.loads(emitted(to_json(outcome), monkeypatch), parse_constant=refuse)
     assert out["staleness"] == [

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from bhandar_cli.check import elle
-from bhandar_cli.check.history import INVALID, VALID, History
+from bhandar_cli.check.check_run import CheckOptions, run_checks
+from bhandar_cli.check.maelstrom_history import INVALID, VALID, MaelstromHistory
 from bhandar_cli.check.nemesis import Fault
-from bhandar_cli.check.run import CheckOptions, run_checks
 from bhandar_cli.check.workloads import workloads
 from bhandar_cli.check.workloads.txn import KEY_COUNT, MAX_TXN_LENGTH, TxnWorkload
 from tests.check.support import NODES, py, short
@@ -29,9 +29,9 @@ def workload(name: str, *models: str) -> TxnWorkload:
     return made
 
 
-def history(*txns: tuple[str, list[list[Any]]]) -> History:
+def history(*txns: tuple[str, list[list[Any]]]) -> MaelstromHistory:
     """Transactions one after the other, each (ok | fail, micro-ops as answered)."""
-    out = History()
+    out = MaelstromHistory()
     for i, (status, mops) in enumerate(txns):
         asked = [[f, k, None if f == "r" else v] for f, k, v in mops]
         op = out.invoke(float(i), "c1", "n1", "txn", asked)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from bhandar_cli.check.check_run import run_checks
 from bhandar_cli.check.nemesis import Fault
-from bhandar_cli.check.run import run_checks
 from tests.check.support import ALL_FAULTS, py, short
 
 Broken = list[tuple[tuple[str, ...], tuple[str, ...], str, str]]

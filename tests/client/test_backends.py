@@ -54,7 +54,7 @@ def test_an_in_process_cluster_declares_what_it_cannot_do() -> None:
         with pytest.raises(BadInput, match="only node processes start at another"):
             await memory.revive("A", protocol=1)
         with pytest.raises(BadInput, match="to=N changes the wire protocol of node processes"):
-            await Client(memory).ops.upgrade(to=1)
+            await Client(memory).admin.upgrade(to=1)
 
     trio.run(main)
 
@@ -62,7 +62,7 @@ def test_an_in_process_cluster_declares_what_it_cannot_do() -> None:
 def test_the_client_is_composed_of_parts_sharing_its_backend() -> None:
     backend = InProcessBackend(InProcessCluster(nodes=1))
     client = Client(backend, "ONE")
-    assert client.data.backend is client.views.backend is client.ops.backend is backend
-    assert client.ops.data is client.data and client.ops.views is client.views
+    assert client.data.backend is client.views.backend is client.admin.backend is backend
+    assert client.admin.data is client.data and client.admin.views is client.views
     assert client.data.consistency == "ONE"
     assert [c.__name__ for c in type(client).__mro__] == ["Client", "Generic", "object"]

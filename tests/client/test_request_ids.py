@@ -36,7 +36,7 @@ from bhandar_cli.fleet.in_process_cluster import InProcessCluster
 from bhandar_cli.fleet.placement import free_ports
 from bhandar_cli.node import process as node_process
 from bhandar_cli.node.net.rpc import open_rpc
-from bhandar_cli.node.options import NodeOptions
+from bhandar_cli.node.node_options import NodeOptions
 from bhandar_cli.node.process import NodeProcess
 
 Ask = Callable[[int, ClientRequest], Awaitable[Result]]  # (client, request) -> its result

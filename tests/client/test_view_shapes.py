@@ -17,20 +17,20 @@ import trio
 import trio.testing
 
 from bhandar_cli.client.backend import RestoreDone, SnapshotDone
-from bhandar_cli.client.cluster_ops import MembersView
+from bhandar_cli.client.cluster_admin import MembersView
 from bhandar_cli.client.cluster_views import (
     ClockView,
     HintsView,
     KeyspacesView,
     PrefsView,
-    RingView,
+    RingOwnershipView,
     StatusView,
 )
 from bhandar_cli.client.openers import ClusterOptions
 from bhandar_cli.core.membership.gossip import MemberRow
 from bhandar_cli.core.node_views import HintQueueRow, NodeInfo
 from bhandar_cli.node.net.rpc import open_rpc
-from bhandar_cli.node.options import NodeOptions
+from bhandar_cli.node.node_options import NodeOptions
 from bhandar_cli.node.process import NodeProcess
 from bhandar_cli.repl.batch import open_session
 
@@ -116,12 +116,12 @@ def in_process_views() -> list[tuple[str, Any, Any]]:
             client, backend = session.client, session.client.backend
             out: list[tuple[str, Any, Any]] = [
                 ("status", await client.views.status(), StatusView),
-                ("ring", await client.views.ring(), RingView),
+                ("ring", await client.views.ring(), RingOwnershipView),
                 ("prefs", await client.views.prefs("kv", "k"), PrefsView),
                 ("clock", await client.views.clock("kv", "k"), ClockView),
                 ("hints", await client.views.hints(), HintsView),
                 ("keyspaces", await client.views.keyspace_list(), KeyspacesView),
-                ("members", await client.ops.members(), MembersView),
+                ("members", await client.admin.members(), MembersView),
             ]
             for name in backend.names:
                 out.append((f"info {name}", await backend.node_info(name), NodeInfo))

@@ -45,7 +45,7 @@ def start_cluster(directory: Path, nodes: int = 5, protocol: int | None = None) 
         cluster = await supervisor.up(directory, nodes, 3, 0, 8, 3, NODE_ARGS, 30.0, protocol=protocol)
         async with open_tcp_client(directory) as client:
             for name in TEST_KEYSPACES:
-                await client.ops.keyspace_create(name)  # returns once every node knows it
+                await client.admin.keyspace_create(name)  # returns once every node knows it
         return cluster
 
     return trio.run(up)

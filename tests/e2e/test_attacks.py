@@ -46,7 +46,7 @@ from bhandar_cli.node.net.codec import encode_frame
 from bhandar_cli.node.net.rpc import rpc_once
 from bhandar_cli.security import pki
 from bhandar_cli.security.access import ClientAccess
-from bhandar_cli.security.authorship import SignedAuthorship
+from bhandar_cli.security.signed_authorship import SignedAuthorship
 from tests.e2e.conftest import kill_all, rpc, run_cli, start_cluster, wait_for
 from tests.e2e.test_rogue import closed_by_node
 
@@ -66,7 +66,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterFile]:
 
         async def decommission() -> None:
             async with open_tcp_client(directory) as client:
-                await client.ops.decommission(GONE)  # returns once every node sees E as left
+                await client.admin.decommission(GONE)  # returns once every node sees E as left
 
         trio.run(decommission)
         # A node that left has nothing more to do: the decommission stopped it (its certificate

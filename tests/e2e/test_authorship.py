@@ -24,8 +24,8 @@ import trio
 from bhandar_cli.core.membership.authorship import Removal
 from bhandar_cli.core.membership.gossip import GossipSyn, GossipTokens
 from bhandar_cli.core.membership.members import MemberState
+from bhandar_cli.core.model.access_tokens import TokenRecord
 from bhandar_cli.core.model.config import KeyspaceDef
-from bhandar_cli.core.model.tokens import TokenRecord
 from bhandar_cli.core.protocol.messages import SchemaUpdate
 from bhandar_cli.core.wire import to_wire
 from bhandar_cli.fleet.cluster_file import ClusterFile, client_access
@@ -36,8 +36,8 @@ from bhandar_cli.node.net.rpc import rpc_once
 from bhandar_cli.security import pki
 from bhandar_cli.security.access import ClientAccess
 from bhandar_cli.security.auth import mint
-from bhandar_cli.security.authorship import SignedAuthorship, issuer_sealed
 from bhandar_cli.security.join_tokens import JoinToken
+from bhandar_cli.security.signed_authorship import SignedAuthorship, issuer_sealed
 from tests.e2e.conftest import kill_all, rpc, run_cli, start_cluster, wait_for
 from tests.e2e.test_multihost import mint_join_token
 from tests.e2e.test_rogue import closed_by_node

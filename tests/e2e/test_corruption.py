@@ -97,7 +97,7 @@ async def _restart_and_check(
     cluster: ClusterFile, client: Client[TcpBackend], mine: list[str], lost: set[str]
 ) -> int:
     """Restart D; every key is back on D within the deadline. Returns D's `keys_repaired`."""
-    assert (await client.ops.revive(VICTIM))["changed"]
+    assert (await client.admin.revive(VICTIM))["changed"]
     backend = client.backend
     with trio.fail_after(60):  # a background round would take D's 48 comparisons × 2 s
         missing = set(mine)
@@ -119,8 +119,8 @@ def test_a_flipped_byte_in_an_sstable_block_loses_only_that_block(fresh_cluster:
     async def main() -> tuple[str, int, set[str], int]:
         async with open_tcp_client(fresh_cluster.dir) as client:
             mine = await _write_all(client)
-            await client.ops.on_nodes("flush", VICTIM)
-            assert (await client.ops.kill(VICTIM))["changed"]
+            await client.admin.on_nodes("flush", VICTIM)
+            assert (await client.admin.kill(VICTIM))["changed"]
             # The table with most of D's keys, and a data block in its middle.
             paths = sorted(str(p) for p in Path(data_dir).glob("*.sst"))
             cipher = cipher_for(cluster_key(fresh_cluster))
@@ -150,7 +150,7 @@ def test_a_flipped_byte_in_the_middle_of_the_wal_loses_only_that_record(fresh_cl
     async def main() -> tuple[str, int, int]:
         async with open_tcp_client(fresh_cluster.dir) as client:
             mine = await _write_all(client)
-            assert (await client.ops.kill(VICTIM))["changed"]
+            assert (await client.admin.kill(VICTIM))["changed"]
             # The newest WAL, and the data record in the middle of it.
             path = max(str(p) for p in Path(data_dir).glob("*.log"))
             log = wal.parse(Path(path).read_bytes(), cipher_for(cluster_key(fresh_cluster)))

@@ -69,10 +69,10 @@ def test_acknowledged_writes_survive_a_kill_9(fresh_cluster: ClusterFile) -> Non
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(write_stream, client, acked, failed, stop)
                 await until(lambda: len(acked) >= 300, 20, "300 acknowledged writes")
-                assert (await client.ops.kill(VICTIM))["changed"]  # SIGKILL, mid-stream
+                assert (await client.admin.kill(VICTIM))["changed"]  # SIGKILL, mid-stream
                 killed_at = len(acked)
                 await until(lambda: len(acked) >= killed_at + 300, 20, "writes while the node is down")
-                assert (await client.ops.revive(VICTIM))["changed"]
+                assert (await client.admin.revive(VICTIM))["changed"]
                 revived_at = len(acked)
                 await until(lambda: len(acked) >= revived_at + 200, 20, "writes after the restart")
                 stop.set()

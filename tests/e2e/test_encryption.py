@@ -47,7 +47,7 @@ def _up_write_and_look(directory: Path, encrypt: bool) -> tuple[list[str], list[
                 await client.data.put("kv", f"k{i}", encode_json(VALUE), "application/json", "none", "ALL")
             before = _files_holding(directory, VALUE.encode())
             for node in ("A", "B", "C"):
-                await client.ops.on_nodes("flush", node)
+                await client.admin.on_nodes("flush", node)
             after = _files_holding(directory, VALUE.encode())
             tables = len(list((directory / supervisor.DATA_DIR).rglob("*.sst")))
             got = await client.data.get("kv", "k7", "QUORUM")
@@ -81,7 +81,7 @@ def test_an_encrypted_cluster_keeps_no_plaintext_and_a_node_without_its_key_refu
 
         async def stop_a() -> Any:
             async with open_tcp_client(directory) as client:
-                return await client.ops.kill("A")
+                return await client.admin.kill("A")
 
         assert trio.run(stop_a)["changed"]
         env = {k: v for k, v in os.environ.items() if k != ENV_VAR}

@@ -52,9 +52,9 @@ def test_a_node_started_on_an_older_copy_of_its_data_is_up_within_10_s_and_its_h
                 row = next(r for r in rows if r["id"] == VICTIM)
                 return int(row["generation"]), int(row["heartbeat"])
 
-            assert await client.ops.kill(VICTIM)
+            assert await client.admin.kill(VICTIM)
             shutil.copytree(data, older)  # the copy remembers this generation
-            assert await client.ops.revive(VICTIM)  # a later generation the peers will remember
+            assert await client.admin.revive(VICTIM)  # a later generation the peers will remember
             await until(lambda: seen_up_by_all(True), 30, f"{VICTIM} up after its restart")
 
             async def lived_a_while() -> bool:
@@ -62,7 +62,7 @@ def test_a_node_started_on_an_older_copy_of_its_data_is_up_within_10_s_and_its_h
 
             await until(lived_a_while, 60, f"{VICTIM}'s heartbeat to climb")
             remembered, _ = await state_seen_by_a()
-            assert await client.ops.kill(VICTIM)
+            assert await client.admin.kill(VICTIM)
             await until(lambda: seen_up_by_all(False), 30, f"{VICTIM} seen down")
             keys = [f"g{i}" for i in range(60)]
             for key in keys:
@@ -75,7 +75,7 @@ def test_a_node_started_on_an_older_copy_of_its_data_is_up_within_10_s_and_its_h
             await until(hints_held, 30, "hints for the stopped node")
             shutil.rmtree(data)
             shutil.copytree(older, data)
-            assert await client.ops.revive(VICTIM)
+            assert await client.admin.revive(VICTIM)
             took = await until(lambda: seen_up_by_all(True), 10, f"{VICTIM} up in every peer's view")
 
             async def regenerated() -> bool:

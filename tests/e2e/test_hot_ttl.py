@@ -42,7 +42,7 @@ def test_a_ttl_value_expires_and_repair_does_not_bring_it_back(shared_cluster: C
         from bhandar_cli.client.openers import open_tcp_client
 
         async with open_tcp_client(shared_cluster.dir) as client:
-            assert (await client.ops.repair())["ok"]
+            assert (await client.admin.repair())["ok"]
 
     trio.run(repair)
     for node in shared_cluster.names:

@@ -22,7 +22,7 @@ from tests.e2e.conftest import REPO, run_cli
 # cryptography (ssl checks the certificate alone), the node-to-node message modules and
 # core/protocol/messages.py itself (the client's messages are core/protocol/client_messages.py), the
 # cluster views and operations of the full client (client/client.py, client/cluster_views.py,
-# client/cluster_ops.py), security/pki.py (the client's check of a node is security/ca_trust.py) and what it
+# client/cluster_admin.py), security/pki.py (the client's check of a node is security/ca_trust.py) and what it
 # and fleet/pids.py need only to make certificates or start processes (datetime, hashlib, subprocess), and
 # the idna codec (ASCII host names and node ids are passed as bytes).
 FORBIDDEN = re.compile(
@@ -30,7 +30,7 @@ FORBIDDEN = re.compile(
     r"|^(datetime|hashlib|subprocess|encodings\.idna|stringprep|unicodedata)$"
     r"|^bhandar_cli\.(repl|sim|storage|store|host|node\.(net\.(rpc|frames)|runtime))(\.|$)"
     r"|^bhandar_cli\.(fleet\.supervisor|security\.pki|client\.backends\.tcp_backend)$"
-    r"|^bhandar_cli\.client\.(client|cluster_views|cluster_ops)$"
+    r"|^bhandar_cli\.client\.(client|cluster_views|cluster_admin)$"
     r"|^bhandar_cli\.core\.(repair\.(antientropy|hash_index)|membership\.gossip|roles\.(streaming|coordinator))$"
     r"|^bhandar_cli\.core\.(node|model\.store|protocol\.messages|model\.keyspaces|membership\.members)$"
 )

@@ -129,7 +129,7 @@ def test_upgrade_from_1_to_4_under_quorum_writes_fails_nothing(
                 nursery.start_soon(read_stream)
                 nursery.start_soon(sample)
                 await writes_acked(20)  # writes flowing before the first node stops
-                report: dict[str, Any] = await operator.ops.upgrade(NEW, heard)
+                report: dict[str, Any] = await operator.admin.upgrade(NEW, heard)
                 await writes_acked(10)  # and after the last node is back
                 done.set()
             missing = []

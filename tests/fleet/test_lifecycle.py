@@ -111,15 +111,15 @@ class Person:
         down = [n for n in names if not cluster.hosts[n].alive]
         kind = rng.choice(("kill", "kill", "revive", "revive", "partition", "heal", "add", "decommission"))
         if kind == "kill" and len(up) > 2:
-            await self._do(kind, self.client.ops.kill(rng.choice(up)))
+            await self._do(kind, self.client.admin.kill(rng.choice(up)))
         elif kind == "revive" and down:
-            await self._do(kind, self.client.ops.revive(rng.choice(down)))
+            await self._do(kind, self.client.admin.revive(rng.choice(down)))
         elif kind == "partition":
             await self._do(
-                kind, self.client.ops.partition([rng.sample(names, rng.randint(1, len(names) - 1))])
+                kind, self.client.admin.partition([rng.sample(names, rng.randint(1, len(names) - 1))])
             )
         elif kind == "heal":
-            await self._do(kind, self.client.ops.heal())
+            await self._do(kind, self.client.admin.heal())
         elif kind == "add" and not self.moving and len(names) < MAX_NODES:
             name = next_node_name([*names, *self.retired])  # a name is never used twice
             nursery.start_soon(self._move, kind, name)
@@ -130,8 +130,8 @@ class Person:
         self.moving = True
         try:
             if kind == "add":
-                await self._do(kind, self.client.ops.add(name))
-            elif await self._do(kind, self.client.ops.decommission(name)):
+                await self._do(kind, self.client.admin.add(name))
+            elif await self._do(kind, self.client.admin.decommission(name)):
                 self.retired.add(name)
         finally:
             self.moving = False
@@ -150,14 +150,14 @@ class Person:
 
 
 async def heal_and_converge(client: Client[Backend], cluster: InProcessCluster) -> None:
-    await client.ops.heal()
+    await client.admin.heal()
     for name in list(cluster.names):
         if not cluster.hosts[name].alive:
-            await client.ops.revive(name)
+            await client.admin.revive(name)
     with trio.move_on_after(600):
         while await cluster_problems(client):
             await trio.sleep(1.0)
-            await client.ops.repair()
+            await client.admin.repair()
 
 
 async def cluster_problems(client: Client[Backend]) -> list[str]:

@@ -24,7 +24,7 @@ from bhandar_cli.node.net.admission import MAX_PENDING, Admission
 from bhandar_cli.node.net.blocking_rpc import RpcError
 from bhandar_cli.node.net.codec import encode_frame
 from bhandar_cli.node.net.rpc import RpcClient, rpc_once
-from bhandar_cli.node.options import NodeOptions
+from bhandar_cli.node.node_options import NodeOptions
 from bhandar_cli.node.process import NodeProcess
 from bhandar_cli.security.access import ClientAccess
 from bhandar_cli.security.auth import mint, write_auth_file

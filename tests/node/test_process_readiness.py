@@ -21,7 +21,7 @@ from bhandar_cli.fleet.placement import free_ports
 from bhandar_cli.node import process as node_process
 from bhandar_cli.node.net.blocking_rpc import RpcError
 from bhandar_cli.node.net.rpc import open_rpc
-from bhandar_cli.node.options import NodeOptions
+from bhandar_cli.node.node_options import NodeOptions
 from bhandar_cli.node.process import NodeProcess
 
 

@@ -25,8 +25,8 @@ def test_a_bad_value_stops_after_the_first_node_and_is_rolled_back() -> None:
         async with open_session(ClusterOptions(memory=True), "json") as session:
             client = session.client
             with pytest.raises(Unavailable) as stopped:
-                await client.ops.config_set("request_timeout", "0.001", events.append)
-            shown = await client.ops.config_show()
+                await client.admin.config_set("request_timeout", "0.001", events.append)
+            shown = await client.admin.config_show()
             return {"error": str(stopped.value), "shown": shown}
 
     out = trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
@@ -144,7 +144,7 @@ class OneBadNode:
 
 
 def test_a_regression_at_a_later_node_puts_the_nodes_before_it_back_too() -> None:
-    from bhandar_cli.client.ops.config_rollout import ConfigRollout
+    from bhandar_cli.client.procedures.config_rollout import ConfigRollout
 
     backend = OneBadNode()
 

@@ -17,9 +17,9 @@ from prompt_toolkit.output import DummyOutput
 from rich.console import Console
 
 from bhandar_cli.client.openers import ClusterOptions
-from bhandar_cli.repl.app import InteractiveApp
 from bhandar_cli.repl.batch import open_session
 from bhandar_cli.repl.completer import BhandarCompleter, CompletionContext, argument_hint
+from bhandar_cli.repl.interactive import InteractiveApp
 
 CTX = CompletionContext(["A", "B", "C"], ["carts", "counters"], {"carts": ["cart:42", "cart:7"]})
 

@@ -158,8 +158,8 @@ def test_an_interrupted_add_says_what_it_left_and_the_ring_agrees() -> None:
     import trio
 
     from bhandar_cli.client.openers import ClusterOptions, cluster_clock
-    from bhandar_cli.repl.app import interrupted_text
     from bhandar_cli.repl.batch import open_session
+    from bhandar_cli.repl.interactive import interrupted_text
 
     async def main() -> tuple[str, str, dict[str, Any]]:
         async with open_session(ClusterOptions(nodes=4, memory=True)) as session:

@@ -1,4 +1,4 @@
-"""Who may say what, checked with the cluster CA (security/authorship.py), and gossip applying it.
+"""Who may say what, checked with the cluster CA (security/signed_authorship.py), and gossip applying it.
 
 Each forgery a member with a valid certificate could send is refused by the check, and the same
 fact said by its author is taken: a state sealed by its member (relayed by anyone), an unsealed
@@ -21,15 +21,15 @@ from cryptography.x509.oid import NameOID
 from bhandar_cli.core.membership.authorship import Removal
 from bhandar_cli.core.membership.gossip import GossipAck, GossipLiveness, GossipSyn, GossipTokens
 from bhandar_cli.core.membership.members import MemberState
+from bhandar_cli.core.model.access_tokens import TokenTable
 from bhandar_cli.core.model.config import KeyspaceDef
 from bhandar_cli.core.model.errors import Refused
 from bhandar_cli.core.model.keyspaces import Keyspaces
 from bhandar_cli.core.model.store import MemoryStore
-from bhandar_cli.core.model.tokens import TokenTable
 from bhandar_cli.core.protocol.messages import Note, Send
 from bhandar_cli.security import pki
 from bhandar_cli.security.auth import mint
-from bhandar_cli.security.authorship import SignedAuthorship
+from bhandar_cli.security.signed_authorship import SignedAuthorship
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bhandar_cli.core.model.tokens import TokenRecord
+from bhandar_cli.core.model.access_tokens import TokenRecord
 from bhandar_cli.security.rate_limit import RateLimiter, TokenBucket
 
 DIGEST = "ab" * 32

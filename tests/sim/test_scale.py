@@ -16,8 +16,8 @@ from bhandar_cli.core.membership.ring import Ring
 from bhandar_cli.core.model.config import NEW_NODE_NAME
 from bhandar_cli.core.protocol.messages import Effect
 from bhandar_cli.host.topology import next_node_name, node_names, zone_map
+from bhandar_cli.sim.chaos.chaos_options import ChaosOptions
 from bhandar_cli.sim.chaos.chaos_run import run_chaos
-from bhandar_cli.sim.chaos.options import ChaosOptions
 from bhandar_cli.sim.sim_cluster import SimCluster
 
 

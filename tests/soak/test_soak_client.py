@@ -33,7 +33,7 @@ def test_the_soak_client_runs_the_session_and_records_every_operation() -> None:
             await nursery.start(cluster.run)
             client = Client(backend)
             for keyspace in KEYSPACES:
-                await client.ops.keyspace_create(keyspace.name, keyspace.policy)
+                await client.admin.keyspace_create(keyspace.name, keyspace.policy)
             for _ in range(STEPS):
                 await soak.step()
             nursery.cancel_scope.cancel()

@@ -45,11 +45,11 @@ def test_percentiles_and_the_live_line() -> None:
 
 
 class FakeOperator:
-    """Stands in for client/client.py's Client (its backend, and its operations: itself): records
+    """Stands in for client/client.py's Client (its backend, and its cluster admin: itself): records
     the faults, each taking a second of (mock) time."""
 
     def __init__(self) -> None:
-        self.ops = self
+        self.admin = self
         self.backend = SimpleNamespace(
             names=["A", "B", "C", "D", "E"], cluster=SimpleNamespace(replicas=3), is_alive=lambda n: True
         )

@@ -1,13 +1,13 @@
 """One module per workload of `bhandar check`: its operations, its answers and its checker; and
-`workloads()`, every one by name. Each module builds on check/workload.py (what a workload is),
+`workloads()`, every one by name. Each module builds on check/maelstrom_workload.py (what a workload is),
 which knows none of them."""
 
 from __future__ import annotations
 
-from bhandar_cli.check.workload import Workload
+from bhandar_cli.check.maelstrom_workload import MaelstromWorkload
 
 
-def workloads() -> dict[str, type[Workload]]:
+def workloads() -> dict[str, type[MaelstromWorkload]]:
     """Every workload by name, in the order help lists them."""
     from bhandar_cli.check.workloads.counters import GCounter, PnCounter
     from bhandar_cli.check.workloads.dynamo_kv import DynamoKv
@@ -18,7 +18,16 @@ def workloads() -> dict[str, type[Workload]]:
     from bhandar_cli.check.workloads.txn import TxnListAppend, TxnRwRegister
     from bhandar_cli.check.workloads.unique_ids import UniqueIds
 
-    found: list[type[Workload]] = [Echo, UniqueIds, Broadcast, GSet, GCounter, PnCounter, LinKv, DynamoKv]
+    found: list[type[MaelstromWorkload]] = [
+        Echo,
+        UniqueIds,
+        Broadcast,
+        GSet,
+        GCounter,
+        PnCounter,
+        LinKv,
+        DynamoKv,
+    ]
     found.append(Kafka)
     found += [TxnRwRegister, TxnListAppend]
     return {w.name: w for w in found}

@@ -15,8 +15,15 @@ from random import Random
 from typing import Any
 
 from bhandar_cli.check.catalog import WORKLOADS
-from bhandar_cli.check.history import UNKNOWN, History, Op, Problem, Verdict, judged
-from bhandar_cli.check.workload import Workload, named, outcome, require
+from bhandar_cli.check.maelstrom_history import (
+    UNKNOWN,
+    MaelstromHistory,
+    MaelstromOperation,
+    Problem,
+    Verdict,
+    judged,
+)
+from bhandar_cli.check.maelstrom_workload import MaelstromWorkload, named, outcome, require
 
 EXACT_SUMS = 1_000_000  # widest span of sums listed one by one; past this, an interval
 
@@ -39,7 +46,7 @@ def possible_sums(base: int, deltas: list[int]) -> tuple[set[int] | None, int, i
     return {low + i for i, bit in enumerate(reversed(bin(bits)[2:])) if bit == "1"}, low, high
 
 
-class Counter(Workload):
+class Counter(MaelstromWorkload):
     negative = False
 
     def next_op(self, rng: Random, client: int) -> tuple[str, Any]:
@@ -56,10 +63,10 @@ class Counter(Workload):
     def finals(self) -> list[tuple[str, str, Any]]:
         return [(node, "read", None) for node in self.nodes]
 
-    def show(self, op: Op) -> str:
+    def show(self, op: MaelstromOperation) -> str:
         return f"add {op.value} -> {outcome(op)}" if op.f == "add" else f"read -> {outcome(op)}"
 
-    def check(self, history: History) -> Verdict:
+    def check(self, history: MaelstromHistory) -> Verdict:
         adds = [op for op in history.ops if op.f == "add"]
         base = sum(op.value for op in adds if op.ok)
         unsure = [op.value for op in adds if op.type == "info" and op.value]

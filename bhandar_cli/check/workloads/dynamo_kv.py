@@ -26,21 +26,29 @@ from random import Random
 from typing import Any
 
 from bhandar_cli.check.catalog import WORKLOADS
-from bhandar_cli.check.history import UNKNOWN, History, Op, Problem, Verdict, judged
+from bhandar_cli.check.maelstrom_history import (
+    UNKNOWN,
+    MaelstromHistory,
+    MaelstromOperation,
+    Problem,
+    Verdict,
+    judged,
+)
+from bhandar_cli.check.maelstrom_workload import BadAnswer, MaelstromWorkload, named, outcome, require
 from bhandar_cli.check.staleness import curve
-from bhandar_cli.check.workload import BadAnswer, Workload, named, outcome, require
 
 KEYS = 4
 SHOWN = 5
 
 
-class DynamoKv(Workload):
+class DynamoKv(MaelstromWorkload):
     name = "dynamo-kv"
     doc = WORKLOADS[name]
 
     def __init__(self, rng: Random, nodes: list[str]) -> None:
         super().__init__(rng, nodes)
-        self.seen: dict[tuple[str, int], tuple[tuple[int, ...], Any]] = {}  # (client, key) -> (values, ctx)
+        # (client, key) -> (values, context)
+        self.seen: dict[tuple[str, int], tuple[tuple[int, ...], Any]] = {}
 
     def next_op(self, rng: Random, client: int) -> tuple[str, Any]:
         key = rng.randrange(KEYS)
@@ -66,7 +74,7 @@ class DynamoKv(Workload):
             raise BadAnswer('get_ok whose "context" is not a string or null')
         return tuple(values), context
 
-    def completed(self, op: Op) -> None:
+    def completed(self, op: MaelstromOperation) -> None:
         if op.f == "get" and op.ok:
             values, context = op.result
             self.seen[(op.client, op.value["key"])] = (values, context)
@@ -74,7 +82,7 @@ class DynamoKv(Workload):
     def finals(self) -> list[tuple[str, str, Any]]:
         return [(node, "get", {"key": key}) for key in range(KEYS) for node in self.nodes]
 
-    def show(self, op: Op) -> str:
+    def show(self, op: MaelstromOperation) -> str:
         key = op.value["key"]
         if op.f == "get":
             got = outcome(op, list(op.result[0]) if op.ok else None)
@@ -82,8 +90,8 @@ class DynamoKv(Workload):
         ctx = f" with the context of a read of {list(op.value['saw'])}" if op.value["context"] else " blind"
         return f"put key {key} = {op.value['value']}{ctx} -> {outcome(op)}"
 
-    def check(self, history: History) -> Verdict:
-        puts: dict[int, Op] = {}  # value -> its put (values are unique across keys)
+    def check(self, history: MaelstromHistory) -> Verdict:
+        puts: dict[int, MaelstromOperation] = {}  # value -> its put (values are unique across keys)
         for op in history.ops:
             if op.f == "put":
                 puts[op.value["value"]] = op
@@ -106,7 +114,7 @@ class DynamoKv(Workload):
         gets = [op for op in history.ops if op.f == "get" and op.ok]
         for read in gets:
             problems.extend(self._read_problems(read, puts, closure))
-        acked_by_key: dict[int, list[Op]] = {}
+        acked_by_key: dict[int, list[MaelstromOperation]] = {}
         for op in puts.values():
             if op.ok:
                 acked_by_key.setdefault(op.value["key"], []).append(op)
@@ -162,7 +170,9 @@ class DynamoKv(Workload):
         )
         return judged(problems, checked, stats, staleness=points)
 
-    def _read_problems(self, read: Op, puts: dict[int, Op], closure: Any) -> list[Problem]:
+    def _read_problems(
+        self, read: MaelstromOperation, puts: dict[int, MaelstromOperation], closure: Any
+    ) -> list[Problem]:
         out: list[Problem] = []
         key = read.value["key"]
         values = list(read.result[0])

@@ -9,11 +9,11 @@ from random import Random
 from typing import Any
 
 from bhandar_cli.check.catalog import WORKLOADS
-from bhandar_cli.check.history import History, Op, Problem, Verdict, judged
-from bhandar_cli.check.workload import Workload, named, require
+from bhandar_cli.check.maelstrom_history import MaelstromHistory, MaelstromOperation, Problem, Verdict, judged
+from bhandar_cli.check.maelstrom_workload import MaelstromWorkload, named, require
 
 
-class Echo(Workload):
+class Echo(MaelstromWorkload):
     name = "echo"
     doc = WORKLOADS[name]
 
@@ -26,11 +26,11 @@ class Echo(Workload):
     def parse(self, f: str, body: dict[str, Any]) -> Any:
         return require(body, "echo")
 
-    def show(self, op: Op) -> str:
+    def show(self, op: MaelstromOperation) -> str:
         back = "" if op.type != "ok" else f" -> {op.result!r}"
         return f"echo {op.value!r}{back}" + ("" if op.type == "ok" else f" -> {op.error or op.type}")
 
-    def check(self, history: History) -> Verdict:
+    def check(self, history: MaelstromHistory) -> Verdict:
         problems = [
             Problem("wrong-echo", f"{named(op, self.show(op))} came back different.", (op.index,))
             for op in history.ops

@@ -46,8 +46,15 @@ from random import Random
 from typing import Any
 
 from bhandar_cli.check.catalog import WORKLOADS
-from bhandar_cli.check.history import UNKNOWN, History, Op, Problem, Verdict, judged
-from bhandar_cli.check.workload import BadAnswer, Workload, named, outcome, require
+from bhandar_cli.check.maelstrom_history import (
+    UNKNOWN,
+    MaelstromHistory,
+    MaelstromOperation,
+    Problem,
+    Verdict,
+    judged,
+)
+from bhandar_cli.check.maelstrom_workload import BadAnswer, MaelstromWorkload, named, outcome, require
 
 KEYS = tuple(str(k) for k in range(4))
 FRESH_CONSUMER = 0.03  # chance that a client starts over from the committed offsets
@@ -124,7 +131,7 @@ def _span(offsets: list[int]) -> str:
     return shown + (f" and {len(offsets) - SHOWN} more" if len(offsets) > SHOWN else "")
 
 
-class Kafka(Workload):
+class Kafka(MaelstromWorkload):
     name = "kafka"
     doc = WORKLOADS[name]
 
@@ -133,7 +140,7 @@ class Kafka(Workload):
         self.consumers: dict[str, Consumer] = {}
         self.top: dict[str, int] = {}  # key -> the highest offset a send was acknowledged with
         self.paging: dict[str, dict[str, int]] = {}  # node -> what its last final poll asked
-        self.last_final: dict[str, Op] = {}  # node -> its last answered final poll
+        self.last_final: dict[str, MaelstromOperation] = {}  # node -> its last answered final poll
 
     # --- the clients ---------------------------------------------------------------------------------
 
@@ -150,7 +157,7 @@ class Kafka(Workload):
             return "send", {"key": rng.choice(KEYS), "msg": self.unique()}
         return "poll", {"offsets": dict(me.positions)}
 
-    def completed(self, op: Op) -> None:
+    def completed(self, op: MaelstromOperation) -> None:
         me = self.consumers.setdefault(op.client, Consumer())
         if not op.ok:
             return
@@ -203,7 +210,7 @@ class Kafka(Workload):
         self.paging = paging
         return [(node, "poll", {"offsets": dict(asked)}) for node, asked in paging.items()]
 
-    def show(self, op: Op) -> str:
+    def show(self, op: MaelstromOperation) -> str:
         v = op.value
         if op.f == "send":
             got = f"offset {op.result}" if op.ok else outcome(op)
@@ -222,14 +229,14 @@ class Kafka(Workload):
 
     # --- the checker ---------------------------------------------------------------------------------
 
-    def check(self, history: History) -> Verdict:
+    def check(self, history: MaelstromHistory) -> Verdict:
         return KafkaCheck(self, history).verdict()
 
 
 class KafkaCheck:
     """One judgement of a kafka history (the state its passes share)."""
 
-    def __init__(self, workload: Kafka, history: History) -> None:
+    def __init__(self, workload: Kafka, history: MaelstromHistory) -> None:
         self.w = workload
         self.ops = history.ops
         self.sends = [op for op in self.ops if op.f == "send"]
@@ -238,7 +245,7 @@ class KafkaCheck:
         self.found: dict[str, list[Problem]] = defaultdict(list)
         self.counts: dict[str, int] = defaultdict(int)
         # key -> offset -> msg text -> the first op that showed it there
-        self.at: dict[str, dict[int, dict[str, Op]]] = defaultdict(lambda: defaultdict(dict))
+        self.at: dict[str, dict[int, dict[str, MaelstromOperation]]] = defaultdict(lambda: defaultdict(dict))
         for op in self.acked:
             self.at[op.value["key"]][op.result].setdefault(_text(op.value["msg"]), op)
         for op in self.polls:
@@ -258,7 +265,7 @@ class KafkaCheck:
         known = self.known.get(key, [])
         return known[bisect.bisect_right(known, low) : bisect.bisect_left(known, high)]
 
-    def said(self, op: Op, key: str | None = None) -> str:
+    def said(self, op: MaelstromOperation, key: str | None = None) -> str:
         """An operation as a problem names it; a poll with only the messages of `key`."""
         if key is None or op.f != "poll" or not op.ok:
             return named(op, self.w.show(op))
@@ -300,7 +307,7 @@ class KafkaCheck:
 
     def offsets_and_messages(self) -> None:
         """inconsistent-offsets, duplicate and G1a."""
-        where: dict[str, list[tuple[str, int, Op]]] = defaultdict(list)
+        where: dict[str, list[tuple[str, int, MaelstromOperation]]] = defaultdict(list)
         for key, offsets in sorted(self.at.items()):
             for offset, msgs in sorted(offsets.items()):
                 for text, op in msgs.items():
@@ -383,7 +390,7 @@ class KafkaCheck:
 
     def sends_in_order(self) -> None:
         """nonmonotonic-send: a client's sends to one key, one after the other, must climb."""
-        last: dict[tuple[str, str], Op] = {}
+        last: dict[tuple[str, str], MaelstromOperation] = {}
         for op in self.acked:
             key = op.value["key"]
             before = last.get((op.client, key))
@@ -396,12 +403,12 @@ class KafkaCheck:
                 )
             last[(op.client, key)] = op
 
-    def lost(self) -> list[Op]:
+    def lost(self) -> list[MaelstromOperation]:
         """lost-write and unseen; the acknowledged sends no poll returned."""
         polled: set[tuple[str, int, str]] = set()
         # key -> the highest offset polled so far, after each poll that raised it (in history order):
         # the first poll past a send's offset is found by bisection
-        climbs: dict[str, tuple[list[int], list[Op]]] = defaultdict(lambda: ([], []))
+        climbs: dict[str, tuple[list[int], list[MaelstromOperation]]] = defaultdict(lambda: ([], []))
         for op in self.polls:
             for key, pairs in op.result.items():
                 for offset, msg in pairs:
@@ -414,7 +421,7 @@ class KafkaCheck:
         unobserved = [
             op for op in self.acked if (op.value["key"], op.result, _text(op.value["msg"])) not in polled
         ]
-        unseen: dict[str, list[Op]] = defaultdict(list)
+        unseen: dict[str, list[MaelstromOperation]] = defaultdict(list)
         for op in unobserved:
             key = op.value["key"]
             tops, by = climbs[key]
@@ -472,7 +479,7 @@ class KafkaCheck:
                     )
         # One node against itself: across nodes an answer may lag (a node reading seq-kv sees the
         # service as it was), which Maelstrom allows.
-        by_node: dict[str, list[Op]] = defaultdict(list)
+        by_node: dict[str, list[MaelstromOperation]] = defaultdict(list)
         for op in lists:
             by_node[op.node].append(op)
         for answers in by_node.values():
@@ -487,8 +494,8 @@ class KafkaCheck:
         self,
         key: str,
         offset: int,
-        later: Op,
-        earlier_ones: list[Op],
+        later: MaelstromOperation,
+        earlier_ones: list[MaelstromOperation],
         last_commit: dict[tuple[str, int], float],
     ) -> None:
         """committed-backwards: `later` answered `offset` for `key`, below an earlier answer of its

@@ -19,15 +19,23 @@ from random import Random
 from typing import Any
 
 from bhandar_cli.check.catalog import WORKLOADS
-from bhandar_cli.check.history import INVALID, UNKNOWN, History, Op, Problem, Verdict, judged
 from bhandar_cli.check.linearizable import KeyResult, check_registers
-from bhandar_cli.check.workload import Workload, named, outcome, require
+from bhandar_cli.check.maelstrom_history import (
+    INVALID,
+    UNKNOWN,
+    MaelstromHistory,
+    MaelstromOperation,
+    Problem,
+    Verdict,
+    judged,
+)
+from bhandar_cli.check.maelstrom_workload import MaelstromWorkload, named, outcome, require
 
 KEY_OPS = 60  # operations on the keys in use before moving to new ones
 KEYS_AT_ONCE = 2
 
 
-class LinKv(Workload):
+class LinKv(MaelstromWorkload):
     name = "lin-kv"
     doc = WORKLOADS[name]
 
@@ -48,7 +56,7 @@ class LinKv(Workload):
         expected = self.last.get((f"c{client}", key), max(1, self.serial - rng.randrange(3)))
         return "cas", {"key": key, "from": expected, "to": self.unique()}
 
-    def completed(self, op: Op) -> None:
+    def completed(self, op: MaelstromOperation) -> None:
         if op.f == "read" and op.ok:
             self.last[(op.client, op.value["key"])] = op.result
 
@@ -58,7 +66,7 @@ class LinKv(Workload):
     def parse(self, f: str, body: dict[str, Any]) -> Any:
         return require(body, "value") if f == "read" else None
 
-    def show(self, op: Op) -> str:
+    def show(self, op: MaelstromOperation) -> str:
         v = op.value
         if op.f == "read":
             return f"read key {v['key']} -> {outcome(op)}"
@@ -66,7 +74,7 @@ class LinKv(Workload):
             return f"write key {v['key']} = {v['value']} -> {outcome(op)}"
         return f"cas key {v['key']} {v['from']}->{v['to']} -> {outcome(op)}"
 
-    def check(self, history: History) -> Verdict:
+    def check(self, history: MaelstromHistory) -> Verdict:
         results = check_registers(history.ops)
         bad = [r for r in results if r.status == INVALID]
         cut = [r for r in results if r.status == UNKNOWN]
@@ -86,7 +94,7 @@ class LinKv(Workload):
         checked = f"Every one of the {len(results)} keys' histories ({done} operations) is linearizable."
         return judged(problems, checked, stats)
 
-    def _problem(self, history: History, result: KeyResult) -> Problem:
+    def _problem(self, history: MaelstromHistory, result: KeyResult) -> Problem:
         ops = [history.ops[w.id] for w in result.witness]
         listed = "; ".join(named(op, self.show(op)) for op in ops)
         before = [
@@ -113,12 +121,12 @@ class LinKv(Workload):
         )
 
 
-def stale_pair(ops: list[Op]) -> tuple[Op, Op] | None:
+def stale_pair(ops: list[MaelstromOperation]) -> tuple[MaelstromOperation, MaelstromOperation] | None:
     """(write, read): a read that returned a value although the write, which completed before the
     read began, had replaced it (every write of that value completed before the write began)."""
     writes = [op for op in ops if op.ok and op.f in ("write", "cas")]
 
-    def made(op: Op) -> Any:
+    def made(op: MaelstromOperation) -> Any:
         return op.value["value"] if op.f == "write" else op.value["to"]
 
     for read in (op for op in ops if op.ok and op.f == "read"):

@@ -18,9 +18,16 @@ from random import Random
 from typing import Any
 
 from bhandar_cli.check.catalog import WORKLOADS
-from bhandar_cli.check.history import UNKNOWN, History, Op, Problem, Verdict, judged
+from bhandar_cli.check.maelstrom_history import (
+    UNKNOWN,
+    MaelstromHistory,
+    MaelstromOperation,
+    Problem,
+    Verdict,
+    judged,
+)
+from bhandar_cli.check.maelstrom_workload import BadAnswer, MaelstromWorkload, named, outcome, require
 from bhandar_cli.check.staleness import MAX_SAMPLES, curve
-from bhandar_cli.check.workload import BadAnswer, Workload, named, outcome, require
 
 SHOWN = 5  # elements named per problem
 
@@ -40,7 +47,7 @@ def grid(nodes: list[str]) -> dict[str, list[str]]:
     return out
 
 
-class SetWorkload(Workload):
+class SetWorkload(MaelstromWorkload):
     add = "add"  # the name of the add operation
     field = "element"  # the field of the add request
     read_field = "value"  # the field of read_ok
@@ -63,12 +70,12 @@ class SetWorkload(Workload):
     def finals(self) -> list[tuple[str, str, Any]]:
         return [(node, "read", None) for node in self.nodes]
 
-    def show(self, op: Op) -> str:
+    def show(self, op: MaelstromOperation) -> str:
         if op.f == self.add:
             return f"{self.add} {op.value} -> {outcome(op)}"
         return f"read -> {len(op.result)} elements" if op.ok else f"read -> {outcome(op)}"
 
-    def check(self, history: History) -> Verdict:
+    def check(self, history: MaelstromHistory) -> Verdict:
         adds = [op for op in history.ops if op.f == self.add]
         added = {json.dumps(op.value): op for op in adds}
         acked = {json.dumps(op.value): op for op in adds if op.ok}
@@ -136,7 +143,9 @@ class SetWorkload(Workload):
         return judged(problems, checked, stats, staleness=points)
 
     @staticmethod
-    def _pairs(reads: list[Op], acked: dict[str, Op]) -> list[tuple[Op, list[tuple[float, str]]]]:
+    def _pairs(
+        reads: list[MaelstromOperation], acked: dict[str, MaelstromOperation]
+    ) -> list[tuple[MaelstromOperation, list[tuple[float, str]]]]:
         by_ack = sorted((op.completed, e) for e, op in acked.items())
         live = [r for r in reads if r.ok and not r.final]
         if live and len(live) * len(by_ack) > MAX_SAMPLES:
@@ -144,10 +153,12 @@ class SetWorkload(Workload):
             live = [live[int(i * step)] for i in range(int(len(live) / step))]
         return [(r, [(t, e) for t, e in by_ack if t < r.invoked]) for r in live]
 
-    def _samples(self, reads: list[Op], acked: dict[str, Op]) -> list[tuple[float, bool]]:
+    def _samples(
+        self, reads: list[MaelstromOperation], acked: dict[str, MaelstromOperation]
+    ) -> list[tuple[float, bool]]:
         return [(r.invoked - t, e in r.result) for r, before in self._pairs(reads, acked) for t, e in before]
 
-    def _stale(self, reads: list[Op], acked: dict[str, Op]) -> int:
+    def _stale(self, reads: list[MaelstromOperation], acked: dict[str, MaelstromOperation]) -> int:
         return sum(1 for r, before in self._pairs(reads, acked) if any(e not in r.result for _, e in before))
 
 

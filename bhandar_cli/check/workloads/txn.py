@@ -28,15 +28,22 @@ from typing import Any
 
 from bhandar_cli.check import dependencies, elle
 from bhandar_cli.check.catalog import DEFAULT_CONSISTENCY_MODELS, WORKLOADS
-from bhandar_cli.check.history import UNKNOWN, History, Op, Problem, Verdict, judged
-from bhandar_cli.check.workload import BadAnswer, Workload, named, require
+from bhandar_cli.check.maelstrom_history import (
+    UNKNOWN,
+    MaelstromHistory,
+    MaelstromOperation,
+    Problem,
+    Verdict,
+    judged,
+)
+from bhandar_cli.check.maelstrom_workload import BadAnswer, MaelstromWorkload, named, require
 
 KEY_COUNT = 10  # keys in use at once
 MAX_TXN_LENGTH = 4
 WRITES_PER_KEY = 16  # Maelstrom's --max-writes-per-key
 
 
-class TxnWorkload(Workload):
+class TxnWorkload(MaelstromWorkload):
     write = "w"  # the name of the write micro-operation
     analyse = staticmethod(dependencies.rw_register)
 
@@ -77,13 +84,13 @@ class TxnWorkload(Workload):
             out.append(tuple(mop))
         return tuple(out)
 
-    def show(self, op: Op) -> str:
+    def show(self, op: MaelstromOperation) -> str:
         if op.ok:
             return f"txn {_mops(op.result)} -> ok"
         asked = _mops([(f, k, "?" if f == "r" else v) for f, k, v in op.value])
         return f"txn {asked} -> {op.error or ('no answer yet' if op.type == 'invoke' else op.type)}"
 
-    def check(self, history: History) -> Verdict:
+    def check(self, history: MaelstromHistory) -> Verdict:
         models = self.consistency_models or DEFAULT_CONSISTENCY_MODELS
         prohibited = elle.prohibited(models)
         txns, problems = self._txns(history)
@@ -133,7 +140,7 @@ class TxnWorkload(Workload):
         )
         return judged([], checked, stats)
 
-    def _txns(self, history: History) -> tuple[list[elle.Txn], list[Problem]]:
+    def _txns(self, history: MaelstromHistory) -> tuple[list[elle.Txn], list[Problem]]:
         """The history's transactions; a txn_ok that does not answer its request is a problem."""
         txns: list[elle.Txn] = []
         problems: list[Problem] = []
@@ -163,7 +170,7 @@ class TxnWorkload(Workload):
             txns.append(elle.Txn(op.index, op.type, mops, op.invoked, op.completed))
         return txns, problems
 
-    def _problem(self, anomaly: elle.Anomaly, by_index: dict[int, Op]) -> Problem:
+    def _problem(self, anomaly: elle.Anomaly, by_index: dict[int, MaelstromOperation]) -> Problem:
         ops = [by_index[i] for i in dict.fromkeys(anomaly.txns)]
         listed = "; ".join(named(op, self.show(op)) for op in ops)
         what = f"the cycle {anomaly.text}." if anomaly.cycle else anomaly.text

@@ -11,11 +11,11 @@ from random import Random
 from typing import Any
 
 from bhandar_cli.check.catalog import WORKLOADS
-from bhandar_cli.check.history import History, Op, Problem, Verdict, judged
-from bhandar_cli.check.workload import Workload, named, require
+from bhandar_cli.check.maelstrom_history import MaelstromHistory, MaelstromOperation, Problem, Verdict, judged
+from bhandar_cli.check.maelstrom_workload import MaelstromWorkload, named, require
 
 
-class UniqueIds(Workload):
+class UniqueIds(MaelstromWorkload):
     name = "unique-ids"
     doc = WORKLOADS[name]
 
@@ -28,11 +28,11 @@ class UniqueIds(Workload):
     def parse(self, f: str, body: dict[str, Any]) -> Any:
         return require(body, "id")
 
-    def show(self, op: Op) -> str:
+    def show(self, op: MaelstromOperation) -> str:
         return f"generate -> {json.dumps(op.result) if op.ok else op.error or op.type}"
 
-    def check(self, history: History) -> Verdict:
-        first: dict[str, Op] = {}
+    def check(self, history: MaelstromHistory) -> Verdict:
+        first: dict[str, MaelstromOperation] = {}
         problems = []
         for op in history.ops:
             if not op.ok:

@@ -7,12 +7,12 @@ one author who may say it:
   It seals each state with its node key and carries its certificate, so any node can check a state
   it hears second-hand; an unsealed state is taken only first-hand (from the member itself, over a
   link whose certificate the peer gate checked), which is all a peer of protocol 4 or older sends;
-- a client token record, a revocation, a removal from the cluster, a keyspace definition: an
+- an access token record, a revocation, a removal from the cluster, a keyspace definition: an
   issuer (a holder of the cluster CA key), which seals them with that key after an admin asked it
   to (a definition of a name a node has never heard of it still learns from anyone:
   core/model/keyspaces.py).
 
-The node's driver hands the core an implementation: security/authorship.py checks seals with the
+The node's driver hands the core an implementation: security/signed_authorship.py checks seals with the
 cluster CA; `TRUST_ALL` believes everything, for clusters with no CA (the in-process cluster, the
 simulator, `cluster up --insecure`), where any peer may say anything anyway.
 
@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from bhandar_cli.core.membership.members import MemberState
+from bhandar_cli.core.model.access_tokens import TokenRecord
 from bhandar_cli.core.model.config import KeyspaceDef
-from bhandar_cli.core.model.tokens import TokenRecord
 
 
 @dataclass(frozen=True, slots=True)

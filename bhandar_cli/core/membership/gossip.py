@@ -3,7 +3,7 @@
 Every interval a node bumps its own heartbeat and sends its whole membership table to a few random
 live peers (plus, sometimes, one that looks down, and a seed), who merge it and answer with the
 states of theirs that the sender lacks or holds older (push-pull). The node's keyspace
-definitions and token table (core/model/tokens.py) ride along: the syn names its table's version; the
+definitions and token table (core/model/access_tokens.py) ride along: the syn names its table's version; the
 ack carries the whole table only when that version differs from its own, and the syn's sender
 pushes its table back (`GossipTokens`) only when the ack's version still differs after merging.
 Seeing a peer's heartbeat go up feeds that peer's phi detector; a peer whose phi passes the
@@ -27,7 +27,7 @@ from typing import Any, Required, TypedDict
 from bhandar_cli.core.membership.authorship import TRUST_ALL, Authorship, Removal
 from bhandar_cli.core.membership.members import Membership, MemberState
 from bhandar_cli.core.membership.phi import PhiConfig, PhiDetectors
-from bhandar_cli.core.model.tokens import TokenRecord, TokenTable
+from bhandar_cli.core.model.access_tokens import TokenRecord, TokenTable
 from bhandar_cli.core.protocol.messages import Effect, Note, Send
 
 

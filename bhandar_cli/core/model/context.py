@@ -1,7 +1,9 @@
-"""The opaque causal-context token a client gets from `get` and hands back to `put`/`delete`.
+"""The context string: the opaque printable form of the causal context a client gets from `get`
+and hands back to `put`/`delete`.
 
 It is base64url (unpadded) of CBOR of the joined version vector. Clients must treat it as opaque;
-the store validates it strictly, so a malformed or forged token is a clear `BadInput`, never a crash.
+the store validates it strictly, so a malformed or forged context string is a clear `BadInput`,
+never a crash.
 """
 
 from __future__ import annotations
@@ -23,24 +25,24 @@ BLIND_DELETE_WARNING = (
 )
 
 
-def encode_context(vv: VersionVector) -> str:
-    if not vv:
+def encode_context(context: VersionVector) -> str:
+    if not context:
         return ""
-    raw = cbor2.dumps({k: vv[k] for k in sorted(vv)})
+    raw = cbor2.dumps({k: context[k] for k in sorted(context)})
     return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
 
 
-def decode_context(token: str | None) -> dict[str, int]:
-    """Parse a token; '' or None means "no context" (a blind write)."""
-    if not token:
+def decode_context(text: str | None) -> dict[str, int]:
+    """Parse a context string; '' or None means "no context" (a blind write)."""
+    if not text:
         return {}
-    if len(token) > MAX_CONTEXT_CHARS:
-        raise BadInput(f"context token too long ({len(token)} characters, the limit is {MAX_CONTEXT_CHARS})")
+    if len(text) > MAX_CONTEXT_CHARS:
+        raise BadInput(f"context string too long ({len(text)} characters, the limit is {MAX_CONTEXT_CHARS})")
     try:
-        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
         data = cbor2.loads(raw)
     except Exception as exc:  # binascii, cbor2 and value errors all mean "not ours"
-        raise BadInput("malformed context token (use the context a get returned)") from exc
+        raise BadInput("malformed context string (use the context a get returned)") from exc
     if not isinstance(data, dict):
-        raise BadInput("malformed context token (not a version vector)")
+        raise BadInput("malformed context string (not a version vector)")
     return check_context(data)

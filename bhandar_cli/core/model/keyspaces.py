@@ -56,7 +56,7 @@ class KeyspaceAuthority(Protocol):
         ...
 
 
-class _Unchecked:
+class _UncheckedKeyspaces:
     def seal_keyspace(self, ks: KeyspaceDef) -> bytes:
         return b""
 
@@ -64,7 +64,7 @@ class _Unchecked:
         return None
 
 
-UNCHECKED: KeyspaceAuthority = _Unchecked()
+UNCHECKED: KeyspaceAuthority = _UncheckedKeyspaces()
 """A cluster without a CA: definitions are neither sealed nor checked."""
 
 

@@ -28,7 +28,7 @@ MAX_JSON_DEPTH = 64  # nesting of arrays and objects in a JSON value
 MAX_INTEGER = 2**53 - 1  # |counter delta|, |counter value| and every counter of a context
 # A key's context holds an entry per actor that ever wrote it (no entry is ever pruned: see
 # core/model/versions.py), so these leave room for every node of a large cluster twice over.
-MAX_CONTEXT_CHARS = 8192  # characters of a context token
+MAX_CONTEXT_CHARS = 8192  # characters of a context string
 MAX_CONTEXT_ACTORS = 256  # entries of a context (an actor's counter, or one exact dot)
 MAX_REQUEST_ID_CHARS = 128  # an increment's request id
 SNAPSHOT_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")

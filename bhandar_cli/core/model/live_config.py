@@ -1,11 +1,11 @@
 """The cluster configuration: the tunables a running node takes without a restart, versioned.
 
-`LiveConfig` is one version of it: a number that only grows and the values set so far (keys not
-set keep the node's defaults, `NodeConfig` in config.py and the storage engine's options). A
-change is made by `changed` (one key, validated before anything changes: an unknown key or a bad
-value is one `BadInput`), rolled out node by node by the client (client/ops/config_rollout.py), and applied
-by each node at runtime: `Node.reconfigure` (the core tunables, through `retune` here) and its
-driver (`STORAGE_KEYS`: the engine's, node/reconfigure.py `tune_store`).
+`LiveConfig` is one version of it: a number that only grows and the values set so far (keys not set
+keep the node's defaults, `NodeConfig` in config.py and the storage engine's options). A change is
+made by `changed` (one key, validated before anything changes: an unknown key or a bad value is one
+`BadInput`), rolled out node by node by the client (client/procedures/config_rollout.py), and
+applied by each node at runtime: `Node.reconfigure` (the core tunables, through `retune` here) and
+its driver (`STORAGE_KEYS`: the engine's, node/reconfigure.py `tune_store`).
 """
 
 from __future__ import annotations

@@ -117,7 +117,7 @@ class OpStats:
         return {OK: self.ok, **self.failures}
 
 
-class Kind(Enum):
+class MetricKind(Enum):
     """A series' Prometheus type."""
 
     COUNTER = "counter"
@@ -145,7 +145,7 @@ class Metric:
     """One row of the metrics table: a series a node exports, and where the views show it."""
 
     name: str  # the series is bhandar_<name> (a counter's samples end in _total)
-    kind: Kind
+    kind: MetricKind
     help: str
     unit: str
     merge: Merge = Merge.SUM
@@ -322,7 +322,7 @@ def counter_rows(kind: type[NodeMetrics]) -> list[Metric]:
             rows.append(
                 Metric(
                     name=f.name,
-                    kind=Kind.COUNTER,
+                    kind=MetricKind.COUNTER,
                     help=spec.help,
                     unit=spec.unit,
                     labels=() if spec.label is None else (spec.label,),
@@ -357,7 +357,7 @@ def _repair(key: str) -> Callable[[NodeMetrics, Mapping[str, Any]], Any]:
 
 REQUESTS = Metric(
     name="requests",
-    kind=Kind.COUNTER,
+    kind=MetricKind.COUNTER,
     help="Client data requests answered by this node (the node the client sent them to), by outcome: "
     "ok, or the error code (bad_input, too_large and unknown_keyspace are the client's fault).",
     unit="requests",
@@ -367,7 +367,7 @@ REQUESTS = Metric(
 )
 REQUEST_LATENCY = Metric(
     name="request_latency_seconds",
-    kind=Kind.HISTOGRAM,
+    kind=MetricKind.HISTOGRAM,
     help="Latency of successful client requests, from their arrival at this node to their answer.",
     unit="seconds",
     labels=("op", "consistency"),
@@ -376,7 +376,7 @@ REQUEST_LATENCY = Metric(
 )
 NODE_REQUESTS = Metric(
     name="node_requests",
-    kind=Kind.COUNTER,
+    kind=MetricKind.COUNTER,
     help="Requests this node served: client requests it coordinated, reads and writes as a "
     "replica (the load per node).",
     unit="requests",
@@ -388,7 +388,7 @@ NODE_REQUESTS = Metric(
 # The figures of a node's info() (core/node_views.py, node/process.py), read at the scrape.
 HINTS_PENDING = Metric(
     name="hints_pending",
-    kind=Kind.GAUGE,
+    kind=MetricKind.GAUGE,
     help="Hints waiting for delivery.",
     unit="hints",
     part=REPAIRS,
@@ -397,7 +397,7 @@ HINTS_PENDING = Metric(
 )
 HINTS_OLDEST = Metric(
     name="hints_oldest_age_seconds",
-    kind=Kind.GAUGE,
+    kind=MetricKind.GAUGE,
     help="Seconds the oldest hint this node holds has waited for delivery (0: none waits).",
     unit="seconds",
     merge=Merge.MAX,
@@ -410,7 +410,7 @@ REPAIR_AGE_VIEW = ("anti_entropy", "repair_age")
 INFO_ROWS: tuple[Metric, ...] = (
     Metric(
         name="peer_rejections",
-        kind=Kind.COUNTER,
+        kind=MetricKind.COUNTER,
         help="Peer connections and messages refused.",
         unit="connections and messages",
         labels=("reason",),
@@ -419,7 +419,7 @@ INFO_ROWS: tuple[Metric, ...] = (
     ),
     Metric(
         name="messages",
-        kind=Kind.COUNTER,
+        kind=MetricKind.COUNTER,
         help="Peer messages.",
         unit="messages",
         labels=("event",),
@@ -432,7 +432,7 @@ INFO_ROWS: tuple[Metric, ...] = (
     HINTS_OLDEST,
     Metric(
         name="repair_ranges",
-        kind=Kind.GAUGE,
+        kind=MetricKind.GAUGE,
         help="Ranges this node replicates (compared by anti-entropy).",
         unit="ranges",
         merge=Merge.PER_NODE,
@@ -442,7 +442,7 @@ INFO_ROWS: tuple[Metric, ...] = (
     ),
     Metric(
         name="repair_ranges_never_repaired",
-        kind=Kind.GAUGE,
+        kind=MetricKind.GAUGE,
         help="Ranges anti-entropy has not compared yet since this node started.",
         unit="ranges",
         merge=Merge.PER_NODE,
@@ -452,7 +452,7 @@ INFO_ROWS: tuple[Metric, ...] = (
     ),
     Metric(
         name="repair_oldest_age_seconds",
-        kind=Kind.GAUGE,
+        kind=MetricKind.GAUGE,
         help="Seconds since the least recently repaired range was last compared by anti-entropy "
         "(absent until one range has been).",
         unit="seconds",
@@ -463,7 +463,7 @@ INFO_ROWS: tuple[Metric, ...] = (
     ),
     Metric(
         name="disk_bytes",
-        kind=Kind.GAUGE,
+        kind=MetricKind.GAUGE,
         help="Bytes of the node's store on disk (SSTables and WAL).",
         unit="bytes",
         merge=Merge.PER_NODE,
@@ -473,7 +473,7 @@ INFO_ROWS: tuple[Metric, ...] = (
     ),
     Metric(
         name="wal_bytes",
-        kind=Kind.GAUGE,
+        kind=MetricKind.GAUGE,
         help="Bytes of the write-ahead log.",
         unit="bytes",
         merge=Merge.PER_NODE,
@@ -483,7 +483,7 @@ INFO_ROWS: tuple[Metric, ...] = (
     ),
     Metric(
         name="memtable_bytes",
-        kind=Kind.GAUGE,
+        kind=MetricKind.GAUGE,
         help="Bytes of the live memtable.",
         unit="bytes",
         merge=Merge.PER_NODE,
@@ -493,7 +493,7 @@ INFO_ROWS: tuple[Metric, ...] = (
     ),
     Metric(
         name="sstables",
-        kind=Kind.GAUGE,
+        kind=MetricKind.GAUGE,
         help="SSTables on disk.",
         unit="SSTables",
         merge=Merge.PER_NODE,
@@ -503,7 +503,7 @@ INFO_ROWS: tuple[Metric, ...] = (
     ),
     Metric(
         name="compaction_backlog",
-        kind=Kind.GAUGE,
+        kind=MetricKind.GAUGE,
         help="SSTables waiting in tiers due for compaction (the compaction backlog).",
         unit="SSTables",
         merge=Merge.PER_NODE,
@@ -513,7 +513,7 @@ INFO_ROWS: tuple[Metric, ...] = (
     ),
     Metric(
         name="keys",
-        kind=Kind.GAUGE,
+        kind=MetricKind.GAUGE,
         help="Keys stored on this node.",
         unit="keys",
         merge=Merge.PER_NODE,
@@ -521,7 +521,7 @@ INFO_ROWS: tuple[Metric, ...] = (
     ),
     Metric(
         name="members",
-        kind=Kind.GAUGE,
+        kind=MetricKind.GAUGE,
         help="Members this node knows.",
         unit="members",
         merge=Merge.PER_NODE,
@@ -529,7 +529,7 @@ INFO_ROWS: tuple[Metric, ...] = (
     ),
     Metric(
         name="peers_up",
-        kind=Kind.GAUGE,
+        kind=MetricKind.GAUGE,
         help="Peers this node believes up.",
         unit="peers",
         merge=Merge.PER_NODE,

@@ -88,12 +88,12 @@ def from_plain(data: Any) -> Record:
             sibs = [
                 Sibling(
                     (str(actor), int(counter)),
-                    {str(k): int(v) for k, v in ctx.items()},
+                    {str(k): int(v) for k, v in context.items()},
                     _value_bytes(value),
                     str(ctype),
                     float(ts),
                 )
-                for actor, counter, ctx, value, ctype, ts in body
+                for actor, counter, context, value, ctype, ts in body
             ]
             return Versioned(tuple(sibs))
         if kind == "c":

@@ -196,8 +196,8 @@ def lww_merge(a: Iterable[Sibling], b: Iterable[Sibling]) -> tuple[Sibling, ...]
 def join(vectors: Iterable[VersionVector]) -> dict[str, int]:
     """Everything any of `vectors` has seen: the entry-wise maximum, compacted."""
     out: dict[str, int] = {}
-    for vv in vectors:
-        for actor, counter in vv.items():
+    for vector in vectors:
+        for actor, counter in vector.items():
             if out.get(actor, 0) < counter:
                 out[actor] = counter
     return compact(out)
@@ -248,14 +248,14 @@ def live_values(siblings: Iterable[Sibling]) -> list[Sibling]:
     return [s for s in siblings if s.value is not None]
 
 
-def show_clock(vv: VersionVector) -> str:
+def show_clock(vector: VersionVector) -> str:
     """`{A:2, B:1}`, as the seed prints clocks; an exact actor's cloud dots follow its prefix as
     `+n` (`E~x:3+7`: E~x's dots 1 to 3, and 7)."""
     parts: dict[str, str] = {}
-    for entry in sorted(vv, key=_show_order):
+    for entry in sorted(vector, key=_show_order):
         dot = cloud_dot(entry)
         if dot is None:
-            parts[entry] = f"{entry}:{vv[entry]}"
+            parts[entry] = f"{entry}:{vector[entry]}"
         else:
             parts[dot[0]] = parts.get(dot[0], f"{dot[0]}:0") + f"+{dot[1]}"
     return "{" + ", ".join(parts[actor] for actor in sorted(parts)) + "}"

@@ -12,7 +12,7 @@ authenticator asks for the role an operation `needs` (security/auth.py), a node 
 on its RPC port (node/rpc_service.py), the in-process backend runs it on a node of its own
 (client/backends/in_process_backend.py), the TCP backend asks a node process for it
 (client/backends/tcp_backend.py), the client asks one node or every live one
-(client/cluster_ops.py `on_nodes`), and the REPL offers it as a command in the words below
+(client/cluster_admin.py `on_nodes`), and the REPL offers it as a command in the words below
 (repl/commands/operate.py), which `help` and the man page show. A new operation of this kind is
 one entry here.
 """

@@ -28,8 +28,8 @@ from bhandar_cli.core.model.records import Record, merge_records
 from bhandar_cli.core.model.sibling_limit import SiblingLimit
 from bhandar_cli.core.model.store import Store
 from bhandar_cli.core.protocol.messages import Effect, RepairResult, Send
-from bhandar_cli.core.protocol.ops import answer
-from bhandar_cli.core.protocol.optable import IdSource
+from bhandar_cli.core.protocol.pending import answer
+from bhandar_cli.core.protocol.pending_table import IdSource
 from bhandar_cli.core.repair.hash_index import HashIndex
 from bhandar_cli.core.repair.merkle import HashProbe, ProbeReply
 from bhandar_cli.core.repair.merkle_diff import DiffSession

@@ -42,7 +42,7 @@ from bhandar_cli.core.protocol.messages import (
     SchemaUpdate,
     Send,
 )
-from bhandar_cli.core.protocol.ops import ForwardOp, Trace, answer, refuse
+from bhandar_cli.core.protocol.pending import PendingForward, Trace, answer, refuse
 from bhandar_cli.core.repair.antientropy import AntiEntropy
 from bhandar_cli.core.roles.hot_keys import HotKeys
 from bhandar_cli.core.roles.quorum import Plan, plan_replicas, unavailable, write_quorum
@@ -71,7 +71,7 @@ class Coordinator:
         self.config = config
         self.keyspaces = context.keyspaces
         self.ring_view = context.ring_view
-        self.ops = context.ops
+        self.pending = context.pending
         self.metrics = context.metrics
         self.reads = reads
         self.writes = writes
@@ -120,10 +120,10 @@ class Coordinator:
 
     def on_forward_reply(self, now: float, src: str, msg: ClientReply) -> list[Effect]:
         """The answer of a coordinator this node forwarded a request to: relay it."""
-        op = self.ops.get(msg.rid)
-        if not isinstance(op, ForwardOp):
+        op = self.pending.get(msg.rid)
+        if not isinstance(op, PendingForward):
             return []
-        self.ops.discard(msg.rid)
+        self.pending.discard(msg.rid)
         result = msg.result
         stored, left = self._dot_outcome(now, op, msg)
         if op.trace is not None and isinstance(result, PutResult | IncrResult | Failure):
@@ -138,7 +138,9 @@ class Coordinator:
             result = replace(result, forward_reason=op.why)
         return [answer(op.rid, op.origin, result, stored=stored), *left]
 
-    def _dot_outcome(self, now: float, op: ForwardOp, msg: ClientReply) -> tuple[bool | None, list[Effect]]:
+    def _dot_outcome(
+        self, now: float, op: PendingForward, msg: ClientReply
+    ) -> tuple[bool | None, list[Effect]]:
         """For a put forwarded under an exact dot: settle the dot if this node minted it
         (exact_dots.py), and say what the reply tells the node this one answers (`ClientReply`)."""
         req = op.request
@@ -176,7 +178,7 @@ class Coordinator:
         up = [h for h in others if h in plan.targets]
         return (up or others)[0] if others else None
 
-    def expire_forward(self, now: float, op: ForwardOp) -> list[Effect]:
+    def expire_forward(self, now: float, op: PendingForward) -> list[Effect]:
         """`op.target` did not answer in time: fall back to another coordinator, or fail.
 
         A put is handed to the next live replica, or coordinated here, while a quorum is reachable
@@ -234,7 +236,7 @@ class Coordinator:
             out += self._settle(now, op.request, "unknown")
         return out
 
-    def _fail(self, op: ForwardOp, error: str, now: float) -> list[Effect]:
+    def _fail(self, op: PendingForward, error: str, now: float) -> list[Effect]:
         """Give up on a forward whose coordinators did not answer: the outcome is unknown. A put
         under an exact dot this node minted is left as a hint (exact_dots.py)."""
         steps = tuple(op.trace.steps) if op.trace is not None else ()
@@ -389,7 +391,7 @@ class Coordinator:
         if trace is not None:
             dot = f" as {req.dot[0]}:{req.dot[1]}" if isinstance(req, PutRequest) and req.dot else ""
             trace.note(now, f"{self.node_id} forwards to {target}{dot}")
-        forward = ForwardOp(
+        forward = PendingForward(
             rid=req.rid,
             origin=origin,
             deadline=now + self.config.request_timeout * 2,
@@ -400,7 +402,7 @@ class Coordinator:
             trace=trace,
             why=why,
         )
-        op_id = self.ops.add(forward)
+        op_id = self.pending.add(forward)
         self.metrics.forwarded += 1
         msg = replace(req, rid=op_id, hops=req.hops + 1)
         if isinstance(msg, PutRequest):
@@ -435,7 +437,7 @@ def _outcome_unknown(failure: Failure, tried: tuple[str, ...]) -> Failure:
     )
 
 
-def _answers_with_failure(effect: Effect, op: ForwardOp) -> bool:
+def _answers_with_failure(effect: Effect, op: PendingForward) -> bool:
     """Whether `effect` answers `op`'s client with a failure."""
     if op.origin is None:
         return isinstance(effect, Respond) and effect.rid == op.rid and isinstance(effect.result, Failure)
@@ -445,7 +447,7 @@ def _answers_with_failure(effect: Effect, op: ForwardOp) -> bool:
     return isinstance(msg, ClientReply) and msg.rid == op.rid and isinstance(msg.result, Failure)
 
 
-def _outcome_unknown_answer(effect: Effect, op: ForwardOp) -> Effect:
+def _outcome_unknown_answer(effect: Effect, op: PendingForward) -> Effect:
     """`effect`, which answers `op`'s client with a failure (`_answers_with_failure`), with that
     failure as an unknown outcome (a put that carried an exact dot: not known stored either)."""
     if isinstance(effect, Respond) and isinstance(effect.result, Failure):

@@ -15,7 +15,7 @@ from bhandar_cli.core.membership.ring import key_token
 from bhandar_cli.core.model.config import KeyspaceDef, NodeConfig
 from bhandar_cli.core.model.records import Record, merge_records
 from bhandar_cli.core.protocol.messages import Effect, Note, ReplicaAck, ReplicaWrite, Send
-from bhandar_cli.core.protocol.ops import HandoffOp
+from bhandar_cli.core.protocol.pending import PendingHandoff
 from bhandar_cli.core.roles.role_context import RoleContext
 
 Delivery = tuple[str, tuple[str, str, Record]]  # (destination, (keyspace, key, record))
@@ -36,7 +36,7 @@ class HintedHandoff:
         self.store = context.store
         self.keyspaces = context.keyspaces
         self.ring_view = context.ring_view
-        self.ops = context.ops
+        self.pending = context.pending
         self.metrics = context.metrics
         self._next_round = now
         self._in_flight: dict[str, int] = {}  # target -> deliveries not yet acknowledged
@@ -82,8 +82,8 @@ class HintedHandoff:
         self._refused.discard(target)
         out: list[Effect] = []
         for destination, (keyspace, key, record) in batch:
-            op = HandoffOp(now + self.config.request_timeout, target, keyspace, key, record)
-            op_id = self.ops.add(op)
+            op = PendingHandoff(now + self.config.request_timeout, target, keyspace, key, record)
+            op_id = self.pending.add(op)
             ks = self.keyspaces.get(keyspace) or KeyspaceDef(keyspace)
             out.append(Send(destination, ReplicaWrite(op_id, ks, key, record, None, "handoff")))
         return out
@@ -127,11 +127,11 @@ class HintedHandoff:
                 out.append((up[0], (keyspace, key, record)))
         return out
 
-    def on_ack(self, now: float, op_id: int, msg: ReplicaAck, op: HandoffOp) -> list[Effect]:
+    def on_ack(self, now: float, op_id: int, msg: ReplicaAck, op: PendingHandoff) -> list[Effect]:
         """A delivery was answered. When that settles a batch that was taken whole, the target's
         next batch goes at once (a refusal waits for the next interval instead, so a target that
         refuses is not asked again and again)."""
-        self.ops.discard(op_id)
+        self.pending.discard(op_id)
         if not msg.ok:
             self._refused.add(op.target)
         elif self.hints.remove(op.target, op.keyspace, op.key, delivered=op.record):
@@ -140,7 +140,7 @@ class HintedHandoff:
             return []
         return self._send_batch(now, op.target) if self.hints.pending(op.target) else []
 
-    def expire(self, op: HandoffOp) -> list[Effect]:
+    def expire(self, op: PendingHandoff) -> list[Effect]:
         """No acknowledgement in time: the hint stays queued for the next round."""
         self._refused.add(op.target)
         self._settled(op.target)

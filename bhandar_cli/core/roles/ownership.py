@@ -37,7 +37,7 @@ from bhandar_cli.core.model.config import KeyspaceDef, NodeConfig
 from bhandar_cli.core.model.record_digest import digest
 from bhandar_cli.core.model.records import Versioned
 from bhandar_cli.core.protocol.messages import Effect, ReplicaAck, ReplicaWrite, Send
-from bhandar_cli.core.protocol.ops import OwnershipOp
+from bhandar_cli.core.protocol.pending import PendingOwnership
 from bhandar_cli.core.repair.hash_index import HashIndex
 from bhandar_cli.core.roles.role_context import RoleContext
 
@@ -65,7 +65,7 @@ class OwnershipHandoff:
         self.hash_index = hash_index
         self.keyspaces = context.keyspaces
         self.ring_view = context.ring_view
-        self.ops = context.ops
+        self.pending = context.pending
         self._handed: dict[tuple[str, str], Handed] = {}
         self._rings: tuple[Ring, Ring] | None = None  # the rings of the last walk
         self._moved_at = now  # when they last changed
@@ -163,13 +163,15 @@ class OwnershipHandoff:
             if self._in_flight >= IN_FLIGHT:
                 self._next_walk = now  # more to hand over: walk again at the next tick
                 break
-            op_id = self.ops.add(OwnershipOp(now + self.config.request_timeout, target, ks.name, key, d))
+            op_id = self.pending.add(
+                PendingOwnership(now + self.config.request_timeout, target, ks.name, key, d)
+            )
             self._in_flight += 1
             out.append(Send(target, ReplicaWrite(op_id, ks, key, record, None, "handoff")))
         return out
 
-    def on_ack(self, now: float, op_id: int, src: str, msg: ReplicaAck, op: OwnershipOp) -> list[Effect]:
-        self.ops.discard(op_id)
+    def on_ack(self, now: float, op_id: int, src: str, msg: ReplicaAck, op: PendingOwnership) -> list[Effect]:
+        self.pending.discard(op_id)
         self._in_flight = max(0, self._in_flight - 1)
         handed = self._handed.get((op.keyspace, op.key))
         if msg.ok and handed is not None and handed.digest == op.digest:
@@ -193,7 +195,7 @@ class OwnershipHandoff:
         else:
             self.store.put_meta(_handed_name(keyspace, key), handed)
 
-    def expire(self, op: OwnershipOp) -> list[Effect]:
+    def expire(self, op: PendingOwnership) -> list[Effect]:
         """No acknowledgement in time: the next walk sends it again."""
         self._in_flight = max(0, self._in_flight - 1)
         return []

@@ -32,7 +32,7 @@ from bhandar_cli.core.protocol.messages import (
     ReplicaWrite,
     Send,
 )
-from bhandar_cli.core.protocol.ops import ReadOp, ReadProgress, Trace, finish, refuse
+from bhandar_cli.core.protocol.pending import PendingRead, ReadProgress, Trace, finish, refuse
 from bhandar_cli.core.roles.expiry import expire
 from bhandar_cli.core.roles.quorum import Plan, unavailable
 from bhandar_cli.core.roles.replica import Replica
@@ -48,7 +48,7 @@ class ReadCoordinator:
         self.store = context.store
         self.keyspaces = context.keyspaces
         self.replica = replica
-        self.ops = context.ops
+        self.pending = context.pending
         self.metrics = context.metrics
 
     def get(
@@ -71,7 +71,7 @@ class ReadCoordinator:
         if req.trace:
             trace = Trace(now)
             trace.note(now, f"{self.node_id} coordinates get {ks.name}/{req.key}, asks {', '.join(targets)}")
-        op = ReadOp(
+        op = PendingRead(
             rid=req.rid,
             origin=origin,
             started=now,
@@ -85,7 +85,7 @@ class ReadCoordinator:
             trace=trace,
             progress=ReadProgress(),
         )
-        op_id = self.ops.add(op)
+        op_id = self.pending.add(op)
         out: list[Effect] = []
         read = ReplicaRead(op_id, ks, req.key)
         replies = op.progress.replies
@@ -100,15 +100,15 @@ class ReadCoordinator:
         return out
 
     def on_reply(self, now: float, src: str, msg: ReplicaReadReply) -> list[Effect]:
-        op = self.ops.get(msg.op)
-        if not isinstance(op, ReadOp) or src in op.progress.replies:
+        op = self.pending.get(msg.op)
+        if not isinstance(op, PendingRead) or src in op.progress.replies:
             return []
         op.progress.replies[src] = msg.record
         if op.trace is not None:
             op.trace.note(now, f"{src} answered: {_describe(msg.record)}")
         return self._check(now, msg.op, op)
 
-    def _check(self, now: float, op_id: int, op: ReadOp) -> list[Effect]:
+    def _check(self, now: float, op_id: int, op: PendingRead) -> list[Effect]:
         out: list[Effect] = []
         progress = op.progress
         if not progress.answered and len(progress.replies) >= op.needed:
@@ -125,11 +125,11 @@ class ReadCoordinator:
             result = GetResult(self.node_id, merged, len(progress.replies), op.needed, (), dropped, warnings)
             out.append(finish(now, op, result))
         if len(progress.replies) >= len(op.targets):
-            self.ops.discard(op_id)
+            self.pending.discard(op_id)
             out.extend(self._read_repair(now, op))
         return out
 
-    def expire(self, now: float, op: ReadOp) -> list[Effect]:
+    def expire(self, now: float, op: PendingRead) -> list[Effect]:
         """The read's deadline passed: fail it if the client is still waiting, and repair the
         replicas that did answer."""
         progress = op.progress
@@ -148,7 +148,7 @@ class ReadCoordinator:
         )
         return [finish(now, op, failure), *self._read_repair(now, op)]
 
-    def _merge_replies(self, op: ReadOp, now: float) -> Record | None:
+    def _merge_replies(self, op: PendingRead, now: float) -> Record | None:
         policy = self.keyspaces.policy(op.keyspace)
         merged: Record | None = None
         for record in op.progress.replies.values():
@@ -157,7 +157,7 @@ class ReadCoordinator:
         # and read repair hands that tombstone to the replicas still holding the value.
         return expire(self.keyspaces.get(op.keyspace), merged, now)
 
-    def _read_repair(self, now: float, op: ReadOp) -> list[Effect]:
+    def _read_repair(self, now: float, op: PendingRead) -> list[Effect]:
         """Send the merged version to home replicas that answered with less."""
         replies = op.progress.replies
         if not self.config.read_repair or len(replies) < 2:

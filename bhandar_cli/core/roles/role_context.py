@@ -18,7 +18,7 @@ from bhandar_cli.core.model.keyspaces import Keyspaces
 from bhandar_cli.core.model.metrics import NodeMetrics
 from bhandar_cli.core.model.sibling_limit import SiblingLimit
 from bhandar_cli.core.model.store import Store
-from bhandar_cli.core.protocol.optable import IdSource, OpTable
+from bhandar_cli.core.protocol.pending_table import IdSource, PendingTable
 from bhandar_cli.core.roles.hints import HintQueue
 
 
@@ -31,7 +31,7 @@ class RoleContext:
     keyspaces: Keyspaces
     ring_view: RingView
     ids: IdSource  # op ids, repair and stream session ids: one sequence per node life
-    ops: OpTable  # operations in flight, by op id
+    pending: PendingTable  # what this node is coordinating, by pending id
     metrics: NodeMetrics
     hints: HintQueue
     sibling_limit: SiblingLimit

@@ -50,7 +50,7 @@ from bhandar_cli.core.model.config import NodeConfig
 from bhandar_cli.core.model.errors import BadInput, Refused
 from bhandar_cli.core.model.records import merge_records
 from bhandar_cli.core.protocol.messages import Effect, Failure, MoveResult, Note, Send
-from bhandar_cli.core.protocol.ops import answer
+from bhandar_cli.core.protocol.pending import answer
 from bhandar_cli.core.repair.repair_transfer import fitting
 from bhandar_cli.core.roles.leaving import Item, by_replica, held_items, stop_reason
 from bhandar_cli.core.roles.role_context import RoleContext

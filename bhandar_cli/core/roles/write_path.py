@@ -42,7 +42,15 @@ from bhandar_cli.core.protocol.messages import (
     ReplicaWrite,
     Send,
 )
-from bhandar_cli.core.protocol.ops import IncrOp, PutOp, Trace, WriteOp, WriteProgress, finish, refuse
+from bhandar_cli.core.protocol.pending import (
+    PendingIncr,
+    PendingPut,
+    PendingWrite,
+    Trace,
+    WriteProgress,
+    finish,
+    refuse,
+)
 from bhandar_cli.core.roles.dot_lease import DotLease
 from bhandar_cli.core.roles.exact_dots import ExactDots, next_epoch
 from bhandar_cli.core.roles.quorum import Plan
@@ -64,7 +72,7 @@ class WriteCoordinator:
         self.config = config
         self.store = context.store
         self.replica = replica
-        self.ops = context.ops
+        self.pending = context.pending
         self.metrics = context.metrics
 
     def put(
@@ -152,7 +160,7 @@ class WriteCoordinator:
                 now,
                 f"{self.node_id} coordinates {verb} {ks.name}/{req.key} as {dot[0]}:{dot[1]}, needs {needed}",
             )
-        op = PutOp(
+        op = PendingPut(
             verb=verb,
             rid=req.rid,
             origin=origin,
@@ -199,7 +207,7 @@ class WriteCoordinator:
             trace.note(
                 now, f"{self.node_id} coordinates incr {ks.name}/{req.key} by {req.delta}, needs {needed}"
             )
-        op = IncrOp(
+        op = PendingIncr(
             rid=req.rid,
             origin=origin,
             started=now,
@@ -321,7 +329,7 @@ class WriteCoordinator:
         return (actor, counter), saved
 
     def _replicate(
-        self, now: float, op: WriteOp, ks: KeyspaceDef, record: Record, plan: Plan, wait_for_sync: bool
+        self, now: float, op: PendingWrite, ks: KeyspaceDef, record: Record, plan: Plan, wait_for_sync: bool
     ) -> list[Effect]:
         hint_for = plan.hint_for.get(self.node_id)
         if not self.replica.store_local(now, ks.name, op.key, record, hint_for):
@@ -335,7 +343,7 @@ class WriteCoordinator:
             if op.trace is not None:
                 kept = "kept" if stored else "could not keep"
                 op.trace.note(now, f"{kept} a hint for {pending} (pending, down)")
-        op_id = self.ops.add(op)
+        op_id = self.pending.add(op)
         out: list[Effect] = []
         for target in op.targets:
             if target != self.node_id:
@@ -351,7 +359,7 @@ class WriteCoordinator:
         out.extend(self._check(now, op_id, op))
         return out
 
-    def on_ack(self, now: float, src: str, msg: ReplicaAck, op: WriteOp) -> list[Effect]:
+    def on_ack(self, now: float, src: str, msg: ReplicaAck, op: PendingWrite) -> list[Effect]:
         progress = op.progress
         if msg.ok:
             progress.acks.add(src)
@@ -363,7 +371,7 @@ class WriteCoordinator:
                 op.trace.note(now, f"{src} refused: {msg.error}")
         return self._check(now, msg.op, op)
 
-    def _check(self, now: float, op_id: int, op: WriteOp) -> list[Effect]:
+    def _check(self, now: float, op_id: int, op: PendingWrite) -> list[Effect]:
         out: list[Effect] = []
         progress = op.progress
         if not progress.answered:
@@ -383,16 +391,16 @@ class WriteCoordinator:
                 )
                 out.append(finish(now, op, failure))
         if len(progress.acks) + len(progress.failed) >= len(op.targets):
-            self.ops.discard(op_id)
+            self.pending.discard(op_id)
         return out
 
-    def _result(self, op: WriteOp) -> PutResult | IncrResult:
+    def _result(self, op: PendingWrite) -> PutResult | IncrResult:
         acks = len(op.progress.acks)  # `finish` adds the trace
-        if isinstance(op, IncrOp):
+        if isinstance(op, PendingIncr):
             return IncrResult(self.node_id, op.value, acks, op.needed)
         return PutResult(self.node_id, acks, op.needed, op.warnings, op.hinted)
 
-    def expire(self, now: float, op: WriteOp) -> list[Effect]:
+    def expire(self, now: float, op: PendingWrite) -> list[Effect]:
         """The write's deadline passed: fail it if the client is still waiting."""
         progress = op.progress
         if progress.answered:

@@ -21,7 +21,7 @@ from bhandar_cli.core.model.metrics import (
     METRICS,
     REQUEST_LATENCY,
     REQUESTS,
-    Kind,
+    MetricKind,
     NodeMetrics,
     bucket_edge,
     metrics_table,
@@ -71,7 +71,7 @@ def _family(row: MetricRow, value: Any) -> Metric:
         for key, n in sorted(value.items()):
             labelled.add_metric([key], n)
         return labelled
-    if row.kind is Kind.COUNTER:
+    if row.kind is MetricKind.COUNTER:
         return CounterMetricFamily(row.series, row.help, value=value)
     gauge = GaugeMetricFamily(row.series, row.help)
     if value is not None:
@@ -105,7 +105,7 @@ def docs_table(table: tuple[MetricRow, ...] = METRICS) -> str:
     ]
     for row in table:
         labels = "{" + ",".join(row.labels) + "}" if row.labels else ""
-        suffix = "_total" if row.kind is Kind.COUNTER else ""
+        suffix = "_total" if row.kind is MetricKind.COUNTER else ""
         where = f"`{'.'.join(row.view)}` ({row.merge.value})" if row.view else "-"
         lines.append(
             f"| `{row.series}{suffix}{labels}` | {row.kind.value} | {row.unit} | {where} "

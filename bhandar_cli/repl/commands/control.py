@@ -78,7 +78,7 @@ async def output(session: Session, cmd: Command) -> dict[str, Any]:
     renderer=render_sleep,
 )
 async def sleep(session: Session, cmd: Command) -> dict[str, Any]:
-    return await session.client.ops.sleep(parse_duration(cmd.arg(0)))
+    return await session.client.admin.sleep(parse_duration(cmd.arg(0)))
 
 
 @TABLE.command(
@@ -94,7 +94,7 @@ async def sleep(session: Session, cmd: Command) -> dict[str, Any]:
 async def wait(session: Session, cmd: Command) -> dict[str, Any]:
     cmd.keyword(0)
     timeout = parse_duration(cmd.options.get("timeout", WAIT_TIMEOUT))
-    return await session.client.ops.wait_converged(timeout)
+    return await session.client.admin.wait_converged(timeout)
 
 
 @TABLE.command(

@@ -48,10 +48,10 @@ LEVEL_SHORT = Option("c", LEVEL, metavar="...")  # keeps the longer usage lines 
     help="""VALUE is a JSON literal when it parses as one, else a bare string (with a warning when
     it starts like JSON, with {, [ or ", but does not parse); shell-style quoting applies.
     ctx=auto (the default) writes with the context of this session's last get of the key, else
-    none (a blind write); a TOKEN is a context a get printed. c= sets the consistency level of
-    this write (default: the session's, see consistency); via= sends it to that node (default: the
-    first live replica of the key); a node that is not a replica of the key forwards the write to
-    one, and the reply says who coordinated and why (forwarded_by and note in JSON).""",
+    none (a blind write); a CONTEXT is the context string a get printed. c= sets the consistency
+    level of this write (default: the session's, see consistency); via= sends it to that node
+    (default: the first live replica of the key); a node that is not a replica of the key forwards
+    the write to one, and the reply says who coordinated and why (forwarded_by and note in JSON).""",
     examples=("put kv cart:42 '[\"rice\"]'", 'put kv cart:42 \'["rice","oil"]\' via=A c=ONE'),
     renderer=render_write,
 )
@@ -160,7 +160,7 @@ async def keyspace(session: Session, cmd: Command) -> KeyspacesView | dict[str, 
     given: dict[str, Any] = dict(cmd.options)  # the options are named as client.keyspace_create's
     if "n" in given:
         given["n"] = _int(given["n"], "n")
-    return await session.client.ops.keyspace_create(cmd.arg(1), **given)
+    return await session.client.admin.keyspace_create(cmd.arg(1), **given)
 
 
 def _value_text(word: Word) -> str:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from bhandar_cli.client.cluster_ops import MembersView
-from bhandar_cli.client.cluster_views import ClockView, HintsView, PrefsView, RingView, StatusView
+from bhandar_cli.client.cluster_admin import MembersView
+from bhandar_cli.client.cluster_views import ClockView, HintsView, PrefsView, RingOwnershipView, StatusView
 from bhandar_cli.core.model.errors import BadInput
 from bhandar_cli.core.model.metrics import metrics_parts
 from bhandar_cli.repl.kinds import INTEGER, KEY, KEYSPACE, NODE, choices
@@ -48,7 +48,7 @@ async def status(session: Session, cmd: Command) -> StatusView:
     of the ring; and every token range with its owner.""",
     renderer=render_ring,
 )
-async def ring(session: Session, cmd: Command) -> RingView:
+async def ring(session: Session, cmd: Command) -> RingOwnershipView:
     return await session.client.views.ring()
 
 
@@ -90,7 +90,7 @@ async def clock(session: Session, cmd: Command) -> ClockView:
     renderer=render_merkle,
 )
 async def merkle(session: Session, cmd: Command) -> dict[str, Any]:
-    return await session.client.ops.merkle(cmd.arg(0), cmd.arg(1))
+    return await session.client.admin.merkle(cmd.arg(0), cmd.arg(1))
 
 
 @TABLE.command(
@@ -117,7 +117,7 @@ async def hints(session: Session, cmd: Command) -> HintsView:
     renderer=render_members,
 )
 async def members(session: Session, cmd: Command) -> MembersView:
-    return await session.client.ops.members(cmd.options.get("from"))
+    return await session.client.admin.members(cmd.options.get("from"))
 
 
 # What `metrics show=PART` keeps of the reply (besides cmd and ok): the metrics table says.

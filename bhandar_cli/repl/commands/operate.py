@@ -58,7 +58,7 @@ ANY_NODE = (Arg(NODE, optional=True),)  # the node to work on; every live node w
     renderer=render_partition,
 )
 async def partition(session: Session, cmd: Command) -> dict[str, Any]:
-    return await session.client.ops.partition(partition_groups(cmd.args))
+    return await session.client.admin.partition(partition_groups(cmd.args))
 
 
 @TABLE.command(
@@ -68,7 +68,7 @@ async def partition(session: Session, cmd: Command) -> dict[str, Any]:
     renderer=render_heal,
 )
 async def heal(session: Session, cmd: Command) -> dict[str, Any]:
-    return await session.client.ops.heal()
+    return await session.client.admin.heal()
 
 
 @TABLE.command(
@@ -81,7 +81,7 @@ async def heal(session: Session, cmd: Command) -> dict[str, Any]:
     renderer=render_kill,
 )
 async def kill(session: Session, cmd: Command) -> dict[str, Any]:
-    return await session.client.ops.kill(cmd.arg(0))
+    return await session.client.admin.kill(cmd.arg(0))
 
 
 @TABLE.command(
@@ -94,7 +94,7 @@ async def kill(session: Session, cmd: Command) -> dict[str, Any]:
     renderer=render_revive,
 )
 async def revive(session: Session, cmd: Command) -> dict[str, Any]:
-    return await session.client.ops.revive(cmd.arg(0))
+    return await session.client.admin.revive(cmd.arg(0))
 
 
 def add_interrupted(session: Session, name: str) -> str:
@@ -128,7 +128,7 @@ def decommission_interrupted(name: str) -> str:
     interrupted=lambda session, cmd: add_interrupted(session, cmd.arg(0)),
 )
 async def add(session: Session, cmd: Command) -> dict[str, Any]:
-    return await session.client.ops.add(cmd.arg(0), cmd.options.get("zone"), session.show_progress)
+    return await session.client.admin.add(cmd.arg(0), cmd.options.get("zone"), session.show_progress)
 
 
 @TABLE.command(
@@ -146,7 +146,7 @@ async def add(session: Session, cmd: Command) -> dict[str, Any]:
     interrupted=lambda session, cmd: decommission_interrupted(cmd.arg(0)),
 )
 async def decommission(session: Session, cmd: Command) -> dict[str, Any]:
-    return await session.client.ops.decommission(cmd.arg(0))
+    return await session.client.admin.decommission(cmd.arg(0))
 
 
 @TABLE.command(
@@ -162,7 +162,7 @@ async def decommission(session: Session, cmd: Command) -> dict[str, Any]:
     renderer=render_remove,
 )
 async def remove(session: Session, cmd: Command) -> dict[str, Any]:
-    return await session.client.ops.remove(cmd.arg(0))
+    return await session.client.admin.remove(cmd.arg(0))
 
 
 @TABLE.command(
@@ -179,7 +179,7 @@ async def delay(session: Session, cmd: Command) -> dict[str, Any]:
         ms = float(text)
     except ValueError:
         raise BadInput(f"MS must be a number (got {text!r})") from None
-    return await session.client.ops.delay(cmd.arg(0), ms)
+    return await session.client.admin.delay(cmd.arg(0), ms)
 
 
 @TABLE.command(
@@ -192,7 +192,7 @@ async def delay(session: Session, cmd: Command) -> dict[str, Any]:
     renderer=render_repair,
 )
 async def repair(session: Session, cmd: Command) -> dict[str, Any]:
-    return await session.client.ops.repair(_node_or_all(cmd))
+    return await session.client.admin.repair(_node_or_all(cmd))
 
 
 def node_operation_command(operation: NodeOperation) -> CommandSpec[Session]:
@@ -200,7 +200,7 @@ def node_operation_command(operation: NodeOperation) -> CommandSpec[Session]:
     one node or every live one, answered with each node's time."""
 
     async def run(session: Session, cmd: Command) -> dict[str, Any]:
-        return await session.client.ops.on_nodes(operation.name, _node_or_all(cmd))
+        return await session.client.admin.on_nodes(operation.name, _node_or_all(cmd))
 
     return CommandSpec(
         operation.name,
@@ -231,7 +231,7 @@ for _operation in NODE_OPERATIONS.values():  # flush, compact: here in `help` an
     renderer=render_snapshot,
 )
 async def snapshot(session: Session, cmd: Command) -> dict[str, Any]:
-    return await session.client.ops.snapshot(cmd.arg(0), cmd.options.get("to"))
+    return await session.client.admin.snapshot(cmd.arg(0), cmd.options.get("to"))
 
 
 @TABLE.command(
@@ -249,7 +249,7 @@ async def snapshot(session: Session, cmd: Command) -> dict[str, Any]:
     renderer=render_restore,
 )
 async def restore(session: Session, cmd: Command) -> dict[str, Any]:
-    return await session.client.ops.restore(cmd.arg(0), cmd.options.get("until"))
+    return await session.client.admin.restore(cmd.arg(0), cmd.options.get("until"))
 
 
 @TABLE.command(
@@ -272,7 +272,7 @@ async def upgrade(session: Session, cmd: Command) -> dict[str, Any]:
     if given is not None and not given.isdigit():
         raise BadInput(f"to must be a wire protocol version number (got {given!r})")
     to = int(given) if given is not None else None
-    return await session.client.ops.upgrade(to, session.show_progress)
+    return await session.client.admin.upgrade(to, session.show_progress)
 
 
 def _node_or_all(cmd: Command) -> str | None:
@@ -307,11 +307,11 @@ async def config(session: Session, cmd: Command) -> dict[str, Any]:
     if cmd.keyword(0) == "show":
         if len(cmd.args) != 1:
             raise BadInput("usage: config show")
-        return await session.client.ops.config_show()
+        return await session.client.admin.config_show()
     if len(cmd.args) != 3:
         raise BadInput(f"usage: {cmd.spec.usage}")
     window = cmd.options.get("window")
     seconds = parse_duration(window) if window is not None else None
     if seconds is not None and not 0.1 <= seconds <= 600:
         raise BadInput(f"window must be 0.1s to 600s (got {window})")
-    return await session.client.ops.config_set(cmd.arg(1), cmd.arg(2), session.show_progress, seconds)
+    return await session.client.admin.config_set(cmd.arg(1), cmd.arg(2), session.show_progress, seconds)

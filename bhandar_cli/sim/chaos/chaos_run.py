@@ -33,6 +33,7 @@ from typing import Any
 from bhandar_cli.core.membership.ring import Ring
 from bhandar_cli.core.model.config import LEVELS, KeyspaceDef, NodeConfig
 from bhandar_cli.core.protocol.messages import Failure, KeyspaceRequest
+from bhandar_cli.sim.chaos.chaos_options import DEFAULT_HINT_AGE, ChaosOptions, ChaosParams
 from bhandar_cli.sim.chaos.fault_injector import (
     FAULT_KINDS,
     MEMBERSHIP_KINDS,
@@ -41,7 +42,6 @@ from bhandar_cli.sim.chaos.fault_injector import (
     FaultParams,
 )
 from bhandar_cli.sim.chaos.heal import heal
-from bhandar_cli.sim.chaos.options import DEFAULT_HINT_AGE, ChaosOptions, ChaosParams
 from bhandar_cli.sim.chaos.report import (
     REAL_TIME_FIELDS,
     ChaosReport,

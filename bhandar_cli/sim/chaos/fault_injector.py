@@ -67,7 +67,7 @@ class FaultParams:
 
 
 @dataclass(slots=True)
-class Movement:
+class InjectedMovement:
     """One join or decommission, from the injector's point of view."""
 
     kind: str  # join | decommission
@@ -95,8 +95,8 @@ class FaultInjector:
         self._down: set[str] = set()
         self._armed: set[str] = set()  # nodes whose disks will crash inside an operation
         self.zones = sorted(set(cluster.ring.zones.values()))
-        self.movement: Movement | None = None
-        self.movements: list[Movement] = []  # finished ones, in order
+        self.movement: InjectedMovement | None = None
+        self.movements: list[InjectedMovement] = []  # finished ones, in order
         # Each fault as [kind, what, start, end] in simulated seconds, for the run's timeline
         # (`chaos --report`); an end past `stop()` is cut to it. Recording draws no randomness.
         self.spans: list[list[Any]] = []
@@ -301,7 +301,7 @@ class FaultInjector:
         zone = self.rng.choice(self.zones)
         self.injected["join"] += 1
         self.cluster.add_node(name, zone)
-        self._begin(Movement("join", name, self.cluster.now))
+        self._begin(InjectedMovement("join", name, self.cluster.now))
 
     def _start_decommission(self) -> None:
         # With no movement in progress every node in service is normal, so this is the count.
@@ -312,20 +312,20 @@ class FaultInjector:
             return
         victim = self.rng.choice(alive)
         self.injected["decommission"] += 1
-        movement = Movement("decommission", victim, self.cluster.now)
+        movement = InjectedMovement("decommission", victim, self.cluster.now)
         cluster = self.cluster
         cluster.submit(
             victim, DecommissionRequest(cluster.new_rid()), lambda r: setattr(movement, "answer", r)
         )
         self._begin(movement)
 
-    def _begin(self, movement: Movement) -> None:
+    def _begin(self, movement: InjectedMovement) -> None:
         self.movement = movement
         self.spans.append([movement.kind, movement.node, movement.started, math.inf])
         # Not guarded: the watch goes on after `stop()` until the movement is over.
         self.cluster.loop.call_later(WATCH_EVERY, self._watch, movement)
 
-    def _watch(self, movement: Movement) -> None:
+    def _watch(self, movement: InjectedMovement) -> None:
         outcome = self._join_over(movement) if movement.kind == "join" else self._leave_over(movement)
         if not outcome:
             self.cluster.loop.call_later(WATCH_EVERY, self._watch, movement)
@@ -342,12 +342,12 @@ class FaultInjector:
         cluster = self.cluster
         return [cluster.status_of(node, n) for n in self.names if cluster.is_alive(n)]
 
-    def _join_over(self, movement: Movement) -> str:
+    def _join_over(self, movement: InjectedMovement) -> str:
         if not self.cluster.is_alive(movement.node):
             return ""
         return "joined" if all(s == "normal" for s in self._live_views(movement.node)) else ""
 
-    def _leave_over(self, movement: Movement) -> str:
+    def _leave_over(self, movement: InjectedMovement) -> str:
         cluster, node = self.cluster, movement.node
         if not cluster.is_alive(node):
             return ""

@@ -93,7 +93,7 @@ def _run_mode(mode: str, seed: int, requests: int, keys: int) -> ModeResult:
     for node, (down_ms, up_ms) in DOWN.items():
         loop.call_at(start + down_ms / 1000.0, cluster.kill, node)
         loop.call_at(start + up_ms / 1000.0, cluster.revive, node)
-    client = _Client(cluster, Random(seed), keys)
+    client = _MinistoreClient(cluster, Random(seed), keys)
     for i in range(requests):
         loop.call_at(start + i / 1000.0, client.request, i)
     cluster.run_for(requests / 1000.0 + SETTLE)
@@ -111,7 +111,7 @@ def _run_mode(mode: str, seed: int, requests: int, keys: int) -> ModeResult:
     )
 
 
-class _Client:
+class _MinistoreClient:
     """One open-loop client: it sends each request on time, whether or not earlier ones answered."""
 
     def __init__(self, cluster: SimCluster, rng: Random, keys: int) -> None:

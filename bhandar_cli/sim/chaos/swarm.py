@@ -30,8 +30,8 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
 
+from bhandar_cli.sim.chaos.chaos_options import ChaosOptions
 from bhandar_cli.sim.chaos.chaos_run import run_chaos
-from bhandar_cli.sim.chaos.options import ChaosOptions
 from bhandar_cli.sim.chaos.report import reproduce_command
 
 # Checked whenever a worker is busy, so an interrupt or a time limit is noticed within this.

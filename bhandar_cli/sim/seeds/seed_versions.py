@@ -43,19 +43,19 @@ def join(clocks: list[Clock]) -> Clock:
 
 
 @dataclass
-class Version:
+class ClockedVersion:
     clock: Clock
     items: list[str]
     ts: str | None = None
 
 
 @dataclass
-class Store:
+class Replicas:
     """Each replica keeps a list of versions (siblings)."""
 
-    versions: dict[str, list[Version]] = field(default_factory=lambda: {n: [] for n in REPLICAS})
+    versions: dict[str, list[ClockedVersion]] = field(default_factory=lambda: {n: [] for n in REPLICAS})
 
-    def apply(self, node: str, ver: Version) -> None:
+    def apply(self, node: str, ver: ClockedVersion) -> None:
         """Keep only versions not dominated by another; clocks are compared by their text."""
         merged = [*self.versions[node], ver]
         seen: set[str] = set()
@@ -93,7 +93,7 @@ class State:
 
 
 @dataclass(frozen=True)
-class Note:
+class StoryNote:
     text: str
 
 
@@ -126,7 +126,7 @@ class Lww:
     dropped: list[str]
 
 
-Step = Put | State | Note | Compare | Get | Delivered | Lww
+Step = Put | State | StoryNote | Compare | Get | Delivered | Lww
 
 
 @dataclass(frozen=True)
@@ -136,13 +136,13 @@ class VersionsResult:
 
 def simulate_versions() -> VersionsResult:
     """Run part 3 (it has no parameters: the story is fixed)."""
-    store = Store()
+    store = Replicas()
     steps: list[Step] = []
 
-    def put(coord: str, context: Clock, items: list[str], to: list[str]) -> Version:
+    def put(coord: str, context: Clock, items: list[str], to: list[str]) -> ClockedVersion:
         c = dict(context)
         c[coord] = c.get(coord, 0) + 1  # the coordinator bumps its own entry
-        ver = Version(c, items)
+        ver = ClockedVersion(c, items)
         for n in to:
             store.apply(n, ver)
         steps.append(Put(coord, list(items), dict(c), list(to)))
@@ -150,11 +150,11 @@ def simulate_versions() -> VersionsResult:
 
     v1 = put("A", {}, ["rice"], ["A", "B", "C"])
     steps.append(State(store.snapshot()))
-    steps.append(Note("partition: {A} | {B, C}; both sides keep taking writes"))
+    steps.append(StoryNote("partition: {A} | {B, C}; both sides keep taking writes"))
     v2 = put("A", v1.clock, ["rice", "oil"], ["A"])
     v3 = put("B", v1.clock, ["rice", "salt"], ["B", "C"])
     steps.append(State(store.snapshot()))
-    steps.append(Note("partition heals; anti-entropy copies versions both ways"))
+    steps.append(StoryNote("partition heals; anti-entropy copies versions both ways"))
     for n in REPLICAS:
         store.apply(n, v2)
         store.apply(n, v3)
@@ -162,14 +162,14 @@ def simulate_versions() -> VersionsResult:
     relation = "a <= b" if leq(v2.clock, v3.clock) else "b <= a" if leq(v3.clock, v2.clock) else "concurrent"
     steps.append(Compare("v2", "v3", relation))
     got = list(store.versions["C"])
-    ctx = join([v.clock for v in got])
+    context = join([v.clock for v in got])
     # `[...new Set(items)].sort()`: first-seen order deduplicated, then JavaScript's string order.
     merged = sorted(dict.fromkeys(i for v in got for i in v.items), key=js_string_sort_key)
-    steps.append(Get("C", len(got), ctx, merged))
+    steps.append(Get("C", len(got), context, merged))
     rnd = Mulberry32(ORDER_SEED)
     draws = [(rnd(), n) for n in REPLICAS]
     order = [n for _, n in sorted(draws, key=lambda x: x[0])]
-    put("C", ctx, merged, order)
+    put("C", context, merged, order)
     steps.append(Delivered(order, store.snapshot()))
     # Wall-clock stamps from two different nodes; the string comparison is the seed's.
     v2.ts, v3.ts = "10:00:05", "10:00:07"
@@ -188,7 +188,7 @@ def _render_step(step: Step) -> str:
             return f"put via {via} {js_json_stringify(items)} clock {show(clock)}"
         case State(replicas):
             return "  " + _state_text(replicas)
-        case Note(text):
+        case StoryNote(text):
             return "-- " + text
         case Compare(a, b, relation):
             shown = {"a <= b": f"{a} <= {b}", "b <= a": f"{b} <= {a}"}.get(relation, "concurrent -> siblings")
@@ -227,7 +227,7 @@ def _step_json(step: Step) -> dict[str, Any]:
             return {"step": "put", "via": via, "items": items, "clock": _clock_json(clock), "to": to}
         case State(replicas):
             return {"step": "state", "replicas": _replicas_json(replicas)}
-        case Note(text):
+        case StoryNote(text):
             return {"step": "note", "text": text}
         case Compare(a, b, relation):
             return {"step": "compare", "a": a, "b": b, "relation": relation}

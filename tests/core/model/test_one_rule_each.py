@@ -27,7 +27,7 @@ def test_adding_a_node_under_a_name_outside_the_rule_is_one_clear_error(name: st
     async def main() -> None:
         async with open_in_process_client(ClusterOptions(nodes=1, zones=1, memory=True)) as client:
             with pytest.raises(BadInput) as caught:
-                await client.ops.add(name)
+                await client.admin.add(name)
             assert (
                 str(caught.value)
                 == f"bad node name {name!r} (a capital letter, then letters, digits, _ or -)"

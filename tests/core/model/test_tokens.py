@@ -11,9 +11,9 @@ import pytest
 
 from bhandar_cli.core.membership.gossip import GossipAck, GossipLiveness, GossipSyn, GossipTokens
 from bhandar_cli.core.membership.members import MemberState
+from bhandar_cli.core.model.access_tokens import TokenRecord, TokenTable, check_record
 from bhandar_cli.core.model.errors import BadInput
 from bhandar_cli.core.model.store import MemoryStore
-from bhandar_cli.core.model.tokens import TokenRecord, TokenTable, check_record
 from bhandar_cli.core.protocol.messages import Send
 from bhandar_cli.core.wire import from_wire, to_wire
 from bhandar_cli.sim.sim_cluster import SimCluster

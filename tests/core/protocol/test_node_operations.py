@@ -54,15 +54,15 @@ def test_an_in_process_cluster_runs_them_on_one_node_or_all_and_a_memory_one_say
     async def main() -> None:
         async with open_in_process_client(ClusterOptions(nodes=2, zones=1)) as client:
             await client.data.put("kv", "k", b'"v"', "application/json", "none")
-            one = await client.ops.on_nodes("flush", "a")
+            one = await client.admin.on_nodes("flush", "a")
             assert one["cmd"] == "flush" and [n["node"] for n in one["nodes"]] == ["A"]
             assert set(one["nodes"][0]) == {"node", "sstable", "ms"}
-            every = await client.ops.on_nodes("compact")
+            every = await client.admin.on_nodes("compact")
             assert [n["node"] for n in every["nodes"]] == ["A", "B"]
             assert all(isinstance(n["compactions"], int) for n in every["nodes"])
         async with open_in_process_client(ClusterOptions(nodes=1, memory=True)) as client:
             with pytest.raises(BadInput, match="keeps its data in memory"):
-                await client.ops.on_nodes("flush")
+                await client.admin.on_nodes("flush")
 
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
 

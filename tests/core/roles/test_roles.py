@@ -20,8 +20,8 @@ from bhandar_cli.core.model.sibling_limit import SiblingLimit
 from bhandar_cli.core.model.store import MemoryStore
 from bhandar_cli.core.model.versions import Sibling
 from bhandar_cli.core.protocol.messages import ReplicaAck, ReplicaWrite, Send
-from bhandar_cli.core.protocol.ops import HandoffOp
-from bhandar_cli.core.protocol.optable import IdSource, OpTable
+from bhandar_cli.core.protocol.pending import PendingHandoff
+from bhandar_cli.core.protocol.pending_table import IdSource, PendingTable
 from bhandar_cli.core.repair.reaping import TombstoneReaper
 from bhandar_cli.core.roles.handoff import HintedHandoff
 from bhandar_cli.core.roles.hints import HintQueue
@@ -122,7 +122,7 @@ def handoff_parts(now: float = 0.0) -> tuple[HintedHandoff, HintQueue, MemorySto
         keyspaces=keyspaces,
         ring_view=view,
         ids=ids,
-        ops=OpTable(ids),
+        pending=PendingTable(ids),
         metrics=metrics,
         hints=hints,
         sibling_limit=limit,
@@ -137,8 +137,8 @@ def acknowledge(handoff: HintedHandoff, now: float, sent: list[Send], ok: bool =
     for effect in sent:
         msg = effect.msg
         assert isinstance(msg, ReplicaWrite)
-        op = handoff.ops.get(msg.op)
-        assert isinstance(op, HandoffOp)
+        op = handoff.pending.get(msg.op)
+        assert isinstance(op, PendingHandoff)
         ack = ReplicaAck(msg.op) if ok else ReplicaAck(msg.op, False, "leaving")
         out.extend(e for e in handoff.on_ack(now, msg.op, ack, op) if isinstance(e, Send))
     return out
@@ -190,12 +190,12 @@ def test_a_refused_or_unanswered_handoff_keeps_the_hint_for_the_next_round() -> 
     hints.add(0.0, "C", "ks", "a", value(b"1"))
     hints.add(0.0, "C", "ks", "b", value(b"1"))
     first, _ = (e.msg for e in handoff.tick(0.0) if isinstance(e, Send))
-    op = handoff.ops.get(first.op)
-    assert isinstance(op, HandoffOp)
+    op = handoff.pending.get(first.op)
+    assert isinstance(op, PendingHandoff)
     handoff.on_ack(0.0, first.op, ReplicaAck(first.op, False, "leaving"), op)
     assert handoff.tick(0.5) == []  # the other one is still in flight
-    for _, expired in handoff.ops.expired(CONFIG.request_timeout):
-        assert isinstance(expired, HandoffOp)
+    for _, expired in handoff.pending.expired(CONFIG.request_timeout):
+        assert isinstance(expired, PendingHandoff)
         handoff.expire(expired)
     assert hints.pending("C") == 2 and metrics.hints_delivered == 0
     again = [e.msg.key for e in handoff.tick(CONFIG.request_timeout) if isinstance(e, Send)]

@@ -14,7 +14,7 @@ import pytest
 from bhandar_cli.core.membership.authorship import Removal
 from bhandar_cli.core.membership.gossip import Goodbye, GossipAck, GossipLiveness, GossipSyn
 from bhandar_cli.core.membership.members import MemberState
-from bhandar_cli.core.model.tokens import TokenRecord
+from bhandar_cli.core.model.access_tokens import TokenRecord
 from bhandar_cli.core.protocol.messages import Send
 from bhandar_cli.core.wire import from_wire, readable_at, to_wire, to_wire_at
 from bhandar_cli.node.net import codec

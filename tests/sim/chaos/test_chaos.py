@@ -21,6 +21,7 @@ import pytest
 
 from bhandar_cli.core.model.records import Versioned
 from bhandar_cli.core.protocol.messages import Failure, PutRequest, PutResult
+from bhandar_cli.sim.chaos.chaos_options import ChaosOptions
 from bhandar_cli.sim.chaos.chaos_run import (
     REAL_TIME_FIELDS,
     draw_params,
@@ -31,7 +32,6 @@ from bhandar_cli.sim.chaos.chaos_run import (
 )
 from bhandar_cli.sim.chaos.fault_injector import FAULT_KINDS, NETWORK_KINDS
 from bhandar_cli.sim.chaos.ministore_scenario import run_ministore_scenario
-from bhandar_cli.sim.chaos.options import ChaosOptions
 from bhandar_cli.sim.chaos.storage_faults import LSMHosts
 from bhandar_cli.sim.sim_cluster import SimCluster
 from tests.support.chaos_cli import invoke

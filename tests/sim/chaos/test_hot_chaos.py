@@ -3,8 +3,8 @@ with its replicas; virtual nodes do not spread it, so those replicas carry its s
 
 from __future__ import annotations
 
+from bhandar_cli.sim.chaos.chaos_options import ChaosOptions
 from bhandar_cli.sim.chaos.chaos_run import run_chaos
-from bhandar_cli.sim.chaos.options import ChaosOptions
 from bhandar_cli.sim.chaos.report import render_summary, report_json, reproduce_command
 from bhandar_cli.sim.chaos.workload import HOT_KEY, SIBS
 

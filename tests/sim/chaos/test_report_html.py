@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from bhandar_cli.sim.chaos.chaos_options import ChaosOptions
 from bhandar_cli.sim.chaos.chaos_run import run_chaos
-from bhandar_cli.sim.chaos.options import ChaosOptions
 from bhandar_cli.sim.chaos.report import render_summary, reproduce_command
 from bhandar_cli.sim.chaos.report_html import render_html
 from tests.support.chaos_cli import invoke

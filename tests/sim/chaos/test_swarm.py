@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from bhandar_cli.sim.chaos.options import ChaosOptions
+from bhandar_cli.sim.chaos.chaos_options import ChaosOptions
 from bhandar_cli.sim.chaos.swarm import SeedOutcome, run_swarm
 from tests.support.chaos_cli import invoke
 

@@ -9,7 +9,7 @@ import pytest
 import trio
 import trio.testing
 
-from bhandar_cli.client.ops.pipeline import Pipeline
+from bhandar_cli.client.procedures.pipeline import Pipeline
 
 
 class ListSink:

@@ -1,5 +1,5 @@
 """Cluster operations of the client: faults, membership changes, keyspaces, repair, storage
-housekeeping, and the operations of client/ops/ (rolling upgrade, configuration rollout).
+housekeeping, and the operations of client/procedures/ (rolling upgrade, configuration rollout).
 
 Each returns a dictionary in the JSON shape the man page lists under JSON OUTPUT (with more fields
 where useful) or raises `ClientError`/`BadInput` with a sentence saying what went wrong and whose
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from bhandar_cli.client.backend import Backend
     from bhandar_cli.client.cluster_views import ClusterViews
     from bhandar_cli.client.data_client import DataClient
-    from bhandar_cli.client.ops.upgrade import Progress
+    from bhandar_cli.client.procedures.upgrade import Progress
 
 MOVE_TIMEOUT = 120.0
 QUIESCE_TIMEOUT = 10.0  # seconds a restore waits for replication and hints to settle
@@ -56,7 +56,7 @@ MembersView = TypedDict(
 )
 
 
-class ClusterOps:
+class ClusterAdmin:
     """The operations, over one backend; node names are checked as the data client checks them,
     and what the cluster looks like is asked of the views."""
 
@@ -208,11 +208,11 @@ class ClusterOps:
         self, name: str, zone: str | None = None, progress: Progress | None = None
     ) -> dict[str, Any]:
         """Start node `name` and wait until every live node sees it normal; `progress` hears what
-        its bootstrap reached (client/ops/joining.py): its sources, and each source that is down,
+        its bootstrap reached (client/procedures/joining.py): its sources, and each source that is down,
         what it waits for or where that source's ranges came from instead."""
         import trio
 
-        from bhandar_cli.client.ops.joining import join_progress, replaced_sources, waiting_for
+        from bhandar_cli.client.procedures.joining import join_progress, replaced_sources, waiting_for
 
         if not NEW_NODE_NAME.fullmatch(name):
             raise BadInput(f"bad node name {name!r} ({NEW_NODE_NAME_RULE})")
@@ -317,24 +317,24 @@ class ClusterOps:
         return True
 
     async def upgrade(self, to: int | None = None, progress: Any = None) -> dict[str, Any]:
-        """Rolling upgrade (client/ops/upgrade.py): one node at a time, each stopped cleanly, started
+        """Rolling upgrade (client/procedures/upgrade.py): one node at a time, each stopped cleanly, started
         again (at protocol `to`) and serving before the next; `progress` hears each phase."""
-        from bhandar_cli.client.ops.upgrade import RollingUpgrade
+        from bhandar_cli.client.procedures.upgrade import RollingUpgrade
 
         return await RollingUpgrade(self.backend, to, progress).run()
 
     async def config_set(
         self, key: str, value: str, progress: Any = None, window: float | None = None
     ) -> dict[str, Any]:
-        """Staged configuration change (client/ops/config_rollout.py): one node at a time, each watched
+        """Staged configuration change (client/procedures/config_rollout.py): one node at a time, each watched
         (errors, p99, peers) before the next; a regression rolls that node back and stops."""
-        from bhandar_cli.client.ops.config_rollout import WINDOW, ConfigRollout
+        from bhandar_cli.client.procedures.config_rollout import WINDOW, ConfigRollout
 
         return await ConfigRollout(self.backend, key, value, progress, window or WINDOW).run()
 
     async def config_show(self) -> dict[str, Any]:
-        """Each node's configuration version and values (client/ops/config_rollout.py)."""
-        from bhandar_cli.client.ops.config_rollout import cluster_config
+        """Each node's configuration version and values (client/procedures/config_rollout.py)."""
+        from bhandar_cli.client.procedures.config_rollout import cluster_config
 
         return await cluster_config(self.backend)
 

@@ -17,23 +17,23 @@ from bhandar_cli.core.protocol.messages import (
     Respond,
     Send,
 )
-from bhandar_cli.core.protocol.ops import (
-    ForwardOp,
-    HandoffOp,
-    PutOp,
-    ReadOp,
+from bhandar_cli.core.protocol.pending import (
+    PendingForward,
+    PendingHandoff,
+    PendingPut,
+    PendingRead,
     ReadProgress,
     Trace,
     WriteProgress,
     answer,
     finish,
 )
-from bhandar_cli.core.protocol.optable import IdSource, OpTable
+from bhandar_cli.core.protocol.pending_table import IdSource, PendingTable
 
 
-def forward(deadline: float, target: str = "B") -> ForwardOp:
+def forward(deadline: float, target: str = "B") -> PendingForward:
     request = PutRequest(7, "ks", "k", b"1", "application/json", None)
-    return ForwardOp(
+    return PendingForward(
         rid=7,
         origin=None,
         deadline=deadline,
@@ -45,8 +45,8 @@ def forward(deadline: float, target: str = "B") -> ForwardOp:
     )
 
 
-def put_op(started: float, trace: Trace | None = None, origin: str | None = None) -> PutOp:
-    return PutOp(
+def put_op(started: float, trace: Trace | None = None, origin: str | None = None) -> PendingPut:
+    return PendingPut(
         verb="put",
         rid=42,
         origin=origin,
@@ -66,7 +66,7 @@ def put_op(started: float, trace: Trace | None = None, origin: str | None = None
 
 def test_op_ids_come_from_the_shared_source_in_order() -> None:
     ids = IdSource(1000)
-    table = OpTable(ids)
+    table = PendingTable(ids)
     first = table.add(forward(1.0))
     session = ids.take()  # a repair session or stream takes the next id in between
     second = table.add(forward(2.0))
@@ -75,7 +75,7 @@ def test_op_ids_come_from_the_shared_source_in_order() -> None:
 
 
 def test_expired_returns_ops_past_their_deadline_earliest_first_and_forgets_them() -> None:
-    table = OpTable(IdSource(1))
+    table = PendingTable(IdSource(1))
     late = table.add(forward(3.0, "late"))
     early = table.add(forward(1.0, "early"))
     middle = table.add(forward(2.0, "middle"))
@@ -89,7 +89,7 @@ def test_expired_returns_ops_past_their_deadline_earliest_first_and_forgets_them
 
 
 def test_a_finished_op_never_expires_and_does_not_hold_the_next_deadline() -> None:
-    table = OpTable(IdSource(1))
+    table = PendingTable(IdSource(1))
     done = table.add(forward(1.0))
     table.add(forward(5.0))
     assert table.next_deadline() == 1.0
@@ -114,10 +114,10 @@ def test_each_kind_has_only_its_own_fields() -> None:
     def names(cls: type) -> set[str]:
         return {f.name for f in dataclasses.fields(cls)}
 
-    assert "progress" not in names(ForwardOp) | names(HandoffOp)
-    assert names(HandoffOp) == {"deadline", "target", "keyspace", "key", "record"}
-    assert "fallbacks" in names(ReadOp) and "fallbacks" not in names(PutOp)
-    assert "warnings" in names(PutOp) and "warnings" not in names(ReadOp)
+    assert "progress" not in names(PendingForward) | names(PendingHandoff)
+    assert names(PendingHandoff) == {"deadline", "target", "keyspace", "key", "record"}
+    assert "fallbacks" in names(PendingRead) and "fallbacks" not in names(PendingPut)
+    assert "warnings" in names(PendingPut) and "warnings" not in names(PendingRead)
 
 
 def test_answer_goes_to_the_local_client_or_back_to_the_forwarding_node() -> None:
@@ -139,7 +139,7 @@ def test_finish_closes_the_ops_trace() -> None:
 
 
 def test_finish_of_a_failed_read_notes_the_failure_in_its_trace() -> None:
-    op = ReadOp(
+    op = PendingRead(
         rid=9,
         origin=None,
         started=0.0,

@@ -1,15 +1,16 @@
-"""The operations a node waits on, by id, with their timeouts; and the source of those ids."""
+"""What a node waits on (core/protocol/pending.py), by id, with their timeouts; and the source of
+those ids."""
 
 from __future__ import annotations
 
 import heapq
 import math
 
-from bhandar_cli.core.protocol.ops import Op
+from bhandar_cli.core.protocol.pending import Pending
 
 
 class IdSource:
-    """Ids of everything a node waits on: ops, repair sessions and batches, stream sessions.
+    """Ids of everything a node waits on: pendings, repair sessions and batches, stream sessions.
 
     Ids travel in replies. Each life of a node starts them at a random point, so a late reply to a
     request of a previous life (before a crash) is never taken for the answer to a new one: that
@@ -27,34 +28,34 @@ class IdSource:
         return taken
 
 
-class OpTable:
-    """Ops in flight by id. An op leaves when its role is done with it, or when `expired` hands
-    it back at its deadline."""
+class PendingTable:
+    """Pendings by id. A pending leaves when its role is done with it, or when `expired` hands it
+    back at its deadline."""
 
     def __init__(self, ids: IdSource) -> None:
         self._ids = ids
-        self._ops: dict[int, Op] = {}
+        self._pending: dict[int, Pending] = {}
         self._timers: list[tuple[float, int]] = []  # (deadline, op id), a heap
 
-    def add(self, op: Op) -> int:
+    def add(self, op: Pending) -> int:
         op_id = self._ids.take()
-        self._ops[op_id] = op
+        self._pending[op_id] = op
         heapq.heappush(self._timers, (op.deadline, op_id))
         return op_id
 
-    def get(self, op_id: int) -> Op | None:
-        return self._ops.get(op_id)
+    def get(self, op_id: int) -> Pending | None:
+        return self._pending.get(op_id)
 
     def discard(self, op_id: int) -> None:
-        self._ops.pop(op_id, None)
+        self._pending.pop(op_id, None)
 
     def __len__(self) -> int:
-        return len(self._ops)
+        return len(self._pending)
 
-    def expired(self, now: float) -> list[tuple[int, Op]]:
-        """Remove and return the ops whose deadline has passed, earliest first."""
-        out: list[tuple[int, Op]] = []
-        timers, ops = self._timers, self._ops
+    def expired(self, now: float) -> list[tuple[int, Pending]]:
+        """Remove and return the pendings whose deadline has passed, earliest first."""
+        out: list[tuple[int, Pending]] = []
+        timers, ops = self._timers, self._pending
         while timers and timers[0][0] <= now:
             _, op_id = heapq.heappop(timers)
             op = ops.pop(op_id, None)
@@ -67,6 +68,6 @@ class OpTable:
         timers = self._timers
         # Most requests finish long before their deadline; drop their timers here so the driver
         # does not wake the node for nothing (one wasted tick per request, otherwise).
-        while timers and timers[0][1] not in self._ops:
+        while timers and timers[0][1] not in self._pending:
             heapq.heappop(timers)
         return timers[0][0] if timers else math.inf

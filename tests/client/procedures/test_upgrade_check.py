@@ -10,7 +10,7 @@ import pytest
 import trio
 import trio.testing
 
-from bhandar_cli.client.ops.upgrade import REJOIN_TIMEOUT, check_step
+from bhandar_cli.client.procedures.upgrade import REJOIN_TIMEOUT, check_step
 from bhandar_cli.core.membership.ring import Ring
 from bhandar_cli.core.model.errors import Refused
 

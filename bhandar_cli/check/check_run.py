@@ -38,18 +38,18 @@ import trio
 from bhandar_cli.check.catalog import scenarios
 from bhandar_cli.check.clients import Account, Clients
 from bhandar_cli.check.cluster import NodeCluster, SetupError
-from bhandar_cli.check.history import (
+from bhandar_cli.check.maelstrom_history import (
     INVALID,
     UNKNOWN,
     VALID,
-    History,
+    MaelstromHistory,
     Problem,
     Verdict,
     with_availability,
     with_recovery_hint,
 )
 from bhandar_cli.check.nemesis import Fault, draw, scenario
-from bhandar_cli.check.protocol import ProtocolError
+from bhandar_cli.check.protocol import MaelstromProtocolError
 from bhandar_cli.check.router import Envelope, Router
 from bhandar_cli.check.services import services
 from bhandar_cli.check.workloads import workloads
@@ -88,11 +88,11 @@ class CheckOptions:
 
 
 @dataclass
-class Outcome:
+class CheckOutcome:
     options: CheckOptions
     nodes: list[str]
     faults: list[Fault]
-    history: History
+    history: MaelstromHistory
     verdict: Verdict | None = None
     error: str = ""  # a setup or protocol error: the run could not be judged
     journal: list[Envelope] = field(default_factory=list)
@@ -125,7 +125,7 @@ def default_timeout(workload: str, latency_ms: float) -> float:
     return max(1.0, 10 * latency_ms / 1000.0) if workload == "lin-kv" else 5.0
 
 
-def run_check(opts: CheckOptions) -> Outcome:
+def run_check(opts: CheckOptions) -> CheckOutcome:
     """Run one check (its own trio loop) and judge it."""
     started = time.monotonic()
     outcome = trio.run(_run, opts)
@@ -134,9 +134,9 @@ def run_check(opts: CheckOptions) -> Outcome:
     return outcome
 
 
-def run_checks(many: list[CheckOptions]) -> list[Outcome]:
+def run_checks(many: list[CheckOptions]) -> list[CheckOutcome]:
     """Several checks at once, on one trio loop (each with its own processes and directory)."""
-    outcomes: list[Outcome | None] = [None] * len(many)
+    outcomes: list[CheckOutcome | None] = [None] * len(many)
 
     async def all_of() -> None:
         async def one(i: int) -> None:
@@ -153,7 +153,7 @@ def run_checks(many: list[CheckOptions]) -> list[Outcome]:
     return done
 
 
-def with_answers(verdict: Verdict, history: History, accounts: dict[str, Account]) -> Verdict:
+def with_answers(verdict: Verdict, history: MaelstromHistory, accounts: dict[str, Account]) -> Verdict:
     """The verdict, made invalid by answers that match no request (a node that answers with the
     wrong `in_reply_to`, or none, escapes every checker, which judges matched answers only). A valid
     verdict with nothing answered `*_ok` is unknown, and one with nodes that answered none of their
@@ -229,7 +229,7 @@ def with_events(verdict: Verdict, events: list[str]) -> Verdict:
     return Verdict(INVALID, summary, found + verdict.problems, verdict.stats, verdict.staleness)
 
 
-async def _run(opts: CheckOptions) -> Outcome:
+async def _run(opts: CheckOptions) -> CheckOutcome:
     rng = Random(opts.seed)
     names = [f"n{i}" for i in range(opts.node_count)]
     workload = workloads()[opts.workload](Random(rng.getrandbits(64)), names)
@@ -245,11 +245,11 @@ async def _run(opts: CheckOptions) -> Outcome:
     else:
         faults = draw(fault_rng, list(opts.nemesis), names, opts.time_limit, opts.interval)
     log_dir = fresh_log_dir(Path(opts.log_dir), names)
-    history = History()
-    outcome = Outcome(opts, names, faults, history)
+    history = MaelstromHistory()
+    outcome = CheckOutcome(opts, names, faults, history)
     run_scope = trio.CancelScope()
 
-    def protocol_error(exc: ProtocolError) -> None:
+    def protocol_error(exc: MaelstromProtocolError) -> None:
         if not outcome.error:
             outcome.error = f"protocol error: {exc}"
         run_scope.cancel()
@@ -394,7 +394,7 @@ async def _heal(cluster: NodeCluster, nursery: trio.Nursery, init_timeout: float
             await cluster.restart(nursery, name, init_timeout)
 
 
-def save_history(outcome: Outcome) -> None:
+def save_history(outcome: CheckOutcome) -> None:
     """The history as JSON lines in the log directory, for a person or a script to dig into."""
     path = Path(outcome.options.log_dir) / "history.jsonl"
     with path.open("w", encoding="utf-8") as out:

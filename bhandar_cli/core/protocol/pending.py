@@ -1,11 +1,13 @@
-"""Operations a node waits on, one frozen record per kind, and how a waiting client is answered.
+"""What a node waits on (a *pending*), one frozen record per kind, and how a waiting client is
+answered.
 
-`Op` is a tagged union: `PutOp` (a put or delete), `IncrOp`, `ReadOp`, `ForwardOp` (a request
-handed to another coordinator), `HandoffOp` (one hint on its way to a replica) and `OwnershipOp`
-(a record of a key this node no longer replicates, on its way to a replica of it). Each has exactly
-the fields of its kind, fixed when it starts. What changes while a client op waits (the replicas
-that acknowledged or answered, those that refused, whether the client has its answer) lives in the
-small mutable progress object the op holds, and the steps of a traced request in its `Trace`.
+`Pending` is a tagged union: `PendingPut` (a put or delete this node coordinates), `PendingIncr`,
+`PendingRead`, `PendingForward` (a request handed to another coordinator), `PendingHandoff` (one
+hint on its way to a replica) and `PendingOwnership` (a record of a key this node no longer
+replicates, on its way to a replica of it). Each has exactly the fields of its kind, fixed when it
+starts. What changes while a client's request waits (the replicas that acknowledged or answered,
+those that refused, whether the client has its answer) lives in the small mutable progress object
+the pending holds, and the steps of a traced request in its `Trace`.
 """
 
 from __future__ import annotations
@@ -63,7 +65,7 @@ class ReadProgress:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class PutOp:
+class PendingPut:
     """A put or delete this node coordinates: answered once `needed` targets stored it."""
 
     verb: str  # put or delete
@@ -84,7 +86,7 @@ class PutOp:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class IncrOp:
+class PendingIncr:
     """An increment this node coordinates: answered with `value` once `needed` targets stored it."""
 
     rid: int
@@ -106,7 +108,7 @@ class IncrOp:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class ReadOp:
+class PendingRead:
     """A get this node coordinates: answered after `needed` replies, then repairs stale replicas."""
 
     rid: int
@@ -128,7 +130,7 @@ class ReadOp:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class ForwardOp:
+class PendingForward:
     """A client request this node handed to `target` to coordinate; its answer is relayed back.
 
     If `target` does not answer by `deadline`, the coordinator may fall back to another replica:
@@ -148,7 +150,7 @@ class ForwardOp:
 
 
 @dataclass(frozen=True, slots=True)
-class HandoffOp:
+class PendingHandoff:
     """One hint for `target` sent to a replica; removed from the queue once that replica has it."""
 
     deadline: float
@@ -159,7 +161,7 @@ class HandoffOp:
 
 
 @dataclass(frozen=True, slots=True)
-class OwnershipOp:
+class PendingOwnership:
     """A record of a key this node no longer replicates, sent to `target`, a replica of it."""
 
     deadline: float
@@ -169,9 +171,9 @@ class OwnershipOp:
     digest: bytes  # of the record sent: an acknowledgement counts only if it has not changed since
 
 
-WriteOp = PutOp | IncrOp
-ClientOp = PutOp | IncrOp | ReadOp
-Op = PutOp | IncrOp | ReadOp | ForwardOp | HandoffOp | OwnershipOp
+PendingWrite = PendingPut | PendingIncr
+PendingRequest = PendingPut | PendingIncr | PendingRead
+Pending = PendingPut | PendingIncr | PendingRead | PendingForward | PendingHandoff | PendingOwnership
 
 
 def answer(
@@ -207,7 +209,7 @@ def counted_as(req: ClientRequest) -> tuple[str, str] | None:
 
 def finish(
     now: float,
-    op: ClientOp,
+    op: PendingRequest,
     result: PutResult | IncrResult | GetResult | Failure,
     durable: bool = False,
     stored: bool = True,
@@ -219,5 +221,5 @@ def finish(
             now, f"failed: {result.error}" if isinstance(result, Failure) else "answered the client"
         )
         result = replace(result, trace=tuple(op.trace.steps))
-    exact = isinstance(op, PutOp) and op.exact
+    exact = isinstance(op, PendingPut) and op.exact
     return answer(op.rid, op.origin, result, durable, stored if exact else None)

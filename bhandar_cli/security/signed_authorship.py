@@ -29,10 +29,10 @@ from cryptography.x509.oid import NameOID
 
 from bhandar_cli.core.membership.authorship import Removal, member_content, removal_content
 from bhandar_cli.core.membership.members import MemberState
+from bhandar_cli.core.model.access_tokens import TokenRecord, token_content
 from bhandar_cli.core.model.config import KeyspaceDef
 from bhandar_cli.core.model.errors import Refused
 from bhandar_cli.core.model.keyspaces import keyspace_content
-from bhandar_cli.core.model.tokens import TokenRecord, token_content
 
 CACHE_MAX = 4096  # checked signatures and certificates remembered (a few per member)
 _ECDSA = ec.ECDSA(hashes.SHA256())

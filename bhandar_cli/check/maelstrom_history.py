@@ -1,6 +1,6 @@
 """What the clients of a check did and saw, and what a checker concluded from it.
 
-An `Op` is one client request from invocation to outcome, Jepsen's way: `ok` (answered with
+A `MaelstromOperation` is one client request from invocation to outcome, Jepsen's way: `ok` (answered with
 the workload's `*_ok`), `fail` (a definite error: it did not happen), or `info` (an indefinite
 error or no answer in time: it may have happened, now or later). Times are seconds since the run
 began. Final reads, made after the faults are healed, are marked `final`.
@@ -26,7 +26,7 @@ VALID, INVALID, UNKNOWN = "valid", "invalid", "unknown"
 
 
 @dataclass(slots=True)
-class Op:
+class MaelstromOperation:
     """One client operation; mutable because its outcome arrives after it is invoked."""
 
     index: int
@@ -66,14 +66,16 @@ class Op:
         return f"{self.invoked:.3f}-{end} s"
 
 
-class History:
+class MaelstromHistory:
     """Every client operation of a run, in invocation order."""
 
     def __init__(self) -> None:
-        self.ops: list[Op] = []
+        self.ops: list[MaelstromOperation] = []
 
-    def invoke(self, now: float, client: str, node: str, f: str, value: Any, final: bool = False) -> Op:
-        op = Op(len(self.ops), client, node, f, value, now, final=final)
+    def invoke(
+        self, now: float, client: str, node: str, f: str, value: Any, final: bool = False
+    ) -> MaelstromOperation:
+        op = MaelstromOperation(len(self.ops), client, node, f, value, now, final=final)
         self.ops.append(op)
         return op
 
@@ -120,7 +122,7 @@ def availability_text(required: float) -> str:
     return "total" if required >= 1.0 else f"{required:g}"
 
 
-def with_availability(verdict: Verdict, history: History, required: float | None) -> Verdict:
+def with_availability(verdict: Verdict, history: MaelstromHistory, required: float | None) -> Verdict:
     """The verdict, made invalid when fewer than `required` of the operations succeeded (None: no
     requirement; 1.0: `total`, every one). The share is in the stats either way."""
     ops = len(history.ops)

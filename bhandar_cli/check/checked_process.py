@@ -1,6 +1,6 @@
 """One node program's lives under the harness: its process, its pipes, its log, its faults.
 
-A `NodeProcess` is a slot (n0, n1, ...) that a program runs in. Each life is a process in a
+A `CheckedProcess` is a slot (n0, n1, ...) that a program runs in. Each life is a process in a
 session of its own (so a kill reaches whatever the program started too), with standard input
 and output as pipes and standard error appended to the slot's log. Lines the node writes go to
 `on_line` as they arrive; what the harness sends waits in a bounded queue that one task writes
@@ -41,11 +41,11 @@ SLOT_MARK = "BHANDAR_CHECK_SLOT"  # environment variable naming a slot's process
 STRAY_ROUNDS = 3  # scans for strays in one kill (one may fork while the last scan ran)
 PROC = "/proc"
 
-OnLine = Callable[["NodeProcess", bytes], None]
-OnEnd = Callable[["NodeProcess", int | None, str], None]  # (slot, exit status, why the output ended)
+OnLine = Callable[["CheckedProcess", bytes], None]
+OnEnd = Callable[["CheckedProcess", int | None, str], None]  # (slot, exit status, why the output ended)
 
 
-class NodeProcess:
+class CheckedProcess:
     def __init__(
         self, name: str, argv: list[str], log: Path, env: dict[str, str], on_line: OnLine, on_end: OnEnd
     ):

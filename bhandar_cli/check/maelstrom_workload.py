@@ -11,14 +11,14 @@ from __future__ import annotations
 from random import Random
 from typing import Any
 
-from bhandar_cli.check.history import History, Op, Verdict
+from bhandar_cli.check.maelstrom_history import MaelstromHistory, MaelstromOperation, Verdict
 
 
 class BadAnswer(ValueError):
     """An answer without the fields its type promises (the node's protocol error)."""
 
 
-class Workload:
+class MaelstromWorkload:
     """The interface (every method is meant to be overridden where the default does not fit)."""
 
     name = ""
@@ -50,7 +50,7 @@ class Workload:
         """The result an `*_ok` answer carries; BadAnswer when it lacks what its type promises."""
         return None
 
-    def completed(self, op: Op) -> None:
+    def completed(self, op: MaelstromOperation) -> None:
         """`op` has its outcome (a client's next operation may depend on what it saw)."""
 
     def finals(self) -> list[tuple[str, str, Any]]:
@@ -62,16 +62,16 @@ class Workload:
         kafka log), until it returns none."""
         return []
 
-    def check(self, history: History) -> Verdict:
+    def check(self, history: MaelstromHistory) -> Verdict:
         raise NotImplementedError
 
-    def show(self, op: Op) -> str:
+    def show(self, op: MaelstromOperation) -> str:
         """An operation as a verdict names it: what was asked and what came back."""
         asked = op.f if op.value is None else f"{op.f} {op.value}"
         return f"{asked} -> {outcome(op)}"
 
 
-def outcome(op: Op, shown: Any = None) -> str:
+def outcome(op: MaelstromOperation, shown: Any = None) -> str:
     if op.type == "ok":
         return "ok" if op.result is None and shown is None else str(op.result if shown is None else shown)
     if op.type == "invoke":
@@ -79,7 +79,7 @@ def outcome(op: Op, shown: Any = None) -> str:
     return op.error or op.type
 
 
-def named(op: Op, what: str) -> str:
+def named(op: MaelstromOperation, what: str) -> str:
     """`what` with the operation's identity: `read -> 3 (#12, c2 at n1, 0.104-0.131 s)`."""
     final = "final " if op.final else ""
     return f"{final}{what} (#{op.index}, {op.client} at {op.node}, {op.when()})"

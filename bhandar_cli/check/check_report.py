@@ -13,8 +13,8 @@ import math
 import shlex
 from typing import Any
 
-from bhandar_cli.check.history import availability_text
-from bhandar_cli.check.run import CheckOptions, Outcome, default_timeout
+from bhandar_cli.check.check_run import CheckOptions, CheckOutcome, default_timeout
+from bhandar_cli.check.maelstrom_history import availability_text
 from bhandar_cli.check.staleness import Curve
 from bhandar_cli.check.staleness import render as render_staleness
 
@@ -64,14 +64,14 @@ def percentile(sorted_values: list[float], q: float) -> float:
     return sorted_values[min(len(sorted_values) - 1, math.ceil(q * len(sorted_values)) - 1)]
 
 
-def latency_ms(outcome: Outcome) -> dict[str, float]:
+def latency_ms(outcome: CheckOutcome) -> dict[str, float]:
     done = sorted(
         (op.completed - op.invoked) * 1000.0 for op in outcome.history.ops if op.ok and not op.final
     )
     return {"p50": round(percentile(done, 0.5), 2), "p99": round(percentile(done, 0.99), 2)}
 
 
-def op_counts(outcome: Outcome) -> dict[str, int]:
+def op_counts(outcome: CheckOutcome) -> dict[str, int]:
     counts = {"ok": 0, "fail": 0, "info": 0}
     for op in outcome.history.ops:
         if not op.final and op.type in counts:
@@ -93,11 +93,11 @@ def plain_curve(points: Curve) -> list[dict[str, Any]]:
     ]
 
 
-def status_of(outcome: Outcome) -> str:
+def status_of(outcome: CheckOutcome) -> str:
     return "error" if outcome.error else outcome.verdict.status if outcome.verdict else "error"
 
 
-def render(outcome: Outcome) -> str:
+def render(outcome: CheckOutcome) -> str:
     """The whole text report of one run."""
     opts = outcome.options
     lines = [
@@ -140,7 +140,7 @@ def render(outcome: Outcome) -> str:
     return "\n".join(lines)
 
 
-def net_line(outcome: Outcome) -> str:
+def net_line(outcome: CheckOutcome) -> str:
     """Maelstrom's net statistics on one line: messages, and messages per operation, between
     servers (Gossip Glomers' targets are on these), with clients, and all."""
     parts = []
@@ -156,7 +156,7 @@ def net_line(outcome: Outcome) -> str:
     )
 
 
-def answer_lines(outcome: Outcome) -> list[str]:
+def answer_lines(outcome: CheckOutcome) -> list[str]:
     """The answers the clients got, all nodes together, then each node's that were not plainly
     matched (late, repeated, unmatched, errors by code and text)."""
     accounts = outcome.answers
@@ -185,7 +185,7 @@ def answer_lines(outcome: Outcome) -> list[str]:
     return lines
 
 
-def to_json(outcome: Outcome, report: str = "") -> dict[str, Any]:
+def to_json(outcome: CheckOutcome, report: str = "") -> dict[str, Any]:
     opts = outcome.options
     verdict = outcome.verdict
     out: dict[str, Any] = {
@@ -232,7 +232,7 @@ def to_json(outcome: Outcome, report: str = "") -> dict[str, Any]:
 COLUMNS = ("scenario", "ops", "ok", "failed", "indefinite", "lost", "stale reads", "p99 ms", "verdict")
 
 
-def checklist_row(name: str, outcome: Outcome) -> dict[str, Any]:
+def checklist_row(name: str, outcome: CheckOutcome) -> dict[str, Any]:
     counts, stats = op_counts(outcome), outcome.verdict.stats if outcome.verdict else {}
     staleness = outcome.verdict.staleness if outcome.verdict else ()
     return {

@@ -1,6 +1,6 @@
-"""Client tokens as the cluster keeps them: a record per token (its id, the SHA-256 of its secret,
-its grants, its rate, when it was made, whether it is revoked), the role order, and the table each
-node holds.
+"""Access tokens (client credentials) as the cluster keeps them: a record per token (its id, the
+SHA-256 of its secret, its grants, its rate, when it was made, whether it is revoked), the role
+order, and the table each node holds.
 
 The table rides along gossip (core/membership/gossip.py) the way keyspace definitions do, so a node that was
 down or joins later learns every token and every revocation. Its merge keeps, per token id, the
@@ -93,7 +93,7 @@ class TokenAuthority(Protocol):
         ...
 
 
-class _Unchecked:
+class _UncheckedTokens:
     def seal_token(self, record: TokenRecord) -> TokenRecord:
         return record
 
@@ -101,7 +101,7 @@ class _Unchecked:
         return None
 
 
-UNCHECKED: TokenAuthority = _Unchecked()
+UNCHECKED: TokenAuthority = _UncheckedTokens()
 """A cluster without a CA: token records are neither sealed nor checked."""
 
 

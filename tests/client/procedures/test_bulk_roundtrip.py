@@ -12,7 +12,7 @@ import trio.testing
 from bhandar_cli.client.backend import Backend
 from bhandar_cli.client.client import Client
 from bhandar_cli.client.openers import ClusterOptions
-from bhandar_cli.client.ops.bulk import (
+from bhandar_cli.client.procedures.bulk import (
     RETRIES,
     ExportHeader,
     export_key,
@@ -107,7 +107,7 @@ def test_a_cluster_that_cannot_answer_is_an_error_not_a_gap() -> None:
         async with open_session(ClusterOptions(memory=True, nodes=3), "json") as session:
             client = session.client
             for name in ("A", "B", "C"):
-                await client.ops.kill(name)
+                await client.admin.kill(name)
             with pytest.raises(ClientError, match="no replica"):
                 async for _ in key_pages(client.backend, KeyspaceDef("kv", "siblings", 3, "sloppy")):
                     pass

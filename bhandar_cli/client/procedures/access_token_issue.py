@@ -1,4 +1,4 @@
-"""Creating a client token so that it can be used at once: the record goes to an issuing node
+"""Issuing an access token so that it can be used at once: the record goes to an issuing node
 (which seals it; gossip carries it to the others), then every live node is asked, under a
 deadline, until each holds it. A token one node knows and another does not yet gets a 401
 "unknown token" there, so `token create` answers only once none would, or says which nodes

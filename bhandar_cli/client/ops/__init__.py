@@ -1,1 +1,0 @@
-"""Operations built on the client: rolling upgrade, configuration rollout, bulk, pipeline."""
