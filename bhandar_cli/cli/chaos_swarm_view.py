@@ -120,7 +120,11 @@ def _tally(result: SwarmResult) -> str:
 
     done = len(result.outcomes)
     failed = result.failed
-    head = f"interrupted after {done} of {result.count} seeds" if result.interrupted else f"{done} seeds"
+    head = f"{done} seeds"
+    if result.interrupted:
+        head = f"interrupted after {done} of {result.count} seeds"
+    elif result.lost is not None:
+        head = f"cut short after {done} of {result.count} seeds"
     lines = [f"swarm: {head}: {result.passed} passed, {len(failed)} failed in {result.seconds:.1f} s"]
     lines.append(f"puts stored twice (one request under two dots; goal 0): {result.stored_twice}")
     if failed:
