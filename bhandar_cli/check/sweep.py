@@ -130,6 +130,10 @@ def run_sweep(
                 finished(line)
     except KeyboardInterrupt:
         interrupted = True
+    except BaseExceptionGroup as group:  # a Ctrl-C that landed in one seed's task, here
+        if group.split(KeyboardInterrupt)[1] is not None:
+            raise
+        interrupted = True
     except DaskUnavailable as e:
         gone = {s.seed for s in done}
         lost = f"{e}; seeds not run: {seed_ranges(s for s in range(start, start + count) if s not in gone)}"

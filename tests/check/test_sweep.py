@@ -7,7 +7,10 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import signal
 import socket
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -122,6 +125,34 @@ def test_a_dask_sweep_in_json_names_its_scheduler(cluster: LocalDask, tmp_path: 
     assert obj["sweep"] == {"start": 2, "count": 2, "jobs": 2, "scheduler": cluster.address}
     assert [(s["seed"], s["status"]) for s in obj["seeds"]] == [(2, "invalid"), (3, "invalid")]
     assert obj["lost"] is None and obj["exit"] == 1 and obj["ok"] is False
+
+
+def _as_from_a_terminal() -> None:
+    """SIGINT handled by default, as in a shell's foreground command (test_swarm.py says why)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+def test_ctrl_c_stops_every_run_and_prints_the_tally_so_far(tmp_path: Path) -> None:
+    args = [*ECHO, "--log-dir", str(tmp_path), "--sweep", "6", "--start", "1", "--jobs", "2"]
+    command = [sys.executable, "-m", "bhandar_cli", "check", *args]
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_as_from_a_terminal
+    ) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        try:
+            for line in proc.stdout:  # once a seed is done, the next two are under way
+                if line.startswith("seed "):
+                    break
+            proc.send_signal(signal.SIGINT)
+            rest = proc.stdout.read()
+            errors = proc.stderr.read()
+            code = proc.wait(timeout=60)
+        finally:
+            proc.kill()
+    assert code == 130, errors
+    assert "sweep: interrupted after " in rest and " of 6 seeds: " in rest
+    assert "Traceback" not in errors
 
 
 def test_an_unreachable_scheduler_is_one_line_and_exit_2(tmp_path: Path) -> None:
