@@ -33,7 +33,7 @@ IGNORES = [
     "dynamo-kv",
     *QUICK,
     "--time-limit",
-    "1s",
+    "1.5s",
 ]
 SEED_LINE = re.compile(r"seed ([0-9]+): (valid|invalid|unknown|error)(?: \((.*)\))?; repeat with: (.*)")
 
