@@ -127,8 +127,13 @@ def default_timeout(workload: str, latency_ms: float) -> float:
 
 def run_check(opts: CheckOptions) -> CheckOutcome:
     """Run one check (its own trio loop) and judge it."""
+    return trio.run(check_on_loop, opts)
+
+
+async def check_on_loop(opts: CheckOptions) -> CheckOutcome:
+    """Run one check on the trio loop that is running (a sweep runs several on one) and judge it."""
     started = time.monotonic()
-    outcome = trio.run(_run, opts)
+    outcome = await _run(opts)
     outcome.real_seconds = time.monotonic() - started
     save_history(outcome)
     return outcome

@@ -19,7 +19,9 @@ Fault kinds include range movements (`join`, `decommission`); `--storage lsm` pu
 the LSM engine over a simulated disk that crashes can tear. `--bug` (hidden) plants a known bug,
 so tests can show the checker catches it: `ack_before_quorum` in the store, `ack_before_sync` in
 the simulator's driver (acknowledging before the store is synced; only storage faults expose it).
-`--swarm N` validates the same options, then hands them to `cli/chaos_swarm_view.py`.
+`--swarm N` validates the same options, then hands them to `cli/chaos_swarm_view.py`; with
+`--scheduler tcp://HOST:PORT` its seeds run on that Dask cluster (sim/dask_pool.py) instead of
+worker processes here.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from bhandar_cli.core.model.errors import BadInput
 SCENARIOS = ("ministore",)
 SHOWN_VIOLATIONS = 20
 SWARM_MAX = 1_000_000
-SWARM_OPTIONS = ("--swarm", "--start", "--jobs", "--seed-timeout")
+SWARM_OPTIONS = ("--swarm", "--start", "--jobs", "--seed-timeout", "--scheduler")
 JOBS_MAX = 256
 SEED_TIMEOUT = 300  # seconds; a seed of the default size takes one to a few
 SEED_TIMEOUT_MAX = 86_400
@@ -141,6 +143,14 @@ def chaos(
         metavar="SECONDS",
         help=f"A swarm seed still running after this long fails (default: {SEED_TIMEOUT}).",
     ),
+    scheduler: str = typer.Option(
+        None,
+        "--scheduler",
+        metavar="tcp://HOST:PORT",
+        help="Run a swarm's seeds on the Dask cluster of this scheduler (started with `dask "
+        "scheduler`, its workers with `dask worker`) instead of worker processes here; needs "
+        "pip install 'bhandar[dask]'. The output and exit codes are a local swarm's.",
+    ),
     hot: str = typer.Option(
         None,
         "--hot",
@@ -163,7 +173,7 @@ def chaos(
     many seeds in parallel."""
     from bhandar_cli.sim.chaos.chaos_options import SEED_MAX, chaos_options, parse_fraction
 
-    swarm_options = (swarm, start, jobs, seed_timeout)
+    swarm_options = (swarm, start, jobs, seed_timeout, scheduler)
     with _usage_errors():
         hot_share = parse_fraction("--hot", hot)
     if report is not None:
@@ -194,6 +204,8 @@ def chaos(
                 fail(f"{option} applies only with --swarm", EXIT_USAGE)
     elif seed is not None:
         fail("--seed and --swarm cannot be combined (a swarm starts at --start)", EXIT_USAGE)
+    elif jobs is not None and scheduler is not None:
+        fail("--jobs and --scheduler cannot be combined (the Dask workers run the seeds)", EXIT_USAGE)
     seed_n = _int("--seed", seed, 0, SEED_MAX)
     with _usage_errors():
         options = chaos_options(
@@ -210,7 +222,7 @@ def chaos(
             hot=hot_share,
         )
     if swarm_n is not None:
-        _swarm(options, swarm_n, start, jobs, seed_timeout, output)
+        _swarm(options, swarm_n, start, jobs, seed_timeout, scheduler, output)
         return
     _print_report(_with_baseline(options, output, report), output)
 
@@ -224,7 +236,13 @@ def _check_report_path(path: str, scenario: str | None, swarm: str | None) -> No
 
 
 def _swarm(
-    options: Any, count: int, start: str | None, jobs: str | None, timeout: str | None, output: OutputFormat
+    options: Any,
+    count: int,
+    start: str | None,
+    jobs: str | None,
+    timeout: str | None,
+    scheduler: str | None,
+    output: OutputFormat,
 ) -> None:
     from dataclasses import replace
 
@@ -234,12 +252,19 @@ def _swarm(
     start_n = _int("--start", start, 0, SEED_MAX - count + 1)
     jobs_n = _int("--jobs", jobs, 1, JOBS_MAX)
     timeout_n = _int("--seed-timeout", timeout, 1, SEED_TIMEOUT_MAX)
+    address = None
+    if scheduler is not None:
+        from bhandar_cli.sim.dask_pool import parse_scheduler
+
+        with _usage_errors():
+            address = parse_scheduler(scheduler)
     run_swarm_command(
         replace(options, seed=secrets.randbelow(2**32) if start_n is None else start_n),
         count,
         jobs_n if jobs_n is not None else os.cpu_count() or 1,
         SEED_TIMEOUT if timeout_n is None else timeout_n,
         output,
+        address,
     )
 
 

@@ -5,6 +5,8 @@
 it; piped, there is no bar: one line per failing seed as it finishes, then the tally. With
 `-o json`, one object at the end. Exit 0 only if every seed ran and passed; 1 if any failed; 130
 if Ctrl-C stopped the swarm before any failed (as typer answers a Ctrl-C elsewhere, and `demo`).
+With `--scheduler` the seeds run on a Dask cluster and print the same; a cluster that cannot be
+reached, or is lost mid-run (the tally so far, then the seeds not run), is one line and exit 2.
 """
 
 from __future__ import annotations
@@ -15,35 +17,80 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from bhandar_cli.cli.output import EXIT_FAILED, OutputFormat, emit_json
+from bhandar_cli.cli.output import EXIT_FAILED, EXIT_USAGE, OutputFormat, emit_json, fail
 from bhandar_cli.client.exit_status import EXIT_INTERRUPTED
 from bhandar_cli.core.model.wording import count as counted
 
 if TYPE_CHECKING:
     from bhandar_cli.sim.chaos.chaos_options import ChaosOptions
     from bhandar_cli.sim.chaos.swarm import SeedOutcome, SwarmResult
+    from bhandar_cli.sim.dask_pool import DaskPool
 
 
 def run_swarm_command(
-    base: ChaosOptions, count: int, jobs: int, seed_timeout: float, output: OutputFormat
+    base: ChaosOptions,
+    count: int,
+    jobs: int,
+    seed_timeout: float,
+    output: OutputFormat,
+    scheduler: str | None = None,
 ) -> None:
-    from bhandar_cli.sim.chaos.swarm import run_swarm, swarm_json
+    """Run and print the swarm: on `jobs` worker processes here, or on the Dask cluster of
+    `scheduler` (its worker threads then stand for `jobs`)."""
+    if scheduler is None:
+        _run_and_print(base, count, min(jobs, count), seed_timeout, output, None)
+        return
+    from bhandar_cli.sim.dask_pool import DaskPool, DaskUnavailable
 
-    jobs = min(jobs, count)
+    try:
+        dask = DaskPool(scheduler)
+    except DaskUnavailable as e:
+        fail(str(e), EXIT_USAGE)
+    with dask:
+        _run_and_print(base, count, dask.threads(), seed_timeout, output, dask)
+
+
+def _run_and_print(
+    base: ChaosOptions,
+    count: int,
+    jobs: int,
+    seed_timeout: float,
+    output: OutputFormat,
+    dask: DaskPool | None,
+) -> None:
+    from bhandar_cli.sim.chaos.swarm import swarm_json
+
     if output is OutputFormat.json:
-        result = run_swarm(base, count, jobs, seed_timeout)
+        result = _run(base, count, jobs, seed_timeout, None, dask)
         emit_json(swarm_json(result))
     else:
-        _write(_header(base, count, jobs))
+        _write(_header(base, count, jobs, dask))
         if sys.stdout.isatty():
-            result = _with_progress_bar(base, count, jobs, seed_timeout)
+            result = _with_progress_bar(base, count, jobs, seed_timeout, dask)
         else:
-            result = run_swarm(base, count, jobs, seed_timeout, lambda o: _write(_failure(o)))
+            result = _run(base, count, jobs, seed_timeout, lambda o: _write(_failure(o)), dask)
         _write(_tally(result))
+    if result.lost is not None:
+        fail(result.lost, EXIT_USAGE)
     if result.failed:
         raise typer.Exit(EXIT_FAILED)
     if result.interrupted:
         raise typer.Exit(EXIT_INTERRUPTED)
+
+
+def _run(
+    base: ChaosOptions,
+    count: int,
+    jobs: int,
+    seed_timeout: float,
+    on_outcome: Callable[[SeedOutcome], None] | None,
+    dask: DaskPool | None,
+) -> SwarmResult:
+    from bhandar_cli.sim.chaos import swarm
+
+    if dask is None:  # the local swarm's call, as tests that stand in for run_swarm expect it
+        return swarm.run_swarm(base, count, jobs, seed_timeout, on_outcome)
+    return swarm.run_swarm(base, count, jobs, seed_timeout, on_outcome, dask)
 
 
 def _write(text: str) -> None:
@@ -51,9 +98,12 @@ def _write(text: str) -> None:
     sys.stdout.flush()
 
 
-def _header(base: ChaosOptions, count: int, jobs: int) -> str:
+def _header(base: ChaosOptions, count: int, jobs: int, dask: DaskPool | None) -> str:
     last = base.seed + count - 1
-    return f"chaos swarm: {count} seeds, {base.seed} to {last}, on {counted(jobs, 'worker')}\n"
+    where = counted(jobs, "worker")
+    if dask is not None:
+        where = f"the Dask cluster at {dask.address} ({counted(jobs, 'worker thread')})"
+    return f"chaos swarm: {count} seeds, {base.seed} to {last}, on {where}\n"
 
 
 def _failure(outcome: SeedOutcome) -> str:
@@ -69,7 +119,11 @@ def _tally(result: SwarmResult) -> str:
 
     done = len(result.outcomes)
     failed = result.failed
-    head = f"interrupted after {done} of {result.count} seeds" if result.interrupted else f"{done} seeds"
+    head = f"{done} seeds"
+    if result.interrupted:
+        head = f"interrupted after {done} of {result.count} seeds"
+    elif result.lost is not None:
+        head = f"cut short after {done} of {result.count} seeds"
     lines = [f"swarm: {head}: {result.passed} passed, {len(failed)} failed in {result.seconds:.1f} s"]
     lines.append(f"puts stored twice (one request under two dots; goal 0): {result.stored_twice}")
     if failed:
@@ -78,7 +132,9 @@ def _tally(result: SwarmResult) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _with_progress_bar(base: ChaosOptions, count: int, jobs: int, seed_timeout: float) -> SwarmResult:
+def _with_progress_bar(
+    base: ChaosOptions, count: int, jobs: int, seed_timeout: float, dask: DaskPool | None
+) -> SwarmResult:
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -88,8 +144,6 @@ def _with_progress_bar(base: ChaosOptions, count: int, jobs: int, seed_timeout: 
         TimeRemainingColumn,
     )
     from rich.text import Text
-
-    from bhandar_cli.sim.chaos.swarm import run_swarm
 
     with Progress(
         TextColumn("swarm"),
@@ -113,4 +167,4 @@ def _with_progress_bar(base: ChaosOptions, count: int, jobs: int, seed_timeout: 
             progress.update(task, advance=1, failed=failures)
 
         on_outcome: Callable[[SeedOutcome], None] = show
-        return run_swarm(base, count, jobs, seed_timeout, on_outcome)
+        return _run(base, count, jobs, seed_timeout, on_outcome, dask)

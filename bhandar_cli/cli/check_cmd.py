@@ -2,7 +2,10 @@
 
 Parses and validates the options, runs the check (check/check_run.py) or the checklist, and prints
 the report (check/check_report.py, --report's page from check/html.py). Exit 0 valid, 1 invalid or
-unknown, 2 a usage, setup or protocol error.
+unknown, 2 a usage, setup or protocol error. `--sweep N` runs the same check with N consecutive
+seeds (check/sweep.py), here or on a Dask cluster (`--scheduler`), and prints one line per seed:
+its verdict and the command that repeats it; exit 2 if any could not be judged, else 1 if any was
+invalid or unknown.
 """
 
 from __future__ import annotations
@@ -11,13 +14,19 @@ import random
 import shlex
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from bhandar_cli.check.catalog import CONSISTENCY_MODELS, KINDS, WORKLOADS, scenarios
 from bhandar_cli.cli.output import EXIT_USAGE, OUTPUT_OPTION, OutputFormat, emit_json, fail
 from bhandar_cli.core.model.durations import seconds_of
+from bhandar_cli.core.model.wording import count as counted
 from bhandar_cli.host.network import DISTRIBUTIONS
+
+if TYPE_CHECKING:
+    from bhandar_cli.check.check_run import CheckOptions
+    from bhandar_cli.check.sweep import SweepResult, SweepSeed
 
 WORKLOAD_HELP = "; ".join(f"{name}: {doc}" for name, doc in WORKLOADS.items())
 
@@ -81,6 +90,29 @@ def check(
     ),
     seed: int | None = typer.Option(
         None, "--seed", help="Draws the faults and the workload (printed: repeat a run)."
+    ),
+    sweep: str | None = typer.Option(
+        None,
+        "--sweep",
+        metavar="INT",
+        help="Run the same check with this many consecutive seeds (from --start), each in its own "
+        "log directory (--log-dir/seed-N), and print one line per seed: its verdict and the command "
+        "that repeats it. Exit 0 if all were valid, 1 if any was invalid or unknown, 2 if any could "
+        "not be judged.",
+    ),
+    start: str | None = typer.Option(
+        None, "--start", metavar="INT", help="First seed of a sweep (default: a random one, printed)."
+    ),
+    jobs: str | None = typer.Option(
+        None, "--jobs", "-j", metavar="INT", help="Seeds of a sweep run at a time here (default: 2)."
+    ),
+    scheduler: str | None = typer.Option(
+        None,
+        "--scheduler",
+        metavar="tcp://HOST:PORT",
+        help="Run a sweep's seeds on the Dask cluster of this scheduler (`dask scheduler`, `dask "
+        "worker`): every worker needs bhandar and the --bin program at the same path; needs pip "
+        "install 'bhandar[dask]'.",
     ),
     nemesis: str = typer.Option("", "--nemesis", metavar="KIND,...", help=f"Faults: {', '.join(KINDS)}."),
     nemesis_interval: str = typer.Option(
@@ -156,6 +188,7 @@ def check(
     message, a flood)."""
     from bhandar_cli.check.check_run import CheckOptions, default_timeout
 
+    sweep_count = _sweep_options(sweep, start, jobs, scheduler, seed, checklist, report)
     argv = [*shlex.split(program), *(args or [])]
     if not argv:
         fail("--bin needs a program", EXIT_USAGE)
@@ -221,8 +254,126 @@ def check(
     )
     if checklist:
         _checklist(opts, report, output)
+    elif sweep_count is not None:
+        _sweep(opts, sweep_count, start, jobs, scheduler, output)
     else:
         _one(opts, report, output)
+
+
+SWEEP_MAX = 100_000
+SWEEP_JOBS = 2  # a check's nodes are processes of their own: a sweep here is light on its own cores
+JOBS_MAX = 256
+SEED_MAX = 2**63 - 1
+EXIT_INTERRUPTED = 130
+
+
+def _int(option: str, text: str | None, lo: int, hi: int) -> int | None:
+    from bhandar_cli.core.model.errors import BadInput
+    from bhandar_cli.sim.chaos.chaos_options import parse_int
+
+    try:
+        return parse_int(option, text, lo, hi)
+    except BadInput as exc:
+        fail(str(exc), EXIT_USAGE)
+
+
+def _sweep_options(
+    sweep: str | None,
+    start: str | None,
+    jobs: str | None,
+    scheduler: str | None,
+    seed: int | None,
+    checklist: bool,
+    report: Path | None,
+) -> int | None:
+    """How many seeds a sweep runs (None: not a sweep), after its options' checks."""
+    count = _int("--sweep", sweep, 1, SWEEP_MAX)
+    if count is None:
+        for option, value in (("--start", start), ("--jobs", jobs), ("--scheduler", scheduler)):
+            if value is not None:
+                fail(f"{option} applies only with --sweep", EXIT_USAGE)
+        return None
+    if seed is not None:
+        fail("--seed and --sweep cannot be combined (a sweep starts at --start)", EXIT_USAGE)
+    if checklist:
+        fail("--checklist and --sweep cannot be combined", EXIT_USAGE)
+    if report is not None:
+        fail("--report applies to one run (not --sweep): repeat a seed with it", EXIT_USAGE)
+    if jobs is not None and scheduler is not None:
+        fail("--jobs and --scheduler cannot be combined (the Dask workers run the seeds)", EXIT_USAGE)
+    return count
+
+
+def _sweep(
+    opts: CheckOptions,
+    count: int,
+    start: str | None,
+    jobs: str | None,
+    scheduler: str | None,
+    output: OutputFormat,
+) -> None:
+    from bhandar_cli.check.sweep import run_sweep, sweep_json
+    from bhandar_cli.core.model.errors import BadInput
+    from bhandar_cli.sim.dask_pool import DaskPool, DaskUnavailable, parse_scheduler
+
+    first = _int("--start", start, 0, SEED_MAX - count + 1)
+    first = random.SystemRandom().randrange(1 << 31) if first is None else first
+    at_once = min(_int("--jobs", jobs, 1, JOBS_MAX) or SWEEP_JOBS, count)
+    quiet = output is OutputFormat.json
+
+    def line(seed: SweepSeed) -> None:
+        if not quiet:
+            print(_sweep_line(seed), flush=True)
+
+    if scheduler is None:
+        if not quiet:
+            print(_sweep_header(opts, first, count, f"{at_once} at a time here"), flush=True)
+        result = run_sweep(opts, first, count, at_once, line)
+    else:
+        try:
+            address = parse_scheduler(scheduler)
+        except BadInput as exc:
+            fail(str(exc), EXIT_USAGE)
+        try:
+            dask = DaskPool(address)
+        except DaskUnavailable as exc:
+            fail(str(exc), EXIT_USAGE)
+        with dask:
+            threads = dask.threads()
+            if not quiet:
+                where = f"the Dask cluster at {address} ({counted(threads, 'worker thread')})"
+                print(_sweep_header(opts, first, count, where), flush=True)
+            result = run_sweep(opts, first, count, threads, line, dask)
+    if quiet:
+        emit_json(sweep_json(result))
+    else:
+        print(_sweep_tally(result), flush=True)
+    if result.lost is not None:
+        fail(result.lost, EXIT_USAGE)
+    if result.interrupted and result.exit_code == 0:
+        raise SystemExit(EXIT_INTERRUPTED)
+    raise SystemExit(result.exit_code)
+
+
+def _sweep_header(opts: CheckOptions, first: int, count: int, where: str) -> str:
+    logs = Path(opts.log_dir) / "seed-N"
+    return f"check sweep: {count} seeds, {first} to {first + count - 1}, on {where}; logs in {logs}"
+
+
+def _sweep_line(seed: SweepSeed) -> str:
+    said = "" if seed.status == "valid" else f" ({seed.summary})"
+    return f"seed {seed.seed}: {seed.status}{said}; repeat with: {seed.command}"
+
+
+def _sweep_tally(result: SweepResult) -> str:
+    done = len(result.seeds)
+    head = f"interrupted after {done} of {result.count} seeds" if result.interrupted else f"{done} seeds"
+    counts = ", ".join(f"{result.count_of(s)} {s}" for s in ("valid", "invalid", "unknown", "error"))
+    lines = [f"sweep: {head}: {counts} in {result.seconds:.1f} s"]
+    bad = [str(s.seed) for s in result.seeds if s.status != "valid"]
+    if bad:
+        lines.append("not valid: " + " ".join(bad))
+    return "\n".join(lines)
 
 
 def _one(opts: object, report: Path | None, output: OutputFormat) -> None:

@@ -13,6 +13,12 @@ only this process, which kills the workers and returns the tally so far; SIGINT 
 a worker starts, so a Ctrl-C during its imports does not print its traceback. Workers are spawned,
 not forked: the parent may be running a progress bar's thread, and forking a threaded process is
 unsafe.
+
+With a `DaskPool` (sim/dask_pool.py, `--scheduler`) the seeds run as tasks on a Dask cluster
+instead: the task is `run_seed`, as in a worker process here, so the outcomes, and everything
+printed from them, are the same. A Dask worker cannot be killed for one seed, so `run_seed` also
+stops its own run at the time limit; a lost cluster ends the swarm with `lost` saying why and
+which seeds did not run.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import time
 import traceback
 from collections.abc import Callable, Generator, Set
 from dataclasses import dataclass, replace
+from functools import partial
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
 from pathlib import Path
@@ -33,6 +40,7 @@ from typing import Any
 from bhandar_cli.sim.chaos.chaos_options import ChaosOptions
 from bhandar_cli.sim.chaos.chaos_run import run_chaos
 from bhandar_cli.sim.chaos.report import reproduce_command
+from bhandar_cli.sim.dask_pool import DaskPool, DaskUnavailable, seed_ranges
 
 # Checked whenever a worker is busy, so an interrupt or a time limit is noticed within this.
 POLL_SECONDS = 0.5
@@ -64,6 +72,8 @@ class SwarmResult:
     outcomes: tuple[SeedOutcome, ...]  # in seed order
     seconds: float
     interrupted: bool
+    scheduler: str | None = None  # the Dask scheduler the seeds ran on; None: worker processes here
+    lost: str | None = None  # one line: the Dask cluster was lost, and the seeds it did not run
 
     @property
     def passed(self) -> int:
@@ -82,12 +92,30 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def run_seed(options: ChaosOptions) -> SeedOutcome:
-    """Run one seed; a run that raises is a failure (an internal bug) with the exception's summary."""
+class _OutOfTime(Exception):
+    pass
+
+
+def run_seed(options: ChaosOptions, time_limit: float | None = None) -> SeedOutcome:
+    """Run one seed; a run that raises is a failure (an internal bug) with the exception's summary.
+    A run still going after `time_limit` seconds stops at its next progress step and fails."""
     started = time.perf_counter()
     command = reproduce_command(options)
+
+    def in_time(_done: int) -> None:
+        if time_limit is not None and time.perf_counter() - started >= time_limit:
+            raise _OutOfTime
+
     try:
-        report = run_chaos(options)
+        report = run_chaos(options, in_time)
+    except _OutOfTime:
+        return SeedOutcome(
+            seed=options.seed,
+            violation=_late(time_limit),
+            violations=1,
+            command=command,
+            seconds=time.perf_counter() - started,
+        )
     except Exception as e:
         summary = _one_line(f"internal error: {type(e).__name__}: {e} ({_raised_at(e)})")
         seconds = time.perf_counter() - started
@@ -107,6 +135,10 @@ def run_seed(options: ChaosOptions) -> SeedOutcome:
     )
 
 
+def _late(time_limit: float | None) -> str:
+    return f"did not finish in {time_limit:g} s"
+
+
 def _raised_at(error: BaseException) -> str:
     """Where the exception was raised, as `path:line`, so failing seeds can be grouped by bug."""
     frame = traceback.extract_tb(error.__traceback__)[-1]
@@ -116,14 +148,14 @@ def _raised_at(error: BaseException) -> str:
     return f"raised at {shown}:{frame.lineno}"
 
 
-def _worker(base: ChaosOptions, pipe: Connection) -> None:
+def _worker(base: ChaosOptions, seed_timeout: float, pipe: Connection) -> None:
     """A worker's loop: receive a seed, send its outcome, until the swarm kills it or goes away."""
     # Ignoring SIGINT discards one that arrived while it was blocked at start (see `_Worker.start`).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     try:
         while True:
-            pipe.send(run_seed(replace(base, seed=pipe.recv())))
+            pipe.send(run_seed(replace(base, seed=pipe.recv()), seed_timeout))
     except EOFError:  # the swarm has gone
         return
 
@@ -131,10 +163,12 @@ def _worker(base: ChaosOptions, pipe: Connection) -> None:
 class _Worker:
     """One worker process, the seed it is running and when that seed's time is up."""
 
-    def __init__(self, base: ChaosOptions) -> None:
+    def __init__(self, base: ChaosOptions, seed_timeout: float) -> None:
         context = multiprocessing.get_context("spawn")
         self.pipe, self._child = context.Pipe()
-        self.process: BaseProcess = context.Process(target=_worker, args=(base, self._child), daemon=True)
+        self.process: BaseProcess = context.Process(
+            target=_worker, args=(base, seed_timeout, self._child), daemon=True
+        )
         self.seed: int | None = None
         self.started = 0.0
         self.deadline = 0.0
@@ -173,13 +207,20 @@ def run_swarm(
     jobs: int,
     seed_timeout: float,
     on_outcome: Callable[[SeedOutcome], None] | None = None,
+    dask: DaskPool | None = None,
 ) -> SwarmResult:
-    """Run seeds `base.seed` .. `base.seed + count - 1` on `jobs` workers. Each outcome is handed
-    to `on_outcome` as it arrives; Ctrl-C stops the swarm and returns what finished."""
+    """Run seeds `base.seed` .. `base.seed + count - 1` on `jobs` workers, or on the Dask cluster
+    of `dask` (then `jobs` is only reported). Each outcome is handed to `on_outcome` as it arrives;
+    Ctrl-C stops the swarm and returns what finished, as does a lost Dask cluster (with `lost`)."""
     started = time.perf_counter()
     outcomes: list[SeedOutcome] = []
     interrupted = False
-    running = _outcomes(base, count, jobs, seed_timeout)
+    lost = None
+    running = (
+        _outcomes(base, count, jobs, seed_timeout)
+        if dask is None
+        else _dask_outcomes(dask, base, count, seed_timeout)
+    )
     try:
         for outcome in running:
             outcomes.append(outcome)
@@ -187,6 +228,10 @@ def run_swarm(
                 on_outcome(outcome)
     except KeyboardInterrupt:
         interrupted = True
+    except DaskUnavailable as e:
+        finished = {o.seed for o in outcomes}
+        not_run = [s for s in range(base.seed, base.seed + count) if s not in finished]
+        lost = f"{e}; seeds not run: {seed_ranges(not_run)}"
     finally:
         running.close()  # stops the workers, wherever the interrupt landed
     return SwarmResult(
@@ -198,7 +243,26 @@ def run_swarm(
         outcomes=tuple(sorted(outcomes, key=lambda o: o.seed)),
         seconds=time.perf_counter() - started,
         interrupted=interrupted,
+        scheduler=None if dask is None else dask.address,
+        lost=lost,
     )
+
+
+def _dask_outcomes(
+    dask: DaskPool, base: ChaosOptions, count: int, seed_timeout: float
+) -> Generator[SeedOutcome, None, None]:
+    def unfinished(options: ChaosOptions, why: str, seconds: float) -> SeedOutcome:
+        return SeedOutcome(
+            seed=options.seed,
+            violation=why,
+            violations=1,
+            command=reproduce_command(options),
+            seconds=seconds,
+        )
+
+    seeds = (replace(base, seed=seed) for seed in range(base.seed, base.seed + count))
+    task = partial(run_seed, time_limit=seed_timeout)
+    yield from dask.results(task, seeds, lambda o: f"seed {o.seed}", seed_timeout, unfinished)
 
 
 def _outcomes(
@@ -208,7 +272,7 @@ def _outcomes(
     workers: list[_Worker] = []
     try:
         for first in itertools.islice(pending, jobs):
-            workers.append(worker := _Worker(base))
+            workers.append(worker := _Worker(base, seed_timeout))
             worker.start()
             worker.give(first, seed_timeout)
         while busy := [w for w in workers if w.seed is not None]:
@@ -223,7 +287,7 @@ def _outcomes(
                 yield outcome
                 if worker.seed is not None:  # it did not answer: it is gone or stuck
                     worker.stop()
-                    workers[i] = worker = _Worker(base)
+                    workers[i] = worker = _Worker(base, seed_timeout)
                     worker.start()
                 if (seed := next(pending, None)) is not None:
                     worker.give(seed, seed_timeout)
@@ -251,7 +315,7 @@ def _finished(
             seed=worker.seed, violation=why, violations=1, command=reproduce_command(options), seconds=seconds
         )
     if now >= worker.deadline:
-        why = f"did not finish in {seed_timeout:g} s"
+        why = _late(seed_timeout)
         return SeedOutcome(
             seed=worker.seed, violation=why, violations=1, command=reproduce_command(options), seconds=seconds
         )
@@ -282,6 +346,7 @@ def swarm_json(result: SwarmResult) -> dict[str, Any]:
             "bugs": list(base.bugs),
             "jobs": result.jobs,
             "seed_timeout": result.seed_timeout,
+            "scheduler": result.scheduler,
         },
         "finished": len(result.outcomes),
         "passed": result.passed,
@@ -291,7 +356,8 @@ def swarm_json(result: SwarmResult) -> dict[str, Any]:
             for o in result.failed
         ],
         "interrupted": result.interrupted,
-        "ok": not result.failed and not result.interrupted,
+        "lost": result.lost,
+        "ok": not result.failed and not result.interrupted and result.lost is None,
         "command": swarm_command(result),
         "seconds": round(result.seconds, 3),
     }
