@@ -1,4 +1,6 @@
-"""SSTable data blocks: their columnar encoding, their check, and the cache of checked blocks.
+"""SSTable data blocks: their columnar encoding, their check, the digests that let a checked
+block's later reads check only the bytes they use (`block_digests`), and the cache of checked
+blocks.
 
 A data block is `payload | crc32(payload) u32`, the payload columnar so CPython reads it with one
 `struct` call: `n u32 | kinds n×u8 | offsets (2n+1)×u32 | keys | values`, where key j is

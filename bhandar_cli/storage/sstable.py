@@ -30,7 +30,7 @@ damage as above; the footer stays plain, and a table whose index cannot be opene
 (sealed blocks cannot be walked). Format 2 tables (plain) are still read.
 Opening with `verify=True` checks every block up front. A block's CRC is checked whole once per
 open table (at open, or at its first read): a plain table then keeps the block's digests (its
-head's CRC and each value's, blocks.py `block_digests`, about 4 bytes a record), and a later read
+head's CRC and each value's, blocks.py `block_digests`, some 230 bytes a 4 KiB block), and a later read
 of the block from the file checks only what its answer depends on against them. A byte changed
 after the check is found by the first read that depends on it, by the next open and by a
 compaction (which reads blocks whole), and costs the block's records as above; no answer is made
