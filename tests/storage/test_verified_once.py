@@ -47,10 +47,10 @@ def _verified(disk: SimDisk, cache_bytes: int = 0) -> tuple[Table, DamageLog]:
 
 def _value_byte(table: Table, block: int, record: int) -> int:
     """The file offset of the first byte of record `record`'s value in block `block`."""
-    off = table._offsets[block]
+    off: int = table._offsets[block]
     raw = table._file.pread(off, table._lengths[block])
     n = int.from_bytes(raw[:4], "little")
-    start, _ = PAIR.unpack_from(raw, 4 + n + 4 * (n + record))
+    start: int = PAIR.unpack_from(raw, 4 + n + 4 * (n + record))[0]
     return off + start
 
 
