@@ -1,4 +1,6 @@
-"""SSTable data blocks: their columnar encoding, their check, and the cache of checked blocks.
+"""SSTable data blocks: their columnar encoding, their check, the digests that let a checked
+block's later reads check only the bytes they use (`block_digests`), and the cache of checked
+blocks.
 
 A data block is `payload | crc32(payload) u32`, the payload columnar so CPython reads it with one
 `struct` call: `n u32 | kinds n×u8 | offsets (2n+1)×u32 | keys | values`, where key j is
@@ -85,11 +87,23 @@ class Block:
 
 
 def find_in_block(data: bytes, n: int, key: bytes) -> tuple[int, bytes | None] | None:
-    """(kind, value) of `key` in a checked block (`check_block`) of `n` records, or None: read
-    from its bytes with a few C calls, no per-record work. The key is looked for as a substring
-    of the block's keys, which lie end to end; a match is one of them if some key j starts and
-    ends there, that is if the offsets (start, end) follow each other in the offsets array,
-    4-aligned. A match across two keys, or inside one, is skipped."""
+    """(kind, value) of `key` in a checked block (`check_block`) of `n` records, or None."""
+    j = find_index(data, n, key)
+    if j < 0:
+        return None
+    if data[4 + j] == DELETE:
+        return DELETE, None
+    a, b = PAIR.unpack_from(data, 4 + n + 4 * (n + j))
+    return data[4 + j], data[a:b]
+
+
+def find_index(data: bytes, n: int, key: bytes) -> int:
+    """The index of `key` among the `n` records of a block, or -1: read from its bytes with a few
+    C calls, no per-record work. The key is looked for as a substring of the block's keys, which
+    lie end to end; a match is one of them if some key j starts and ends there, that is if the
+    offsets (start, end) follow each other in the offsets array, 4-aligned. A match across two
+    keys, or inside one, is skipped. It reads only the block's head: its count, kinds, offsets and
+    keys."""
     first, at = 8 + 9 * n, 4 + n  # where the keys and the offsets start
     keys_end = _U32.unpack_from(data, at + 4 * n)[0]
     p = data.find(key, first, keys_end)
@@ -100,13 +114,21 @@ def find_in_block(data: bytes, n: int, key: bytes) -> tuple[int, bytes | None] |
         while i >= 0 and (i - at) & 3:
             i = data.find(bounds, i + 1, at + 4 * n + 4)
         if i >= 0:
-            j = (i - at) >> 2
-            if data[4 + j] == DELETE:
-                return DELETE, None
-            a, b = PAIR.unpack_from(data, at + 4 * (n + j))
-            return data[4 + j], data[a:b]
+            return (i - at) >> 2
         p = data.find(key, p + 1, keys_end)
-    return None
+    return -1
+
+
+def block_digests(data: bytes, n: int) -> array[int]:
+    """What a checked block's reads can be checked against later without its whole CRC:
+    `[head_end, crc32 of the head, crc32 of value 0, ..., of value n-1]`. A get uses the head
+    (to find the key and its value's offsets) and one value; checking those bytes against these
+    digests checks everything the answer depends on (see `Table.get`)."""
+    offs = _u32s(data, 4 + n, 2 * n + 1)
+    end = offs[n]
+    digests = array("I", (end, zlib.crc32(data[:end])))
+    digests.extend(map(zlib.crc32, map(data.__getitem__, map(slice, offs[n:-1], offs[n + 1 :]))))
+    return digests
 
 
 def encode_block(keys: list[bytes], kinds: list[int], values: list[bytes]) -> bytes:
