@@ -22,7 +22,7 @@ from bhandar_cli.bench.throughput import KEYSPACE, VALUE, Advance, Progress, no_
 if TYPE_CHECKING:
     from bhandar_cli.fleet.cluster_file import ClusterFile
 
-SIDES = ("secure", "plain")
+SECURITY_SIDES = ("secure", "plain")
 
 
 async def run_security_bench(
@@ -44,15 +44,15 @@ async def run_security_bench(
     zones = min(3, nodes)
     replicas = min(3, nodes)
     clusters: dict[str, ClusterFile] = {}
-    runs: dict[str, list[dict[str, Any]]] = {side: [] for side in SIDES}
+    runs: dict[str, list[dict[str, Any]]] = {side: [] for side in SECURITY_SIDES}
     try:
-        for side in SIDES:
+        for side in SECURITY_SIDES:
             clusters[side] = await supervisor.up(
                 workdir / side, nodes, zones, 0, 8, replicas, (), tls=side == "secure"
             )
         with progress(2 * rounds * ops) as advance:
             for r in range(rounds):
-                for side in SIDES if r % 2 == 0 else SIDES[::-1]:
+                for side in SECURITY_SIDES if r % 2 == 0 else SECURITY_SIDES[::-1]:
                     async with open_tcp_client(clusters[side].dir, level) as client:
                         runs[side].append(
                             await store_load(client, ops, concurrency, weights, value, ctype, advance)
@@ -60,12 +60,12 @@ async def run_security_bench(
     finally:
         for cluster in clusters.values():
             await supervisor.down(cluster)
-    best = {side: max(runs[side], key=lambda s: s["ops_per_s"]) for side in SIDES}
+    best = {side: max(runs[side], key=lambda s: s["ops_per_s"]) for side in SECURITY_SIDES}
     secure, plain = best["secure"], best["plain"]
     ratio = round(secure["ops_per_s"] / plain["ops_per_s"], 3) if plain["ops_per_s"] else 0.0
-    errors = sum(s["errors"] for side in SIDES for s in runs[side])
+    errors = sum(s["errors"] for side in SECURITY_SIDES for s in runs[side])
     sides: dict[str, Any] = {}
-    for side in SIDES:
+    for side in SECURITY_SIDES:
         cluster = clusters[side]
         sides[side] = {
             "tls": cluster.tls,

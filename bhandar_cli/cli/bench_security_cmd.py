@@ -66,7 +66,7 @@ def render(report: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from bhandar_cli.bench.security_bench import SIDES
+    from bhandar_cli.bench.security_bench import SECURITY_SIDES
 
     console = Console()
     console.print(
@@ -74,7 +74,7 @@ def render(report: dict[str, Any]) -> None:
         f"{report['concurrency']} clients, {report['rounds']} rounds of {report['ops_per_round']} ops each"
     )
     table = Table("cluster", "TLS", "token", "ops/s (best)", "p50 ms", "p99 ms", "each round", box=None)
-    for side in SIDES:
+    for side in SECURITY_SIDES:
         s = report[side]
         table.add_row(
             side,

@@ -33,7 +33,7 @@ from bhandar_cli.core.model.records import Record, merge_records
 from bhandar_cli.fleet import cluster_file, supervisor
 from bhandar_cli.node import admin
 from bhandar_cli.node.net.blocking_rpc import RpcError
-from bhandar_cli.sim.checker.check import check
+from bhandar_cli.sim.checker.check import check_history
 from bhandar_cli.sim.history import CheckResult, History
 from bhandar_cli.soak.faults import FAULT_ERRORS, FaultLog, FaultSchedule, FaultTimes
 from bhandar_cli.soak.load import KEYSPACES, LoadStats, SoakClient
@@ -98,7 +98,7 @@ async def run_soak(
     convergence = await heal_and_converge(client, options.converge_timeout)
     progress.phase = "checking"
     held = await collect(client.backend, history, keyspaces)
-    result = check(
+    result = check_history(
         history,
         keyspaces,
         held.final,

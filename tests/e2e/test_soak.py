@@ -24,7 +24,7 @@ from bhandar_cli.core.model.values import encode_json
 from bhandar_cli.fleet import cluster_file
 from bhandar_cli.fleet.cluster_file import ClusterFile
 from bhandar_cli.security import pki
-from bhandar_cli.sim.checker.check import check
+from bhandar_cli.sim.checker.check import check_history
 from bhandar_cli.sim.history import History
 from bhandar_cli.soak.load import TALLY, VERSIONED, LoadStats, SoakClient
 from bhandar_cli.soak.run import collect, heal_and_converge, prepare_keyspaces
@@ -108,7 +108,7 @@ def test_the_soak_check_reports_writes_the_cluster_never_got(shared_cluster: Clu
                 assert (await heal_and_converge(client, 60)).converged
                 held = await collect(client.backend, history, keyspaces)
                 assert not held.unreadable
-                return check(history, keyspaces, held.final, held.replicas, held.hints_left)
+                return check_history(history, keyspaces, held.final, held.replicas, held.hints_left)
 
             honest = await verdict()
             # Plant: an acknowledged put of a value nobody stored, an acknowledged +1000 nobody sent.

@@ -36,7 +36,7 @@ from bhandar_cli.core.protocol.messages import (
 )
 from bhandar_cli.fleet.in_process_cluster import InProcessCluster
 from bhandar_cli.host.topology import next_node_name
-from bhandar_cli.sim.checker.check import check
+from bhandar_cli.sim.checker.check import check_history
 from bhandar_cli.sim.history import History
 
 KS = KeyspaceDef("ks")
@@ -211,7 +211,7 @@ def test_random_lifecycle_actions_never_crash_the_session_or_lose_an_acknowledge
             for record in copies.values():
                 merged = merge_records(keyspaces[ks].policy, merged, record)
             final[(ks, key)] = merged
-        verdict = check(history, keyspaces, final, replicas, 0, [(0.0, math.inf)])
+        verdict = check_history(history, keyspaces, final, replicas, 0, [(0.0, math.inf)])
         assert not verdict.violations, [str(v) for v in verdict.violations[:5]]
         return history, person.counts
 

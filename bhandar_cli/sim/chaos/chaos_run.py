@@ -53,7 +53,7 @@ from bhandar_cli.sim.chaos.report import (
 )
 from bhandar_cli.sim.chaos.storage_faults import STORAGE_KINDS, LSMHosts
 from bhandar_cli.sim.chaos.workload import Workload, WorkloadParams, workload_keyspaces
-from bhandar_cli.sim.checker.check import check
+from bhandar_cli.sim.checker.check import check_history
 from bhandar_cli.sim.history import History, Violation
 from bhandar_cli.sim.sim_cluster import SimCluster
 
@@ -211,7 +211,7 @@ def _run_chaos(
 
     healed = heal(cluster, faults, history, keyspaces, None if disks is None else disks.compact)
     windows = _movement_windows(faults, config.detection_bound())
-    result = check(history, keyspaces, healed.final, healed.replicas, healed.hints_left, windows)
+    result = check_history(history, keyspaces, healed.final, healed.replicas, healed.hints_left, windows)
     problems = healed.problems + _internal_errors(cluster)
     if problems:
         result = replace(result, violations=result.violations + tuple(problems))

@@ -66,7 +66,7 @@ class _KeyFacts:
     incrs: list[Operation] = field(default_factory=list)
 
 
-def check(
+def check_history(
     history: History,
     keyspaces: Mapping[str, KeyspaceDef],
     final: Mapping[tuple[str, str], Record | None],

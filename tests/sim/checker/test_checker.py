@@ -9,7 +9,7 @@ from bhandar_cli.core.model.crdt import EMPTY_COUNTER
 from bhandar_cli.core.model.records import Record, Versioned
 from bhandar_cli.core.model.versions import Sibling
 from bhandar_cli.core.protocol.messages import Failure, GetResult, IncrResult, PutResult
-from bhandar_cli.sim.checker.check import check, count_stale_reads
+from bhandar_cli.sim.checker.check import check_history, count_stale_reads
 from bhandar_cli.sim.history import History, Operation
 
 SLOPPY = KeyspaceDef("sibs")
@@ -44,7 +44,7 @@ def read(h: History, t: float, record: Record | None, ks: str = "sibs", level: s
 def kinds(
     h: History, final: Record | None, ks: str = "sibs", replicas: Any = None, **kw: object
 ) -> list[str]:
-    result = check(h, KEYSPACES, {(ks, "k"): final}, replicas or {}, **kw)  # type: ignore[arg-type]
+    result = check_history(h, KEYSPACES, {(ks, "k"): final}, replicas or {}, **kw)  # type: ignore[arg-type]
     return [v.kind for v in result.violations]
 
 
@@ -159,7 +159,7 @@ def test_counters_must_lie_between_acked_and_attempted() -> None:
     counter = EMPTY_COUNTER
     for value, expected in ((5, []), (8, []), (3, []), (2, ["counter"]), (9, ["counter"]), (10, ["counter"])):
         c = counter.increment("A", value, "x") if value >= 0 else counter
-        result = check(h, KEYSPACES, {("tally", "k"): c}, {})
+        result = check_history(h, KEYSPACES, {("tally", "k"): c}, {})
         assert [v.kind for v in result.violations] == expected, value
         assert result.increments == 3 and result.retries == 1
 
@@ -187,7 +187,7 @@ def test_one_put_stored_twice_with_its_context_is_counted_not_a_violation() -> N
     put(h, 1.0, "x")
     twice = rec(sib("A", 1, "x"), sib("A", 2, "x"))
     read(h, 2.0, twice)
-    result = check(h, KEYSPACES, {("sibs", "k"): twice}, {})
+    result = check_history(h, KEYSPACES, {("sibs", "k"): twice}, {})
     assert result.violations == () and result.stored_twice == 1
     h2 = History()
     put(h2, 1.0, "x")
@@ -201,7 +201,7 @@ def test_a_value_from_another_key_is_a_phantom() -> None:
     h.complete(other, 1.1, OK)
     read(h, 2.0, rec(sib("A", 1, "z")))
     final = {("sibs", "k"): None, ("sibs", "other"): rec(sib("A", 1, "z"))}
-    result = check(h, KEYSPACES, final, {})
+    result = check_history(h, KEYSPACES, final, {})
     assert [v.kind for v in result.violations] == ["phantom"]
 
 
@@ -220,9 +220,9 @@ def test_a_strict_stale_read_of_a_write_made_during_a_range_movement_is_counted_
     put(h, 1.0, "x", ks="strict")  # runs from 1.0 to 1.01
     read(h, 2.0, None, ks="strict")
     final = rec(sib("A", 1, "x"))
-    during = check(h, KEYSPACES, {("strict", "k"): final}, {}, movements=[(0.5, 1.005)])
+    during = check_history(h, KEYSPACES, {("strict", "k"): final}, {}, movements=[(0.5, 1.005)])
     assert during.violations == () and (during.strict_stale_reads, during.moving_stale_reads) == (0, 1)
     # A movement that ended before the write began excuses nothing.
-    before = check(h, KEYSPACES, {("strict", "k"): final}, {}, movements=[(0.1, 0.9)])
+    before = check_history(h, KEYSPACES, {("strict", "k"): final}, {}, movements=[(0.1, 0.9)])
     assert [v.kind for v in before.violations] == ["stale_read_strict"]
     assert (before.strict_stale_reads, before.moving_stale_reads) == (1, 0)
