@@ -1,6 +1,6 @@
 """`python -m bhandar_cli` runs the same command line as `bhandar`."""
 
-from bhandar_cli.cli.launch import main
+from bhandar_cli.cli import main
 
 if __name__ == "__main__":
     main()

@@ -168,6 +168,40 @@ def test_each_package_imports_only_what_its_row_allows() -> None:
     assert wrong == [], "imports the layer table does not allow:\n" + "\n".join(wrong)
 
 
+def face_of(unit: str) -> str:
+    """The one module other packages import a package through: its `__init__.py`, which names what
+    it offers in `__all__` (tests/test_faces.py pins each); a one-module row (native.py) is its own."""
+    return f"bhandar_cli.{unit}"
+
+
+def test_another_package_is_imported_only_through_its_face() -> None:
+    """A row of the table grants a package's face, `bhandar_cli.P`, never `bhandar_cli.P.module`:
+    a package's modules are its own to move. tests/ and scripts/ may import any module."""
+    by_path = []
+    for module, path in sorted(ALL.items()):
+        unit = unit_of(module)
+        for line, target in imports(module, path):
+            if unit_of(target) != unit and target != face_of(unit_of(target)):
+                by_path.append(f"{path.relative_to(PACKAGE.parent)}:{line}: {target}")
+    assert by_path == [], f"{len(by_path)} imports of another package's module:\n" + "\n".join(by_path)
+
+
+def test_inside_a_package_modules_import_each_other_not_their_face() -> None:
+    """A module's own face imports it back (lazily, but mypy reads the cycle): siblings import by
+    module path."""
+    through_face = []
+    for module, path in sorted(ALL.items()):
+        face = face_of(unit_of(module))
+        if module == face or path.name == "__init__.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if isinstance(node, ast.ImportFrom) and node.module == face:
+                names = [a.name for a in node.names if f"{face}.{a.name}" not in ALL]
+                if names:
+                    through_face.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}: {names}")
+    assert through_face == []
+
+
 def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
     """Tarjan's strongly connected components of more than one node (or a node that reaches itself)."""
     index: dict[str, int] = {}

@@ -27,11 +27,10 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bhandar_cli.core.model.records import Versioned
+from bhandar_cli.core.model import Versioned
 
 if TYPE_CHECKING:
-    from bhandar_cli.client.backends.tcp_backend import TcpBackend
-    from bhandar_cli.client.client import Client
+    from bhandar_cli.client import Client, TcpBackend
 
 KEYSPACE = "bench_big"
 SMALL = b'"' + b"s" * 98 + b'"'  # 100 bytes of JSON
@@ -59,10 +58,10 @@ class BigBench:
     async def run(self, workdir: Path, nodes: int) -> dict[str, Any]:
         import trio
 
-        from bhandar_cli.client.openers import open_tcp_client
-        from bhandar_cli.fleet import cluster_file, supervisor
+        from bhandar_cli.client import open_tcp_client
+        from bhandar_cli.fleet import down, load, up
 
-        cluster = await supervisor.up(workdir, nodes, min(3, nodes), 0, 8, 3)
+        cluster = await up(workdir, nodes, min(3, nodes), 0, 8, 3)
         try:
             async with open_tcp_client(cluster.dir, "QUORUM") as client:
                 await client.admin.keyspace_create(KEYSPACE)
@@ -76,13 +75,13 @@ class BigBench:
                         self.done = True
         finally:
             # The file, not `cluster`: a node restarted during the run has a new pid there.
-            await supervisor.down(cluster_file.load(cluster.dir))
+            await down(load(cluster.dir))
         return report
 
     async def _phases(self, client: Client[TcpBackend]) -> dict[str, Any]:
         import trio
 
-        from bhandar_cli.core.model.limits import MAX_VALUE_BYTES
+        from bhandar_cli.core.model import MAX_VALUE_BYTES
 
         backend = client.backend
         victim = backend.names[-1]
@@ -138,7 +137,7 @@ class BigBench:
         """One small-request worker: a put or a get of its own keys, at QUORUM, paced."""
         import trio
 
-        from bhandar_cli.core.model.errors import BhandarError, ClientError
+        from bhandar_cli.core.model import BhandarError, ClientError
 
         rng, i = random.Random(worker), 0
         while not self.done:
@@ -178,7 +177,7 @@ class BigBench:
             await trio.sleep(SAMPLE_GAP)
 
     async def _write_big(self, client: Client[TcpBackend], tag: str) -> None:
-        from bhandar_cli.core.model.limits import MAX_VALUE_BYTES
+        from bhandar_cli.core.model import MAX_VALUE_BYTES
 
         started = time.perf_counter()
         for i in range(self.values):
@@ -188,7 +187,7 @@ class BigBench:
 
     async def _replicated(self, client: Client[TcpBackend], key: str) -> int:
         """How many nodes hold the whole big value of `key` (its replicas should: N of them)."""
-        from bhandar_cli.core.model.limits import MAX_VALUE_BYTES
+        from bhandar_cli.core.model import MAX_VALUE_BYTES
 
         held = 0
         for name in client.backend.names:

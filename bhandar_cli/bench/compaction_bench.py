@@ -18,8 +18,7 @@ import trio
 from bhandar_cli.bench.echo_baselines import run_load
 
 if TYPE_CHECKING:
-    from bhandar_cli.client.backends.tcp_backend import TcpBackend
-    from bhandar_cli.client.client import Client
+    from bhandar_cli.client import Client, TcpBackend
 
 KEYSPACE = "kv"
 VALUE = b'"' + b"x" * 1000 + b'"'  # about 1 KB per record

@@ -24,13 +24,18 @@ from typing import Any
 
 import trio
 
-from bhandar_cli.core.wire import from_wire, to_wire
-from bhandar_cli.node.net.codec import ProtocolError, negotiate, protocol
-from bhandar_cli.node.net.frames import FrameConn, Outbox
-from bhandar_cli.node.net.rpc import open_rpc
-from bhandar_cli.node.net.tls_stream import TlsStream, no_renegotiation
-from bhandar_cli.security.access import PLAIN, ClientAccess
-from bhandar_cli.security.pki import NodeTls, server_context
+from bhandar_cli.core import from_wire, to_wire
+from bhandar_cli.node.net import (
+    FrameConn,
+    Outbox,
+    ProtocolError,
+    TlsStream,
+    negotiate,
+    no_renegotiation,
+    open_rpc,
+    protocol,
+)
+from bhandar_cli.security import PLAIN, ClientAccess, NodeTls, server_context
 
 START_TIMEOUT = 10.0
 

@@ -46,7 +46,7 @@ def etcd_binary() -> str | None:
 
 def start_etcd(binary: str, workdir: Path) -> tuple[list[subprocess.Popen[bytes]], list[tuple[str, int]]]:
     """A 3-member etcd on 127.0.0.1, waited for until every member reports healthy."""
-    from bhandar_cli.fleet.placement import free_ports
+    from bhandar_cli.fleet import free_ports
 
     ports = free_ports(2 * MEMBERS)
     clients, peers = ports[:MEMBERS], ports[MEMBERS:]
@@ -144,7 +144,7 @@ def load(spec: dict[str, Any]) -> dict[str, Any]:
 async def run_etcd_bench(workdir: Path, binary: str, ops: int, rounds: int, clients: int) -> dict[str, Any]:
     import secrets
 
-    from bhandar_cli.fleet import supervisor
+    from bhandar_cli.fleet import down, up
 
     etcd_procs: list[subprocess.Popen[bytes]] = []
     cluster = None
@@ -152,7 +152,7 @@ async def run_etcd_bench(workdir: Path, binary: str, ops: int, rounds: int, clie
     try:
         (workdir / "etcd").mkdir()
         etcd_procs, etcd_servers = start_etcd(binary, workdir / "etcd")
-        cluster = await supervisor.up(workdir / "bhandar", 3, 3, 0, 8, 3, (), tls=True)
+        cluster = await up(workdir / "bhandar", 3, 3, 0, 8, 3, (), tls=True)
         bases: dict[str, dict[str, Any]] = {
             "etcd": {"api": "etcd", "servers": etcd_servers, "pids": [p.pid for p in etcd_procs]},
             "bhandar": {
@@ -177,7 +177,7 @@ async def run_etcd_bench(workdir: Path, binary: str, ops: int, rounds: int, clie
     finally:
         stop_etcd(etcd_procs)
         if cluster is not None:
-            await supervisor.down(cluster)
+            await down(cluster)
     return report(runs, ops, rounds, clients, etcd_version(binary))
 
 

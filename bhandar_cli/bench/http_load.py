@@ -25,8 +25,7 @@ from typing import Any
 
 import trio
 
-from bhandar_cli.node.net.tls_connect import open_stream
-from bhandar_cli.node.net.tls_stream import no_renegotiation
+from bhandar_cli.node.net import no_renegotiation, open_stream
 
 _TICK = os.sysconf("SC_CLK_TCK")
 

@@ -29,13 +29,13 @@ async def run_repair_bench(
     import trio
 
     from bhandar_cli.bench.echo_baselines import run_load
-    from bhandar_cli.client.openers import open_tcp_client
-    from bhandar_cli.core.model.values import parse_value_text
-    from bhandar_cli.fleet import supervisor
+    from bhandar_cli.client import open_tcp_client
+    from bhandar_cli.core.model import parse_value_text
+    from bhandar_cli.fleet import down, up
 
     parsed = parse_value_text(VALUE)
     value, ctype = parsed.data, parsed.ctype
-    cluster = await supervisor.up(workdir, nodes, min(3, nodes), 0, 8, 3)
+    cluster = await up(workdir, nodes, min(3, nodes), 0, 8, 3)
     try:
         async with open_tcp_client(cluster.dir, "ONE") as client:
             names = list(client.backend.names)
@@ -65,7 +65,7 @@ async def run_repair_bench(
                 stream_s, stream_errors = await write(STREAM_KEYSPACE, majority[:1], advance)
             metrics = [await client.backend.node_metrics(n) for n in names]
     finally:
-        await supervisor.down(cluster)
+        await down(cluster)
     converged = not problems
     # The ratio of the figures shown, so the JSON is consistent with itself.
     converge_s, stream_s = round(converge_s, 3), round(stream_s, 3)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from bhandar_cli.bench.throughput import KEYSPACE, VALUE, Advance, Progress, no_progress, store_load
 
 if TYPE_CHECKING:
-    from bhandar_cli.fleet.cluster_file import ClusterFile
+    from bhandar_cli.fleet import ClusterFile
 
 SECURITY_SIDES = ("secure", "plain")
 
@@ -35,9 +35,9 @@ async def run_security_bench(
     weights: tuple[int, int],
     progress: Progress = no_progress,
 ) -> dict[str, Any]:
-    from bhandar_cli.client.openers import open_tcp_client
-    from bhandar_cli.core.model.values import parse_value_text
-    from bhandar_cli.fleet import supervisor
+    from bhandar_cli.client import open_tcp_client
+    from bhandar_cli.core.model import parse_value_text
+    from bhandar_cli.fleet import down, up
 
     parsed = parse_value_text(VALUE)
     value, ctype = parsed.data, parsed.ctype
@@ -47,9 +47,7 @@ async def run_security_bench(
     runs: dict[str, list[dict[str, Any]]] = {side: [] for side in SECURITY_SIDES}
     try:
         for side in SECURITY_SIDES:
-            clusters[side] = await supervisor.up(
-                workdir / side, nodes, zones, 0, 8, replicas, (), tls=side == "secure"
-            )
+            clusters[side] = await up(workdir / side, nodes, zones, 0, 8, replicas, (), tls=side == "secure")
         with progress(2 * rounds * ops) as advance:
             for r in range(rounds):
                 for side in SECURITY_SIDES if r % 2 == 0 else SECURITY_SIDES[::-1]:
@@ -59,7 +57,7 @@ async def run_security_bench(
                         )
     finally:
         for cluster in clusters.values():
-            await supervisor.down(cluster)
+            await down(cluster)
     best = {side: max(runs[side], key=lambda s: s["ops_per_s"]) for side in SECURITY_SIDES}
     secure, plain = best["secure"], best["plain"]
     ratio = round(secure["ops_per_s"] / plain["ops_per_s"], 3) if plain["ops_per_s"] else 0.0
@@ -104,15 +102,15 @@ async def run_flood_bench(workdir: Path, progress: Progress = no_progress) -> di
     FLOOD_RATE new silent TCP connections a second to the HTTPS port (each would hold its place
     for the TLS handshake timeout), (b) HELD connections to the node port, each TLS with a hello
     showing a read-only token. Counts the legitimate calls answered, and what the node held."""
-    from bhandar_cli.fleet import supervisor
+    from bhandar_cli.fleet import down, up
 
-    cluster = await supervisor.up(workdir / "floods", 1, 1, 0, 8, 1, (), tls=True)
+    cluster = await up(workdir / "floods", 1, 1, 0, 8, 1, (), tls=True)
     try:
         with progress(2 * LEGIT) as advance:
             https = await _https_flood(cluster, advance)
             node_port = await _held_flood(cluster, advance)
     finally:
-        await supervisor.down(cluster)
+        await down(cluster)
     return {
         "cmd": "bench security --floods",
         "ok": https["answered"] >= LEGIT - 1 and node_port["answered"] >= LEGIT - 1,
@@ -127,7 +125,7 @@ async def _https_flood(cluster: ClusterFile, advance: Advance) -> dict[str, Any]
 
     import trio
 
-    from bhandar_cli.fleet.cluster_file import client_access
+    from bhandar_cli.fleet import client_access
 
     entry = cluster.nodes[0]
     access = client_access(cluster)
@@ -195,14 +193,18 @@ async def _held_flood(cluster: ClusterFile, advance: Advance) -> dict[str, Any]:
 
     import trio
 
-    from bhandar_cli.core.wire import to_wire
-    from bhandar_cli.fleet.cluster_file import client_access
-    from bhandar_cli.node.net.blocking_rpc import RpcError
-    from bhandar_cli.node.net.codec import MIN_COMPATIBLE_VERSION, encode_frame
-    from bhandar_cli.node.net.rpc import rpc_once
-    from bhandar_cli.node.net.tls_connect import HandshakeError, client_ctx, open_stream
-    from bhandar_cli.security.access import ClientAccess
-    from bhandar_cli.security.auth import mint
+    from bhandar_cli.core import to_wire
+    from bhandar_cli.fleet import client_access
+    from bhandar_cli.node.net import (
+        MIN_COMPATIBLE_VERSION,
+        HandshakeError,
+        RpcError,
+        client_ctx,
+        encode_frame,
+        open_stream,
+        rpc_once,
+    )
+    from bhandar_cli.security import ClientAccess, mint
 
     entry = cluster.nodes[0]
     admin = client_access(cluster)

@@ -31,8 +31,7 @@ from bhandar_cli.bench.storage_contenders import (
     SQLITE_FULL,
     measure_side,
 )
-from bhandar_cli.storage.engine import EngineOptions, LSMEngine
-from bhandar_cli.storage.jobs import BackgroundJob
+from bhandar_cli.storage import BackgroundJob, EngineOptions, LSMEngine
 
 
 def leveldb_available() -> bool:
@@ -134,7 +133,7 @@ def run_engine_jobs_bench(
     (`finish` is what the event loop still stalls for), the longest single put (a put that
     stalled flushes inline), and the full compaction's `run` and `finish`.
     """
-    from bhandar_cli.storage.disk.real_disk import RealDisk  # see the module docstring
+    from bhandar_cli.storage.disk import RealDisk  # see the module docstring
 
     if total_bytes < 1 or value_size < 1 or batch < 1:
         raise ValueError(f"need positive sizes and batch; got {total_bytes}, {value_size}, {batch}")

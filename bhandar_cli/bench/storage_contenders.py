@@ -33,9 +33,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any, Protocol
 
-from bhandar_cli.storage.cipher import DataCipher
-from bhandar_cli.storage.engine import EngineOptions, LSMEngine
-from bhandar_cli.storage.jobs import BackgroundJob
+from bhandar_cli.storage import BackgroundJob, DataCipher, EngineOptions, LSMEngine
 
 ENGINE, SQLITE, SQLITE_FULL, LEVELDB = "engine", "sqlite", "sqlite_full", "leveldb"
 ENGINE_ENCRYPTED = "engine_encrypted"
@@ -103,7 +101,7 @@ class _Engine:
     and are installed back on this one (`finish`), checked for at every batch's sync."""
 
     def __init__(self, path: str, options: EngineOptions | None) -> None:
-        from bhandar_cli.storage.disk.real_disk import RealDisk  # the driver layer's disk: this is a harness
+        from bhandar_cli.storage.disk import RealDisk  # the driver layer's disk: this is a harness
 
         self.engine = LSMEngine(RealDisk(), path, options)
         self._worker = ThreadPoolExecutor(1, thread_name_prefix="storage-job")

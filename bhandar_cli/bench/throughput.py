@@ -20,9 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from bhandar_cli.bench.echo_baselines import EchoTls
-    from bhandar_cli.client.backend import Backend
-    from bhandar_cli.client.client import Client
-    from bhandar_cli.fleet.cluster_file import ClusterFile
+    from bhandar_cli.client import Backend, Client
+    from bhandar_cli.fleet import ClusterFile
 
 KEYSPACE = "bench"
 PRELOAD = 100
@@ -54,15 +53,15 @@ async def run_bench(
     """`ops` gets and puts (`weights`) at `level` from `concurrency` clients, on the process cluster
     in `cluster` or an in-process one of `nodes` nodes, then the echo baseline; the report."""
     from bhandar_cli.bench.echo_baselines import echo_baseline, memory_echo_baseline
-    from bhandar_cli.core.model.values import parse_value_text
-    from bhandar_cli.core.protocol.messages import PutRequest
+    from bhandar_cli.core.model import parse_value_text
+    from bhandar_cli.core.protocol import PutRequest
 
     parsed = parse_value_text(VALUE)
     value, ctype = parsed.data, parsed.ctype
     echo_tls: EchoTls | None = None
     with progress(2 * ops) as advance:
         if nodes is None:
-            from bhandar_cli.client.openers import open_tcp_client
+            from bhandar_cli.client import open_tcp_client
 
             async with open_tcp_client(cluster, level) as client:
                 echo_tls = echo_tls_of(client.backend.cluster)
@@ -105,8 +104,7 @@ def echo_tls_of(cluster: ClusterFile) -> EchoTls | None:
     """The echo speaks TLS against a TLS cluster (with its first node's identity), so the ratio
     compares the same transport."""
     from bhandar_cli.bench.echo_baselines import EchoTls
-    from bhandar_cli.fleet.cluster_file import client_access
-    from bhandar_cli.fleet.cluster_secrets import node_tls_dir
+    from bhandar_cli.fleet import client_access, node_tls_dir
 
     if not cluster.tls:
         return None
@@ -119,10 +117,9 @@ async def _in_process_load(
 ) -> dict[str, Any]:
     import trio
 
-    from bhandar_cli.client.backends.in_process_backend import InProcessBackend
-    from bhandar_cli.client.client import Client
-    from bhandar_cli.fleet.in_process_cluster import InProcessCluster
-    from bhandar_cli.host.network import LatencyModel
+    from bhandar_cli.client import Client, InProcessBackend
+    from bhandar_cli.fleet import InProcessCluster
+    from bhandar_cli.host import LatencyModel
 
     model = LatencyModel(base_ms=0, mean_ms=0, spike_rate=0) if latency == "none" else LatencyModel()
     cluster = InProcessCluster(nodes, min(3, nodes), latency=model)

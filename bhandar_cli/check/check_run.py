@@ -53,7 +53,7 @@ from bhandar_cli.check.protocol import MaelstromProtocolError
 from bhandar_cli.check.router import Envelope, Router
 from bhandar_cli.check.services import services
 from bhandar_cli.check.workloads import workloads
-from bhandar_cli.host.network import Distribution, LatencyModel
+from bhandar_cli.host import Distribution, LatencyModel
 
 RECOVERY = 10.0  # seconds between the heal and the final reads: Maelstrom's wait
 

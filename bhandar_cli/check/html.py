@@ -17,7 +17,7 @@ from bhandar_cli.check.check_report import COLUMNS, render, repeat_command, stat
 from bhandar_cli.check.check_run import CheckOutcome
 from bhandar_cli.check.diagram import lamport_svg
 from bhandar_cli.check.staleness import Curve
-from bhandar_cli.sim.history import FAULT_COLOURS, STYLE
+from bhandar_cli.sim import FAULT_COLOURS, STYLE
 
 WIDTH, LEFT, LANE = 1000, 90, 16
 OUTCOMES = {"ok": ("#59a14f", "ok"), "fail": ("#f28e2b", "failed"), "info": ("#e15759", "indefinite")}

@@ -36,8 +36,8 @@ import trio
 from bhandar_cli.check.checked_process import CheckedProcess
 from bhandar_cli.check.net_stats import NetStats
 from bhandar_cli.check.protocol import NODE_NOT_FOUND, Message, encode, error_body, reply_body
-from bhandar_cli.host.network import LatencyModel, Network, NetworkModel
-from bhandar_cli.node.timers import TrioTimers
+from bhandar_cli.host import LatencyModel, Network, NetworkModel
+from bhandar_cli.node import TrioTimers
 
 JOURNAL_MAX = 200_000
 HARNESS = "c0"  # the harness's own id (init and topology come from it)

@@ -27,7 +27,7 @@ import trio
 
 from bhandar_cli.check.check_report import repeat_command
 from bhandar_cli.check.check_run import CheckOptions, CheckOutcome, check_on_loop
-from bhandar_cli.sim.dask_pool import DaskPool, DaskUnavailable, seed_ranges
+from bhandar_cli.sim import DaskPool, DaskUnavailable, seed_ranges
 
 ERROR = "error"  # the run could not be judged (setup or protocol error): exit 2
 

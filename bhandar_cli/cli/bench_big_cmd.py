@@ -8,7 +8,8 @@ from typing import Any
 
 import typer
 
-from bhandar_cli.cli.output import EXIT_USAGE, OUTPUT_OPTION, OutputFormat, emit_json, fail
+from bhandar_cli.cli.output import OUTPUT_OPTION, emit_json, fail
+from bhandar_cli.client import EXIT_USAGE, OutputFormat
 
 
 def big(
@@ -22,7 +23,7 @@ def big(
 ) -> None:
     """Small QUORUM requests' p99 with and without values at the size limit being written, hinted
     and handed off, and repaired, in the same run on a process cluster started for it."""
-    from bhandar_cli.bench.big_values import BigBench
+    from bhandar_cli.bench import BigBench
     from bhandar_cli.cli.cluster_cmd import run_async
 
     if not 1 <= values <= 1000 or not 4 <= nodes <= 9 or not 0.5 <= seconds <= 600:

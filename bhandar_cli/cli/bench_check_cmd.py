@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import typer
 
-from bhandar_cli.cli.output import EXIT_USAGE, OUTPUT_OPTION, OutputFormat, emit_json, fail, fail_json
+from bhandar_cli.cli.output import OUTPUT_OPTION, emit_json, fail, fail_json
+from bhandar_cli.client import EXIT_USAGE, OutputFormat
 
 
 def bench_check(
@@ -20,7 +21,7 @@ def bench_check(
     """What bhandar check adds: nodes passing messages round a ring through the harness, beside
     the same nodes over direct pipes (hops/s, median delay per hop, light and heavy load); and the
     time the lin-kv checker takes to decide a long history."""
-    from bhandar_cli.check.bench import HopRunFailed, checker_bench, harness_bench
+    from bhandar_cli.check import HopRunFailed, checker_bench, harness_bench
 
     if not 2 <= nodes <= 64 or not 1 <= tokens <= 10_000 or not 0.2 <= seconds <= 600:
         fail("--nodes must be 2..64, --tokens 1..10000 and --seconds 0.2..600", EXIT_USAGE)

@@ -8,7 +8,8 @@ from typing import Any
 
 import typer
 
-from bhandar_cli.cli.output import EXIT_USAGE, OUTPUT_OPTION, OutputFormat, emit_json, fail, fail_json
+from bhandar_cli.cli.output import OUTPUT_OPTION, emit_json, fail, fail_json
+from bhandar_cli.client import EXIT_USAGE, OutputFormat
 
 # The modules a one-shot command runs (launch.py reads the line, oneshot.py runs it), by path: the
 # bench measures whether their bytecode is cached, it does not run them in this process.
@@ -23,8 +24,7 @@ def bench_cli(
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
     """Time one-shot get and put (median, p90) beside `python -c pass` measured in the same run."""
-    from bhandar_cli.fleet.cluster_file import ClusterFileError, resolve_dir
-    from bhandar_cli.fleet.pids import load_running
+    from bhandar_cli.fleet import ClusterFileError, load_running, resolve_dir
 
     if not 1 <= runs <= 10_000:
         fail(f"--runs must be 1..10000 (got {runs})", EXIT_USAGE)
@@ -32,7 +32,7 @@ def bench_cli(
         running = load_running(resolve_dir(cluster))
     except ClusterFileError as exc:
         fail_json("bench cli", output, str(exc), "no_cluster")
-    from bhandar_cli.bench.cli_bench import run_cli_bench
+    from bhandar_cli.bench import run_cli_bench
 
     report = run_cli_bench(running.dir, len(running.nodes), runs, LEAN_PATH)
     if output is OutputFormat.json:
@@ -44,7 +44,7 @@ def bench_cli(
 def bytecode_cached() -> bool:
     """Whether the one-shot path's modules (launch.py and oneshot.py, beside this file) have current
     bytecode (bench/cli_bench.py says why it matters)."""
-    from bhandar_cli.bench.cli_bench import bytecode_cached as cached
+    from bhandar_cli.bench import bytecode_cached as cached
 
     return cached(LEAN_PATH)
 

@@ -8,8 +8,9 @@ from typing import Any
 
 import typer
 
-from bhandar_cli.cli.output import EXIT_USAGE, OUTPUT_OPTION, OutputFormat, emit_json, fail
-from bhandar_cli.core.model.config import LEVELS, one_of
+from bhandar_cli.cli.output import OUTPUT_OPTION, emit_json, fail
+from bhandar_cli.client import EXIT_USAGE, OutputFormat
+from bhandar_cli.core.model import LEVELS, one_of
 
 
 def parse_mix(text: str) -> tuple[int, int]:
@@ -31,8 +32,7 @@ MIX_OPTION = typer.Option("get:put", "--mix", metavar="GET:PUT", help="Weights o
 
 def load_shape(concurrency: int, consistency: str, mix: str) -> tuple[str, tuple[int, int]]:
     """(level, (get weight, put weight)) of the load options; a bad one is a usage error."""
-    from bhandar_cli.core.model.config import parse_level
-    from bhandar_cli.core.model.errors import BadInput
+    from bhandar_cli.core.model import BadInput, parse_level
 
     if not 1 <= concurrency <= 1024:
         fail(f"--concurrency must be 1..1024 (got {concurrency})", EXIT_USAGE)
@@ -84,7 +84,7 @@ def bench(
     if not 0.0 <= hot <= 1.0:
         fail(f"--hot takes a fraction of the operations, 0 to 1 (got {hot})", EXIT_USAGE)
     level, weights = load_shape(concurrency, consistency, mix)
-    from bhandar_cli.bench.throughput import run_bench
+    from bhandar_cli.bench import run_bench
     from bhandar_cli.cli.bench_render import ProgressBar
     from bhandar_cli.cli.cluster_cmd import run_async
 
@@ -121,7 +121,7 @@ def storage(
     With --encrypt, the engine encrypting its WAL and SSTables too, and its cost over the plain one."""
     import tempfile
 
-    from bhandar_cli.bench.storage_bench import run_storage_bench
+    from bhandar_cli.bench import run_storage_bench
 
     if not 1 <= keys <= 10_000_000 or not 0 <= value_size <= 1 << 20:
         fail("--keys must be 1..10000000 and --value-size 0..1048576", EXIT_USAGE)
@@ -149,9 +149,9 @@ def compaction(
 ) -> None:
     """QUORUM gets (p50/p99) and peers' view of NODE, first as a baseline, then while NODE runs a
     forced full compaction of at least MB megabytes; fills the store first if needed."""
-    from bhandar_cli.bench.compaction_bench import run_compaction_bench
+    from bhandar_cli.bench import run_compaction_bench
     from bhandar_cli.cli.cluster_cmd import run_async
-    from bhandar_cli.client.openers import open_tcp_client
+    from bhandar_cli.client import open_tcp_client
 
     if not 1 <= mb <= 100_000 or not 1 <= concurrency <= 1024 or not 0.5 <= seconds <= 3600:
         fail("--mb must be 1..100000, --concurrency 1..1024 and --seconds 0.5..3600", EXIT_USAGE)

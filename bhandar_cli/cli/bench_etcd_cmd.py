@@ -8,9 +8,9 @@ from typing import Any
 
 import typer
 
-from bhandar_cli.bench import etcd_side_by_side as side_by_side
-from bhandar_cli.bench.etcd_side_by_side import OPS, SIDES
-from bhandar_cli.cli.output import EXIT_FAILED, EXIT_USAGE, OUTPUT_OPTION, OutputFormat, emit_json, fail
+from bhandar_cli.bench import OPS, SIDES, etcd_binary, run_etcd_bench
+from bhandar_cli.cli.output import OUTPUT_OPTION, emit_json, fail
+from bhandar_cli.client import EXIT_FAILED, EXIT_USAGE, OutputFormat
 
 
 def etcd(
@@ -24,13 +24,13 @@ def etcd(
 
     if not 100 <= ops <= 1_000_000 or not 1 <= rounds <= 20 or not 1 <= clients <= 256:
         fail("--ops must be 100..1000000, --rounds 1..20 and --clients 1..256", EXIT_USAGE)
-    binary = side_by_side.etcd_binary()
+    binary = etcd_binary()
     if binary is None:
         fail("bench etcd needs etcd installed (Debian: apt-get install etcd-server); none found", EXIT_FAILED)
 
     async def body() -> dict[str, Any]:
         with tempfile.TemporaryDirectory(prefix="bhandar-bench-etcd-") as tmp:
-            return await side_by_side.run_etcd_bench(Path(tmp), binary, ops, rounds, clients)
+            return await run_etcd_bench(Path(tmp), binary, ops, rounds, clients)
 
     report = run_async("bench etcd", output, body)
     if output is OutputFormat.json:

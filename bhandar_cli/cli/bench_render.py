@@ -46,7 +46,7 @@ def render(report: dict[str, Any]) -> None:
             f"[yellow]{report['errors']} operations failed; first: {report['first_error']}[/yellow]"
         )
     if report.get("hot_fraction"):
-        from bhandar_cli.repl.views_hot import render_hot
+        from bhandar_cli.repl import render_hot
 
         console.print(f"hot keys ({100 * report['hot_fraction']:g}% of operations read one key):")
         console.print(render_hot(report["hot"]))

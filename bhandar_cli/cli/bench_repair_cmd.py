@@ -8,7 +8,8 @@ from typing import Any
 
 import typer
 
-from bhandar_cli.cli.output import EXIT_USAGE, OUTPUT_OPTION, OutputFormat, emit_json, fail
+from bhandar_cli.cli.output import OUTPUT_OPTION, emit_json, fail
+from bhandar_cli.client import EXIT_USAGE, OutputFormat
 
 
 def repair(
@@ -19,7 +20,7 @@ def repair(
 ) -> None:
     """Partition one node away, write KEYS keys, heal, and time until every replica agrees; beside
     it, the time to send the same records to one node once."""
-    from bhandar_cli.bench.repair_bench import run_repair_bench
+    from bhandar_cli.bench import run_repair_bench
     from bhandar_cli.cli.bench_render import ProgressBar
     from bhandar_cli.cli.cluster_cmd import run_async
 

@@ -9,7 +9,8 @@ from typing import Any
 import typer
 
 from bhandar_cli.cli.bench_cmd import CONCURRENCY_OPTION, CONSISTENCY_OPTION, MIX_OPTION, load_shape
-from bhandar_cli.cli.output import EXIT_USAGE, OUTPUT_OPTION, OutputFormat, emit_json, fail
+from bhandar_cli.cli.output import OUTPUT_OPTION, emit_json, fail
+from bhandar_cli.client import EXIT_USAGE, OutputFormat
 
 
 def security(
@@ -28,7 +29,7 @@ def security(
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
     """The same load against a secure cluster (TLS, tokens) and a plain one, in one run, side by side."""
-    from bhandar_cli.bench.security_bench import run_flood_bench, run_security_bench
+    from bhandar_cli.bench import run_flood_bench, run_security_bench
     from bhandar_cli.cli.bench_render import ProgressBar
     from bhandar_cli.cli.cluster_cmd import run_async
 
@@ -66,7 +67,7 @@ def render(report: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from bhandar_cli.bench.security_bench import SECURITY_SIDES
+    from bhandar_cli.bench import SECURITY_SIDES
 
     console = Console()
     console.print(

@@ -25,24 +25,15 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 import typer
 
 from bhandar_cli.cli.data_cmd import LEVEL
-from bhandar_cli.cli.output import (
-    CLUSTER_OPTION,
-    EXIT_FAILED,
-    EXIT_USAGE,
-    OUTPUT_OPTION,
-    OutputFormat,
-    emit_json,
-    fail,
-)
+from bhandar_cli.cli.output import CLUSTER_OPTION, OUTPUT_OPTION, emit_json, fail
 from bhandar_cli.cli.pipe_cmd import WINDOW, read_lines, usage_checked
+from bhandar_cli.client import EXIT_FAILED, EXIT_USAGE, OutputFormat
 
 if TYPE_CHECKING:
     from rich.progress import Progress
 
-    from bhandar_cli.client.backend import Backend
-    from bhandar_cli.client.client import Client
-    from bhandar_cli.client.procedures.bulk import ExportHeader, ImportedKey
-    from bhandar_cli.core.model.config import KeyspaceDef
+    from bhandar_cli.client import Backend, Client, ExportHeader, ImportedKey
+    from bhandar_cli.core.model import KeyspaceDef
 
 KS = typer.Argument(..., metavar="KS", help="Keyspace.")
 FAILURES_KEPT = 20  # the summary names this many failed keys; the rest are counted by code
@@ -169,10 +160,8 @@ def export(
     """Write every key of a keyspace to standard output as JSON Lines: its siblings and context, or
     its counter (tombstones left out). A summary goes to standard error."""
     from bhandar_cli.cli.cluster_cmd import run_async
-    from bhandar_cli.client.openers import open_tcp_client
-    from bhandar_cli.client.procedures.bulk import ExportHeader, key_pages
-    from bhandar_cli.client.procedures.pipeline import Pipeline
-    from bhandar_cli.core.model.errors import BhandarError
+    from bhandar_cli.client import ExportHeader, Pipeline, key_pages, open_tcp_client
+    from bhandar_cli.core.model import BhandarError
 
     level = usage_checked(consistency, window)
     tally = Tally()
@@ -210,7 +199,7 @@ def export(
 
 
 def _export_job(client: Client[Backend], keyspace: str, key: str, level: str) -> Any:
-    from bhandar_cli.client.procedures.bulk import export_key
+    from bhandar_cli.client import export_key
 
     async def job() -> tuple[str, dict[str, Any] | Exception | None]:
         try:
@@ -222,7 +211,7 @@ def _export_job(client: Client[Backend], keyspace: str, key: str, level: str) ->
 
 
 async def _existing(client: Client[Backend], keyspace: str) -> KeyspaceDef:
-    from bhandar_cli.client.procedures.bulk import keyspace_def
+    from bhandar_cli.client import keyspace_def
 
     definition = await keyspace_def(client.backend, keyspace)
     if definition is None:
@@ -240,7 +229,7 @@ def import_(
     """Write JSON Lines from `bhandar export` (on standard input) into a keyspace through the normal
     write path: siblings as siblings, counters as counters. Prints what it wrote and what failed."""
     from bhandar_cli.cli.cluster_cmd import run_async
-    from bhandar_cli.client.openers import open_tcp_client
+    from bhandar_cli.client import open_tcp_client
 
     level = usage_checked(consistency, window)
     tally = Tally()
@@ -258,9 +247,8 @@ async def _import_lines(
 ) -> None:
     import trio
 
-    from bhandar_cli.client.procedures.bulk import ExportHeader
-    from bhandar_cli.client.procedures.pipeline import Pipeline
-    from bhandar_cli.core.model.errors import BadInput
+    from bhandar_cli.client import ExportHeader, Pipeline
+    from bhandar_cli.core.model import BadInput
 
     lines = _objects(sys.stdin.buffer, tally)
     first = await anext(lines, None)
@@ -307,7 +295,7 @@ def _size(stream: BinaryIO) -> int | None:
 async def _target(client: Client[Backend], keyspace: str, header: ExportHeader | None) -> None:
     """Check the target keyspace: created from the header if missing; a policy other than the
     export's is refused (a counter cannot become siblings)."""
-    from bhandar_cli.client.procedures.bulk import keyspace_def
+    from bhandar_cli.client import keyspace_def
 
     definition = await keyspace_def(client.backend, keyspace)
     if header is None:
@@ -330,7 +318,7 @@ async def _target(client: Client[Backend], keyspace: str, header: ExportHeader |
 def _import_job(
     client: Client[Backend], keyspace: str, level: str, lineno: int, size: int, obj: dict[str, Any]
 ) -> Any:
-    from bhandar_cli.client.procedures.bulk import import_line
+    from bhandar_cli.client import import_line
 
     async def job() -> tuple[int, int, str, Any]:
         key = str(obj.get("key"))

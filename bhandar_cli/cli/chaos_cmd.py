@@ -35,9 +35,9 @@ from typing import Any
 
 import typer
 
-from bhandar_cli.cli.output import EXIT_FAILED, EXIT_USAGE, OUTPUT_OPTION, OutputFormat, emit_json, fail
-from bhandar_cli.core.model.config import LEVELS, one_of
-from bhandar_cli.core.model.errors import BadInput
+from bhandar_cli.cli.output import OUTPUT_OPTION, emit_json, fail
+from bhandar_cli.client import EXIT_FAILED, EXIT_USAGE, OutputFormat
+from bhandar_cli.core.model import LEVELS, BadInput, one_of
 
 SCENARIOS = ("ministore",)
 SHOWN_VIOLATIONS = 20
@@ -59,7 +59,7 @@ def _usage_errors() -> Iterator[None]:
 
 
 def _int(option: str, text: str | None, lo: int, hi: int) -> int | None:
-    from bhandar_cli.sim.chaos.chaos_options import parse_int
+    from bhandar_cli.sim.chaos import parse_int
 
     with _usage_errors():
         return parse_int(option, text, lo, hi)
@@ -171,7 +171,7 @@ def chaos(
     """Run a seeded workload under faults on a simulated cluster and check that nothing acknowledged
     was lost, counters add up and replicas converge. The same seed replays the same run; --swarm runs
     many seeds in parallel."""
-    from bhandar_cli.sim.chaos.chaos_options import SEED_MAX, chaos_options, parse_fraction
+    from bhandar_cli.sim.chaos import SEED_MAX, options_from_flags, parse_fraction
 
     swarm_options = (swarm, start, jobs, seed_timeout, scheduler)
     with _usage_errors():
@@ -208,7 +208,7 @@ def chaos(
         fail("--jobs and --scheduler cannot be combined (the Dask workers run the seeds)", EXIT_USAGE)
     seed_n = _int("--seed", seed, 0, SEED_MAX)
     with _usage_errors():
-        options = chaos_options(
+        options = options_from_flags(
             seed=secrets.randbelow(2**32) if seed_n is None else seed_n,
             ops=ops,
             nodes=nodes,
@@ -247,14 +247,14 @@ def _swarm(
     from dataclasses import replace
 
     from bhandar_cli.cli.chaos_swarm_view import run_swarm_command
-    from bhandar_cli.sim.chaos.chaos_options import SEED_MAX
+    from bhandar_cli.sim.chaos import SEED_MAX
 
     start_n = _int("--start", start, 0, SEED_MAX - count + 1)
     jobs_n = _int("--jobs", jobs, 1, JOBS_MAX)
     timeout_n = _int("--seed-timeout", timeout, 1, SEED_TIMEOUT_MAX)
     address = None
     if scheduler is not None:
-        from bhandar_cli.sim.dask_pool import parse_scheduler
+        from bhandar_cli.sim import parse_scheduler
 
         with _usage_errors():
             address = parse_scheduler(scheduler)
@@ -269,7 +269,7 @@ def _swarm(
 
 
 def _run_with_progress(options: Any, output: OutputFormat, keep_history: bool = False) -> Any:
-    from bhandar_cli.sim.chaos.chaos_run import run_chaos
+    from bhandar_cli.sim.chaos import run_chaos
 
     if output is not OutputFormat.table or not sys.stdout.isatty():
         return run_chaos(options, keep_history=keep_history)
@@ -292,14 +292,14 @@ def _with_baseline(options: Any, output: OutputFormat, html: str | None = None) 
     weighs on both figures alike."""
     from dataclasses import replace
 
-    from bhandar_cli.bench.loop_baseline import bare_loop_rate
+    from bhandar_cli.bench import bare_loop_rate
 
     before = bare_loop_rate(BASELINE_SECONDS / 2)
     report = _run_with_progress(options, output, keep_history=html is not None)
     after = bare_loop_rate(BASELINE_SECONDS / 2)
     report = replace(report, bare_loop_events_per_second=(before + after) / 2)
     if html is not None:
-        from bhandar_cli.sim.chaos.report_html import render_html
+        from bhandar_cli.sim.chaos import render_html
 
         try:
             with open(html, "w", encoding="utf-8") as fh:
@@ -311,7 +311,7 @@ def _with_baseline(options: Any, output: OutputFormat, html: str | None = None) 
 
 
 def _print_report(report: Any, output: OutputFormat) -> None:
-    from bhandar_cli.sim.chaos.report import render_summary, render_timing, report_json, reproduce_command
+    from bhandar_cli.sim.chaos import render_summary, render_timing, report_json, reproduce_command
 
     if output is OutputFormat.json:
         emit_json(report_json(report))
@@ -347,10 +347,11 @@ def _scenario(name: str, seed: str | None, ops: str | None, output: OutputFormat
     for option, value in zip(names, others, strict=True):
         if value:
             fail(f"{option} does not apply to --scenario ministore (its setup is fixed)", EXIT_USAGE)
-    from bhandar_cli.sim.chaos.chaos_options import OPS_MAX, SEED_MAX
-    from bhandar_cli.sim.chaos.ministore_scenario import (
+    from bhandar_cli.sim.chaos import (
         DEFAULT_REQUESTS,
         DEFAULT_SEED,
+        OPS_MAX,
+        SEED_MAX,
         ministore_scenario_json,
         render_ministore_scenario,
         run_ministore_scenario,

@@ -17,14 +17,13 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from bhandar_cli.cli.output import EXIT_FAILED, EXIT_USAGE, OutputFormat, emit_json, fail
-from bhandar_cli.client.exit_status import EXIT_INTERRUPTED
-from bhandar_cli.core.model.wording import count as counted
+from bhandar_cli.cli.output import emit_json, fail
+from bhandar_cli.client import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, OutputFormat
+from bhandar_cli.core.model import count as counted
 
 if TYPE_CHECKING:
-    from bhandar_cli.sim.chaos.chaos_options import ChaosOptions
-    from bhandar_cli.sim.chaos.swarm import SeedOutcome, SwarmResult
-    from bhandar_cli.sim.dask_pool import DaskPool
+    from bhandar_cli.sim import DaskPool
+    from bhandar_cli.sim.chaos import ChaosOptions, SeedOutcome, SwarmResult
 
 
 def run_swarm_command(
@@ -40,7 +39,7 @@ def run_swarm_command(
     if scheduler is None:
         _run_and_print(base, count, min(jobs, count), seed_timeout, output, None)
         return
-    from bhandar_cli.sim.dask_pool import DaskPool, DaskUnavailable
+    from bhandar_cli.sim import DaskPool, DaskUnavailable
 
     try:
         dask = DaskPool(scheduler)
@@ -58,7 +57,7 @@ def _run_and_print(
     output: OutputFormat,
     dask: DaskPool | None,
 ) -> None:
-    from bhandar_cli.sim.chaos.swarm import swarm_json
+    from bhandar_cli.sim.chaos import swarm_json
 
     if output is OutputFormat.json:
         result = _run(base, count, jobs, seed_timeout, None, dask)
@@ -86,11 +85,11 @@ def _run(
     on_outcome: Callable[[SeedOutcome], None] | None,
     dask: DaskPool | None,
 ) -> SwarmResult:
-    from bhandar_cli.sim.chaos import swarm
+    from bhandar_cli.sim.chaos import run_swarm
 
     if dask is None:  # the local swarm's call, as tests that stand in for run_swarm expect it
-        return swarm.run_swarm(base, count, jobs, seed_timeout, on_outcome)
-    return swarm.run_swarm(base, count, jobs, seed_timeout, on_outcome, dask)
+        return run_swarm(base, count, jobs, seed_timeout, on_outcome)
+    return run_swarm(base, count, jobs, seed_timeout, on_outcome, dask)
 
 
 def _write(text: str) -> None:
@@ -115,7 +114,7 @@ def _failure(outcome: SeedOutcome) -> str:
 
 
 def _tally(result: SwarmResult) -> str:
-    from bhandar_cli.sim.chaos.swarm import swarm_command
+    from bhandar_cli.sim.chaos import swarm_command
 
     done = len(result.outcomes)
     failed = result.failed

@@ -18,15 +18,15 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from bhandar_cli.check.catalog import CONSISTENCY_MODELS, KINDS, WORKLOADS, scenarios
-from bhandar_cli.cli.output import EXIT_USAGE, OUTPUT_OPTION, OutputFormat, emit_json, fail
-from bhandar_cli.core.model.durations import seconds_of
-from bhandar_cli.core.model.wording import count as counted
-from bhandar_cli.host.network import DISTRIBUTIONS
+from bhandar_cli.check import CONSISTENCY_MODELS, KINDS, WORKLOADS, scenarios
+from bhandar_cli.cli.output import OUTPUT_OPTION, emit_json, fail
+from bhandar_cli.client import EXIT_USAGE, OutputFormat
+from bhandar_cli.core.model import count as counted
+from bhandar_cli.core.model import seconds_of
+from bhandar_cli.host import DISTRIBUTIONS
 
 if TYPE_CHECKING:
-    from bhandar_cli.check.check_run import CheckOptions
-    from bhandar_cli.check.sweep import SweepResult, SweepSeed
+    from bhandar_cli.check import CheckOptions, SweepResult, SweepSeed
 
 WORKLOAD_HELP = "; ".join(f"{name}: {doc}" for name, doc in WORKLOADS.items())
 
@@ -186,7 +186,7 @@ def check(
     Exit 0 valid; 1 invalid or unknown (with the operations that show it);
     2 a setup or protocol error (no such program, no init_ok, a malformed
     message, a flood)."""
-    from bhandar_cli.check.check_run import CheckOptions, default_timeout
+    from bhandar_cli.check import CheckOptions, default_timeout
 
     sweep_count = _sweep_options(sweep, start, jobs, scheduler, seed, checklist, report)
     argv = [*shlex.split(program), *(args or [])]
@@ -268,8 +268,8 @@ EXIT_INTERRUPTED = 130
 
 
 def _int(option: str, text: str | None, lo: int, hi: int) -> int | None:
-    from bhandar_cli.core.model.errors import BadInput
-    from bhandar_cli.sim.chaos.chaos_options import parse_int
+    from bhandar_cli.core.model import BadInput
+    from bhandar_cli.sim.chaos import parse_int
 
     try:
         return parse_int(option, text, lo, hi)
@@ -312,9 +312,9 @@ def _sweep(
     scheduler: str | None,
     output: OutputFormat,
 ) -> None:
-    from bhandar_cli.check.sweep import run_sweep, sweep_json
-    from bhandar_cli.core.model.errors import BadInput
-    from bhandar_cli.sim.dask_pool import DaskPool, DaskUnavailable, parse_scheduler
+    from bhandar_cli.check import run_sweep, sweep_json
+    from bhandar_cli.core.model import BadInput
+    from bhandar_cli.sim import DaskPool, DaskUnavailable, parse_scheduler
 
     first = _int("--start", start, 0, SEED_MAX - count + 1)
     first = random.SystemRandom().randrange(1 << 31) if first is None else first
@@ -377,15 +377,14 @@ def _sweep_tally(result: SweepResult) -> str:
 
 
 def _one(opts: object, report: Path | None, output: OutputFormat) -> None:
-    from bhandar_cli.check.check_report import render, to_json
-    from bhandar_cli.check.check_run import CheckOptions, run_check
+    from bhandar_cli.check import CheckOptions, render, run_check, to_json
 
     assert isinstance(opts, CheckOptions)
     if output is not OutputFormat.json:
         print(f"bhandar check: seed {opts.seed}, logs in {opts.log_dir} ...", file=sys.stderr, flush=True)
     outcome = run_check(opts)
     if report is not None:
-        from bhandar_cli.check.html import page
+        from bhandar_cli.check import page
 
         _write(report, page(outcome))
     if output is OutputFormat.json:
@@ -398,9 +397,7 @@ def _one(opts: object, report: Path | None, output: OutputFormat) -> None:
 
 
 def _checklist(opts: object, report: Path | None, output: OutputFormat) -> None:
-    from bhandar_cli.check.check_report import curve_line, render_table, repeat_command
-    from bhandar_cli.check.check_run import CheckOptions
-    from bhandar_cli.check.checklist import run_checklist
+    from bhandar_cli.check import CheckOptions, curve_line, render_table, repeat_command, run_checklist
 
     assert isinstance(opts, CheckOptions)
     quiet = output is OutputFormat.json
@@ -408,7 +405,7 @@ def _checklist(opts: object, report: Path | None, output: OutputFormat) -> None:
         opts, (lambda _: None) if quiet else (lambda s: print(s, file=sys.stderr, flush=True))
     )
     if report is not None:
-        from bhandar_cli.check.html import checklist_page
+        from bhandar_cli.check import checklist_page
 
         _write(report, checklist_page(f"bhandar check --checklist: {opts.workload}", rows, outcomes))
     codes = [o.exit_code for o in outcomes]

@@ -16,20 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from bhandar_cli.cli.output import (
-    EXIT_FAILED,
-    EXIT_USAGE,
-    OUTPUT_OPTION,
-    OutputFormat,
-    emit_json,
-    fail,
-    fail_json,
-)
-from bhandar_cli.node.net.wire_versions import MIN_COMPATIBLE_VERSION, PROTOCOL_VERSION, PROTOCOLS
+from bhandar_cli.cli.output import OUTPUT_OPTION, emit_json, fail, fail_json
+from bhandar_cli.client import EXIT_FAILED, EXIT_USAGE, OutputFormat
+from bhandar_cli.node.net import MIN_COMPATIBLE_VERSION, PROTOCOL_VERSION, PROTOCOLS
 
 if TYPE_CHECKING:
-    from bhandar_cli.client.backends.tcp_backend import TcpBackend
-    from bhandar_cli.client.client import Client
+    from bhandar_cli.client import Client, TcpBackend
 
 cluster_app = typer.Typer(
     help="Run a cluster of real node processes on 127.0.0.1 and break it on purpose.",
@@ -45,10 +37,9 @@ def run_async(cmd: str, output: OutputFormat | str, body: Callable[[], Awaitable
     """Run `body` on trio; known failures become one line on stderr (and JSON) and exit 1."""
     import trio
 
-    from bhandar_cli.core.model.errors import BhandarError, sole_exception
-    from bhandar_cli.fleet.cluster_file import ClusterFileError
-    from bhandar_cli.fleet.supervisor import StartError
-    from bhandar_cli.security.pki import PkiError
+    from bhandar_cli.core.model import BhandarError, sole_exception
+    from bhandar_cli.fleet import ClusterFileError, StartError
+    from bhandar_cli.security import PkiError
 
     async def unwrapped() -> Any:
         try:
@@ -76,7 +67,7 @@ def run_async(cmd: str, output: OutputFormat | str, body: Callable[[], Awaitable
 def added_line(data: dict[str, Any]) -> str:
     """What `cluster add` says it did, in the REPL's `add` words: the keys the node holds and the
     records streamed to it (a key has one per replica that sent it: one key, three records)."""
-    from bhandar_cli.repl.views_ops import add_counts
+    from bhandar_cli.repl import add_counts
 
     return f"added {data['node']} (zone {data['zone']}): {add_counts(data)} in {data['seconds']:g} s"
 
@@ -124,7 +115,7 @@ def up(
 
     The nodes speak TLS with certificates of a cluster CA made in DIR/tls, unless --insecure, and
     encrypt their data at rest with the key in DIR/keys/data.key, unless --no-encrypt."""
-    from bhandar_cli.fleet.placement import parse_hosts
+    from bhandar_cli.fleet import parse_hosts
 
     try:
         addresses = tuple(parse_hosts(hosts)) if hosts else ()
@@ -144,21 +135,20 @@ def up(
         fail(f"--fsync must be always, batch or none (got {fsync!r})", EXIT_USAGE)
     if not MIN_COMPATIBLE_VERSION <= protocol <= PROTOCOL_VERSION:
         fail(f"--protocol must be {MIN_COMPATIBLE_VERSION}..{PROTOCOL_VERSION} (got {protocol})", EXIT_USAGE)
-    from bhandar_cli.fleet.placement import parse_issuers
+    from bhandar_cli.fleet import parse_issuers
 
     try:
         issuing = parse_issuers(issuers, nodes, tls=not insecure)
     except ValueError as exc:
         fail(f"--issuers: {exc}", EXIT_USAGE)
     extra = [*node_args, "--fsync", fsync]
-    from bhandar_cli.fleet import supervisor
-    from bhandar_cli.fleet.cluster_data import node_set_mismatch
-    from bhandar_cli.fleet.cluster_file import resolve_dir
+    from bhandar_cli.fleet import node_set_mismatch, resolve_dir, running_cluster
+    from bhandar_cli.fleet import up as supervisor_up
 
     where = resolve_dir(directory)
     grow = "start the first nodes with --nodes, then `cluster add` the others"
     wrong = node_set_mismatch(str(where / "data"), nodes, str(where), grow)
-    if wrong and supervisor.running_cluster(where) is None:  # a running one: up says so itself
+    if wrong and running_cluster(where) is None:  # a running one: up says so itself
         fail(wrong, EXIT_USAGE)
 
     async def body() -> Any:
@@ -167,7 +157,7 @@ def up(
         started = trio.current_time()
         shape = (where, nodes, zones, base_port, vnodes, replicas, extra, timeout)
         tls, encrypt = not insecure, not no_encrypt
-        cluster = await supervisor.up(
+        cluster = await supervisor_up(
             *shape, tls=tls, hosts=addresses, protocol=protocol, encrypt=encrypt, issuers=issuing
         )
         return cluster, trio.current_time() - started
@@ -207,7 +197,7 @@ STATUS_STATE = ("keys", "owns", "tokens", "sees down", "protocol", "config")
 def status(directory: str | None = DIR_OPTION, output: OutputFormat = OUTPUT_OPTION) -> None:
     """Nodes, zones, addresses, pids, ownership and who sees whom down (like nodetool status)."""
 
-    from bhandar_cli.client.openers import open_tcp_client
+    from bhandar_cli.client import open_tcp_client
 
     async def body() -> Any:
         async with open_tcp_client(directory) as client:
@@ -229,7 +219,7 @@ def status(directory: str | None = DIR_OPTION, output: OutputFormat = OUTPUT_OPT
     from rich.table import Table
     from rich.text import Text
 
-    from bhandar_cli.repl.views_cluster import state_text
+    from bhandar_cli.repl import state_text
 
     table = Table(*STATUS_WHERE, *STATUS_STATE, box=None)
     for n in data["nodes"]:
@@ -272,13 +262,15 @@ def status(directory: str | None = DIR_OPTION, output: OutputFormat = OUTPUT_OPT
 def down(directory: str | None = DIR_OPTION, output: OutputFormat = OUTPUT_OPTION) -> None:
     """Stop every node cleanly (admin shutdown, then SIGTERM, then SIGKILL as a last resort);
     returns once their processes have exited, or exits 1 naming those that did not."""
-    from bhandar_cli.fleet import cluster_file, supervisor
+    from bhandar_cli.fleet import STILL_RUNNING, load
+    from bhandar_cli.fleet import down as supervisor_down
+    from bhandar_cli.fleet import resolve_dir as cluster_file_resolve_dir
 
     async def body() -> Any:
-        return await supervisor.down(cluster_file.load(cluster_file.resolve_dir(directory)))
+        return await supervisor_down(load(cluster_file_resolve_dir(directory)))
 
     outcome = run_async("cluster down", output, body)
-    running = [node for node, what in outcome.items() if what == supervisor.STILL_RUNNING]
+    running = [node for node, what in outcome.items() if what == STILL_RUNNING]
     if output is OutputFormat.json:
         emit_json({"cmd": "cluster down", "ok": not running, "nodes": outcome})
     else:
@@ -296,7 +288,7 @@ def on_cluster(
     """Run `action` on a client of the running cluster of `directory`: its reply, or None once it
     is printed as JSON (`-o json`); a failure is one line and its exit code (run_async)."""
 
-    from bhandar_cli.client.openers import open_tcp_client
+    from bhandar_cli.client import open_tcp_client
 
     async def body() -> Any:
         async with open_tcp_client(directory) as client:
@@ -418,9 +410,9 @@ def add(
     """Start a new node that joins the running cluster; waits until it owns its ranges (progress
     on stderr: its sources, and what it does about one that is down)."""
 
-    from bhandar_cli.fleet.resize import names_taken
-    from bhandar_cli.host.topology import next_node_name
-    from bhandar_cli.repl.views_ops import node_progress, sources_down_lines
+    from bhandar_cli.fleet import names_taken
+    from bhandar_cli.host import next_node_name
+    from bhandar_cli.repl import node_progress, sources_down_lines
 
     async def join(client: Client[TcpBackend]) -> Any:
         # Not a name the nodes know either (one that joined by token, or left, is in no file).

@@ -7,7 +7,8 @@ from pathlib import Path
 import typer
 
 from bhandar_cli.cli.cluster_cmd import DIR_OPTION, _print, run_async
-from bhandar_cli.cli.output import OUTPUT_OPTION, OutputFormat, emit_json
+from bhandar_cli.cli.output import OUTPUT_OPTION, emit_json
+from bhandar_cli.client import OutputFormat
 
 
 def init(directory: str | None = DIR_OPTION, output: OutputFormat = OUTPUT_OPTION) -> None:
@@ -17,16 +18,15 @@ def init(directory: str | None = DIR_OPTION, output: OutputFormat = OUTPUT_OPTIO
     Then give each node a certificate with `bhandar cluster cert NODE --host HOST --out DATA_DIR/tls`
     and start it with `bhandar node run --id NODE --host HOST --data-dir DATA_DIR --tls-dir DATA_DIR/tls`.
     """
-    from bhandar_cli.fleet.cluster_file import resolve_dir
-    from bhandar_cli.security import pki
-    from bhandar_cli.security.data_key import ensure_key, key_path
+    from bhandar_cli.fleet import resolve_dir
+    from bhandar_cli.security import CA_KEY, TLS_DIR, create_ca, ensure_key, key_path, private_dir
 
     where = resolve_dir(directory).resolve()
 
     async def body() -> Path:
-        pki.private_dir(where)
+        private_dir(where)
         ensure_key(where)
-        return pki.create_ca(where / pki.TLS_DIR, where.name)
+        return create_ca(where / TLS_DIR, where.name)
 
     ca = run_async("cluster init", output, body)
     if output is OutputFormat.json:
@@ -35,7 +35,7 @@ def init(directory: str | None = DIR_OPTION, output: OutputFormat = OUTPUT_OPTIO
             | {"data_key": str(key_path(where))}
         )
         return
-    _print(f"cluster CA made: {ca} (its key {ca.with_name(pki.CA_KEY)} stays with you)")
+    _print(f"cluster CA made: {ca} (its key {ca.with_name(CA_KEY)} stays with you)")
     _print(f"data key: {key_path(where)} (mode 0600; nodes take it with --data-key-file)")
     _print(f"next, per node: bhandar cluster cert NODE --host HOST --out DATA_DIR/tls --dir {where}")
 
@@ -51,23 +51,24 @@ def cert(
 
     It names the node's id and each --host: an IP address, or a host name that is no node's id in
     any case (the CA remembers every id it signed), so no certificate can pass as another node."""
-    from bhandar_cli.core.model.errors import BadInput
-    from bhandar_cli.fleet import cluster_file
-    from bhandar_cli.security import pki
+    from bhandar_cli.core.model import BadInput
+    from bhandar_cli.fleet import load, path_of
+    from bhandar_cli.fleet import resolve_dir as cluster_file_resolve_dir
+    from bhandar_cli.security import CA_KEY, NODE_KEY, TLS_DIR, NameRefused, NodeTls, PkiError, issue_node
 
-    where = cluster_file.resolve_dir(directory)
+    where = cluster_file_resolve_dir(directory)
     target = Path(out)
 
-    async def body() -> pki.NodeTls:
-        if not (where / pki.TLS_DIR / pki.CA_KEY).is_file():
-            raise pki.PkiError(f"no cluster CA in {where / pki.TLS_DIR} (make one with bhandar cluster init)")
-        if (target / pki.NODE_KEY).exists():
-            raise pki.PkiError(f"{target / pki.NODE_KEY} exists already; a node keeps its key")
+    async def body() -> NodeTls:
+        if not (where / TLS_DIR / CA_KEY).is_file():
+            raise PkiError(f"no cluster CA in {where / TLS_DIR} (make one with bhandar cluster init)")
+        if (target / NODE_KEY).exists():
+            raise PkiError(f"{target / NODE_KEY} exists already; a node keeps its key")
         # The ids of the cluster `cluster up` made here, if it did: no new certificate may name them.
-        members = cluster_file.load(where).names if cluster_file.path_of(where).exists() else []
+        members = load(where).names if path_of(where).exists() else []
         try:
-            return pki.issue_node(where / pki.TLS_DIR, node, host, target, members)
-        except pki.NameRefused as exc:
+            return issue_node(where / TLS_DIR, node, host, target, members)
+        except NameRefused as exc:
             raise BadInput(str(exc)) from None
 
     files = run_async("cluster cert", output, body)

@@ -10,8 +10,9 @@ from typing import Any
 import typer
 
 from bhandar_cli.cli.cluster_cmd import DIR_OPTION, _print, run_async
-from bhandar_cli.cli.output import EXIT_USAGE, OUTPUT_OPTION, OutputFormat, emit_json, fail
-from bhandar_cli.node.net.wire_versions import MIN_COMPATIBLE_VERSION, PROTOCOL_VERSION, PROTOCOLS
+from bhandar_cli.cli.output import OUTPUT_OPTION, emit_json, fail
+from bhandar_cli.client import EXIT_USAGE, OutputFormat
+from bhandar_cli.node.net import MIN_COMPATIBLE_VERSION, PROTOCOL_VERSION, PROTOCOLS
 
 
 def upgrade(
@@ -24,8 +25,8 @@ def upgrade(
     """Upgrade one node at a time: stop it cleanly (it drains its requests), start it again (at
     protocol --to), and wait until it serves before the next. Refuses a step that would leave two
     replicas of a key down; progress (node, phase, seconds) goes to stderr."""
-    from bhandar_cli.client.openers import open_tcp_client
-    from bhandar_cli.repl.views_ops import node_progress, render_upgrade
+    from bhandar_cli.client import open_tcp_client
+    from bhandar_cli.repl import node_progress, render_upgrade
 
     if to is not None and not MIN_COMPATIBLE_VERSION <= to <= PROTOCOL_VERSION:
         fail(f"--to must be {MIN_COMPATIBLE_VERSION}..{PROTOCOL_VERSION} (got {to})", EXIT_USAGE)

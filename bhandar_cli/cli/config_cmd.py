@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from bhandar_cli.cli.output import CLUSTER_OPTION, EXIT_USAGE, OUTPUT_OPTION, OutputFormat, fail
+from bhandar_cli.cli.output import CLUSTER_OPTION, OUTPUT_OPTION, fail
+from bhandar_cli.client import EXIT_USAGE, OutputFormat
 
 if TYPE_CHECKING:
-    from bhandar_cli.client.backends.tcp_backend import TcpBackend
-    from bhandar_cli.client.client import Client
+    from bhandar_cli.client import Client, TcpBackend
 
 config_app = typer.Typer(
     help="Show the cluster configuration, or change it one node at a time.",
@@ -42,9 +42,8 @@ def set_(
     after it takes the value; a regression puts that node and those before it back and stops, so
     a bad value never reaches every node. The cluster file keeps the result (restarted nodes come
     back with it)."""
-    from bhandar_cli.core.model.errors import BadInput
-    from bhandar_cli.core.model.live_config import parse_setting
-    from bhandar_cli.repl.views_ops import node_progress
+    from bhandar_cli.core.model import BadInput, parse_setting
+    from bhandar_cli.repl import node_progress
 
     try:
         parse_setting(key, value)  # a bad key or value: a usage error, before any connection
@@ -73,7 +72,7 @@ def _run(
     action: Callable[[Client[TcpBackend]], Awaitable[Any]],
 ) -> None:
     from bhandar_cli.cli.cluster_cmd import _print, on_cluster
-    from bhandar_cli.repl.views_ops import render_config
+    from bhandar_cli.repl import render_config
 
     data = on_cluster(cmd, output, cluster, action)
     if data is not None:

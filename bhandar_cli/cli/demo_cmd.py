@@ -11,7 +11,8 @@ import sys
 
 import typer
 
-from bhandar_cli.cli.output import EXIT_FAILED, EXIT_USAGE, fail
+from bhandar_cli.cli.output import fail
+from bhandar_cli.client import EXIT_FAILED, EXIT_USAGE
 
 
 def demo(
@@ -43,9 +44,8 @@ def demo(
     """
     from rich.console import Console
 
-    from bhandar_cli.core.model.errors import BhandarError
-    from bhandar_cli.teach.demo_runner import demo_table, run_demo
-    from bhandar_cli.teach.demos import DEMOS
+    from bhandar_cli.core.model import BhandarError
+    from bhandar_cli.teach import DEMOS, demo_table, run_demo
 
     if list_ or name is None:
         # Piped, rich would wrap at 80 columns: keep each demo on one line for grep and friends.
@@ -66,7 +66,7 @@ def demo(
         fail("--web serves the page in real time: drop --virtual-time", EXIT_USAGE)
     if not 0 <= port <= 65535:
         fail(f"--port must be between 0 and 65535 (got {port})", EXIT_USAGE)
-    from bhandar_cli.web.demo_page import WebPage
+    from bhandar_cli.web import WebPage
 
     page = WebPage(port, open_browser) if web or open_browser else None
     try:

@@ -10,15 +10,8 @@ from typing import Any
 
 import typer
 
-from bhandar_cli.cli.output import (
-    CLUSTER_OPTION,
-    EXIT_USAGE,
-    OUTPUT_OPTION,
-    OutputFormat,
-    emit_json,
-    exit_code,
-    fail,
-)
+from bhandar_cli.cli.output import CLUSTER_OPTION, OUTPUT_OPTION, emit_json, fail
+from bhandar_cli.client import EXIT_USAGE, OutputFormat, exit_code
 
 
 def hot(
@@ -29,11 +22,9 @@ def hot(
     """The N keys with the highest client request rates: rate, share of all requests, replicas,
     where their requests entered, and each node's load as a replica of them."""
     from bhandar_cli.cli.cluster_cmd import run_async
-    from bhandar_cli.client.openers import open_tcp_client
-    from bhandar_cli.core.model.errors import BadInput, ClientError
-    from bhandar_cli.repl.batch import make_consoles
-    from bhandar_cli.repl.session import Reply
-    from bhandar_cli.repl.views import print_reply
+    from bhandar_cli.client import open_tcp_client
+    from bhandar_cli.core.model import BadInput, ClientError
+    from bhandar_cli.repl import Reply, make_consoles, print_reply
 
     async def body() -> Any:
         async with open_tcp_client(cluster) as client:

@@ -8,10 +8,11 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from bhandar_cli.cli.output import EXIT_USAGE, fail
+from bhandar_cli.cli.output import fail
+from bhandar_cli.client import EXIT_USAGE
 
 if TYPE_CHECKING:
-    from bhandar_cli.client.openers import ClusterOptions
+    from bhandar_cli.client import ClusterOptions
 
 NODES = typer.Option(5, "--nodes", "-n", help="Number of nodes (A, ..., Z, AA, AB, ...), 1 to 240.")
 ZONES = typer.Option(3, "--zones", help="Zones z1, z2, ... assigned round-robin.")
@@ -28,8 +29,8 @@ def cluster_options(
 ) -> ClusterOptions:
     """The checked options (exit 2 on a bad one); a --data-dir must hold the same node set, so no
     node is left in the ring with nobody running it."""
-    from bhandar_cli.client.openers import ClusterOptions
-    from bhandar_cli.fleet.in_process_cluster import MAX_NODES
+    from bhandar_cli.client import ClusterOptions
+    from bhandar_cli.fleet import MAX_NODES
 
     if not 1 <= nodes <= MAX_NODES:
         fail(f"--nodes must be between 1 and {MAX_NODES} (got {nodes})", EXIT_USAGE)
@@ -40,7 +41,7 @@ def cluster_options(
     if not 1 <= replicas <= min(nodes, 9):
         fail(f"--replicas must be between 1 and min(nodes, 9) (got {replicas})", EXIT_USAGE)
     if data_dir is not None and connect is None:
-        from bhandar_cli.fleet.cluster_data import node_set_mismatch
+        from bhandar_cli.fleet import node_set_mismatch
 
         wrong = node_set_mismatch(
             str(data_dir), nodes, str(data_dir), "start the first nodes with --nodes, then `add` the others"

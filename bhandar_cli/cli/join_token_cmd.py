@@ -14,8 +14,9 @@ from typing import Any
 import typer
 
 from bhandar_cli.cli.cluster_cmd import DIR_OPTION, run_async
-from bhandar_cli.cli.output import EXIT_USAGE, OUTPUT_OPTION, OutputFormat, emit_json, fail
-from bhandar_cli.security.join_tokens import JOIN_TOKEN_ENV
+from bhandar_cli.cli.output import OUTPUT_OPTION, emit_json, fail
+from bhandar_cli.client import EXIT_USAGE, OutputFormat
+from bhandar_cli.security import JOIN_TOKEN_ENV
 
 join_token_app = typer.Typer(
     help="Single-use tokens that let a node on another machine join the cluster.",
@@ -37,7 +38,7 @@ def create(
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
     """Mint a join token on a node holding the cluster CA key, and print the command for the new machine."""
-    from bhandar_cli.security.join_tokens import parse_ttl
+    from bhandar_cli.security import parse_ttl
 
     try:
         seconds = parse_ttl(ttl)
@@ -47,21 +48,19 @@ def create(
     async def body() -> dict[str, Any]:
         import trio
 
-        from bhandar_cli.core.model.errors import BadInput, Refused, Unavailable
-        from bhandar_cli.fleet import cluster_file, pids
-        from bhandar_cli.fleet.cluster_file import client_access
-        from bhandar_cli.host.topology import next_node_name
-        from bhandar_cli.node.net.blocking_rpc import RpcError
-        from bhandar_cli.node.net.rpc import rpc_once
+        from bhandar_cli.core.model import BadInput, Refused, Unavailable
+        from bhandar_cli.fleet import ClusterFileError, client_access, load, pid_alive, resolve_dir
+        from bhandar_cli.host import next_node_name
+        from bhandar_cli.node.net import RpcError, rpc_once
 
-        cluster = cluster_file.load(cluster_file.resolve_dir(directory))
+        cluster = load(resolve_dir(directory))
         if via is not None:
             try:
                 entry = cluster.node(via)
-            except cluster_file.ClusterFileError as exc:
+            except ClusterFileError as exc:
                 raise BadInput(str(exc)) from None
         else:
-            running = [n for n in cluster.nodes if n.id in cluster.issuing and pids.pid_alive(n.pid)]
+            running = [n for n in cluster.nodes if n.id in cluster.issuing and pid_alive(n.pid)]
             if not running:
                 raise Unavailable(
                     f"no node that signs certificates ({', '.join(cluster.issuing)}) is running: start "

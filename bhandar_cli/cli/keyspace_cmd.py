@@ -13,20 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from bhandar_cli.cli.output import (
-    CLUSTER_OPTION,
-    EXIT_USAGE,
-    OUTPUT_OPTION,
-    OutputFormat,
-    emit_json,
-    exit_code,
-    fail,
-)
-from bhandar_cli.core.model.config import KEYSPACE_NAME_RULE
+from bhandar_cli.cli.output import CLUSTER_OPTION, OUTPUT_OPTION, emit_json, fail
+from bhandar_cli.client import EXIT_USAGE, OutputFormat, exit_code
+from bhandar_cli.core.model import KEYSPACE_NAME_RULE
 
 if TYPE_CHECKING:
-    from bhandar_cli.client.backends.tcp_backend import TcpBackend
-    from bhandar_cli.client.client import Client
+    from bhandar_cli.client import Client, TcpBackend
 
 keyspace_app = typer.Typer(
     help="Create and list keyspaces (a keyspace must be created before it is used).",
@@ -73,11 +65,9 @@ def _run(
     action: Callable[[Client[TcpBackend]], Awaitable[Any]],
 ) -> None:
     from bhandar_cli.cli.cluster_cmd import run_async
-    from bhandar_cli.client.openers import open_tcp_client
-    from bhandar_cli.core.model.errors import BadInput, ClientError
-    from bhandar_cli.repl.batch import make_consoles
-    from bhandar_cli.repl.session import Reply
-    from bhandar_cli.repl.views import print_reply
+    from bhandar_cli.client import open_tcp_client
+    from bhandar_cli.core.model import BadInput, ClientError
+    from bhandar_cli.repl import Reply, make_consoles, print_reply
 
     async def body() -> Any:
         async with open_tcp_client(cluster) as client:

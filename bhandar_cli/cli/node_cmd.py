@@ -15,10 +15,11 @@ from pathlib import Path
 
 import typer
 
-from bhandar_cli.cli.output import EXIT_USAGE, fail
-from bhandar_cli.core.model.config import LEVELS, NODE_ID, NODE_ID_RULE, one_of
-from bhandar_cli.node.net.wire_versions import MIN_COMPATIBLE_VERSION, PROTOCOL_VERSION, PROTOCOLS
-from bhandar_cli.security.join_tokens import JOIN_TOKEN_ENV
+from bhandar_cli.cli.output import fail
+from bhandar_cli.client import EXIT_USAGE
+from bhandar_cli.core.model import LEVELS, NODE_ID, NODE_ID_RULE, one_of
+from bhandar_cli.node.net import MIN_COMPATIBLE_VERSION, PROTOCOL_VERSION, PROTOCOLS
+from bhandar_cli.security import JOIN_TOKEN_ENV
 
 MAX_TOKEN_TEXT = 4096  # a join token is some 150 characters; a larger file is not one
 
@@ -173,8 +174,7 @@ def run(
         fail("--frame-timeout must be between 0.05 and 3600 seconds", EXIT_USAGE)
 
     if config:
-        from bhandar_cli.core.model.errors import BadInput
-        from bhandar_cli.core.model.live_config import LiveConfig
+        from bhandar_cli.core.model import BadInput, LiveConfig
 
         try:
             LiveConfig.from_plain(json.loads(config))
@@ -182,10 +182,8 @@ def run(
             fail(f"--config: {exc}", EXIT_USAGE)
     if not MIN_COMPATIBLE_VERSION <= protocol <= PROTOCOL_VERSION:
         fail(f"--protocol must be {MIN_COMPATIBLE_VERSION}..{PROTOCOL_VERSION} (got {protocol})", EXIT_USAGE)
-    from bhandar_cli.node.exposure import ListenRefused
-    from bhandar_cli.node.node_options import NodeOptions
-    from bhandar_cli.node.process import NodeCrashed, run_node
-    from bhandar_cli.security.pki import PkiError
+    from bhandar_cli.node import ListenRefused, NodeCrashed, NodeOptions, run_node
+    from bhandar_cli.security import PkiError
 
     seed_list = parse_seeds(seeds)
     if token_file and not join:
@@ -199,8 +197,8 @@ def run(
         if admit_anyone:
             fail("a node that joins a cluster checks its tokens; leave out --admit-anyone", EXIT_USAGE)
         token = join_token_source(token_file)
-        from bhandar_cli.node.join import JoinUnreachable, join_once
-        from bhandar_cli.security.join_tokens import JoinRefused
+        from bhandar_cli.node import JoinUnreachable, join_once
+        from bhandar_cli.security import JoinRefused
 
         try:
             tls_dir = str(join_once(join_seeds[0], token, node_id, host, data_dir))
@@ -212,15 +210,14 @@ def run(
     if ca_key and tls_dir is None:
         fail("--ca-key needs --tls-dir: new nodes join over TLS", EXIT_USAGE)
     if ca_key:
-        from bhandar_cli.security.pki import CA_CERT, CA_KEY
+        from bhandar_cli.security import CA_CERT, CA_KEY
 
         key = Path(ca_key)
         if key.name != CA_KEY or not key.is_file() or not key.with_name(CA_CERT).is_file():
             fail(f"--ca-key must name a cluster CA's {CA_KEY} with its {CA_CERT} beside it", EXIT_USAGE)
-    from bhandar_cli.security.auth import AuthFileError
-    from bhandar_cli.security.data_key import DataKeyProblem, node_key
-    from bhandar_cli.storage.storage_errors import DataKeyError
-    from bhandar_cli.store.data_dir import DataDirInUse
+    from bhandar_cli.security import AuthFileError, DataKeyProblem, node_key
+    from bhandar_cli.storage import DataKeyError
+    from bhandar_cli.store import DataDirInUse
 
     try:
         data_key = node_key(data_key_file)
@@ -284,8 +281,7 @@ def maelstrom(
     """Run Bhandar's node as a Maelstrom node: one JSON message per line on standard input and
     output (bhandar check starts it, and so can Maelstrom). It serves dynamo-kv, g-counter,
     pn-counter and lin-kv (cas answered with error 10, not supported)."""
-    from bhandar_cli.core.model.config import parse_level
-    from bhandar_cli.core.model.errors import BadInput
+    from bhandar_cli.core.model import BadInput, parse_level
 
     try:
         level = parse_level(consistency)
@@ -293,7 +289,7 @@ def maelstrom(
         fail(str(exc), EXIT_USAGE)
     if not 1 <= vnodes <= 1024:
         fail("--vnodes must be 1..1024", EXIT_USAGE)
-    from bhandar_cli.node.maelstrom import run_maelstrom_node
+    from bhandar_cli.node import run_maelstrom_node
 
     run_maelstrom_node(data_dir, vnodes, level)
 

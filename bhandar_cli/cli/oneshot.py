@@ -19,15 +19,8 @@ from collections.abc import Callable, Coroutine
 from enum import StrEnum
 from typing import Any
 
-from bhandar_cli.cli.output import (
-    EXIT_FAILED,
-    EXIT_NOT_FOUND,
-    EXIT_USAGE,
-    emit_json,
-    exit_code,
-    fail,
-    fail_json,
-)
+from bhandar_cli.cli.output import emit_json, fail, fail_json
+from bhandar_cli.client import EXIT_FAILED, EXIT_NOT_FOUND, EXIT_USAGE, exit_code
 
 
 class DataOutput(StrEnum):
@@ -42,8 +35,7 @@ Action = Callable[[Any], Coroutine[Any, Any, Any]]
 def _level(text: str | None) -> str | None:
     if text is None:
         return None
-    from bhandar_cli.core.model.config import parse_level
-    from bhandar_cli.core.model.errors import BadInput
+    from bhandar_cli.core.model import BadInput, parse_level
 
     try:
         return parse_level(text)
@@ -54,9 +46,9 @@ def _level(text: str | None) -> str | None:
 def _run(cmd: str, output: DataOutput, cluster: str | None, action: Action) -> Any:
     """Run `action(client)` on the cluster; a failure is told on stderr (and as JSON) with exit 1,
     or 2 when the input was at fault."""
-    from bhandar_cli.client.backends.blocking_backend import open_blocking_client, run_to_completion
-    from bhandar_cli.core.model.errors import BhandarError, ClientError
-    from bhandar_cli.fleet.cluster_file import ClusterFileError, resolve_dir
+    from bhandar_cli.client import open_blocking_client, run_to_completion
+    from bhandar_cli.core.model import BhandarError, ClientError
+    from bhandar_cli.fleet import ClusterFileError, resolve_dir
 
     try:
         with open_blocking_client(resolve_dir(cluster)) as client:
@@ -76,8 +68,8 @@ def _run(cmd: str, output: DataOutput, cluster: str | None, action: Action) -> A
 def _render(outcome: Any) -> None:
     from rich.console import Console
 
-    from bhandar_cli.client.outcomes import GetOutcome, IncrOutcome
-    from bhandar_cli.repl.views_data import render_get, render_incr, render_write
+    from bhandar_cli.client import GetOutcome, IncrOutcome
+    from bhandar_cli.repl import render_get, render_incr, render_write
 
     out = Console(file=sys.stdout, width=None if sys.stdout.isatty() else 120, soft_wrap=True)
     if isinstance(outcome, GetOutcome):
@@ -101,8 +93,7 @@ def _write_raw(values: list[bytes], exact: bool) -> None:
 def get(
     keyspace: str, key: str, consistency: str | None, via: str | None, cluster: str | None, output: DataOutput
 ) -> None:
-    from bhandar_cli.core.model.values import raw_value
-    from bhandar_cli.core.model.versions import BYTES
+    from bhandar_cli.core.model import BYTES, raw_value
 
     level = _level(consistency)
     outcome = _run("get", output, cluster, lambda c: c.get(keyspace, key, level, via))
@@ -134,8 +125,7 @@ def put(
     output: DataOutput,
 ) -> None:
     """put: `--context auto` reads the key first; VALUE `-` reads standard input."""
-    from bhandar_cli.core.model.errors import BadInput
-    from bhandar_cli.core.model.values import parse_value_bytes, parse_value_text
+    from bhandar_cli.core.model import BadInput, parse_value_bytes, parse_value_text
 
     try:
         parsed = parse_value_bytes(sys.stdin.buffer.read()) if value == "-" else parse_value_text(value)

@@ -13,12 +13,7 @@ import json
 import sys
 from typing import Any, NoReturn
 
-from bhandar_cli.client.exit_status import EXIT_FAILED as EXIT_FAILED
-from bhandar_cli.client.exit_status import EXIT_NOT_FOUND as EXIT_NOT_FOUND
-from bhandar_cli.client.exit_status import EXIT_OK as EXIT_OK
-from bhandar_cli.client.exit_status import EXIT_USAGE as EXIT_USAGE
-from bhandar_cli.client.exit_status import OutputFormat as OutputFormat
-from bhandar_cli.client.exit_status import exit_code as exit_code
+from bhandar_cli.client import EXIT_FAILED, OutputFormat
 
 
 def __getattr__(name: str) -> Any:

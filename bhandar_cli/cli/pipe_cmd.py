@@ -30,14 +30,12 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 import typer
 
 from bhandar_cli.cli.data_cmd import LEVEL
-from bhandar_cli.cli.output import CLUSTER_OPTION, EXIT_FAILED, EXIT_USAGE, fail
+from bhandar_cli.cli.output import CLUSTER_OPTION, fail
+from bhandar_cli.client import EXIT_FAILED, EXIT_USAGE
 
 if TYPE_CHECKING:
-    from bhandar_cli.client.backend import Backend
-    from bhandar_cli.client.client import Client
-    from bhandar_cli.client.procedures.pipeline import Pipeline
-    from bhandar_cli.repl.session import Session
-    from bhandar_cli.repl.table import Command
+    from bhandar_cli.client import Backend, Client, Pipeline
+    from bhandar_cli.repl import Command, Session
 
 Result = dict[str, Any]
 READ_CHUNK = 1 << 16
@@ -106,8 +104,8 @@ class ResultWriter:
 def answer(cmd: str, data: Any) -> Result:
     """An outcome or a failure as the result `bhandar CMD -o json` prints; a get of a key that is
     not there is a failure (code not_found) that keeps the get's fields (its context, tombstones)."""
-    from bhandar_cli.client.outcomes import GetOutcome
-    from bhandar_cli.core.model.errors import ClientError
+    from bhandar_cli.client import GetOutcome
+    from bhandar_cli.core.model import ClientError
 
     if isinstance(data, ClientError):
         return data.to_json(cmd)
@@ -118,7 +116,7 @@ def answer(cmd: str, data: Any) -> Result:
 
 
 def failure(cmd: str, exc: Exception) -> Result:
-    from bhandar_cli.core.model.errors import BhandarError, ClientError
+    from bhandar_cli.core.model import BhandarError, ClientError
 
     if isinstance(exc, ClientError):
         return exc.to_json(cmd)
@@ -136,14 +134,12 @@ class TextCommands:
     """`-i text`: REPL lines, run by the REPL's data command handlers in a session of their own."""
 
     def __init__(self, client: Client[Backend]) -> None:
-        from bhandar_cli.repl.commands import data
-        from bhandar_cli.repl.session import Session
-        from bhandar_cli.repl.table import CommandTable
+        from bhandar_cli.repl import TABLE, CommandTable, Session
 
-        self.session: Session = Session(client, CommandTable(data.TABLE), "json")
+        self.session: Session = Session(client, CommandTable(TABLE), "json")
 
     async def feed(self, pipeline: Pipeline[Result], lineno: int, text: str) -> None:
-        from bhandar_cli.core.model.errors import BhandarError
+        from bhandar_cli.core.model import BhandarError
 
         try:
             commands = self.session.parse(text)
@@ -178,7 +174,7 @@ class JsonCommands:
         self.client = client
 
     async def feed(self, pipeline: Pipeline[Result], lineno: int, text: str) -> None:
-        from bhandar_cli.core.model.errors import BadInput
+        from bhandar_cli.core.model import BadInput
 
         op = ""
         try:
@@ -207,8 +203,8 @@ class JsonCommands:
         return job
 
     async def _run(self, op: str, obj: dict[str, Any]) -> Any:
-        from bhandar_cli.client.procedures.bulk import value_from_json
-        from bhandar_cli.core.model.errors import BadInput
+        from bhandar_cli.client import value_from_json
+        from bhandar_cli.core.model import BadInput
 
         c, ks, key = self.client, obj["ks"], obj["key"]
         level, via, context = obj.get("c"), obj.get("via"), obj.get("context")
@@ -227,8 +223,7 @@ class JsonCommands:
 
 def usage_checked(consistency: str | None, window: int) -> str:
     """The consistency level of `-c` (QUORUM if not given); exit 2 if it or `--window` is wrong."""
-    from bhandar_cli.core.model.config import parse_level
-    from bhandar_cli.core.model.errors import BadInput
+    from bhandar_cli.core.model import BadInput, parse_level
 
     if not 1 <= window <= MAX_WINDOW:
         fail(f"--window must be 1..{MAX_WINDOW} (got {window})", EXIT_USAGE)
@@ -256,8 +251,8 @@ async def run_pipe(
     """Feed every line of `source` through one pipeline of `window` requests to `writer`."""
     import trio
 
-    from bhandar_cli.client.procedures.pipeline import Pipeline
-    from bhandar_cli.core.model.errors import BadInput
+    from bhandar_cli.client import Pipeline
+    from bhandar_cli.core.model import BadInput
 
     commands: TextCommands | JsonCommands = (
         TextCommands(client) if fmt is InputFormat.text else JsonCommands(client)
@@ -293,7 +288,7 @@ def pipe(
     """Run data commands from standard input, one per line, many in flight over one client: one JSON
     result per command on standard output (exit 1 if any failed)."""
     from bhandar_cli.cli.cluster_cmd import run_async
-    from bhandar_cli.client.openers import open_tcp_client
+    from bhandar_cli.client import open_tcp_client
 
     level = usage_checked(consistency, window)
     writer = ResultWriter(sys.stdout)

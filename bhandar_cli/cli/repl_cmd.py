@@ -9,8 +9,9 @@ from typing import Any
 import typer
 
 from bhandar_cli.cli.in_process_options import DATA_DIR, NODES, REPLICAS, SEED, VNODES, ZONES, cluster_options
-from bhandar_cli.cli.output import EXIT_FAILED, EXIT_USAGE, OUTPUT_OPTION, OutputFormat, fail
-from bhandar_cli.core.model.errors import BhandarError
+from bhandar_cli.cli.output import OUTPUT_OPTION, fail
+from bhandar_cli.client import EXIT_FAILED, EXIT_USAGE, OutputFormat
+from bhandar_cli.core.model import BhandarError
 
 
 def repl(
@@ -40,14 +41,14 @@ def repl(
     options = cluster_options(nodes, zones, vnodes, replicas, seed, data_dir, connect)
     if script is not None and not script.is_file():
         fail(f"no such script file: {script}", EXIT_USAGE)
-    from bhandar_cli.fleet.cluster_file import ClusterFileError
-    from bhandar_cli.repl.batch import open_session, run_batch
-    from bhandar_cli.web.background import serve_in_background
+    from bhandar_cli.fleet import ClusterFileError
+    from bhandar_cli.repl import open_session, run_batch
+    from bhandar_cli.web import serve_in_background
 
     if connect is not None:
         if virtual_time:
             fail("--virtual-time applies to in-process clusters, not to --connect", EXIT_USAGE)
-        from bhandar_cli.repl.batch import open_tcp_session
+        from bhandar_cli.repl import open_tcp_session
 
         def opener() -> Any:
             return open_tcp_session(connect, output.value, serve_in_background)
@@ -61,7 +62,7 @@ def repl(
         if batch:
             code = run_batch(opener, str(script) if script else None, execute, keep_going, virtual_time)
         else:
-            from bhandar_cli.repl.interactive import run_interactive
+            from bhandar_cli.repl import run_interactive
 
             code = run_interactive(opener, virtual_time)
     except (BhandarError, ClusterFileError) as exc:  # e.g. no cluster to connect to

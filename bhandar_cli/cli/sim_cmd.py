@@ -15,7 +15,8 @@ import sys
 
 import typer
 
-from bhandar_cli.cli.output import EXIT_USAGE, OUTPUT_OPTION, OutputFormat, emit_json, fail
+from bhandar_cli.cli.output import OUTPUT_OPTION, emit_json, fail
+from bhandar_cli.client import EXIT_USAGE, OutputFormat
 
 sim_app = typer.Typer(
     help="Four small teaching simulations with fixed seeds (ring, quorum, versions, ministore), "
@@ -72,7 +73,7 @@ def ring(
     seed_n = _parse_int("--seed", seed, 0, SEED_MAX)
     keys_n = _parse_int("--keys", keys, 1, COUNT_MAX)
     vnodes_list = _parse_vnodes(vnodes)
-    from bhandar_cli.sim.seeds.seed_ring import render_ring, ring_json, simulate_ring
+    from bhandar_cli.sim.seeds import render_ring, ring_json, simulate_ring
 
     result = simulate_ring(seed_n, keys_n, vnodes_list)
     if output is OutputFormat.json:
@@ -95,7 +96,7 @@ def quorum(
     """Quorum put then get on N=3 replicas with one replica down for a while."""
     seed_n = _parse_int("--seed", seed, 0, SEED_MAX)
     rounds_n = _parse_int("--rounds", rounds, 1, COUNT_MAX)
-    from bhandar_cli.sim.seeds.seed_quorum import quorum_json, render_quorum, simulate_quorum
+    from bhandar_cli.sim.seeds import quorum_json, render_quorum, simulate_quorum
 
     result = simulate_quorum(seed_n, rounds_n)
     if output is OutputFormat.json:
@@ -107,7 +108,7 @@ def quorum(
 @sim_app.command("versions")
 def versions(output: OutputFormat = OUTPUT_OPTION) -> None:
     """The cart:42 story with vector clocks, siblings, a client merge and LWW."""
-    from bhandar_cli.sim.seeds.seed_versions import render_versions, simulate_versions, versions_json
+    from bhandar_cli.sim.seeds import render_versions, simulate_versions, versions_json
 
     result = simulate_versions()
     if output is OutputFormat.json:
@@ -139,7 +140,7 @@ def ministore(
     ops_n = _parse_int("--ops", ops, 1, COUNT_MAX)
     keys_n = _parse_int("--keys", keys, 1, COUNT_MAX)
     detect_n = _parse_int("--detect", detect, 0, COUNT_MAX)
-    from bhandar_cli.sim.seeds.seed_ministore import ministore_json, render_ministore, simulate_ministore
+    from bhandar_cli.sim.seeds import ministore_json, render_ministore, simulate_ministore
 
     result = simulate_ministore(seed_n, ops_n, keys_n, detect_n)
     if output is OutputFormat.json:
@@ -172,7 +173,7 @@ def bloom(
     seed_n = _parse_int("--seed", seed, 0, SEED_MAX)
     if kind not in ("classic", "blocked"):
         fail(f"--filter must be classic or blocked, got {kind!r}", EXIT_USAGE)
-    from bhandar_cli.storage.bloom import measure_false_positive_rate
+    from bhandar_cli.storage import measure_false_positive_rate
 
     r = measure_false_positive_rate(bits_n, hashes_n, keys_n, seed_n, blocked=kind == "blocked")
     if output is OutputFormat.json:
@@ -216,7 +217,7 @@ def scale(
     and the hints a whole-zone outage piles up."""
     sizes = _parse_sizes(nodes)
     seed_n = _parse_int("--seed", seed, 0, SEED_MAX)
-    from bhandar_cli.sim.scale import render_scale, run_scale
+    from bhandar_cli.sim import render_scale, run_scale
 
     result = run_scale(sizes, seed_n)
     if output is OutputFormat.json:

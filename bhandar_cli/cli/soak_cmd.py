@@ -12,7 +12,8 @@ from typing import Any
 
 import typer
 
-from bhandar_cli.cli.output import EXIT_FAILED, EXIT_USAGE, OUTPUT_OPTION, OutputFormat, emit_json, fail
+from bhandar_cli.cli.output import OUTPUT_OPTION, emit_json, fail
+from bhandar_cli.client import EXIT_FAILED, EXIT_USAGE, OutputFormat
 
 REFRESH = 0.5  # seconds between redraws of the live view
 
@@ -42,8 +43,8 @@ def soak(
     if not 1 <= clients <= 256:
         fail(f"--clients must be between 1 and 256 (got {clients})", EXIT_USAGE)
     from bhandar_cli.cli.cluster_cmd import run_async
-    from bhandar_cli.client.openers import open_tcp_client
-    from bhandar_cli.soak.run import SoakOptions, SoakProgress, own_cluster, run_soak
+    from bhandar_cli.client import open_tcp_client
+    from bhandar_cli.soak import SoakOptions, SoakProgress, own_cluster, run_soak
 
     options = SoakOptions(duration, seed, clients)
     progress = SoakProgress()

@@ -15,7 +15,8 @@ from typing import Any
 import typer
 
 from bhandar_cli.cli.cluster_cmd import DIR_OPTION, _print, run_async
-from bhandar_cli.cli.output import EXIT_USAGE, OUTPUT_OPTION, OutputFormat, emit_json, fail
+from bhandar_cli.cli.output import OUTPUT_OPTION, emit_json, fail
+from bhandar_cli.client import EXIT_USAGE, OutputFormat
 
 token_app = typer.Typer(
     help="Access tokens: create one with a role on a keyspace, list them, revoke one (admin only).",
@@ -26,8 +27,8 @@ token_app = typer.Typer(
 
 async def _admin_call(directory: str | None, op: str, **args: Any) -> Any:
     """One admin RPC, to an issuing node first (token changes are sealed with the CA key)."""
-    from bhandar_cli.client.backends.tcp_backend import open_tcp_backend
-    from bhandar_cli.fleet.cluster_file import resolve_dir
+    from bhandar_cli.client import open_tcp_backend
+    from bhandar_cli.fleet import resolve_dir
 
     async with open_tcp_backend(resolve_dir(directory)) as backend:
         return (await backend.on_issuer(op, **args))[1]
@@ -46,10 +47,10 @@ def create(
     knows it (up to 10 s; past that, a warning names the nodes that do not know it yet)."""
     import time
 
-    from bhandar_cli.client.procedures.access_token_issue import TokenCreated, create_token
-    from bhandar_cli.core.model.errors import BadInput
-    from bhandar_cli.core.wire import to_wire
-    from bhandar_cli.security.auth import mint
+    from bhandar_cli.client import TokenCreated, create_token
+    from bhandar_cli.core import to_wire
+    from bhandar_cli.core.model import BadInput
+    from bhandar_cli.security import mint
 
     if rate < 0 or burst < 0:
         fail("--rate and --burst must be zero or more", EXIT_USAGE)
@@ -59,8 +60,8 @@ def create(
         fail(str(exc), EXIT_USAGE)
 
     async def body() -> TokenCreated:
-        from bhandar_cli.client.backends.tcp_backend import open_tcp_backend
-        from bhandar_cli.fleet.cluster_file import resolve_dir
+        from bhandar_cli.client import open_tcp_backend
+        from bhandar_cli.fleet import resolve_dir
 
         async with open_tcp_backend(resolve_dir(directory)) as backend:
             return await create_token(backend, to_wire(record))

@@ -13,8 +13,9 @@ from typing import Any
 import typer
 
 from bhandar_cli.cli.in_process_options import DATA_DIR, NODES, REPLICAS, SEED, VNODES, ZONES, cluster_options
-from bhandar_cli.cli.output import EXIT_FAILED, EXIT_USAGE, fail
-from bhandar_cli.core.model.errors import BhandarError
+from bhandar_cli.cli.output import fail
+from bhandar_cli.client import EXIT_FAILED, EXIT_USAGE
+from bhandar_cli.core.model import BhandarError
 
 DEFAULT_PORT = 8700
 
@@ -43,7 +44,7 @@ def web(
     """Serve a live web view of an in-process cluster (or --connect DIR) next to its REPL."""
     if not 0 <= port <= 65535:
         fail(f"--port must be between 0 and 65535 (got {port})", EXIT_USAGE)
-    from bhandar_cli.node.exposure import is_loopback
+    from bhandar_cli.node import is_loopback
 
     if not is_loopback(host):
         fail(
@@ -52,12 +53,12 @@ def web(
             EXIT_USAGE,
         )
     options = cluster_options(nodes, zones, vnodes, replicas, seed, data_dir, connect)
-    from bhandar_cli.fleet.cluster_file import ClusterFileError
-    from bhandar_cli.repl.batch import open_session
-    from bhandar_cli.web.background import serve_in_background
+    from bhandar_cli.fleet import ClusterFileError
+    from bhandar_cli.repl import open_session
+    from bhandar_cli.web import serve_in_background
 
     if connect is not None:
-        from bhandar_cli.repl.batch import open_tcp_session
+        from bhandar_cli.repl import open_tcp_session
 
         def opener() -> Any:
             return open_tcp_session(connect, serve_web=serve_in_background)
@@ -80,8 +81,8 @@ def _run(opener: Any, host: str, port: int, open_browser: bool, trace: bool) -> 
 
     import trio
 
-    from bhandar_cli.core.model.errors import sole_exception
-    from bhandar_cli.web.server import WebServer
+    from bhandar_cli.core.model import sole_exception
+    from bhandar_cli.web import WebServer
 
     async def main() -> int:
         async with opener() as session, trio.open_nursery() as nursery:
@@ -96,7 +97,7 @@ def _run(opener: Any, host: str, port: int, open_browser: bool, trace: bool) -> 
 
                 await trio.to_thread.run_sync(webbrowser.open, url)
             if sys.stdin.isatty():
-                from bhandar_cli.repl.interactive import InteractiveApp
+                from bhandar_cli.repl import InteractiveApp
 
                 code = await InteractiveApp(session).run()
             else:

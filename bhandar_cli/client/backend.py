@@ -12,16 +12,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
-from bhandar_cli.store.data_dir import RestoreSummary
+from bhandar_cli.store import RestoreSummary
 
 if TYPE_CHECKING:
     from bhandar_cli.client.membership import ClusterMembership
-    from bhandar_cli.core.membership.gossip import MemberRow
-    from bhandar_cli.core.membership.ring import Ring
-    from bhandar_cli.core.model.records import Record
-    from bhandar_cli.core.node_views import HintQueueRow, NodeInfo
-    from bhandar_cli.core.protocol.messages import Result
-    from bhandar_cli.core.protocol.node_operations import NodeOperation
+    from bhandar_cli.core import HintQueueRow, NodeInfo
+    from bhandar_cli.core.membership import MemberRow, Ring
+    from bhandar_cli.core.model import Record
+    from bhandar_cli.core.protocol import NodeOperation, Result
 
 
 @dataclass(frozen=True)

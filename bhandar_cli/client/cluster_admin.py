@@ -15,11 +15,18 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from bhandar_cli.client.view_disagreement import disagreeing, why_views_differ
-from bhandar_cli.core.membership.gossip import MemberRow
-from bhandar_cli.core.model.config import NEW_NODE_NAME, NEW_NODE_NAME_RULE, KeyspaceDef, parse_ttl
-from bhandar_cli.core.model.errors import BadInput, ClientError
-from bhandar_cli.core.model.limits import check_snapshot_name
-from bhandar_cli.core.protocol.messages import (
+from bhandar_cli.core.membership import MemberRow
+from bhandar_cli.core.model import (
+    NEW_NODE_NAME,
+    NEW_NODE_NAME_RULE,
+    BadInput,
+    ClientError,
+    KeyspaceDef,
+    check_snapshot_name,
+    parse_ttl,
+)
+from bhandar_cli.core.protocol import (
+    NODE_OPERATIONS,
     DecommissionRequest,
     Failure,
     KeyspaceRequest,
@@ -28,8 +35,7 @@ from bhandar_cli.core.protocol.messages import (
     RepairRequest,
     RepairResult,
 )
-from bhandar_cli.core.protocol.node_operations import NODE_OPERATIONS
-from bhandar_cli.core.roles.streaming import StreamsView
+from bhandar_cli.core.roles import StreamsView
 
 if TYPE_CHECKING:
     from bhandar_cli.client.backend import Backend
@@ -368,8 +374,7 @@ class ClusterAdmin:
 
     async def merkle(self, a: str, b: str, depth: int = 4) -> dict[str, Any]:
         """Compare two replicas range by range, as anti-entropy would (without repairing)."""
-        from bhandar_cli.core.repair.merkle import MerkleTree
-        from bhandar_cli.core.repair.merkle_diff import diff, render_lines
+        from bhandar_cli.core.repair import MerkleTree, diff, render_lines
 
         first, second = self.node(a), self.node(b)
         if first == second:
@@ -433,7 +438,7 @@ class ClusterAdmin:
         whole again."""
         import time
 
-        from bhandar_cli.core.model.timestamps import parse_moment, show_moment
+        from bhandar_cli.core.model import parse_moment, show_moment
 
         check_snapshot_name(name)
         moment = None if until is None else parse_moment(until, time.time())

@@ -23,12 +23,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from bhandar_cli.core.model.errors import BhandarError
+from bhandar_cli.core.model import BhandarError
 
 if TYPE_CHECKING:
     from bhandar_cli.client.backend import Backend
     from bhandar_cli.client.membership import ClusterMembership
-    from bhandar_cli.core.node_views import NodeInfo
+    from bhandar_cli.core import NodeInfo
 
 UP = "up"
 JOINING = "joining"

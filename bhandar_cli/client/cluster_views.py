@@ -14,13 +14,10 @@ from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict
 from bhandar_cli.client.cluster_health import HealthView, NodeFacts, member_status, summarise
 from bhandar_cli.client.membership import MembershipView
 from bhandar_cli.client.outcomes import counter_parts, sibling_views
-from bhandar_cli.core.membership.members import CODES
-from bhandar_cli.core.membership.ring import key_token
-from bhandar_cli.core.model.errors import BadInput
-from bhandar_cli.core.model.records import Versioned
-from bhandar_cli.core.model.versions import context_of, relation
-from bhandar_cli.core.node_views import HintQueueRow, NodeInfo
-from bhandar_cli.core.roles.hot_keys import SHOWN, HotSketches
+from bhandar_cli.core import HintQueueRow, NodeInfo
+from bhandar_cli.core.membership import CODES, key_token
+from bhandar_cli.core.model import BadInput, Versioned, context_of, relation
+from bhandar_cli.core.roles import SHOWN, HotSketches
 
 if TYPE_CHECKING:
     from bhandar_cli.client.backend import Backend
@@ -232,7 +229,7 @@ class ClusterViews:
         if keyspace in known:
             return known[keyspace]
         if known:  # a node answered and does not know it: the user's mistake, said as for a get
-            from bhandar_cli.core.model.keyspaces import unknown_keyspace  # not on a one-shot get's path
+            from bhandar_cli.core.model import unknown_keyspace  # not on a one-shot get's path
 
             raise unknown_keyspace(keyspace, known)
         return 3  # nobody answered: the preference list of the default N still teaches
@@ -293,7 +290,8 @@ class ClusterViews:
         return {"cmd": "hints", "ok": True, "queues": queues, "pending": sum(q["count"] for q in queues)}
 
     async def metrics(self) -> dict[str, Any]:
-        from bhandar_cli.core.model.metrics import (
+        from bhandar_cli.core import oldest_hint_age
+        from bhandar_cli.core.model import (
             HINTS_OLDEST,
             HINTS_PENDING,
             NODE_REQUESTS,
@@ -303,7 +301,6 @@ class ClusterViews:
             bucket_edge,
             place,
         )
-        from bhandar_cli.core.node_views import oldest_hint_age
 
         edges = [bucket_edge(ms) for ms in HISTOGRAM_EDGES_MS]
 

@@ -24,19 +24,25 @@ from bhandar_cli.client.outcomes import (
     counter_parts,
     sibling_views,
 )
-from bhandar_cli.core.model.config import parse_level
-from bhandar_cli.core.model.context import encode_context
-from bhandar_cli.core.model.crdt import PNCounter
-from bhandar_cli.core.model.errors import BadInput, ClientError
-from bhandar_cli.core.model.limits import check_delta, check_key, check_request_id
-from bhandar_cli.core.model.records import Record, Versioned
-from bhandar_cli.core.model.values import decode_value
-from bhandar_cli.core.protocol.client_messages import Failure, GetResult, IncrResult, PutResult
-from bhandar_cli.core.session.client_session import ClientSession, Done, Exchange, Failed, SendRequest
+from bhandar_cli.core.model import (
+    BadInput,
+    ClientError,
+    PNCounter,
+    Record,
+    Versioned,
+    check_delta,
+    check_key,
+    check_request_id,
+    decode_value,
+    encode_context,
+    parse_level,
+)
+from bhandar_cli.core.protocol import Failure, GetResult, IncrResult, PutResult
+from bhandar_cli.core.session import ClientSession, Done, Exchange, Failed, SendRequest
 
 if TYPE_CHECKING:
     from bhandar_cli.client.backend import RequestBackend
-    from bhandar_cli.core.protocol.messages import Result
+    from bhandar_cli.core.protocol import Result
 
 
 class DataClient:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from bhandar_cli.core.model.errors import REFUSED_INPUT
+from bhandar_cli.core.model import REFUSED_INPUT
 
 EXIT_OK = 0
 EXIT_FAILED = 1  # the operation failed

@@ -15,8 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
-from bhandar_cli.core.membership.members import MemberState
-from bhandar_cli.core.membership.ring import Ring, node_tokens
+from bhandar_cli.core.membership import MemberState, Ring, node_tokens
 
 ASK_EVERY = 1.0  # seconds a membership is reused: the REPL's bar asks several times a second
 LEFT = "left"

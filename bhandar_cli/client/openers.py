@@ -18,11 +18,10 @@ import trio
 
 from bhandar_cli.client.backends.in_process_backend import InProcessBackend
 from bhandar_cli.client.client import Client
-from bhandar_cli.core.model.config import NodeConfig
-from bhandar_cli.core.model.store import Store
-from bhandar_cli.fleet.in_process_cluster import InProcessCluster
-from bhandar_cli.node.epoch_clock import EpochClock
-from bhandar_cli.store.data_dir import open_node_store
+from bhandar_cli.core.model import NodeConfig, Store
+from bhandar_cli.fleet import InProcessCluster
+from bhandar_cli.node import EpochClock
+from bhandar_cli.store import open_node_store
 
 if TYPE_CHECKING:
     from bhandar_cli.client.backends.tcp_backend import TcpBackend
@@ -95,7 +94,7 @@ async def open_tcp_client(
 ) -> AsyncIterator[Client[TcpBackend]]:
     """A `Client` on the running process cluster of `directory` (ClusterFileError if none)."""
     from bhandar_cli.client.backends.tcp_backend import open_tcp_backend
-    from bhandar_cli.fleet.cluster_file import resolve_dir
+    from bhandar_cli.fleet import resolve_dir
 
     async with open_tcp_backend(resolve_dir(str(directory) if directory else None)) as backend:
         yield Client(backend, consistency)

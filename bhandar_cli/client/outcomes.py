@@ -9,11 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from bhandar_cli.core.model.crdt import PNCounter
-from bhandar_cli.core.model.errors import TraceSteps
-from bhandar_cli.core.model.records import Record, Versioned
-from bhandar_cli.core.model.values import decode_value
-from bhandar_cli.core.model.versions import Sibling
+from bhandar_cli.core.model import PNCounter, Record, Sibling, TraceSteps, Versioned, decode_value
 
 
 @dataclass(frozen=True, kw_only=True)

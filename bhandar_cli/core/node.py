@@ -34,32 +34,53 @@ from dataclasses import dataclass
 from random import Random
 from typing import Any
 
-from bhandar_cli.core.membership.authorship import TRUST_ALL, Authorship
-from bhandar_cli.core.membership.gossip import GossipLiveness, MemberRow
-from bhandar_cli.core.membership.liveness import Liveness, PingLiveness
-from bhandar_cli.core.membership.members import MemberState
-from bhandar_cli.core.membership.node_membership import MembershipSaver, boot_gossip
-from bhandar_cli.core.membership.ring import Ring
-from bhandar_cli.core.membership.ringview import RingView
-from bhandar_cli.core.model.access_tokens import TokenTable
-from bhandar_cli.core.model.config import KeyspaceDef, NodeConfig
-from bhandar_cli.core.model.errors import BadInput
-from bhandar_cli.core.model.keyspaces import Keyspaces
-from bhandar_cli.core.model.live_config import LiveConfig, config_view, retune
-from bhandar_cli.core.model.metrics import NodeMetrics
-from bhandar_cli.core.model.records import Record
-from bhandar_cli.core.model.sibling_limit import SiblingLimit
-from bhandar_cli.core.model.store import Store, StoreDamage
+from bhandar_cli.core.membership import (
+    TRUST_ALL,
+    Authorship,
+    GossipLiveness,
+    Liveness,
+    MemberRow,
+    MembershipSaver,
+    MemberState,
+    PingLiveness,
+    Ring,
+    RingView,
+    boot_gossip,
+)
+from bhandar_cli.core.model import (
+    BadInput,
+    KeyspaceDef,
+    Keyspaces,
+    LiveConfig,
+    NodeConfig,
+    NodeMetrics,
+    Record,
+    SiblingLimit,
+    Store,
+    StoreDamage,
+    TokenTable,
+    config_view,
+    retune,
+)
 from bhandar_cli.core.node_views import HintQueueRow, NodeInfo, NodeViews
-from bhandar_cli.core.protocol.messages import (
+from bhandar_cli.core.protocol import (
     ClientReply,
     ClientRequest,
     DecommissionRequest,
     DotLeaseSaved,
     Effect,
     GetRequest,
+    IdSource,
     IncrRequest,
     KeyspaceRequest,
+    Pending,
+    PendingForward,
+    PendingHandoff,
+    PendingIncr,
+    PendingOwnership,
+    PendingPut,
+    PendingRead,
+    PendingTable,
     PutRequest,
     RepairRequest,
     ReplicaAck,
@@ -69,36 +90,37 @@ from bhandar_cli.core.protocol.messages import (
     SchemaUpdate,
     Send,
 )
-from bhandar_cli.core.protocol.pending import (
-    Pending,
-    PendingForward,
-    PendingHandoff,
-    PendingIncr,
-    PendingOwnership,
-    PendingPut,
-    PendingRead,
+from bhandar_cli.core.repair import (
+    AntiEntropy,
+    DamageRepair,
+    HashIndex,
+    IndexedStore,
+    RepairDone,
+    RepairFetch,
+    RepairFetchReply,
+    RepairProbe,
+    RepairProbeReply,
+    RepairPush,
+    TombstoneReaper,
+    Unrepaired,
 )
-from bhandar_cli.core.protocol.pending_table import IdSource, PendingTable
-from bhandar_cli.core.repair import antientropy as ae
-from bhandar_cli.core.repair.antientropy import AntiEntropy
-from bhandar_cli.core.repair.damage_repair import DamageRepair
-from bhandar_cli.core.repair.hash_index import HashIndex
-from bhandar_cli.core.repair.indexed_store import IndexedStore
-from bhandar_cli.core.repair.reaping import TombstoneReaper
-from bhandar_cli.core.repair.unrepaired import Unrepaired
-from bhandar_cli.core.roles import streaming as st
-from bhandar_cli.core.roles.coordinator import Coordinator
-from bhandar_cli.core.roles.dot_lease import DotLease
-from bhandar_cli.core.roles.exact_dots import ExactDots
-from bhandar_cli.core.roles.expiry import ExpirySweeper
-from bhandar_cli.core.roles.handoff import HintedHandoff
-from bhandar_cli.core.roles.hints import HintQueue
-from bhandar_cli.core.roles.ownership import OwnershipHandoff
-from bhandar_cli.core.roles.read_path import ReadCoordinator
-from bhandar_cli.core.roles.replica import Replica
-from bhandar_cli.core.roles.role_context import RoleContext
-from bhandar_cli.core.roles.streaming import Streaming
-from bhandar_cli.core.roles.write_path import WriteCoordinator
+from bhandar_cli.core.roles import (
+    Coordinator,
+    DotLease,
+    ExactDots,
+    ExpirySweeper,
+    HintedHandoff,
+    HintQueue,
+    OwnershipHandoff,
+    ReadCoordinator,
+    Replica,
+    RoleContext,
+    StreamAck,
+    StreamBatch,
+    Streaming,
+    StreamRequest,
+    WriteCoordinator,
+)
 
 HOUSEKEEPING = 0.25  # seconds between checks of repair sessions, range movement and membership
 
@@ -278,15 +300,15 @@ class Node:
             **dict.fromkeys((RepairRequest, DecommissionRequest), forwarded),
             ClientReply: coordinator.on_forward_reply,
             SchemaUpdate: coordinator.on_schema,
-            ae.RepairProbe: anti_entropy.on_probe,
-            ae.RepairProbeReply: anti_entropy.on_probe_reply,
-            ae.RepairFetch: anti_entropy.on_fetch,
-            ae.RepairFetchReply: anti_entropy.on_fetch_reply,
-            ae.RepairPush: anti_entropy.on_push,
-            ae.RepairDone: anti_entropy.on_done,
-            st.StreamRequest: streaming.on_request,
-            st.StreamBatch: streaming.on_batch,
-            st.StreamAck: streaming.on_ack,
+            RepairProbe: anti_entropy.on_probe,
+            RepairProbeReply: anti_entropy.on_probe_reply,
+            RepairFetch: anti_entropy.on_fetch,
+            RepairFetchReply: anti_entropy.on_fetch_reply,
+            RepairPush: anti_entropy.on_push,
+            RepairDone: anti_entropy.on_done,
+            StreamRequest: streaming.on_request,
+            StreamBatch: streaming.on_batch,
+            StreamAck: streaming.on_ack,
         }
 
     # --- inputs -------------------------------------------------------------------------------

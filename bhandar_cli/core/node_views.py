@@ -10,19 +10,10 @@ from collections.abc import Collection, Iterable
 from dataclasses import asdict
 from typing import Any, TypedDict
 
-from bhandar_cli.core.membership.gossip import MemberRow
-from bhandar_cli.core.membership.members import MemberState
-from bhandar_cli.core.membership.ringview import RingView
-from bhandar_cli.core.model.keyspaces import Keyspaces
-from bhandar_cli.core.model.record_digest import digest
-from bhandar_cli.core.model.records import Record
-from bhandar_cli.core.model.sibling_limit import SiblingLimit
-from bhandar_cli.core.model.store import Store
-from bhandar_cli.core.repair.antientropy import AntiEntropy
-from bhandar_cli.core.repair.hash_index import HashIndex
-from bhandar_cli.core.repair.merkle import as_hash
-from bhandar_cli.core.roles.hints import HintQueue
-from bhandar_cli.core.roles.streaming import Streaming, StreamsView
+from bhandar_cli.core.membership import MemberRow, MemberState, RingView
+from bhandar_cli.core.model import Keyspaces, Record, SiblingLimit, Store, digest
+from bhandar_cli.core.repair import AntiEntropy, HashIndex, as_hash
+from bhandar_cli.core.roles import HintQueue, Streaming, StreamsView
 
 
 class HintQueueRow(TypedDict):

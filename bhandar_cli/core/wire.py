@@ -56,11 +56,16 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from bhandar_cli.core.model.config import KeyspaceDef
-from bhandar_cli.core.model.crdt import PNCounter
-from bhandar_cli.core.model.errors import BhandarError
-from bhandar_cli.core.model.records import Versioned, from_plain, to_plain
-from bhandar_cli.core.protocol import client_messages
+from bhandar_cli.core.model import BhandarError, KeyspaceDef, PNCounter, Versioned, from_plain, to_plain
+from bhandar_cli.core.protocol import (
+    Failure,
+    GetRequest,
+    GetResult,
+    IncrRequest,
+    IncrResult,
+    PutRequest,
+    PutResult,
+)
 
 # What a one-shot command sends and receives (core/protocol/client_messages.py). The rest (keyspace
 # requests, the node-to-node messages of gossip, repair, streaming and core/protocol/messages.py) are
@@ -68,55 +73,78 @@ from bhandar_cli.core.protocol import client_messages
 # never sees them, half its start-up.
 CLIENT_TYPES: tuple[type, ...] = (
     KeyspaceDef,
-    client_messages.PutRequest,
-    client_messages.GetRequest,
-    client_messages.IncrRequest,
-    client_messages.PutResult,
-    client_messages.GetResult,
-    client_messages.IncrResult,
-    client_messages.Failure,
+    PutRequest,
+    GetRequest,
+    IncrRequest,
+    PutResult,
+    GetResult,
+    IncrResult,
+    Failure,
 )
 
 
 def _peer_types() -> tuple[type, ...]:
-    from bhandar_cli.core.membership import authorship, gossip, members
-    from bhandar_cli.core.model import access_tokens
-    from bhandar_cli.core.protocol import messages
-    from bhandar_cli.core.repair import antientropy, merkle
-    from bhandar_cli.core.roles import streaming
+    from bhandar_cli.core.membership import Goodbye, GossipAck, GossipSyn, GossipTokens, MemberState, Removal
+    from bhandar_cli.core.model import TokenRecord
+    from bhandar_cli.core.protocol import (
+        ClientReply,
+        DecommissionRequest,
+        KeyspaceRequest,
+        KeyspaceResult,
+        MoveResult,
+        Ping,
+        Pong,
+        RepairRequest,
+        RepairResult,
+        ReplicaAck,
+        ReplicaRead,
+        ReplicaReadReply,
+        ReplicaWrite,
+        SchemaUpdate,
+    )
+    from bhandar_cli.core.repair import (
+        HashProbe,
+        RepairDone,
+        RepairFetch,
+        RepairFetchReply,
+        RepairProbe,
+        RepairProbeReply,
+        RepairPush,
+    )
+    from bhandar_cli.core.roles import StreamAck, StreamBatch, StreamRequest
 
     return (
-        messages.KeyspaceRequest,
-        messages.KeyspaceResult,
-        messages.ClientReply,
-        messages.ReplicaWrite,
-        messages.ReplicaAck,
-        messages.ReplicaRead,
-        messages.ReplicaReadReply,
-        messages.SchemaUpdate,
-        messages.Ping,
-        messages.Pong,
-        messages.RepairRequest,
-        messages.DecommissionRequest,
-        messages.RepairResult,
-        messages.MoveResult,
-        members.MemberState,
-        authorship.Removal,
-        gossip.Goodbye,
-        gossip.GossipSyn,
-        gossip.GossipAck,
-        gossip.GossipTokens,
-        access_tokens.TokenRecord,
-        merkle.HashProbe,
-        antientropy.RepairProbe,
-        antientropy.RepairProbeReply,
-        antientropy.RepairFetch,
-        antientropy.RepairFetchReply,
-        antientropy.RepairPush,
-        antientropy.RepairDone,
-        streaming.StreamRequest,
-        streaming.StreamBatch,
-        streaming.StreamAck,
+        KeyspaceRequest,
+        KeyspaceResult,
+        ClientReply,
+        ReplicaWrite,
+        ReplicaAck,
+        ReplicaRead,
+        ReplicaReadReply,
+        SchemaUpdate,
+        Ping,
+        Pong,
+        RepairRequest,
+        DecommissionRequest,
+        RepairResult,
+        MoveResult,
+        MemberState,
+        Removal,
+        Goodbye,
+        GossipSyn,
+        GossipAck,
+        GossipTokens,
+        TokenRecord,
+        HashProbe,
+        RepairProbe,
+        RepairProbeReply,
+        RepairFetch,
+        RepairFetchReply,
+        RepairPush,
+        RepairDone,
+        StreamRequest,
+        StreamBatch,
+        StreamAck,
     )
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 
-from bhandar_cli.host.topology import node_names
+from bhandar_cli.host import node_names
 
 LEFT_SUFFIX = ".left"  # a node that left the ring: its directory renamed, its data kept
 

@@ -16,9 +16,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from bhandar_cli.node.net.wire_versions import PROTOCOL_VERSION
-from bhandar_cli.security.access import TOKEN_ENV, ClientAccess
-from bhandar_cli.security.ca_trust import CA_CERT, TLS_DIR
+from bhandar_cli.node.net import PROTOCOL_VERSION
+from bhandar_cli.security import CA_CERT, TLS_DIR, TOKEN_ENV, ClientAccess
 
 FILE_NAME = "cluster.json"
 FORMAT = 1
@@ -160,7 +159,7 @@ def load(directory: str | Path) -> ClusterFile:
 
 
 def save(cluster: ClusterFile) -> None:
-    from bhandar_cli.security.pki import write_private
+    from bhandar_cli.security import write_private
 
     path = path_of(cluster.dir)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -18,17 +18,12 @@ from random import Random
 
 import trio
 
-from bhandar_cli.core.membership.ring import Ring, node_tokens
-from bhandar_cli.core.model.config import NodeConfig
-from bhandar_cli.core.model.errors import BadInput, Unavailable
-from bhandar_cli.core.model.store import MemoryStore, Store
-from bhandar_cli.core.node import NodeBoot
-from bhandar_cli.core.protocol.messages import ClientRequest, Note, Result
-from bhandar_cli.host.executor import NodeHost
-from bhandar_cli.host.network import LatencyModel, Network, NetworkModel
-from bhandar_cli.host.topology import node_names, zone_map
-from bhandar_cli.node.runtime import FATAL, NodeRunner, call
-from bhandar_cli.node.timers import TrioTimers
+from bhandar_cli.core import NodeBoot
+from bhandar_cli.core.membership import Ring, node_tokens
+from bhandar_cli.core.model import BadInput, MemoryStore, NodeConfig, Store, Unavailable
+from bhandar_cli.core.protocol import ClientRequest, Note, Result
+from bhandar_cli.host import LatencyModel, Network, NetworkModel, NodeHost, node_names, zone_map
+from bhandar_cli.node import FATAL, NodeRunner, TrioTimers, call
 
 MAX_NODES = 240  # in-process nodes (names A..Z, AA, AB, ...): a few MB each
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bhandar_cli.core.node_views import NodeInfo
+from bhandar_cli.core import NodeInfo
 
 START_MARK = "--- starting node "
 EXIT_MARK = "bhandar: "

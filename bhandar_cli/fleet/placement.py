@@ -72,7 +72,7 @@ def node_ports(hosts: list[str], base_port: int) -> list[int]:
 def parse_issuers(text: str, nodes: int, tls: bool) -> tuple[str, ...]:
     """The nodes `cluster up --issuers A,B` gives the CA key to (() : the first); ValueError for a
     name that is not one of the cluster's nodes, or for any without certificates."""
-    from bhandar_cli.host.topology import node_names
+    from bhandar_cli.host import node_names
 
     names = node_names(nodes)
     issuing = tuple(dict.fromkeys(i.strip().upper() for i in text.split(",") if i.strip()))

@@ -17,13 +17,13 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from bhandar_cli.core.model.errors import BadInput
+from bhandar_cli.core.model import BadInput
 from bhandar_cli.fleet import cluster_file, pids, supervisor
 from bhandar_cli.fleet.cluster_file import ClusterFile, NodeEntry
 from bhandar_cli.fleet.cluster_secrets import node_tls_dir
 from bhandar_cli.fleet.placement import free_ports
-from bhandar_cli.host.topology import next_node_name
-from bhandar_cli.security import pki
+from bhandar_cli.host import next_node_name
+from bhandar_cli.security import CA_KEY, TLS_DIR, issue_node, private_dir
 
 # `node run` option for a node's first start: boot as "joining" and stream its ranges before it
 # serves them. Later starts keep the status the node saved, so the option is not in the file.
@@ -71,10 +71,10 @@ async def add_node(
 ) -> ClusterFile:
     """Start node `name` as a joining member of `cluster`; the saved cluster file with it in."""
     entry = plan_node(cluster, name, zone)
-    ca_dir = Path(cluster.dir) / pki.TLS_DIR
-    if (ca_dir / pki.CA_KEY).is_file():
-        pki.private_dir(Path(entry.data_dir))
-        pki.issue_node(ca_dir, entry.id, [entry.host], node_tls_dir(entry), names_taken(cluster))
+    ca_dir = Path(cluster.dir) / TLS_DIR
+    if (ca_dir / CA_KEY).is_file():
+        private_dir(Path(entry.data_dir))
+        issue_node(ca_dir, entry.id, [entry.host], node_tls_dir(entry), names_taken(cluster))
     running = tuple(n.id for n in cluster.nodes if pids.pid_alive(n.pid))
     if not running:
         raise BadInput("every node is down: start one before adding another")

@@ -30,19 +30,16 @@ from typing import Any
 
 import trio
 
-from bhandar_cli.core.model.errors import ClientError
+from bhandar_cli.core.model import ClientError
 from bhandar_cli.fleet import cluster_file
 from bhandar_cli.fleet.cluster_file import ClusterFile, ClusterFileError, NodeEntry, client_access
 from bhandar_cli.fleet.cluster_secrets import AUTH_FILE, issue_certificates, make_admin_token, node_tls_dir
 from bhandar_cli.fleet.node_logs import START_MARK, last_words, log_tail
 from bhandar_cli.fleet.pids import CHILDREN, pid_alive
 from bhandar_cli.fleet.placement import DEFAULT_HOST, node_ports
-from bhandar_cli.host.network import partition_groups
-from bhandar_cli.host.topology import node_names, zone_map
-from bhandar_cli.node.net.blocking_rpc import RpcError
-from bhandar_cli.node.net.rpc import rpc_once
-from bhandar_cli.security import access, pki
-from bhandar_cli.security.data_key import ensure_key, key_path
+from bhandar_cli.host import node_names, partition_groups, zone_map
+from bhandar_cli.node.net import RpcError, rpc_once
+from bhandar_cli.security import CA_KEY, PLAIN, TLS_DIR, ClientAccess, ensure_key, key_path, private_dir
 
 DATA_DIR = "data"  # the nodes' data directories, under the cluster directory
 START_TIMEOUT = 30.0
@@ -59,7 +56,7 @@ class StartError(Exception):
 
 
 def node_command(cluster: ClusterFile, entry: NodeEntry) -> list[str]:
-    ca_key = Path(cluster.dir) / pki.TLS_DIR / pki.CA_KEY
+    ca_key = Path(cluster.dir) / TLS_DIR / CA_KEY
     seeds = [cluster.node(s) for s in cluster.seeds if s != entry.id] or [
         n for n in cluster.nodes if n.id != entry.id
     ][:1]
@@ -88,7 +85,7 @@ def node_command(cluster: ClusterFile, entry: NodeEntry) -> list[str]:
 
 def spawn(cluster: ClusterFile, entry: NodeEntry) -> NodeEntry:
     """Start one node detached; returns its entry with the new pid."""
-    pki.private_dir(Path(entry.data_dir))
+    private_dir(Path(entry.data_dir))
     fd = os.open(entry.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
     os.fchmod(fd, 0o600)  # a log from before may be world-readable
     with open(fd, "ab") as log:
@@ -174,8 +171,8 @@ async def up(
             f"a cluster is already running in {directory}: "
             f"stop it first (bhandar cluster down --dir {directory})"
         )
-    pki.private_dir(directory / DATA_DIR)
-    pki.private_dir(directory)
+    private_dir(directory / DATA_DIR)
+    private_dir(directory)
     cluster = replace(
         plan(directory, nodes, zones, base_port, vnodes, replicas, hosts),
         extra_args=tuple(extra_args),
@@ -279,9 +276,7 @@ async def wait_exit(pid: int, timeout: float) -> bool:
     return False
 
 
-async def stop(
-    entry: NodeEntry, timeout: float = STOP_TIMEOUT, reach: access.ClientAccess = access.PLAIN
-) -> str:
+async def stop(entry: NodeEntry, timeout: float = STOP_TIMEOUT, reach: ClientAccess = PLAIN) -> str:
     """Stop one node cleanly if it lets us: RPC shutdown, then SIGTERM, then SIGKILL. Returns
     only once the process has exited (how it was stopped), or `STILL_RUNNING` if even SIGKILL
     did not end it within its grace period."""

@@ -60,12 +60,10 @@ from dataclasses import replace
 from random import Random
 from typing import Any
 
-from bhandar_cli.core.membership.ring import Ring
-from bhandar_cli.core.model.config import NodeConfig
-from bhandar_cli.core.model.metrics import OK, NodeMetrics
-from bhandar_cli.core.model.store import Store, StoreJob
-from bhandar_cli.core.node import Node, NodeBoot
-from bhandar_cli.core.protocol.messages import (
+from bhandar_cli.core import Node, NodeBoot
+from bhandar_cli.core.membership import Ring
+from bhandar_cli.core.model import OK, NodeConfig, NodeMetrics, Store, StoreJob
+from bhandar_cli.core.protocol import (
     ClientRequest,
     DotLeaseSaved,
     Effect,
@@ -74,8 +72,8 @@ from bhandar_cli.core.protocol.messages import (
     Respond,
     Result,
     Send,
+    counted_as,
 )
-from bhandar_cli.core.protocol.pending import counted_as
 
 log = logging.getLogger("bhandar.node")
 

@@ -9,13 +9,11 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from bhandar_cli.core.membership.ring import Ring
-from bhandar_cli.core.model.metrics import Histogram, NodeMetrics, OpStats
-from bhandar_cli.core.model.records import Record, from_plain, to_plain
-from bhandar_cli.core.model.wording import count as counted
-from bhandar_cli.core.node import Node
-from bhandar_cli.core.node_views import HintQueueRow, NodeInfo
-from bhandar_cli.core.repair.merkle import EMPTY_HASH
+from bhandar_cli.core import HintQueueRow, Node, NodeInfo
+from bhandar_cli.core.membership import Ring
+from bhandar_cli.core.model import Histogram, NodeMetrics, OpStats, Record, from_plain, to_plain
+from bhandar_cli.core.model import count as counted
+from bhandar_cli.core.repair import EMPTY_HASH
 
 
 def node_info(

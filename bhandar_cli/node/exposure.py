@@ -13,7 +13,7 @@ import ipaddress
 import socket
 from typing import TYPE_CHECKING
 
-from bhandar_cli.security import pki
+from bhandar_cli.security import CA_CERT, NODE_CERT, NODE_KEY, NodeTls, PkiError
 
 if TYPE_CHECKING:
     from bhandar_cli.node.node_options import NodeOptions
@@ -36,7 +36,7 @@ def is_loopback(host: str) -> bool:
     return bool(infos) and all(ipaddress.ip_address(info[4][0]).is_loopback for info in infos)
 
 
-def node_tls(options: NodeOptions) -> pki.NodeTls | None:
+def node_tls(options: NodeOptions) -> NodeTls | None:
     """The node's TLS files, checked; raises ListenRefused for plain TCP or no token checks off
     loopback, and PkiError for a TLS directory without its files."""
     if options.admit_anyone and not is_loopback(options.host):
@@ -52,10 +52,9 @@ def node_tls(options: NodeOptions) -> pki.NodeTls | None:
                 "join the cluster; give the node --tls-dir (cluster up makes one) or listen on 127.0.0.1"
             )
         return None
-    files = pki.NodeTls.in_dir(options.tls_dir)
+    files = NodeTls.in_dir(options.tls_dir)
     if not files.exists():
-        raise pki.PkiError(
-            f"{options.tls_dir} lacks {pki.CA_CERT}, {pki.NODE_CERT} or {pki.NODE_KEY} "
-            "(bhandar cluster cert makes them)"
+        raise PkiError(
+            f"{options.tls_dir} lacks {CA_CERT}, {NODE_CERT} or {NODE_KEY} (bhandar cluster cert makes them)"
         )
     return files

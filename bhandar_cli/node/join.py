@@ -35,11 +35,30 @@ from typing import Any
 
 import trio
 
-from bhandar_cli.core.model.config import NODE_ID, NODE_ID_RULE
-from bhandar_cli.node.net.codec import MIN_COMPATIBLE_VERSION, ProtocolError, encode_frame
-from bhandar_cli.node.net.frames import CONNECT_TIMEOUT, STREAM_ERRORS, FrameConn
-from bhandar_cli.security import pki
-from bhandar_cli.security.join_tokens import JoinRefused, JoinToken, JoinTokens
+from bhandar_cli.core.model import NODE_ID, NODE_ID_RULE
+from bhandar_cli.node.net import (
+    CONNECT_TIMEOUT,
+    MIN_COMPATIBLE_VERSION,
+    STREAM_ERRORS,
+    FrameConn,
+    ProtocolError,
+    encode_frame,
+)
+from bhandar_cli.security import (
+    CA_CERT,
+    TLS_DIR,
+    JoinRefused,
+    JoinToken,
+    JoinTokens,
+    NodeTls,
+    PkiError,
+    issued_by,
+    make_csr,
+    private_dir,
+    sign_node_csr,
+    write_private,
+)
+from bhandar_cli.security import fingerprint as pki_fingerprint
 
 log = logging.getLogger("bhandar.join")
 
@@ -74,11 +93,11 @@ class JoinDesk:
             raise JoinRefused(
                 "this node holds no CA key, so it cannot admit new nodes; use a node started with --ca-key"
             )
-        return (self.ca_dir / pki.CA_CERT).read_bytes()
+        return (self.ca_dir / CA_CERT).read_bytes()
 
     def mint(self, ttl: float) -> JoinToken:
         """A new single-use token naming this node; JoinRefused if this node cannot sign."""
-        fingerprint = pki.fingerprint(self._ca_pem())
+        fingerprint = pki_fingerprint(self._ca_pem())
         return self.tokens.mint(self.address(), fingerprint, self.clock(), ttl)
 
     def grant(self, request: Any) -> bytes:
@@ -114,8 +133,8 @@ class JoinDesk:
             raise JoinRefused("the join request must name one host: the address the new node listens on")
         known = {*members, *self.tokens.issued}
         try:
-            cert = pki.sign_node_csr(self.ca_dir, csr.encode(), node_id, hosts, known)
-        except pki.PkiError as exc:
+            cert = sign_node_csr(self.ca_dir, csr.encode(), node_id, hosts, known)
+        except PkiError as exc:
             raise JoinRefused(str(exc)) from None
         self.tokens.redeem(secret, self.clock())
         self.tokens.record_issued(node_id)
@@ -178,7 +197,7 @@ async def _ask(conn: FrameConn, what: str) -> str:
 
 async def redeem(
     token: JoinToken, address: tuple[str, int], node_id: str, hosts: list[str], tls_dir: Path
-) -> pki.NodeTls:
+) -> NodeTls:
     """Join through the node at `address` with `token`; the node identity written in `tls_dir`.
 
     Raises JoinRefused (the token, the id or the CA is not right) or JoinUnreachable."""
@@ -209,32 +228,32 @@ async def _exchange(
     node_id: str,
     hosts: list[str],
     tls_dir: Path,
-) -> pki.NodeTls:
+) -> NodeTls:
     await stream.do_handshake()
     conn = FrameConn(stream)
     await stream.send_all(_frame({"hello": "join"}))
     ca_pem = (await _ask(conn, "ca")).encode()
-    if pki.fingerprint(ca_pem) != token.ca_fingerprint:
+    if pki_fingerprint(ca_pem) != token.ca_fingerprint:
         raise JoinRefused(
             f"the node at {where} shows a cluster CA that is not the one the token pins "
             "(a man in the middle, or a token of another cluster); not joining"
         )
     server_der = stream.getpeercert(binary_form=True)
-    if not server_der or not pki.issued_by(ssl.DER_cert_to_PEM_cert(server_der).encode(), ca_pem):
+    if not server_der or not issued_by(ssl.DER_cert_to_PEM_cert(server_der).encode(), ca_pem):
         raise JoinRefused(
             f"the node at {where} holds no certificate of the pinned CA (a man in the middle?); not joining"
         )
-    key_pem, csr_pem = pki.make_csr(node_id)
+    key_pem, csr_pem = make_csr(node_id)
     request = {"token": str(token), "id": node_id, "csr": csr_pem.decode(), "hosts": hosts}
     await stream.send_all(_frame(request))
     cert_pem = (await _ask(conn, "cert")).encode()
-    if not pki.issued_by(cert_pem, ca_pem):
+    if not issued_by(cert_pem, ca_pem):
         raise JoinRefused(f"the node at {where} sent a certificate its CA did not sign; not joining")
-    pki.private_dir(tls_dir)
-    files = pki.NodeTls.in_dir(tls_dir)
-    pki.write_private(files.key, key_pem)
-    pki.write_private(files.cert, cert_pem)
-    pki.write_private(files.ca_cert, ca_pem)  # last: its presence says the join is complete
+    private_dir(tls_dir)
+    files = NodeTls.in_dir(tls_dir)
+    write_private(files.key, key_pem)
+    write_private(files.cert, cert_pem)
+    write_private(files.ca_cert, ca_pem)  # last: its presence says the join is complete
     return files
 
 
@@ -244,12 +263,12 @@ def join_once(
     """The TLS directory of a node started with a join token: DATA_DIR/tls, made by redeeming
     the token (`token_text()` reads it) on the first run; a rerun finds it complete and does not
     join again, nor read the token."""
-    tls_dir = Path(data_dir) / pki.TLS_DIR
-    if pki.NodeTls.in_dir(tls_dir).exists():
+    tls_dir = Path(data_dir) / TLS_DIR
+    if NodeTls.in_dir(tls_dir).exists():
         log.info("node %s has its certificate in %s already: not joining again", node_id, tls_dir)
         return tls_dir
     token = JoinToken.parse(token_text())
-    pki.private_dir(Path(data_dir))
+    private_dir(Path(data_dir))
     trio.run(redeem, token, address, node_id, [host], tls_dir)
     log.info("node %s joined through %s:%d; certificate in %s", node_id, *address, tls_dir)
     return tls_dir

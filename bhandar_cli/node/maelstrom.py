@@ -38,17 +38,14 @@ from typing import Any
 import cbor2
 import trio
 
-from bhandar_cli.core.membership.ring import Ring
-from bhandar_cli.core.model.config import NodeConfig
-from bhandar_cli.core.model.store import MemoryStore, Store
-from bhandar_cli.core.protocol.messages import ClientRequest, Result
-from bhandar_cli.core.wire import from_wire, to_wire
-from bhandar_cli.host.executor import NodeHost
-from bhandar_cli.host.topology import zone_map
+from bhandar_cli.core import from_wire, to_wire
+from bhandar_cli.core.membership import Ring
+from bhandar_cli.core.model import MemoryStore, NodeConfig, Store
+from bhandar_cli.core.protocol import ClientRequest, Result
+from bhandar_cli.host import NodeHost, zone_map
 from bhandar_cli.node.epoch_clock import EpochClock
 from bhandar_cli.node.maelstrom_api import NotServed, answer_of, request_of, schema_request
-from bhandar_cli.node.net.cbor_validation import validate_cbor
-from bhandar_cli.node.net.codec import DEFAULT_MAX_DEPTH, DEFAULT_MAX_ITEMS
+from bhandar_cli.node.net import DEFAULT_MAX_DEPTH, DEFAULT_MAX_ITEMS, validate_cbor
 from bhandar_cli.node.runtime import FATAL, NodeRunner
 
 log = logging.getLogger("bhandar.node")
@@ -167,7 +164,7 @@ class MaelstromNode:
         ring = Ring.build(names, self.vnodes, zones)
         config = NodeConfig(default_n=min(3, len(names)))
         if self.data_dir:
-            from bhandar_cli.store.data_dir import open_node_store
+            from bhandar_cli.store import open_node_store
 
             self.store = open_node_store(self.data_dir)
         else:

@@ -21,14 +21,19 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from bhandar_cli.core.model.config import KeyspaceDef
-from bhandar_cli.core.model.context import decode_context, encode_context
-from bhandar_cli.core.model.crdt import PNCounter
-from bhandar_cli.core.model.errors import BadInput
-from bhandar_cli.core.model.records import Versioned
-from bhandar_cli.core.model.values import decode_value, encode_json
-from bhandar_cli.core.model.versions import JSON, context_of
-from bhandar_cli.core.protocol.messages import (
+from bhandar_cli.core.model import (
+    JSON,
+    BadInput,
+    KeyspaceDef,
+    PNCounter,
+    Versioned,
+    context_of,
+    decode_context,
+    decode_value,
+    encode_context,
+    encode_json,
+)
+from bhandar_cli.core.protocol import (
     ClientRequest,
     Failure,
     GetRequest,

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from bhandar_cli.node.net.codec import PROTOCOL_VERSION
-from bhandar_cli.node.net.frames import FRAME_TIMEOUT
+from bhandar_cli.node.net import FRAME_TIMEOUT, PROTOCOL_VERSION
 
 
 @dataclass(frozen=True, kw_only=True)

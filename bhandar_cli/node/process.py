@@ -34,34 +34,31 @@ from typing import Any
 
 import trio
 
-from bhandar_cli.core.membership.authorship import TRUST_ALL, Authorship
-from bhandar_cli.core.membership.gossip import GossipAck, GossipSyn
-from bhandar_cli.core.membership.ring import Ring
-from bhandar_cli.core.model.access_tokens import TokenTable
-from bhandar_cli.core.model.config import NodeConfig
-from bhandar_cli.core.model.live_config import LiveConfig
-from bhandar_cli.core.node import NodeBoot
-from bhandar_cli.core.node_views import NodeInfo
-from bhandar_cli.core.protocol.messages import ClientRequest, Failure, Note, Result
-from bhandar_cli.host.executor import NodeHost, Responder
+from bhandar_cli.core import NodeBoot, NodeInfo
+from bhandar_cli.core.membership import TRUST_ALL, Authorship, GossipAck, GossipSyn, Ring
+from bhandar_cli.core.model import LiveConfig, NodeConfig, TokenTable
+from bhandar_cli.core.protocol import ClientRequest, Failure, Note, Result
+from bhandar_cli.host import NodeHost, Responder
 from bhandar_cli.node import admin
 from bhandar_cli.node.epoch_clock import EpochClock
 from bhandar_cli.node.exposure import node_tls
 from bhandar_cli.node.join import JoinDesk
-from bhandar_cli.node.net import codec
-from bhandar_cli.node.net.codec import limit_protocol
-from bhandar_cli.node.net.transport import TcpTransport
-from bhandar_cli.node.net.wire_versions import SEALS_VERSION
+from bhandar_cli.node.net import MIN_COMPATIBLE_VERSION, SEALS_VERSION, TcpTransport, limit_protocol, protocol
 from bhandar_cli.node.node_options import NodeOptions
 from bhandar_cli.node.note_log import NoteLog
 from bhandar_cli.node.reconfigure import tune_store
 from bhandar_cli.node.rpc_service import RpcService
 from bhandar_cli.node.runtime import FATAL, NodeRunner, call
-from bhandar_cli.security import pki
-from bhandar_cli.security.auth import Authenticator, Credential, load_auth_file
-from bhandar_cli.security.join_tokens import JoinTokens
-from bhandar_cli.security.signed_authorship import SignedAuthorship
-from bhandar_cli.store.data_dir import open_node_store
+from bhandar_cli.security import (
+    Authenticator,
+    Credential,
+    JoinTokens,
+    NodeTls,
+    SignedAuthorship,
+    load_auth_file,
+    private_dir,
+)
+from bhandar_cli.store import open_node_store
 
 log = logging.getLogger("bhandar.node")
 
@@ -77,7 +74,7 @@ READY_WAIT = 5.0
 
 
 class NodeProcess:
-    def __init__(self, options: NodeOptions, tls: pki.NodeTls | None) -> None:
+    def __init__(self, options: NodeOptions, tls: NodeTls | None) -> None:
         self.options = options
         self.id = options.id
         self.tls = tls
@@ -148,7 +145,7 @@ class NodeProcess:
         try:
             async with trio.open_nursery() as nursery:
                 if opts.http_port >= 0:
-                    from bhandar_cli.node.http.api import serve_http
+                    from bhandar_cli.node.http import serve_http
 
                     self.http_port = await nursery.start(
                         serve_http, self, opts.host, opts.http_port, self.tls
@@ -231,7 +228,7 @@ class NodeProcess:
         log.info("node %s stopping: draining %d client requests in flight", self.id, self.inflight)
         self.rpc.announce_draining()  # connected clients stop sending here at once
         node = self.host.node
-        if node is not None and codec.protocol() >= 2:  # a version-1 build has no goodbye
+        if node is not None and protocol() >= 2:  # a version-1 build has no goodbye
             # Peers call this node down now and hint for it (the transport withholds it from
             # version-1 peers). The core keeps answering peers until the process exits.
             for effect in node.goodbye():
@@ -359,9 +356,9 @@ class NodeProcess:
             {
                 "members": self.members(),
                 "pid": os.getpid(),
-                "protocol": codec.protocol(),
+                "protocol": protocol(),
                 "peer_protocols": {p: v for p, (v, _) in sorted(self.transport.peer_protocols.items())},
-                "reads_protocols": list(range(codec.MIN_COMPATIBLE_VERSION, codec.protocol() + 1)),
+                "reads_protocols": list(range(MIN_COMPATIBLE_VERSION, protocol() + 1)),
                 "by_protocol": self.transport.protocol_counts(),
                 "draining": self.draining,
                 "serving": not self.refusal(),  # it takes client requests (not stopping, nor starting)
@@ -394,7 +391,7 @@ def run_node(options: NodeOptions) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     tls = node_tls(options)  # before anything is created: a refused node leaves nothing behind
     os.umask(0o077)  # data, WAL, SSTables, manifests: the owner's only
-    pki.private_dir(Path(options.data_dir))
+    private_dir(Path(options.data_dir))
     # A flush or compaction thread is pure Python and holds the GIL until asked for it; the event
     # loop asks many times per request. 5 ms (the default) per ask put p99 of gets during a 50 MB
     # compaction at ~105 ms; 1 ms keeps it near the baseline (`bhandar bench compaction`).
@@ -438,7 +435,7 @@ class NodeCrashed(Exception):
     """The node's life ended on an internal error or a failed disk (logged with the node's id)."""
 
 
-def _authority(tls: pki.NodeTls | None, ca_key: str) -> Authorship:
+def _authority(tls: NodeTls | None, ca_key: str) -> Authorship:
     if tls is None:
         return TRUST_ALL
     key = Path(ca_key).read_bytes() if ca_key else None

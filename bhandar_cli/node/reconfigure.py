@@ -8,14 +8,11 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from bhandar_cli.core.model import live_config
-from bhandar_cli.core.model.errors import Unavailable
-from bhandar_cli.core.model.live_config import LiveConfig
-from bhandar_cli.core.model.store import Store
-from bhandar_cli.host.executor import NodeHost
-from bhandar_cli.storage.compaction import TierPolicy
-from bhandar_cli.storage.engine_options import EngineOptions
-from bhandar_cli.store.record_store import RecordStore
+from bhandar_cli.core.model import LiveConfig, Store, Unavailable
+from bhandar_cli.core.model import config_view as live_config_config_view
+from bhandar_cli.host import NodeHost
+from bhandar_cli.storage import EngineOptions, TierPolicy
+from bhandar_cli.store import RecordStore
 
 
 def tune_store(store: Store, live: LiveConfig) -> None:
@@ -39,7 +36,7 @@ def config_view(host: NodeHost) -> dict[str, Any]:
     node = host.node
     if node is None:
         raise Unavailable(f"node {host.name} is down")
-    return live_config.config_view(node.config, node.live_config)
+    return live_config_config_view(node.config, node.live_config)
 
 
 def apply_live(host: NodeHost, plain: object) -> dict[str, Any]:

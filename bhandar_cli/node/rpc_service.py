@@ -26,10 +26,11 @@ from typing import Any, Protocol, cast
 
 import trio
 
-from bhandar_cli.core.model.access_tokens import TokenTable, check_record
-from bhandar_cli.core.model.errors import BadInput, BhandarError, RateLimited, Unavailable
-from bhandar_cli.core.node_views import NodeInfo
-from bhandar_cli.core.protocol.messages import (
+from bhandar_cli.core import NodeInfo, from_wire, to_wire, to_wire_at
+from bhandar_cli.core.model import BadInput, BhandarError, RateLimited, TokenTable, Unavailable, check_record
+from bhandar_cli.core.protocol import (
+    NODE_CALLS,
+    NODE_OPERATIONS,
     ClientRequest,
     DecommissionRequest,
     Failure,
@@ -40,22 +41,24 @@ from bhandar_cli.core.protocol.messages import (
     RepairRequest,
     Result,
 )
-from bhandar_cli.core.protocol.node_operations import NODE_CALLS, NODE_OPERATIONS
-from bhandar_cli.core.wire import from_wire, to_wire, to_wire_at
-from bhandar_cli.host.executor import NodeHost
+from bhandar_cli.host import NodeHost
 from bhandar_cli.node import admin
 from bhandar_cli.node.join import JoinDesk
-from bhandar_cli.node.net import codec
-from bhandar_cli.node.net.codec import ProtocolError, encode_frame
-from bhandar_cli.node.net.frames import FrameConn, Outbox, wire_frame
-from bhandar_cli.node.net.tls_stream import Truncated
-from bhandar_cli.node.net.transport import TcpTransport
+from bhandar_cli.node.net import (
+    FrameConn,
+    Outbox,
+    ProtocolError,
+    TcpTransport,
+    Truncated,
+    encode_frame,
+    negotiate,
+    protocol,
+    wire_frame,
+)
 from bhandar_cli.node.note_log import NoteLog
 from bhandar_cli.node.reconfigure import apply_live, config_view
-from bhandar_cli.security.auth import Authenticator, Credential, request_op
-from bhandar_cli.security.join_tokens import DEFAULT_TTL, JoinRefused
-from bhandar_cli.store.data_dir import snapshot_path
-from bhandar_cli.store.record_store import RecordStore
+from bhandar_cli.security import DEFAULT_TTL, Authenticator, Credential, JoinRefused, request_op
+from bhandar_cli.store import RecordStore, snapshot_path
 
 
 class ServedProcess(Protocol):
@@ -183,7 +186,7 @@ class RpcService:
         it by gossip after the hello)."""
         out = Outbox(conn.stream)
         # Answers in the newest version both sides read: a client's hello names what it reads.
-        out.version = codec.negotiate(codec.protocol(), hello.get("protocol"))
+        out.version = negotiate(protocol(), hello.get("protocol"))
         credential = Credential.of(hello.get("token"))
         self._outboxes.add(out)
         try:
@@ -377,7 +380,7 @@ class RpcService:
         heard = self.process.transport.peer_protocols
         for row in rows:  # the protocol each member speaks: its own, or what its hello said
             mid = row["id"]
-            row["protocol"] = codec.protocol() if mid == self.process.id else heard.get(mid, (None,))[0]
+            row["protocol"] = protocol() if mid == self.process.id else heard.get(mid, (None,))[0]
         return rows
 
     @_serves("tree")

@@ -28,11 +28,11 @@ from typing import Any
 
 import trio
 
-from bhandar_cli.core.model.store import StoreJob
-from bhandar_cli.core.protocol.messages import ClientRequest, Result
-from bhandar_cli.host.executor import Call, Forget, NodeHost, PendingSync, Submit
+from bhandar_cli.core.model import StoreJob
+from bhandar_cli.core.protocol import ClientRequest, Result
+from bhandar_cli.host import Call, Forget, NodeHost, PendingSync, Submit
 from bhandar_cli.node.sync_worker import SyncWorker
-from bhandar_cli.storage.storage_errors import StorageError
+from bhandar_cli.storage import StorageError
 
 # Errors that end a node's life rather than one message: its disk failed, its store is in doubt.
 FATAL: tuple[type[BaseException], ...] = (StorageError, OSError)

@@ -18,7 +18,7 @@ from typing import TextIO
 import trio
 from rich.console import Console
 
-from bhandar_cli.client.openers import ClusterOptions, cluster_clock, open_in_process_client, open_tcp_client
+from bhandar_cli.client import ClusterOptions, cluster_clock, open_in_process_client, open_tcp_client
 from bhandar_cli.repl.commands import COMMANDS
 from bhandar_cli.repl.script import ScriptRun, run_stream, run_text
 from bhandar_cli.repl.session import ServeWeb, Session

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bhandar_cli.core.model.durations import seconds_of
-from bhandar_cli.core.model.errors import BadInput
+from bhandar_cli.core.model import BadInput, seconds_of
 from bhandar_cli.repl.table import Command, CommandTable, Word
 
 

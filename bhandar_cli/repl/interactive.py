@@ -34,9 +34,8 @@ from rich.console import Console
 from rich.text import Text
 
 from bhandar_cli import __version__
-from bhandar_cli.client.cluster_health import DOWN, ClusterHealth, Notices, news
-from bhandar_cli.client.openers import cluster_clock
-from bhandar_cli.core.model.errors import BhandarError
+from bhandar_cli.client import DOWN, ClusterHealth, Notices, cluster_clock, news
+from bhandar_cli.core.model import BhandarError
 from bhandar_cli.repl.batch import SessionOpener
 from bhandar_cli.repl.completer import BhandarCompleter, BhandarLexer, CompletionContext, argument_hint
 from bhandar_cli.repl.grammar import ParseError

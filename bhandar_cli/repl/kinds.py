@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from bhandar_cli.client.exit_status import OutputFormat
-from bhandar_cli.core.model.config import LEVELS, POLICIES, QUORUM_MODES
+from bhandar_cli.client import OutputFormat
+from bhandar_cli.core.model import LEVELS, POLICIES, QUORUM_MODES
 
 # Where the live candidates of a kind come from (the completer's snapshot of the cluster, or the
 # command table itself).

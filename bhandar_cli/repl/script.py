@@ -13,10 +13,8 @@ from dataclasses import dataclass
 from rich.console import Console
 from rich.text import Text
 
-from bhandar_cli.client.cluster_health import Notices, news
-from bhandar_cli.client.exit_status import EXIT_FAILED, EXIT_NOT_FOUND, EXIT_OK, EXIT_USAGE
-from bhandar_cli.client.outcomes import GetOutcome
-from bhandar_cli.core.model.errors import ClientError
+from bhandar_cli.client import EXIT_FAILED, EXIT_NOT_FOUND, EXIT_OK, EXIT_USAGE, GetOutcome, Notices, news
+from bhandar_cli.core.model import ClientError
 from bhandar_cli.repl.grammar import ParseError
 from bhandar_cli.repl.session import Reply, Session, failed_line
 from bhandar_cli.repl.table import Command

@@ -9,7 +9,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 
-from bhandar_cli.client.exit_status import EXIT_FAILED, EXIT_NOT_FOUND, EXIT_OK, EXIT_USAGE
+from bhandar_cli.client import EXIT_FAILED, EXIT_NOT_FOUND, EXIT_OK, EXIT_USAGE
 
 SCRIPT_FILE = "script.txt"  # the file name the --script examples use
 

@@ -13,9 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from bhandar_cli.client.backend import Backend
-from bhandar_cli.client.client import Client
-from bhandar_cli.core.model.errors import BhandarError, ClientError
+from bhandar_cli.client import Backend, Client
+from bhandar_cli.core.model import BhandarError, ClientError
 from bhandar_cli.repl.grammar import ParseError, parse
 from bhandar_cli.repl.table import Command, CommandTable
 from bhandar_cli.repl.views_ops import progress_line

@@ -7,7 +7,7 @@ whether tracing is on. What does not fit is shortened, never cut mid-word.
 
 from __future__ import annotations
 
-from bhandar_cli.client.cluster_health import DOWN, PARTITIONED, SUSPECTED, ClusterHealth
+from bhandar_cli.client import DOWN, PARTITIONED, SUSPECTED, ClusterHealth
 
 Parts = list[tuple[str, str]]  # (kind, text): kind is a state the part names, or ""
 

@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from bhandar_cli.core.model.errors import BadInput, BhandarError
+from bhandar_cli.core.model import BadInput, BhandarError
 from bhandar_cli.repl.kinds import Kind
 
 if TYPE_CHECKING:

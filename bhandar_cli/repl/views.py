@@ -12,7 +12,7 @@ from typing import Any
 from rich.console import Console, RenderableType
 from rich.text import Text
 
-from bhandar_cli.core.model.errors import ClientError
+from bhandar_cli.core.model import ClientError
 from bhandar_cli.repl.commands import COMMANDS
 from bhandar_cli.repl.session import Reply
 from bhandar_cli.repl.table import CommandTable

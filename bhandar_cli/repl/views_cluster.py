@@ -15,9 +15,9 @@ from rich.measure import Measurement
 from rich.table import Column, Table
 from rich.text import Text
 
-from bhandar_cli.client.cluster_health import DOWN, LEFT, PARTITIONED, SUSPECTED, UP
-from bhandar_cli.core.model.versions import show_clock
-from bhandar_cli.core.model.wording import count as counted
+from bhandar_cli.client import DOWN, LEFT, PARTITIONED, SUSPECTED, UP
+from bhandar_cli.core.model import count as counted
+from bhandar_cli.core.model import show_clock
 from bhandar_cli.repl.views_data import node_style, show_value
 
 UNBOUNDED = 10_000  # columns: wide enough to measure a table at its natural width

@@ -12,10 +12,9 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from bhandar_cli.client.outcomes import GetOutcome, IncrOutcome, WriteOutcome
-from bhandar_cli.core.model.config import show_ttl
-from bhandar_cli.core.model.versions import is_exact, relation, show_clock
-from bhandar_cli.core.model.wording import count as counted
+from bhandar_cli.client import GetOutcome, IncrOutcome, WriteOutcome
+from bhandar_cli.core.model import count as counted
+from bhandar_cli.core.model import is_exact, relation, show_clock, show_ttl
 
 NODE_STYLES = ["cyan", "magenta", "green", "yellow", "blue", "red", "bright_cyan", "bright_magenta"]
 

@@ -13,7 +13,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from bhandar_cli.core.model.wording import count as counted
+from bhandar_cli.core.model import count as counted
 from bhandar_cli.repl.views_data import node_style
 
 
@@ -99,7 +99,7 @@ def render_add(data: dict[str, Any]) -> RenderableType:
 
 def sources_down_lines(data: dict[str, Any]) -> list[str]:
     """What an `add` did about sources that were down (client/procedures/joining.py), one line each."""
-    from bhandar_cli.client.procedures.joining import replaced_text
+    from bhandar_cli.client import replaced_text
 
     return [replaced_text(s) for s in data.get("sources_down", [])]
 

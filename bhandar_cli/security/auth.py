@@ -25,15 +25,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bhandar_cli.core.model.access_tokens import (
+from bhandar_cli.core.model import (
     ALL_KEYSPACES,
+    BadInput,
+    Forbidden,
+    RateLimited,
     TokenRecord,
     TokenTable,
+    Unauthenticated,
     check_record,
     grants_of,
 )
-from bhandar_cli.core.model.errors import BadInput, Forbidden, RateLimited, Unauthenticated
-from bhandar_cli.core.protocol.messages import (
+from bhandar_cli.core.protocol import (
+    ADMIN,
+    NODE_CALLS,
+    NODE_OPERATIONS,
+    VIEW,
     ClientRequest,
     DecommissionRequest,
     GetRequest,
@@ -42,7 +49,6 @@ from bhandar_cli.core.protocol.messages import (
     PutRequest,
     RepairRequest,
 )
-from bhandar_cli.core.protocol.node_operations import ADMIN, NODE_CALLS, NODE_OPERATIONS, VIEW
 from bhandar_cli.security.pki import write_private
 from bhandar_cli.security.rate_limit import RateLimiter
 

@@ -16,8 +16,8 @@ import os
 import stat
 from pathlib import Path
 
-from bhandar_cli.core.model.errors import Refused
-from bhandar_cli.storage.cipher import KEY_BYTES, DataCipher
+from bhandar_cli.core.model import Refused
+from bhandar_cli.storage import KEY_BYTES, DataCipher
 
 KEY_DIR = "keys"
 KEY_FILE = "data.key"

@@ -29,7 +29,7 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
-from bhandar_cli.core.model.durations import seconds_of
+from bhandar_cli.core.model import seconds_of
 from bhandar_cli.security.pki import write_private
 
 PREFIX = "bhj1"

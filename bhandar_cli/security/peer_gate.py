@@ -18,7 +18,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from bhandar_cli.core.roles.streaming import StreamRequest
+from bhandar_cli.core.roles import StreamRequest
 from bhandar_cli.security.refusal_log import RefusalLog
 
 log = logging.getLogger("bhandar.peers")

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bhandar_cli.core.model.config import NODE_ID, NODE_ID_RULE
+from bhandar_cli.core.model import NODE_ID, NODE_ID_RULE
 from bhandar_cli.security.ca_trust import CA_CERT as CA_CERT
 from bhandar_cli.security.ca_trust import NODE_CERT as NODE_CERT
 from bhandar_cli.security.ca_trust import NODE_KEY as NODE_KEY

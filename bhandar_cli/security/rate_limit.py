@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from bhandar_cli.core.model.access_tokens import TokenRecord
+from bhandar_cli.core.model import TokenRecord
 
 # A client sending at exactly the rate must pass: refills summed in floating point fall short of
 # a whole request by a rounding error now and then.

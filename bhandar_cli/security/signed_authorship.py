@@ -27,12 +27,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from bhandar_cli.core.membership.authorship import Removal, member_content, removal_content
-from bhandar_cli.core.membership.members import MemberState
-from bhandar_cli.core.model.access_tokens import TokenRecord, token_content
-from bhandar_cli.core.model.config import KeyspaceDef
-from bhandar_cli.core.model.errors import Refused
-from bhandar_cli.core.model.keyspaces import keyspace_content
+from bhandar_cli.core.membership import MemberState, Removal, member_content, removal_content
+from bhandar_cli.core.model import KeyspaceDef, Refused, TokenRecord, keyspace_content, token_content
 
 CACHE_MAX = 4096  # checked signatures and certificates remembered (a few per member)
 _ECDSA = ec.ECDSA(hashes.SHA256())

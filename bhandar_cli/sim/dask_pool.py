@@ -27,7 +27,7 @@ import uuid
 from collections.abc import Callable, Generator, Iterable
 from typing import TYPE_CHECKING, TypeVar
 
-from bhandar_cli.core.model.errors import BadInput
+from bhandar_cli.core.model import BadInput
 
 if TYPE_CHECKING:
     from distributed import Client, Future

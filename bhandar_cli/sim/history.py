@@ -6,8 +6,8 @@ and each kind of fault's colour, so a fault reads the same on both."""
 import math
 from dataclasses import dataclass
 
-from bhandar_cli.core.model.records import Record
-from bhandar_cli.core.protocol.messages import Failure, GetResult, Result
+from bhandar_cli.core.model import Record
+from bhandar_cli.core.protocol import Failure, GetResult, Result
 
 WRITES = ("put", "delete")
 

@@ -31,13 +31,19 @@ from typing import Any
 
 import cbor2
 
-from bhandar_cli.core.membership.gossip import GossipAck, GossipSyn, GossipTokens
-from bhandar_cli.core.membership.members import MemberState
-from bhandar_cli.core.model.config import KeyspaceDef, NodeConfig
-from bhandar_cli.core.protocol.messages import Failure, KeyspaceRequest, PutRequest
-from bhandar_cli.core.repair import antientropy as ae
-from bhandar_cli.core.wire import to_wire
-from bhandar_cli.host.topology import next_node_name
+from bhandar_cli.core import to_wire
+from bhandar_cli.core.membership import GossipAck, GossipSyn, GossipTokens, MemberState
+from bhandar_cli.core.model import KeyspaceDef, NodeConfig
+from bhandar_cli.core.protocol import Failure, KeyspaceRequest, PutRequest
+from bhandar_cli.core.repair import (
+    RepairDone,
+    RepairFetch,
+    RepairFetchReply,
+    RepairProbe,
+    RepairProbeReply,
+    RepairPush,
+)
+from bhandar_cli.host import next_node_name
 from bhandar_cli.sim.sim_cluster import SimCluster
 
 DEFAULT_SIZES = (24, 48, 120, 240)
@@ -54,12 +60,12 @@ SAMPLES = 40  # messages of each kind encoded to measure their size
 KEYSPACE = "scale"
 GOSSIP = (GossipSyn, GossipAck, GossipTokens)
 REPAIR = (
-    ae.RepairProbe,
-    ae.RepairProbeReply,
-    ae.RepairFetch,
-    ae.RepairFetchReply,
-    ae.RepairPush,
-    ae.RepairDone,
+    RepairProbe,
+    RepairProbeReply,
+    RepairFetch,
+    RepairFetchReply,
+    RepairPush,
+    RepairDone,
 )
 
 

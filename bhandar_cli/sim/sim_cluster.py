@@ -30,15 +30,11 @@ from functools import partial
 from random import Random
 from typing import Any
 
-from bhandar_cli.core.membership.ring import Ring, node_tokens
-from bhandar_cli.core.model.config import NodeConfig
-from bhandar_cli.core.model.metrics import NodeMetrics
-from bhandar_cli.core.model.store import MemoryStore, Store
-from bhandar_cli.core.node import NodeBoot
-from bhandar_cli.core.protocol.messages import ClientRequest, Note, Result
-from bhandar_cli.host.executor import Call, NodeHost
-from bhandar_cli.host.network import LatencyModel, Network, NetworkModel
-from bhandar_cli.host.topology import node_names, zone_map
+from bhandar_cli.core import NodeBoot
+from bhandar_cli.core.membership import Ring, node_tokens
+from bhandar_cli.core.model import MemoryStore, NodeConfig, NodeMetrics, Store
+from bhandar_cli.core.protocol import ClientRequest, Note, Result
+from bhandar_cli.host import Call, LatencyModel, Network, NetworkModel, NodeHost, node_names, zone_map
 from bhandar_cli.sim.loop import EventLoop
 from bhandar_cli.sim.stepper import SimStepper
 

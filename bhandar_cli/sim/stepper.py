@@ -23,8 +23,8 @@ import math
 from collections.abc import Callable
 from random import Random
 
-from bhandar_cli.core.model.store import StoreJob
-from bhandar_cli.host.executor import NodeHost, PendingSync
+from bhandar_cli.core.model import StoreJob
+from bhandar_cli.host import NodeHost, PendingSync
 from bhandar_cli.sim.loop import EventLoop
 
 

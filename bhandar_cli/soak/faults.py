@@ -24,14 +24,11 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from bhandar_cli.core.model.errors import BhandarError, ClientError
-from bhandar_cli.fleet.cluster_file import ClusterFileError
-from bhandar_cli.fleet.resize import next_free_name
-from bhandar_cli.fleet.supervisor import StartError
+from bhandar_cli.core.model import BhandarError, ClientError
+from bhandar_cli.fleet import ClusterFileError, StartError, next_free_name
 
 if TYPE_CHECKING:
-    from bhandar_cli.client.backends.tcp_backend import TcpBackend
-    from bhandar_cli.client.client import Client
+    from bhandar_cli.client import Client, TcpBackend
 
 # Failures of a fault action: the cluster's state, not a bug of the soak.
 FAULT_ERRORS = (BhandarError, ClientError, ClusterFileError, StartError, trio.TooSlowError)

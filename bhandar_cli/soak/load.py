@@ -26,20 +26,11 @@ from typing import Any
 
 import trio
 
-from bhandar_cli.core.model.config import KeyspaceDef
-from bhandar_cli.core.model.errors import NOT_APPLIED
-from bhandar_cli.core.model.versions import JSON
-from bhandar_cli.core.protocol.messages import Failure, GetResult, IncrResult, PutRequest, PutResult, Result
-from bhandar_cli.core.session.client_session import (
-    ClientSession,
-    DataResult,
-    Done,
-    Exchange,
-    SendRequest,
-    Step,
-)
-from bhandar_cli.fleet.cluster_file import ClusterFileError
-from bhandar_cli.sim.history import History, Operation
+from bhandar_cli.core.model import JSON, NOT_APPLIED, KeyspaceDef
+from bhandar_cli.core.protocol import Failure, GetResult, IncrResult, PutRequest, PutResult, Result
+from bhandar_cli.core.session import ClientSession, DataResult, Done, Exchange, SendRequest, Step
+from bhandar_cli.fleet import ClusterFileError
+from bhandar_cli.sim import History, Operation
 
 VERSIONED = KeyspaceDef("soak")
 TALLY = KeyspaceDef("soak_tally", policy="counter")

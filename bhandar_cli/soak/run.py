@@ -26,21 +26,19 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from bhandar_cli.core.membership.ring import key_token
-from bhandar_cli.core.model.config import KeyspaceDef
-from bhandar_cli.core.model.errors import BadInput, ClientError, Unavailable
-from bhandar_cli.core.model.records import Record, merge_records
-from bhandar_cli.fleet import cluster_file, supervisor
-from bhandar_cli.node import admin
-from bhandar_cli.node.net.blocking_rpc import RpcError
-from bhandar_cli.sim.checker.check import check_history
-from bhandar_cli.sim.history import CheckResult, History
+from bhandar_cli.core.membership import key_token
+from bhandar_cli.core.model import BadInput, ClientError, KeyspaceDef, Record, Unavailable, merge_records
+from bhandar_cli.fleet import down as supervisor_down
+from bhandar_cli.fleet import load, up
+from bhandar_cli.node import records_from_plain
+from bhandar_cli.node.net import RpcError
+from bhandar_cli.sim import CheckResult, History
+from bhandar_cli.sim.checker import check_history
 from bhandar_cli.soak.faults import FAULT_ERRORS, FaultLog, FaultSchedule, FaultTimes
 from bhandar_cli.soak.load import KEYSPACES, LoadStats, SoakClient
 
 if TYPE_CHECKING:
-    from bhandar_cli.client.backends.tcp_backend import TcpBackend
-    from bhandar_cli.client.client import Client
+    from bhandar_cli.client import Client, TcpBackend
 
 OWN_CLUSTER_NODES = 5
 REPAIR_EVERY = 10.0  # seconds between repair requests while waiting for convergence
@@ -192,7 +190,7 @@ async def _own_record(backend: Any, node: str, keyspace: str, key: str) -> Recor
     for _ in range(3):
         try:
             plain = await backend.rpc(node, "records", keyspace=keyspace, key=key)
-            return admin.records_from_plain(plain)[0]
+            return records_from_plain(plain)[0]
         except RpcError as exc:
             error = exc
             await trio.sleep(POLL)
@@ -259,9 +257,9 @@ async def own_cluster() -> AsyncIterator[Path]:
     """A fresh 5-node cluster in a new temporary directory, stopped afterwards (the directory,
     with the nodes' logs, is the caller's to remove)."""
     directory = Path(tempfile.mkdtemp(prefix="bhandar-soak-")) / "cluster"
-    await supervisor.up(directory, OWN_CLUSTER_NODES)
+    await up(directory, OWN_CLUSTER_NODES)
     try:
         yield directory
     finally:
         with trio.CancelScope(shield=True):
-            await supervisor.down(cluster_file.load(directory))
+            await supervisor_down(load(directory))

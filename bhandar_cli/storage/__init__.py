@@ -20,3 +20,77 @@ for files, `sim_disk.SimDisk` for crash tests); nothing here reads the clock or 
   the real and the simulated disk). A node's sync worker thread is node/sync_worker.py's; the
   data directory's lock is store/data_dir_lock.py's.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from bhandar_cli import lazy_face
+
+if TYPE_CHECKING:
+    from bhandar_cli.storage.archive import ArchiveInfo, SnapshotDamaged, close_all, verify
+    from bhandar_cli.storage.bloom import measure_false_positive_rate
+    from bhandar_cli.storage.cipher import KEY_BYTES, DataCipher
+    from bhandar_cli.storage.compaction import TierPolicy
+    from bhandar_cli.storage.damage import Corruption, KeyInterval
+    from bhandar_cli.storage.engine import LSMEngine
+    from bhandar_cli.storage.engine_options import EngineOptions
+    from bhandar_cli.storage.jobs import BackgroundJob
+    from bhandar_cli.storage.pitr import NoWriteTimes, Split, split
+    from bhandar_cli.storage.recovery import restore_snapshot
+    from bhandar_cli.storage.reports import EngineStats
+    from bhandar_cli.storage.storage_errors import DataKeyError, StorageError
+    from bhandar_cli.storage.wal import FsyncPolicy
+
+# The face: what other packages import from this one (tests/faces.txt pins it). Loaded on first
+# use (PEP 562), so importing any module of the package costs no more than before.
+__all__ = [
+    "KEY_BYTES",
+    "ArchiveInfo",
+    "BackgroundJob",
+    "Corruption",
+    "DataCipher",
+    "DataKeyError",
+    "EngineOptions",
+    "EngineStats",
+    "FsyncPolicy",
+    "KeyInterval",
+    "LSMEngine",
+    "NoWriteTimes",
+    "SnapshotDamaged",
+    "Split",
+    "StorageError",
+    "TierPolicy",
+    "close_all",
+    "measure_false_positive_rate",
+    "restore_snapshot",
+    "split",
+    "verify",
+]
+if not TYPE_CHECKING:  # mypy reads the imports above: a misspelt name is an error
+    __getattr__, __dir__ = lazy_face(
+        __name__,
+        {
+            "ArchiveInfo": "archive",
+            "BackgroundJob": "jobs",
+            "Corruption": "damage",
+            "DataCipher": "cipher",
+            "DataKeyError": "storage_errors",
+            "EngineOptions": "engine_options",
+            "EngineStats": "reports",
+            "FsyncPolicy": "wal",
+            "KEY_BYTES": "cipher",
+            "KeyInterval": "damage",
+            "LSMEngine": "engine",
+            "NoWriteTimes": "pitr",
+            "SnapshotDamaged": "archive",
+            "Split": "pitr",
+            "StorageError": "storage_errors",
+            "TierPolicy": "compaction",
+            "close_all": "archive",
+            "measure_false_positive_rate": "bloom",
+            "restore_snapshot": "recovery",
+            "split": "pitr",
+            "verify": "archive",
+        },
+    )

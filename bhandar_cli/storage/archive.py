@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
-from bhandar_cli.storage.disk.interface import Disk, join, write_file_atomically
+from bhandar_cli.storage.disk import Disk, join, write_file_atomically
 from bhandar_cli.storage.manifest import file_name, file_number
 
 ARCHIVES = "ARCHIVES"  # in the data directory

@@ -32,7 +32,7 @@ from collections.abc import Callable
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from bhandar_cli.storage.disk.interface import Disk, join, write_file_atomically
+from bhandar_cli.storage.disk import Disk, join, write_file_atomically
 from bhandar_cli.storage.storage_errors import DataKeyError
 
 KEY_BYTES = 32

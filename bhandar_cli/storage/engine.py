@@ -62,30 +62,25 @@ from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 from bhandar_cli.storage import archive, compaction, reads, recovery, wal
+from bhandar_cli.storage.blocks import BlockCache
 from bhandar_cli.storage.cipher import mark_key
 from bhandar_cli.storage.damage import Corruption, DamageLog
-from bhandar_cli.storage.disk.interface import Disk
+from bhandar_cli.storage.disk import Disk
 from bhandar_cli.storage.engine_options import EngineOptions
 from bhandar_cli.storage.jobs import BackgroundJob
 from bhandar_cli.storage.memtable import Memtable
 from bhandar_cli.storage.record_kinds import DELETE, MERGE, VALUE, Merge, encode_op, encode_time_mark
-from bhandar_cli.storage.recovery import restore_snapshot
 from bhandar_cli.storage.reports import (
     CompactionReport,
     EngineStats,
     JobReport,
-    Quarantined,
     RecoveryReport,
 )
-from bhandar_cli.storage.sstable import BlockCache
 from bhandar_cli.storage.status import EngineStatus
 from bhandar_cli.storage.storage_errors import CorruptTableError
 from bhandar_cli.storage.syncs import GroupCommit
 from bhandar_cli.storage.tree import Tree
 from bhandar_cli.storage.wal import WALWriter
-
-__all__ = ["CompactionReport", "EngineOptions", "EngineStats", "JobReport", "LSMEngine", "Quarantined"]
-__all__ += ["RecoveryReport", "restore_snapshot"]
 
 _T = TypeVar("_T")
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from bhandar_cli.storage.blocks import DEFAULT_BLOCK_BYTES
 from bhandar_cli.storage.cipher import DataCipher
 from bhandar_cli.storage.compaction import TierPolicy
-from bhandar_cli.storage.sstable import DEFAULT_BLOCK_BYTES
 from bhandar_cli.storage.wal import FsyncPolicy
 
 

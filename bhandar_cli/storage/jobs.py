@@ -22,14 +22,16 @@ import contextlib
 from collections.abc import Callable, Iterable
 from typing import Protocol
 
+from bhandar_cli.storage.blocks import BlockCache
 from bhandar_cli.storage.compaction import Entry, merge_runs
 from bhandar_cli.storage.damage import Corruption, DamageLog
-from bhandar_cli.storage.disk.interface import Disk
+from bhandar_cli.storage.disk import Disk
 from bhandar_cli.storage.memtable import SealedMemtable
 from bhandar_cli.storage.record_kinds import Merge
 from bhandar_cli.storage.reports import JobReport
-from bhandar_cli.storage.sstable import BlockCache, Table, TableWriter
+from bhandar_cli.storage.sstable import Table
 from bhandar_cli.storage.storage_errors import CorruptTableError
+from bhandar_cli.storage.table_writer import TableWriter
 
 FLUSH, COMPACTION = "flush", "compaction"
 

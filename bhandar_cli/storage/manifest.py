@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bhandar_cli.storage.cipher import DataCipher
-from bhandar_cli.storage.disk.interface import Disk, join, write_file_atomically
+from bhandar_cli.storage.disk import Disk, join, write_file_atomically
 from bhandar_cli.storage.storage_errors import CorruptManifestError, DataKeyError
 
 NAME = "MANIFEST"

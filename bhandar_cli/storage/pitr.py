@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from bhandar_cli.storage import archive, wal
 from bhandar_cli.storage.cipher import DataCipher
-from bhandar_cli.storage.disk.interface import Disk
+from bhandar_cli.storage.disk import Disk
 from bhandar_cli.storage.record_kinds import decode_log_link, decode_op, decode_time_mark
 
 

@@ -13,14 +13,15 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from bhandar_cli.storage import archive, damage, manifest, wal
+from bhandar_cli.storage.blocks import BlockCache
 from bhandar_cli.storage.cipher import DataCipher, check_key
 from bhandar_cli.storage.damage import Corruption, DamageLog, KeyInterval
-from bhandar_cli.storage.disk.interface import Disk, join
+from bhandar_cli.storage.disk import Disk, join
 from bhandar_cli.storage.manifest import Manifest, file_name, file_number
 from bhandar_cli.storage.memtable import Memtable
 from bhandar_cli.storage.record_kinds import Merge, decode_log_link, decode_op, decode_time_mark
 from bhandar_cli.storage.reports import Quarantined
-from bhandar_cli.storage.sstable import BlockCache, Table
+from bhandar_cli.storage.sstable import Table
 from bhandar_cli.storage.storage_errors import CorruptManifestError, CorruptTableError
 from bhandar_cli.storage.wal import WALReport
 

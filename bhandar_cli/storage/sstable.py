@@ -71,7 +71,7 @@ from bhandar_cli.storage.bloom import (
 )
 from bhandar_cli.storage.cipher import TABLE_BLOCK, TABLE_BLOOM, TABLE_INDEX, DataCipher, FileSeal
 from bhandar_cli.storage.damage import Corruption, DamageLog, KeyInterval
-from bhandar_cli.storage.disk.interface import Disk, ReadFile
+from bhandar_cli.storage.disk import Disk, ReadFile
 from bhandar_cli.storage.record_kinds import DELETE
 from bhandar_cli.storage.storage_errors import CorruptTableError
 from bhandar_cli.storage.table_writer import (

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from bhandar_cli.storage.blocks import DEFAULT_BLOCK_BYTES, encode_block
 from bhandar_cli.storage.bloom import DEFAULT_BITS_PER_KEY, DEFAULT_HASHES, BlockedBloom, filter_hash
 from bhandar_cli.storage.cipher import TABLE_BLOCK, TABLE_BLOOM, TABLE_INDEX, DataCipher, FileSeal
-from bhandar_cli.storage.disk.interface import AppendFile, Disk
+from bhandar_cli.storage.disk import AppendFile, Disk
 
 MAGIC = b"BHNDRSST"
 FORMAT_VERSION, ENCRYPTED_VERSION = 2, 3

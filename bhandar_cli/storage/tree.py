@@ -15,8 +15,9 @@ from __future__ import annotations
 from typing import NoReturn
 
 from bhandar_cli.storage import archive, compaction, manifest, recovery
+from bhandar_cli.storage.blocks import BlockCache
 from bhandar_cli.storage.damage import DamageLog
-from bhandar_cli.storage.disk.interface import Disk, join
+from bhandar_cli.storage.disk import Disk, join
 from bhandar_cli.storage.engine_options import EngineOptions
 from bhandar_cli.storage.jobs import COMPACTION, FLUSH, BackgroundJob, CompactionJob, FlushJob, TableOutput
 from bhandar_cli.storage.manifest import Manifest, file_name, file_number
@@ -24,9 +25,9 @@ from bhandar_cli.storage.memtable import Memtable, SealedMemtable
 from bhandar_cli.storage.record_kinds import Merge, encode_log_link
 from bhandar_cli.storage.recovery import Recovered
 from bhandar_cli.storage.reports import CompactionReport, JobReport, Quarantined
-from bhandar_cli.storage.sstable import BlockCache, TableWriter
 from bhandar_cli.storage.status import EngineStatus
 from bhandar_cli.storage.storage_errors import CorruptTableError
+from bhandar_cli.storage.table_writer import TableWriter
 from bhandar_cli.storage.version import Version
 from bhandar_cli.storage.wal import WALWriter
 

@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from bhandar_cli.storage.cipher import FILE_ID_BYTES, WAL_RECORD, DataCipher
-from bhandar_cli.storage.disk.interface import AppendFile, Disk
+from bhandar_cli.storage.disk import AppendFile, Disk
 from bhandar_cli.storage.storage_errors import DataKeyError, StorageError
 
 FORMAT_VERSION = 2

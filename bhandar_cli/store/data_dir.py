@@ -9,17 +9,21 @@ import time
 from pathlib import Path
 from typing import TypedDict
 
-from bhandar_cli.core.model.errors import BadInput, Refused, Unavailable
-from bhandar_cli.core.model.limits import check_snapshot_name
-from bhandar_cli.core.model.timestamps import show_moment
-from bhandar_cli.security.ca_trust import TLS_DIR
-from bhandar_cli.security.data_key import cipher_for
-from bhandar_cli.storage import archive, pitr
-from bhandar_cli.storage.disk.real_disk import RealDisk
-from bhandar_cli.storage.engine import EngineOptions
-from bhandar_cli.storage.pitr import Split
-from bhandar_cli.storage.recovery import restore_snapshot
-from bhandar_cli.storage.wal import FsyncPolicy
+from bhandar_cli.core.model import BadInput, Refused, Unavailable, check_snapshot_name, show_moment
+from bhandar_cli.security import TLS_DIR, cipher_for
+from bhandar_cli.storage import (
+    ArchiveInfo,
+    EngineOptions,
+    FsyncPolicy,
+    NoWriteTimes,
+    SnapshotDamaged,
+    Split,
+    close_all,
+    restore_snapshot,
+    verify,
+)
+from bhandar_cli.storage import split as pitr_split
+from bhandar_cli.storage.disk import RealDisk
 from bhandar_cli.store.data_dir_lock import DirectoryLocked, lock_data_dir
 from bhandar_cli.store.record_store import DATA as DATA_PREFIX
 from bhandar_cli.store.record_store import RecordStore
@@ -88,11 +92,11 @@ def restore_node_dir(
     limit = old.engine.options.archive_bytes
     old.close()
     disk = RealDisk()
-    before = archive.ArchiveInfo.load(disk, snapshot_dir)
-    archive.close_all(disk, data_dir, limit, time.time())
+    before = ArchiveInfo.load(disk, snapshot_dir)
+    close_all(disk, data_dir, limit, time.time())
     try:
-        split = pitr.split(disk, snapshot_dir, until, cipher_for(key))
-    except pitr.NoWriteTimes as e:
+        split = pitr_split(disk, snapshot_dir, until, cipher_for(key))
+    except NoWriteTimes as e:
         raise BadInput(f"node {node}: {e}") from None
     if before is not None and before.closed:
         split.ended, split.ended_at = True, before.closed_at
@@ -128,15 +132,15 @@ def verify_snapshot(home: Path, nodes: list[str], until: float | None = None) ->
     snapshot was taken (its tables already hold later writes). Returns the files checked."""
     checked = 0
     for node in nodes:
-        info = archive.ArchiveInfo.load(RealDisk(), str(home / node))
+        info = ArchiveInfo.load(RealDisk(), str(home / node))
         if until is not None and info is not None and info.taken is not None and until < info.taken:
             raise BadInput(
                 f"until={show_moment(until)} is before snapshot {home.name} was taken "
                 f"({show_moment(info.taken)}): restore an older snapshot, or give a later time"
             )
         try:
-            checked += archive.verify(RealDisk(), str(home / node))
-        except archive.SnapshotDamaged as e:
+            checked += verify(RealDisk(), str(home / node))
+        except SnapshotDamaged as e:
             raise Refused(
                 f"restore refused: snapshot file {e.path} is damaged ({e.what}); nothing was changed"
             ) from None
@@ -160,7 +164,7 @@ def restore_summary(home: Path, splits: dict[str, Split], until: float | None) -
     data = DATA_PREFIX
     kept = {kv for s in splits.values() for kv in s.kept_keys if kv[0].startswith(data)}
     lost = {kv for s in splits.values() for kv in s.discarded_keys if kv[0].startswith(data)} - kept
-    infos = [archive.ArchiveInfo.load(RealDisk(), str(home / n)) for n in splits]
+    infos = [ArchiveInfo.load(RealDisk(), str(home / n)) for n in splits]
     taken = min((i.taken for i in infos if i is not None and i.taken is not None), default=None)
     since = until if until is not None else taken
     last_lost = max((s.last_discarded for s in splits.values() if s.last_discarded is not None), default=None)

@@ -40,9 +40,8 @@ from typing import Any, Final
 
 import cbor2
 
-from bhandar_cli.core.model.config import POLICIES
-from bhandar_cli.core.model.records import Record, from_plain, merge_records, to_plain
-from bhandar_cli.storage.storage_errors import StorageError
+from bhandar_cli.core.model import POLICIES, Record, from_plain, merge_records, to_plain
+from bhandar_cli.storage import StorageError
 
 FORMAT_VERSION: Final = 2
 """The format this build writes; it reads every version from 1 to this one."""

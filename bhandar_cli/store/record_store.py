@@ -22,13 +22,9 @@ from typing import Any
 
 import cbor2
 
-from bhandar_cli.core.model.records import Record, Versioned
-from bhandar_cli.core.model.store import HintKey, StoreDamage
-from bhandar_cli.storage.damage import Corruption, KeyInterval
-from bhandar_cli.storage.disk.interface import Disk
-from bhandar_cli.storage.engine import EngineOptions, LSMEngine
-from bhandar_cli.storage.jobs import BackgroundJob
-from bhandar_cli.storage.reports import EngineStats
+from bhandar_cli.core.model import HintKey, Record, StoreDamage, Versioned
+from bhandar_cli.storage import BackgroundJob, Corruption, EngineOptions, EngineStats, KeyInterval, LSMEngine
+from bhandar_cli.storage.disk import Disk
 from bhandar_cli.store.record_format import (
     RecordFormatError,
     decode_data,

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bhandar_cli.client.openers import ClusterOptions
+from bhandar_cli.client import ClusterOptions
 
 Json = dict[str, Any]
 

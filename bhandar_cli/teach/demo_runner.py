@@ -24,15 +24,12 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from bhandar_cli.client.exit_status import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
-from bhandar_cli.client.openers import cluster_clock
-from bhandar_cli.core.model.errors import BhandarError, sole_exception
-from bhandar_cli.core.model.wording import count as counted
-from bhandar_cli.repl.batch import open_session
-from bhandar_cli.repl.session import Session
-from bhandar_cli.repl.views import render
-from bhandar_cli.teach.demo_kit import Expect, Json
-from bhandar_cli.teach.demos import DEMOS, Demo, DemoContext, Step, lines, text
+from bhandar_cli.client import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, cluster_clock
+from bhandar_cli.core.model import BhandarError, sole_exception
+from bhandar_cli.core.model import count as counted
+from bhandar_cli.repl import Session, open_session, render
+from bhandar_cli.teach.demo_kit import Demo, DemoContext, Expect, Json, Step, lines, text
+from bhandar_cli.teach.demos import DEMOS
 from bhandar_cli.teach.narration import Narration
 
 PANEL_WIDTH = 100  # narration is read aloud: keep its lines short even on a wide terminal

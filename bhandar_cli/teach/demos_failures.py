@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from bhandar_cli.client.openers import ClusterOptions
-from bhandar_cli.core.model.wording import count
+from bhandar_cli.client import ClusterOptions
+from bhandar_cli.core.model import count
 from bhandar_cli.teach.demo_kit import (
     Check,
     Demo,

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from bhandar_cli.client.openers import ClusterOptions
-from bhandar_cli.core.membership.ring import key_token
+from bhandar_cli.client import ClusterOptions
+from bhandar_cli.core.membership import key_token
 from bhandar_cli.teach.demo_kit import Demo, DemoContext, Expect, Json, Step
 
 KEYS = 30

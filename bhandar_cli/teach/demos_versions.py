@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bhandar_cli.client.openers import ClusterOptions
+from bhandar_cli.client import ClusterOptions
 from bhandar_cli.teach.demo_kit import (
     Demo,
     DemoContext,

@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from bhandar_cli.core.model.errors import BadInput
+from bhandar_cli.core.model import BadInput
 
 if TYPE_CHECKING:
-    from bhandar_cli.repl.session import Session
+    from bhandar_cli.repl import Session
 
 HOST = "127.0.0.1"
 log = logging.getLogger("bhandar.web")

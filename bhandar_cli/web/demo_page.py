@@ -18,9 +18,8 @@ import trio
 from rich.console import Console
 from rich.text import Text
 
-from bhandar_cli.repl.session import Session
-from bhandar_cli.teach.demo_runner import EndAware
-from bhandar_cli.teach.narration import Narration
+from bhandar_cli.repl import Session
+from bhandar_cli.teach import EndAware, Narration
 from bhandar_cli.web.background import serve_in_background, stop_serving
 
 

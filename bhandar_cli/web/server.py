@@ -48,9 +48,9 @@ from typing import Any
 
 import trio
 
-from bhandar_cli.core.model.errors import BhandarError
-from bhandar_cli.node.http.asgi import BodyRefused, Limits, Receive, RequestBody, Scope, Send, lifespan, serve
-from bhandar_cli.repl.session import Reply, Session
+from bhandar_cli.core.model import BhandarError
+from bhandar_cli.node.http import BodyRefused, Limits, Receive, RequestBody, Scope, Send, lifespan, serve
+from bhandar_cli.repl import Reply, Session
 from bhandar_cli.web.state import WebState
 
 MIN_INTERVAL = 0.2  # at most 5 snapshots a second
@@ -78,8 +78,7 @@ def print_echo(session: Session) -> Echo:
     def echo(line: str, replies: list[Reply]) -> None:
         from rich.text import Text
 
-        from bhandar_cli.repl.terminal import Terminal
-        from bhandar_cli.repl.views import reply_text
+        from bhandar_cli.repl import Terminal, reply_text
 
         terminal = session.terminal or Terminal(sys.stdout)
         terminal.print(Text(line, style="dim"))

@@ -12,15 +12,12 @@ import io
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
-from bhandar_cli.client.cluster_admin import MembersView
-from bhandar_cli.client.cluster_health import MARKS, MEANINGS
-from bhandar_cli.client.cluster_views import HintsView, RingOwnershipView, StatusView
-from bhandar_cli.core.model.errors import BhandarError
+from bhandar_cli.client import MARKS, MEANINGS, HintsView, MembersView, RingOwnershipView, StatusView
+from bhandar_cli.core.model import BhandarError
 from bhandar_cli.web.sequence import DATA_COMMANDS, request_view
 
 if TYPE_CHECKING:
-    from bhandar_cli.repl.session import Reply, Session
-    from bhandar_cli.repl.table import Command
+    from bhandar_cli.repl import Command, Reply, Session
 
 RECENT = 6  # requests kept for the sequence diagrams
 LOGGED = 12  # commands kept for the page's session log
@@ -147,8 +144,7 @@ class _LogEntry:
         if width not in self._printed:
             from rich.console import Console
 
-            from bhandar_cli.repl.views import render
-            from bhandar_cli.repl.views_cluster import one_table_each
+            from bhandar_cli.repl import one_table_each, render
 
             out = io.StringIO()
             # Text unwrapped (soft_wrap): the page wraps it once, at its box's width (wrapped here

@@ -77,7 +77,7 @@ def test_bench_refuses_a_used_directory(tmp_path: Path) -> None:
 
 def test_compaction_bench_times_both_halves_of_every_job(tmp_path: Path) -> None:
     from bhandar_cli.storage.compaction import TierPolicy
-    from bhandar_cli.storage.engine import EngineOptions
+    from bhandar_cli.storage.engine_options import EngineOptions
 
     opts = EngineOptions(memtable_bytes=16 << 10, tiers=TierPolicy(min_tables=3))
     r: Any = run_engine_jobs_bench(str(tmp_path / "c"), total_bytes=300 << 10, value_size=50, options=opts)

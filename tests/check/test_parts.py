@@ -9,10 +9,10 @@ from random import Random
 
 import pytest
 
-from bhandar_cli.check.catalog import WORKLOADS
+from bhandar_cli.check.catalog import KINDS, SCENARIOS, WORKLOADS
 from bhandar_cli.check.check_report import repeat_command
 from bhandar_cli.check.check_run import CheckOptions
-from bhandar_cli.check.nemesis import KINDS, SCENARIOS, Fault, draw, scenario
+from bhandar_cli.check.nemesis import Fault, draw, scenario
 from bhandar_cli.check.protocol import MaelstromProtocolError, decode, definite, encode
 from bhandar_cli.check.services import services
 from bhandar_cli.check.staleness import curve, render

@@ -22,15 +22,8 @@ from bhandar_cli.core.membership.gossip import GossipSyn
 from bhandar_cli.core.membership.members import MemberState
 from bhandar_cli.core.model.records import Versioned
 from bhandar_cli.core.model.versions import JSON
-from bhandar_cli.core.protocol.messages import (
-    ClientRequest,
-    Failure,
-    GetRequest,
-    GetResult,
-    PutRequest,
-    PutResult,
-    Result,
-)
+from bhandar_cli.core.protocol.client_messages import Failure, GetRequest, GetResult, PutRequest, PutResult
+from bhandar_cli.core.protocol.messages import ClientRequest, Result
 from bhandar_cli.core.wire import from_wire, to_wire
 from bhandar_cli.fleet.in_process_cluster import InProcessCluster
 from bhandar_cli.fleet.placement import free_ports

@@ -21,17 +21,13 @@ from bhandar_cli.core.model.records import Versioned
 from bhandar_cli.core.model.store import MemoryStore
 from bhandar_cli.core.model.versions import Sibling
 from bhandar_cli.core.node import Node, NodeBoot
+from bhandar_cli.core.protocol.client_messages import Failure, GetRequest, GetResult, PutRequest, PutResult
 from bhandar_cli.core.protocol.messages import (
     ClientReply,
     Effect,
-    Failure,
-    GetRequest,
-    GetResult,
     KeyspaceRequest,
     KeyspaceResult,
     Pong,
-    PutRequest,
-    PutResult,
     ReplicaAck,
     ReplicaWrite,
     Respond,

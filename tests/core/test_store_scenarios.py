@@ -13,15 +13,8 @@ from bhandar_cli.core.membership.ring import key_token
 from bhandar_cli.core.model.config import KeyspaceDef, NodeConfig
 from bhandar_cli.core.model.records import Versioned
 from bhandar_cli.core.model.versions import JSON, context_of, exact_actor
-from bhandar_cli.core.protocol.messages import (
-    Failure,
-    GetRequest,
-    GetResult,
-    KeyspaceRequest,
-    PutRequest,
-    PutResult,
-    Result,
-)
+from bhandar_cli.core.protocol.client_messages import Failure, GetRequest, GetResult, PutRequest, PutResult
+from bhandar_cli.core.protocol.messages import KeyspaceRequest, Result
 from bhandar_cli.sim.sim_cluster import SimCluster
 from tests.support.keyspace_setup import create_keyspace
 

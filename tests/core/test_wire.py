@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from bhandar_cli.core.model.config import KeyspaceDef
-from bhandar_cli.core.protocol.messages import GetRequest, ReplicaRead
+from bhandar_cli.core.protocol.client_messages import GetRequest
+from bhandar_cli.core.protocol.messages import ReplicaRead
 from bhandar_cli.core.wire import from_wire, to_wire
 
 

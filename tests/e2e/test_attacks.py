@@ -34,7 +34,8 @@ from bhandar_cli.core.membership.members import MemberState
 from bhandar_cli.core.model.config import KeyspaceDef
 from bhandar_cli.core.model.records import Versioned
 from bhandar_cli.core.model.versions import JSON, Sibling
-from bhandar_cli.core.protocol.messages import DecommissionRequest, KeyspaceRequest, PutRequest, ReplicaWrite
+from bhandar_cli.core.protocol.client_messages import PutRequest
+from bhandar_cli.core.protocol.messages import DecommissionRequest, KeyspaceRequest, ReplicaWrite
 from bhandar_cli.core.repair.antientropy import RepairPush
 from bhandar_cli.core.roles.streaming import StreamRequest
 from bhandar_cli.core.wire import to_wire

@@ -37,7 +37,7 @@ import pytest
 import trio
 
 from bhandar_cli.core.model.access_tokens import ALL_KEYSPACES
-from bhandar_cli.core.protocol.messages import GetRequest, GetResult, PutRequest, PutResult
+from bhandar_cli.core.protocol.client_messages import GetRequest, GetResult, PutRequest, PutResult
 from bhandar_cli.core.wire import from_wire, to_wire
 from bhandar_cli.fleet.cluster_file import ClusterFile, NodeEntry
 from bhandar_cli.fleet.placement import free_ports

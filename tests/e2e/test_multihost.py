@@ -18,7 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from bhandar_cli.core.protocol.messages import GetRequest, GetResult, PutRequest, PutResult
+from bhandar_cli.core.protocol.client_messages import GetRequest, GetResult, PutRequest, PutResult
 from bhandar_cli.core.wire import from_wire, to_wire
 from bhandar_cli.fleet.cluster_file import ClusterFile, NodeEntry
 from bhandar_cli.fleet.placement import free_ports

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from bhandar_cli.core.protocol.messages import GetRequest, Ping, PutRequest
+from bhandar_cli.core.protocol.client_messages import GetRequest, PutRequest
+from bhandar_cli.core.protocol.messages import Ping
 from bhandar_cli.fleet import cluster_file
 from bhandar_cli.fleet.cluster_file import ClusterFile, ClusterFileError, NodeEntry
 from bhandar_cli.fleet.pids import pid_alive

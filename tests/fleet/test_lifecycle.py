@@ -26,14 +26,8 @@ from bhandar_cli.core.model.config import KeyspaceDef, NodeConfig
 from bhandar_cli.core.model.errors import ClientError
 from bhandar_cli.core.model.records import Record, Versioned, merge_records
 from bhandar_cli.core.model.versions import context_of
-from bhandar_cli.core.protocol.messages import (
-    Failure,
-    GetRequest,
-    GetResult,
-    IncrRequest,
-    KeyspaceRequest,
-    PutRequest,
-)
+from bhandar_cli.core.protocol.client_messages import Failure, GetRequest, GetResult, IncrRequest, PutRequest
+from bhandar_cli.core.protocol.messages import KeyspaceRequest
 from bhandar_cli.fleet.in_process_cluster import InProcessCluster
 from bhandar_cli.host.topology import next_node_name
 from bhandar_cli.sim.checker.check import check_history

@@ -15,13 +15,13 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from bhandar_cli.core.wire import from_wire, to_wire
+from bhandar_cli.node.net.cbor_validation import ProtocolError
 from bhandar_cli.node.net.codec import (
     CLOSED,
     NEED_DATA,
     PREFIX_SIZE,
     Body,
     FrameDecoder,
-    ProtocolError,
     Sentinel,
     encode_frame,
 )

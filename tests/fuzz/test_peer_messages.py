@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bhandar_cli.core.model.config import NodeConfig
-from bhandar_cli.core.protocol.messages import GetRequest, GetResult, PutRequest, PutResult
+from bhandar_cli.core.protocol.client_messages import GetRequest, GetResult, PutRequest, PutResult
 from bhandar_cli.core.wire import from_wire, registry
 from bhandar_cli.fleet.in_process_cluster import InProcessCluster
 from bhandar_cli.node.net.codec import FrameDecoder, encode_frame

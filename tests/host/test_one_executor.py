@@ -20,7 +20,8 @@ import trio.testing
 from bhandar_cli.core.membership.ring import Ring
 from bhandar_cli.core.model.config import NodeConfig
 from bhandar_cli.core.model.store import MemoryStore
-from bhandar_cli.core.protocol.messages import GetRequest, PutRequest, Result
+from bhandar_cli.core.protocol.client_messages import GetRequest, PutRequest
+from bhandar_cli.core.protocol.messages import Result
 from bhandar_cli.host.executor import NodeHost, Responder
 from bhandar_cli.node.runtime import NodeRunner
 from bhandar_cli.sim.loop import EventLoop

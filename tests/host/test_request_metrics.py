@@ -9,7 +9,8 @@ from bhandar_cli.core.membership.ring import Ring
 from bhandar_cli.core.model.config import NodeConfig
 from bhandar_cli.core.model.store import MemoryStore
 from bhandar_cli.core.model.versions import JSON
-from bhandar_cli.core.protocol.messages import GetRequest, PutRequest, Result
+from bhandar_cli.core.protocol.client_messages import GetRequest, PutRequest
+from bhandar_cli.core.protocol.messages import Result
 from bhandar_cli.host.executor import NodeHost
 
 

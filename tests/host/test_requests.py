@@ -18,7 +18,8 @@ from bhandar_cli.core.model.config import NodeConfig
 from bhandar_cli.core.model.records import Versioned
 from bhandar_cli.core.model.store import MemoryStore
 from bhandar_cli.core.model.versions import JSON
-from bhandar_cli.core.protocol.messages import Failure, GetRequest, GetResult, PutRequest, Result
+from bhandar_cli.core.protocol.client_messages import Failure, GetRequest, GetResult, PutRequest
+from bhandar_cli.core.protocol.messages import Result
 from bhandar_cli.host.executor import NodeHost
 from bhandar_cli.node.runtime import call
 from bhandar_cli.sim.sim_cluster import SimCluster

@@ -20,7 +20,8 @@ from bhandar_cli.core.membership.ring import Ring
 from bhandar_cli.core.model.config import NodeConfig
 from bhandar_cli.core.model.store import MemoryStore
 from bhandar_cli.core.model.versions import JSON
-from bhandar_cli.core.protocol.messages import Failure, PutRequest, PutResult, Result
+from bhandar_cli.core.protocol.client_messages import Failure, PutRequest, PutResult
+from bhandar_cli.core.protocol.messages import Result
 from bhandar_cli.host.executor import NodeHost
 from bhandar_cli.node.runtime import NodeRunner
 

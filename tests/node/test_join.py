@@ -23,6 +23,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.x509.oid import NameOID
 
 from bhandar_cli.core.model.config import NODE_ID
+from bhandar_cli.node import join as join_module
 from bhandar_cli.node.join import JoinDesk, JoinUnreachable, join_once, redeem
 from bhandar_cli.node.net.frames import FrameConn
 from bhandar_cli.security import pki
@@ -241,7 +242,7 @@ def test_without_a_good_token_the_desk_says_nothing_about_the_id_and_signs_nothi
         signed.append(node)
         return sign(ca_dir, csr_pem, node, hosts, known)
 
-    monkeypatch.setattr(pki, "sign_node_csr", recording_sign)
+    monkeypatch.setattr(join_module, "sign_node_csr", recording_sign)  # where the desk looks it up
     if token == "expired":
         now = [1_000_000.0]
         issuer.desk.clock = lambda: now[0]

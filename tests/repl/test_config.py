@@ -135,7 +135,7 @@ class OneBadNode:
         return self.config[name]
 
     async def request(self, via: str, request: Any, timeout: float) -> Any:
-        from bhandar_cli.core.protocol.messages import Failure, GetResult
+        from bhandar_cli.core.protocol.client_messages import Failure, GetResult
 
         await trio.sleep(0.002)
         if via == "C" and self.config["C"]["version"] > 0:

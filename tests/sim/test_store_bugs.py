@@ -12,15 +12,11 @@ from bhandar_cli.core.membership.ring import Ring, key_token
 from bhandar_cli.core.model.config import KeyspaceDef, NodeConfig
 from bhandar_cli.core.model.records import Versioned
 from bhandar_cli.core.model.versions import context_of
+from bhandar_cli.core.protocol.client_messages import Failure, GetRequest, GetResult, PutRequest, PutResult
 from bhandar_cli.core.protocol.messages import (
     DecommissionRequest,
-    Failure,
-    GetRequest,
-    GetResult,
     KeyspaceRequest,
     MoveResult,
-    PutRequest,
-    PutResult,
     ReplicaAck,
     ReplicaWrite,
     Send,

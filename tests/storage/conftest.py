@@ -8,7 +8,8 @@ from typing import Any
 
 from bhandar_cli.storage.compaction import TierPolicy
 from bhandar_cli.storage.disk.sim_disk import SimDisk
-from bhandar_cli.storage.engine import EngineOptions, LSMEngine
+from bhandar_cli.storage.engine import LSMEngine
+from bhandar_cli.storage.engine_options import EngineOptions
 from bhandar_cli.storage.record_kinds import Merge
 
 # Tiny tables so a few hundred writes exercise flushes, several blocks per table and compaction.

@@ -6,7 +6,9 @@ import pytest
 
 from bhandar_cli.storage import archive, pitr
 from bhandar_cli.storage.disk.sim_disk import SimDisk
-from bhandar_cli.storage.engine import EngineOptions, LSMEngine, restore_snapshot
+from bhandar_cli.storage.engine import LSMEngine
+from bhandar_cli.storage.engine_options import EngineOptions
+from bhandar_cli.storage.recovery import restore_snapshot
 
 
 class Clock:

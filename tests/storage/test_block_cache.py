@@ -18,7 +18,8 @@ from bhandar_cli.storage.blocks import (
 from bhandar_cli.storage.disk.sim_disk import SimDisk
 from bhandar_cli.storage.engine import LSMEngine
 from bhandar_cli.storage.record_kinds import VALUE
-from bhandar_cli.storage.sstable import Table, TableWriter
+from bhandar_cli.storage.sstable import Table
+from bhandar_cli.storage.table_writer import TableWriter
 
 from .conftest import SMALL
 

@@ -18,7 +18,8 @@ from bhandar_cli.storage.bloom import (
 )
 from bhandar_cli.storage.cipher import DataCipher
 from bhandar_cli.storage.disk.real_disk import RealDisk
-from bhandar_cli.storage.engine import EngineOptions, LSMEngine
+from bhandar_cli.storage.engine import LSMEngine
+from bhandar_cli.storage.engine_options import EngineOptions
 
 DATA = Path(__file__).parent / "data" / "bloom_format1"
 OLD = {f"key{i:04d}".encode(): b"old-%d" % i for i in range(300) if i % 7} | {b"key9999": b"in the wal"}

@@ -21,7 +21,8 @@ import pytest
 
 from bhandar_cli.storage.compaction import TierPolicy
 from bhandar_cli.storage.disk.sim_disk import SimDisk, SimulatedCrash
-from bhandar_cli.storage.engine import EngineOptions, LSMEngine
+from bhandar_cli.storage.engine import LSMEngine
+from bhandar_cli.storage.engine_options import EngineOptions
 from bhandar_cli.storage.wal import FsyncPolicy
 
 from .conftest import Op, recover_and_check, union

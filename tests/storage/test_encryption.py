@@ -12,14 +12,18 @@ from dataclasses import replace
 import pytest
 
 from bhandar_cli.storage import archive, damage, pitr, wal
+from bhandar_cli.storage.blocks import BlockCache
 from bhandar_cli.storage.cipher import NONCE_BYTES, TABLE_BLOCK, WAL_RECORD, DataCipher
 from bhandar_cli.storage.damage import DamageLog
 from bhandar_cli.storage.disk.interface import join
 from bhandar_cli.storage.disk.sim_disk import SimDisk
-from bhandar_cli.storage.engine import EngineOptions, LSMEngine, restore_snapshot
+from bhandar_cli.storage.engine import LSMEngine
+from bhandar_cli.storage.engine_options import EngineOptions
 from bhandar_cli.storage.record_kinds import VALUE
-from bhandar_cli.storage.sstable import BlockCache, Table, TableWriter
+from bhandar_cli.storage.recovery import restore_snapshot
+from bhandar_cli.storage.sstable import Table
 from bhandar_cli.storage.storage_errors import CorruptManifestError, DataKeyError
+from bhandar_cli.storage.table_writer import TableWriter
 
 from .conftest import SMALL
 

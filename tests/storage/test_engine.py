@@ -17,8 +17,10 @@ from bhandar_cli.storage import wal
 from bhandar_cli.storage.compaction import TierPolicy
 from bhandar_cli.storage.disk.real_disk import RealDisk
 from bhandar_cli.storage.disk.sim_disk import SimDisk, SimulatedCrash
-from bhandar_cli.storage.engine import EngineOptions, LSMEngine, restore_snapshot
+from bhandar_cli.storage.engine import LSMEngine
+from bhandar_cli.storage.engine_options import EngineOptions
 from bhandar_cli.storage.record_kinds import encode_op
+from bhandar_cli.storage.recovery import restore_snapshot
 from bhandar_cli.storage.storage_errors import CorruptManifestError, EngineClosedError, EngineFailedError
 
 from .conftest import SMALL, small_engine

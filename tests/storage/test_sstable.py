@@ -8,11 +8,13 @@ import random
 
 import pytest
 
+from bhandar_cli.storage.blocks import BlockCache
 from bhandar_cli.storage.damage import Corruption, DamageLog, KeyInterval
 from bhandar_cli.storage.disk.sim_disk import SimDisk
 from bhandar_cli.storage.record_kinds import DELETE, VALUE
-from bhandar_cli.storage.sstable import FOOTER_SIZE, BlockCache, Table, TableWriter
+from bhandar_cli.storage.sstable import Table
 from bhandar_cli.storage.storage_errors import CorruptTableError
+from bhandar_cli.storage.table_writer import FOOTER_SIZE, TableWriter
 
 from .conftest import small_engine
 

@@ -12,12 +12,13 @@ import random
 
 import pytest
 
-from bhandar_cli.storage.blocks import PAIR
+from bhandar_cli.storage.blocks import PAIR, BlockCache
 from bhandar_cli.storage.damage import DamageLog
 from bhandar_cli.storage.disk.sim_disk import SimDisk
 from bhandar_cli.storage.engine import LSMEngine
 from bhandar_cli.storage.record_kinds import DELETE, VALUE
-from bhandar_cli.storage.sstable import BlockCache, Table, TableWriter
+from bhandar_cli.storage.sstable import Table
+from bhandar_cli.storage.table_writer import TableWriter
 
 from .conftest import small_engine
 

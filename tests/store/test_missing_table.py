@@ -17,10 +17,11 @@ from bhandar_cli.core.model.config import KeyspaceDef
 from bhandar_cli.core.model.records import Versioned
 from bhandar_cli.core.model.store import Store
 from bhandar_cli.core.model.versions import context_of
-from bhandar_cli.core.protocol.messages import Failure, GetRequest, GetResult, KeyspaceRequest, PutRequest
+from bhandar_cli.core.protocol.client_messages import Failure, GetRequest, GetResult, PutRequest
+from bhandar_cli.core.protocol.messages import KeyspaceRequest
 from bhandar_cli.sim.sim_cluster import SimCluster
 from bhandar_cli.storage.disk.sim_disk import SimDisk
-from bhandar_cli.storage.engine import EngineOptions
+from bhandar_cli.storage.engine_options import EngineOptions
 from bhandar_cli.store.record_store import RecordStore
 
 VICTIM = "A"

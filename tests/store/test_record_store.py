@@ -20,17 +20,11 @@ from bhandar_cli.core.model.record_digest import digest
 from bhandar_cli.core.model.records import Versioned
 from bhandar_cli.core.model.store import MemoryStore
 from bhandar_cli.core.model.versions import Sibling
-from bhandar_cli.core.protocol.messages import (
-    Failure,
-    GetRequest,
-    GetResult,
-    KeyspaceRequest,
-    PutRequest,
-    RepairRequest,
-)
+from bhandar_cli.core.protocol.client_messages import Failure, GetRequest, GetResult, PutRequest
+from bhandar_cli.core.protocol.messages import KeyspaceRequest, RepairRequest
 from bhandar_cli.sim.sim_cluster import SimCluster
 from bhandar_cli.storage.disk.sim_disk import SimDisk
-from bhandar_cli.storage.engine import EngineOptions
+from bhandar_cli.storage.engine_options import EngineOptions
 from bhandar_cli.store.record_format import FORMAT_VERSION, RECORD_TAG
 from bhandar_cli.store.record_store import HINT, RecordStore, data_key
 from tests.support.record_samples import FORMAT1_DATA, FORMAT1_DIGESTS, FORMAT1_HINT, LWW, SAMPLES, SIBLINGS

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from bhandar_cli.core.model.versions import JSON
 from bhandar_cli.core.node import Node
-from bhandar_cli.core.protocol.messages import GetRequest, GetResult, PutRequest, PutResult
+from bhandar_cli.core.protocol.client_messages import GetRequest, GetResult, PutRequest, PutResult
 from bhandar_cli.sim.sim_cluster import SimCluster
 
 

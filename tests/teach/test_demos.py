@@ -27,8 +27,10 @@ from bhandar_cli.client.exit_status import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_O
 from bhandar_cli.client.openers import ClusterOptions
 from bhandar_cli.core.model.versions import lww_merge
 from bhandar_cli.repl.batch import open_session
+from bhandar_cli.teach.demo_kit import Demo, DemoContext, Expect, Step, get_values
 from bhandar_cli.teach.demo_runner import Outcome, play, run_demo
-from bhandar_cli.teach.demos import DEMOS, SIBLINGS, Demo, DemoContext, Expect, Step, get_values
+from bhandar_cli.teach.demos import DEMOS
+from bhandar_cli.teach.demos_versions import SIBLINGS
 
 UNEXPECTED = "this demo did not behave as expected"
 

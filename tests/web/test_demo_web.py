@@ -23,8 +23,8 @@ from typer.testing import CliRunner
 from bhandar_cli.client.exit_status import EXIT_FAILED, EXIT_OK
 from bhandar_cli.client.openers import ClusterOptions
 from bhandar_cli.repl.batch import open_session
+from bhandar_cli.teach.demo_kit import Demo, DemoContext, Expect, Step, get_values, lines, text
 from bhandar_cli.teach.demo_runner import play, run_demo
-from bhandar_cli.teach.demos import Demo, DemoContext, Expect, Step, get_values, lines, text
 from bhandar_cli.teach.demos_failures import QUORUM
 from bhandar_cli.teach.narration import Narration
 from bhandar_cli.web.demo_page import WebPage

@@ -18,16 +18,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from bhandar_cli.client.data_client import DataClient
-from bhandar_cli.core.membership.ring import Ring
-from bhandar_cli.core.model.errors import ClientError
-from bhandar_cli.core.protocol.client_messages import Failure
-from bhandar_cli.core.wire import from_wire, to_wire
-from bhandar_cli.fleet.cluster_file import ClusterFile, client_access
-from bhandar_cli.fleet.pids import load_running, pid_alive
-from bhandar_cli.node.net.blocking_rpc import CLIENT_CODES, BlockingRpc, RpcError
+from bhandar_cli.core import from_wire, to_wire
+from bhandar_cli.core.membership import Ring
+from bhandar_cli.core.model import ClientError
+from bhandar_cli.core.protocol import Failure
+from bhandar_cli.fleet import ClusterFile, client_access, load_running, pid_alive
+from bhandar_cli.node.net import CLIENT_CODES, BlockingRpc, RpcError
 
 if TYPE_CHECKING:
-    from bhandar_cli.core.protocol.messages import Result
+    from bhandar_cli.core.protocol import Result
 
 T = TypeVar("T")
 

@@ -13,18 +13,15 @@ import trio
 
 from bhandar_cli.client.backend import Capabilities, RestoreDone, SnapshotDone
 from bhandar_cli.client.membership import ASK_EVERY, ClusterMembership, merge_tables
-from bhandar_cli.core.membership.gossip import MemberRow
-from bhandar_cli.core.membership.ring import Ring
-from bhandar_cli.core.model.errors import BadInput, Unavailable
-from bhandar_cli.core.model.metrics import NodeMetrics
-from bhandar_cli.core.model.records import Record
-from bhandar_cli.core.node import Node
-from bhandar_cli.core.node_views import HintQueueRow, NodeInfo
-from bhandar_cli.core.protocol.messages import Result
-from bhandar_cli.core.protocol.node_operations import NodeOperation
-from bhandar_cli.fleet.in_process_cluster import InProcessCluster
-from bhandar_cli.node import admin
-from bhandar_cli.store.record_store import RecordStore
+from bhandar_cli.core import HintQueueRow, Node, NodeInfo
+from bhandar_cli.core.membership import MemberRow, Ring
+from bhandar_cli.core.model import BadInput, NodeMetrics, Record, Unavailable
+from bhandar_cli.core.protocol import NodeOperation, Result
+from bhandar_cli.fleet import InProcessCluster
+from bhandar_cli.node import convergence_problems as admin_convergence_problems
+from bhandar_cli.node import convergence_ranges
+from bhandar_cli.node import node_info as admin_node_info
+from bhandar_cli.store import RecordStore
 
 
 class InProcessBackend:
@@ -76,7 +73,7 @@ class InProcessBackend:
     async def node_info(self, name: str, counts: bool = True) -> NodeInfo:
         host = self.cluster.host(name)
         tokens = len(self.ring.tokens_by_node().get(name, []))
-        info = admin.node_info(name, host.zone, host.node, trio.current_time(), tokens, counts)
+        info = admin_node_info(name, host.zone, host.node, trio.current_time(), tokens, counts)
         if host.crash_reason is not None and host.node is None:
             info["crashed"] = host.crash_reason
         return info
@@ -146,7 +143,7 @@ class InProcessBackend:
         await self.cluster.retire(name)
         self._membership = None
         if self.data_dir is not None:
-            from bhandar_cli.fleet.cluster_data import retire_node_dir
+            from bhandar_cli.fleet import retire_node_dir
 
             retire_node_dir(self.data_dir, name)
 
@@ -156,7 +153,7 @@ class InProcessBackend:
 
     async def set_node_config(self, name: str, plain: dict[str, Any]) -> dict[str, Any]:
         """Apply a version of the cluster configuration on node `name` now (node/reconfigure.py)."""
-        from bhandar_cli.node.reconfigure import apply_live
+        from bhandar_cli.node import apply_live
 
         return apply_live(self.cluster.host(name), plain)
 
@@ -203,7 +200,7 @@ class InProcessBackend:
     async def snapshot(self, snapshot: str, to: str | None = None) -> SnapshotDone:
         """Every live node's tables, hard-linked under the data directory's snapshots/NAME, or
         copied to TO/NAME (snapshots/NAME/LOCATION then says where); the WALs are archived there."""
-        from bhandar_cli.store.data_dir import LOCATION
+        from bhandar_cli.store import LOCATION
 
         local = os.path.abspath(self._snapshot_dir(snapshot))  # the store keeps it in its ARCHIVES
         base = os.path.join(os.path.abspath(to), snapshot) if to else local
@@ -226,7 +223,7 @@ class InProcessBackend:
         place, start them again as new actors. The files are verified before anything stops."""
         from pathlib import Path
 
-        from bhandar_cli.store.data_dir import (
+        from bhandar_cli.store import (
             open_node_store,
             restore_node_dir,
             restore_summary,
@@ -272,10 +269,10 @@ class InProcessBackend:
         problems = [f"{moving[0]} sees a node joining or leaving"] if moving else []
         now = trio.current_time()
         replication = {ks.name: ks.n for node in live.values() for ks in node.keyspaces.values()}
-        return problems + admin.convergence_problems(
+        return problems + admin_convergence_problems(
             self.ring,
             {n: node.hints_summary(now) for n, node in live.items()},
-            {n: node.range_hashes(admin.convergence_ranges(self.ring)) for n, node in live.items()},
+            {n: node.range_hashes(convergence_ranges(self.ring)) for n, node in live.items()},
             replication,
             self.cluster.config.default_n,
         )

@@ -28,23 +28,35 @@ import trio
 
 from bhandar_cli.client.backend import Capabilities, RestoreDone, SnapshotDone
 from bhandar_cli.client.membership import ASK_EVERY, LEFT, ClusterMembership, merge_tables, state_of_row
-from bhandar_cli.core.membership.gossip import MemberRow
-from bhandar_cli.core.membership.members import MemberState
-from bhandar_cli.core.membership.ring import Ring
-from bhandar_cli.core.model.errors import BadInput, ClientError, Unavailable
-from bhandar_cli.core.model.metrics import NodeMetrics
-from bhandar_cli.core.model.records import Record
-from bhandar_cli.core.node_views import HintQueueRow, NodeInfo
-from bhandar_cli.core.protocol.messages import Failure, Result
-from bhandar_cli.core.protocol.node_operations import NodeOperation
-from bhandar_cli.core.wire import from_wire, to_wire
-from bhandar_cli.fleet import cluster_file, node_logs, pids, resize, supervisor
-from bhandar_cli.fleet.cluster_file import ClusterFile, ClusterFileError, client_access
-from bhandar_cli.fleet.pids import load_running
-from bhandar_cli.node import admin
-from bhandar_cli.node.net.blocking_rpc import CLIENT_CODES, RpcError
-from bhandar_cli.node.net.rpc import RpcClient
-from bhandar_cli.node.note_log import NoteReader
+from bhandar_cli.core import HintQueueRow, NodeInfo, from_wire, to_wire
+from bhandar_cli.core.membership import MemberRow, MemberState, Ring
+from bhandar_cli.core.model import BadInput, ClientError, NodeMetrics, Record, Unavailable
+from bhandar_cli.core.protocol import Failure, NodeOperation, Result
+from bhandar_cli.fleet import (
+    STOP_TIMEOUT,
+    ClusterFile,
+    ClusterFileError,
+    NodeEntry,
+    client_access,
+    kill_process,
+    load,
+    load_running,
+    path_of,
+    pid_alive,
+    retire_node,
+    save,
+    set_faults,
+    start,
+    start_many,
+    stop,
+    wait_exit,
+    with_last_words,
+)
+from bhandar_cli.fleet import add_node as resize_add_node
+from bhandar_cli.node import NoteReader, convergence_ranges, metrics_from_plain, records_from_plain
+from bhandar_cli.node import convergence_problems as admin_convergence_problems
+from bhandar_cli.node import node_info as admin_node_info
+from bhandar_cli.node.net import CLIENT_CODES, RpcClient, RpcError
 
 ALIVE_CACHE = 0.2  # seconds a liveness answer is reused (the client asks per request)
 ADMIN_TIMEOUT = 3.0
@@ -102,7 +114,7 @@ class TcpBackend:
 
     def _file_mtime(self) -> float:
         try:
-            return os.stat(cluster_file.path_of(self.cluster.dir)).st_mtime
+            return os.stat(path_of(self.cluster.dir)).st_mtime
         except OSError:
             return 0.0
 
@@ -111,7 +123,7 @@ class TcpBackend:
         if mtime != self._mtime:
             self._mtime = mtime
             try:
-                fresh = cluster_file.load(self.cluster.dir)
+                fresh = load(self.cluster.dir)
             except ClusterFileError:
                 return  # keep what we know; the next command will say what is wrong
             self._adopt(fresh)  # another command may have added or retired a node, too
@@ -129,7 +141,7 @@ class TcpBackend:
         self._reload_if_changed()
         if name in self._learned:  # no process of ours: up while it answers
             return name in self._answered
-        alive = pids.pid_alive(self.cluster.node(name).pid)
+        alive = pid_alive(self.cluster.node(name).pid)
         self._alive[name] = (now, alive)
         return alive
 
@@ -193,7 +205,7 @@ class TcpBackend:
         """The ring the cluster file gives: its nodes, each with the cluster's tokens per node."""
         return Ring.build(self.cluster.names, self.cluster.vnodes, self.cluster.zones)
 
-    def _entry(self, name: str, what: str) -> cluster_file.NodeEntry:
+    def _entry(self, name: str, what: str) -> NodeEntry:
         """The cluster file's entry of a node this directory started, to `what` it."""
         if name in self._learned:
             raise BadInput(
@@ -295,21 +307,21 @@ class TcpBackend:
         info = await self._admin(name, "info", counts=counts)
         if info is None:  # down: and why, when its process said so as it stopped (a full disk)
             tokens = len(self.ring.tokens_by_node().get(name, []))
-            down = admin.node_info(name, self.zones[name], None, 0.0, tokens)
+            down = admin_node_info(name, self.zones[name], None, 0.0, tokens)
             log = self.placement(name)["log"]
-            return node_logs.with_last_words(down, log) if log else down
+            return with_last_words(down, log) if log else down
         return info  # type: ignore[no-any-return]
 
     async def node_records(self, name: str, keyspace: str, key: str) -> tuple[Record | None, Record | None]:
         plain = await self._admin(name, "records", keyspace=keyspace, key=key)
-        return (None, None) if plain is None else admin.records_from_plain(plain)
+        return (None, None) if plain is None else records_from_plain(plain)
 
     async def node_hints(self, name: str) -> list[HintQueueRow]:
         return await self._admin(name, "hints") or []
 
     async def node_metrics(self, name: str) -> NodeMetrics:
         plain = await self._admin(name, "metrics")
-        return NodeMetrics() if plain is None else admin.metrics_from_plain(plain)
+        return NodeMetrics() if plain is None else metrics_from_plain(plain)
 
     async def node_members(self, name: str, placement: bool = False) -> list[MemberRow]:
         return await self._admin(name, "members", placement=placement) or []
@@ -338,7 +350,7 @@ class TcpBackend:
     async def snapshot(self, snapshot: str, to: str | None = None) -> SnapshotDone:
         """Each live node links its tables under the cluster's snapshots/NAME, or copies them to
         TO/NAME (snapshots/NAME/LOCATION then says where); its WALs are archived there."""
-        from bhandar_cli.store.data_dir import LOCATION
+        from bhandar_cli.store import LOCATION
 
         local = self._snapshot_dir(snapshot)
         target = Path(to).resolve() / snapshot if to else local
@@ -360,13 +372,8 @@ class TcpBackend:
     async def restore(self, snapshot: str, until: float | None = None) -> RestoreDone:
         """Verify the snapshot's files, stop each node, put the snapshot's tables and the archived
         writes up to `until` in its data directory, start it again."""
-        from bhandar_cli.fleet.cluster_secrets import cluster_key
-        from bhandar_cli.store.data_dir import (
-            restore_node_dir,
-            restore_summary,
-            snapshot_home,
-            verify_snapshot,
-        )
+        from bhandar_cli.fleet import cluster_key
+        from bhandar_cli.store import restore_node_dir, restore_summary, snapshot_home, verify_snapshot
 
         local = self._snapshot_dir(snapshot)
         if not local.is_dir():
@@ -378,7 +385,7 @@ class TcpBackend:
         for entry in entries:  # every node down first: no live node may stream newer data back
             await self.kill(entry.id)
         splits = {e.id: restore_node_dir(str(base / e.id), e.data_dir, e.id, until, key) for e in entries}
-        self.cluster = await supervisor.start_many(self.cluster, list(splits))
+        self.cluster = await start_many(self.cluster, list(splits))
         self._mtime = self._file_mtime()
         for name in splits:
             self._forget(name)
@@ -395,7 +402,7 @@ class TcpBackend:
     async def add_node(self, name: str, zone: str | None) -> str:
         """Start a new node process that joins the ring (fleet/resize.py); returns its zone."""
         self._reload_if_changed()
-        self._adopt(await resize.add_node(self.cluster, name, zone))
+        self._adopt(await resize_add_node(self.cluster, name, zone))
         return self.cluster.node(name).zone
 
     async def retire(self, name: str) -> None:
@@ -406,7 +413,7 @@ class TcpBackend:
         if self._learned.pop(name, None) is not None:
             self._adopt(self.cluster)
             return
-        self._adopt(await resize.retire_node(self.cluster, name))
+        self._adopt(await retire_node(self.cluster, name))
 
     def _adopt(self, cluster: ClusterFile) -> None:
         """Take a cluster file with other members: names, zones, routing ring, connection locks
@@ -429,12 +436,12 @@ class TcpBackend:
         it again and say "killed" twice. False if it was not running."""
         self._reload_if_changed()
         pid = self._entry(name, "kill").pid
-        killed = supervisor.kill_process(pid)
+        killed = kill_process(pid)
         self._forget(name)
-        if killed and not await supervisor.wait_exit(pid, supervisor.STOP_TIMEOUT):
+        if killed and not await wait_exit(pid, STOP_TIMEOUT):
             raise Unavailable(
                 f"{name} (pid {pid}) was sent SIGKILL but is still running after "
-                f"{supervisor.STOP_TIMEOUT:g} s: the machine may be overloaded; look at it with ps"
+                f"{STOP_TIMEOUT:g} s: the machine may be overloaded; look at it with ps"
             )
         return killed
 
@@ -446,7 +453,7 @@ class TcpBackend:
         entry = self._entry(name, "stop")
         self._stopping.add(name)
         try:
-            how = await supervisor.stop(entry, reach=client_access(self.cluster))
+            how = await stop(entry, reach=client_access(self.cluster))
         finally:
             self._stopping.discard(name)
             self._forget(name)
@@ -464,10 +471,10 @@ class TcpBackend:
         self._entry(name, "restart")
         if protocol is not None:
             self.cluster = self.cluster.with_node(replace(self.cluster.node(name), protocol=protocol))
-            cluster_file.save(self.cluster)
+            save(self.cluster)
         self._starting.add(name)
         try:
-            self.cluster, started = await supervisor.start(self.cluster, name)
+            self.cluster, started = await start(self.cluster, name)
         finally:
             self._starting.discard(name)
             self._mtime = self._file_mtime()
@@ -485,7 +492,7 @@ class TcpBackend:
         self._reload_if_changed()
         for name in (n for group in groups for n in group):
             self._entry(name, "partition")
-        self.cluster, _ = await supervisor.set_faults(self.cluster, partitions=groups)
+        self.cluster, _ = await set_faults(self.cluster, partitions=groups)
         self._mtime = self._file_mtime()
         return self.partitions()
 
@@ -495,7 +502,7 @@ class TcpBackend:
     async def delay(self, name: str, ms: float) -> None:
         self._reload_if_changed()
         self._entry(name, "delay")
-        self.cluster, _ = await supervisor.set_faults(self.cluster, delays={**self.cluster.delays, name: ms})
+        self.cluster, _ = await set_faults(self.cluster, delays={**self.cluster.delays, name: ms})
         self._mtime = self._file_mtime()
 
     def issuers(self) -> tuple[str, ...]:
@@ -532,7 +539,7 @@ class TcpBackend:
     def save_config(self, plain: dict[str, Any]) -> None:
         """The cluster configuration, into the cluster file: restarted nodes start with it."""
         self._reload_if_changed()
-        cluster_file.save(cluster := replace(self.cluster, config=plain))
+        save(cluster := replace(self.cluster, config=plain))
         self.cluster, self._mtime = cluster, self._file_mtime()
 
     async def convergence_problems(self) -> list[str]:
@@ -541,7 +548,7 @@ class TcpBackend:
         hints: dict[str, list[HintQueueRow]] = {}
         hashes: dict[str, list[list[Any]]] = {}  # per node: its range hashes
         replication: dict[str, int] = {}
-        ranges = [list(r) for r in admin.convergence_ranges(self.ring)]
+        ranges = [list(r) for r in convergence_ranges(self.ring)]
 
         async def ask(name: str) -> None:
             hints[name] = await self.node_hints(name)
@@ -553,7 +560,7 @@ class TcpBackend:
             for name in live:
                 nursery.start_soon(ask, name)
         hints = {name: hints[name] for name in live}  # the problems in node order, as answers came in any
-        return admin.convergence_problems(self.ring, hints, hashes, replication, self.cluster.replicas)
+        return admin_convergence_problems(self.ring, hints, hashes, replication, self.cluster.replicas)
 
 
 @asynccontextmanager

@@ -76,7 +76,7 @@ async def create_token(nodes: TokenNodes, record: Any, deadline: float = SPREAD_
 
 
 async def _holds(nodes: TokenNodes, name: str, token_id: str) -> bool:
-    from bhandar_cli.node.net.blocking_rpc import RpcError
+    from bhandar_cli.node.net import RpcError
 
     try:
         records = await nodes.rpc(name, "token_list")

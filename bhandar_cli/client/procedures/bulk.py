@@ -37,11 +37,16 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from bhandar_cli.client.outcomes import GetOutcome
-from bhandar_cli.core.model.config import KeyspaceDef
-from bhandar_cli.core.model.errors import BadInput, ClientError
-from bhandar_cli.core.model.limits import NotJson, parse_json
-from bhandar_cli.core.model.values import encode_json
-from bhandar_cli.core.model.versions import BYTES, JSON
+from bhandar_cli.core.model import (
+    BYTES,
+    JSON,
+    BadInput,
+    ClientError,
+    KeyspaceDef,
+    NotJson,
+    encode_json,
+    parse_json,
+)
 
 if TYPE_CHECKING:
     from bhandar_cli.client.backend import Backend

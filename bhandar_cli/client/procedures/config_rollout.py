@@ -29,9 +29,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from bhandar_cli.core.model.errors import BhandarError, Unavailable
-from bhandar_cli.core.model.live_config import LiveConfig
-from bhandar_cli.core.protocol.messages import Failure, GetRequest
+from bhandar_cli.core.model import BhandarError, LiveConfig, Unavailable
+from bhandar_cli.core.protocol import Failure, GetRequest
 
 if TYPE_CHECKING:
     from bhandar_cli.client.backend import Backend

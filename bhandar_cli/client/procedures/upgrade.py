@@ -39,9 +39,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from bhandar_cli.core.model.errors import BadInput, BhandarError, Refused, Unavailable
-from bhandar_cli.core.protocol.messages import Failure, GetRequest, RepairRequest
-from bhandar_cli.core.protocol.node_operations import NODE_OPERATIONS
+from bhandar_cli.core.model import BadInput, BhandarError, Refused, Unavailable
+from bhandar_cli.core.protocol import NODE_OPERATIONS, Failure, GetRequest, RepairRequest
 
 if TYPE_CHECKING:
     from bhandar_cli.client.backend import Backend
@@ -131,7 +130,7 @@ class RollingUpgrade:
     async def run(self) -> dict[str, Any]:
         backend = self.backend
         processes = backend.capabilities.node_processes
-        from bhandar_cli.node.net.codec import MIN_COMPATIBLE_VERSION, PROTOCOL_VERSION
+        from bhandar_cli.node.net import MIN_COMPATIBLE_VERSION, PROTOCOL_VERSION
 
         if self.to is not None and not MIN_COMPATIBLE_VERSION <= self.to <= PROTOCOL_VERSION:
             raise BadInput(f"to must be {MIN_COMPATIBLE_VERSION}..{PROTOCOL_VERSION} (got {self.to})")
@@ -267,7 +266,7 @@ class RollingUpgrade:
         return held
 
     async def _repair(self, node: str) -> int:
-        from bhandar_cli.core.protocol.messages import RepairResult
+        from bhandar_cli.core.protocol import RepairResult
 
         result = await self.backend.request(node, RepairRequest(self.backend.new_rid()), SETTLE_TIMEOUT)
         return result.keys if isinstance(result, RepairResult) else 0

@@ -27,8 +27,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from bhandar_cli.core.membership.members import MemberState
-from bhandar_cli.core.model.access_tokens import TokenRecord
-from bhandar_cli.core.model.config import KeyspaceDef
+from bhandar_cli.core.model import KeyspaceDef, TokenRecord
 
 
 @dataclass(frozen=True, slots=True)

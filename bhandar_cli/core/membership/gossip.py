@@ -27,8 +27,8 @@ from typing import Any, Required, TypedDict
 from bhandar_cli.core.membership.authorship import TRUST_ALL, Authorship, Removal
 from bhandar_cli.core.membership.members import Membership, MemberState
 from bhandar_cli.core.membership.phi import PhiConfig, PhiDetectors
-from bhandar_cli.core.model.access_tokens import TokenRecord, TokenTable
-from bhandar_cli.core.protocol.messages import Effect, Note, Send
+from bhandar_cli.core.model import TokenRecord, TokenTable
+from bhandar_cli.core.protocol import Effect, Note, Send
 
 
 class MemberRow(TypedDict, total=False):

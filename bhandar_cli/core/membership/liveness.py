@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Protocol
 
-from bhandar_cli.core.protocol.messages import Effect, Ping, Pong, Send
+from bhandar_cli.core.protocol import Effect, Ping, Pong, Send
 
 
 class Liveness(Protocol):

@@ -12,9 +12,7 @@ from bhandar_cli.core.membership.gossip import GossipLiveness
 from bhandar_cli.core.membership.members import MemberState
 from bhandar_cli.core.membership.phi import PhiConfig
 from bhandar_cli.core.membership.ring import Ring
-from bhandar_cli.core.model.access_tokens import TokenTable
-from bhandar_cli.core.model.config import KeyspaceDef, NodeConfig
-from bhandar_cli.core.model.store import Store
+from bhandar_cli.core.model import KeyspaceDef, NodeConfig, Store, TokenTable
 
 
 def boot_gossip(

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
-from bhandar_cli.core.model.hashing import hash32
+from bhandar_cli.core.model import hash32
 
 RING_SIZE = 1 << 32
 

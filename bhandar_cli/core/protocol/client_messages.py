@@ -11,9 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bhandar_cli.core.model.errors import TraceSteps
-from bhandar_cli.core.model.records import Record
-from bhandar_cli.core.model.versions import Sibling
+from bhandar_cli.core.model import Record, Sibling, TraceSteps
 
 # --- client requests (from a client, or forwarded by a node that is not a replica) ------------
 

@@ -2,8 +2,8 @@
 
 All are frozen dataclasses of plain values (str, int, float, bytes, records), so the same objects
 travel through the in-memory network, the simulator and, encoded as CBOR, over TCP. What a client
-sends and receives is defined in core/protocol/client_messages.py (a one-shot command imports that alone)
-and re-exported here, so `messages` names every message.
+sends and receives is defined in core/protocol/client_messages.py (a one-shot command imports that
+alone); the unions here (`ClientRequest`, `ClientReply`) name those messages too.
 """
 
 from __future__ import annotations
@@ -11,9 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from bhandar_cli.core.model.config import KeyspaceDef
-from bhandar_cli.core.model.errors import TraceSteps
-from bhandar_cli.core.model.records import Record
+from bhandar_cli.core.model import KeyspaceDef, Record
 from bhandar_cli.core.protocol.client_messages import (
     Failure,
     GetRequest,
@@ -23,38 +21,6 @@ from bhandar_cli.core.protocol.client_messages import (
     PutRequest,
     PutResult,
 )
-
-__all__ = [
-    "ClientReply",
-    "ClientRequest",
-    "DecommissionRequest",
-    "DotLeaseSaved",
-    "Effect",
-    "Failure",
-    "GetRequest",
-    "GetResult",
-    "IncrRequest",
-    "IncrResult",
-    "KeyspaceRequest",
-    "KeyspaceResult",
-    "MoveResult",
-    "Note",
-    "Ping",
-    "Pong",
-    "PutRequest",
-    "PutResult",
-    "RepairRequest",
-    "RepairResult",
-    "ReplicaAck",
-    "ReplicaRead",
-    "ReplicaReadReply",
-    "ReplicaWrite",
-    "Respond",
-    "Result",
-    "SchemaUpdate",
-    "Send",
-    "TraceSteps",
-]
 
 # --- client requests that are not data: keyspaces, repair and decommission -------------------
 

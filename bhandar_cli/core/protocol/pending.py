@@ -14,11 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from bhandar_cli.core.model.records import Record
-from bhandar_cli.core.protocol.messages import (
-    ClientReply,
-    ClientRequest,
-    Effect,
+from bhandar_cli.core.model import Record
+from bhandar_cli.core.protocol.client_messages import (
     Failure,
     GetRequest,
     GetResult,
@@ -26,10 +23,8 @@ from bhandar_cli.core.protocol.messages import (
     IncrResult,
     PutRequest,
     PutResult,
-    Respond,
-    Result,
-    Send,
 )
+from bhandar_cli.core.protocol.messages import ClientReply, ClientRequest, Effect, Respond, Result, Send
 
 
 class Trace:

@@ -20,16 +20,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from bhandar_cli.core.membership.ringview import RingView
-from bhandar_cli.core.model.config import KeyspaceDef, NodeConfig
-from bhandar_cli.core.model.keyspaces import Keyspaces
-from bhandar_cli.core.model.metrics import NodeMetrics
-from bhandar_cli.core.model.records import Record, merge_records
-from bhandar_cli.core.model.sibling_limit import SiblingLimit
-from bhandar_cli.core.model.store import Store
-from bhandar_cli.core.protocol.messages import Effect, RepairResult, Send
-from bhandar_cli.core.protocol.pending import answer
-from bhandar_cli.core.protocol.pending_table import IdSource
+from bhandar_cli.core.membership import RingView
+from bhandar_cli.core.model import (
+    KeyspaceDef,
+    Keyspaces,
+    NodeConfig,
+    NodeMetrics,
+    Record,
+    SiblingLimit,
+    Store,
+    merge_records,
+)
+from bhandar_cli.core.protocol import Effect, IdSource, RepairResult, Send, answer
 from bhandar_cli.core.repair.hash_index import HashIndex
 from bhandar_cli.core.repair.merkle import HashProbe, ProbeReply
 from bhandar_cli.core.repair.merkle_diff import DiffSession

@@ -12,10 +12,8 @@ from __future__ import annotations
 
 from collections import deque
 
-from bhandar_cli.core.model.metrics import NodeMetrics
-from bhandar_cli.core.model.store import StoreDamage
-from bhandar_cli.core.model.wording import moment
-from bhandar_cli.core.protocol.messages import Effect
+from bhandar_cli.core.model import NodeMetrics, StoreDamage, moment
+from bhandar_cli.core.protocol import Effect
 from bhandar_cli.core.repair.antientropy import AntiEntropy
 
 KEPT = 20  # conditions shown in status: the most recent ones

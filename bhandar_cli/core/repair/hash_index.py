@@ -7,9 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from bhandar_cli.core.model.record_digest import digest
-from bhandar_cli.core.model.records import Record, Versioned
-from bhandar_cli.core.model.store import Store
+from bhandar_cli.core.model import Record, Store, Versioned, digest
 from bhandar_cli.core.repair.reaping import is_tombstone
 from bhandar_cli.core.repair.token_hashes import TokenHashes
 

@@ -8,8 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from bhandar_cli.core.model.records import Record
-from bhandar_cli.core.model.store import HintKey, Store, StoreDamage, StoreJob
+from bhandar_cli.core.model import HintKey, Record, Store, StoreDamage, StoreJob
 from bhandar_cli.core.repair.hash_index import HashIndex
 
 

@@ -9,12 +9,8 @@ repair does not bring it back from a replica that has not reaped it yet.
 
 from __future__ import annotations
 
-from bhandar_cli.core.membership.ringview import RingView
-from bhandar_cli.core.model.config import KeyspaceDef, NodeConfig
-from bhandar_cli.core.model.metrics import NodeMetrics
-from bhandar_cli.core.model.record_digest import digest
-from bhandar_cli.core.model.records import Record, Versioned
-from bhandar_cli.core.model.store import Store
+from bhandar_cli.core.membership import RingView
+from bhandar_cli.core.model import KeyspaceDef, NodeConfig, NodeMetrics, Record, Store, Versioned, digest
 
 
 def is_tombstone(record: Record) -> bool:

@@ -14,7 +14,7 @@ import math
 from collections.abc import Callable
 from typing import Protocol
 
-from bhandar_cli.core.model.config import KeyspaceDef, NodeConfig
+from bhandar_cli.core.model import KeyspaceDef, NodeConfig
 
 Comparison = tuple[KeyspaceDef, int, int, str]  # (keyspace, lo, hi, peer)
 ReplicatedRange = tuple[KeyspaceDef, int, int, tuple[str, ...]]  # (keyspace, lo, hi, other replicas)

@@ -13,8 +13,7 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from bhandar_cli.core.model.crdt import PNCounter
-from bhandar_cli.core.model.records import Record
+from bhandar_cli.core.model import PNCounter, Record
 
 FETCH_KEYS = 256
 BATCH_BYTES = 256 * 1024

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from bhandar_cli.core.membership.ring import key_token
+from bhandar_cli.core.membership import key_token
 from bhandar_cli.core.repair.merkle import RING_SIZE, Entry, entry_hash
 
 BUCKET_BITS = 14

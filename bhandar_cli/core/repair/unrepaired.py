@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from bhandar_cli.core.model.store import Store
+from bhandar_cli.core.model import Store
 
 META = "unrepaired"
 

@@ -11,10 +11,16 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from bhandar_cli.core.membership.ring import key_token
-from bhandar_cli.core.model.config import LEVELS, KeyspaceDef, NodeConfig, one_of
-from bhandar_cli.core.model.errors import NOT_APPLIED, BadInput, BhandarError, Unavailable
-from bhandar_cli.core.model.limits import (
+from bhandar_cli.core.membership import key_token
+from bhandar_cli.core.model import (
+    JSON,
+    LEVELS,
+    NOT_APPLIED,
+    BadInput,
+    BhandarError,
+    KeyspaceDef,
+    NodeConfig,
+    Unavailable,
     check_context,
     check_delta,
     check_exact_dot,
@@ -22,9 +28,9 @@ from bhandar_cli.core.model.limits import (
     check_key,
     check_request_id,
     check_value_size,
+    one_of,
 )
-from bhandar_cli.core.model.versions import JSON
-from bhandar_cli.core.protocol.messages import (
+from bhandar_cli.core.protocol import (
     ClientReply,
     ClientRequest,
     DecommissionRequest,
@@ -35,15 +41,18 @@ from bhandar_cli.core.protocol.messages import (
     IncrResult,
     KeyspaceRequest,
     KeyspaceResult,
+    PendingForward,
     PutRequest,
     PutResult,
     RepairRequest,
     Respond,
     SchemaUpdate,
     Send,
+    Trace,
+    answer,
+    refuse,
 )
-from bhandar_cli.core.protocol.pending import PendingForward, Trace, answer, refuse
-from bhandar_cli.core.repair.antientropy import AntiEntropy
+from bhandar_cli.core.repair import AntiEntropy
 from bhandar_cli.core.roles.hot_keys import HotKeys
 from bhandar_cli.core.roles.quorum import Plan, plan_replicas, unavailable, write_quorum
 from bhandar_cli.core.roles.read_path import ReadCoordinator

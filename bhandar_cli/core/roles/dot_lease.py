@@ -24,9 +24,8 @@ store that has them: the lease starts above every counter they held, then they a
 
 from __future__ import annotations
 
-from bhandar_cli.core.model.limits import MAX_INTEGER
-from bhandar_cli.core.model.store import Store
-from bhandar_cli.core.protocol.messages import DotLeaseSaved
+from bhandar_cli.core.model import MAX_INTEGER, Store
+from bhandar_cli.core.protocol import DotLeaseSaved
 
 LEASE = 1000  # counters per persisted mark: what a restart may skip
 META = "dot_lease"

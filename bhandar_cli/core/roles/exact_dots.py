@@ -28,10 +28,16 @@ old actor's gap is then the only one it can leave, and contexts stop growing all
 
 from __future__ import annotations
 
-from bhandar_cli.core.model.errors import BadInput
-from bhandar_cli.core.model.limits import MAX_INTEGER
-from bhandar_cli.core.model.store import Store
-from bhandar_cli.core.model.versions import Dot, VersionVector, cloud_dot, exact_actor, is_exact
+from bhandar_cli.core.model import (
+    MAX_INTEGER,
+    BadInput,
+    Dot,
+    Store,
+    VersionVector,
+    cloud_dot,
+    exact_actor,
+    is_exact,
+)
 from bhandar_cli.core.roles.dot_lease import DotLease
 
 META = "xdot/"

@@ -24,11 +24,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from bhandar_cli.core.model.config import KeyspaceDef
-from bhandar_cli.core.model.keyspaces import Keyspaces
-from bhandar_cli.core.model.metrics import NodeMetrics
-from bhandar_cli.core.model.records import Record, Versioned
-from bhandar_cli.core.model.store import Store
+from bhandar_cli.core.model import KeyspaceDef, Keyspaces, NodeMetrics, Record, Store, Versioned
 
 SWEEP_INTERVAL = 1.0  # seconds between the starts of two sweeps of the ttl keyspaces
 SWEEP_BATCH = 512  # records looked at per housekeeping tick, so a large keyspace never stalls a node

@@ -11,11 +11,9 @@ copy of an acknowledged write, so a hint is removed only once a replica holds it
 
 from __future__ import annotations
 
-from bhandar_cli.core.membership.ring import key_token
-from bhandar_cli.core.model.config import KeyspaceDef, NodeConfig
-from bhandar_cli.core.model.records import Record, merge_records
-from bhandar_cli.core.protocol.messages import Effect, Note, ReplicaAck, ReplicaWrite, Send
-from bhandar_cli.core.protocol.pending import PendingHandoff
+from bhandar_cli.core.membership import key_token
+from bhandar_cli.core.model import KeyspaceDef, NodeConfig, Record, merge_records
+from bhandar_cli.core.protocol import Effect, Note, PendingHandoff, ReplicaAck, ReplicaWrite, Send
 from bhandar_cli.core.roles.role_context import RoleContext
 
 Delivery = tuple[str, tuple[str, str, Record]]  # (destination, (keyspace, key, record))

@@ -16,8 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from bhandar_cli.core.model.records import Record, merge_records, same_record
-from bhandar_cli.core.model.store import HintKey, Store
+from bhandar_cli.core.model import HintKey, Record, Store, merge_records, same_record
 
 
 @dataclass(frozen=True, slots=True)

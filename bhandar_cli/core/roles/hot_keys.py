@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bhandar_cli.core.membership.ring import Ring, key_token
+from bhandar_cli.core.membership import Ring, key_token
 
 HotKey = tuple[str, str]  # (keyspace, key)
 

@@ -7,11 +7,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Protocol
 
-from bhandar_cli.core.membership.ring import Ring, key_token
-from bhandar_cli.core.model.config import KeyspaceDef
-from bhandar_cli.core.model.keyspaces import Keyspaces
-from bhandar_cli.core.model.records import Record
-from bhandar_cli.core.model.store import Store
+from bhandar_cli.core.membership import Ring, key_token
+from bhandar_cli.core.model import KeyspaceDef, Keyspaces, Record, Store
 from bhandar_cli.core.roles.hints import HintQueue
 
 Item = tuple[KeyspaceDef, str, Record]  # one record on its way: its keyspace, key and record

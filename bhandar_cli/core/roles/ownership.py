@@ -32,13 +32,10 @@ from bisect import bisect_left
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from bhandar_cli.core.membership.ring import Ring
-from bhandar_cli.core.model.config import KeyspaceDef, NodeConfig
-from bhandar_cli.core.model.record_digest import digest
-from bhandar_cli.core.model.records import Versioned
-from bhandar_cli.core.protocol.messages import Effect, ReplicaAck, ReplicaWrite, Send
-from bhandar_cli.core.protocol.pending import PendingOwnership
-from bhandar_cli.core.repair.hash_index import HashIndex
+from bhandar_cli.core.membership import Ring
+from bhandar_cli.core.model import KeyspaceDef, NodeConfig, Versioned, digest
+from bhandar_cli.core.protocol import Effect, PendingOwnership, ReplicaAck, ReplicaWrite, Send
+from bhandar_cli.core.repair import HashIndex
 from bhandar_cli.core.roles.role_context import RoleContext
 
 Arc = tuple[int, int, tuple[str, ...], tuple[str, ...]]  # (lo, hi, replicas now, replicas to be)

@@ -22,9 +22,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from bhandar_cli.core.membership.ring import Ring
-from bhandar_cli.core.model.config import KeyspaceDef, required
-from bhandar_cli.core.protocol.messages import Failure
+from bhandar_cli.core.membership import Ring
+from bhandar_cli.core.model import KeyspaceDef, required
+from bhandar_cli.core.protocol import Failure
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

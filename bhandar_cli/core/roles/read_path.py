@@ -16,23 +16,35 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from bhandar_cli.core.model.config import KeyspaceDef, NodeConfig, required
-from bhandar_cli.core.model.crdt import PNCounter
-from bhandar_cli.core.model.records import Record, Versioned, merge_records
-from bhandar_cli.core.model.sibling_limit import live_siblings, over_limit_warning
-from bhandar_cli.core.model.versions import Sibling, covers
-from bhandar_cli.core.model.wording import count
-from bhandar_cli.core.protocol.messages import (
+from bhandar_cli.core.model import (
+    KeyspaceDef,
+    NodeConfig,
+    PNCounter,
+    Record,
+    Sibling,
+    Versioned,
+    count,
+    covers,
+    live_siblings,
+    merge_records,
+    over_limit_warning,
+    required,
+)
+from bhandar_cli.core.protocol import (
     Effect,
     Failure,
     GetRequest,
     GetResult,
+    PendingRead,
+    ReadProgress,
     ReplicaRead,
     ReplicaReadReply,
     ReplicaWrite,
     Send,
+    Trace,
+    finish,
+    refuse,
 )
-from bhandar_cli.core.protocol.pending import PendingRead, ReadProgress, Trace, finish, refuse
 from bhandar_cli.core.roles.expiry import expire
 from bhandar_cli.core.roles.quorum import Plan, unavailable
 from bhandar_cli.core.roles.replica import Replica

@@ -3,16 +3,9 @@ replica reads and writes coordinators send it."""
 
 from __future__ import annotations
 
-from bhandar_cli.core.model.records import Record, merge_records
-from bhandar_cli.core.protocol.messages import (
-    Effect,
-    ReplicaAck,
-    ReplicaRead,
-    ReplicaReadReply,
-    ReplicaWrite,
-    Send,
-)
-from bhandar_cli.core.repair.unrepaired import Unrepaired
+from bhandar_cli.core.model import Record, merge_records
+from bhandar_cli.core.protocol import Effect, ReplicaAck, ReplicaRead, ReplicaReadReply, ReplicaWrite, Send
+from bhandar_cli.core.repair import Unrepaired
 from bhandar_cli.core.roles.role_context import RoleContext
 
 

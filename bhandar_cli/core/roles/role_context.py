@@ -13,12 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bhandar_cli.core.membership.ringview import RingView
-from bhandar_cli.core.model.keyspaces import Keyspaces
-from bhandar_cli.core.model.metrics import NodeMetrics
-from bhandar_cli.core.model.sibling_limit import SiblingLimit
-from bhandar_cli.core.model.store import Store
-from bhandar_cli.core.protocol.pending_table import IdSource, PendingTable
+from bhandar_cli.core.membership import RingView
+from bhandar_cli.core.model import Keyspaces, NodeMetrics, SiblingLimit, Store
+from bhandar_cli.core.protocol import IdSource, PendingTable
 from bhandar_cli.core.roles.hints import HintQueue
 
 

@@ -44,14 +44,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TypedDict
 
-from bhandar_cli.core.membership.members import MemberState
-from bhandar_cli.core.membership.ring import key_token
-from bhandar_cli.core.model.config import NodeConfig
-from bhandar_cli.core.model.errors import BadInput, Refused
-from bhandar_cli.core.model.records import merge_records
-from bhandar_cli.core.protocol.messages import Effect, Failure, MoveResult, Note, Send
-from bhandar_cli.core.protocol.pending import answer
-from bhandar_cli.core.repair.repair_transfer import fitting
+from bhandar_cli.core.membership import MemberState, key_token
+from bhandar_cli.core.model import BadInput, NodeConfig, Refused, merge_records
+from bhandar_cli.core.protocol import Effect, Failure, MoveResult, Note, Send, answer
+from bhandar_cli.core.repair import fitting
 from bhandar_cli.core.roles.leaving import Item, by_replica, held_items, stop_reason
 from bhandar_cli.core.roles.role_context import RoleContext
 

@@ -13,16 +13,20 @@ for each pending replica it believes down (see quorum.py for why they count in `
 
 from __future__ import annotations
 
-from bhandar_cli.core.model.config import KeyspaceDef, NodeConfig
-from bhandar_cli.core.model.crdt import EMPTY_COUNTER, PNCounter
-from bhandar_cli.core.model.errors import BadInput
-from bhandar_cli.core.model.limits import MAX_INTEGER, check_counter_total
-from bhandar_cli.core.model.records import Record, Versioned
-from bhandar_cli.core.model.versions import (
+from bhandar_cli.core.model import (
+    EMPTY_COUNTER,
+    MAX_INTEGER,
     VOID,
+    BadInput,
     Dot,
+    KeyspaceDef,
+    NodeConfig,
+    PNCounter,
+    Record,
     Sibling,
+    Versioned,
     VersionVector,
+    check_counter_total,
     compact,
     covers,
     live_values,
@@ -30,22 +34,20 @@ from bhandar_cli.core.model.versions import (
     merge_siblings,
     next_dot,
 )
-from bhandar_cli.core.protocol.messages import (
+from bhandar_cli.core.protocol import (
     DotLeaseSaved,
     Effect,
     Failure,
     IncrRequest,
     IncrResult,
+    PendingIncr,
+    PendingPut,
+    PendingWrite,
     PutRequest,
     PutResult,
     ReplicaAck,
     ReplicaWrite,
     Send,
-)
-from bhandar_cli.core.protocol.pending import (
-    PendingIncr,
-    PendingPut,
-    PendingWrite,
     Trace,
     WriteProgress,
     finish,

@@ -22,12 +22,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from bhandar_cli.core.membership.ring import key_token
-from bhandar_cli.core.model.context import BLIND_DELETE_WARNING, decode_context
-from bhandar_cli.core.model.errors import NOT_APPLIED, REFUSED_INPUT, ClientError
-from bhandar_cli.core.model.records import Versioned
-from bhandar_cli.core.model.versions import Sibling, context_of
-from bhandar_cli.core.protocol.client_messages import (
+from bhandar_cli.core.membership import key_token
+from bhandar_cli.core.model import (
+    BLIND_DELETE_WARNING,
+    NOT_APPLIED,
+    REFUSED_INPUT,
+    ClientError,
+    Sibling,
+    Versioned,
+    context_of,
+    decode_context,
+)
+from bhandar_cli.core.protocol import (
     Failure,
     GetRequest,
     GetResult,
@@ -38,7 +44,7 @@ from bhandar_cli.core.protocol.client_messages import (
 )
 
 if TYPE_CHECKING:
-    from bhandar_cli.core.membership.ring import Ring
+    from bhandar_cli.core.membership import Ring
 
 DataRequest = GetRequest | PutRequest | IncrRequest
 DataResult = GetResult | PutResult | IncrResult

@@ -1,1 +1,49 @@
 """A node's HTTP gateway: the API, the Prometheus endpoint, and the ASGI glue."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from bhandar_cli import lazy_face
+
+if TYPE_CHECKING:
+    from bhandar_cli.node.http.api import serve_http
+    from bhandar_cli.node.http.asgi import (
+        BodyRefused,
+        Limits,
+        Receive,
+        RequestBody,
+        Scope,
+        Send,
+        lifespan,
+        serve,
+    )
+
+# The face: what other packages import from this one (tests/faces.txt pins it). Loaded on first
+# use (PEP 562), so importing any module of the package costs no more than before.
+__all__ = [
+    "BodyRefused",
+    "Limits",
+    "Receive",
+    "RequestBody",
+    "Scope",
+    "Send",
+    "lifespan",
+    "serve",
+    "serve_http",
+]
+if not TYPE_CHECKING:  # mypy reads the imports above: a misspelt name is an error
+    __getattr__, __dir__ = lazy_face(
+        __name__,
+        {
+            "BodyRefused": "asgi",
+            "Limits": "asgi",
+            "Receive": "asgi",
+            "RequestBody": "asgi",
+            "Scope": "asgi",
+            "Send": "asgi",
+            "lifespan": "asgi",
+            "serve": "asgi",
+            "serve_http": "api",
+        },
+    )

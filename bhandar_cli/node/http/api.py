@@ -23,24 +23,32 @@ from typing import Any, Protocol
 import trio
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
-from bhandar_cli.core.model.config import KeyspaceDef, NodeConfig, parse_level, parse_ttl
-from bhandar_cli.core.model.context import decode_context, encode_context
-from bhandar_cli.core.model.crdt import PNCounter
-from bhandar_cli.core.model.errors import BadInput, BhandarError, RateLimited
-from bhandar_cli.core.model.limits import (
+from bhandar_cli.core import NodeInfo
+from bhandar_cli.core.model import (
+    JSON,
     MAX_JSON_DEPTH,
+    BadInput,
+    BhandarError,
+    KeyspaceDef,
+    NodeConfig,
+    NodeMetrics,
     NotJson,
+    PNCounter,
+    RateLimited,
+    Versioned,
     check_delta,
     check_request_id,
+    context_of,
+    decode_context,
     decode_url_part,
+    decode_value,
+    encode_context,
+    encode_json,
     parse_json,
+    parse_level,
+    parse_ttl,
 )
-from bhandar_cli.core.model.metrics import NodeMetrics
-from bhandar_cli.core.model.records import Versioned
-from bhandar_cli.core.model.values import decode_value, encode_json
-from bhandar_cli.core.model.versions import JSON, context_of
-from bhandar_cli.core.node_views import NodeInfo
-from bhandar_cli.core.protocol.messages import (
+from bhandar_cli.core.protocol import (
     ClientRequest,
     Failure,
     GetRequest,
@@ -53,8 +61,7 @@ from bhandar_cli.core.protocol.messages import (
     PutResult,
     Result,
 )
-from bhandar_cli.core.session import client_session
-from bhandar_cli.core.session.client_session import ClientSession, Done, Exchange, Failed
+from bhandar_cli.core.session import ClientSession, Done, Exchange, Failed, SendRequest, Step
 from bhandar_cli.node.http.asgi import (
     ADMIT,
     Admit,
@@ -68,8 +75,7 @@ from bhandar_cli.node.http.asgi import (
     serve,
 )
 from bhandar_cli.node.http.prometheus import NodeCollector
-from bhandar_cli.security.auth import Authenticator, Credential
-from bhandar_cli.security.pki import NodeTls
+from bhandar_cli.security import Authenticator, Credential, NodeTls
 
 STATUS = {
     "bad_input": 400,
@@ -217,8 +223,8 @@ class Api:
     async def run(self, exchange: Exchange) -> Done:
         """Drive a client session's operation (core/session/client_session.py) on this node: the
         gateway is a client of its own node, with the same semantics as every other client."""
-        step: client_session.Step = exchange.start(None)
-        while isinstance(step, client_session.SendRequest):
+        step: Step = exchange.start(None)
+        while isinstance(step, SendRequest):
             result = await self.node.call(step.request, TIMEOUT)
             if not isinstance(result, GetResult | PutResult | IncrResult | Failure):
                 raise HttpError(500, f"internal error: a data request answered with {type(result).__name__}")

@@ -34,9 +34,9 @@ from typing import Any
 
 import trio
 
-from bhandar_cli.core.model.errors import RateLimited, Unavailable
+from bhandar_cli.core.model import RateLimited, Unavailable
 from bhandar_cli.node.http.https_only import HttpsOnlyListener, HttpsOnlyStream
-from bhandar_cli.security.refusal_log import RefusalLog
+from bhandar_cli.security import RefusalLog
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]

@@ -19,7 +19,7 @@ import ssl
 
 import trio
 
-from bhandar_cli.security.refusal_log import RefusalLog
+from bhandar_cli.security import RefusalLog
 
 log = logging.getLogger("bhandar.http")
 _refusals = RefusalLog(log)  # one line per source per interval (security/refusal_log.py)

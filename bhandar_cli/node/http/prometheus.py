@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 
-from bhandar_cli.core.model.metrics import (
+from bhandar_cli.core.model import (
     METRICS,
     REQUEST_LATENCY,
     REQUESTS,
@@ -26,10 +26,10 @@ from bhandar_cli.core.model.metrics import (
     bucket_edge,
     metrics_table,
 )
-from bhandar_cli.core.model.metrics import Metric as MetricRow
+from bhandar_cli.core.model import Metric as MetricRow
 
 if TYPE_CHECKING:
-    from bhandar_cli.core.node_views import NodeInfo
+    from bhandar_cli.core import NodeInfo
 
 # Latency bucket bounds (`le`, seconds): Prometheus' usual 1-2.5-5 steps from 0.5 ms to 10 s, each
 # moved to the nearest edge of the node's own 2%-wide buckets so every count is exact (the `le`

@@ -42,10 +42,10 @@ from dataclasses import dataclass, field
 
 import trio
 
-from bhandar_cli.core.model.errors import RateLimited, Unavailable
+from bhandar_cli.core.model import RateLimited, Unavailable
 from bhandar_cli.node.net.codec import DEFAULT_MAX_FRAME_SIZE, FrameDecoder
 from bhandar_cli.node.net.frames import HELLO_TIMEOUT, FrameConn
-from bhandar_cli.security.refusal_log import RefusalLog
+from bhandar_cli.security import RefusalLog
 
 log = logging.getLogger("bhandar.transport")
 refusals = RefusalLog(log)  # the transport's refused connections, rate-limited (refusal_log.py)

@@ -18,8 +18,9 @@ import time
 from typing import Any
 
 from bhandar_cli.node.net import codec
-from bhandar_cli.node.net.codec import CLOSED, NEED_DATA, FrameDecoder, ProtocolError, encode_frame
-from bhandar_cli.security.access import PLAIN, ClientAccess
+from bhandar_cli.node.net.cbor_validation import ProtocolError
+from bhandar_cli.node.net.codec import CLOSED, NEED_DATA, FrameDecoder, encode_frame
+from bhandar_cli.security import PLAIN, ClientAccess
 
 CONNECT_TIMEOUT = 1.0  # as the trio client's (node/net/frames.py)
 RECV_SIZE = 65536
@@ -75,7 +76,7 @@ class BlockingRpc:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         ca = self.access.ca_cert
         if ca is not None:
-            from bhandar_cli.security.ca_trust import client_context
+            from bhandar_cli.security import client_context
 
             try:
                 # suppress_ragged_eofs off: an end without close_notify (a cut) is an error, not

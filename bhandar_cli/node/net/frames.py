@@ -18,19 +18,19 @@ import cbor2
 import trio
 
 from bhandar_cli.node.net import codec
+from bhandar_cli.node.net.cbor_validation import ProtocolError
 from bhandar_cli.node.net.codec import (
-    BATCH_VERSION,
     CLOSED,
     DEFAULT_MAX_FRAME_SIZE,
     NEED_DATA,
     Body,
     FrameDecoder,
-    ProtocolError,
     Sentinel,
     encode_body,
     frame_of_bodies,
 )
 from bhandar_cli.node.net.tls_stream import TlsStream, Truncated
+from bhandar_cli.node.net.wire_versions import BATCH_VERSION
 
 RECV_SIZE = 65536
 PEER_QUEUE = 4096  # messages waiting for one peer; beyond it they are dropped

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bhandar_cli.node.net.codec import ProtocolError
+from bhandar_cli.node.net.cbor_validation import ProtocolError
 
 KINDS = ("peer", "client", "join")
 MAX_PROTOCOL = 0xFFFF  # far above any version; what a hello may name

@@ -15,7 +15,8 @@ import trio
 
 from bhandar_cli.node.net import codec
 from bhandar_cli.node.net.blocking_rpc import RpcError
-from bhandar_cli.node.net.codec import MIN_COMPATIBLE_VERSION, ProtocolError, encode_frame
+from bhandar_cli.node.net.cbor_validation import ProtocolError
+from bhandar_cli.node.net.codec import encode_frame
 from bhandar_cli.node.net.frames import (
     CONNECT_TIMEOUT,
     FRAME_TIMEOUT,
@@ -25,7 +26,8 @@ from bhandar_cli.node.net.frames import (
 )
 from bhandar_cli.node.net.tls_connect import HandshakeError, client_ctx, open_stream
 from bhandar_cli.node.net.tls_stream import Truncated
-from bhandar_cli.security.access import PLAIN, ClientAccess
+from bhandar_cli.node.net.wire_versions import MIN_COMPATIBLE_VERSION
+from bhandar_cli.security import PLAIN, ClientAccess
 
 log = logging.getLogger("bhandar.rpc")
 

@@ -17,7 +17,7 @@ from typing import Any
 import trio
 
 from bhandar_cli.node.net.tls_stream import TlsStream, no_renegotiation
-from bhandar_cli.security.pki import NodeTls, client_context, server_context
+from bhandar_cli.security import NodeTls, client_context, server_context
 
 
 class HandshakeError(Exception):

@@ -37,12 +37,13 @@ from typing import Any
 
 import trio
 
-from bhandar_cli.core.model.errors import BhandarError
-from bhandar_cli.core.wire import from_wire, readable_at, to_wire_at
-from bhandar_cli.host.network import NetworkModel
+from bhandar_cli.core import from_wire, readable_at, to_wire_at
+from bhandar_cli.core.model import BhandarError
+from bhandar_cli.host import NetworkModel
 from bhandar_cli.node.net import codec
 from bhandar_cli.node.net.admission import JOIN_TIMEOUT, Admission, Ticket, refusals
-from bhandar_cli.node.net.codec import MIN_COMPATIBLE_VERSION, ProtocolError, encode_frame, negotiate
+from bhandar_cli.node.net.cbor_validation import ProtocolError
+from bhandar_cli.node.net.codec import encode_frame, negotiate
 from bhandar_cli.node.net.frames import (
     BACKOFF_MAX,
     BACKOFF_MIN,
@@ -62,8 +63,8 @@ from bhandar_cli.node.net.frames import (
 from bhandar_cli.node.net.hello import check_hello
 from bhandar_cli.node.net.tls_connect import HandshakeError, client_ctx, handshake, open_stream, server_ctx
 from bhandar_cli.node.net.tls_stream import TlsStream, Truncated
-from bhandar_cli.security import pki
-from bhandar_cli.security.peer_gate import PeerGate, PeerRefused
+from bhandar_cli.node.net.wire_versions import MIN_COMPATIBLE_VERSION
+from bhandar_cli.security import NodeTls, PeerGate, PeerRefused, peer_node_id
 
 log = logging.getLogger("bhandar.transport")
 
@@ -83,7 +84,7 @@ class TcpTransport:
         on_client: Callable[[FrameConn, dict[str, Any], Callable[[], None]], Awaitable[None]],
         frame_timeout: float = FRAME_TIMEOUT,
         resolve: Callable[[str], str] = lambda dst: dst,
-        tls: pki.NodeTls | None = None,
+        tls: NodeTls | None = None,
     ) -> None:
         self.me = me
         self.tls = tls
@@ -282,7 +283,7 @@ class TcpTransport:
                 except (HandshakeError, trio.TooSlowError) as exc:
                     why = str(exc) or "no handshake in time"
                     raise self.gate.refuse("handshake", f"TLS handshake failed: {why}", conn.peer) from None
-                certified = pki.peer_node_id(stream)
+                certified = peer_node_id(stream)
             hello = await conn.receive()  # under the ticket's deadline
             if hello is None:
                 return
@@ -442,7 +443,7 @@ class _PeerLink:
         ctx = client_ctx(files.ca_cert, files, by_name)
         stream = await open_stream(host, port, CONNECT_TIMEOUT, ctx, self.peer if by_name else None)
         if not by_name:
-            log.debug("seed %s is node %s", self.address, pki.peer_node_id(stream))
+            log.debug("seed %s is node %s", self.address, peer_node_id(stream))
         return stream
 
     async def _drop_for(self, seconds: float) -> None:

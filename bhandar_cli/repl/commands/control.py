@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bhandar_cli.core.model.config import parse_level
-from bhandar_cli.core.model.errors import BadInput
+from bhandar_cli.core.model import BadInput, parse_level
 from bhandar_cli.repl.grammar import parse_duration
 from bhandar_cli.repl.kinds import COMMAND, DURATION, LEVEL, OUTPUT_FORMAT, PORT, keyword
 from bhandar_cli.repl.session import Session

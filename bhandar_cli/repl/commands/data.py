@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from bhandar_cli.client.cluster_views import KeyspacesView
-from bhandar_cli.client.outcomes import GetOutcome, IncrOutcome, WriteOutcome
-from bhandar_cli.core.model.config import KEYSPACE_NAME_RULE
-from bhandar_cli.core.model.errors import BadInput
-from bhandar_cli.core.model.keyspaces import MAX_KEYSPACES
-from bhandar_cli.core.model.limits import NotJson, parse_json
-from bhandar_cli.core.model.values import parse_value_text
+from bhandar_cli.client import GetOutcome, IncrOutcome, KeyspacesView, WriteOutcome
+from bhandar_cli.core.model import (
+    KEYSPACE_NAME_RULE,
+    MAX_KEYSPACES,
+    BadInput,
+    NotJson,
+    parse_json,
+    parse_value_text,
+)
 from bhandar_cli.repl.kinds import (
     CONTEXT,
     INTEGER,

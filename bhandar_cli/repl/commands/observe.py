@@ -5,10 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from bhandar_cli.client.cluster_admin import MembersView
-from bhandar_cli.client.cluster_views import ClockView, HintsView, PrefsView, RingOwnershipView, StatusView
-from bhandar_cli.core.model.errors import BadInput
-from bhandar_cli.core.model.metrics import metrics_parts
+from bhandar_cli.client import ClockView, HintsView, MembersView, PrefsView, RingOwnershipView, StatusView
+from bhandar_cli.core.model import BadInput, metrics_parts
 from bhandar_cli.repl.kinds import INTEGER, KEY, KEYSPACE, NODE, choices
 from bhandar_cli.repl.session import Session
 from bhandar_cli.repl.table import Arg, Command, CommandTable, Option

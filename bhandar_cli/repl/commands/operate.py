@@ -6,9 +6,8 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from bhandar_cli.core.model.errors import BadInput
-from bhandar_cli.core.model.live_config import SETTINGS
-from bhandar_cli.core.protocol.node_operations import NODE_OPERATIONS, NodeOperation
+from bhandar_cli.core.model import SETTINGS, BadInput
+from bhandar_cli.core.protocol import NODE_OPERATIONS, NodeOperation
 from bhandar_cli.repl.grammar import parse_duration, partition_groups
 from bhandar_cli.repl.kinds import (
     DIRECTORY,

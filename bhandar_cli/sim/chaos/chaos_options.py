@@ -12,8 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from bhandar_cli.core.model.config import LEVELS, NodeConfig, one_of
-from bhandar_cli.core.model.errors import BadInput
+from bhandar_cli.core.model import LEVELS, BadInput, NodeConfig, one_of
 from bhandar_cli.sim.chaos.fault_injector import FAULT_KINDS, FaultParams
 
 SEED_MAX = 2**63 - 1
@@ -111,7 +110,7 @@ def parse_faults(text: str | None) -> tuple[str, ...] | None:
     return tuple(k for k in FAULT_KINDS if k in kinds)  # a canonical order, so reproduce lines agree
 
 
-def chaos_options(
+def options_from_flags(
     *,
     seed: int,
     ops: str | None = None,

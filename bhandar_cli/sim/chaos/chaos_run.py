@@ -30,9 +30,10 @@ from dataclasses import replace
 from random import Random
 from typing import Any
 
-from bhandar_cli.core.membership.ring import Ring
-from bhandar_cli.core.model.config import LEVELS, KeyspaceDef, NodeConfig
-from bhandar_cli.core.protocol.messages import Failure, KeyspaceRequest
+from bhandar_cli.core.membership import Ring
+from bhandar_cli.core.model import LEVELS, KeyspaceDef, NodeConfig
+from bhandar_cli.core.protocol import Failure, KeyspaceRequest
+from bhandar_cli.sim import History, SimCluster, Violation
 from bhandar_cli.sim.chaos.chaos_options import DEFAULT_HINT_AGE, ChaosOptions, ChaosParams
 from bhandar_cli.sim.chaos.fault_injector import (
     FAULT_KINDS,
@@ -53,9 +54,7 @@ from bhandar_cli.sim.chaos.report import (
 )
 from bhandar_cli.sim.chaos.storage_faults import STORAGE_KINDS, LSMHosts
 from bhandar_cli.sim.chaos.workload import Workload, WorkloadParams, workload_keyspaces
-from bhandar_cli.sim.checker.check import check_history
-from bhandar_cli.sim.history import History, Violation
-from bhandar_cli.sim.sim_cluster import SimCluster
+from bhandar_cli.sim.checker import check_history
 
 __all__ = [
     "REAL_TIME_FIELDS",
@@ -251,7 +250,7 @@ def _run_chaos(
 
 def hot_keys(cluster: SimCluster, n: int = 3) -> dict[str, Any]:
     """The `hot` view of the cluster now: every live node's sketch combined, as the client does."""
-    from bhandar_cli.core.roles.hot_keys import HotSketches
+    from bhandar_cli.core.roles import HotSketches
 
     sketches = HotSketches()
     for name, host in sorted(cluster.hosts.items()):

@@ -40,9 +40,9 @@ from dataclasses import dataclass
 from random import Random
 from typing import Any
 
-from bhandar_cli.core.protocol.messages import DecommissionRequest, Failure, Result
-from bhandar_cli.host.topology import next_node_name
-from bhandar_cli.sim.sim_cluster import SimCluster
+from bhandar_cli.core.protocol import DecommissionRequest, Failure, Result
+from bhandar_cli.host import next_node_name
+from bhandar_cli.sim import SimCluster
 
 NETWORK_KINDS: tuple[str, ...] = ("kill", "restart", "partition", "clog", "delay", "loss", "duplicate")
 MEMBERSHIP_KINDS: tuple[str, ...] = ("join", "decommission")

@@ -16,14 +16,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from bhandar_cli.core.membership.ring import Ring, key_token
-from bhandar_cli.core.model.config import KeyspaceDef
-from bhandar_cli.core.model.records import Record, merge_records, same_record
-from bhandar_cli.core.model.store import Store
-from bhandar_cli.core.protocol.messages import RepairRequest, RepairResult, Result
+from bhandar_cli.core.membership import Ring, key_token
+from bhandar_cli.core.model import KeyspaceDef, Record, Store, merge_records, same_record
+from bhandar_cli.core.protocol import RepairRequest, RepairResult, Result
+from bhandar_cli.sim import History, SimCluster, Violation
 from bhandar_cli.sim.chaos.fault_injector import FaultInjector
-from bhandar_cli.sim.history import History, Violation
-from bhandar_cli.sim.sim_cluster import SimCluster
 
 HEAL_TIMEOUT = 300.0  # simulated seconds allowed for movements to finish and hints to drain
 REPAIR_ROUNDS = 6  # rounds of `repair` after the heal, at most

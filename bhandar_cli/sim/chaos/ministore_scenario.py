@@ -25,13 +25,10 @@ from dataclasses import dataclass
 from random import Random
 from typing import Any
 
-from bhandar_cli.core.model.config import KeyspaceDef, NodeConfig
-from bhandar_cli.core.model.records import Versioned
-from bhandar_cli.core.model.versions import JSON, context_of
-from bhandar_cli.core.protocol.messages import GetRequest, KeyspaceRequest, PutRequest, Result
-from bhandar_cli.sim.checker.check import count_stale_reads
-from bhandar_cli.sim.history import History, Operation
-from bhandar_cli.sim.sim_cluster import SimCluster
+from bhandar_cli.core.model import JSON, KeyspaceDef, NodeConfig, Versioned, context_of
+from bhandar_cli.core.protocol import GetRequest, KeyspaceRequest, PutRequest, Result
+from bhandar_cli.sim import History, Operation, SimCluster
+from bhandar_cli.sim.checker import count_stale_reads
 
 MODES: tuple[str, ...] = ("strict", "sloppy, no handoff", "sloppy + hints")
 DEFAULT_SEED = 54

@@ -10,9 +10,9 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
+from bhandar_cli.sim import CheckResult
 from bhandar_cli.sim.chaos.chaos_options import ChaosOptions, ChaosParams
 from bhandar_cli.sim.chaos.storage_faults import StorageStats
-from bhandar_cli.sim.history import CheckResult
 
 REAL_TIME_FIELDS = (
     "real_seconds",

@@ -14,8 +14,8 @@ import re
 from html import escape
 from typing import TYPE_CHECKING
 
+from bhandar_cli.sim import FAULT_COLOURS, STYLE
 from bhandar_cli.sim.chaos.report import render_summary, reproduce_command
-from bhandar_cli.sim.history import FAULT_COLOURS, STYLE
 
 if TYPE_CHECKING:
     from bhandar_cli.sim.chaos.report import ChaosReport

@@ -24,11 +24,10 @@ from dataclasses import dataclass, field
 from random import Random
 from typing import Any
 
-from bhandar_cli.core.model.store import Store
-from bhandar_cli.storage.disk.sim_disk import SimDisk, SimulatedCrash
-from bhandar_cli.storage.engine import EngineOptions
-from bhandar_cli.storage.wal import FsyncPolicy
-from bhandar_cli.store.record_store import RecordStore
+from bhandar_cli.core.model import Store
+from bhandar_cli.storage import EngineOptions, FsyncPolicy
+from bhandar_cli.storage.disk import SimDisk, SimulatedCrash
+from bhandar_cli.store import RecordStore
 
 STORAGE_KINDS: tuple[str, ...] = ("memory", "lsm")
 DIRECTORY = "/node"

@@ -37,10 +37,10 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
 
+from bhandar_cli.sim import DaskPool, DaskUnavailable, seed_ranges
 from bhandar_cli.sim.chaos.chaos_options import ChaosOptions
 from bhandar_cli.sim.chaos.chaos_run import run_chaos
 from bhandar_cli.sim.chaos.report import reproduce_command
-from bhandar_cli.sim.dask_pool import DaskPool, DaskUnavailable, seed_ranges
 
 # Checked whenever a worker is busy, so an interrupt or a time limit is noticed within this.
 POLL_SECONDS = 0.5

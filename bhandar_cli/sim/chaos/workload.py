@@ -31,13 +31,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from random import Random
 
-from bhandar_cli.core.membership.ring import Ring
-from bhandar_cli.core.model.config import KeyspaceDef
-from bhandar_cli.core.model.versions import JSON
-from bhandar_cli.core.protocol.messages import Failure, GetResult, IncrResult, PutRequest, PutResult, Result
-from bhandar_cli.core.session.client_session import ClientSession, Done, Exchange, SendRequest
-from bhandar_cli.sim.history import History, Operation
-from bhandar_cli.sim.sim_cluster import SimCluster
+from bhandar_cli.core.membership import Ring
+from bhandar_cli.core.model import JSON, KeyspaceDef
+from bhandar_cli.core.protocol import Failure, GetResult, IncrResult, PutRequest, PutResult, Result
+from bhandar_cli.core.session import ClientSession, Done, Exchange, SendRequest
+from bhandar_cli.sim import History, Operation, SimCluster
 
 SIBS = "sibs"
 STRICT = "strict"

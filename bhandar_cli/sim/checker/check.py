@@ -43,9 +43,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from bhandar_cli.core.model.config import KeyspaceDef
-from bhandar_cli.core.model.crdt import PNCounter
-from bhandar_cli.core.model.records import Record, Versioned, same_record
+from bhandar_cli.core.model import KeyspaceDef, PNCounter, Record, Versioned, same_record
+from bhandar_cli.sim import WRITES, CheckResult, History, Operation, Violation
 from bhandar_cli.sim.checker.dots import dot_text, learn_dots, show_value, superseded_at
 from bhandar_cli.sim.checker.properties import (
     check_counter,
@@ -54,7 +53,6 @@ from bhandar_cli.sim.checker.properties import (
     resurrections,
     stale_reads,
 )
-from bhandar_cli.sim.history import WRITES, CheckResult, History, Operation, Violation
 
 
 @dataclass

@@ -14,10 +14,8 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Iterable, Mapping
 
-from bhandar_cli.core.model.errors import NOT_APPLIED
-from bhandar_cli.core.model.records import Record, Versioned
-from bhandar_cli.core.model.versions import Dot, cloud_entry
-from bhandar_cli.sim.history import History, Operation, Violation
+from bhandar_cli.core.model import NOT_APPLIED, Dot, Record, Versioned, cloud_entry
+from bhandar_cli.sim import History, Operation, Violation
 
 
 def dot_text(dot: Dot) -> str:

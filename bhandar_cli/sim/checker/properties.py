@@ -10,12 +10,9 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from bhandar_cli.core.model.config import KeyspaceDef, required
-from bhandar_cli.core.model.crdt import PNCounter
-from bhandar_cli.core.model.records import Record, Versioned
-from bhandar_cli.core.model.versions import Dot, covers
+from bhandar_cli.core.model import Dot, KeyspaceDef, PNCounter, Record, Versioned, covers, required
+from bhandar_cli.sim import History, Operation, Violation
 from bhandar_cli.sim.checker.dots import dot_text, show_value
-from bhandar_cli.sim.history import History, Operation, Violation
 
 
 def stale_reads(

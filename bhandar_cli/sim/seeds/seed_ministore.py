@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from bhandar_cli.core.membership.ring import Ring
-from bhandar_cli.core.model.hashing import Mulberry32, hash32_codepoints
+from bhandar_cli.core.membership import Ring
+from bhandar_cli.core.model import Mulberry32, hash32_codepoints
 from bhandar_cli.sim.seeds.seed_js import js_number_to_string, js_pad_end, js_to_fixed
 
 DEFAULT_SEED = 54

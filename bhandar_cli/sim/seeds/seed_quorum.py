@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bhandar_cli.core.model.hashing import Mulberry32
+from bhandar_cli.core.model import Mulberry32
 from bhandar_cli.sim.seeds.seed_js import js_math_log, js_number_to_string, js_to_fixed
 
 DEFAULT_SEED = 2026

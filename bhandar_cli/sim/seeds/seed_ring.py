@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bhandar_cli.core.membership.ring import Ring, moved_keys
-from bhandar_cli.core.model.hashing import Mulberry32, hash32
+from bhandar_cli.core.membership import Ring, moved_keys
+from bhandar_cli.core.model import Mulberry32, hash32
 from bhandar_cli.sim.seeds.seed_js import js_number_to_string, js_pad_end, js_pad_start, js_round, js_to_fixed
 
 DEFAULT_SEED = 61

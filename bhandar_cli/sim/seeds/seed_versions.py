@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from bhandar_cli.core.model.hashing import Mulberry32
+from bhandar_cli.core.model import Mulberry32
 from bhandar_cli.sim.seeds.seed_js import js_json_stringify, js_number_to_string, js_string_sort_key
 
 REPLICAS: tuple[str, ...] = ("A", "B", "C")

@@ -14,15 +14,8 @@ from bhandar_cli.core.membership.ring import key_token
 from bhandar_cli.core.model.config import NodeConfig
 from bhandar_cli.core.model.records import Versioned
 from bhandar_cli.core.model.versions import context_of
-from bhandar_cli.core.protocol.messages import (
-    DecommissionRequest,
-    GetResult,
-    MoveResult,
-    PutRequest,
-    PutResult,
-    RepairRequest,
-    RepairResult,
-)
+from bhandar_cli.core.protocol.client_messages import GetResult, PutRequest, PutResult
+from bhandar_cli.core.protocol.messages import DecommissionRequest, MoveResult, RepairRequest, RepairResult
 from bhandar_cli.sim.sim_cluster import SimCluster
 from tests.support.sim_calls import get, put
 

@@ -11,19 +11,15 @@ from bhandar_cli.core.model.keyspaces import MAX_KEYSPACES, Keyspaces
 from bhandar_cli.core.model.records import Versioned
 from bhandar_cli.core.model.store import MemoryStore
 from bhandar_cli.core.model.versions import JSON, Sibling
-from bhandar_cli.core.protocol.messages import (
+from bhandar_cli.core.protocol.client_messages import (
     Failure,
     GetRequest,
     GetResult,
     IncrRequest,
-    KeyspaceRequest,
-    KeyspaceResult,
     PutRequest,
     PutResult,
-    ReplicaAck,
-    ReplicaWrite,
-    Send,
 )
+from bhandar_cli.core.protocol.messages import KeyspaceRequest, KeyspaceResult, ReplicaAck, ReplicaWrite, Send
 from bhandar_cli.sim.sim_cluster import SimCluster
 
 BAD_NAMES = [".", "..", "A", "Kv", "a" * 65, "a/b", "", "a.b", "a b", "é"]

@@ -28,8 +28,7 @@ from bhandar_cli.core.model.limits import (
 )
 from bhandar_cli.core.model.records import Versioned
 from bhandar_cli.core.model.versions import BYTES, JSON, context_of
-from bhandar_cli.core.protocol.messages import (
-    ClientRequest,
+from bhandar_cli.core.protocol.client_messages import (
     Failure,
     GetRequest,
     GetResult,
@@ -38,6 +37,7 @@ from bhandar_cli.core.protocol.messages import (
     PutRequest,
     PutResult,
 )
+from bhandar_cli.core.protocol.messages import ClientRequest
 from bhandar_cli.sim.sim_cluster import SimCluster
 
 KV, COUNTERS = "kv", "counters"

@@ -14,7 +14,8 @@ from bhandar_cli.core.model.errors import BadInput
 from bhandar_cli.core.model.live_config import SETTINGS, LiveConfig
 from bhandar_cli.core.model.store import MemoryStore
 from bhandar_cli.core.node import Node
-from bhandar_cli.core.protocol.messages import Failure, GetRequest, Respond
+from bhandar_cli.core.protocol.client_messages import Failure, GetRequest
+from bhandar_cli.core.protocol.messages import Respond
 
 CONFIG = NodeConfig(liveness="ping", repair_interval=0)
 

@@ -8,15 +8,8 @@ from bhandar_cli.core.model.metrics import NodeMetrics
 from bhandar_cli.core.model.records import Versioned
 from bhandar_cli.core.model.sibling_limit import LISTED, TRACKED, SiblingLimit
 from bhandar_cli.core.model.versions import JSON, Sibling
-from bhandar_cli.core.protocol.messages import (
-    Failure,
-    GetRequest,
-    GetResult,
-    PutRequest,
-    PutResult,
-    RepairRequest,
-    RepairResult,
-)
+from bhandar_cli.core.protocol.client_messages import Failure, GetRequest, GetResult, PutRequest, PutResult
+from bhandar_cli.core.protocol.messages import RepairRequest, RepairResult
 from bhandar_cli.sim.sim_cluster import SimCluster
 from tests.support.sim_calls import node
 

@@ -8,15 +8,8 @@ import math
 import pytest
 
 from bhandar_cli.core.model.records import Versioned
-from bhandar_cli.core.protocol.messages import (
-    ClientReply,
-    Failure,
-    GetResult,
-    PutRequest,
-    PutResult,
-    Respond,
-    Send,
-)
+from bhandar_cli.core.protocol.client_messages import Failure, GetResult, PutRequest, PutResult
+from bhandar_cli.core.protocol.messages import ClientReply, Respond, Send
 from bhandar_cli.core.protocol.pending import (
     PendingForward,
     PendingHandoff,

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from bhandar_cli.core.membership.ring import key_token
 from bhandar_cli.core.model.config import NodeConfig
-from bhandar_cli.core.protocol.messages import PutRequest, PutResult, Result
+from bhandar_cli.core.protocol.client_messages import PutRequest, PutResult
+from bhandar_cli.core.protocol.messages import Result
 from bhandar_cli.sim.sim_cluster import SimCluster
 
 JSON = "application/json"

@@ -13,15 +13,8 @@ from bhandar_cli.core.membership.ring import key_token
 from bhandar_cli.core.model.config import KeyspaceDef, NodeConfig
 from bhandar_cli.core.model.limits import MAX_VALUE_BYTES
 from bhandar_cli.core.model.records import Versioned
-from bhandar_cli.core.protocol.messages import (
-    Failure,
-    GetRequest,
-    GetResult,
-    KeyspaceRequest,
-    PutRequest,
-    RepairRequest,
-    Send,
-)
+from bhandar_cli.core.protocol.client_messages import Failure, GetRequest, GetResult, PutRequest
+from bhandar_cli.core.protocol.messages import KeyspaceRequest, RepairRequest, Send
 from bhandar_cli.core.repair.repair_transfer import BATCH_BYTES, record_bytes
 from bhandar_cli.core.roles import streaming
 from bhandar_cli.sim.sim_cluster import SimCluster

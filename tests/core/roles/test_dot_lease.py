@@ -13,7 +13,8 @@ import pytest
 from bhandar_cli.core.model.records import Versioned
 from bhandar_cli.core.model.store import MemoryStore, Store
 from bhandar_cli.core.model.versions import JSON
-from bhandar_cli.core.protocol.messages import DotLeaseSaved, Failure, PutRequest, PutResult
+from bhandar_cli.core.protocol.client_messages import Failure, PutRequest, PutResult
+from bhandar_cli.core.protocol.messages import DotLeaseSaved
 from bhandar_cli.core.roles.dot_lease import LEASE, META, DotLease
 from bhandar_cli.sim.chaos.storage_faults import LSMHosts
 from bhandar_cli.sim.sim_cluster import SimCluster

@@ -11,7 +11,7 @@ from bhandar_cli.core.model.config import KeyspaceDef, NodeConfig, parse_ttl, sh
 from bhandar_cli.core.model.errors import BadInput
 from bhandar_cli.core.model.records import Versioned, merge_records
 from bhandar_cli.core.model.versions import JSON, Sibling
-from bhandar_cli.core.protocol.messages import GetRequest, GetResult, PutRequest, PutResult
+from bhandar_cli.core.protocol.client_messages import GetRequest, GetResult, PutRequest, PutResult
 from bhandar_cli.core.roles.expiry import expire
 from bhandar_cli.core.wire import from_wire, to_wire
 from bhandar_cli.sim.sim_cluster import SimCluster
@@ -146,7 +146,7 @@ def test_unexpired_values_are_left_alone_by_the_sweep() -> None:
 
 def test_on_disk_an_expired_value_becomes_a_tombstone_and_compaction_drops_it_once_reaped() -> None:
     from bhandar_cli.storage.disk.sim_disk import SimDisk
-    from bhandar_cli.storage.engine import EngineOptions
+    from bhandar_cli.storage.engine_options import EngineOptions
     from bhandar_cli.store.record_store import RecordStore
 
     disk = SimDisk()

@@ -11,16 +11,16 @@ from bhandar_cli.core.model.config import KeyspaceDef
 from bhandar_cli.core.model.metrics import NodeMetrics
 from bhandar_cli.core.model.records import Versioned
 from bhandar_cli.core.model.versions import JSON, context_of, exact_actor
-from bhandar_cli.core.protocol.messages import (
+from bhandar_cli.core.protocol.client_messages import (
     Failure,
     GetRequest,
     GetResult,
     IncrRequest,
     IncrResult,
-    KeyspaceRequest,
     PutRequest,
     PutResult,
 )
+from bhandar_cli.core.protocol.messages import KeyspaceRequest
 from bhandar_cli.sim.sim_cluster import SimCluster
 
 KS = "kv"

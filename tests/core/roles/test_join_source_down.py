@@ -13,7 +13,8 @@ from bhandar_cli.core.membership.ring import Ring, key_token, node_tokens
 from bhandar_cli.core.model.config import KeyspaceDef
 from bhandar_cli.core.model.records import Versioned
 from bhandar_cli.core.model.versions import Sibling
-from bhandar_cli.core.protocol.messages import Failure, KeyspaceRequest, ReplicaWrite
+from bhandar_cli.core.protocol.client_messages import Failure
+from bhandar_cli.core.protocol.messages import KeyspaceRequest, ReplicaWrite
 from bhandar_cli.sim.sim_cluster import SimCluster
 from tests.support.sim_calls import get, node, put, wait_until
 

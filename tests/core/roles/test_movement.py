@@ -13,17 +13,8 @@ from bhandar_cli.core.model.config import KeyspaceDef, NodeConfig
 from bhandar_cli.core.model.crdt import EMPTY_COUNTER, PNCounter
 from bhandar_cli.core.model.records import Versioned
 from bhandar_cli.core.model.versions import Sibling
-from bhandar_cli.core.protocol.messages import (
-    DecommissionRequest,
-    Failure,
-    GetRequest,
-    GetResult,
-    IncrRequest,
-    IncrResult,
-    KeyspaceRequest,
-    MoveResult,
-    ReplicaWrite,
-)
+from bhandar_cli.core.protocol.client_messages import Failure, GetRequest, GetResult, IncrRequest, IncrResult
+from bhandar_cli.core.protocol.messages import DecommissionRequest, KeyspaceRequest, MoveResult, ReplicaWrite
 from bhandar_cli.sim.sim_cluster import SimCluster
 from tests.support.sim_calls import node, put, wait_until
 

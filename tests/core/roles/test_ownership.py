@@ -16,19 +16,16 @@ from bhandar_cli.core.model.config import KeyspaceDef, NodeConfig
 from bhandar_cli.core.model.crdt import PNCounter
 from bhandar_cli.core.model.records import Record, Versioned
 from bhandar_cli.core.model.versions import context_of
-from bhandar_cli.core.protocol.messages import (
-    DecommissionRequest,
+from bhandar_cli.core.protocol.client_messages import (
     Failure,
     GetRequest,
     GetResult,
     IncrRequest,
     IncrResult,
-    KeyspaceRequest,
-    MoveResult,
     PutRequest,
     PutResult,
-    RepairRequest,
 )
+from bhandar_cli.core.protocol.messages import DecommissionRequest, KeyspaceRequest, MoveResult, RepairRequest
 from bhandar_cli.sim.sim_cluster import SimCluster
 
 JSON = "application/json"

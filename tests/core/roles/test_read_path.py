@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from bhandar_cli.core.membership.ring import key_token
 from bhandar_cli.core.model.records import Versioned
-from bhandar_cli.core.protocol.messages import GetRequest, GetResult, PutResult, ReplicaRead, ReplicaWrite
+from bhandar_cli.core.protocol.client_messages import GetRequest, GetResult, PutResult
+from bhandar_cli.core.protocol.messages import ReplicaRead, ReplicaWrite
 from tests.core.test_node import Wire, cluster, key_where, put
 
 

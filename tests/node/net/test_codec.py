@@ -10,16 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bhandar_cli.node.net.codec import (
-    CLOSED,
-    MIN_COMPATIBLE_VERSION,
-    NEED_DATA,
-    PREFIX_SIZE,
-    PROTOCOL_VERSION,
-    FrameDecoder,
-    ProtocolError,
-    encode_frame,
-)
+from bhandar_cli.node.net.cbor_validation import ProtocolError
+from bhandar_cli.node.net.codec import CLOSED, NEED_DATA, PREFIX_SIZE, FrameDecoder, encode_frame
+from bhandar_cli.node.net.wire_versions import MIN_COMPATIBLE_VERSION, PROTOCOL_VERSION
 
 scalars = (
     st.none()

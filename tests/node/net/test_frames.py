@@ -8,7 +8,8 @@ import pytest
 import trio
 import trio.testing
 
-from bhandar_cli.node.net.codec import ProtocolError, encode_frame
+from bhandar_cli.node.net.cbor_validation import ProtocolError
+from bhandar_cli.node.net.codec import encode_frame
 from bhandar_cli.node.net.frames import SEND_TIMEOUT, FrameConn, Outbox
 
 BODIES = [{"id": i, "op": "request", "msg": {"k": "x" * i}} for i in range(6)]

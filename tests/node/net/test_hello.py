@@ -11,9 +11,10 @@ import cbor2
 import pytest
 import trio
 
-from bhandar_cli.node.net.codec import MIN_COMPATIBLE_VERSION, ProtocolError
+from bhandar_cli.node.net.cbor_validation import ProtocolError
 from bhandar_cli.node.net.hello import MAX_PROTOCOL, check_hello
 from bhandar_cli.node.net.transport import TcpTransport
+from bhandar_cli.node.net.wire_versions import MIN_COMPATIBLE_VERSION
 
 HUGE = 10**5000  # past Python's int-to-str limit of 4,300 digits
 

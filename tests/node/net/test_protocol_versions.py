@@ -18,11 +18,9 @@ from bhandar_cli.core.model.access_tokens import TokenRecord
 from bhandar_cli.core.protocol.messages import Send
 from bhandar_cli.core.wire import from_wire, readable_at, to_wire, to_wire_at
 from bhandar_cli.node.net import codec
+from bhandar_cli.node.net.cbor_validation import ProtocolError
 from bhandar_cli.node.net.codec import (
-    MIN_COMPATIBLE_VERSION,
-    PROTOCOL_VERSION,
     FrameDecoder,
-    ProtocolError,
     encode_body,
     encode_frame,
     frame_of_bodies,
@@ -30,6 +28,7 @@ from bhandar_cli.node.net.codec import (
     negotiate,
 )
 from bhandar_cli.node.net.frames import wire_frame
+from bhandar_cli.node.net.wire_versions import MIN_COMPATIBLE_VERSION, PROTOCOL_VERSION
 
 
 @pytest.fixture

@@ -15,15 +15,17 @@ from bhandar_cli.core.membership.members import MemberState
 from bhandar_cli.core.model.config import KeyspaceDef
 from bhandar_cli.core.model.records import Versioned
 from bhandar_cli.core.model.versions import Sibling
-from bhandar_cli.core.protocol.messages import (
-    ClientReply,
+from bhandar_cli.core.protocol.client_messages import (
     Failure,
     GetRequest,
     GetResult,
     IncrRequest,
-    Ping,
     PutRequest,
     PutResult,
+)
+from bhandar_cli.core.protocol.messages import (
+    ClientReply,
+    Ping,
     ReplicaAck,
     ReplicaRead,
     ReplicaReadReply,
@@ -33,10 +35,11 @@ from bhandar_cli.core.protocol.messages import (
 from bhandar_cli.core.wire import from_wire, to_wire
 from bhandar_cli.fleet.placement import free_ports
 from bhandar_cli.node.net.blocking_rpc import RpcError
-from bhandar_cli.node.net.codec import NEED_DATA, PROTOCOL_VERSION, FrameDecoder, encode_frame
+from bhandar_cli.node.net.codec import NEED_DATA, FrameDecoder, encode_frame
 from bhandar_cli.node.net.frames import PEER_QUEUE, FrameConn, checked_body, wire_frame
 from bhandar_cli.node.net.rpc import open_rpc
 from bhandar_cli.node.net.transport import TcpTransport
+from bhandar_cli.node.net.wire_versions import PROTOCOL_VERSION
 
 RECORD = Versioned((Sibling(("A", 3), {"A": 3, "B~2": 1}, b'"x"', "application/json", 1.5),))
 KS = KeyspaceDef("kv", "lww", 3, "strict")

@@ -20,18 +20,12 @@ from random import Random
 import pytest
 
 from bhandar_cli.core.model.records import Versioned
-from bhandar_cli.core.protocol.messages import Failure, PutRequest, PutResult
+from bhandar_cli.core.protocol.client_messages import Failure, PutRequest, PutResult
 from bhandar_cli.sim.chaos.chaos_options import ChaosOptions
-from bhandar_cli.sim.chaos.chaos_run import (
-    REAL_TIME_FIELDS,
-    draw_params,
-    render_summary,
-    report_json,
-    reproduce_command,
-    run_chaos,
-)
+from bhandar_cli.sim.chaos.chaos_run import draw_params, run_chaos
 from bhandar_cli.sim.chaos.fault_injector import FAULT_KINDS, NETWORK_KINDS
 from bhandar_cli.sim.chaos.ministore_scenario import run_ministore_scenario
+from bhandar_cli.sim.chaos.report import REAL_TIME_FIELDS, render_summary, report_json, reproduce_command
 from bhandar_cli.sim.chaos.storage_faults import LSMHosts
 from bhandar_cli.sim.sim_cluster import SimCluster
 from tests.support.chaos_cli import invoke

@@ -8,7 +8,7 @@ from bhandar_cli.core.model.config import KeyspaceDef
 from bhandar_cli.core.model.crdt import EMPTY_COUNTER
 from bhandar_cli.core.model.records import Record, Versioned
 from bhandar_cli.core.model.versions import Sibling
-from bhandar_cli.core.protocol.messages import Failure, GetResult, IncrResult, PutResult
+from bhandar_cli.core.protocol.client_messages import Failure, GetResult, IncrResult, PutResult
 from bhandar_cli.sim.checker.check import check_history, count_stale_reads
 from bhandar_cli.sim.history import History, Operation
 
