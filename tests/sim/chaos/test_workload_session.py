@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 import bhandar_cli
+import bhandar_cli.core.session as core_session
+from bhandar_cli.core.session import client_session
 
 PACKAGE = Path(bhandar_cli.__file__).parent
 DRIVERS = ["sim/chaos/workload.py", "soak/load.py", "client/data_client.py", "node/http/api.py"]
@@ -25,8 +27,11 @@ def imported_names(path: Path) -> dict[str, set[str]]:
 
 @pytest.mark.parametrize("driver", DRIVERS)
 def test_each_driver_imports_the_client_session(driver: str) -> None:
+    """Through the session package's face (tests/test_layout.py: other packages import faces), whose
+    ClientSession is client_session.py's."""
     names = imported_names(PACKAGE / driver)
-    assert "ClientSession" in names.get("bhandar_cli.core.session.client_session", set()), driver
+    assert "ClientSession" in names.get("bhandar_cli.core.session", set()), driver
+    assert core_session.ClientSession is client_session.ClientSession
 
 
 @pytest.mark.parametrize("driver", ["sim/chaos/workload.py", "soak/load.py", "client/data_client.py"])
