@@ -24,14 +24,14 @@ def test_a_ttl_value_expires_and_repair_does_not_bring_it_back(shared_cluster: C
     where = ("--cluster", shared_cluster.dir)
     name = f"ttl-{secrets.token_hex(3)}"  # the shared cluster keeps the keyspaces of earlier runs
     made = one_json(
-        run_cli("keyspace", "create", name, "--policy", "lww", "--ttl", "2s", *where, "-o", "json")
+        run_cli("keyspace", "create", name, "--policy", "lww", "--ttl", "5s", *where, "-o", "json")
     )
-    assert (made["ttl"], made["created"]) == (2, True)
+    assert (made["ttl"], made["created"]) == (5, True)
     refused = run_cli("keyspace", "create", f"{name}-s", "--ttl", "2s", *where)
     assert refused.returncode == 2 and b"ttl needs policy=lww" in refused.stderr
     assert run_cli("put", name, "session", "s1", "-c", "ALL", *where).returncode == 0
     got = run_cli("get", name, "session", "-c", "ALL", *where, "-o", "raw")
-    assert (got.returncode, got.stdout.strip()) == (0, b"s1")  # 2 s: well before the expiry
+    assert (got.returncode, got.stdout.strip()) == (0, b"s1")  # 5 s: before the expiry, even on a loaded machine (2 s was not, once)
 
     def gone() -> bool:
         return run_cli("get", name, "session", "-c", "ALL", *where).returncode == 3
@@ -48,7 +48,7 @@ def test_a_ttl_value_expires_and_repair_does_not_bring_it_back(shared_cluster: C
     for node in shared_cluster.names:
         assert run_cli("get", name, "session", "-c", "ONE", "--via", node, *where).returncode == 3
     listed = one_json(run_cli("keyspace", "list", *where, "-o", "json"))
-    assert {k["name"]: k.get("ttl", 0) for k in listed["keyspaces"]}[name] == 2
+    assert {k["name"]: k.get("ttl", 0) for k in listed["keyspaces"]}[name] == 5
 
 
 def test_bhandar_hot_and_http_status_show_the_hammered_key(shared_cluster: ClusterFile) -> None:
