@@ -2,9 +2,10 @@
 
 One map per frame, answers carry the same `id`: `request` (a client request in wire form: the node's
 coordinator answers it), each view and admin call of `NODE_CALLS` (info, metrics, partition,
-token_create, ...: core/protocol/node_operations.py, which says the role each needs) by the
-handler registered under its name here, and the node operations of the same module (`flush`,
-`compact`). When the node checks tokens
+token_create, ...: core/protocol/node_operations.py, which says the role each needs and the
+type of its arguments) by the handler registered under its name here, called with the arguments
+read from the frame into that type (a missing or mistyped one is refused in one line), and the
+node operations of the same module (`flush`, `compact`). When the node checks tokens
 (security/auth.py), each call is checked against the token the connection's hello showed, at the
 time of the call (a revocation counts at once); a refusal answers with its `code` (unauthenticated,
 forbidden, rate_limited). Fast operations are answered at once; slow ones (`compact`) run in a task
@@ -22,24 +23,40 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import fields
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import Any, Protocol, TypeVar, cast
 
 import trio
 
 from bhandar_cli.core import NodeInfo, from_wire, to_wire, to_wire_at
-from bhandar_cli.core.model import BadInput, BhandarError, RateLimited, TokenTable, Unavailable, check_record
+from bhandar_cli.core.model import BhandarError, RateLimited, TokenTable, Unavailable, check_record
 from bhandar_cli.core.protocol import (
     NODE_CALLS,
     NODE_OPERATIONS,
     ClientRequest,
+    ConfigArgs,
     DecommissionRequest,
+    DelayArgs,
     Failure,
     GetRequest,
     IncrRequest,
+    InfoArgs,
+    JoinTokenArgs,
     KeyspaceRequest,
+    MembersArgs,
+    NoArgs,
+    NotesArgs,
+    PartitionArgs,
     PutRequest,
+    RangeHashesArgs,
+    RecordsArgs,
+    RemoveArgs,
     RepairRequest,
     Result,
+    SnapshotArgs,
+    TokenCreateArgs,
+    TokenRevokeArgs,
+    TreeArgs,
+    parse_args,
 )
 from bhandar_cli.host import NodeHost
 from bhandar_cli.node import admin
@@ -132,7 +149,8 @@ def check_request(req: Any) -> ClientRequest:
     return cast(ClientRequest, req)  # its type is one of _CHECKS's keys
 
 
-Handler = Callable[["RpcService", dict[str, Any]], Any]
+Args = TypeVar("Args")
+Handler = Callable[["RpcService", Any], Any]  # called with its call's arguments (NodeCall.args)
 SlowHandler = Callable[["RpcService", dict[str, Any]], Awaitable[Any]]
 # Each call of NODE_CALLS (core/protocol/node_operations.py) by name: its handler, registered by
 # `_serves` below (a store operation of NODE_OPERATIONS that must run off the event loop: by
@@ -141,12 +159,18 @@ _HANDLERS: dict[str, Handler] = {}
 _SLOW_HANDLERS: dict[str, SlowHandler] = {}
 
 
-def _serves(name: str) -> Callable[[Handler], Handler]:
-    """Register the handler of the node call `name`; a name the table lacks fails at import."""
+def _serves(
+    name: str, args: type[Args]
+) -> Callable[[Callable[[RpcService, Args], Any]], Callable[[RpcService, Args], Any]]:
+    """Register the handler of the node call `name`, which takes `args` (mypy checks the handler's
+    parameter against it); a name the table lacks, or other arguments than its entry's, fail at
+    import."""
     if name not in NODE_CALLS or name in _HANDLERS:
         raise LookupError(f"no node call {name!r} in NODE_CALLS, or served twice")
+    if args is not NODE_CALLS[name].args:
+        raise TypeError(f"node call {name!r} takes {NODE_CALLS[name].args.__name__}, not {args.__name__}")
 
-    def register(handler: Handler) -> Handler:
+    def register(handler: Callable[[RpcService, Args], Any]) -> Callable[[RpcService, Args], Any]:
         _HANDLERS[name] = handler
         return handler
 
@@ -292,8 +316,7 @@ class RpcService:
             calls.started()
             nursery.start_soon(self._answer_later, functools.partial(slow, self), body, out, call_id, calls)
             return
-        served = _HANDLERS.get(op)
-        handler = functools.partial(served, self) if served is not None else self._node_operation(op)
+        handler = self._node_call(op) or self._node_operation(op)
         if handler is None:
             _answer(out, call_id, error=f"unknown operation {op!r}")
             return
@@ -304,6 +327,14 @@ class RpcService:
         except BhandarError as exc:
             _refuse(out, call_id, exc)
 
+    def _node_call(self, op: str) -> Callable[[dict[str, Any]], Any] | None:
+        """A call of NODE_CALLS: its handler, given the arguments read from the frame into the
+        type its entry names (BadArguments if they are not there)."""
+        served, call = _HANDLERS.get(op), NODE_CALLS.get(op)
+        if served is None or call is None:
+            return None
+        return lambda body: served(self, parse_args(call.args, body, op))
+
     def _node_operation(self, op: str) -> Callable[[dict[str, Any]], Any] | None:
         """An operation of the node-operation table, run on this node's store at once (compact
         has its own slow path above: it is built in a worker thread)."""
@@ -312,28 +343,28 @@ class RpcService:
             return None
         return lambda body: operation.run(self.process.store)
 
-    @_serves("info")
-    def _op_info(self, body: dict[str, Any]) -> Any:
-        return self.process.info(counts=bool(body.get("counts", True)))
+    @_serves("info", InfoArgs)
+    def _op_info(self, args: InfoArgs) -> Any:
+        return self.process.info(counts=args.counts)
 
-    @_serves("notes")
-    def _op_notes(self, body: dict[str, Any]) -> Any:
-        return self.process.notes.since(int(body.get("since", 0)), str(body.get("boot", "")))
+    @_serves("notes", NotesArgs)
+    def _op_notes(self, args: NotesArgs) -> Any:
+        return self.process.notes.since(args.since, args.boot)
 
-    @_serves("records")
-    def _op_records(self, body: dict[str, Any]) -> Any:
+    @_serves("records", RecordsArgs)
+    def _op_records(self, args: RecordsArgs) -> Any:
         node = self.process.host.node
         if node is None:
             return None
-        return admin.records_to_plain(node.records(str(body["keyspace"]), str(body["key"])))
+        return admin.records_to_plain(node.records(args.keyspace, args.key))
 
-    @_serves("hints")
-    def _op_hints(self, body: dict[str, Any]) -> Any:
+    @_serves("hints", NoArgs)
+    def _op_hints(self, args: NoArgs) -> Any:
         node = self.process.host.node
         return [] if node is None else node.hints_summary(trio.current_time())
 
-    @_serves("metrics")
-    def _op_metrics(self, body: dict[str, Any]) -> Any:
+    @_serves("metrics", NoArgs)
+    def _op_metrics(self, args: NoArgs) -> Any:
         node = self.process.host.node
         if node is None:
             return None
@@ -342,107 +373,103 @@ class RpcService:
         plain["ops"] = [[*row[:4], {str(b): c for b, c in row[4].items()}, *row[5:]] for row in plain["ops"]]
         return plain
 
-    @_serves("digest")
-    def _op_digest(self, body: dict[str, Any]) -> Any:
+    @_serves("digest", NoArgs)
+    def _op_digest(self, args: NoArgs) -> Any:
         node = self.process.host.node
         return [] if node is None else node.digests()
 
-    @_serves("range_hashes")
-    def _op_range_hashes(self, body: dict[str, Any]) -> Any:
+    @_serves("range_hashes", RangeHashesArgs)
+    def _op_range_hashes(self, args: RangeHashesArgs) -> Any:
         node = self.process.host.node
-        return [] if node is None else node.range_hashes([(int(lo), int(hi)) for lo, hi in body["ranges"]])
+        return [] if node is None else node.range_hashes([(lo, hi) for lo, hi in args.ranges])
 
-    @_serves("partition")
-    def _op_partition(self, body: dict[str, Any]) -> Any:
-        groups = [[str(n) for n in g] for g in body["groups"]]
-        everyone = [str(n) for n in body.get("nodes", ())]
+    @_serves("partition", PartitionArgs)
+    def _op_partition(self, args: PartitionArgs) -> Any:
         model = self.process.transport.model
-        model.partition(groups, [*everyone, self.process.id])
+        model.partition(args.groups, [*args.nodes, self.process.id])
         return sorted(peer for (me, peer) in model.blocked if me == self.process.id)
 
-    @_serves("heal")
-    def _op_heal(self, body: dict[str, Any]) -> Any:
+    @_serves("heal", NoArgs)
+    def _op_heal(self, args: NoArgs) -> Any:
         self.process.transport.model.heal()
         return True
 
-    @_serves("delay")
-    def _op_delay(self, body: dict[str, Any]) -> Any:
-        delays = {str(n): float(ms) / 1000.0 for n, ms in body["delays"].items() if float(ms) > 0}
+    @_serves("delay", DelayArgs)
+    def _op_delay(self, args: DelayArgs) -> Any:
+        delays = {n: ms / 1000.0 for n, ms in args.delays.items() if ms > 0}
         self.process.transport.model.extra_delay = delays
         return True
 
-    @_serves("members")
-    def _op_members(self, body: dict[str, Any]) -> Any:
+    @_serves("members", MembersArgs)
+    def _op_members(self, args: MembersArgs) -> Any:
         node = self.process.host.node
         if node is None:
             return []
-        rows = node.members(trio.current_time(), placement=bool(body.get("placement")))
+        rows = node.members(trio.current_time(), placement=args.placement)
         heard = self.process.transport.peer_protocols
         for row in rows:  # the protocol each member speaks: its own, or what its hello said
             mid = row["id"]
             row["protocol"] = protocol() if mid == self.process.id else heard.get(mid, (None,))[0]
         return rows
 
-    @_serves("tree")
-    def _op_tree(self, body: dict[str, Any]) -> Any:
+    @_serves("tree", TreeArgs)
+    def _op_tree(self, args: TreeArgs) -> Any:
         node = self.process.host.node
         if node is None:
             return []
-        return node.tree_entries(str(body["keyspace"]), int(body["lo"]), int(body["hi"]))
+        return node.tree_entries(args.keyspace, args.lo, args.hi)
 
-    @_serves("snapshot")
-    def _op_snapshot(self, body: dict[str, Any]) -> Any:
-        to = body.get("to")  # a snapshot copied off to another directory (to=DIR)
-        if to is not None and not isinstance(to, str):
-            raise BadInput(f"snapshot 'to' must be a directory path, got {type(to).__name__}")
+    @_serves("snapshot", SnapshotArgs)
+    def _op_snapshot(self, args: SnapshotArgs) -> Any:
+        to = args.to  # a snapshot copied off to another directory (to=DIR)
         root = (Path(to) if to else self.process.snapshot_root).resolve()  # kept in the store's ARCHIVES
-        path = snapshot_path(root, body["snapshot"], self.process.id)
+        path = snapshot_path(root, args.snapshot, self.process.id)
         return len(self.process.store.snapshot(str(path), copy=bool(to)))
 
-    @_serves("remove")
-    def _op_remove(self, body: dict[str, Any]) -> Any:
+    @_serves("remove", RemoveArgs)
+    def _op_remove(self, args: RemoveArgs) -> Any:
         """Take a member out of the cluster for good (`cluster remove`): sealed here, so only an
         issuing node does it (Refused elsewhere); gossip spreads it."""
         node = self.process.host.node
         if node is None:
             raise Unavailable(f"{self.process.id} is starting: ask again in a moment")
-        node.remove_member(str(body["node"]), trio.current_time())
-        return {"node": str(body["node"]), "by": self.process.id}
+        node.remove_member(args.node, trio.current_time())
+        return {"node": args.node, "by": self.process.id}
 
-    @_serves("token_create")
-    def _op_token_create(self, body: dict[str, Any]) -> Any:
-        record = check_record(from_wire(body["record"]))
+    @_serves("token_create", TokenCreateArgs)
+    def _op_token_create(self, args: TokenCreateArgs) -> Any:
+        record = check_record(from_wire(args.record))
         self.process.token_table().add(record)
         return record.id
 
-    @_serves("token_list")
-    def _op_token_list(self, body: dict[str, Any]) -> Any:
+    @_serves("token_list", NoArgs)
+    def _op_token_list(self, args: NoArgs) -> Any:
         records = self.process.token_table().records()
         return [{k: v for k, v in r.to_plain().items() if k != "digest"} for r in records]  # never a hash
 
-    @_serves("token_revoke")
-    def _op_token_revoke(self, body: dict[str, Any]) -> Any:
-        return self.process.token_table().revoke(str(body["token_id"])).id
+    @_serves("token_revoke", TokenRevokeArgs)
+    def _op_token_revoke(self, args: TokenRevokeArgs) -> Any:
+        return self.process.token_table().revoke(args.token_id).id
 
-    @_serves("join_token")
-    def _op_join_token(self, body: dict[str, Any]) -> Any:
+    @_serves("join_token", JoinTokenArgs)
+    def _op_join_token(self, args: JoinTokenArgs) -> Any:
         """Mint a join token (node/join.py): {"token", "expires"}, or {"refused": why}."""
         try:
-            token = self.process.join_desk.mint(float(body.get("ttl", DEFAULT_TTL)))
+            token = self.process.join_desk.mint(DEFAULT_TTL if args.ttl is None else args.ttl)
         except JoinRefused as exc:
             return {"refused": str(exc)}
         return {"token": str(token), "expires": token.expires}
 
-    @_serves("config")
-    def _op_config(self, body: dict[str, Any]) -> Any:
+    @_serves("config", ConfigArgs)
+    def _op_config(self, args: ConfigArgs) -> Any:
         """With `config`: apply that version of the cluster configuration now. The node's
         configuration (version and values) either way."""
-        if "config" in body:
-            return apply_live(self.process.host, body["config"])
+        if args.config is not None:
+            return apply_live(self.process.host, args.config)
         return config_view(self.process.host)
 
-    @_serves("shutdown")
-    def _op_shutdown(self, body: dict[str, Any]) -> Any:
+    @_serves("shutdown", NoArgs)
+    def _op_shutdown(self, args: NoArgs) -> Any:
         # Answer first, drain and stop just after: the caller learns the stop was accepted.
         trio.lowlevel.spawn_system_task(_stop_soon, self.process)
         return True

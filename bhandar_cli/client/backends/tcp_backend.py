@@ -31,7 +31,22 @@ from bhandar_cli.client.membership import ASK_EVERY, LEFT, ClusterMembership, me
 from bhandar_cli.core import HintQueueRow, NodeInfo, from_wire, to_wire
 from bhandar_cli.core.membership import MemberRow, MemberState, Ring
 from bhandar_cli.core.model import BadInput, ClientError, NodeMetrics, Record, Unavailable
-from bhandar_cli.core.protocol import Failure, NodeOperation, Result
+from bhandar_cli.core.protocol import (
+    ConfigArgs,
+    Failure,
+    InfoArgs,
+    MembersArgs,
+    NoArgs,
+    NodeOperation,
+    NotesArgs,
+    RangeHashesArgs,
+    RecordsArgs,
+    RemoveArgs,
+    Result,
+    SnapshotArgs,
+    TreeArgs,
+    call_body,
+)
 from bhandar_cli.fleet import (
     STOP_TIMEOUT,
     ClusterFile,
@@ -160,7 +175,7 @@ class TcpBackend:
         async def ask(name: str) -> None:
             # Down, unreachable or not answering: not one of the views.
             with trio.move_on_after(MEMBERS_TIMEOUT), contextlib.suppress(RpcError, ClientError, OSError):
-                rows = await self.rpc(name, "members", MEMBERS_TIMEOUT, placement=True)
+                rows = await self.call(name, "members", MembersArgs(placement=True), MEMBERS_TIMEOUT)
                 tables[name] = [state_of_row(row) for row in rows]
 
         merged = merge_tables(tables)
@@ -248,8 +263,8 @@ class TcpBackend:
     async def _read_notes(self, name: str, since: int, boot: str) -> dict[str, Any] | None:
         with trio.move_on_after(2 * NOTES_TIMEOUT):
             try:
-                answer: dict[str, Any] = await self.rpc(name, "notes", NOTES_TIMEOUT, since=since, boot=boot)
-                return answer
+                args = NotesArgs(since=since, boot=boot)
+                return await self.call(name, "notes", args, NOTES_TIMEOUT)  # type: ignore[no-any-return]
             except (RpcError, ClientError, OSError):
                 pass  # down or an older node: its notices are missed, not its data
         return None
@@ -281,6 +296,10 @@ class TcpBackend:
                 raise ClientError(exc.code, str(exc)) from None
             raise
 
+    async def call(self, name: str, op: str, args: object, timeout: float = ADMIN_TIMEOUT) -> Any:
+        """A call of NODE_CALLS to node `name`, its body written from `args`, of its entry's class."""
+        return await self.rpc(name, op, timeout, **call_body(op, args))
+
     async def request(self, via: str, request: Any, timeout: float) -> Result:
         try:
             body = await self.rpc(via, "request", timeout, msg=to_wire(request))
@@ -294,17 +313,17 @@ class TcpBackend:
             return Failure("internal", f"node {via} sent an answer this client cannot read: {exc}")
         return result  # type: ignore[no-any-return]
 
-    async def _admin(self, name: str, op: str, **args: Any) -> Any:
+    async def _admin(self, name: str, op: str, args: object = NoArgs()) -> Any:
         """An admin view; None when the node is down or does not answer (views show it down)."""
         if not self.is_alive(name):
             return None
         try:
-            return await self.rpc(name, op, **args)
+            return await self.call(name, op, args)
         except RpcError:
             return None
 
     async def node_info(self, name: str, counts: bool = True) -> NodeInfo:
-        info = await self._admin(name, "info", counts=counts)
+        info = await self._admin(name, "info", InfoArgs(counts=counts))
         if info is None:  # down: and why, when its process said so as it stopped (a full disk)
             tokens = len(self.ring.tokens_by_node().get(name, []))
             down = admin_node_info(name, self.zones[name], None, 0.0, tokens)
@@ -313,7 +332,7 @@ class TcpBackend:
         return info  # type: ignore[no-any-return]
 
     async def node_records(self, name: str, keyspace: str, key: str) -> tuple[Record | None, Record | None]:
-        plain = await self._admin(name, "records", keyspace=keyspace, key=key)
+        plain = await self._admin(name, "records", RecordsArgs(keyspace=keyspace, key=key))
         return (None, None) if plain is None else records_from_plain(plain)
 
     async def node_hints(self, name: str) -> list[HintQueueRow]:
@@ -324,10 +343,10 @@ class TcpBackend:
         return NodeMetrics() if plain is None else metrics_from_plain(plain)
 
     async def node_members(self, name: str, placement: bool = False) -> list[MemberRow]:
-        return await self._admin(name, "members", placement=placement) or []
+        return await self._admin(name, "members", MembersArgs(placement=placement)) or []
 
     async def node_tree(self, name: str, keyspace: str, lo: int, hi: int) -> list[list[Any]]:
-        return await self._admin(name, "tree", keyspace=keyspace, lo=lo, hi=hi) or []
+        return await self._admin(name, "tree", TreeArgs(keyspace=keyspace, lo=lo, hi=hi)) or []
 
     # --- storage -------------------------------------------------------------------------------
 
@@ -363,9 +382,8 @@ class TcpBackend:
         files = 0
         for name in self.names:
             if self.is_alive(name):
-                extra = {"to": str(target.parent)} if to else {}
-                count, _ = await self._timed(name, "snapshot", snapshot=snapshot, **extra)
-                files += int(count)
+                args = SnapshotArgs(snapshot=snapshot, to=str(target.parent) if to else None)
+                files += int((await self._timed(name, "snapshot", **call_body("snapshot", args)))[0])
         ms = round((time.perf_counter() - started) * 1000, 3)
         return {"name": snapshot, "files": files, "ms": ms, "to": str(target) if to else None}
 
@@ -509,8 +527,7 @@ class TcpBackend:
         return tuple(n for n in self.cluster.issuing if n in self.names) if self.cluster.tls else ()
 
     async def remove_member(self, name: str) -> str:
-        by, _ = await self.on_issuer("remove", skip=name, node=name)
-        return by
+        return (await self.on_issuer("remove", skip=name, **call_body("remove", RemoveArgs(node=name))))[0]
 
     async def on_issuer(self, op: str, skip: str = "", **args: Any) -> tuple[str, Any]:
         """One admin call that only an issuing node can carry out (it seals what it says with the
@@ -534,7 +551,7 @@ class TcpBackend:
 
     async def set_node_config(self, name: str, plain: dict[str, Any]) -> dict[str, Any]:
         """Apply a version of the cluster configuration on node `name` now (the `config` RPC)."""
-        return await self.rpc(name, "config", config=plain)  # type: ignore[no-any-return]
+        return await self.call(name, "config", ConfigArgs(config=plain))  # type: ignore[no-any-return]
 
     def save_config(self, plain: dict[str, Any]) -> None:
         """The cluster configuration, into the cluster file: restarted nodes start with it."""
@@ -552,8 +569,8 @@ class TcpBackend:
 
         async def ask(name: str) -> None:
             hints[name] = await self.node_hints(name)
-            hashes[name] = await self._admin(name, "range_hashes", ranges=ranges) or []
-            info = await self._admin(name, "info", counts=False) or {}  # a key count scans the store
+            hashes[name] = await self._admin(name, "range_hashes", RangeHashesArgs(ranges=ranges)) or []
+            info = await self._admin(name, "info", InfoArgs(counts=False)) or {}  # counting keys: a scan
             replication.update({k["name"]: int(k["n"]) for k in info.get("keyspaces", [])})
 
         async with trio.open_nursery() as nursery:  # every node at once: `wait converged` polls this
