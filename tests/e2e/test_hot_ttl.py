@@ -31,7 +31,8 @@ def test_a_ttl_value_expires_and_repair_does_not_bring_it_back(shared_cluster: C
     assert refused.returncode == 2 and b"ttl needs policy=lww" in refused.stderr
     assert run_cli("put", name, "session", "s1", "-c", "ALL", *where).returncode == 0
     got = run_cli("get", name, "session", "-c", "ALL", *where, "-o", "raw")
-    assert (got.returncode, got.stdout.strip()) == (0, b"s1")  # 5 s: before the expiry, even on a loaded machine (2 s was not, once)
+    # 5 s: before the expiry, even on a loaded machine (2 s was not, once)
+    assert (got.returncode, got.stdout.strip()) == (0, b"s1")
 
     def gone() -> bool:
         return run_cli("get", name, "session", "-c", "ALL", *where).returncode == 3
