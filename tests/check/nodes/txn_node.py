@@ -10,7 +10,7 @@
   nodes as one group, applied at once (Gossip Glomers #6c: read committed, totally available).
   Not serializable: transactions on different nodes lose each other's updates (G-single, G2),
   and lists appended on two nodes at once end up in different orders (incompatible-order).
-- stale: one store, but reads come from a copy of it taken every REPLICATE_EVERY (with the
+- stale: one store, but reads come from a copy of it taken every STALE_EVERY (with the
   transaction's own writes on top): no isolation between transactions (lost updates, G2, and
   stale reads of completed writes, G-single-realtime).
 Writes go to the other nodes every REPLICATE_EVERY (lost to a partition, as the challenges
@@ -30,6 +30,9 @@ saved = load({"store": {}, "done": {}})
 store: dict[str, Any] = saved["store"]  # key (as repr) -> value, or list for appends
 done: dict[str, Body] = saved["done"]  # "client msg_id" -> the answer it got (leader: kept on disk)
 REPLICATE_EVERY = 0.1  # seconds between two messages of writes to the other nodes (as gossip goes)
+# stale: seconds between two copies reads come from; long enough that a run on a loaded machine,
+# a few transactions a second, still reads writes completed before it began as missing.
+STALE_EVERY = 1.0
 outbox: list[list[list[Any]]] = []  # writes not yet sent to the others, each group applied at once
 
 
@@ -78,9 +81,12 @@ def replicate(body: Body, src: str) -> None:
         apply(writes, False)
 
 
-def flush() -> None:
+def refresh() -> None:
     snapshot.clear()
     snapshot.update(store)
+
+
+def flush() -> None:
     if outbox:
         for peer in node.others():
             node.send(peer, {"type": "replicate", "groups": outbox})
@@ -111,4 +117,5 @@ def txn(body: Body, src: str) -> None:
 
 
 node.every(REPLICATE_EVERY, flush)
+node.every(STALE_EVERY, refresh)
 node.run()
