@@ -70,7 +70,7 @@ def _mypyc_extensions() -> list[Extension]:
     started = time.monotonic()
     _say(f"compiling {len(paths)} modules with mypyc (BHANDAR_PURE=1 skips this)")
     extensions: list[Extension] = mypycify(
-        ["--no-warn-unused-configs", *paths],
+        ["--no-warn-unused-configs", "--always-true=COMPILING", *paths],  # node/__init__.py says why
         opt_level="3",
         multi_file=True,  # a C file per module, compiled in parallel (below)
         target_dir=os.path.join("build", "mypyc"),

@@ -7,7 +7,11 @@ from typing import TYPE_CHECKING
 
 from bhandar_cli import lazy_face
 
-if TYPE_CHECKING:
+# mypyc's build (setup.py) type-checks the compiled modules and every package above them, and sets
+# COMPILING (mypy's --always-true): this face, a parent of the compiled codec, then leaves its trio
+# modules out of a build environment that has no trio.
+COMPILING = False
+if TYPE_CHECKING and not COMPILING:
     from bhandar_cli.node.admin import (
         convergence_problems,
         convergence_ranges,

@@ -6,7 +6,11 @@ from typing import TYPE_CHECKING
 
 from bhandar_cli import lazy_face
 
-if TYPE_CHECKING:
+# mypyc's build (setup.py) type-checks the compiled modules and every package above them, and sets
+# COMPILING (mypy's --always-true): this face, a parent of the compiled codec, then leaves its trio
+# modules out of a build environment that has no trio.
+COMPILING = False
+if TYPE_CHECKING and not COMPILING:
     from bhandar_cli.node.net.blocking_rpc import CLIENT_CODES, BlockingRpc, RpcError
     from bhandar_cli.node.net.cbor_validation import ProtocolError, validate_cbor
     from bhandar_cli.node.net.codec import (
