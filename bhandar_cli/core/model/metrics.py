@@ -351,6 +351,20 @@ def _storage(key: str) -> Callable[[NodeMetrics, Mapping[str, Any]], Any]:
     return lambda metrics, info: (info.get("storage") or {}).get(key)
 
 
+def _storage_gauge(name: str, unit: str, help: str) -> Metric:
+    """A gauge of the store's disk figures: per node, in `metrics show=storage`, read from info()."""
+    return Metric(
+        name=name,
+        kind=MetricKind.GAUGE,
+        help=help,
+        unit=unit,
+        merge=Merge.PER_NODE,
+        part=STORAGE,
+        view=(STORAGE,),
+        read=_storage(name),
+    )
+
+
 def _repair(key: str) -> Callable[[NodeMetrics, Mapping[str, Any]], Any]:
     return lambda metrics, info: (info.get("repair") or {}).get(key)
 
@@ -461,55 +475,12 @@ INFO_ROWS: tuple[Metric, ...] = (
         view=REPAIR_AGE_VIEW,
         read=_repair("oldest_s"),
     ),
-    Metric(
-        name="disk_bytes",
-        kind=MetricKind.GAUGE,
-        help="Bytes of the node's store on disk (SSTables and WAL).",
-        unit="bytes",
-        merge=Merge.PER_NODE,
-        part=STORAGE,
-        view=(STORAGE,),
-        read=_storage("disk_bytes"),
-    ),
-    Metric(
-        name="wal_bytes",
-        kind=MetricKind.GAUGE,
-        help="Bytes of the write-ahead log.",
-        unit="bytes",
-        merge=Merge.PER_NODE,
-        part=STORAGE,
-        view=(STORAGE,),
-        read=_storage("wal_bytes"),
-    ),
-    Metric(
-        name="memtable_bytes",
-        kind=MetricKind.GAUGE,
-        help="Bytes of the live memtable.",
-        unit="bytes",
-        merge=Merge.PER_NODE,
-        part=STORAGE,
-        view=(STORAGE,),
-        read=_storage("memtable_bytes"),
-    ),
-    Metric(
-        name="sstables",
-        kind=MetricKind.GAUGE,
-        help="SSTables on disk.",
-        unit="SSTables",
-        merge=Merge.PER_NODE,
-        part=STORAGE,
-        view=(STORAGE,),
-        read=_storage("sstables"),
-    ),
-    Metric(
-        name="compaction_backlog",
-        kind=MetricKind.GAUGE,
-        help="SSTables waiting in tiers due for compaction (the compaction backlog).",
-        unit="SSTables",
-        merge=Merge.PER_NODE,
-        part=STORAGE,
-        view=(STORAGE,),
-        read=_storage("compaction_backlog"),
+    _storage_gauge("disk_bytes", "bytes", "Bytes of the node's store on disk (SSTables and WAL)."),
+    _storage_gauge("wal_bytes", "bytes", "Bytes of the write-ahead log."),
+    _storage_gauge("memtable_bytes", "bytes", "Bytes of the live memtable."),
+    _storage_gauge("sstables", "SSTables", "SSTables on disk."),
+    _storage_gauge(
+        "compaction_backlog", "SSTables", "SSTables waiting in tiers due for compaction (the compaction backlog)."
     ),
     Metric(
         name="keys",
