@@ -480,7 +480,9 @@ INFO_ROWS: tuple[Metric, ...] = (
     _storage_gauge("memtable_bytes", "bytes", "Bytes of the live memtable."),
     _storage_gauge("sstables", "SSTables", "SSTables on disk."),
     _storage_gauge(
-        "compaction_backlog", "SSTables", "SSTables waiting in tiers due for compaction (the compaction backlog)."
+        "compaction_backlog",
+        "SSTables",
+        "SSTables waiting in tiers due for compaction (the compaction backlog).",
     ),
     Metric(
         name="keys",
