@@ -34,9 +34,15 @@ def plant_foreign_build(tmp_path: Path) -> Path:
 
 
 def run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != native.PURE_VARIABLE} | {"PYTHONPATH": str(tmp_path)}
+    """Runs Python on the planted copy as another environment would: `-S` skips the site hooks,
+    so this environment's own install (an editable one maps the package and, when it was
+    compiled, its library to the checkout) is not seen; the dependencies come by path."""
+    paths = [str(tmp_path), sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]]
+    env = {k: v for k, v in os.environ.items() if k != native.PURE_VARIABLE} | {
+        "PYTHONPATH": os.pathsep.join(dict.fromkeys(paths))
+    }
     return subprocess.run(
-        [sys.executable, *args], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120
+        [sys.executable, "-S", *args], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120
     )
 
 

@@ -43,6 +43,40 @@ def test_the_listed_modules_exist_and_exclude_packages_and_the_disk_protocols() 
     assert all((REPO / p).is_file() for p in paths)
 
 
+def partial_typed_dicts(source: str) -> list[str]:
+    """The TypedDicts in `source` whose keys are not all required: `total=False`, or a key
+    marked `Required[...]` / `NotRequired[...]`."""
+    import ast
+
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.ClassDef):
+            continue
+        if not any(isinstance(b, ast.Name) and b.id == "TypedDict" for b in node.bases):
+            continue
+        partial = any(k.arg == "total" for k in node.keywords) or any(
+            isinstance(n, ast.Name) and n.id in ("Required", "NotRequired") for n in ast.walk(node)
+        )
+        if partial:
+            found.append(node.name)
+    return found
+
+
+def test_no_compiled_module_declares_a_typed_dict_with_optional_keys() -> None:
+    """A compiled TypedDict says every key is required (mypyc drops `total=False` and
+    `NotRequired`), and the views' shape check reads those keys at run time: so such a TypedDict
+    lives in a module left Python. Checked on the sources, so a pure build fails on it too."""
+    found = {
+        path: names
+        for path in native.compiled_paths(str(REPO))
+        if (names := partial_typed_dicts((REPO / path).read_text(encoding="utf-8")))
+    }
+    assert found == {}
+    assert partial_typed_dicts("class R(TypedDict, total=False):\n    a: int\n") == ["R"]
+    assert partial_typed_dicts("class R(TypedDict):\n    a: NotRequired[int]\n") == ["R"]
+    assert partial_typed_dicts("class R(TypedDict):\n    a: int\n") == []
+
+
 def test_a_pattern_that_matches_nothing_fails_the_build(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(native, "PATTERNS", (*native.PATTERNS, "bhandar_cli/moved/away.py"))
     with pytest.raises(ValueError, match=r"moved/away\.py, which matches no file"):

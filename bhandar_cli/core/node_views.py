@@ -1,7 +1,7 @@
 """Read-only views of one node's state for tools (status, members, hints, records, digests, trees,
 range hashes), as plain data: the in-process client renders them directly, a node process serves
 them over RPC. The shapes of those that travel as maps are declared here, once (`NodeInfo`,
-`HintQueueRow`; a member row is core/membership/gossip.py's `MemberRow`), so every reader is
+`HintQueueRow`; a member row is core/membership/member_row.py's `MemberRow`), so every reader is
 checked against the one writer."""
 
 from __future__ import annotations

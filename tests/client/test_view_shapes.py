@@ -27,7 +27,7 @@ from bhandar_cli.client.cluster_views import (
     StatusView,
 )
 from bhandar_cli.client.openers import ClusterOptions
-from bhandar_cli.core.membership.gossip import MemberRow
+from bhandar_cli.core.membership import MemberRow
 from bhandar_cli.core.node_views import HintQueueRow, NodeInfo
 from bhandar_cli.node.net.rpc import open_rpc
 from bhandar_cli.node.node_options import NodeOptions

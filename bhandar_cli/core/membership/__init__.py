@@ -20,9 +20,9 @@ if TYPE_CHECKING:
         GossipLiveness,
         GossipSyn,
         GossipTokens,
-        MemberRow,
     )
     from bhandar_cli.core.membership.liveness import Liveness, PingLiveness
+    from bhandar_cli.core.membership.member_row import MemberRow
     from bhandar_cli.core.membership.members import CODES, MemberState
     from bhandar_cli.core.membership.node_membership import MembershipSaver, boot_gossip
     from bhandar_cli.core.membership.ring import Ring, key_token, moved_keys, node_tokens
@@ -66,7 +66,7 @@ if not TYPE_CHECKING:  # mypy reads the imports above: a misspelt name is an err
             "GossipSyn": "gossip",
             "GossipTokens": "gossip",
             "Liveness": "liveness",
-            "MemberRow": "gossip",
+            "MemberRow": "member_row",
             "MemberState": "members",
             "MembershipSaver": "node_membership",
             "PingLiveness": "liveness",

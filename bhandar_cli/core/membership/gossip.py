@@ -22,37 +22,14 @@ import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from random import Random
-from typing import Any, Required, TypedDict
+from typing import Any
 
 from bhandar_cli.core.membership.authorship import TRUST_ALL, Authorship, Removal
+from bhandar_cli.core.membership.member_row import MemberRow
 from bhandar_cli.core.membership.members import Membership, MemberState
 from bhandar_cli.core.membership.phi import PhiConfig, PhiDetectors
 from bhandar_cli.core.model import TokenRecord, TokenTable
 from bhandar_cli.core.protocol import Effect, Note, Send
-
-
-class MemberRow(TypedDict, total=False):
-    """A row of a node's membership table (the `members` view, on the wire as it is). A node
-    without gossip says `id`, `up` and `status` only; with `placement` asked, a row also says
-    where the member is (`token_positions`, `http`); a node process adds `protocol`."""
-
-    id: Required[str]
-    up: Required[bool]
-    status: Required[str]  # normal | joining | leaving | left
-    zone: str
-    generation: int
-    heartbeat: int
-    phi: float
-    tokens: int
-    address: str
-    heard: bool
-    rtt_ms: float | None
-    silent_s: float | None  # how long it has heard nothing of the member (None: itself, never)
-    down_after_s: float | None  # after how much silence its detector calls the member down
-    removed: bool
-    token_positions: list[int]
-    http: str
-    protocol: int | None  # node processes: the wire protocol it speaks, as its hello said
 
 
 @dataclass(frozen=True, slots=True)
