@@ -29,6 +29,7 @@ import math
 import os
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from random import Random
@@ -139,23 +140,30 @@ async def check_on_loop(opts: CheckOptions) -> CheckOutcome:
     return outcome
 
 
-def run_checks(many: list[CheckOptions]) -> list[CheckOutcome]:
-    """Several checks at once, on one trio loop (each with its own processes and directory)."""
+def run_checks(
+    many: list[CheckOptions], jobs: int = 0, started: Callable[[CheckOptions], None] = lambda _: None
+) -> list[CheckOutcome]:
+    """Several checks on one trio loop, `jobs` at a time (0: all at once), each with its own
+    processes and directory (check/checked_process.py marks each run's processes); the outcomes
+    in the order of `many`. `started` hears of each run as it begins."""
     outcomes: list[CheckOutcome | None] = [None] * len(many)
+    slots = trio.Semaphore(jobs or max(1, len(many)))
 
     async def all_of() -> None:
         async def one(i: int) -> None:
-            outcomes[i] = await _run(many[i])
+            try:
+                outcomes[i] = await check_on_loop(many[i])
+            finally:
+                slots.release()
 
         async with trio.open_nursery() as nursery:
             for i in range(len(many)):
+                await slots.acquire()
+                started(many[i])
                 nursery.start_soon(one, i)
 
     trio.run(all_of)
-    done = [o for o in outcomes if o is not None]
-    for outcome in done:
-        save_history(outcome)
-    return done
+    return [o for o in outcomes if o is not None]
 
 
 def with_answers(verdict: Verdict, history: MaelstromHistory, accounts: dict[str, Account]) -> Verdict:

@@ -104,7 +104,11 @@ def check(
         None, "--start", metavar="INT", help="First seed of a sweep (default: a random one, printed)."
     ),
     jobs: str | None = typer.Option(
-        None, "--jobs", "-j", metavar="INT", help="Seeds of a sweep run at a time here (default: 2)."
+        None,
+        "--jobs",
+        "-j",
+        metavar="INT",
+        help="Seeds of a sweep (default: 2), or scenarios of a checklist (default: 1), run at a time here.",
     ),
     scheduler: str | None = typer.Option(
         None,
@@ -253,7 +257,7 @@ def check(
         duplicate_clients=duplicate_clients,
     )
     if checklist:
-        _checklist(opts, report, output)
+        _checklist(opts, _int("--jobs", jobs, 1, JOBS_MAX) or 1, report, output)
     elif sweep_count is not None:
         _sweep(opts, sweep_count, start, jobs, scheduler, output)
     else:
@@ -289,9 +293,11 @@ def _sweep_options(
     """How many seeds a sweep runs (None: not a sweep), after its options' checks."""
     count = _int("--sweep", sweep, 1, SWEEP_MAX)
     if count is None:
-        for option, value in (("--start", start), ("--jobs", jobs), ("--scheduler", scheduler)):
+        for option, value in (("--start", start), ("--scheduler", scheduler)):
             if value is not None:
                 fail(f"{option} applies only with --sweep", EXIT_USAGE)
+        if jobs is not None and not checklist:
+            fail("--jobs applies only with --sweep or --checklist", EXIT_USAGE)
         return None
     if seed is not None:
         fail("--seed and --sweep cannot be combined (a sweep starts at --start)", EXIT_USAGE)
@@ -396,13 +402,13 @@ def _one(opts: object, report: Path | None, output: OutputFormat) -> None:
     raise SystemExit(outcome.exit_code)
 
 
-def _checklist(opts: object, report: Path | None, output: OutputFormat) -> None:
+def _checklist(opts: object, jobs: int, report: Path | None, output: OutputFormat) -> None:
     from bhandar_cli.check import CheckOptions, curve_line, render_table, repeat_command, run_checklist
 
     assert isinstance(opts, CheckOptions)
     quiet = output is OutputFormat.json
     rows, outcomes = run_checklist(
-        opts, (lambda _: None) if quiet else (lambda s: print(s, file=sys.stderr, flush=True))
+        opts, jobs, (lambda _: None) if quiet else (lambda s: print(s, file=sys.stderr, flush=True))
     )
     if report is not None:
         from bhandar_cli.check import checklist_page

@@ -38,6 +38,7 @@ def invoke(*args: str) -> Result:
         (["-w", "echo", "--nemesis", "partition,meteor"], "--nemesis: unknown fault 'meteor'"),
         (["-w", "echo", "--time-limit", "soon"], "--time-limit takes a duration"),
         (["-w", "echo", "--checklist", "--nemesis", "kill"], "bring their own faults"),
+        (["-w", "echo", "--checklist", "--jobs", "0"], "--jobs must be an integer from 1 to 256, got '0'"),
         (["-w", "echo", "--scenario", "fire"], "--scenario: unknown scenario 'fire'"),
         (
             ["-w", "broadcast", "--scenario", "hint holder killed"],
@@ -102,6 +103,7 @@ def test_a_setup_error_exits_2_and_says_why(tmp_path: Path) -> None:
 
 
 def test_the_checklist_table(tmp_path: Path) -> None:
+    """Its scenarios run three at a time (`--jobs 3`); the table keeps the catalog's order."""
     report = tmp_path / "checklist.html"
     result = invoke(
         "check",
@@ -110,6 +112,8 @@ def test_the_checklist_table(tmp_path: Path) -> None:
         "-w",
         "g-set",
         "--checklist",
+        "--jobs",
+        "3",
         "--log-dir",
         str(tmp_path),
         "--report",

@@ -180,7 +180,7 @@ def test_an_unreachable_scheduler_is_one_line_and_exit_2(tmp_path: Path) -> None
         (["--sweep", "3", "--jobs", "2", "--scheduler", "tcp://127.0.0.1:8786"], "cannot be combined"),
         (["--sweep", "3", "--scheduler", "localhost"], "--scheduler takes the Dask scheduler's address"),
         (["--start", "4"], "--start applies only with --sweep"),
-        (["--jobs", "2"], "--jobs applies only with --sweep"),
+        (["--jobs", "2"], "--jobs applies only with --sweep or --checklist"),
         (["--scheduler", "tcp://127.0.0.1:8786"], "--scheduler applies only with --sweep"),
     ],
 )
