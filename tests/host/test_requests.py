@@ -13,28 +13,18 @@ from __future__ import annotations
 import trio
 import trio.testing
 
-from bhandar_cli.core.membership.ring import Ring
-from bhandar_cli.core.model.config import NodeConfig
 from bhandar_cli.core.model.records import Versioned
-from bhandar_cli.core.model.store import MemoryStore
 from bhandar_cli.core.model.versions import JSON
 from bhandar_cli.core.protocol.client_messages import Failure, GetRequest, GetResult, PutRequest
 from bhandar_cli.core.protocol.messages import Result
 from bhandar_cli.host.executor import NodeHost
 from bhandar_cli.node.runtime import call
 from bhandar_cli.sim.sim_cluster import SimCluster
+from tests.support.lone_host import lone_node_host
 
 
 def lone_node() -> NodeHost:
-    host = NodeHost(
-        name="A",
-        zone="z1",
-        ring=Ring.build(["A"], 8),
-        store=MemoryStore(),
-        config=NodeConfig(),
-        seed=1,
-        send=lambda *_: None,
-    )
+    host = lone_node_host()
     host.start(0.0)
     return host
 

@@ -6,26 +6,16 @@ from __future__ import annotations
 import trio
 import trio.testing
 
-from bhandar_cli.core.membership.ring import Ring
-from bhandar_cli.core.model.config import NodeConfig
-from bhandar_cli.core.model.store import MemoryStore
 from bhandar_cli.core.model.versions import JSON
 from bhandar_cli.core.protocol.client_messages import PutRequest, PutResult
 from bhandar_cli.core.protocol.messages import Result
-from bhandar_cli.host.executor import BATCH, NodeHost
+from bhandar_cli.host.executor import BATCH
 from bhandar_cli.node.runtime import NodeRunner
+from tests.support.lone_host import lone_node_host
 
 
 def test_a_node_given_several_batches_lets_other_tasks_run_between_its_steps() -> None:
-    host = NodeHost(
-        name="A",
-        zone="z1",
-        ring=Ring.build(["A"], 8),
-        store=MemoryStore(),
-        config=NodeConfig(),
-        seed=1,
-        send=lambda *_: None,
-    )
+    host = lone_node_host()
     total = 3 * BATCH
     answers: list[Result] = []
     progress_seen: list[int] = []  # answers counted each time the other task got a turn
