@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 
 from bhandar_cli.bench import etcd_side_by_side as bench_etcd
 from bhandar_cli.bench.http_load import Response, Spec, request
+from bhandar_cli.cli import bench_etcd_cmd
 from bhandar_cli.cli.app import app
 
 REPO = Path(__file__).resolve().parents[2]
@@ -63,7 +64,9 @@ def test_responses_by_length_chunked_and_closing_in_any_pieces() -> None:
 
 
 def test_without_etcd_the_command_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(bench_etcd, "etcd_binary", lambda: None)
+    # Where the command looks it up: it imported the function by name (patching the function's own
+    # module passed only on machines without etcd).
+    monkeypatch.setattr(bench_etcd_cmd, "etcd_binary", lambda: None)
     result = CliRunner().invoke(app, ["bench", "etcd", "--ops", "100", "--rounds", "1"])
     assert result.exit_code == 1
     assert "needs etcd installed (Debian: apt-get install etcd-server)" in result.output

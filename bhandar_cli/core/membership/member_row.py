@@ -2,7 +2,8 @@
 
 It is a module of its own so that it stays Python in the compiled build (bhandar_cli/native.py
 `EXCLUDED`): mypyc makes every key of a compiled TypedDict required, dropping `total=False`,
-and the shape check (client/view_shapes.py) reads which keys are required at run time."""
+and the views' shape check (tests/client/test_view_shapes.py) reads which keys are required at
+run time."""
 
 from __future__ import annotations
 
