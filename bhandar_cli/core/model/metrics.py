@@ -212,6 +212,12 @@ class NodeMetrics:
     hints_expired: int = counter(
         "Hints dropped for age.", unit="hints", part=REPAIRS, view=("hints", "expired")
     )
+    hints_for_silent: int = counter(
+        "Hints kept for home replicas that did not answer a write by its deadline.",
+        unit="hints",
+        part=REPAIRS,
+        view=("hints", "for_silent"),
+    )
     hints_refused: int = counter(
         "Hints refused because a queue was full.", unit="hints", part=REPAIRS, view=("hints", "refused")
     )

@@ -13,6 +13,7 @@ for each pending replica it believes down (see quorum.py for why they count in `
 
 from __future__ import annotations
 
+from bhandar_cli.core.membership import key_token
 from bhandar_cli.core.model import (
     EMPTY_COUNTER,
     MAX_INTEGER,
@@ -403,7 +404,9 @@ class WriteCoordinator:
         return PutResult(self.node_id, acks, op.needed, op.warnings, op.hinted)
 
     def expire(self, now: float, op: PendingWrite) -> list[Effect]:
-        """The write's deadline passed: fail it if the client is still waiting."""
+        """The write's deadline passed: hint it for the home replicas that never answered, and
+        fail it if the client is still waiting."""
+        self._hint_the_silent(now, op)
         progress = op.progress
         if progress.answered:
             return []
@@ -419,6 +422,36 @@ class WriteCoordinator:
             coordinator=self.node_id,
         )
         return [finish(now, op, failure)]
+
+    def _hint_the_silent(self, now: float, op: PendingWrite) -> None:
+        """A home replica that neither stored nor refused the write by its deadline (cut off before
+        anyone saw it down, so no fallback stood in for it) gets this node's copy of the key as a
+        hint, handed off once it answers again (handoff.py). Without it only anti-entropy's round
+        would bring it the write, and a round of a few hundred comparisons at one per repair
+        interval took minutes after a short partition healed (found by `bhandar bench repair`).
+        A silent fallback gets none: the home it stood in for is down, and its own copy is not
+        one the fallback should keep."""
+        progress = op.progress
+        ks = self.replica.keyspaces.get(op.keyspace)
+        ring = self.replica.ring_view.ring
+        if ks is None or not ring.nodes:
+            return
+        home = ring.preference_list(key_token(op.keyspace, op.key), ks.n)
+        silent = [
+            t
+            for t in op.targets
+            if t != self.node_id and t in home and t not in progress.acks and t not in progress.failed
+        ]
+        if not silent:
+            return
+        record = self.replica.local_view(op.keyspace, op.key)
+        if record is None:
+            return
+        for target in silent:
+            if self.replica.hints.add(now, target, op.keyspace, op.key, record):
+                self.metrics.hints_for_silent += 1
+            else:
+                self.metrics.hints_refused += 1
 
 
 # The dot of a write not minted yet, while the write path checks what could still refuse it: no

@@ -92,6 +92,7 @@ SERIES = {
             "hints_stored",
             "hints_delivered",
             "hints_expired",
+            "hints_for_silent",
             "hints_refused",
             "coordinated",
             "replica_requests",
@@ -147,7 +148,15 @@ def test_the_metrics_view_keeps_its_json_shape_and_show_parts() -> None:
             "forward_fallbacks", "sibling_limit_exceeded", "anti_entropy", "values_expired", "hot",
             "storage",
         }  # fmt: skip
-        assert set(view["hints"]) == {"pending", "oldest_s", "stored", "delivered", "expired", "refused"}
+        assert set(view["hints"]) == {
+            "pending",
+            "oldest_s",
+            "stored",
+            "delivered",
+            "expired",
+            "for_silent",
+            "refused",
+        }
         assert set(view["anti_entropy"]) == {
             "sessions",
             "keys_repaired",
