@@ -21,7 +21,9 @@ from bhandar_cli.client.openers import open_tcp_client
 from bhandar_cli.fleet.cluster_file import ClusterFile
 from tests.e2e.conftest import run_cli, wait_for
 
-MIN_PUTS = 500
+# At the 2-6 % the user saw, 300 puts show a failure with probability above 99.7 % (0.98^300 =
+# 0.2 %); 500 made this the suite's longest test (67 s quiet, 288 s on a loaded CI machine).
+MIN_PUTS = 300
 DEADLINE = 600.0  # seconds for the whole run, upgrade and loops (a loaded 2-core machine)
 
 
