@@ -62,18 +62,8 @@ from bhandar_cli.core.protocol import (
     Result,
 )
 from bhandar_cli.core.session import ClientSession, Done, Exchange, Failed, SendRequest, Step
-from bhandar_cli.node.http.asgi import (
-    ADMIT,
-    Admit,
-    BodyRefused,
-    Limits,
-    Receive,
-    RequestBody,
-    Scope,
-    Send,
-    lifespan,
-    serve,
-)
+from bhandar_cli.node.http.asgi import ADMIT, Admit, BodyRefused, Limits, RequestBody, lifespan, serve
+from bhandar_cli.node.http.http1 import Receive, Scope, Send
 from bhandar_cli.node.http.prometheus import NodeCollector
 from bhandar_cli.security import Authenticator, Credential, NodeTls
 
