@@ -142,6 +142,12 @@ class Http1Connection:
                 await self._write(plain_answer(500, "internal error (a bug): no response"))
             return False
         h = self.h11
+        while h.their_state is h11.SEND_BODY:  # a body the app did not read: what is here already
+            try:
+                if h.next_event() is h11.NEED_DATA:
+                    return False  # the rest is on its way: not worth waiting for
+            except h11.RemoteProtocolError:
+                return False
         return h.our_state is h11.DONE and h.their_state is h11.DONE and not self.broken
 
     async def _next_request(self) -> h11.Request | None:
@@ -157,6 +163,12 @@ class Http1Connection:
                 await self._write(plain_answer(status, f"{what}: {exc}"))
                 return None
             if isinstance(event, h11.Request):
+                # h11 bounds a head only while it is incomplete: one that came whole in a read is
+                # held to the same size here.
+                size = len(event.target) + sum(len(name) + len(value) + 4 for name, value in event.headers)
+                if size > MAX_HEAD:
+                    await self._write(plain_answer(431, f"request head too large: over {MAX_HEAD} bytes"))
+                    return None
                 return event
             if event is not h11.NEED_DATA:  # ConnectionClosed
                 return None
