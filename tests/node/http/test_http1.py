@@ -16,8 +16,7 @@ from functools import partial
 import pytest
 import trio
 
-from bhandar_cli.node.http import asgi
-from bhandar_cli.node.http.asgi import BodyRefused, Limits, Receive, RequestBody, Scope, Send
+from bhandar_cli.node.http import BodyRefused, Limits, Receive, RequestBody, Scope, Send, asgi
 
 DEADLINE = 10.0  # bounds every test; the limits under test are a second or two
 LIMITS = Limits(max_connections=8, read_timeout=None)
