@@ -8,7 +8,7 @@ from bhandar_cli import lazy_face
 
 if TYPE_CHECKING:
     from bhandar_cli.node.http.api import serve_http
-    from bhandar_cli.node.http.asgi import BodyRefused, Limits, RequestBody, lifespan, serve
+    from bhandar_cli.node.http.asgi import BodyRefused, Limits, RequestBody, serve
     from bhandar_cli.node.http.http1 import Receive, Scope, Send
 
 # The face: what other packages import from this one (tests/faces.txt pins it). Loaded on first
@@ -20,7 +20,6 @@ __all__ = [
     "RequestBody",
     "Scope",
     "Send",
-    "lifespan",
     "serve",
     "serve_http",
 ]
@@ -34,7 +33,6 @@ if not TYPE_CHECKING:  # mypy reads the imports above: a misspelt name is an err
             "RequestBody": "asgi",
             "Scope": "http1",
             "Send": "http1",
-            "lifespan": "asgi",
             "serve": "asgi",
             "serve_http": "api",
         },

@@ -1,6 +1,5 @@
 """What the two ASGI apps served here share (the node's HTTP API, node/http/api.py, and the web
-view, web/server.py): serving them with limits, the ASGI callable types, the lifespan handshake
-and reading a request's body.
+view, web/server.py): serving them with limits, and reading a request's body.
 
 `serve` is an accept loop of ours: past `Limits.max_connections` a new connection is closed at
 once; a TLS connection has `HANDSHAKE_TIMEOUT` for its handshake; then the connection's one task
@@ -34,7 +33,7 @@ from typing import Any
 import trio
 
 from bhandar_cli.core.model import RateLimited, Unavailable
-from bhandar_cli.node.http.http1 import App, Http1Connection, Receive, Scope, Send
+from bhandar_cli.node.http.http1 import App, Http1Connection, Receive, Scope
 from bhandar_cli.node.http.https_only import HttpsOnlyListener, HttpsOnlyStream
 from bhandar_cli.security import RefusalLog
 
@@ -42,17 +41,6 @@ from bhandar_cli.security import RefusalLog
 # check ("" when the node checks none); raises RateLimited or Unavailable past a cap.
 ADMIT = "bhandar.admit"
 Admit = Callable[[str], None]
-
-
-async def lifespan(receive: Receive, send: Send) -> None:
-    """Answer an ASGI server's lifespan messages until shutdown: the apps keep no state to set up."""
-    while True:
-        message = await receive()
-        if message["type"] == "lifespan.startup":
-            await send({"type": "lifespan.startup.complete"})
-        elif message["type"] == "lifespan.shutdown":
-            await send({"type": "lifespan.shutdown.complete"})
-            return
 
 
 DRAIN_S = 2.0  # seconds an answered request's unread body has to arrive before the connection closes
@@ -253,7 +241,7 @@ class RequestBody:
     `settle`, called before the response starts, reads what the route left unread.
 
     Why settle: a route that refuses a request by its path, token or query answers before reading
-    the body. hypercorn then closes the keep-alive connection (the request is not over), and a
+    the body. The server then closes the keep-alive connection (the request is not over), and a
     client that sent its next request on it meanwhile sees "server disconnected" for a request it
     never had an answer to. Reading the rest first keeps the connection usable; a body too large to
     read, or one that does not come, gets `Connection: close` instead, so the client knows."""
@@ -272,7 +260,7 @@ class RequestBody:
 
     async def _next(self) -> bytes:
         message = await self._receive()
-        if message["type"] != "http.request":  # the client went away (or hypercorn gave up on it)
+        if message["type"] != "http.request":  # the client went away (or fell silent: http1.py)
             self.done = self.cut = True
             return b""
         if not message.get("more_body"):

@@ -5,8 +5,8 @@ fails the handshake and the connection closes without a word (curl: (52) Empty r
 server). asgi.serve's accept loop takes its TLS connections from `HttpsOnlyListener`, whose
 streams look at the first byte the client sends before the handshake: a TLS record (0x16)
 handshakes as before; a letter (an HTTP method) is answered `400` with the https URL the request
-meant, logged, and closed. The handshake's timeout (hypercorn's, around `do_handshake`) bounds
-the wait for that byte.
+meant, logged, and closed. The handshake's timeout (asgi.HANDSHAKE_TIMEOUT, around `do_handshake`)
+bounds the wait for that byte.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ class HttpsOnlyStream(trio.abc.Stream):
     """trio's SSLStream (which does not take subclasses), after a look at the first byte."""
 
     def __init__(self, raw: trio.SocketStream, context: ssl.SSLContext) -> None:
-        self.transport_stream = raw  # hypercorn reads the socket's addresses through it
+        self.transport_stream = raw  # the accept loop reads the peer's address through it
         self._tls = trio.SSLStream(raw, context, server_side=True, https_compatible=True)
 
     async def do_handshake(self) -> None:
