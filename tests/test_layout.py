@@ -51,7 +51,7 @@ LAYERS: dict[str, set[str]] = {
     "store": CORE | STORAGE | {"security"},
     "host": CORE,
     "node.net": CORE | {"host", "security"},
-    "node.http": CORE | {"security"},
+    "node.http": CORE | {"node.net", "security"},  # node.net: the TLS stream its HTTPS port speaks
     "node": CORE | STORAGE | NODE | {"store", "host", "security"},
     "fleet": CORE | STORAGE | NODE | {"store", "host", "security"},
     "sim": CORE | {"host"},

@@ -1,6 +1,6 @@
 """The web view's HTTP server: the page, its state as Server-Sent Events, and its command box.
 
-An ASGI app on hypercorn's trio worker, the stack of the node's HTTP API (node/http/api.py). One
+An ASGI app on our HTTP/1.1 server (node/http/http1.py), as the node's HTTP API is. One
 producer task builds the state snapshot (web/state.py) while at least one page is open, at most
 `1 / MIN_INTERVAL` times a second and never more than a third of the time (a slow snapshot under
 load spaces the next one out), and publishes it only when it changed; each page's event stream
@@ -49,7 +49,7 @@ from typing import Any
 import trio
 
 from bhandar_cli.core.model import BhandarError
-from bhandar_cli.node.http import BodyRefused, Limits, Receive, RequestBody, Scope, Send, lifespan, serve
+from bhandar_cli.node.http import BodyRefused, Limits, Receive, RequestBody, Scope, Send, serve
 from bhandar_cli.repl import Reply, Session
 from bhandar_cli.web.state import WebState
 
@@ -159,11 +159,6 @@ class WebServer:
     # --- HTTP ------------------------------------------------------------------------------------
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            await lifespan(receive, send)
-            return
-        if scope["type"] != "http":
-            return
         path, method = scope["path"].strip("/"), scope["method"]
         request_body = RequestBody(scope, receive, MAX_BODY)
         try:

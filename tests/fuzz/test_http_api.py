@@ -1,5 +1,5 @@
 """Fuzz the HTTP API (node/http/api.py's ASGI app) with arbitrary methods, paths, query strings, headers
-and bodies, called directly as ASGI (what hypercorn would hand it) in front of a node of a real
+and bodies, called directly as ASGI (what node/http/http1.py hands it) in front of a node of a real
 in-process cluster on trio's virtual clock.
 
 Every request gets exactly one response, never a 500 and never an exception out of the app; every
@@ -67,7 +67,7 @@ class HttpRequest:
 async def asgi(app: Api, request: HttpRequest) -> tuple[int, dict[bytes, bytes], bytes]:
     """One request through the app; its status, headers and body. Fails if the app raises or
     answers other than with one start and one body."""
-    path = quote_from_bytes(request.raw_path, safe="/%").replace("%25", "%")  # hypercorn's view of it
+    path = quote_from_bytes(request.raw_path, safe="/%").replace("%25", "%")  # as a server unquotes it
     scope = {
         "type": "http",
         "asgi": {"version": "3.0"},
@@ -93,7 +93,7 @@ async def asgi(app: Api, request: HttpRequest) -> tuple[int, dict[bytes, bytes],
 
     async def send(message: dict[str, Any]) -> None:
         if message["type"] == "http.response.start":
-            # An answer before the body is read makes hypercorn close a keep-alive connection the
+            # An answer before the body is read makes the server close a keep-alive connection the
             # client may already have sent its next request on: read it first, or say close.
             said_close = (b"connection", b"close") in message["headers"]
             assert not any(chunks) or said_close, f"{request}: answered with {b''.join(chunks)!r} unread"

@@ -1,4 +1,4 @@
-"""A node's HTTP gateway: the API, the Prometheus endpoint, and the ASGI glue."""
+"""A node's HTTP gateway: the API, the Prometheus endpoint, the ASGI glue and the HTTP/1.1 server."""
 
 from __future__ import annotations
 
@@ -8,16 +8,8 @@ from bhandar_cli import lazy_face
 
 if TYPE_CHECKING:
     from bhandar_cli.node.http.api import serve_http
-    from bhandar_cli.node.http.asgi import (
-        BodyRefused,
-        Limits,
-        Receive,
-        RequestBody,
-        Scope,
-        Send,
-        lifespan,
-        serve,
-    )
+    from bhandar_cli.node.http.asgi import BodyRefused, Limits, RequestBody, serve
+    from bhandar_cli.node.http.http1 import Receive, Scope, Send
 
 # The face: what other packages import from this one (tests/faces.txt pins it). Loaded on first
 # use (PEP 562), so importing any module of the package costs no more than before.
@@ -28,7 +20,6 @@ __all__ = [
     "RequestBody",
     "Scope",
     "Send",
-    "lifespan",
     "serve",
     "serve_http",
 ]
@@ -38,11 +29,10 @@ if not TYPE_CHECKING:  # mypy reads the imports above: a misspelt name is an err
         {
             "BodyRefused": "asgi",
             "Limits": "asgi",
-            "Receive": "asgi",
+            "Receive": "http1",
             "RequestBody": "asgi",
-            "Scope": "asgi",
-            "Send": "asgi",
-            "lifespan": "asgi",
+            "Scope": "http1",
+            "Send": "http1",
             "serve": "asgi",
             "serve_http": "api",
         },

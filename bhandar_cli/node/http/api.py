@@ -1,8 +1,8 @@
-"""The HTTP API of one node (man page: HTTP API; docs/http-api.md): a small ASGI app served by
-hypercorn's trio worker.
+"""The HTTP API of one node (man page: HTTP API; docs/http-api.md): a small ASGI app served by our
+HTTP/1.1 server (node/http/http1.py, inline in each connection's task).
 
 It is part of the node: requests go to this node's own coordinator (`NodeProcess.call`), never
-through client/client.py. Hypercorn does all the HTTP; this module only routes, converts JSON to
+through client/client.py. http1.py does all the HTTP; this module only routes, converts JSON to
 requests and results to JSON, and maps failures to status codes: bad input 400, too large 413,
 not found and unknown keyspace 404, refused (too many siblings) and a keyspace defined otherwise
 409, unavailable 503, timeout 504. When the node checks tokens, every route is checked (before its
@@ -62,18 +62,8 @@ from bhandar_cli.core.protocol import (
     Result,
 )
 from bhandar_cli.core.session import ClientSession, Done, Exchange, Failed, SendRequest, Step
-from bhandar_cli.node.http.asgi import (
-    ADMIT,
-    Admit,
-    BodyRefused,
-    Limits,
-    Receive,
-    RequestBody,
-    Scope,
-    Send,
-    lifespan,
-    serve,
-)
+from bhandar_cli.node.http.asgi import ADMIT, Admit, BodyRefused, Limits, RequestBody, serve
+from bhandar_cli.node.http.http1 import Receive, Scope, Send
 from bhandar_cli.node.http.prometheus import NodeCollector
 from bhandar_cli.security import Authenticator, Credential, NodeTls
 
@@ -129,11 +119,6 @@ class Api:
         self.registry.register(NodeCollector(node))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            await lifespan(receive, send)
-            return
-        if scope["type"] != "http":
-            return
         request_body = RequestBody(scope, receive, self.max_body)
         try:
             status, body, ctype, headers = await self.route(scope, request_body)

@@ -1,15 +1,13 @@
-"""What the two ASGI apps served by hypercorn share (the node's HTTP API, node/http/api.py, and the
-web view, web/server.py): serving them with limits, the ASGI callable types, the lifespan
-handshake and reading a request's body.
+"""What the two ASGI apps served here share (the node's HTTP API, node/http/api.py, and the web
+view, web/server.py): serving them with limits, and reading a request's body.
 
-`serve` runs hypercorn's own connection handler (its trio `TCPServer`: all the HTTP is
-hypercorn's) behind an accept loop of ours, because hypercorn has no cap on connections: past
-`Limits.max_connections` a new connection is closed at once. It also sets what hypercorn leaves
-open: a short TLS handshake timeout and a read timeout (`Limits.read_timeout`, off for the web
-view, whose pages hold event streams they never write to). A body must arrive whole within
-`BODY_TIMEOUT` (`RequestBody.read`), so one trickled a byte at a time does not hold a connection
-and its buffer for ever. Hypercorn's keep-alive timeout (`KEEP_ALIVE`) closes a connection idle
-between requests.
+`serve` is an accept loop of ours: past `Limits.max_connections` a new connection is closed at
+once; a TLS connection has `HANDSHAKE_TIMEOUT` for its handshake; then the connection's one task
+serves its requests in order with h11 (node/http/http1.py: keep-alive, pipelining, the head's
+deadlines and caps, no task per request). `Limits.read_timeout` bounds a silence while a body is
+read (off for the web view, whose pages hold event streams they never write to), and a body must
+arrive whole within `BODY_TIMEOUT` (`RequestBody.read`), so one trickled a byte at a time does not
+hold a connection and its buffer for ever.
 
 Connections that have not yet shown a valid token are shed first (`Limits.unauthenticated`): a
 connection is unauthenticated from its accept, through its TLS handshake, until one of its
@@ -17,17 +15,17 @@ requests passes the token check (the app calls the `Admit` it finds in the reque
 `ADMIT`); at most `unauthenticated` are, and one more closes the oldest of them (as the node port
 does, node/net/admission.py). So a flood of silent connections, each held for the handshake
 timeout, costs the node a bounded number of slots and never the room of clients with a token,
-which is the cap less the unauthenticated budget. The accept loop is ours (hypercorn's own has no
-hook for it), and each connection's handler runs in a cancel scope we hold, which is what
-closing it means. A token holds at most `per_token` of the authenticated connections; one more
-stays unauthenticated and its request is refused 429 saying so.
+which is the cap less the unauthenticated budget. Each connection's task runs in a cancel scope
+we hold, which is what closing it means. A token holds at most `per_token` of the authenticated
+connections; one more stays unauthenticated and its request is refused 429 saying so.
 """
 
 from __future__ import annotations
 
 import logging
+import ssl
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -35,33 +33,19 @@ from typing import Any
 import trio
 
 from bhandar_cli.core.model import RateLimited, Unavailable
+from bhandar_cli.node.http.http1 import App, Http1Connection, Receive, Scope
 from bhandar_cli.node.http.https_only import HttpsOnlyListener, HttpsOnlyStream
 from bhandar_cli.security import RefusalLog
 
-Scope = dict[str, Any]
-Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
 # In a request's scope: call it with the id of the token the request showed, once it passed the
 # check ("" when the node checks none); raises RateLimited or Unavailable past a cap.
 ADMIT = "bhandar.admit"
 Admit = Callable[[str], None]
 
 
-async def lifespan(receive: Receive, send: Send) -> None:
-    """Answer hypercorn's lifespan messages until shutdown: the apps keep no state to set up."""
-    while True:
-        message = await receive()
-        if message["type"] == "lifespan.startup":
-            await send({"type": "lifespan.startup.complete"})
-        elif message["type"] == "lifespan.shutdown":
-            await send({"type": "lifespan.shutdown.complete"})
-            return
-
-
 DRAIN_S = 2.0  # seconds an answered request's unread body has to arrive before the connection closes
 BODY_TIMEOUT = 30.0  # seconds a request's whole body has to arrive in
-HANDSHAKE_TIMEOUT = 5.0  # hypercorn's default is 60 s: a minute of a connection slot for nothing
-KEEP_ALIVE = 5.0  # seconds a connection may sit idle between two requests (hypercorn's default)
+HANDSHAKE_TIMEOUT = 5.0  # seconds for a TLS handshake: longer is a connection slot held for nothing
 
 
 @dataclass(frozen=True)
@@ -158,7 +142,7 @@ class _Door:
 
 
 async def serve(
-    app: Callable[[Scope, Receive, Send], Awaitable[None]],
+    app: App,
     host: str,
     port: int,
     limits: Limits,
@@ -168,68 +152,66 @@ async def serve(
 ) -> None:
     """Serve `app` on host:port (HTTPS with `tls` = (certificate file, key file)) until cancelled;
     reports the bound port when listening."""
-    from hypercorn.config import Config
-    from hypercorn.trio.tcp_server import TCPServer
-    from hypercorn.trio.worker_context import WorkerContext
-    from hypercorn.typing import ConnectionState
-    from hypercorn.utils import wrap_app
-
-    config = Config()
-    config.bind = [f"{host}:{port}"]
-    if tls is not None:
-        config.certfile, config.keyfile = tls
-    config.accesslog = None
-    config.errorlog = log
-    config.ssl_handshake_timeout = HANDSHAKE_TIMEOUT
-    config.read_timeout = limits.read_timeout
-    config.keep_alive_timeout = KEEP_ALIVE
-    sockets = config.create_sockets()
-    (sock,) = sockets.secure_sockets or sockets.insecure_sockets
-    sock.listen(config.backlog)
-    plain = trio.SocketListener(trio.socket.from_stdlib_socket(sock))
-    listener: trio.abc.Listener[Any] = plain
-    ssl_context = config.create_ssl_context()
-    if ssl_context is not None:  # TLS, and plain HTTP told in one line to use https
-        listener = HttpsOnlyListener(plain, ssl_context)
-    context = WorkerContext(None)
+    plain = await trio.open_tcp_listeners(port, host=host)
+    listeners: list[trio.abc.Listener[Any]] = list(plain)
+    scheme = "http"
+    if tls is not None:  # TLS, and plain HTTP told in one line to use https
+        context = _tls_context(*tls)
+        listeners = [HttpsOnlyListener(listener, context) for listener in plain]
+        scheme = "https"
     door = _Door(limits, RefusalLog(log))
+    server = plain[0].socket.getsockname()[:2]
 
     async def handle(stream: trio.abc.Stream) -> None:
-        place = door.arrive(_peer_of(stream))
+        peer = _peer_of(stream)
+        place = door.arrive(f"{peer[0]}:{peer[1]}" if peer else "?")
         if place is None:
             await trio.aclose_forcefully(stream)
             return
-        admit = partial(door.admit, place)
-
-        async def app_of_connection(scope: Scope, receive: Receive, send: Send) -> None:
-            scope[ADMIT] = admit
-            await app(scope, receive, send)
-
-        # Our apps take plain dicts where hypercorn's types name each ASGI message.
-        wrapped = wrap_app(app_of_connection, config.wsgi_max_body_size, "asgi")  # type: ignore[arg-type]
+        extra = {"scheme": scheme, "client": peer, "server": server, ADMIT: partial(door.admit, place)}
         try:
             with place.scope:
-                await TCPServer(wrapped, config, context, ConnectionState({}), stream)  # type: ignore[arg-type]
+                if isinstance(stream, HttpsOnlyStream):
+                    with trio.move_on_after(HANDSHAKE_TIMEOUT) as handshake:
+                        try:
+                            await stream.do_handshake()
+                        except trio.BrokenResourceError:  # not TLS, or plain HTTP (answered)
+                            await trio.aclose_forcefully(stream)
+                            return
+                    if handshake.cancelled_caught:
+                        await trio.aclose_forcefully(stream)
+                        return
+                await Http1Connection(stream, app, limits.read_timeout, log, extra).run()
         finally:
             door.leave(place)
             if place.evicted:
                 await trio.aclose_forcefully(stream)
 
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(partial(trio.serve_listeners, handle, [listener], handler_nursery=nursery))
-        task_status.started(sock.getsockname()[1])
+        nursery.start_soon(partial(trio.serve_listeners, handle, listeners, handler_nursery=nursery))
+        task_status.started(server[1])
 
 
-def _peer_of(stream: trio.abc.Stream) -> str:
-    """The other end's "host:port", under TLS or not (for the refusal log)."""
+def _tls_context(cert: str, key: str) -> ssl.SSLContext:
+    """The HTTPS port's TLS: the node's certificate, TLS 1.2 at least, no renegotiation."""
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.options |= ssl.OP_NO_COMPRESSION | ssl.OP_NO_RENEGOTIATION
+    context.set_alpn_protocols(["http/1.1"])
+    context.load_cert_chain(cert, key)
+    return context
+
+
+def _peer_of(stream: trio.abc.Stream) -> tuple[str, int] | None:
+    """The other end's (host, port), under TLS or not (the refusal log, the scope's "client")."""
     raw = stream.transport_stream if isinstance(stream, HttpsOnlyStream) else stream
     if not isinstance(raw, trio.SocketStream):
-        return "?"
+        return None
     try:
         host, port = raw.socket.getpeername()[:2]
     except OSError:
-        return "?"
-    return f"{host}:{port}"
+        return None
+    return str(host), int(port)
 
 
 class BodyRefused(Exception):
@@ -259,7 +241,7 @@ class RequestBody:
     `settle`, called before the response starts, reads what the route left unread.
 
     Why settle: a route that refuses a request by its path, token or query answers before reading
-    the body. hypercorn then closes the keep-alive connection (the request is not over), and a
+    the body. The server then closes the keep-alive connection (the request is not over), and a
     client that sent its next request on it meanwhile sees "server disconnected" for a request it
     never had an answer to. Reading the rest first keeps the connection usable; a body too large to
     read, or one that does not come, gets `Connection: close` instead, so the client knows."""
@@ -278,7 +260,7 @@ class RequestBody:
 
     async def _next(self) -> bytes:
         message = await self._receive()
-        if message["type"] != "http.request":  # the client went away (or hypercorn gave up on it)
+        if message["type"] != "http.request":  # the client went away (or fell silent: http1.py)
             self.done = self.cut = True
             return b""
         if not message.get("more_body"):

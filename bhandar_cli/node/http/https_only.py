@@ -1,12 +1,12 @@
 """A node's HTTPS port answers plain HTTP in one line: "this port speaks HTTPS: use https://...".
 
-Wrapped in trio's SSLStream alone, a request sent in plain text (`curl http://127.0.0.1:PORT/...`)
+Wrapped in a TLS stream alone, a request sent in plain text (`curl http://127.0.0.1:PORT/...`)
 fails the handshake and the connection closes without a word (curl: (52) Empty reply from
 server). asgi.serve's accept loop takes its TLS connections from `HttpsOnlyListener`, whose
 streams look at the first byte the client sends before the handshake: a TLS record (0x16)
 handshakes as before; a letter (an HTTP method) is answered `400` with the https URL the request
-meant, logged, and closed. The handshake's timeout (hypercorn's, around `do_handshake`) bounds
-the wait for that byte.
+meant, logged, and closed. The handshake's timeout (asgi.HANDSHAKE_TIMEOUT, around `do_handshake`)
+bounds the wait for that byte.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import ssl
 
 import trio
 
+from bhandar_cli.node.net import TlsStream
 from bhandar_cli.security import RefusalLog
 
 log = logging.getLogger("bhandar.http")
@@ -45,11 +46,12 @@ def plain_http_answer(head: bytes, port: int) -> tuple[bytes, str]:
 
 
 class HttpsOnlyStream(trio.abc.Stream):
-    """trio's SSLStream (which does not take subclasses), after a look at the first byte."""
+    """The node's TLS stream (node/net/tls_stream.py, as its peer links use: a fraction of
+    trio.SSLStream's bookkeeping per call), after a look at the first byte."""
 
     def __init__(self, raw: trio.SocketStream, context: ssl.SSLContext) -> None:
-        self.transport_stream = raw  # hypercorn reads the socket's addresses through it
-        self._tls = trio.SSLStream(raw, context, server_side=True, https_compatible=True)
+        self.transport_stream = raw  # the accept loop reads the peer's address through it
+        self._tls = TlsStream(raw, context, server_side=True)
 
     async def do_handshake(self) -> None:
         first = await self.transport_stream.socket.recv(1, socket.MSG_PEEK)
@@ -77,10 +79,6 @@ class HttpsOnlyStream(trio.abc.Stream):
         with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
             await raw.send_all(answer)
         await raw.aclose()
-
-    def selected_alpn_protocol(self) -> str | None:
-        protocol: str | None = self._tls.selected_alpn_protocol()
-        return protocol
 
     async def send_all(self, data: bytes | bytearray | memoryview) -> None:
         await self._tls.send_all(data)

@@ -1,4 +1,4 @@
-"""asgi.serve: hypercorn's HTTP behind an accept loop with limits hypercorn lacks or leaves open.
+"""asgi.serve: our HTTP/1.1 server (node/http/http1.py) behind an accept loop with limits.
 
 Past the connection cap a new connection is closed at once; a TLS handshake, a client that sends
 nothing, and a body trickled out each have a deadline. Served on 127.0.0.1 with a small app; the
@@ -16,8 +16,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from bhandar_cli.node.http import asgi
-from bhandar_cli.node.http.asgi import BodyRefused, Limits, Receive, RequestBody, Scope, Send
+from bhandar_cli.node.http import BodyRefused, Limits, Receive, RequestBody, Scope, Send, asgi
 from bhandar_cli.security import pki
 
 DEADLINE = 10.0  # bounds every wait below; the limits under test are a second or two
@@ -87,7 +86,7 @@ def test_past_the_cap_a_new_connection_is_closed_at_once_and_the_others_are_serv
             assert b"200" in await held[0].receive_some(1024)
             for stream in held:
                 await stream.aclose()
-            await trio.sleep(0.1)  # their slots come back as hypercorn's handlers end
+            await trio.sleep(0.1)  # their slots come back as their tasks end
             assert await status_of(port, GET) == 200
 
     run(body)
