@@ -10,18 +10,34 @@ encoding, independent of both (`core/model/record_digest.py`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar, Final, final
 
 from bhandar_cli.core.model.crdt import ActorCount, PNCounter
 from bhandar_cli.core.model.versions import Sibling, lww_merge, merge_siblings
 
 
-@dataclass(frozen=True, slots=True)
+@final
 class Versioned:
-    """Siblings of a `siblings` or `lww` key, sorted by dot."""
+    """Siblings of a `siblings` or `lww` key, sorted by dot. Immutable, compared by value: a
+    native class when compiled, as `Sibling` (core/model/versions.py says why)."""
 
-    siblings: tuple[Sibling, ...]
+    __match_args__: ClassVar = ("siblings",)
+    __slots__ = ("siblings",)
+
+    def __init__(self, siblings: tuple[Sibling, ...]) -> None:
+        self.siblings: Final = siblings
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not Versioned:
+            return NotImplemented
+        assert isinstance(other, Versioned)
+        return self.siblings == other.siblings
+
+    def __hash__(self) -> int:
+        return hash((self.siblings,))
+
+    def __repr__(self) -> str:
+        return f"Versioned(siblings={self.siblings!r})"
 
 
 Record = Versioned | PNCounter

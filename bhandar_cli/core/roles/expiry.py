@@ -22,7 +22,6 @@ timestamp.
 
 from __future__ import annotations
 
-from dataclasses import replace
 
 from bhandar_cli.core.model import KeyspaceDef, Keyspaces, NodeMetrics, Record, Store, Versioned
 
@@ -39,7 +38,7 @@ def expire(ks: KeyspaceDef | None, record: Record | None, now: float) -> Record 
         return record
     return Versioned(
         tuple(
-            replace(s, value=None) if s.value is not None and s.ts + ttl <= now else s
+            s.tombstoned() if s.value is not None and s.ts + ttl <= now else s
             for s in record.siblings
         )
     )
