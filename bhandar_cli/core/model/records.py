@@ -39,6 +39,9 @@ class Versioned:
     def __repr__(self) -> str:
         return f"Versioned(siblings={self.siblings!r})"
 
+    def __reduce__(self) -> tuple[type[Versioned], tuple[tuple[Sibling, ...]]]:
+        return (Versioned, (self.siblings,))  # for copy and pickle, as Sibling's
+
 
 Record = Versioned | PNCounter
 
@@ -104,7 +107,7 @@ def from_plain(data: Any) -> Record:
             sibs = [
                 Sibling(
                     (str(actor), int(counter)),
-                    {str(k): int(v) for k, v in context.items()},
+                    _context(context),
                     _value_bytes(value),
                     str(ctype),
                     float(ts),
@@ -122,6 +125,18 @@ def from_plain(data: Any) -> Record:
     except (TypeError, ValueError, AttributeError) as exc:
         raise ValueError(f"malformed record: {exc}") from exc
     raise ValueError(f"malformed record: unknown kind {kind!r}")
+
+
+def _context(context: Any) -> dict[str, int]:
+    """A sibling's decoded context: nearly always a dict of str to int already, made by the decoder
+    for this record alone, so it is taken as it is (no second dict per sibling)."""
+    if context.__class__ is dict:
+        for k, v in context.items():
+            if k.__class__ is not str or v.__class__ is not int:
+                break
+        else:
+            return context
+    return {str(k): int(v) for k, v in context.items()}
 
 
 def _request_ids(ids: Any) -> tuple[tuple[str, int], ...]:

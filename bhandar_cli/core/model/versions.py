@@ -62,7 +62,7 @@ class Sibling:
     dataclass had."""
 
     __match_args__: ClassVar = ("dot", "context", "value", "ctype", "ts")
-    __slots__ = ("dot", "context", "value", "ctype", "ts")
+    __slots__ = ("context", "ctype", "dot", "ts", "value")
 
     def __init__(
         self, dot: Dot, context: VersionVector, value: bytes | None, ctype: str = JSON, ts: float = 0.0
@@ -94,6 +94,10 @@ class Sibling:
             f"Sibling(dot={self.dot!r}, context={self.context!r}, value={self.value!r}, "
             f"ctype={self.ctype!r}, ts={self.ts!r})"
         )
+
+    def __reduce__(self) -> tuple[type[Sibling], tuple[Dot, VersionVector, bytes | None, str, float]]:
+        # How copy and pickle rebuild it: a compiled class has no __dict__ or slots for them to copy.
+        return (Sibling, (self.dot, self.context, self.value, self.ctype, self.ts))
 
     def tombstoned(self) -> Sibling:
         """This version with its value dropped: a tombstone of the same dot, context and time."""

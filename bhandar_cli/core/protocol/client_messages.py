@@ -10,8 +10,10 @@ this module's class).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, ClassVar, Final, final
 
 from bhandar_cli.core.model import Record, Sibling, TraceSteps
+from bhandar_cli.core.protocol.value_fields import fields_hash, fields_reduce, fields_repr, same_fields
 
 # --- client requests (from a client, or forwarded by a node that is not a replica) ------------
 
@@ -66,55 +68,169 @@ class IncrRequest:
 # --- results -------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@final
 class PutResult:
     """A write's coordinator, the replicas that acknowledged it and how many it needed."""
 
-    coordinator: str
-    acks: int
-    needed: int
-    warnings: tuple[str, ...] = ()
-    hinted: tuple[str, ...] = ()  # "E for D": fallbacks that took a hint
-    trace: TraceSteps = ()
-    # Why the node the client asked did not coordinate it (it forwarded the write: not a replica
-    # of the key, leaving the ring, ...), in its words; "" when it coordinated. Protocol 6
-    # (core/wire.py): an older node leaves it out, and the client says less.
-    forward_reason: str = ""
+    __match_args__: ClassVar = (
+        "coordinator",
+        "acks",
+        "needed",
+        "warnings",
+        "hinted",
+        "trace",
+        "forward_reason",
+    )
+    __slots__ = ("acks", "coordinator", "forward_reason", "hinted", "needed", "trace", "warnings")
+
+    def __init__(
+        self,
+        coordinator: str,
+        acks: int,
+        needed: int,
+        warnings: tuple[str, ...] = (),
+        hinted: tuple[str, ...] = (),
+        trace: TraceSteps = (),
+        forward_reason: str = "",
+    ) -> None:
+        self.coordinator: Final = coordinator
+        self.acks: Final = acks
+        self.needed: Final = needed
+        self.warnings: Final = warnings
+        self.hinted: Final = hinted  # "E for D": fallbacks that took a hint
+        self.trace: Final = trace
+        # Why the node the client asked did not coordinate it (it forwarded the write: not a replica
+        # of the key, leaving the ring, ...), in its words; "" when it coordinated. Protocol 6
+        # (core/wire.py): an older node leaves it out, and the client says less.
+        self.forward_reason: Final = forward_reason
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not PutResult:
+            return NotImplemented
+        return same_fields(self, other)
+
+    def __hash__(self) -> int:
+        return fields_hash(self)
+
+    def __repr__(self) -> str:
+        return fields_repr(self)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return fields_reduce(self)
 
 
-@dataclass(frozen=True, slots=True)
+@final
 class GetResult:
     """A read's merged record (None: no replica has one), its coordinator and the replies merged."""
 
-    coordinator: str
-    record: Record | None
-    replies: int
-    needed: int
-    trace: TraceSteps = ()
-    # lww keyspaces: versions the replicas held that last-writer-wins discarded in this merge
-    dropped: tuple[Sibling, ...] = ()
-    warnings: tuple[str, ...] = ()  # e.g. a key merges left over the sibling limit
+    __match_args__: ClassVar = ("coordinator", "record", "replies", "needed", "trace", "dropped", "warnings")
+    __slots__ = ("coordinator", "dropped", "needed", "record", "replies", "trace", "warnings")
+
+    def __init__(
+        self,
+        coordinator: str,
+        record: Record | None,
+        replies: int,
+        needed: int,
+        trace: TraceSteps = (),
+        dropped: tuple[Sibling, ...] = (),
+        warnings: tuple[str, ...] = (),
+    ) -> None:
+        self.coordinator: Final = coordinator
+        self.record: Final = record
+        self.replies: Final = replies
+        self.needed: Final = needed
+        self.trace: Final = trace
+        # lww keyspaces: versions the replicas held that last-writer-wins discarded in this merge
+        self.dropped: Final = dropped
+        self.warnings: Final = warnings  # e.g. a key merges left over the sibling limit
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not GetResult:
+            return NotImplemented
+        return same_fields(self, other)
+
+    def __hash__(self) -> int:
+        return fields_hash(self)
+
+    def __repr__(self) -> str:
+        return fields_repr(self)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return fields_reduce(self)
 
 
-@dataclass(frozen=True, slots=True)
+@final
 class IncrResult:
     """A counter's value after an increment, and the replicas that acknowledged it."""
 
-    coordinator: str
-    value: int
-    acks: int
-    needed: int
-    trace: TraceSteps = ()
-    forward_reason: str = ""  # as PutResult's
+    __match_args__: ClassVar = ("coordinator", "value", "acks", "needed", "trace", "forward_reason")
+    __slots__ = ("acks", "coordinator", "forward_reason", "needed", "trace", "value")
+
+    def __init__(
+        self,
+        coordinator: str,
+        value: int,
+        acks: int,
+        needed: int,
+        trace: TraceSteps = (),
+        forward_reason: str = "",
+    ) -> None:
+        self.coordinator: Final = coordinator
+        self.value: Final = value
+        self.acks: Final = acks
+        self.needed: Final = needed
+        self.trace: Final = trace
+        self.forward_reason: Final = forward_reason  # as PutResult's
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not IncrResult:
+            return NotImplemented
+        return same_fields(self, other)
+
+    def __hash__(self) -> int:
+        return fields_hash(self)
+
+    def __repr__(self) -> str:
+        return fields_repr(self)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return fields_reduce(self)
 
 
-@dataclass(frozen=True, slots=True)
+@final
 class Failure:
     """A request that failed; `code` is an ErrorCode, `error` a sentence for a person."""
 
-    code: str
-    error: str
-    answered: int = 0
-    needed: int = 0
-    coordinator: str = ""
-    trace: TraceSteps = ()
+    __match_args__: ClassVar = ("code", "error", "answered", "needed", "coordinator", "trace")
+    __slots__ = ("answered", "code", "coordinator", "error", "needed", "trace")
+
+    def __init__(
+        self,
+        code: str,
+        error: str,
+        answered: int = 0,
+        needed: int = 0,
+        coordinator: str = "",
+        trace: TraceSteps = (),
+    ) -> None:
+        self.code: Final = code
+        self.error: Final = error
+        self.answered: Final = answered
+        self.needed: Final = needed
+        self.coordinator: Final = coordinator
+        self.trace: Final = trace
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not Failure:
+            return NotImplemented
+        return same_fields(self, other)
+
+    def __hash__(self) -> int:
+        return fields_hash(self)
+
+    def __repr__(self) -> str:
+        return fields_repr(self)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return fields_reduce(self)
