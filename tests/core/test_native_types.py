@@ -14,7 +14,15 @@ import pytest
 from bhandar_cli import native
 from bhandar_cli.core.model.records import Versioned
 from bhandar_cli.core.model.versions import Sibling
-from bhandar_cli.core.protocol.client_messages import Failure, GetResult, IncrResult, PutResult
+from bhandar_cli.core.protocol.client_messages import (
+    Failure,
+    GetRequest,
+    GetResult,
+    IncrRequest,
+    IncrResult,
+    PutRequest,
+    PutResult,
+)
 from bhandar_cli.core.protocol.messages import (
     ClientReply,
     Ping,
@@ -44,6 +52,9 @@ VALUE_CLASSES: tuple[type, ...] = (
     ReplicaReadReply,
     Send,
     Respond,
+    PutRequest,
+    GetRequest,
+    IncrRequest,
     PutResult,
     GetResult,
     IncrResult,

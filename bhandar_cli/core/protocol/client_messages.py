@@ -1,15 +1,14 @@
 """What a client sends a node for data (get, put, delete, incr) and gets back, and `Failure`.
 
-A one-shot command (cli/oneshot.py) needs these and nothing else of the messages, and making a
-frozen dataclass costs import time (its methods are generated and compiled when the class is
-made), so they live apart from the node-to-node messages, the other client requests (keyspace, repair,
-decommission) and the effects (core/protocol/messages.py, which re-exports them: `messages.GetRequest` is
-this module's class).
+A one-shot command (cli/oneshot.py) needs these and nothing else of the messages, so they live
+apart from the node-to-node messages, the other client requests (keyspace, repair, decommission)
+and the effects (core/protocol/messages.py, which re-exports them: `messages.GetRequest` is this
+module's class). Each is a value class, immutable, that mypyc compiles to a native class
+(core/protocol/value_fields.py).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, ClassVar, Final, final
 
 from bhandar_cli.core.model import Record, Sibling, TraceSteps
@@ -18,51 +17,172 @@ from bhandar_cli.core.protocol.value_fields import fields_hash, fields_reduce, f
 # --- client requests (from a client, or forwarded by a node that is not a replica) ------------
 
 
-@dataclass(frozen=True, slots=True)
+@final
 class PutRequest:
     """put (value is bytes) or delete (value is None). `context is None` means a blind write."""
 
-    rid: int
-    keyspace: str
-    key: str
-    value: bytes | None
-    ctype: str
-    context: dict[str, int] | None
-    consistency: str = "QUORUM"
-    trace: bool = False
-    hops: int = 0
-    avoid: tuple[str, ...] = ()  # coordinators that did not answer it in time (a fallback)
-    # The exact dot a forwarding node minted for it (core/roles/exact_dots.py), and the time it
-    # minted it: every coordinator that takes the put stores it under this dot with this time, so
-    # the copies are one sibling, identical. A client never sets them.
-    dot: tuple[str, int] | None = None
-    ts: float = 0.0
+    __match_args__: ClassVar = (
+        "rid",
+        "keyspace",
+        "key",
+        "value",
+        "ctype",
+        "context",
+        "consistency",
+        "trace",
+        "hops",
+        "avoid",
+        "dot",
+        "ts",
+    )
+    __slots__ = (
+        "avoid",
+        "consistency",
+        "context",
+        "ctype",
+        "dot",
+        "hops",
+        "key",
+        "keyspace",
+        "rid",
+        "trace",
+        "ts",
+        "value",
+    )
+
+    def __init__(
+        self,
+        rid: int,
+        keyspace: str,
+        key: str,
+        value: bytes | None,
+        ctype: str,
+        context: dict[str, int] | None,
+        consistency: str = "QUORUM",
+        trace: bool = False,
+        hops: int = 0,
+        avoid: tuple[str, ...] = (),
+        dot: tuple[str, int] | None = None,
+        ts: float = 0.0,
+    ) -> None:
+        self.rid: Final = rid
+        self.keyspace: Final = keyspace
+        self.key: Final = key
+        self.value: Final = value
+        self.ctype: Final = ctype
+        self.context: Final = context
+        self.consistency: Final = consistency
+        self.trace: Final = trace
+        self.hops: Final = hops
+        self.avoid: Final = avoid  # coordinators that did not answer it in time (a fallback)
+        # The exact dot a forwarding node minted for it (core/roles/exact_dots.py), and the time it
+        # minted it: every coordinator that takes the put stores it under this dot with this time, so
+        # the copies are one sibling, identical. A client never sets them.
+        self.dot: Final = dot
+        self.ts: Final = ts
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not PutRequest:
+            return NotImplemented
+        return same_fields(self, other)
+
+    def __hash__(self) -> int:
+        return fields_hash(self)
+
+    def __repr__(self) -> str:
+        return fields_repr(self)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return fields_reduce(self)
 
 
-@dataclass(frozen=True, slots=True)
+@final
 class GetRequest:
     """Read a key at a consistency level."""
 
-    rid: int
-    keyspace: str
-    key: str
-    consistency: str = "QUORUM"
-    trace: bool = False
-    hops: int = 0
+    __match_args__: ClassVar = ("rid", "keyspace", "key", "consistency", "trace", "hops")
+    __slots__ = ("consistency", "hops", "key", "keyspace", "rid", "trace")
+
+    def __init__(
+        self,
+        rid: int,
+        keyspace: str,
+        key: str,
+        consistency: str = "QUORUM",
+        trace: bool = False,
+        hops: int = 0,
+    ) -> None:
+        self.rid: Final = rid
+        self.keyspace: Final = keyspace
+        self.key: Final = key
+        self.consistency: Final = consistency
+        self.trace: Final = trace
+        self.hops: Final = hops
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not GetRequest:
+            return NotImplemented
+        return same_fields(self, other)
+
+    def __hash__(self) -> int:
+        return fields_hash(self)
+
+    def __repr__(self) -> str:
+        return fields_repr(self)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return fields_reduce(self)
 
 
-@dataclass(frozen=True, slots=True)
+@final
 class IncrRequest:
     """Add `delta` to a counter; `request_id` makes a retry count once."""
 
-    rid: int
-    keyspace: str
-    key: str
-    delta: int
-    request_id: str
-    consistency: str = "QUORUM"
-    trace: bool = False
-    hops: int = 0
+    __match_args__: ClassVar = (
+        "rid",
+        "keyspace",
+        "key",
+        "delta",
+        "request_id",
+        "consistency",
+        "trace",
+        "hops",
+    )
+    __slots__ = ("consistency", "delta", "hops", "key", "keyspace", "request_id", "rid", "trace")
+
+    def __init__(
+        self,
+        rid: int,
+        keyspace: str,
+        key: str,
+        delta: int,
+        request_id: str,
+        consistency: str = "QUORUM",
+        trace: bool = False,
+        hops: int = 0,
+    ) -> None:
+        self.rid: Final = rid
+        self.keyspace: Final = keyspace
+        self.key: Final = key
+        self.delta: Final = delta
+        self.request_id: Final = request_id
+        self.consistency: Final = consistency
+        self.trace: Final = trace
+        self.hops: Final = hops
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not IncrRequest:
+            return NotImplemented
+        return same_fields(self, other)
+
+    def __hash__(self) -> int:
+        return fields_hash(self)
+
+    def __repr__(self) -> str:
+        return fields_repr(self)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return fields_reduce(self)
 
 
 # --- results -------------------------------------------------------------------------------

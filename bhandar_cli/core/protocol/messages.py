@@ -1,7 +1,9 @@
 """Messages between clients and nodes and between nodes, and the effects a node returns.
 
-All are frozen dataclasses of plain values (str, int, float, bytes, records), so the same objects
-travel through the in-memory network, the simulator and, encoded as CBOR, over TCP. What a client
+All are immutable values of plain values (str, int, float, bytes, records), so the same objects
+travel through the in-memory network, the simulator and, encoded as CBOR, over TCP. The hot ones
+(replica messages, replies, effects) are value classes that mypyc compiles to native classes
+(core/protocol/value_fields.py); the rarer ones stay frozen dataclasses. What a client
 sends and receives is defined in core/protocol/client_messages.py (a one-shot command imports that
 alone); the unions here (`ClientRequest`, `ClientReply`) name those messages too.
 """

@@ -9,8 +9,6 @@ are created here and broadcast to every peer.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from bhandar_cli.core.membership import key_token
 from bhandar_cli.core.model import (
     JSON,
@@ -397,7 +395,7 @@ class Coordinator:
             assert isinstance(req, PutRequest)
             # One dot for the put, whichever coordinator applies it (exact_dots.py); saved before
             # it leaves (the Send is durable).
-            req = replace(req, dot=self.writes.exact.mint(req.keyspace, req.key, req.context or {}), ts=now)
+            req = replaced(req, dot=self.writes.exact.mint(req.keyspace, req.key, req.context or {}), ts=now)
         if trace is not None:
             dot = f" as {req.dot[0]}:{req.dot[1]}" if isinstance(req, PutRequest) and req.dot else ""
             trace.note(now, f"{self.node_id} forwards to {target}{dot}")
@@ -414,9 +412,9 @@ class Coordinator:
         )
         op_id = self.pending.add(forward)
         self.metrics.forwarded += 1
-        msg = replace(req, rid=op_id, hops=req.hops + 1)
+        msg = replaced(req, rid=op_id, hops=req.hops + 1)
         if isinstance(msg, PutRequest):
-            msg = replace(msg, avoid=avoid)
+            msg = replaced(msg, avoid=avoid)
         return [Send(target, msg, durable=minted)]
 
     def _create_keyspace(self, req: KeyspaceRequest, origin: str | None) -> list[Effect]:
