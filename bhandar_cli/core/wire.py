@@ -65,6 +65,7 @@ from bhandar_cli.core.protocol import (
     IncrResult,
     PutRequest,
     PutResult,
+    field_names,
 )
 
 # What a one-shot command sends and receives (core/protocol/client_messages.py). The rest (keyspace
@@ -169,8 +170,22 @@ INTERNED_MAX = 1024
 def register(cls: type) -> type:
     """Add a message type (later features register theirs)."""
     REGISTRY[cls.__name__] = cls
-    _FIELD_NAMES[cls] = tuple(f.name for f in dataclasses.fields(cls))
+    _FIELD_NAMES[cls] = message_fields(cls)
     return cls
+
+
+def message_fields(cls: type) -> tuple[str, ...]:
+    """A message type's fields in order: a dataclass's, or a value class's (core/protocol/value_fields.py)."""
+    if dataclasses.is_dataclass(cls):
+        return tuple(f.name for f in dataclasses.fields(cls))
+    return field_names(cls)
+
+
+def _is_message(obj: Any) -> bool:
+    """Whether `obj` is a message-shaped instance (of a dataclass or a value class), registered or not."""
+    return (dataclasses.is_dataclass(obj) and not isinstance(obj, type)) or hasattr(
+        type(obj), "__match_args__"
+    )
 
 
 for _cls in CLIENT_TYPES:
@@ -283,7 +298,7 @@ def to_wire(obj: Any) -> Any:
         return out
     if isinstance(obj, Versioned | PNCounter):
         return {"$r": to_plain(obj)}
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+    if _is_message(obj):
         if _register_peers():
             return to_wire(obj)
         raise ValueError(f"{cls.__name__} is not a wire message type")

@@ -56,7 +56,6 @@ import errno
 import logging
 from collections import deque
 from collections.abc import Callable
-from dataclasses import replace
 from random import Random
 from typing import Any
 
@@ -73,6 +72,7 @@ from bhandar_cli.core.protocol import (
     Result,
     Send,
     counted_as,
+    replaced,
 )
 
 log = logging.getLogger("bhandar.node")
@@ -280,7 +280,7 @@ class NodeHost:
             self._settle(entry, Failure("unavailable", f"node {self.name} is overloaded (inbox full)"))
         else:
             self._in_flight[ticket] = entry
-            self._enqueue(None, replace(request, rid=ticket))
+            self._enqueue(None, replaced(request, rid=ticket))
         return ticket
 
     def forget(self, ticket: int) -> None:

@@ -21,7 +21,6 @@ import contextlib
 import functools
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import fields
 from pathlib import Path
 from typing import Any, Protocol, TypeVar, cast
 
@@ -56,6 +55,7 @@ from bhandar_cli.core.protocol import (
     TokenCreateArgs,
     TokenRevokeArgs,
     TreeArgs,
+    field_names,
     parse_args,
 )
 from bhandar_cli.host import NodeHost
@@ -127,7 +127,7 @@ _FIELD_TYPES: dict[str, tuple[type, ...]] = {
 
 # Per client request type, its fields that have an expected type, with that type: read once.
 _CHECKS: dict[type, tuple[tuple[str, tuple[type, ...]], ...]] = {
-    cls: tuple((f.name, _FIELD_TYPES[f.name]) for f in fields(cls) if f.name in _FIELD_TYPES)
+    cls: tuple((name, _FIELD_TYPES[name]) for name in field_names(cls) if name in _FIELD_TYPES)
     for cls in (PutRequest, GetRequest, IncrRequest, KeyspaceRequest, RepairRequest, DecommissionRequest)
 }
 

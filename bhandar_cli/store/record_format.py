@@ -73,7 +73,21 @@ class RecordFormatError(StorageError):
 
 
 def encode_data(policy: str, record: Record) -> bytes:
-    return _dump(DATA, policy, to_plain(record))
+    # The bytes of `_dump(DATA, policy, to_plain(record))`, without building the envelope: a CBOR
+    # array of known length is its head and its items' encodings one after the other, and the
+    # head, tag, version and kind never change (tests/store/test_record_codec.py compares them).
+    head = _DATA_HEADS.get((FORMAT_VERSION, policy))
+    if head is None:
+        if policy not in POLICIES:  # not a policy of this build: the engine refuses it on reading
+            return _dump(DATA, policy, to_plain(record))
+        head = _DATA_HEADS[FORMAT_VERSION, policy] = cbor2.dumps(
+            [cbor2.CBORTag(RECORD_TAG, FORMAT_VERSION), DATA, policy, None]
+        )[:-1]  # the array's head, the tagged version, the kind, the policy: all but the last item
+    return head + cbor2.dumps(to_plain(record))
+
+
+# A data value's first bytes, by format version (a test makes up a later one) and policy.
+_DATA_HEADS: dict[tuple[int, str], bytes] = {}
 
 
 def decode_data(raw: bytes, where: str = "a data value") -> tuple[str, Record]:

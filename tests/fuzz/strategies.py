@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 from hypothesis import strategies as st
 
-from bhandar_cli.core.wire import registry
+from bhandar_cli.core.wire import message_fields, registry
 
 scalars = (
     st.none()
@@ -36,7 +34,7 @@ def message_of(
 ) -> st.SearchStrategy[dict[str, object]]:
     """A wire message `{"$t": name, ...}` with the type's field names (some missing, some extra)
     holding arbitrary `values` (bodies and records by default): what a buggy or hostile peer sends."""
-    fields = [f.name for f in dataclasses.fields(registry()[name])]
+    fields = list(message_fields(registry()[name]))
     values = bodies | well_formed_records | records if values is None else values
     # Every field present gets past the constructor to the code that uses the values.
     complete = st.fixed_dictionaries(dict.fromkeys(fields, values))

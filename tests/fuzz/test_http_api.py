@@ -11,7 +11,7 @@ not the app checks a Bearer token first (a 401 is JSON with an "error" as well).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote_from_bytes
 
@@ -24,6 +24,7 @@ from bhandar_cli.core.model.config import NodeConfig
 from bhandar_cli.core.model.metrics import NodeMetrics
 from bhandar_cli.core.node_views import NodeInfo
 from bhandar_cli.core.protocol.messages import ClientRequest, Result
+from bhandar_cli.core.protocol.value_fields import replaced
 from bhandar_cli.fleet.in_process_cluster import InProcessCluster
 from bhandar_cli.node import admin
 from bhandar_cli.node.http.api import Api
@@ -52,7 +53,7 @@ class ClusterNode:
         return None if node is None else node.metrics
 
     async def call(self, request: ClientRequest, timeout: float = TIMEOUT) -> Result:
-        return await self.cluster.request(self.id, replace(request, rid=self.cluster.new_rid()), timeout)
+        return await self.cluster.request(self.id, replaced(request, rid=self.cluster.new_rid()), timeout)
 
 
 @dataclass(frozen=True)

@@ -10,18 +10,37 @@ encoding, independent of both (`core/model/record_digest.py`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar, Final, final
 
 from bhandar_cli.core.model.crdt import ActorCount, PNCounter
 from bhandar_cli.core.model.versions import Sibling, lww_merge, merge_siblings
 
 
-@dataclass(frozen=True, slots=True)
+@final
 class Versioned:
-    """Siblings of a `siblings` or `lww` key, sorted by dot."""
+    """Siblings of a `siblings` or `lww` key, sorted by dot. Immutable, compared by value: a
+    native class when compiled, as `Sibling` (core/model/versions.py says why)."""
 
-    siblings: tuple[Sibling, ...]
+    __match_args__: ClassVar = ("siblings",)
+    __slots__ = ("siblings",)
+
+    def __init__(self, siblings: tuple[Sibling, ...]) -> None:
+        self.siblings: Final = siblings
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not Versioned:
+            return NotImplemented
+        assert isinstance(other, Versioned)
+        return self.siblings == other.siblings
+
+    def __hash__(self) -> int:
+        return hash((self.siblings,))
+
+    def __repr__(self) -> str:
+        return f"Versioned(siblings={self.siblings!r})"
+
+    def __reduce__(self) -> tuple[type[Versioned], tuple[tuple[Sibling, ...]]]:
+        return (Versioned, (self.siblings,))  # for copy and pickle, as Sibling's
 
 
 Record = Versioned | PNCounter
@@ -88,7 +107,7 @@ def from_plain(data: Any) -> Record:
             sibs = [
                 Sibling(
                     (str(actor), int(counter)),
-                    {str(k): int(v) for k, v in context.items()},
+                    _context(context),
                     _value_bytes(value),
                     str(ctype),
                     float(ts),
@@ -106,6 +125,18 @@ def from_plain(data: Any) -> Record:
     except (TypeError, ValueError, AttributeError) as exc:
         raise ValueError(f"malformed record: {exc}") from exc
     raise ValueError(f"malformed record: unknown kind {kind!r}")
+
+
+def _context(context: Any) -> dict[str, int]:
+    """A sibling's decoded context: nearly always a dict of str to int already, made by the decoder
+    for this record alone, so it is taken as it is (no second dict per sibling)."""
+    if context.__class__ is dict:
+        for k, v in context.items():
+            if k.__class__ is not str or v.__class__ is not int:
+                break
+        else:
+            return context
+    return {str(k): int(v) for k, v in context.items()}
 
 
 def _request_ids(ids: Any) -> tuple[tuple[str, int], ...]:

@@ -32,8 +32,8 @@ exact dot is eventually stored, as the write or as a void: exact_dots.py).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from operator import attrgetter
+from typing import ClassVar, Final, final
 
 Dot = tuple[str, int]
 VersionVector = Mapping[str, int]
@@ -50,15 +50,58 @@ SIBLING_WARN = 25
 SIBLING_MAX = 100
 
 
-@dataclass(frozen=True, slots=True)
+@final
 class Sibling:
-    """One concurrent version of a key. `value is None` marks a tombstone (a delete)."""
+    """One concurrent version of a key. `value is None` marks a tombstone (a delete).
 
-    dot: Dot
-    context: VersionVector
-    value: bytes | None
-    ctype: str = JSON
-    ts: float = 0.0
+    Immutable, compared and hashed by value. A plain class with an explicit constructor rather
+    than a frozen dataclass: mypyc compiles it to a native class (C fields; a frozen dataclass's
+    generated `__init__` stays a Python function that sets each field through `object.__setattr__`,
+    about 17 times slower to build compiled: docs/performance.md, "Native core types"). Its
+    fields, in order, are `__match_args__`; `__eq__`, `__hash__` and `__repr__` are those the
+    dataclass had."""
+
+    __match_args__: ClassVar = ("dot", "context", "value", "ctype", "ts")
+    __slots__ = ("context", "ctype", "dot", "ts", "value")
+
+    def __init__(
+        self, dot: Dot, context: VersionVector, value: bytes | None, ctype: str = JSON, ts: float = 0.0
+    ) -> None:
+        self.dot: Final = dot
+        self.context: Final = context
+        self.value: Final = value
+        self.ctype: Final = ctype
+        self.ts: Final = ts
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not Sibling:
+            return NotImplemented
+        assert isinstance(other, Sibling)
+        return (self.dot, self.context, self.value, self.ctype, self.ts) == (
+            other.dot,
+            other.context,
+            other.value,
+            other.ctype,
+            other.ts,
+        )
+
+    def __hash__(self) -> int:
+        # As the frozen dataclass's: of every field (a context is a dict: unhashable, as it was).
+        return hash((self.dot, self.context, self.value, self.ctype, self.ts))
+
+    def __repr__(self) -> str:
+        return (
+            f"Sibling(dot={self.dot!r}, context={self.context!r}, value={self.value!r}, "
+            f"ctype={self.ctype!r}, ts={self.ts!r})"
+        )
+
+    def __reduce__(self) -> tuple[type[Sibling], tuple[Dot, VersionVector, bytes | None, str, float]]:
+        # How copy and pickle rebuild it: a compiled class has no __dict__ or slots for them to copy.
+        return (Sibling, (self.dot, self.context, self.value, self.ctype, self.ts))
+
+    def tombstoned(self) -> Sibling:
+        """This version with its value dropped: a tombstone of the same dot, context and time."""
+        return Sibling(self.dot, self.context, None, self.ctype, self.ts)
 
     @property
     def tombstone(self) -> bool:

@@ -83,6 +83,7 @@ if TYPE_CHECKING:
         refuse,
     )
     from bhandar_cli.core.protocol.pending_table import IdSource, PendingTable
+    from bhandar_cli.core.protocol.value_fields import field_names, replaced
 
 # The face: what other packages import from this one (tests/faces.txt pins it). Loaded on first
 # use (PEP 562), so importing any module of the package costs no more than before.
@@ -152,9 +153,11 @@ __all__ = [
     "answer",
     "call_body",
     "counted_as",
+    "field_names",
     "finish",
     "parse_args",
     "refuse",
+    "replaced",
 ]
 if not TYPE_CHECKING:  # mypy reads the imports above: a misspelt name is an error
     __getattr__, __dir__ = lazy_face(
@@ -179,6 +182,8 @@ if not TYPE_CHECKING:  # mypy reads the imports above: a misspelt name is an err
             "BadArguments": "node_operations",
             "parse_args": "node_operations",
             "call_body": "node_operations",
+            "field_names": "value_fields",
+            "replaced": "value_fields",
             "ClientReply": "messages",
             "ClientRequest": "messages",
             "DecommissionRequest": "messages",

@@ -1,7 +1,9 @@
 """Messages between clients and nodes and between nodes, and the effects a node returns.
 
-All are frozen dataclasses of plain values (str, int, float, bytes, records), so the same objects
-travel through the in-memory network, the simulator and, encoded as CBOR, over TCP. What a client
+All are immutable values of plain values (str, int, float, bytes, records), so the same objects
+travel through the in-memory network, the simulator and, encoded as CBOR, over TCP. The hot ones
+(replica messages, replies, effects) are value classes that mypyc compiles to native classes
+(core/protocol/value_fields.py); the rarer ones stay frozen dataclasses. What a client
 sends and receives is defined in core/protocol/client_messages.py (a one-shot command imports that
 alone); the unions here (`ClientRequest`, `ClientReply`) name those messages too.
 """
@@ -9,7 +11,7 @@ alone); the unions here (`ClientRequest`, `ClientReply`) name those messages too
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar, Final, final
 
 from bhandar_cli.core.model import KeyspaceDef, Record
 from bhandar_cli.core.protocol.client_messages import (
@@ -21,6 +23,7 @@ from bhandar_cli.core.protocol.client_messages import (
     PutRequest,
     PutResult,
 )
+from bhandar_cli.core.protocol.value_fields import fields_hash, fields_reduce, fields_repr, same_fields
 
 # --- client requests that are not data: keyspaces, repair and decommission -------------------
 
@@ -83,52 +86,150 @@ class MoveResult:
 Result = PutResult | GetResult | IncrResult | KeyspaceResult | RepairResult | MoveResult | Failure
 
 
-@dataclass(frozen=True, slots=True)
+@final
 class ClientReply:
     """A result travelling back to the node that forwarded the request. `stored`, for a put that
     carried an exact dot: whether the coordinator stored it under that dot (None: it does not say,
     being older or a relay that does not know), which tells the dot's minter whether a gap is left
     (core/roles/exact_dots.py)."""
 
-    rid: int
-    result: Result
-    stored: bool | None = None
+    __match_args__: ClassVar = ("rid", "result", "stored")
+    __slots__ = ("result", "rid", "stored")
+
+    def __init__(self, rid: int, result: Result, stored: bool | None = None) -> None:
+        self.rid: Final = rid
+        self.result: Final = result
+        self.stored: Final = stored
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not ClientReply:
+            return NotImplemented
+        return same_fields(self, other)
+
+    def __hash__(self) -> int:
+        return fields_hash(self)
+
+    def __repr__(self) -> str:
+        return fields_repr(self)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return fields_reduce(self)
 
 
 # --- between replicas ------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@final
 class ReplicaWrite:
     """Merge `record` into the receiver's copy. `hint_for` names the home replica a fallback
     stands in for; `kind` is write, repair or handoff (for metrics and traces)."""
 
-    op: int
-    keyspace: KeyspaceDef
-    key: str
-    record: Record
-    hint_for: str | None = None
-    kind: str = "write"
+    __match_args__: ClassVar = ("op", "keyspace", "key", "record", "hint_for", "kind")
+    __slots__ = ("hint_for", "key", "keyspace", "kind", "op", "record")
+
+    def __init__(
+        self,
+        op: int,
+        keyspace: KeyspaceDef,
+        key: str,
+        record: Record,
+        hint_for: str | None = None,
+        kind: str = "write",
+    ) -> None:
+        self.op: Final = op
+        self.keyspace: Final = keyspace
+        self.key: Final = key
+        self.record: Final = record
+        self.hint_for: Final = hint_for
+        self.kind: Final = kind
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not ReplicaWrite:
+            return NotImplemented
+        return same_fields(self, other)
+
+    def __hash__(self) -> int:
+        return fields_hash(self)
+
+    def __repr__(self) -> str:
+        return fields_repr(self)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return fields_reduce(self)
 
 
-@dataclass(frozen=True, slots=True)
+@final
 class ReplicaAck:
-    op: int
-    ok: bool = True
-    error: str = ""
+    __match_args__: ClassVar = ("op", "ok", "error")
+    __slots__ = ("error", "ok", "op")
+
+    def __init__(self, op: int, ok: bool = True, error: str = "") -> None:
+        self.op: Final = op
+        self.ok: Final = ok
+        self.error: Final = error
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not ReplicaAck:
+            return NotImplemented
+        return same_fields(self, other)
+
+    def __hash__(self) -> int:
+        return fields_hash(self)
+
+    def __repr__(self) -> str:
+        return fields_repr(self)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return fields_reduce(self)
 
 
-@dataclass(frozen=True, slots=True)
+@final
 class ReplicaRead:
-    op: int
-    keyspace: KeyspaceDef
-    key: str
+    __match_args__: ClassVar = ("op", "keyspace", "key")
+    __slots__ = ("key", "keyspace", "op")
+
+    def __init__(self, op: int, keyspace: KeyspaceDef, key: str) -> None:
+        self.op: Final = op
+        self.keyspace: Final = keyspace
+        self.key: Final = key
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not ReplicaRead:
+            return NotImplemented
+        return same_fields(self, other)
+
+    def __hash__(self) -> int:
+        return fields_hash(self)
+
+    def __repr__(self) -> str:
+        return fields_repr(self)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return fields_reduce(self)
 
 
-@dataclass(frozen=True, slots=True)
+@final
 class ReplicaReadReply:
-    op: int
-    record: Record | None
+    __match_args__: ClassVar = ("op", "record")
+    __slots__ = ("op", "record")
+
+    def __init__(self, op: int, record: Record | None) -> None:
+        self.op: Final = op
+        self.record: Final = record
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not ReplicaReadReply:
+            return NotImplemented
+        return same_fields(self, other)
+
+    def __hash__(self) -> int:
+        return fields_hash(self)
+
+    def __repr__(self) -> str:
+        return fields_repr(self)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return fields_reduce(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,22 +251,58 @@ class Pong:
 # --- effects ---------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@final
 class Send:
     """Send `msg` to node `dst`. If `durable`, only after the node's store is synced."""
 
-    dst: str
-    msg: Any
-    durable: bool = False
+    __match_args__: ClassVar = ("dst", "msg", "durable")
+    __slots__ = ("dst", "durable", "msg")
+
+    def __init__(self, dst: str, msg: Any, durable: bool = False) -> None:
+        self.dst: Final = dst
+        self.msg: Final = msg
+        self.durable: Final = durable
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not Send:
+            return NotImplemented
+        return same_fields(self, other)
+
+    def __hash__(self) -> int:
+        return fields_hash(self)
+
+    def __repr__(self) -> str:
+        return fields_repr(self)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return fields_reduce(self)
 
 
-@dataclass(frozen=True, slots=True)
+@final
 class Respond:
     """Answer client request `rid`. If `durable`, only after the node's store is synced."""
 
-    rid: int
-    result: Result
-    durable: bool = False
+    __match_args__: ClassVar = ("rid", "result", "durable")
+    __slots__ = ("durable", "result", "rid")
+
+    def __init__(self, rid: int, result: Result, durable: bool = False) -> None:
+        self.rid: Final = rid
+        self.result: Final = result
+        self.durable: Final = durable
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not Respond:
+            return NotImplemented
+        return same_fields(self, other)
+
+    def __hash__(self) -> int:
+        return fields_hash(self)
+
+    def __repr__(self) -> str:
+        return fields_repr(self)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return fields_reduce(self)
 
 
 @dataclass(frozen=True, slots=True)

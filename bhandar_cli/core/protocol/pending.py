@@ -12,7 +12,8 @@ the pending holds, and the steps of a traced request in its `Trace`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
+from typing import Any, ClassVar, Final, final
 
 from bhandar_cli.core.model import Record
 from bhandar_cli.core.protocol.client_messages import (
@@ -25,6 +26,13 @@ from bhandar_cli.core.protocol.client_messages import (
     PutResult,
 )
 from bhandar_cli.core.protocol.messages import ClientReply, ClientRequest, Effect, Respond, Result, Send
+from bhandar_cli.core.protocol.value_fields import (
+    fields_hash,
+    fields_reduce,
+    fields_repr,
+    replaced,
+    same_fields,
+)
 
 
 class Trace:
@@ -40,84 +48,304 @@ class Trace:
         self.steps.append((round((now - self.started) * 1000.0, 3), text))
 
 
-@dataclass(slots=True)
+@final
 class WriteProgress:
     """What a write learns while it waits: who stored it, who refused (and why), and whether the
     client has been answered (the op stays until every target replied or it times out)."""
 
-    acks: set[str]
-    failed: dict[str, str] = field(default_factory=dict)
-    answered: bool = False
+    __match_args__: ClassVar = ("acks", "failed", "answered")
+    __slots__ = ("acks", "answered", "failed")
+
+    def __init__(self, acks: set[str], failed: dict[str, str] | None = None, answered: bool = False) -> None:
+        self.acks: set[str] = acks
+        self.failed: dict[str, str] = dict() if failed is None else failed
+        self.answered: bool = answered
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not WriteProgress:
+            return NotImplemented
+        return same_fields(self, other)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass was: unhashable
+
+    def __repr__(self) -> str:
+        return fields_repr(self)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return fields_reduce(self)
 
 
-@dataclass(slots=True)
+@final
 class ReadProgress:
     """What a read learns while it waits: each replica's answer, and whether the client has been
     answered (the op keeps listening for slower replicas, to repair them)."""
 
-    replies: dict[str, Record | None] = field(default_factory=dict)
-    answered: bool = False
+    __match_args__: ClassVar = ("replies", "answered")
+    __slots__ = ("answered", "replies")
+
+    def __init__(self, replies: dict[str, Record | None] | None = None, answered: bool = False) -> None:
+        self.replies: dict[str, Record | None] = dict() if replies is None else replies
+        self.answered: bool = answered
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not ReadProgress:
+            return NotImplemented
+        return same_fields(self, other)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass was: unhashable
+
+    def __repr__(self) -> str:
+        return fields_repr(self)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return fields_reduce(self)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@final
 class PendingPut:
     """A put or delete this node coordinates: answered once `needed` targets stored it."""
 
-    verb: str  # put or delete
-    rid: int  # the client request to answer
-    origin: str | None  # the node that forwarded the request, None for a local client
-    started: float
-    deadline: float
-    level: str
-    keyspace: str
-    key: str
-    needed: int
-    targets: tuple[str, ...]  # every replica written to, pending (future) replicas included
-    hinted: tuple[str, ...]  # "E for D": fallbacks that take a hint
-    warnings: tuple[str, ...]
-    trace: Trace | None
-    progress: WriteProgress
-    exact: bool = False  # under the exact dot its forwarder minted: the answer says it was stored
+    __match_args__: ClassVar = (
+        "verb",
+        "rid",
+        "origin",
+        "started",
+        "deadline",
+        "level",
+        "keyspace",
+        "key",
+        "needed",
+        "targets",
+        "hinted",
+        "warnings",
+        "trace",
+        "progress",
+        "exact",
+    )
+    __slots__ = (
+        "deadline",
+        "exact",
+        "hinted",
+        "key",
+        "keyspace",
+        "level",
+        "needed",
+        "origin",
+        "progress",
+        "rid",
+        "started",
+        "targets",
+        "trace",
+        "verb",
+        "warnings",
+    )
+
+    def __init__(
+        self,
+        *,
+        verb: str,
+        rid: int,
+        origin: str | None,
+        started: float,
+        deadline: float,
+        level: str,
+        keyspace: str,
+        key: str,
+        needed: int,
+        targets: tuple[str, ...],
+        hinted: tuple[str, ...],
+        warnings: tuple[str, ...],
+        trace: Trace | None,
+        progress: WriteProgress,
+        exact: bool = False,
+    ) -> None:
+        self.verb: Final = verb  # put or delete
+        self.rid: Final = rid  # the client request to answer
+        self.origin: Final = origin  # the node that forwarded the request, None for a local client
+        self.started: Final = started
+        self.deadline: Final = deadline
+        self.level: Final = level
+        self.keyspace: Final = keyspace
+        self.key: Final = key
+        self.needed: Final = needed
+        self.targets: Final = targets  # every replica written to, pending (future) replicas included
+        self.hinted: Final = hinted  # "E for D": fallbacks that take a hint
+        self.warnings: Final = warnings
+        self.trace: Final = trace
+        self.progress: Final = progress
+        self.exact: Final = exact  # under the exact dot its forwarder minted: the answer says it was stored
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not PendingPut:
+            return NotImplemented
+        return same_fields(self, other)
+
+    def __hash__(self) -> int:
+        return fields_hash(self)
+
+    def __repr__(self) -> str:
+        return fields_repr(self)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return fields_reduce(self)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@final
 class PendingIncr:
     """An increment this node coordinates: answered with `value` once `needed` targets stored it."""
 
-    rid: int
-    origin: str | None
-    started: float
-    deadline: float
-    level: str
-    keyspace: str
-    key: str
-    needed: int
-    targets: tuple[str, ...]
-    value: int  # the counter's value after this increment, as the coordinator merged it
-    trace: Trace | None
-    progress: WriteProgress
+    __match_args__: ClassVar = (
+        "rid",
+        "origin",
+        "started",
+        "deadline",
+        "level",
+        "keyspace",
+        "key",
+        "needed",
+        "targets",
+        "value",
+        "trace",
+        "progress",
+    )
+    __slots__ = (
+        "deadline",
+        "key",
+        "keyspace",
+        "level",
+        "needed",
+        "origin",
+        "progress",
+        "rid",
+        "started",
+        "targets",
+        "trace",
+        "value",
+    )
+
+    def __init__(
+        self,
+        *,
+        rid: int,
+        origin: str | None,
+        started: float,
+        deadline: float,
+        level: str,
+        keyspace: str,
+        key: str,
+        needed: int,
+        targets: tuple[str, ...],
+        value: int,
+        trace: Trace | None,
+        progress: WriteProgress,
+    ) -> None:
+        self.rid: Final = rid
+        self.origin: Final = origin
+        self.started: Final = started
+        self.deadline: Final = deadline
+        self.level: Final = level
+        self.keyspace: Final = keyspace
+        self.key: Final = key
+        self.needed: Final = needed
+        self.targets: Final = targets
+        self.value: Final = value  # the counter's value after this increment, as the coordinator merged it
+        self.trace: Final = trace
+        self.progress: Final = progress
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not PendingIncr:
+            return NotImplemented
+        return same_fields(self, other)
+
+    def __hash__(self) -> int:
+        return fields_hash(self)
+
+    def __repr__(self) -> str:
+        return fields_repr(self)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return fields_reduce(self)
 
     @property
     def verb(self) -> str:
         return "incr"
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@final
 class PendingRead:
     """A get this node coordinates: answered after `needed` replies, then repairs stale replicas."""
 
-    rid: int
-    origin: str | None
-    started: float
-    deadline: float
-    level: str
-    keyspace: str
-    key: str
-    needed: int
-    targets: tuple[str, ...]
-    fallbacks: frozenset[str]  # targets standing in for a down home replica: never read-repaired
-    trace: Trace | None
-    progress: ReadProgress
+    __match_args__: ClassVar = (
+        "rid",
+        "origin",
+        "started",
+        "deadline",
+        "level",
+        "keyspace",
+        "key",
+        "needed",
+        "targets",
+        "fallbacks",
+        "trace",
+        "progress",
+    )
+    __slots__ = (
+        "deadline",
+        "fallbacks",
+        "key",
+        "keyspace",
+        "level",
+        "needed",
+        "origin",
+        "progress",
+        "rid",
+        "started",
+        "targets",
+        "trace",
+    )
+
+    def __init__(
+        self,
+        *,
+        rid: int,
+        origin: str | None,
+        started: float,
+        deadline: float,
+        level: str,
+        keyspace: str,
+        key: str,
+        needed: int,
+        targets: tuple[str, ...],
+        fallbacks: frozenset[str],
+        trace: Trace | None,
+        progress: ReadProgress,
+    ) -> None:
+        self.rid: Final = rid
+        self.origin: Final = origin
+        self.started: Final = started
+        self.deadline: Final = deadline
+        self.level: Final = level
+        self.keyspace: Final = keyspace
+        self.key: Final = key
+        self.needed: Final = needed
+        self.targets: Final = targets
+        self.fallbacks: Final = fallbacks  # targets standing in for a down home replica: never read-repaired
+        self.trace: Final = trace
+        self.progress: Final = progress
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not PendingRead:
+            return NotImplemented
+        return same_fields(self, other)
+
+    def __hash__(self) -> int:
+        return fields_hash(self)
+
+    def __repr__(self) -> str:
+        return fields_repr(self)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return fields_reduce(self)
 
     @property
     def verb(self) -> str:
@@ -215,6 +443,6 @@ def finish(
         op.trace.note(
             now, f"failed: {result.error}" if isinstance(result, Failure) else "answered the client"
         )
-        result = replace(result, trace=tuple(op.trace.steps))
+        result = replaced(result, trace=tuple(op.trace.steps))
     exact = isinstance(op, PendingPut) and op.exact
     return answer(op.rid, op.origin, result, durable, stored if exact else None)

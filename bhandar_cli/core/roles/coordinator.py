@@ -9,8 +9,6 @@ are created here and broadcast to every peer.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from bhandar_cli.core.membership import key_token
 from bhandar_cli.core.model import (
     JSON,
@@ -51,6 +49,7 @@ from bhandar_cli.core.protocol import (
     Trace,
     answer,
     refuse,
+    replaced,
 )
 from bhandar_cli.core.repair import AntiEntropy
 from bhandar_cli.core.roles.hot_keys import HotKeys
@@ -139,12 +138,12 @@ class Coordinator:
             # The coordinator's steps count from when it got the request: about when we sent it.
             offset = round((op.sent - op.trace.started) * 1000.0, 3)
             steps = (*op.trace.steps, *((round(ms + offset, 3), text) for ms, text in result.trace))
-            result = replace(result, trace=steps)
+            result = replaced(result, trace=steps)
         if isinstance(result, Failure) and len(op.tried) > 1:
             result = _outcome_unknown(result, op.tried[:-1])
         if isinstance(result, PutResult | IncrResult) and op.why:
             # The outermost forwarder relays last: the reason the client reads is its own.
-            result = replace(result, forward_reason=op.why)
+            result = replaced(result, forward_reason=op.why)
         return [answer(op.rid, op.origin, result, stored=stored), *left]
 
     def _dot_outcome(
@@ -387,7 +386,7 @@ class Coordinator:
         if req.hops >= MAX_HOPS:
             failure = Failure("unavailable", "could not agree on a coordinator (ring views differ); retry")
             if trace is not None:
-                failure = replace(failure, trace=tuple(trace.steps))
+                failure = replaced(failure, trace=tuple(trace.steps))
             return [answer(req.rid, origin, failure)]
         if trace is None and req.trace:
             trace = Trace(now)
@@ -396,7 +395,7 @@ class Coordinator:
             assert isinstance(req, PutRequest)
             # One dot for the put, whichever coordinator applies it (exact_dots.py); saved before
             # it leaves (the Send is durable).
-            req = replace(req, dot=self.writes.exact.mint(req.keyspace, req.key, req.context or {}), ts=now)
+            req = replaced(req, dot=self.writes.exact.mint(req.keyspace, req.key, req.context or {}), ts=now)
         if trace is not None:
             dot = f" as {req.dot[0]}:{req.dot[1]}" if isinstance(req, PutRequest) and req.dot else ""
             trace.note(now, f"{self.node_id} forwards to {target}{dot}")
@@ -413,9 +412,9 @@ class Coordinator:
         )
         op_id = self.pending.add(forward)
         self.metrics.forwarded += 1
-        msg = replace(req, rid=op_id, hops=req.hops + 1)
+        msg = replaced(req, rid=op_id, hops=req.hops + 1)
         if isinstance(msg, PutRequest):
-            msg = replace(msg, avoid=avoid)
+            msg = replaced(msg, avoid=avoid)
         return [Send(target, msg, durable=minted)]
 
     def _create_keyspace(self, req: KeyspaceRequest, origin: str | None) -> list[Effect]:
@@ -436,7 +435,7 @@ def _outcome_unknown(failure: Failure, tried: tuple[str, ...]) -> Failure:
     the put's outcome: it becomes a timeout, an outcome unknown, and says both."""
     if failure.code not in NOT_APPLIED:
         return failure
-    return replace(
+    return replaced(
         failure,
         code="timeout",
         error=(
@@ -460,8 +459,8 @@ def _outcome_unknown_answer(effect: Effect, op: PendingForward) -> Effect:
     """`effect`, which answers `op`'s client with a failure (`_answers_with_failure`), with that
     failure as an unknown outcome (a put that carried an exact dot: not known stored either)."""
     if isinstance(effect, Respond) and isinstance(effect.result, Failure):
-        return replace(effect, result=_outcome_unknown(effect.result, op.tried))
+        return replaced(effect, result=_outcome_unknown(effect.result, op.tried))
     assert isinstance(effect, Send) and isinstance(effect.msg, ClientReply)
     msg = effect.msg
     assert isinstance(msg.result, Failure)
-    return replace(effect, msg=replace(msg, result=_outcome_unknown(msg.result, op.tried), stored=None))
+    return replaced(effect, msg=replaced(msg, result=_outcome_unknown(msg.result, op.tried), stored=None))

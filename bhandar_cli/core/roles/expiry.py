@@ -22,8 +22,6 @@ timestamp.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from bhandar_cli.core.model import KeyspaceDef, Keyspaces, NodeMetrics, Record, Store, Versioned
 
 SWEEP_INTERVAL = 1.0  # seconds between the starts of two sweeps of the ttl keyspaces
@@ -38,10 +36,7 @@ def expire(ks: KeyspaceDef | None, record: Record | None, now: float) -> Record 
     if all(s.value is None or s.ts + ttl > now for s in record.siblings):
         return record
     return Versioned(
-        tuple(
-            replace(s, value=None) if s.value is not None and s.ts + ttl <= now else s
-            for s in record.siblings
-        )
+        tuple(s.tombstoned() if s.value is not None and s.ts + ttl <= now else s for s in record.siblings)
     )
 
 
