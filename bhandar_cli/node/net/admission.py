@@ -48,7 +48,6 @@ from bhandar_cli.node.net.frames import HELLO_TIMEOUT, FrameConn
 from bhandar_cli.security import RefusalLog
 
 log = logging.getLogger("bhandar.transport")
-refusals = RefusalLog(log)  # the transport's refused connections, rate-limited (refusal_log.py)
 
 PRE_AUTH_FRAME = 64 * 1024
 JOIN_TIMEOUT = 15.0  # the joiner's own deadline is 10 s: ours outlasts it
@@ -86,6 +85,10 @@ class Admission:
     )
     _pending: dict[Ticket, None] = field(default_factory=dict)  # oldest first
     _by_token: Counter[str] = field(default_factory=Counter)  # admitted client connections per token
+    # This listener's refused connections, logged rate-limited (refusal_log.py): the window and
+    # counts are the listener's, so another transport in the process (an in-process cluster's,
+    # a test's) never folds its refusals into this one's line.
+    refusals: RefusalLog = field(default_factory=lambda: RefusalLog(log))
 
     @contextmanager
     def enter(self, conn: FrameConn) -> Iterator[Ticket | None]:
@@ -102,7 +105,7 @@ class Admission:
             self.leave(ticket)
         if ticket.scope.cancelled_caught and not ticket.admitted:
             why = "evicted by newer ones" if ticket.evicted else "no hello, or no token it knows, in time"
-            refusals.refused(
+            self.refusals.refused(
                 conn.peer,
                 "evicted before their hello" if ticket.evicted else "closed without a hello in time",
                 f"closed the connection from {conn.peer} before it said who it is: {why}",

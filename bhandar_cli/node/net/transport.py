@@ -41,7 +41,7 @@ from bhandar_cli.core import from_wire, readable_at, to_wire_at
 from bhandar_cli.core.model import BhandarError
 from bhandar_cli.host import NetworkModel
 from bhandar_cli.node.net import codec
-from bhandar_cli.node.net.admission import JOIN_TIMEOUT, Admission, Ticket, refusals
+from bhandar_cli.node.net.admission import JOIN_TIMEOUT, Admission, Ticket
 from bhandar_cli.node.net.cbor_validation import ProtocolError
 from bhandar_cli.node.net.codec import encode_frame, negotiate
 from bhandar_cli.node.net.frames import (
@@ -333,10 +333,12 @@ class TcpTransport:
             self.stats["rejected"] += 1
             self.gate.rejections["protocol"] += 1
             why = str(exc) or "too slow"
-            refusals.refused(conn.peer, "protocol", f"closed the connection from {conn.peer}: {why}")
+            self.admission.refusals.refused(
+                conn.peer, "protocol", f"closed the connection from {conn.peer}: {why}"
+            )
         except Truncated as exc:  # cut on the path, or the peer died: what followed is lost
             self.stats["truncated"] += 1
-            refusals.refused(conn.peer, "truncated", f"connection from {conn.peer}: {exc}")
+            self.admission.refusals.refused(conn.peer, "truncated", f"connection from {conn.peer}: {exc}")
         except STREAM_ERRORS:
             pass  # the other side went away; nothing to tell
         except Exception:

@@ -89,6 +89,37 @@ def test_a_node_refuses_malformed_hellos_each_without_a_traceback_in_a_few_log_l
     with caplog.at_level(logging.WARNING, logger="bhandar"):
         trio.run(main)
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
-    # All from 127.0.0.1 within one interval: said once (unless an earlier test in this process
-    # already opened the interval), the rest counted in the interval's line, written later.
+    # All from 127.0.0.1 within one interval of this transport's own refusal log: said once, the
+    # rest counted in the interval's line, written later. (The log was one per process: a flood
+    # test before this one in the same xdist worker left 920 refusals that this test's first
+    # refusal flushed as a second line.)
     assert len(caplog.records) <= 1, [r.getMessage() for r in caplog.records]
+
+
+def test_each_transport_says_its_own_first_refusal(caplog: pytest.LogCaptureFixture) -> None:
+    """Two transports in one process (an in-process cluster's, a test's) each log the first
+    connection they refuse from an address: the refusal log is the listener's. It was one per
+    process, so the second transport's refusal from the same address went into the first one's
+    count, unsaid, and what a test in the same process refused showed up in another's lines."""
+
+    async def main() -> None:
+        transports = [TcpTransport(name, lambda src, msg: None, _no_clients) for name in ("A", "B")]
+        async with trio.open_nursery() as nursery:
+            for transport in transports:
+                port = await nursery.start(transport.serve, "127.0.0.1", 0)
+                with trio.fail_after(20):
+                    stream = await trio.open_tcp_stream("127.0.0.1", port)
+                    async with stream:
+                        await stream.send_all(raw_frame(BAD_HELLOS[0]))
+                        while await stream.receive_some(1024):  # until the node closes it
+                            pass
+                    while transport.stats["rejected"] < 1:
+                        await trio.sleep(0.01)
+            nursery.cancel_scope.cancel()
+
+    with caplog.at_level(logging.WARNING, logger="bhandar"):
+        trio.run(main)
+    said = [r.getMessage() for r in caplog.records if r.name == "bhandar.transport"]
+    assert len(said) == 2 and all(
+        line.startswith("closed the connection from 127.0.0.1:") for line in said
+    ), said
