@@ -141,18 +141,23 @@ async def check_on_loop(opts: CheckOptions) -> CheckOutcome:
 
 
 def run_checks(
-    many: list[CheckOptions], jobs: int = 0, started: Callable[[CheckOptions], None] = lambda _: None
+    many: list[CheckOptions],
+    jobs: int = 0,
+    started: Callable[[CheckOptions], None] = lambda _: None,
+    finished: Callable[[CheckOutcome], None] = lambda _: None,
 ) -> list[CheckOutcome]:
     """Several checks on one trio loop, `jobs` at a time (0: all at once), each with its own
     processes and directory (check/checked_process.py marks each run's processes); the outcomes
-    in the order of `many`. `started` hears of each run as it begins."""
+    in the order of `many`. `started` hears of each run as it begins, `finished` as it ends (a
+    sweep prints each seed's line then, and keeps them if Ctrl-C stops the rest)."""
     outcomes: list[CheckOutcome | None] = [None] * len(many)
     slots = trio.Semaphore(jobs or max(1, len(many)))
 
     async def all_of() -> None:
         async def one(i: int) -> None:
             try:
-                outcomes[i] = await check_on_loop(many[i])
+                outcomes[i] = outcome = await check_on_loop(many[i])
+                finished(outcome)
             finally:
                 slots.release()
 

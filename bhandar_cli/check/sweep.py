@@ -7,7 +7,8 @@ repeat command replays its plan. Each seed runs in a slot of its own: its own lo
 with its own BHANDAR_CHECK_SLOT (check/checked_process.py), so runs side by side never share or kill each
 other's anything, here or on a Dask worker.
 
-Here, `jobs` seeds run at a time on one trio loop: a check's harness mostly waits on its node
+Here, `jobs` seeds run at a time on one trio loop (check_run.py `run_checks`, as a checklist's
+scenarios): a check's harness mostly waits on its node
 processes, and a Ctrl-C then stops every run as it stops one check (every process stopped), with
 the tally so far. With a `DaskPool` (sim/dask_pool.py, `--scheduler`) each seed is a task that runs
 the same `sweep_seed` on a worker's own trio loop. A check bounds its own time (time limit,
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ from typing import Any
 import trio
 
 from bhandar_cli.check.check_report import repeat_command
-from bhandar_cli.check.check_run import CheckOptions, CheckOutcome, check_on_loop
+from bhandar_cli.check.check_run import CheckOptions, CheckOutcome, check_on_loop, run_checks
 from bhandar_cli.sim import DaskPool, DaskUnavailable, seed_ranges
 
 ERROR = "error"  # the run could not be judged (setup or protocol error): exit 2
@@ -124,7 +125,7 @@ def run_sweep(
     seeds = (seed_options(opts, seed) for seed in range(start, start + count))
     try:
         if dask is None:
-            trio.run(_here, seeds, jobs, finished)
+            run_checks(list(seeds), jobs, finished=lambda outcome: finished(summary_of(outcome)))
         else:
             for line in dask.results(run_sweep_seed, seeds, lambda o: f"seed {o.seed}", None, _unfinished):
                 finished(line)
@@ -147,21 +148,6 @@ def run_sweep(
         None if dask is None else dask.address,
         lost,
     )
-
-
-async def _here(seeds: Iterator[CheckOptions], jobs: int, finished: Callable[[SweepSeed], None]) -> None:
-    slots = trio.Semaphore(jobs)
-
-    async def one(opts: CheckOptions) -> None:
-        try:
-            finished(await sweep_seed(opts))
-        finally:
-            slots.release()
-
-    async with trio.open_nursery() as nursery:
-        for opts in seeds:
-            await slots.acquire()
-            nursery.start_soon(one, opts)
 
 
 def _unfinished(opts: CheckOptions, why: str, seconds: float) -> SweepSeed:

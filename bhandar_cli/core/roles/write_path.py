@@ -432,18 +432,15 @@ class WriteCoordinator:
         A silent fallback gets none: the home it stood in for is down, and its own copy is not
         one the fallback should keep."""
         progress = op.progress
+        silent = [
+            t for t in op.targets if t != self.node_id and t not in progress.acks and t not in progress.failed
+        ]
         ks = self.replica.keyspaces.get(op.keyspace)
         ring = self.replica.ring_view.ring
-        if ks is None or not ring.nodes:
-            return
+        if not silent or ks is None or not ring.nodes:
+            return  # (most writes: every target answered, and the key is not hashed again)
         home = ring.preference_list(key_token(op.keyspace, op.key), ks.n)
-        silent = [
-            t
-            for t in op.targets
-            if t != self.node_id and t in home and t not in progress.acks and t not in progress.failed
-        ]
-        if not silent:
-            return
+        silent = [t for t in silent if t in home]
         record = self.replica.local_view(op.keyspace, op.key)
         if record is None:
             return
