@@ -316,7 +316,14 @@ function drawSequence(r, tracing) {
     fitSvg(box, note.getComputedTextLength() + 8, f * 2);
     return;
   }
-  const cols = r.participants, left = f * 4.8, top = f * 4.2, rowH = f * 2.4;
+  // The times' column is as wide as its widest label: a slow run's "1234.5 ms" stays whole.
+  const msLabel = (e) => `${e.ms.toFixed(1)} ms`;
+  const probe = svg("text", { class: "ms" });
+  box.append(probe);
+  let msW = 0;
+  for (const e of r.events) { probe.textContent = msLabel(e); msW = Math.max(msW, probe.getComputedTextLength()); }
+  probe.remove();
+  const cols = r.participants, left = Math.max(f * 4.8, msW + f), top = f * 4.2, rowH = f * 2.4;
   const notesW = Math.max(f * 11, room.clientWidth * 0.3);
   const colW = Math.max(f * 4.5, Math.min(f * 9, (room.clientWidth - left - notesW) / cols.length));
   const notesX = left + cols.length * colW + f * 0.4;
@@ -366,7 +373,7 @@ function drawSequence(r, tracing) {
   let lastMs = null, noteAt = 0;
   r.events.forEach((e, i) => {
     const at = ys[i];
-    if (e.ms !== lastMs) { lastMs = e.ms; box.append(svg("text", { x: left - f * 0.5, y: at + f * 0.35, class: "ms" }, `${e.ms.toFixed(1)} ms`)); }
+    if (e.ms !== lastMs) { lastMs = e.ms; box.append(svg("text", { x: left - f * 0.5, y: at + f * 0.35, class: "ms" }, msLabel(e))); }
     if (e.kind === "note") {  // the coordinator's own steps: a dot on its line, the words at the right
       box.append(svg("circle", { cx: x(e.at), cy: at, r: 3, fill: "#9aa7b4" }));
       const [text, lines] = notes[noteAt++];
