@@ -141,7 +141,11 @@ def load(spec: dict[str, Any]) -> dict[str, Any]:
     return report
 
 
-async def run_etcd_bench(workdir: Path, binary: str, ops: int, rounds: int, clients: int) -> dict[str, Any]:
+async def run_etcd_bench(
+    workdir: Path, binary: str, ops: int, rounds: int, clients: int, http_workers: int = 0
+) -> dict[str, Any]:
+    """The side-by-side run; `http_workers`: each node's HTTP front processes (`node run
+    --http-workers`), whose CPU counts as the node's."""
     import secrets
 
     from bhandar_cli.fleet import down, up
@@ -152,7 +156,8 @@ async def run_etcd_bench(workdir: Path, binary: str, ops: int, rounds: int, clie
     try:
         (workdir / "etcd").mkdir()
         etcd_procs, etcd_servers = start_etcd(binary, workdir / "etcd")
-        cluster = await up(workdir / "bhandar", 3, 3, 0, 8, 3, (), tls=True)
+        fronts = ("--http-workers", str(http_workers)) if http_workers else ()
+        cluster = await up(workdir / "bhandar", 3, 3, 0, 8, 3, fronts, tls=True)
         bases: dict[str, dict[str, Any]] = {
             "etcd": {"api": "etcd", "servers": etcd_servers, "pids": [p.pid for p in etcd_procs]},
             "bhandar": {
@@ -178,7 +183,7 @@ async def run_etcd_bench(workdir: Path, binary: str, ops: int, rounds: int, clie
         stop_etcd(etcd_procs)
         if cluster is not None:
             await down(cluster)
-    return report(runs, ops, rounds, clients, etcd_version(binary))
+    return report(runs, ops, rounds, clients, etcd_version(binary)) | {"http_workers": http_workers}
 
 
 def _create_keyspace(cluster: Any) -> None:
@@ -216,7 +221,7 @@ def report(
             done = runs[side][op]
             sides[side][op] = {
                 key: statistics.median(d[key] for d in done)
-                for key in ("ops_per_s", "p99_ms", "cpu_us_per_op")
+                for key in ("ops_per_s", "p99_ms", "cpu_us_per_op", "own_cpu_us_per_op")
             } | {
                 "rounds_ops_per_s": [d["ops_per_s"] for d in done],
                 "errors": sum(d["errors"] for d in done),

@@ -30,10 +30,11 @@ from bhandar_cli.node.net import no_renegotiation, open_stream
 _TICK = os.sysconf("SC_CLK_TCK")
 
 
-def cpu_seconds(pids: list[int]) -> float:
-    """User and system CPU time of these processes so far (those still running)."""
+def cpu_seconds(pids: list[int], children: bool = True) -> float:
+    """User and system CPU time so far of these processes (those still running) and, with
+    `children`, of the children they run (a node's HTTP fronts, node/http/fronts.py)."""
     total = 0
-    for pid in pids:
+    for pid in _with_children(pids) if children else pids:
         try:
             with open(f"/proc/{pid}/stat", "rb") as f:
                 fields = f.read().rsplit(b")", 1)[1].split()
@@ -41,6 +42,24 @@ def cpu_seconds(pids: list[int]) -> float:
             continue
         total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
     return total / _TICK
+
+
+def _with_children(pids: list[int]) -> list[int]:
+    """`pids` and their children, from /proc/PID/task/TID/children (Linux)."""
+    out: list[int] = []
+    for pid in pids:
+        out.append(pid)
+        try:
+            tasks = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                with open(f"/proc/{pid}/task/{task}/children", "rb") as f:
+                    out += [int(child) for child in f.read().split()]
+            except OSError:
+                continue
+    return out
 
 
 @dataclass(frozen=True)
@@ -167,12 +186,14 @@ async def run(spec: Spec) -> dict[str, Any]:
                 stream = await _open(spec, host, port, ctx)
                 response = Response(stream)
 
-    cpu_before, started = cpu_seconds(spec.pids), time.perf_counter()
+    cpu_before, own_before = cpu_seconds(spec.pids), cpu_seconds(spec.pids, children=False)
+    started = time.perf_counter()
     async with trio.open_nursery() as nursery:
         for c in range(spec.clients):
             nursery.start_soon(client, c)
     seconds = time.perf_counter() - started
     cpu = cpu_seconds(spec.pids) - cpu_before
+    own = cpu_seconds(spec.pids, children=False) - own_before
     for stream, _, _ in streams:
         await trio.aclose_forcefully(stream)
     latencies.sort()
@@ -185,6 +206,8 @@ async def run(spec: Spec) -> dict[str, Any]:
         "p99_ms": round(latencies[min(n - 1, int(n * 0.99))] * 1000, 2) if n else 0.0,
         "server_cpu_s": round(cpu, 3),
         "cpu_us_per_op": round(cpu / n * 1e6, 1) if n else 0.0,
+        # of it, the servers' own processes (without children: a node's HTTP fronts)
+        "own_cpu_us_per_op": round(own / n * 1e6, 1) if n else 0.0,
         "errors": len(errors),
         "first_error": errors[0] if errors else "",
     }

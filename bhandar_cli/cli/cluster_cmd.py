@@ -94,6 +94,13 @@ def up(
         "", "--hosts", help="Each node's address, in order: 127.0.0.2,127.0.0.3 or 127.0.0.2-6 (a range)."
     ),
     node_args: list[str] = typer.Option([], "--node-arg", hidden=True, help="Extra `node run` option."),
+    http_workers: int = typer.Option(
+        0,
+        "--http-workers",
+        metavar="N",
+        help="Each node holds its HTTP connections (TLS, parsing) in N processes in front of it, "
+        "on other cores (`node run --http-workers`); 0: in the node's own process.",
+    ),
     insecure: bool = typer.Option(
         False, "--insecure", help="Plain TCP without certificates (loopback only; for experiments)."
     ),
@@ -141,7 +148,9 @@ def up(
         issuing = parse_issuers(issuers, nodes, tls=not insecure)
     except ValueError as exc:
         fail(f"--issuers: {exc}", EXIT_USAGE)
-    extra = [*node_args, "--fsync", fsync]
+    if not 0 <= http_workers <= 64:
+        fail(f"--http-workers must be 0..64 (got {http_workers})", EXIT_USAGE)
+    extra = [*node_args, "--fsync", fsync, *(("--http-workers", str(http_workers)) if http_workers else ())]
     from bhandar_cli.fleet import node_set_mismatch, resolve_dir, running_cluster
     from bhandar_cli.fleet import up as supervisor_up
 

@@ -88,6 +88,13 @@ def run(
     seeds: str = typer.Option("", "--seeds", help="HOST:PORT,... of nodes to join through."),
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on."),
     http_port: int = typer.Option(0, "--http-port", help="HTTP API port (0: any free port, -1: none)."),
+    http_workers: int = typer.Option(
+        0,
+        "--http-workers",
+        metavar="N",
+        help="Hold the HTTP connections (TLS, parsing, their limits) in N processes in front of the "
+        "node, sharing its port, so they run on other cores; 0: in the node's own process.",
+    ),
     zone: str = typer.Option("z1", "--zone", help="Availability zone of this node."),
     vnodes: int = typer.Option(8, "--vnodes", help="Tokens per node (the same on every node)."),
     replicas: int = typer.Option(3, "--replicas", help="Replication factor of new keyspaces."),
@@ -166,6 +173,10 @@ def run(
         fail(f"--id must be {NODE_ID_RULE} (got {node_id!r})", EXIT_USAGE)
     if not 0 <= port < 65536 or not -1 <= http_port < 65536:
         fail("ports must be between 0 and 65535", EXIT_USAGE)
+    if not 0 <= http_workers <= 64:
+        fail(f"--http-workers must be 0..64 (got {http_workers})", EXIT_USAGE)
+    if http_workers and http_port < 0:
+        fail("--http-workers needs the HTTP API: leave out --http-port -1", EXIT_USAGE)
     if fsync not in ("always", "batch", "none"):
         fail(f"--fsync must be always, batch or none (got {fsync!r})", EXIT_USAGE)
     if not 1 <= vnodes <= 1024 or not 1 <= replicas <= 9:
@@ -230,6 +241,7 @@ def run(
         host=host,
         port=port,
         http_port=http_port,
+        http_workers=http_workers,
         zone=zone,
         seeds=seed_list,
         vnodes=vnodes,

@@ -17,6 +17,7 @@ class NodeOptions:
     host: str = "127.0.0.1"
     port: int = 0
     http_port: int = 0  # 0: any free port; -1: no HTTP API
+    http_workers: int = 0  # HTTP front processes holding the connections (node/http/fronts.py); 0: none
     zone: str = "z1"
     seeds: tuple[tuple[str, int], ...] = ()
     vnodes: int = 8

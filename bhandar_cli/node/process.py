@@ -148,7 +148,7 @@ class NodeProcess:
                     from bhandar_cli.node.http import serve_http
 
                     self.http_port = await nursery.start(
-                        serve_http, self, opts.host, opts.http_port, self.tls
+                        serve_http, self, opts.host, opts.http_port, self.tls, opts.http_workers
                     )
                 self.port = await nursery.start(self.transport.serve, opts.host, opts.port)
                 # The cluster file's configuration version: a restarted node comes back with it.

@@ -85,9 +85,11 @@ def _processes_under(path: Path) -> list[int]:
 
 
 def test_a_short_run_beside_etcd_reports_both_and_stops_every_process(tmp_path: Path) -> None:
+    """With an HTTP front per node (`--http-workers 1`): their CPU counted, and they stop too."""
     env = {**os.environ, "TMPDIR": str(tmp_path)}
+    command = ["bench", "etcd", "--ops", "200", "--rounds", "1", "--http-workers", "1", "-o", "json"]
     done = subprocess.run(
-        [sys.executable, "-m", "bhandar_cli", "bench", "etcd", "--ops", "200", "--rounds", "1", "-o", "json"],
+        [sys.executable, "-m", "bhandar_cli", *command],
         capture_output=True,
         text=True,
         env=env,
@@ -104,9 +106,13 @@ def test_a_short_run_beside_etcd_reports_both_and_stops_every_process(tmp_path: 
         for op in ("put", "get"):
             row = report[side][op]
             assert row["ops_per_s"] > 0 and row["p99_ms"] > 0 and row["cpu_us_per_op"] > 0, (side, op, row)
+            # A node's own process spent part of its CPU per operation, its front the rest.
+            if side == "bhandar":
+                assert 0 < row["own_cpu_us_per_op"] < row["cpu_us_per_op"], row
     assert set(report["ratio"]) == {"put", "get"}
     assert report["ratio"]["put"]["ops"] == round(
         report["bhandar"]["put"]["ops_per_s"] / report["etcd"]["put"]["ops_per_s"], 3
     )
-    assert _processes_under(tmp_path) == []  # every etcd member and node stopped
+    assert report["http_workers"] == 1
+    assert _processes_under(tmp_path) == []  # every etcd member, node and front stopped
     assert list(tmp_path.iterdir()) == []  # and the temporary directory removed

@@ -33,13 +33,20 @@ LEGIT_CALLS = 30
 
 
 @asynccontextmanager
-async def node(tmp_path: Path) -> AsyncIterator[tuple[NodeProcess, int, int, dict[str, str]]]:
-    """A node with an admin token and a read-only one: (process, port, HTTP port, tokens)."""
+async def node(
+    tmp_path: Path, http_workers: int = 0
+) -> AsyncIterator[tuple[NodeProcess, int, int, dict[str, str]]]:
+    """A node with an admin token and a read-only one: (process, port, HTTP port, tokens); its
+    HTTP connections held by `http_workers` front processes (node/http/fronts.py), or by itself."""
     admin, admin_record = mint({"*": "admin"}, 10_000.0, 10_000, time.time())
     reader, reader_record = mint({"*": "read"}, 10_000.0, 10_000, time.time())
     write_auth_file(tmp_path / "auth.json", [admin_record, reader_record])
     options = NodeOptions(
-        id="A", data_dir=str(tmp_path / "A"), fsync="none", auth_file=str(tmp_path / "auth.json")
+        id="A",
+        data_dir=str(tmp_path / "A"),
+        fsync="none",
+        auth_file=str(tmp_path / "auth.json"),
+        http_workers=http_workers,
     )
     process = NodeProcess(options, None)
     async with trio.open_nursery() as nursery:
@@ -75,11 +82,14 @@ async def http_status(port: int, token: str) -> int:
         return int(answer.split()[1])
 
 
+@pytest.mark.parametrize("fronts", [0, 2], ids=["in-the-node", "two-fronts"])
 def test_silent_connections_flooding_the_http_port_cannot_keep_out_a_client_with_a_token(
-    tmp_path: Path,
+    tmp_path: Path, fronts: int
 ) -> None:
+    """Also with the connections held by two HTTP fronts, each with its share of the budget."""
+
     async def main() -> None:
-        async with node(tmp_path) as (_, _, http_port, tokens):
+        async with node(tmp_path, fronts) as (_, _, http_port, tokens):
             with trio.fail_after(60):
                 # More silent connections than the port's whole cap (256): each would hold its
                 # place for the read timeout.

@@ -142,29 +142,29 @@ class Api:
         method = scope["method"]
         query = _query(scope.get("query_string", b""))
         if parts == ["metrics"] and method == "GET":
-            self.authorize(scope, "metrics")
+            await self.authorize(scope, "metrics")
             return 200, generate_latest(self.registry), CONTENT_TYPE_LATEST, []
         if parts == ["v1", "status"] and method == "GET":
-            self.authorize(scope, "info")
+            await self.authorize(scope, "info")
             return 200, _json(self.node.info()), "application/json", []
         if parts == ["v1", "keyspaces"]:
             _allow(method, "GET")
-            self.authorize(scope, "keyspaces")
+            await self.authorize(scope, "keyspaces")
             return 200, _json({"keyspaces": self.node.info().get("keyspaces", [])}), "application/json", []
         if len(parts) == 3 and parts[:2] == ["v1", "keyspaces"]:
             _allow(method, "PUT")
-            self.authorize(scope, "keyspace_create")
+            await self.authorize(scope, "keyspace_create")
             return await self.create_keyspace(parts[2], await self.body(request_body))
         if len(parts) in (4, 5) and parts[:2] == ["v1", "kv"] and all(parts[2:4]):
             ks, key = parts[2], parts[3]
             level = parse_level(query.get("consistency", "QUORUM"))
             if len(parts) == 5 and parts[4] == "increment":
                 _allow(method, "POST")
-                self.authorize(scope, "incr", ks)
+                await self.authorize(scope, "incr", ks)
                 return await self.increment(ks, key, level, await self.body(request_body))
             if len(parts) == 4:
                 _allow(method, "GET", "PUT", "DELETE")
-                self.authorize(scope, {"GET": "get", "PUT": "put", "DELETE": "delete"}[method], ks)
+                await self.authorize(scope, {"GET": "get", "PUT": "put", "DELETE": "delete"}[method], ks)
                 if method == "GET":
                     return await self.get(ks, key, level)
                 if method == "PUT":
@@ -174,7 +174,7 @@ class Api:
             404, f"no such endpoint: {method} {scope['path']} (see GET /v1/status, /v1/kv/KS/KEY)"
         )
 
-    def authorize(self, scope: Scope, op: str, keyspace: str | None = None) -> None:
+    async def authorize(self, scope: Scope, op: str, keyspace: str | None = None) -> None:
         """Raise Unauthenticated, Forbidden or RateLimited unless the request's bearer token may do
         `op` (on `keyspace`) now (every request may when the node admits every client). Passed,
         its connection counts as authenticated (asgi.py: shed after those without a token), or
@@ -183,8 +183,8 @@ class Api:
         if self.node.auth is not None:
             token = self.node.auth.check(_bearer(scope), op, keyspace, trio.current_time()).id
         admit: Admit | None = scope.get(ADMIT)
-        if admit is not None:
-            admit(token)
+        if admit is not None and not admit.admitted:
+            await admit(token)
 
     async def body(self, request_body: RequestBody) -> dict[str, Any]:
         try:
@@ -359,10 +359,20 @@ async def serve_http(
     host: str,
     port: int,
     tls: NodeTls | None = None,
+    fronts: int = 0,
     task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve the API on host:port until cancelled (HTTPS with the node's certificate when it has
-    one); reports the bound port when ready."""
+    one), in this process or, with `fronts`, through that many front processes
+    (node/http/fronts.py); reports the bound port when ready."""
     files = None if tls is None else (str(tls.cert), str(tls.key))
     log = logging.getLogger("bhandar.http")
-    await serve(Api(node), host, port, LIMITS, log, files, task_status=task_status)
+    api = Api(node)
+    if fronts:
+        from bhandar_cli.node.http.fronts import serve_fronts
+
+        await serve_fronts(
+            api, host, port, fronts, LIMITS, api.max_body, log, node.id, files, task_status=task_status
+        )
+    else:
+        await serve(api, host, port, LIMITS, log, files, task_status=task_status)

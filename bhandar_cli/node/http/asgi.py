@@ -25,10 +25,9 @@ from __future__ import annotations
 import logging
 import ssl
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, Protocol
 
 import trio
 
@@ -37,10 +36,21 @@ from bhandar_cli.node.http.http1 import App, Http1Connection, Receive, Scope
 from bhandar_cli.node.http.https_only import HttpsOnlyListener, HttpsOnlyStream
 from bhandar_cli.security import RefusalLog
 
-# In a request's scope: call it with the id of the token the request showed, once it passed the
-# check ("" when the node checks none); raises RateLimited or Unavailable past a cap.
+# In a request's scope: the connection's `Admission` (below).
 ADMIT = "bhandar.admit"
-Admit = Callable[[str], None]
+
+
+class Admit(Protocol):
+    """A connection's admission, as a request on it sees it (`ADMIT` in its scope)."""
+
+    @property
+    def admitted(self) -> bool:
+        """Whether a request on this connection has shown a valid token already."""
+
+    async def __call__(self, token: str) -> None:
+        """The request passed the token check (`token`: its id, "" when the node checks none);
+        raises RateLimited or Unavailable past a cap. Awaited: a connection held by an HTTP front
+        (node/http/fronts.py) asks its front, whose door it is."""
 
 
 DRAIN_S = 2.0  # seconds an answered request's unread body has to arrive before the connection closes
@@ -56,6 +66,21 @@ class Limits:
     # counts as authenticated from its accept (the web view, which has no tokens).
     unauthenticated: int | None = None
     per_token: int | None = None  # authenticated connections of one token, at most
+
+
+@dataclass(eq=False)
+class _Admission:
+    """`Admit` for one connection of a `_Door`."""
+
+    door: _Door
+    place: _Place
+
+    @property
+    def admitted(self) -> bool:
+        return self.place.admitted
+
+    async def __call__(self, token: str) -> None:
+        self.door.admit(self.place, token)
 
 
 @dataclass(eq=False)
@@ -141,6 +166,11 @@ class _Door:
                     del self._by_token[place.token]
 
 
+async def listen(host: str, port: int) -> list[trio.SocketListener]:
+    """The HTTP port's listening sockets (port 0: a free one)."""
+    return await trio.open_tcp_listeners(port, host=host)
+
+
 async def serve(
     app: App,
     host: str,
@@ -152,7 +182,20 @@ async def serve(
 ) -> None:
     """Serve `app` on host:port (HTTPS with `tls` = (certificate file, key file)) until cancelled;
     reports the bound port when listening."""
-    plain = await trio.open_tcp_listeners(port, host=host)
+    plain = await listen(host, port)
+    await serve_listeners(app, plain, limits, log, tls, task_status=task_status)
+
+
+async def serve_listeners(
+    app: App,
+    plain: list[trio.SocketListener],
+    limits: Limits,
+    log: logging.Logger,
+    tls: tuple[str, str] | None = None,
+    task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve `app` on listening sockets already open (an HTTP front is handed its node's); reports
+    their port when serving."""
     listeners: list[trio.abc.Listener[Any]] = list(plain)
     scheme = "http"
     if tls is not None:  # TLS, and plain HTTP told in one line to use https
@@ -168,7 +211,7 @@ async def serve(
         if place is None:
             await trio.aclose_forcefully(stream)
             return
-        extra = {"scheme": scheme, "client": peer, "server": server, ADMIT: partial(door.admit, place)}
+        extra = {"scheme": scheme, "client": peer, "server": server, ADMIT: _Admission(door, place)}
         try:
             with place.scope:
                 if isinstance(stream, HttpsOnlyStream):

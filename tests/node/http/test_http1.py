@@ -3,7 +3,9 @@ answered in order (keep-alive, pipelined), HEAD, streamed bodies, `Connection: c
 and the head's limits (400 malformed, 431 too large, 408 too slow, the keep-alive deadline).
 
 Served on 127.0.0.1 with a small app; the deadlines under test are shortened to about a second,
-and every wait is bounded.
+and every wait is bounded. Each test but the task count runs twice: served in this process, and
+through an HTTP front (node/http/fronts.py: the front's Forwarder and the node's FrontLink over a
+link in memory), which must keep every behaviour and limit the same.
 """
 
 from __future__ import annotations
@@ -15,8 +17,11 @@ from functools import partial
 
 import pytest
 import trio
+import trio.testing
 
 from bhandar_cli.node.http import BodyRefused, Limits, Receive, RequestBody, Scope, Send, asgi
+from bhandar_cli.node.http.front_process import run_front
+from bhandar_cli.node.http.fronts import FrontLink
 
 DEADLINE = 10.0  # bounds every test; the limits under test are a second or two
 LIMITS = Limits(max_connections=8, read_timeout=None)
@@ -48,11 +53,28 @@ async def echo(scope: Scope, receive: Receive, send: Send) -> None:
 release = trio.Event()
 
 
+THROUGH_FRONT = [False]  # how `serving` serves: set per test by the `where` fixture
+
+
+@pytest.fixture(autouse=True, params=["in the node's process", "through a front"])
+def where(request: pytest.FixtureRequest) -> None:
+    THROUGH_FRONT[0] = request.param == "through a front"
+
+
 @asynccontextmanager
 async def serving(limits: Limits = LIMITS) -> AsyncIterator[int]:
+    log = logging.getLogger("test")
     async with trio.open_nursery() as nursery:
-        run_it = partial(asgi.serve, echo, "127.0.0.1", 0, limits, logging.getLogger("test"))
-        yield await nursery.start(run_it)
+        if not THROUGH_FRONT[0]:
+            yield await nursery.start(partial(asgi.serve, echo, "127.0.0.1", 0, limits, log))
+        else:
+            listeners = await asgi.listen("127.0.0.1", 0)
+            front_end, node_end = trio.testing.memory_stream_pair()
+            link = FrontLink(echo, node_end, log)
+            nursery.start_soon(link.run)
+            nursery.start_soon(run_front, listeners, front_end, limits, 1 << 20, None)
+            await link.ready.wait()
+            yield listeners[0].socket.getsockname()[1]
         nursery.cancel_scope.cancel()
 
 
@@ -111,7 +133,10 @@ class TaskCount(trio.abc.Instrument):
 
 
 def test_keep_alive_requests_on_one_connection_start_no_task() -> None:
+    """In the node's process no task per request; through a front, none at the front and one at
+    the node, which runs each forwarded request in a task of its own (they share the link)."""
     count = TaskCount()
+    per_request = 1 if THROUGH_FRONT[0] else 0
 
     async def body() -> None:
         async with serving() as port:
@@ -124,7 +149,8 @@ def test_keep_alive_requests_on_one_connection_start_no_task() -> None:
                 await stream.send_all(get(f"/kv/{i}"))
                 status, _, answer = await reader.response()
                 assert (status, answer) == (200, f"GET /kv/{i}  0".encode())
-            assert count.spawned == before, f"{count.spawned - before} tasks for 20 requests"
+            spawned = count.spawned - before
+            assert spawned == 20 * per_request, f"{spawned} tasks for 20 requests"
             await stream.aclose()
 
     run(body, (count,))
