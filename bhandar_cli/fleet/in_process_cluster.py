@@ -47,7 +47,8 @@ class InProcessCluster:
         self.ring = Ring.build(self.names, vnodes, self.zones)
         self.config = config or NodeConfig()
         rng = Random(seed)
-        self.model = NetworkModel(Random(rng.getrandbits(64)), latency or LatencyModel())
+        # A stream per sender: trio runs the nodes' tasks in an order it shuffles (network.py).
+        self.model = NetworkModel(Random(rng.getrandbits(64)), latency or LatencyModel(), per_sender=True)
         self.timers = TrioTimers()
         self.network = Network(self.model, self.timers.schedule, self._deliver)
         self._make_store = store_factory or (lambda _name: MemoryStore())

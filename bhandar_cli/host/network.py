@@ -13,7 +13,12 @@ while a message is in flight drops it, as a cable pulled mid-flight loses the pa
 Latency follows the seed text's model: 1 ms + Exp(1) ms, and 3% of messages 40-80 ms later.
 `bhandar check` also offers Maelstrom's other shapes around a mean (`distribution`): constant,
 or uniform from 0 to twice the mean. Reordering comes from independent per-message latencies.
-All randomness comes from the `random.Random` handed in.
+All randomness comes from the `random.Random` handed in. Where the senders are tasks that a
+scheduler runs in an order of its own choosing (trio shuffles runnable tasks on purpose, so the
+in-process cluster's nodes send in a different order from run to run), `per_sender` gives each
+sender its own stream seeded from it: a node's draws then depend on its own sends only, and a
+seeded run on trio's virtual clock repeats exactly. The simulator steps its nodes in a fixed order
+and draws from the one stream.
 """
 
 from __future__ import annotations
@@ -64,8 +69,12 @@ def partition_groups(groups: Iterable[Iterable[str]], nodes: Iterable[str]) -> l
 class NetworkModel:
     """Faults between nodes, and the latency of a message (None: the real network supplies it)."""
 
-    def __init__(self, rng: Random, latency: LatencyModel | None = LatencyModel()) -> None:
+    def __init__(
+        self, rng: Random, latency: LatencyModel | None = LatencyModel(), per_sender: bool = False
+    ) -> None:
         self.rng = rng
+        self._stream_seed = rng.getrandbits(64) if per_sender else None
+        self._streams: dict[str, Random] = {}  # sender -> its stream (with `per_sender`)
         self.latency = latency
         self.loss = 0.0
         self.duplicate = 0.0
@@ -79,25 +88,34 @@ class NetworkModel:
 
     # --- deciding ----------------------------------------------------------------------------
 
+    def _rng(self, src: str) -> Random:
+        """The stream that decides the fate of `src`'s messages."""
+        if self._stream_seed is None:
+            return self.rng
+        stream = self._streams.get(src)
+        if stream is None:  # a string seed is hashed with SHA-512: the same in every process
+            stream = self._streams[src] = Random(f"{self._stream_seed}:{src}")
+        return stream
+
     def route(self, src: str, dst: str, msg: Any) -> tuple[float, ...]:
         """The delays (seconds) after which copies of `msg` arrive: () when it is lost or held."""
         self.sent += 1
         link = (src, dst)
-        if link in self.blocked or (self.loss and self.rng.random() < self.loss):
+        if link in self.blocked or (self.loss and self._rng(src).random() < self.loss):
             self.dropped += 1
             return ()
         if link in self.clogged:
             self.held.setdefault(link, []).append(msg)
             return ()
         first = self.delay(src, dst)
-        if self.duplicate and self.rng.random() < self.duplicate:
+        if self.duplicate and self._rng(src).random() < self.duplicate:
             return (first, self.delay(src, dst))
         return (first,)
 
     def delay(self, src: str, dst: str) -> float:
         extra = self.extra_delay
         added = extra.get(src, 0.0) + extra.get(dst, 0.0) if extra else 0.0
-        return added if self.latency is None else self.latency.sample(self.rng) + added
+        return added if self.latency is None else self.latency.sample(self._rng(src)) + added
 
     def admits(self, src: str, dst: str) -> bool:
         """Is the link open now (checked again when a message arrives)?"""

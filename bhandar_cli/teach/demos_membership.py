@@ -46,9 +46,16 @@ def _copies(status: Json) -> dict[str, int]:
 
 
 def _before_join(ctx: DemoContext) -> dict[str, int]:
-    """The copies of A to D in the first status of the demo, before E was added."""
-    first = next(reply for _, reply in ctx.history if reply.get("cmd") == "status")
-    return _copies(first)
+    """The copies of A to D in the last status before E was added (step 2's, once every key had
+    its N copies)."""
+    before: Json | None = None
+    for _, reply in ctx.history:
+        if reply.get("cmd") == "add":
+            break
+        if reply.get("cmd") == "status":
+            before = reply
+    assert before is not None, "step 2 runs status before step 3 adds E"
+    return _copies(before)
 
 
 def _dropped(ctx: DemoContext) -> int:
@@ -77,7 +84,8 @@ def _copied(ctx: DemoContext) -> str:
     )
 
 
-def _extra_copies_dropped(ctx: DemoContext) -> str | None:
+def _n_copies_of_each_key(ctx: DemoContext) -> str | None:
+    """Does status count N = 3 copies of every key, no more, no fewer?"""
     total = sum(_copies(ctx.reply("status")).values())
     return None if total == 3 * KEYS else f"status counts {total} copies"
 
@@ -128,8 +136,12 @@ JOIN = Demo(
             [f"put kv k{i} {i}" for i in range(KEYS)],
         ),
         Step(
-            "status shows how the ring is shared among the four.",
+            "status shows how the ring is shared among the four. A QUORUM write is answered once two "
+            "replicas hold it; the third copy may land a moment later, so we look until all are there.",
             ["status"],
+            until=Expect(f"every key has its 3 copies: {3 * KEYS} in all", _n_copies_of_each_key),
+            within=10.0,
+            poll=0.1,
         ),
         Step(
             "We add node E. It takes its tokens, announces itself joining by gossip, and from then on "
@@ -146,7 +158,7 @@ JOIN = Demo(
             "We wait for A to D to drop the copies E now holds, looking at status every second.",
             ["status"],
             until=Expect(
-                f"A to D dropped the copies E took over: {3 * KEYS} copies in all", _extra_copies_dropped
+                f"A to D dropped the copies E took over: {3 * KEYS} copies in all", _n_copies_of_each_key
             ),
             within=60.0,
             then=_moved,

@@ -22,6 +22,7 @@ import trio
 import trio.testing
 from rich.console import Console, RenderableType
 
+from bhandar_cli.client.backend import Backend
 from bhandar_cli.client.cluster_health import Notices, cluster_health
 from bhandar_cli.client.openers import ClusterOptions
 from bhandar_cli.core.model.config import NodeConfig
@@ -68,9 +69,27 @@ def scenario() -> Outcome:
             for line in AFTER:
                 (reply,) = await session.run_line(line)
                 replies[line.split()[0]] = reply.to_json()
+                if line.startswith("put"):
+                    await hints_stored(backend, replies["put"].get("hinted", []))
             return seen, said, replies, members
 
     return trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+async def hints_stored(backend: Backend, hinted: list[str]) -> None:
+    """Wait, at most the write's timeout, until each fallback a put named ("A for B") holds its
+    hint. The put is answered on its first W acks: a fallback's copy may still be on its way (the
+    put went to D, C and A, A standing in for B; D answered on D's and C's acks), and `hints` at
+    that instant finds nothing. Which ack lands first depends on latencies drawn from the one
+    seeded network model in the order trio runs the node tasks, and trio shuffles that order, so
+    the race went either way from run to run."""
+    deadline = trio.current_time() + NodeConfig().request_timeout
+    wanted = [tuple(h.split(" for ")) for h in hinted]
+    while trio.current_time() < deadline:
+        held = {(r["holder"], r["target"]) for f, _ in wanted for r in await backend.node_hints(f)}
+        if all(pair in held for pair in wanted):
+            return
+        await trio.sleep(0.001)
 
 
 def printed(view: RenderableType) -> str:
