@@ -38,7 +38,8 @@ WORKERS = 2
 
 
 def children() -> set[int]:
-    """The live child processes of this process (the fronts a node here started)."""
+    """The live front processes this process's node started (other tests in this process may have
+    started children of their own: a browser, say)."""
     me = os.getpid()
     found: set[int] = set()
     for task in os.listdir(f"/proc/{me}/task"):
@@ -47,7 +48,15 @@ def children() -> set[int]:
                 found |= {int(pid) for pid in f.read().split()}
         except OSError:
             continue
-    return {pid for pid in found if _alive(pid)}
+    return {pid for pid in found if _alive(pid) and _is_front(pid)}
+
+
+def _is_front(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return b"bhandar_cli.node.http.front_process" in f.read()
+    except OSError:
+        return False
 
 
 def _alive(pid: int) -> bool:
