@@ -23,6 +23,8 @@ from typing import Any
 
 import pytest
 
+from tests.web.layout import POLL_S
+
 REPO = Path(__file__).resolve().parents[2]
 CHROMEDRIVER = "/usr/bin/chromedriver"
 INSTALL = "apt-get install -y chromium chromium-driver"
@@ -157,7 +159,7 @@ def web(tmp_path: Path) -> Iterator[WebProcess]:
     yield from start_web(tmp_path, "--nodes", "5")
 
 
-def until(driver: Any, condition: Callable[[Any], Any], timeout: float = 20, poll: float = 0.5) -> Any:
+def until(driver: Any, condition: Callable[[Any], Any], timeout: float = 20, poll: float = POLL_S) -> Any:
     """Wait (bounded) until `condition(driver)` holds. The page re-makes what changed (a node card
     every heartbeat): an element found in one call may be gone by the next, so conditions find
     what they read themselves, and a reference gone stale in the middle of one is a retry."""

@@ -11,6 +11,9 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 SIZES = ((1280, 720), (1920, 1080))
 WAIT_S = 30
+# How often a wait looks again: a look is one script call (a few ms), and a wait that looked
+# twice a second lost half a second a time, at every size of every step (minutes a run).
+POLL_S = 0.05
 
 # Returns a list of problems, each a sentence naming the element and the numbers.
 CHECK = r"""
@@ -97,7 +100,9 @@ def show(driver: Any, width: int, height: int, large: bool) -> None:
         "const done = arguments[0];"
         "requestAnimationFrame(() => requestAnimationFrame(() => done(document.body.dataset.fitted)))"
     )
-    WebDriverWait(driver, WAIT_S).until(lambda d: d.execute_async_script(after_frames) == fitted)
+    WebDriverWait(driver, WAIT_S, poll_frequency=POLL_S).until(
+        lambda d: d.execute_async_script(after_frames) == fitted
+    )
 
 
 def layout_problems(driver: Any) -> list[str]:

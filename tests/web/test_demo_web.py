@@ -31,6 +31,7 @@ from bhandar_cli.web.demo_page import WebPage
 from bhandar_cli.web.state import WebState
 from tests.teach.test_demos import cli
 from tests.web.conftest import demo_process
+from tests.web.layout import POLL_S
 
 WAIT_S = 20
 TEA_LINES = ["put kv k '[\"tea\"]'", "get kv k"]
@@ -129,12 +130,12 @@ def test_the_quorum_demo_narrates_on_the_page_and_the_page_stays_until_enter(
 ) -> None:
     with demo_process(tmp_path, "quorum") as demo:
         browser.get(demo.url)
-        WebDriverWait(browser, WAIT_S).until(lambda d: panel(d)["state"] == "ready")
+        WebDriverWait(browser, WAIT_S, poll_frequency=POLL_S).until(lambda d: panel(d)["state"] == "ready")
         shown = panel(browser)
         assert not shown["hidden"] and "quorum" in shown["title"] and shown["ok"] == []
 
         demo.enter()  # step 1
-        WebDriverWait(browser, WAIT_S).until(
+        WebDriverWait(browser, WAIT_S, poll_frequency=POLL_S).until(
             lambda d: (panel(d)["step"], panel(d)["state"]) == ("1", "passed")
         )
         shown = panel(browser)
@@ -146,12 +147,12 @@ def test_the_quorum_demo_narrates_on_the_page_and_the_page_stays_until_enter(
         assert shown["ok"] == [f"✓ {e.what}" for e in first.expect] and shown["fail"] == []
 
         demo.enter(len(QUORUM.steps) - 1)  # the rest, as a class pressing Enter
-        WebDriverWait(browser, 90).until(lambda d: panel(d)["state"] == "done")
+        WebDriverWait(browser, 90, poll_frequency=POLL_S).until(lambda d: panel(d)["state"] == "done")
         shown = panel(browser)
         assert shown["step"] == str(len(QUORUM.steps))
         assert shown["ok"] == [f"✓ {e.what}" for e in QUORUM.steps[-1].expect]
         # The demo is over; the page stays up for the class until Enter.
-        WebDriverWait(browser, WAIT_S).until(
+        WebDriverWait(browser, WAIT_S, poll_frequency=POLL_S).until(
             lambda d: "the page stays at" in demo.log.read_text(errors="replace")
         )
         assert demo.proc.poll() is None

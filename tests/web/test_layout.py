@@ -21,6 +21,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 from bhandar_cli.teach.demos import DEMOS
 from tests.web.conftest import WebProcess, demo_process
 from tests.web.layout import (
+    POLL_S,
     RING_MIN_PX,
     SIZES,
     header_counts,
@@ -41,7 +42,7 @@ def fits_everywhere(browser: Any, url: str, shot: str | None = None) -> dict[str
     for width, height in SIZES:
         for large in (False, True):
             show(browser, width, height, large)
-            WebDriverWait(browser, 30).until(
+            WebDriverWait(browser, 30, poll_frequency=POLL_S).until(
                 lambda d: d.execute_script(
                     "const o = document.getElementById('output');"
                     "return o.dataset.columns === o.dataset.laidOut"
@@ -63,7 +64,7 @@ def test_a_demo_played_to_its_end_fits_every_screen(name: str, tmp_path: Path, b
     with demo_process(tmp_path, name, "--auto") as demo:
         url = demo.url
         browser.get(url)
-        WebDriverWait(browser, DEMO_S, poll_frequency=0.5).until(
+        WebDriverWait(browser, DEMO_S, poll_frequency=POLL_S).until(
             lambda d: (
                 d.execute_script("return document.getElementById('demo-panel').dataset.state")
                 in ("done", "failed")
@@ -100,7 +101,7 @@ def test_the_busiest_diagram_and_a_partition_fit_and_the_header_counts_are_the_c
         nodes, up, line = header_counts(d)
         return (nodes, up) == (len(now["nodes"]), running) and line == now["summary"]["line"]
 
-    WebDriverWait(browser, 30, poll_frequency=0.5).until(header_agrees)
+    WebDriverWait(browser, 30, poll_frequency=0.5).until(header_agrees)  # each look runs `status`
     assert header_counts(browser)[2].startswith("4/5 running · down E · partitioned {A} | {B, C} | {D, E}")
     labels = browser.execute_script(
         "return [...document.querySelectorAll('#sequence text')].map((t) => t.textContent)"

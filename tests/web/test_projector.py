@@ -25,6 +25,7 @@ from bhandar_cli.teach.demos import DEMOS
 from bhandar_cli.web.background import serve_in_background
 from tests.web.conftest import WebProcess, demo_process, page_key, until
 from tests.web.layout import (
+    POLL_S,
     RING_MIN_PX,
     SIZES,
     WIDE,
@@ -140,10 +141,10 @@ def test_at_each_step_the_ring_keeps_its_size_and_the_newest_reply_shows(
     with demo_process(tmp_path, name) as demo:
         url, enter = demo.url, demo.enter
         browser.get(url)
-        WebDriverWait(browser, STEP_S).until(lambda d: demo_state(d)[1] == "ready")
+        WebDriverWait(browser, STEP_S, poll_frequency=POLL_S).until(lambda d: demo_state(d)[1] == "ready")
         for step in range(1, steps + 1):
             enter()
-            WebDriverWait(browser, STEP_S, poll_frequency=0.5).until(step_ended(step))
+            WebDriverWait(browser, STEP_S, poll_frequency=POLL_S).until(step_ended(step))
             found = {}
             for width, height in SIZES:
                 for large in (False, True):
