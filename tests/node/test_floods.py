@@ -11,9 +11,6 @@ calls, each on a new connection (the harder case: a held connection would be adm
 from __future__ import annotations
 
 import socket
-import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -24,35 +21,10 @@ from bhandar_cli.node.net.admission import MAX_PENDING, Admission
 from bhandar_cli.node.net.blocking_rpc import RpcError
 from bhandar_cli.node.net.codec import encode_frame
 from bhandar_cli.node.net.rpc import RpcClient, rpc_once
-from bhandar_cli.node.node_options import NodeOptions
-from bhandar_cli.node.process import NodeProcess
 from bhandar_cli.security.access import ClientAccess
-from bhandar_cli.security.auth import mint, write_auth_file
+from tests.support.token_node import token_node
 
 LEGIT_CALLS = 30
-
-
-@asynccontextmanager
-async def node(
-    tmp_path: Path, http_workers: int = 0
-) -> AsyncIterator[tuple[NodeProcess, int, int, dict[str, str]]]:
-    """A node with an admin token and a read-only one: (process, port, HTTP port, tokens); its
-    HTTP connections held by `http_workers` front processes (node/http/fronts.py), or by itself."""
-    admin, admin_record = mint({"*": "admin"}, 10_000.0, 10_000, time.time())
-    reader, reader_record = mint({"*": "read"}, 10_000.0, 10_000, time.time())
-    write_auth_file(tmp_path / "auth.json", [admin_record, reader_record])
-    options = NodeOptions(
-        id="A",
-        data_dir=str(tmp_path / "A"),
-        fsync="none",
-        auth_file=str(tmp_path / "auth.json"),
-        http_workers=http_workers,
-    )
-    process = NodeProcess(options, None)
-    async with trio.open_nursery() as nursery:
-        port, http_port = await nursery.start(process.run)
-        yield process, port, http_port, {"admin": admin, "reader": reader, "reader_id": reader_record.id}
-        nursery.cancel_scope.cancel()
 
 
 def is_closed(stream: trio.SocketStream) -> bool:
@@ -89,7 +61,7 @@ def test_silent_connections_flooding_the_http_port_cannot_keep_out_a_client_with
     """Also with the connections held by two HTTP fronts, each with its share of the budget."""
 
     async def main() -> None:
-        async with node(tmp_path, fronts) as (_, _, http_port, tokens):
+        async with token_node(tmp_path, fronts) as (_, _, http_port, tokens):
             with trio.fail_after(60):
                 # More silent connections than the port's whole cap (256): each would hold its
                 # place for the read timeout.
@@ -108,7 +80,7 @@ def test_a_read_only_token_holding_a_thousand_connections_leaves_the_node_port_t
     tmp_path: Path,
 ) -> None:
     async def main() -> None:
-        async with node(tmp_path) as (process, port, _, tokens):
+        async with token_node(tmp_path) as (process, port, _, tokens):
             per_token = 16
             process.transport.admission = Admission(per_token=per_token)
             hello = encode_frame({"hello": "client", "token": tokens["reader"]})
@@ -146,7 +118,7 @@ def test_an_idle_client_connection_is_retired_without_losing_a_call_and_its_plac
     tmp_path: Path,
 ) -> None:
     async def main() -> None:
-        async with node(tmp_path) as (process, port, _, tokens):
+        async with token_node(tmp_path) as (process, port, _, tokens):
             process.rpc.idle_after = 0.5
             admin = ClientAccess(token=tokens["admin"])
             client = RpcClient("127.0.0.1", port, "A", access=admin)

@@ -22,12 +22,27 @@ import contextlib
 import math
 import struct
 from collections.abc import AsyncIterator
+from enum import IntEnum
 from typing import Any
 
 import cbor2
 import trio
 
-REQUEST, BODY, GONE, ADMITTED, NOT_ADMITTED, START, ADMIT, FAILED, READY, READ = range(10)
+
+class FrameKind(IntEnum):
+    """A frame's kind, its first item (the module doc says what each carries)."""
+
+    REQUEST = 0
+    BODY = 1
+    GONE = 2
+    ADMITTED = 3
+    NOT_ADMITTED = 4
+    START = 5
+    ADMIT = 6
+    FAILED = 7
+    READY = 8
+    READ = 9
+
 
 Frame = list[Any]
 _LENGTH = struct.Struct(">I")

@@ -29,19 +29,8 @@ import trio
 
 from bhandar_cli.node.http.asgi import ADMIT, Admit, Limits, serve_listeners
 from bhandar_cli.node.http.front_link import (
-    ADMIT as ASK_ADMIT,
-)
-from bhandar_cli.node.http.front_link import (
-    ADMITTED,
-    BODY,
-    FAILED,
-    GONE,
-    NOT_ADMITTED,
-    READ,
-    READY,
-    REQUEST,
-    START,
     Frame,
+    FrameKind,
     LinkBroken,
     LinkWriter,
     read_frames,
@@ -90,7 +79,7 @@ class Forwarder:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         body, more, pumped = b"", False, False
         inline = self._inline(scope["headers"])
-        if inline is None:  # a body the node asks for (READ) when its app reads it
+        if inline is None:  # a body the node asks for (FrameKind.READ) when its app reads it
             more = True
         elif inline:  # usually the whole body, come in the read that brought the head
             first = await receive()
@@ -106,7 +95,7 @@ class Forwarder:
         try:
             self.writer.send(
                 [
-                    REQUEST,
+                    FrameKind.REQUEST,
                     rid,
                     scope["method"],
                     scope["path"],
@@ -125,30 +114,30 @@ class Forwarder:
                     nursery.start_soon(self._pump_body, rid, receive, len(body))
                 async for frame in inbox:
                     kind = frame[0]
-                    if kind == START:  # [START, id, status, headers, body, more]
+                    if kind == FrameKind.START:  # [FrameKind.START, id, status, headers, body, more]
                         headers = [(bytes(name), bytes(value)) for name, value in frame[3]]
                         await send({"type": "http.response.start", "status": frame[2], "headers": headers})
-                        kind, frame = BODY, [BODY, rid, frame[4], frame[5]]
-                    if kind == BODY:
+                        kind, frame = FrameKind.BODY, [FrameKind.BODY, rid, frame[4], frame[5]]
+                    if kind == FrameKind.BODY:
                         await send({"type": "http.response.body", "body": frame[2], "more_body": frame[3]})
                         if not frame[3]:
                             break
                         if not more:  # a streaming response: the node hears when its client goes
                             more = True
                             nursery.start_soon(self._watch_client, rid, receive)
-                    elif kind == ASK_ADMIT:
+                    elif kind == FrameKind.ADMIT:
                         self.writer.send(await self._admit(admission, rid, frame[2]))
-                    elif kind == READ and not pumped:
+                    elif kind == FrameKind.READ and not pumped:
                         pumped = True
                         nursery.start_soon(self._pump_body, rid, receive, 0)
-                    elif kind == FAILED:
+                    elif kind == FrameKind.FAILED:
                         raise NodeAppFailed(f"the node's app failed on request {rid}: see the node's log")
                 answered = True
                 nursery.cancel_scope.cancel()
         finally:
             del self._waiting[rid]
             if not answered:  # the client left, or this front is stopping: the node can stop too
-                self.writer.send([GONE, rid])
+                self.writer.send([FrameKind.GONE, rid])
 
     def _inline(self, headers: list[tuple[bytes, bytes]]) -> bool | None:
         """Whether the request frame carries the body: False, there is none; True, a body of a
@@ -172,8 +161,8 @@ class Forwarder:
             await admission(token)
         except BhandarError as exc:
             retry = exc.retry_after if isinstance(exc, RateLimited) else 0.0
-            return [NOT_ADMITTED, rid, exc.code, str(exc), retry]
-        return [ADMITTED, rid]
+            return [FrameKind.NOT_ADMITTED, rid, exc.code, str(exc), retry]
+        return [FrameKind.ADMITTED, rid]
 
     async def _pump_body(self, rid: int, receive: Receive, taken: int) -> None:
         """Forward the rest of the request's body as it comes (up to just past `body_limit`, which
@@ -181,11 +170,11 @@ class Forwarder:
         while taken <= self.body_limit:
             message = await receive()
             if message["type"] != "http.request":
-                self.writer.send([GONE, rid])
+                self.writer.send([FrameKind.GONE, rid])
                 return
             body = bytes(message.get("body", b""))
             taken += len(body)
-            self.writer.send([BODY, rid, body, bool(message.get("more_body", False))])
+            self.writer.send([FrameKind.BODY, rid, body, bool(message.get("more_body", False))])
             if not message.get("more_body", False):
                 await self._watch_client(rid, receive)
                 return
@@ -194,7 +183,7 @@ class Forwarder:
         """Tell the node when the client goes (what an app streaming its response hears as
         `http.disconnect`); cancelled when the response is over."""
         await receive()
-        self.writer.send([GONE, rid])
+        self.writer.send([FrameKind.GONE, rid])
 
 
 async def run_front(
@@ -213,7 +202,7 @@ async def run_front(
             serve_listeners, forwarder, listeners, limits, logging.getLogger("bhandar.http"), tls
         )
         scheme = "https" if tls else "http"
-        writer.send([READY, 0, scheme, list(listeners[0].socket.getsockname()[:2])])
+        writer.send([FrameKind.READY, 0, scheme, list(listeners[0].socket.getsockname()[:2])])
         await forwarder.read_link(link)
         nursery.cancel_scope.cancel()
 

@@ -31,19 +31,8 @@ import trio
 from bhandar_cli.core.model import RateLimited, Unavailable
 from bhandar_cli.node.http.asgi import ADMIT, Limits, listen
 from bhandar_cli.node.http.front_link import (
-    ADMIT as ASK_ADMIT,
-)
-from bhandar_cli.node.http.front_link import (
-    ADMITTED,
-    BODY,
-    FAILED,
-    GONE,
-    NOT_ADMITTED,
-    READ,
-    READY,
-    REQUEST,
-    START,
     Frame,
+    FrameKind,
     LinkBroken,
     LinkWriter,
     read_frames,
@@ -100,11 +89,11 @@ class _Forwarded:
     async def __call__(self, token: str) -> None:
         if self._admitted:
             return
-        self.link.writer.send([ASK_ADMIT, self.rid, token])
+        self.link.writer.send([FrameKind.ADMIT, self.rid, token])
         await self._verdict_came.wait()
         verdict, self._verdict = self._verdict, None
         self._verdict_came = trio.Event()
-        if verdict is not None and verdict[0] == NOT_ADMITTED:
+        if verdict is not None and verdict[0] == FrameKind.NOT_ADMITTED:
             _, _, code, message, retry = verdict
             if code == "rate_limited":
                 raise RateLimited(message, float(retry))
@@ -113,12 +102,12 @@ class _Forwarded:
 
     def hear(self, frame: Frame) -> None:
         kind = frame[0]
-        if kind == BODY:
+        if kind == FrameKind.BODY:
             self._rest[0].send_nowait({"type": "http.request", "body": frame[2], "more_body": frame[3]})
-        elif kind == GONE:
+        elif kind == FrameKind.GONE:
             self._gone = True
             self._rest[0].send_nowait(DISCONNECT)
-        elif kind in (ADMITTED, NOT_ADMITTED):
+        elif kind in (FrameKind.ADMITTED, FrameKind.NOT_ADMITTED):
             self._verdict = frame
             self._verdict_came.set()
 
@@ -128,7 +117,7 @@ class _Forwarded:
             return message
         if not self._asked:
             self._asked = True
-            self.link.writer.send([READ, self.rid])
+            self.link.writer.send([FrameKind.READ, self.rid])
         try:
             return self._rest[1].receive_nowait()
         except trio.WouldBlock:
@@ -144,10 +133,10 @@ class _Forwarded:
         elif kind == "http.response.body":
             body, more = bytes(message.get("body", b"")), bool(message.get("more_body", False))
             if self._start is not None:
-                self.link.writer.send([START, self.rid, *self._start, body, more])
+                self.link.writer.send([FrameKind.START, self.rid, *self._start, body, more])
                 self._start = None
             else:
-                self.link.writer.send([BODY, self.rid, body, more])
+                self.link.writer.send([FrameKind.BODY, self.rid, body, more])
         else:
             raise RuntimeError(f"an HTTP app sent {kind!r}")
 
@@ -170,11 +159,11 @@ class FrontLink:
             nursery.start_soon(self.writer.run)
             async for frame in read_frames(self.stream):
                 kind, rid = frame[0], frame[1]
-                if kind == REQUEST:
+                if kind == FrameKind.REQUEST:
                     request = _Forwarded(self, frame)
                     self._requests[rid] = request
                     nursery.start_soon(self._answer, request)
-                elif kind == READY:
+                elif kind == FrameKind.READY:
                     self.scheme, self.server = frame[2], (str(frame[3][0]), int(frame[3][1]))
                     self.ready.set()
                 elif (request_ := self._requests.get(rid)) is not None:
@@ -187,7 +176,7 @@ class FrontLink:
         except Exception:
             scope = request.scope
             self.log.exception("HTTP app failed on %s %s", scope.get("method"), scope.get("path"))
-            self.writer.send([FAILED, request.rid])
+            self.writer.send([FrameKind.FAILED, request.rid])
         finally:
             del self._requests[request.rid]
 

@@ -15,9 +15,7 @@ import logging
 import os
 import signal
 import sys
-import time
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -29,9 +27,7 @@ from bhandar_cli.node.http.api import LIMITS
 from bhandar_cli.node.http.asgi import Limits
 from bhandar_cli.node.http.front_process import share
 from bhandar_cli.node.http.http1 import Receive, Scope, Send
-from bhandar_cli.node.node_options import NodeOptions
-from bhandar_cli.node.process import NodeProcess
-from bhandar_cli.security.auth import mint, write_auth_file
+from tests.support.token_node import token_node
 
 DEADLINE = 60.0
 WORKERS = 2
@@ -73,27 +69,6 @@ async def until(condition: Callable[[], bool]) -> None:
         await trio.sleep(0.05)
 
 
-@asynccontextmanager
-async def node(
-    tmp_path: Path, workers: int = WORKERS
-) -> AsyncIterator[tuple[NodeProcess, int, dict[str, str]]]:
-    """A node with `workers` HTTP fronts and an admin token: (process, HTTP port, tokens)."""
-    admin, admin_record = mint({"*": "admin"}, 10_000.0, 10_000, time.time())
-    write_auth_file(tmp_path / "auth.json", [admin_record])
-    options = NodeOptions(
-        id="A",
-        data_dir=str(tmp_path / "A"),
-        fsync="none",
-        auth_file=str(tmp_path / "auth.json"),
-        http_workers=workers,
-    )
-    process = NodeProcess(options, None)
-    async with trio.open_nursery() as nursery:
-        _, http_port = await nursery.start(process.run)
-        yield process, http_port, {"admin": admin, "admin_id": admin_record.id}
-        nursery.cancel_scope.cancel()
-
-
 async def request(port: int, method: str, path: str, token: str = "", body: bytes = b"") -> tuple[int, bytes]:
     """One request on a new connection: (status, body)."""
     stream = await trio.open_tcp_stream("127.0.0.1", port)
@@ -133,7 +108,7 @@ async def request_on(
 def test_the_api_answers_through_the_fronts_and_the_node_checks_the_tokens(tmp_path: Path) -> None:
     async def main() -> None:
         with trio.fail_after(DEADLINE):
-            async with node(tmp_path) as (_, port, tokens):
+            async with token_node(tmp_path, WORKERS) as (_, _, port, tokens):
                 assert len(children()) == WORKERS
                 admin = tokens["admin"]
                 assert (await request(port, "PUT", "/v1/keyspaces/one", admin, b'{"n": 1}'))[0] == 201
@@ -162,7 +137,7 @@ def test_a_token_s_connection_cap_is_kept_across_the_fronts(tmp_path: Path) -> N
 
     async def main() -> None:
         with trio.fail_after(DEADLINE):
-            async with node(tmp_path) as (_, port, tokens):
+            async with token_node(tmp_path, WORKERS) as (_, _, port, tokens):
                 held: list[trio.SocketStream] = []
                 refused: list[bytes] = []
                 over = 24
@@ -188,7 +163,7 @@ def test_a_token_s_connection_cap_is_kept_across_the_fronts(tmp_path: Path) -> N
 def test_a_front_that_dies_is_replaced_and_the_fronts_go_with_the_node(tmp_path: Path) -> None:
     async def main() -> None:
         with trio.fail_after(DEADLINE):
-            async with node(tmp_path) as (_, port, tokens):
+            async with token_node(tmp_path, WORKERS) as (_, _, port, tokens):
                 first = children()
                 assert len(first) == WORKERS
                 victim = min(first)
