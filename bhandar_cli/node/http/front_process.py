@@ -77,15 +77,14 @@ class Forwarder:
                 inbox.send_nowait(frame)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        body, more, pumped = b"", False, False
+        body, more, pumped, cut = b"", False, False, False
         inline = self._inline(scope["headers"])
         if inline is None:  # a body the node asks for (FrameKind.READ) when its app reads it
             more = True
         elif inline:  # usually the whole body, come in the read that brought the head
             first = await receive()
-            if first["type"] != "http.request":
-                return  # the client left before its body came: no one to answer
-            body, more = bytes(first.get("body", b"")), bool(first.get("more_body", False))
+            cut = first["type"] != "http.request"  # gone, or silent past the read timeout
+            body, more = bytes(first.get("body", b"")), cut or bool(first.get("more_body", False))
             pumped = True
         rid = next(self._ids)
         inbox_in, inbox = trio.open_memory_channel[Frame](math.inf)
@@ -109,8 +108,10 @@ class Forwarder:
                     more,
                 ]
             )
+            if cut:  # the node's app hears the body cut, and answers as it would in one process
+                self.writer.send([FrameKind.GONE, rid])
             async with trio.open_nursery() as nursery:
-                if more and pumped:
+                if more and pumped and not cut:
                     nursery.start_soon(self._pump_body, rid, receive, len(body))
                 async for frame in inbox:
                     kind = frame[0]

@@ -2,7 +2,8 @@
 
 Past the connection cap a new connection is closed at once; a TLS handshake, a client that sends
 nothing, and a body trickled out each have a deadline. Served on 127.0.0.1 with a small app; the
-deadlines are shortened so each test waits about a second.
+deadlines are shortened so each test waits about a second. Each runs twice: served in this process,
+and through an HTTP front (node/http/fronts.py, its link in memory), which keeps the same limits.
 """
 
 from __future__ import annotations
@@ -15,8 +16,11 @@ from pathlib import Path
 
 import pytest
 import trio
+import trio.testing
 
 from bhandar_cli.node.http import BodyRefused, Limits, Receive, RequestBody, Scope, Send, asgi
+from bhandar_cli.node.http.front_process import run_front
+from bhandar_cli.node.http.fronts import FrontLink
 from bhandar_cli.security import pki
 
 DEADLINE = 10.0  # bounds every wait below; the limits under test are a second or two
@@ -36,11 +40,28 @@ async def echo_length(scope: Scope, receive: Receive, send: Send) -> None:
     await send({"type": "http.response.body", "body": text})
 
 
+THROUGH_FRONT = [False]  # how `serving` serves: set per test by the `where` fixture
+
+
+@pytest.fixture(autouse=True, params=["in the node's process", "through a front"])
+def where(request: pytest.FixtureRequest) -> None:
+    THROUGH_FRONT[0] = request.param == "through a front"
+
+
 @asynccontextmanager
 async def serving(limits: Limits, tls: tuple[str, str] | None = None) -> AsyncIterator[int]:
+    log = logging.getLogger("test")
     async with trio.open_nursery() as nursery:
-        run = partial(asgi.serve, echo_length, "127.0.0.1", 0, limits, logging.getLogger("test"), tls)
-        yield await nursery.start(run)
+        if not THROUGH_FRONT[0]:
+            yield await nursery.start(partial(asgi.serve, echo_length, "127.0.0.1", 0, limits, log, tls))
+        else:
+            listeners = await asgi.listen("127.0.0.1", 0)
+            front_end, node_end = trio.testing.memory_stream_pair()
+            link = FrontLink(echo_length, node_end, log)
+            nursery.start_soon(link.run)
+            nursery.start_soon(run_front, listeners, front_end, limits, 1 << 20, tls)
+            await link.ready.wait()
+            yield listeners[0].socket.getsockname()[1]
         nursery.cancel_scope.cancel()
 
 
@@ -92,11 +113,14 @@ def test_past_the_cap_a_new_connection_is_closed_at_once_and_the_others_are_serv
     run(body)
 
 
-def test_a_client_that_sends_nothing_for_the_read_timeout_is_closed_and_its_body_not_taken() -> None:
+@pytest.mark.parametrize("sent", [b"abc", b""], ids=["part-of-the-body", "none-of-the-body"])
+def test_a_client_that_sends_nothing_for_the_read_timeout_is_closed_and_its_body_not_taken(
+    sent: bytes,
+) -> None:
     async def body() -> None:
         async with serving(Limits(max_connections=8, read_timeout=1)) as port:
             stream = await trio.open_tcp_stream("127.0.0.1", port)
-            await stream.send_all(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc")
+            await stream.send_all(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n" + sent)
             answer = b""
             with trio.fail_after(4.0):
                 while chunk := await stream.receive_some(1024):
