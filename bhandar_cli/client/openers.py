@@ -10,7 +10,7 @@ import os
 import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,12 +39,17 @@ class ClusterOptions:
     seed: int = 0
     data_dir: str | None = None  # None: a temporary directory removed at exit
     memory: bool = False  # keep data in memory only (no disk at all)
+    # Background anti-entropy's interval (0: off; None: NodeConfig's). A demo that shows a stale
+    # replica turns it off: a round would repair the replica within seconds, before it is shown.
+    repair_interval: float | None = None
 
 
 @asynccontextmanager
 async def open_in_process_client(options: ClusterOptions) -> AsyncIterator[Client[InProcessBackend]]:
     """Start an in-process cluster and yield a client on it; stop the cluster on exit."""
     config = NodeConfig(default_n=options.replicas)
+    if options.repair_interval is not None:
+        config = replace(config, repair_interval=options.repair_interval)
     with contextlib.ExitStack() as stack:
         factory = None
         base: str | None = None

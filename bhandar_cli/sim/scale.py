@@ -14,8 +14,8 @@ gossip, phi detectors, anti-entropy and hinted handoff as in production), throug
 
 Beside each size, the all-to-all heartbeat baseline from the same run: every node sends its own
 heartbeat (one member's state, encoded here) to each of the n - 1 others every gossip interval.
-Repair age is the background round of core/repair/repair_schedule.py: one (range, peer) comparison per
-repair interval, so a range is compared again after (ranges x peers) intervals, at any size.
+Repair age is the background round of core/repair/repair_schedule.py: every range shared with one
+peer per repair interval, so a range is compared again after (peers it shares ranges with) intervals.
 
 Everything depends on the seed only; nothing here reads the wall clock.
 """
@@ -144,6 +144,7 @@ def _one_size(n: int, seed: int, config: NodeConfig) -> dict[str, Any]:
     info = {name: h.node.info(cluster.now) for name, h in cluster.hosts.items() if h.node is not None}
     held = statistics.fmean(i["keys"] for i in info.values()) if info else 0.0
     ranges = statistics.fmean(i["repair"]["ranges"] for i in info.values()) if info else 0.0
+    peers = _repair_peers(cluster)
     # What an all-to-all heartbeat carries: the sender's own state (its tokens, zone, address).
     own = MemberState(
         first, cluster.ring.zones[first], tuple(cluster.ring.tokens_by_node()[first]), "normal", 1, 99
@@ -172,9 +173,21 @@ def _one_size(n: int, seed: int, config: NodeConfig) -> dict[str, Any]:
         "repair_messages_per_node_h": round(repair_messages / per * hour),
         "repair_bytes_per_node_h": round(repair_bytes / per * hour),
         "repair_ranges_per_node": round(ranges, 1),
-        "repair_age_s": round(ranges * (REPLICAS - 1) * config.repair_interval, 1),
+        "repair_peers_per_node": round(peers, 1),
+        "repair_age_s": round(peers * config.repair_interval, 1),
         **hints,
     }
+
+
+def _repair_peers(cluster: SimCluster) -> float:
+    """How many peers a node shares ranges with (a background round visits each once), on average."""
+    ring = cluster.ring_view()
+    shared: dict[str, set[str]] = {name: set() for name in ring.tokens_by_node()}
+    for rng in ring.ranges():
+        replicas = ring.preference_list(rng.hi, REPLICAS)
+        for name in replicas:
+            shared[name].update(replicas)
+    return statistics.fmean(len(peers) - 1 for peers in shared.values()) if shared else 0.0
 
 
 def _count_sends(host: Any, traffic: Traffic) -> None:

@@ -59,7 +59,8 @@ def _header(demo: Demo, interactive: bool) -> Panel:
         Text(demo.summary),
         Text(
             f"cluster: {o.nodes} nodes (A-{last}) in {o.zones} zones, {o.vnodes} tokens each, "
-            f"N = {o.replicas} replicas per key",
+            f"N = {o.replicas} replicas per key"
+            + (", background anti-entropy off" if o.repair_interval == 0 else ""),
             style="dim",
         ),
         Text(f"read more: {demo.guide}", style="dim"),

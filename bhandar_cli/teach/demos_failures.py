@@ -31,7 +31,7 @@ QUORUM = Demo(
     title="Quorums: R + W > N",
     summary="kill one of three replicas: QUORUM still works, ALL fails, ONE can read stale data",
     guide="docs/quorum-levels.md",
-    options=ClusterOptions(nodes=3, zones=3),
+    options=ClusterOptions(nodes=3, zones=3, repair_interval=0),
     steps=(
         Step(
             "Every key has a preference list: the N = 3 nodes that hold its replicas, "
@@ -86,7 +86,8 @@ QUORUM = Demo(
         ),
         Step(
             lambda ctx: (
-                f"We revive {ctx.replicas()[1]}. It missed the tea-and-milk write. "
+                f"We revive {ctx.replicas()[1]}. It missed the tea-and-milk write "
+                "(background anti-entropy, off in this demo, would bring it within seconds). "
                 f"Now we read with c=ONE through {ctx.replicas()[1]} itself. "
                 "R + W = 1 + 2 = 3, which is not more than N = 3: "
                 "the one replica we read may not be one of the two that took the write."
@@ -272,7 +273,7 @@ READREPAIR = Demo(
     title="Read repair: a read fixes a replica that missed a write",
     summary="a replica misses a write during a partition; the next read finds it stale and repairs it",
     guide="docs/quorum-levels.md (read repair)",
-    options=ClusterOptions(nodes=3, zones=3),
+    options=ClusterOptions(nodes=3, zones=3, repair_interval=0),
     steps=(
         Step(
             "We create the keyspace carts. The preference list of cart:9: three replicas.",
@@ -293,7 +294,8 @@ READREPAIR = Demo(
         Step(
             lambda ctx: (
                 f"We heal the partition. The clock command shows that {ctx.replicas()[2]} "
-                "holds nothing: it missed the write."
+                "holds nothing: it missed the write. (Background anti-entropy, off in this demo, "
+                "would bring it the write within seconds.)"
             ),
             ["heal", "sleep 4s", "clock carts cart:9"],
             (Expect("the third replica holds nothing", _isolated_holds_nothing),),

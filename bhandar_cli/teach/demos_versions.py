@@ -267,7 +267,7 @@ TOMBSTONE = Demo(
     title="Delete writes a tombstone",
     summary="a replica misses a delete; the tombstone keeps the old value from coming back",
     guide="docs/versions-and-siblings.md (deletes)",
-    options=ClusterOptions(nodes=3, zones=3),
+    options=ClusterOptions(nodes=3, zones=3, repair_interval=0),
     steps=(
         Step(
             "We create the keyspace carts, write a value to all three replicas and read it, "
@@ -291,8 +291,9 @@ TOMBSTONE = Demo(
         ),
         Step(
             lambda ctx: (
-                f"We revive {ctx.replicas()[2]}. It still holds ghee: it missed the delete. "
-                "If the store had simply forgotten the key, this old copy could bring ghee back."
+                f"We revive {ctx.replicas()[2]}. It still holds ghee: it missed the delete "
+                "(background anti-entropy, off in this demo, would bring it the tombstone within "
+                "seconds). If the store had simply forgotten the key, this old copy could bring ghee back."
             ),
             lambda ctx: [f"revive {ctx.replicas()[2]}", "sleep 4s", "clock carts cart:5"],
             (Expect("the revived replica still holds ghee", home_holds(2, [["ghee"]])),),

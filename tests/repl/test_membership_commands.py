@@ -71,6 +71,7 @@ def test_merkle_shows_differences_and_repair_exchanges_exactly_them(repl: Run) -
             "merkle A C",
         ],
         nodes=3,
+        repair_interval=0,  # the `repair` command's work: background anti-entropy would do it first
     )
     before, repair, after = out[-3], out[-2], out[-1]
     differing_keys = {k for r in before["ranges"] for k in r["keys"]}

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import pytest
 
+from bhandar_cli.core.model import NodeConfig
 from bhandar_cli.node.admin import convergence_problems, convergence_ranges
 from bhandar_cli.sim.sim_cluster import SimCluster
 from tests.support.sim_calls import node, put
@@ -28,7 +29,11 @@ def problems(c: SimCluster) -> list[str]:
 
 @pytest.mark.parametrize("seed", [5, 7, 8, 9, 11])
 def test_replicas_agree_within_seconds_after_a_short_partition_heals(seed: int) -> None:
-    c = SimCluster(seed=seed, nodes=5)
+    # Background anti-entropy off: agreement within seconds must come from the hints alone (a
+    # round now finds these differences within seconds too, and would hide a missing hint). Whether
+    # a hint was kept at a write's deadline (hints.for_silent) or because the coordinator already
+    # knew the replica unreachable depends on the seed's timing: both count.
+    c = SimCluster(seed=seed, nodes=5, config=NodeConfig(repair_interval=0))
     c.run_for(3.0)
     names = list(c.members)
     cut, majority = names[-1], names[:-1]
@@ -38,5 +43,5 @@ def test_replicas_agree_within_seconds_after_a_short_partition_heals(seed: int) 
     c.net.heal()
     healed = c.now
     assert c.loop.run_until_true(lambda: not problems(c), healed + 10.0), problems(c)[:3]
-    silent = sum(node(c, name).metrics.hints_for_silent for name in majority)
-    assert silent > 0  # the cut-off node's writes waited as hints, not for the repair round
+    hinted = sum(node(c, name).metrics.hints_stored for name in majority)
+    assert hinted > 0  # the cut-off node's writes waited as hints (no repair round runs here)

@@ -137,7 +137,8 @@ class NodeConfig:
     # key that is up (anti-entropy brings the target up to date). It must stay below
     # tombstone_grace: a hint delivered after its key's tombstone was reaped would resurrect.
     hint_max_age: float = 600.0
-    # Anti-entropy: one Merkle comparison (range, peer) every interval; 0 turns it off.
+    # Anti-entropy: every interval, Merkle comparisons of every range shared with the next peer;
+    # 0 turns it off.
     repair_interval: float = 2.0
     merkle_depth: int = 6
     tombstone_grace: float = 900.0

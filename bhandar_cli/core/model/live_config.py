@@ -67,7 +67,7 @@ SETTINGS: dict[str, Setting] = {
     "hint_delivery_interval": Setting(float, 0.01, 60, "seconds between hint deliveries", seconds=True),
     "hint_batch": Setting(int, 1, 100_000, "hints in one delivery"),
     "read_repair": Setting(bool, 0, 1, "repair stale replicas a read saw"),
-    "repair_interval": Setting(float, 0, 3600, "seconds between anti-entropy rounds (0: off)", seconds=True),
+    "repair_interval": Setting(float, 0, 3600, "seconds between anti-entropy turns (0: off)", seconds=True),
     "tombstone_grace": Setting(float, 1, 30 * 86_400, "seconds before a tombstone is reaped", seconds=True),
     "sibling_warn": Setting(int, 1, 10_000, "siblings of a key that warn"),
     "sibling_max": Setting(int, 1, 10_000, "siblings of a key kept at most"),

@@ -10,10 +10,13 @@ pushes the merged records back. When every push is acknowledged both replicas ho
 both for every key of the range, which is what lets the tombstone reaper (reaping.py) count the
 peer as holding this node's tombstones.
 
-Background repair compares one (range, peer) per repair interval, hurried when there is
-something to repair (repair_schedule.py). Storage damage asks for comparisons at once
-(`repair_ranges`); the keyspaces they cover stay unrepaired (unrepaired.py: this node answers no
-read there) until each of them ended well with every other replica that is still a member.
+Background repair compares every range shared with one peer per repair interval, a bounded
+number at once, hurried when there is something to repair (repair_schedule.py); at most
+BACKGROUND_TRANSFERS of its sessions fetch and push records at once (the others that found
+differences wait their turn), so background repair holds no more records in flight than that.
+Storage damage asks for comparisons at once (`repair_ranges`); the keyspaces they cover stay
+unrepaired (unrepaired.py: this node answers no read there) until each of them ended well with
+every other replica that is still a member.
 """
 
 from __future__ import annotations
@@ -37,12 +40,13 @@ from bhandar_cli.core.repair.merkle import HashProbe, ProbeReply
 from bhandar_cli.core.repair.merkle_diff import DiffSession
 from bhandar_cli.core.repair.range_tree import RangeTree
 from bhandar_cli.core.repair.reaping import TombstoneReaper
-from bhandar_cli.core.repair.repair_schedule import RepairSchedule, ReplicatedRange
+from bhandar_cli.core.repair.repair_schedule import Comparison, RepairSchedule, ReplicatedRange
 from bhandar_cli.core.repair.repair_transfer import KeyTransfer, fitting
 from bhandar_cli.core.repair.unrepaired import Unrepaired
 
 RangeKey = tuple[str, int, int]  # (keyspace, lo, hi)
 URGENT = -1  # the batch of the comparisons `repair_ranges` starts (0: background, >0: commands)
+BACKGROUND_TRANSFERS = 4  # background sessions in their transfer phase at once (each: WINDOW fetches)
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +105,7 @@ class RepairSession:
     hi: int
     deadline: float
     diff: DiffSession
-    phase: str = "probe"  # probe, then transfer
+    phase: str = "probe"  # probe, then transfer (background: maybe "waiting" for a transfer slot first)
     keys: tuple[str, ...] = ()
     transfer: KeyTransfer = field(default_factory=KeyTransfer)
     batch: int = 0  # the `repair` command this session belongs to, 0 for background
@@ -154,6 +158,7 @@ class AntiEntropy:
         self._batches: dict[int, RepairBatch] = {}
         self._last_repair: dict[RangeKey, float] = {}
         self._urgent: list[tuple[KeyspaceDef, int, int, str]] = []  # repair_ranges' waiting for a peer
+        self._waiting: list[int] = []  # background sessions that found differences, waiting to transfer
         self.unrepaired = unrepaired
         self._resumed = not unrepaired.keyspaces  # a past life's damage: its comparisons start again
         self._schedule = RepairSchedule(config, ring_view, self.replicated_ranges, first_round)
@@ -248,18 +253,23 @@ class AntiEntropy:
 
     def tick(self, now: float) -> list[Effect]:
         """Start the comparisons `repair_ranges` left waiting for their peer; and when the
-        schedule says so (repair_schedule.py), the next background comparison."""
+        schedule says so (repair_schedule.py), the next peer's background comparisons."""
         if not self._resumed and len(self.ring_view.ring):  # (with no ring yet, no range is known)
             return self._resume(now)
         if self._urgent and (started := self._start_urgent(now)):
             return started
-        if not self._schedule.due(now) or any(s.batch == 0 for s in self._sessions.values()):
+        if not self._schedule.due(now) or self._background_in_flight():
             return []
-        return self._next_background(now)
+        return self._start_background(now, self._schedule.start(now, 0))
 
-    def _next_background(self, now: float) -> list[Effect]:
-        comparison = self._schedule.next(now)
-        return [] if comparison is None else self._start(now, *comparison, 0)
+    def _background_in_flight(self) -> int:
+        return sum(1 for s in self._sessions.values() if s.batch == 0)
+
+    def _start_background(self, now: float, comparisons: list[Comparison]) -> list[Effect]:
+        out: list[Effect] = []
+        for comparison in comparisons:
+            out.extend(self._start(now, *comparison, 0))
+        return out
 
     def expire(self, now: float) -> list[Effect]:
         """End the sessions whose peer did not answer in time."""
@@ -298,6 +308,15 @@ class AntiEntropy:
         if not session.keys:
             return self._end_session(now, session)
         session.equal = False
+        transferring = sum(1 for s in self._sessions.values() if s.batch == 0 and s.phase == "transfer")
+        if session.batch == 0 and transferring >= BACKGROUND_TRANSFERS:
+            session.phase = "waiting"
+            session.deadline = float("inf")  # nothing asked of the peer yet: it cannot be late
+            self._waiting.append(session.id)
+            return []
+        return self._transfer(now, session)
+
+    def _transfer(self, now: float, session: RepairSession) -> list[Effect]:
         session.phase = "transfer"
         session.transfer.waiting.extend(session.keys)
         self.metrics.keys_repaired += len(session.keys)
@@ -344,6 +363,8 @@ class AntiEntropy:
 
     def _end_session(self, now: float, session: RepairSession, error: str = "") -> list[Effect]:
         self._sessions.pop(session.id, None)
+        if session.id in self._waiting:
+            self._waiting.remove(session.id)
         out: list[Effect] = []
         if not error:
             self._last_repair[(session.keyspace.name, session.lo, session.hi)] = now
@@ -352,8 +373,11 @@ class AntiEntropy:
                 self._settle()
         elif session.batch == URGENT:  # records were lost here: try again (at the next tick)
             self._urgent.append((session.keyspace, session.lo, session.hi, session.peer))
-        if session.batch == 0 and self._schedule.ended(not session.equal):
-            out.extend(self._next_background(now))
+        if session.batch == 0:
+            if session.phase == "transfer" and self._waiting:  # its transfer slot goes to the next
+                out.extend(self._transfer(now, self._sessions[self._waiting.pop(0)]))
+            later = self._schedule.ended(not session.equal, now, self._background_in_flight())
+            out.extend(self._start_background(now, later))
         batch = self._batches.get(session.batch)
         if batch is not None:
             batch.pending.discard(session.id)

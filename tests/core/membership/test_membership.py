@@ -267,8 +267,11 @@ def test_a_node_restarted_on_an_older_copy_of_its_store_is_up_again_at_once_and_
 def test_a_node_that_left_calls_no_one_down() -> None:
     # Once a node has left, its old peers refuse it (node processes) and its detectors come to
     # call every one of them down: it must not say so, as a person watching would read an outage
-    # into it. A partition stands in for the refusal here.
-    c = SimCluster(seed=5, nodes=5)
+    # into it. A partition stands in for the refusal here. (Background repair off: whether the
+    # others note E's going at all depends on timing, since gossip's full scan of transitions
+    # skips members that left, and repair traffic moves that timing: with it on, seed 5 gives
+    # the others no note about E, and the control below fails.)
+    c = SimCluster(seed=5, nodes=5, config=NodeConfig(repair_interval=0))
     c.run_for(2)
     for i in range(20):
         put(c, "A", f"k{i}", b"1")

@@ -13,7 +13,12 @@ from bhandar_cli.core.model.store import MemoryStore
 from bhandar_cli.core.model.versions import Sibling
 from bhandar_cli.core.node import Node
 from bhandar_cli.core.protocol.messages import KeyspaceRequest, RepairRequest, RepairResult, Send
-from bhandar_cli.core.repair.antientropy import RepairFetch, RepairFetchReply, RepairPush
+from bhandar_cli.core.repair.antientropy import (
+    BACKGROUND_TRANSFERS,
+    RepairFetch,
+    RepairFetchReply,
+    RepairPush,
+)
 from bhandar_cli.core.repair.repair_transfer import BATCH_BYTES, FETCH_KEYS, WINDOW, KeyTransfer, record_bytes
 from tests.core.test_node import Wire
 
@@ -93,3 +98,33 @@ def test_answers_are_matched_by_number_and_a_repeated_one_is_ignored() -> None:
     assert not transfer.done  # a push is still unacknowledged
     assert transfer.pushed(push) and not transfer.pushed(push)
     assert transfer.done
+
+
+def test_background_repair_transfers_records_in_a_few_sessions_at_a_time() -> None:
+    """A's turn with B compares every range they share at once and finds them all differing; only
+    BACKGROUND_TRANSFERS of those sessions fetch and push at a time, the others wait for a slot,
+    so background repair keeps a bound on the records in flight; and all of them finish."""
+    ring = Ring.build(["A", "B"], 16)
+    stores = {"A": MemoryStore(), "B": MemoryStore()}
+    for i in range(KEYS):
+        stores["B"].put("ks", f"k{i}", Versioned((Sibling(("B", i + 1), {}, b"1", "", 1.0),)))
+    config = NodeConfig(liveness="ping", repair_interval=2.0, default_n=2)
+    nodes = {n: Node(n, ring, stores[n], Random(i), 0.0, config) for i, n in enumerate("AB")}
+    wire = Wire(nodes)
+    wire.run("A", nodes["A"].request(0.0, KeyspaceRequest(0, KeyspaceDef("ks"))))
+    wire.sent.clear()
+    for now in range(1, 5):  # (B is up once a ping said so; A's first turn comes within 3 s)
+        wire.now = float(now)
+        wire.tick("A")  # everything is delivered at once: every session reaches its transfer together
+    fetching: dict[int, int] = {}
+    most = 0
+    for origin, send in wire.sent:
+        msg = send.msg
+        if isinstance(msg, RepairFetch) and origin == "A":
+            fetching[msg.session] = fetching.get(msg.session, 0) + 1
+        elif isinstance(msg, RepairFetchReply) and send.dst == "A":
+            fetching[msg.session] -= 1
+        most = max(most, sum(1 for n in fetching.values() if n > 0))
+    assert len(fetching) > BACKGROUND_TRANSFERS  # more sessions transferred than the bound...
+    assert most == BACKGROUND_TRANSFERS  # ...but never more than it at once
+    assert dict(stores["A"].items("ks")) == dict(stores["B"].items("ks"))
