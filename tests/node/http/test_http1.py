@@ -10,18 +10,14 @@ link in memory), which must keep every behaviour and limit the same.
 
 from __future__ import annotations
 
-import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
-from functools import partial
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 
 import pytest
 import trio
-import trio.testing
 
-from bhandar_cli.node.http import BodyRefused, Limits, Receive, RequestBody, Scope, Send, asgi
-from bhandar_cli.node.http.front_process import run_front
-from bhandar_cli.node.http.fronts import FrontLink
+from bhandar_cli.node.http import BodyRefused, Limits, Receive, RequestBody, Scope, Send
+from tests.support.http_serving import WAYS, http_serving
 
 DEADLINE = 10.0  # bounds every test; the limits under test are a second or two
 LIMITS = Limits(max_connections=8, read_timeout=None)
@@ -53,29 +49,16 @@ async def echo(scope: Scope, receive: Receive, send: Send) -> None:
 release = trio.Event()
 
 
-THROUGH_FRONT = [False]  # how `serving` serves: set per test by the `where` fixture
+WAY = [WAYS[0]]  # how `serving` serves: set per test by the `where` fixture
 
 
-@pytest.fixture(autouse=True, params=["in the node's process", "through a front"])
+@pytest.fixture(autouse=True, params=WAYS)
 def where(request: pytest.FixtureRequest) -> None:
-    THROUGH_FRONT[0] = request.param == "through a front"
+    WAY[0] = request.param
 
 
-@asynccontextmanager
-async def serving(limits: Limits = LIMITS) -> AsyncIterator[int]:
-    log = logging.getLogger("test")
-    async with trio.open_nursery() as nursery:
-        if not THROUGH_FRONT[0]:
-            yield await nursery.start(partial(asgi.serve, echo, "127.0.0.1", 0, limits, log))
-        else:
-            listeners = await asgi.listen("127.0.0.1", 0)
-            front_end, node_end = trio.testing.memory_stream_pair()
-            link = FrontLink(echo, node_end, log)
-            nursery.start_soon(link.run)
-            nursery.start_soon(run_front, listeners, front_end, limits, 1 << 20, None)
-            await link.ready.wait()
-            yield listeners[0].socket.getsockname()[1]
-        nursery.cancel_scope.cancel()
+def serving(limits: Limits = LIMITS) -> AbstractAsyncContextManager[int]:
+    return http_serving(echo, limits, None, WAY[0])
 
 
 def run(body: Callable[[], Awaitable[None]], instruments: tuple[trio.abc.Instrument, ...] = ()) -> None:
@@ -136,7 +119,7 @@ def test_keep_alive_requests_on_one_connection_start_no_task() -> None:
     """In the node's process no task per request; through a front, none at the front and one at
     the node, which runs each forwarded request in a task of its own (they share the link)."""
     count = TaskCount()
-    per_request = 1 if THROUGH_FRONT[0] else 0
+    per_request = 1 if (WAY[0] == WAYS[1]) else 0
 
     async def body() -> None:
         async with serving() as port:

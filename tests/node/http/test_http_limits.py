@@ -8,20 +8,16 @@ and through an HTTP front (node/http/fronts.py, its link in memory), which keeps
 
 from __future__ import annotations
 
-import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
-from functools import partial
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
 import pytest
 import trio
-import trio.testing
 
 from bhandar_cli.node.http import BodyRefused, Limits, Receive, RequestBody, Scope, Send, asgi
-from bhandar_cli.node.http.front_process import run_front
-from bhandar_cli.node.http.fronts import FrontLink
 from bhandar_cli.security import pki
+from tests.support.http_serving import WAYS, http_serving
 
 DEADLINE = 10.0  # bounds every wait below; the limits under test are a second or two
 
@@ -40,29 +36,16 @@ async def echo_length(scope: Scope, receive: Receive, send: Send) -> None:
     await send({"type": "http.response.body", "body": text})
 
 
-THROUGH_FRONT = [False]  # how `serving` serves: set per test by the `where` fixture
+WAY = [WAYS[0]]  # how `serving` serves: set per test by the `where` fixture
 
 
-@pytest.fixture(autouse=True, params=["in the node's process", "through a front"])
+@pytest.fixture(autouse=True, params=WAYS)
 def where(request: pytest.FixtureRequest) -> None:
-    THROUGH_FRONT[0] = request.param == "through a front"
+    WAY[0] = request.param
 
 
-@asynccontextmanager
-async def serving(limits: Limits, tls: tuple[str, str] | None = None) -> AsyncIterator[int]:
-    log = logging.getLogger("test")
-    async with trio.open_nursery() as nursery:
-        if not THROUGH_FRONT[0]:
-            yield await nursery.start(partial(asgi.serve, echo_length, "127.0.0.1", 0, limits, log, tls))
-        else:
-            listeners = await asgi.listen("127.0.0.1", 0)
-            front_end, node_end = trio.testing.memory_stream_pair()
-            link = FrontLink(echo_length, node_end, log)
-            nursery.start_soon(link.run)
-            nursery.start_soon(run_front, listeners, front_end, limits, 1 << 20, tls)
-            await link.ready.wait()
-            yield listeners[0].socket.getsockname()[1]
-        nursery.cancel_scope.cancel()
+def serving(limits: Limits, tls: tuple[str, str] | None = None) -> AbstractAsyncContextManager[int]:
+    return http_serving(echo_length, limits, tls, WAY[0])
 
 
 def run(body: Callable[[], Awaitable[None]]) -> None:
