@@ -58,15 +58,25 @@ class TerminalSession:
         text = self._tmux("capture-pane", "-p", "-J", "-S", "-", "-t", self.name)
         return [line.rstrip() for line in text.splitlines()]
 
-    def transcript(self) -> list[str]:
-        """The lines up to and including the last prompt (below it: only the status bar)."""
-        lines = self.screen()
+    def transcript(self, timeout: float = WAIT_S) -> list[str]:
+        """The lines up to and including the last prompt (below it: only the status bar), from one
+        capture that shows the fresh prompt: two captures (one to see the session idle, one to
+        read) could straddle a redraw, where the prompt is erased to print a reply above it (a
+        CI run read a transcript whose last prompt was the first command's so)."""
+        deadline = time.monotonic() + timeout
+        while not self._idle_in(lines := self.screen()):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"waited {timeout:.0f} s for a fresh prompt:\n" + "\n".join(lines))
+            time.sleep(0.05)
         last = max(i for i, line in enumerate(lines) if line.startswith(PROMPT))
         return lines[: last + 1]
 
     def idle(self) -> bool:
         """A fresh, empty prompt is the last prompt on the screen."""
-        prompts = [line for line in self.screen() if line.startswith(PROMPT)]
+        return self._idle_in(self.screen())
+
+    def _idle_in(self, lines: list[str]) -> bool:
+        prompts = [line for line in lines if line.startswith(PROMPT)]
         return bool(prompts) and prompts[-1] == PROMPT and len(prompts) == len(self.commands) + 1
 
     def wait_for(self, condition: Callable[[], bool], what: str, timeout: float = WAIT_S) -> None:
