@@ -91,6 +91,7 @@ class Forwarder:
         self._waiting[rid] = inbox_in
         admission: Admit = scope[ADMIT]
         answered = False
+        watched = False  # something reads on, to tell the node when the client goes: the pump or a watch
         try:
             self.writer.send(
                 [
@@ -112,6 +113,7 @@ class Forwarder:
                 self.writer.send([FrameKind.GONE, rid])
             async with trio.open_nursery() as nursery:
                 if more and pumped and not cut:
+                    watched = True
                     nursery.start_soon(self._pump_body, rid, receive, len(body))
                 async for frame in inbox:
                     kind = frame[0]
@@ -123,13 +125,13 @@ class Forwarder:
                         await send({"type": "http.response.body", "body": frame[2], "more_body": frame[3]})
                         if not frame[3]:
                             break
-                        if not more:  # a streaming response: the node hears when its client goes
-                            more = True
+                        if not watched:  # a streaming response: the node hears when its client goes
+                            watched = True
                             nursery.start_soon(self._watch_client, rid, receive)
                     elif kind == FrameKind.ADMIT:
                         self.writer.send(await self._admit(admission, rid, frame[2]))
                     elif kind == FrameKind.READ and not pumped:
-                        pumped = True
+                        pumped = watched = True
                         nursery.start_soon(self._pump_body, rid, receive, 0)
                     elif kind == FrameKind.FAILED:
                         raise NodeAppFailed(f"the node's app failed on request {rid}: see the node's log")
