@@ -9,7 +9,7 @@ from typing import Any
 import typer
 
 from bhandar_cli.cli.output import OUTPUT_OPTION, emit_json, fail
-from bhandar_cli.client import EXIT_USAGE, OutputFormat
+from bhandar_cli.client import EXIT_FAILED, EXIT_USAGE, OutputFormat
 
 
 def big(
@@ -40,6 +40,9 @@ def big(
         emit_json(report)
     else:
         render(report)
+    if not report["ok"]:
+        why = "a value not replicated, handed off or repaired, or a live node seen down"
+        fail(f"bench big: {why}", EXIT_FAILED)
 
 
 def render(report: dict[str, Any]) -> None:
@@ -59,7 +62,8 @@ def render(report: dict[str, Any]) -> None:
     print(
         f"  a big value read whole from {report['replicas_holding_big_value']} replicas; "
         f"{report['hints_held']} hints held for {report['stopped_node']} and "
-        f"{report['hints_handed_off']} handed off; {report['keys_repaired']} keys repaired"
+        f"{report['hints_handed_off']} handed off; {report['big_values_repaired']} of the values it "
+        f"missed held whole after the repair ({report['keys_repaired']} keys repaired by the call)"
     )
     downs = report["false_downs"]
     print(f"  live nodes seen down by a live peer: {len(downs)}" + (f" ({downs[0]}, ...)" if downs else ""))
