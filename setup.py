@@ -9,6 +9,7 @@ nothing is compiled and the same code runs as Python.
 
 from __future__ import annotations
 
+import concurrent.futures
 import functools
 import importlib.util
 import json
@@ -19,6 +20,7 @@ import sys
 import sysconfig
 import time
 from types import ModuleType
+from typing import Any
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
@@ -111,6 +113,25 @@ class BuildExt(build_ext):
             with open(target, "w", encoding="utf-8") as f:
                 f.write(manifest)
         _say(f"compiled in {time.monotonic() - started:.0f} s")
+
+    def build_extension(self, ext: Extension) -> None:
+        # mypyc makes one extension of ~200 C files, and setuptools compiles one extension's
+        # sources one after another (its `parallel` spreads whole extensions): compile them on
+        # every core instead, each gcc a process of its own, then link as before.
+        compile_one = self.compiler.compile
+        asked = self.parallel  # a number, or True for every core (`build_ext -j`)
+        workers = asked if type(asked) is int and asked > 0 else (os.cpu_count() or 1)
+
+        def compile_all(sources: list[str], *args: Any, **kwargs: Any) -> list[str]:
+            with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+                parts = pool.map(lambda source: compile_one([source], *args, **kwargs), sources)
+                return [obj for objects in parts for obj in objects]
+
+        self.compiler.compile = compile_all  # type: ignore[method-assign]
+        try:
+            super().build_extension(ext)
+        finally:
+            self.compiler.compile = compile_one  # type: ignore[method-assign]
 
     def _manifests(self) -> list[str]:
         targets = [os.path.join(self.build_lib, "bhandar_cli", native.MANIFEST)]
