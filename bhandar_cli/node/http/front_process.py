@@ -125,7 +125,11 @@ class Forwarder:
                         await send({"type": "http.response.body", "body": frame[2], "more_body": frame[3]})
                         if not frame[3]:
                             break
-                        if not watched:  # a streaming response: the node hears when its client goes
+                        # A streaming response: the node hears when its client goes. Not while a
+                        # body is left that the node has not asked for: the next read is that body,
+                        # which the pump (on FrameKind.READ) forwards; one reader per connection.
+                        # Until then a client that left shows as a failed send.
+                        if not watched and not (more and not pumped):
                             watched = True
                             nursery.start_soon(self._watch_client, rid, receive)
                     elif kind == FrameKind.ADMIT:

@@ -34,6 +34,12 @@ async def echo(scope: Scope, receive: Receive, send: Send) -> None:
         await release.wait()
         await send({"type": "http.response.body", "body": b"second"})
         return
+    if scope["path"] == "/stream-then-read":  # starts its answer before it reads the body
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"first;", "more_body": True})
+        read = RequestBody(scope, receive, 1 << 20)
+        await send({"type": "http.response.body", "body": str(len(await read.read())).encode()})
+        return
     body = RequestBody(scope, receive, 1 << 20)
     try:
         status, text = 200, str(len(await body.read()))
@@ -184,6 +190,26 @@ def test_a_streamed_response_arrives_in_chunks_as_the_app_sends_them() -> None:
             await stream.send_all(get("/after"))  # and the connection is still usable
             reader.buffer = b""
             assert (await reader.response())[2] == b"GET /after  0"
+            await stream.aclose()
+
+    run(body)
+
+
+def test_an_app_that_streams_before_it_reads_the_body_gets_the_body() -> None:
+    # Through a front, the body is read only when the node's app asks: the wait for the client's
+    # leaving that a streaming response starts must not take the body's bytes for it.
+    async def body() -> None:
+        async with serving() as port:
+            stream = await trio.open_tcp_stream("127.0.0.1", port)
+            reader = Reader(stream)
+            head = b"PUT /stream-then-read HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+            await stream.send_all(head)
+            while b"first;" not in reader.buffer:
+                assert await reader.fill()
+            await stream.send_all(b"4\r\nabcd\r\n0\r\n\r\n")
+            while not reader.buffer.endswith(b"0\r\n\r\n"):
+                assert await reader.fill()
+            assert reader.buffer.split(b"first;", 1)[1].startswith(b"\r\n1\r\n4\r\n"), reader.buffer
             await stream.aclose()
 
     run(body)
