@@ -1,4 +1,4 @@
-"""What every test shares: the `patches_compiled` marker.
+"""What every test shares: the `patches_compiled` marker, and how many workers `-n auto` starts.
 
 A test so marked replaces a function, method or constant of a module that may run compiled
 (bhandar_cli/native.py): compiled code calls its own module's functions directly, so the patch
@@ -8,9 +8,19 @@ there (`BHANDAR_PURE=1 pytest -m patches_compiled`): every test runs in one of t
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from bhandar_cli import native
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """One worker more than the cores (pyproject.toml's --maxprocesses caps it): a test spends part
+    of its time waiting on processes it started and on the disk, and a third worker on 2 cores
+    filled that (the whole suite, compiled, `--dist worksteal`: 879 s with 2 workers, 679 s with 3,
+    every test passing in both)."""
+    return len(os.sched_getaffinity(0)) + 1
 
 
 def pytest_configure(config: pytest.Config) -> None:
