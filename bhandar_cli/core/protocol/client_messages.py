@@ -9,16 +9,16 @@ module's class). Each is a value class, immutable, that mypyc compiles to a nati
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Final, final
+from typing import ClassVar, Final, final
 
 from bhandar_cli.core.model import Record, Sibling, TraceSteps
-from bhandar_cli.core.protocol.value_fields import fields_hash, fields_reduce, fields_repr, same_fields
+from bhandar_cli.core.protocol.value_fields import ValueClass
 
 # --- client requests (from a client, or forwarded by a node that is not a replica) ------------
 
 
 @final
-class PutRequest:
+class PutRequest(ValueClass):
     """put (value is bytes) or delete (value is None). `context is None` means a blind write."""
 
     __match_args__: ClassVar = (
@@ -81,23 +81,9 @@ class PutRequest:
         self.dot: Final = dot
         self.ts: Final = ts
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not PutRequest:
-            return NotImplemented
-        return same_fields(self, other)
-
-    def __hash__(self) -> int:
-        return fields_hash(self)
-
-    def __repr__(self) -> str:
-        return fields_repr(self)
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return fields_reduce(self)
-
 
 @final
-class GetRequest:
+class GetRequest(ValueClass):
     """Read a key at a consistency level."""
 
     __match_args__: ClassVar = ("rid", "keyspace", "key", "consistency", "trace", "hops")
@@ -119,23 +105,9 @@ class GetRequest:
         self.trace: Final = trace
         self.hops: Final = hops
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not GetRequest:
-            return NotImplemented
-        return same_fields(self, other)
-
-    def __hash__(self) -> int:
-        return fields_hash(self)
-
-    def __repr__(self) -> str:
-        return fields_repr(self)
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return fields_reduce(self)
-
 
 @final
-class IncrRequest:
+class IncrRequest(ValueClass):
     """Add `delta` to a counter; `request_id` makes a retry count once."""
 
     __match_args__: ClassVar = (
@@ -170,26 +142,12 @@ class IncrRequest:
         self.trace: Final = trace
         self.hops: Final = hops
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not IncrRequest:
-            return NotImplemented
-        return same_fields(self, other)
-
-    def __hash__(self) -> int:
-        return fields_hash(self)
-
-    def __repr__(self) -> str:
-        return fields_repr(self)
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return fields_reduce(self)
-
 
 # --- results -------------------------------------------------------------------------------
 
 
 @final
-class PutResult:
+class PutResult(ValueClass):
     """A write's coordinator, the replicas that acknowledged it and how many it needed."""
 
     __match_args__: ClassVar = (
@@ -224,23 +182,9 @@ class PutResult:
         # (core/wire.py): an older node leaves it out, and the client says less.
         self.forward_reason: Final = forward_reason
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not PutResult:
-            return NotImplemented
-        return same_fields(self, other)
-
-    def __hash__(self) -> int:
-        return fields_hash(self)
-
-    def __repr__(self) -> str:
-        return fields_repr(self)
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return fields_reduce(self)
-
 
 @final
-class GetResult:
+class GetResult(ValueClass):
     """A read's merged record (None: no replica has one), its coordinator and the replies merged."""
 
     __match_args__: ClassVar = ("coordinator", "record", "replies", "needed", "trace", "dropped", "warnings")
@@ -265,23 +209,9 @@ class GetResult:
         self.dropped: Final = dropped
         self.warnings: Final = warnings  # e.g. a key merges left over the sibling limit
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not GetResult:
-            return NotImplemented
-        return same_fields(self, other)
-
-    def __hash__(self) -> int:
-        return fields_hash(self)
-
-    def __repr__(self) -> str:
-        return fields_repr(self)
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return fields_reduce(self)
-
 
 @final
-class IncrResult:
+class IncrResult(ValueClass):
     """A counter's value after an increment, and the replicas that acknowledged it."""
 
     __match_args__: ClassVar = ("coordinator", "value", "acks", "needed", "trace", "forward_reason")
@@ -303,23 +233,9 @@ class IncrResult:
         self.trace: Final = trace
         self.forward_reason: Final = forward_reason  # as PutResult's
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not IncrResult:
-            return NotImplemented
-        return same_fields(self, other)
-
-    def __hash__(self) -> int:
-        return fields_hash(self)
-
-    def __repr__(self) -> str:
-        return fields_repr(self)
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return fields_reduce(self)
-
 
 @final
-class Failure:
+class Failure(ValueClass):
     """A request that failed; `code` is an ErrorCode, `error` a sentence for a person."""
 
     __match_args__: ClassVar = ("code", "error", "answered", "needed", "coordinator", "trace")
@@ -340,17 +256,3 @@ class Failure:
         self.needed: Final = needed
         self.coordinator: Final = coordinator
         self.trace: Final = trace
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not Failure:
-            return NotImplemented
-        return same_fields(self, other)
-
-    def __hash__(self) -> int:
-        return fields_hash(self)
-
-    def __repr__(self) -> str:
-        return fields_repr(self)
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return fields_reduce(self)

@@ -23,7 +23,7 @@ from bhandar_cli.core.protocol.client_messages import (
     PutRequest,
     PutResult,
 )
-from bhandar_cli.core.protocol.value_fields import fields_hash, fields_reduce, fields_repr, same_fields
+from bhandar_cli.core.protocol.value_fields import ValueClass
 
 # --- client requests that are not data: keyspaces, repair and decommission -------------------
 
@@ -87,7 +87,7 @@ Result = PutResult | GetResult | IncrResult | KeyspaceResult | RepairResult | Mo
 
 
 @final
-class ClientReply:
+class ClientReply(ValueClass):
     """A result travelling back to the node that forwarded the request. `stored`, for a put that
     carried an exact dot: whether the coordinator stored it under that dot (None: it does not say,
     being older or a relay that does not know), which tells the dot's minter whether a gap is left
@@ -101,26 +101,12 @@ class ClientReply:
         self.result: Final = result
         self.stored: Final = stored
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not ClientReply:
-            return NotImplemented
-        return same_fields(self, other)
-
-    def __hash__(self) -> int:
-        return fields_hash(self)
-
-    def __repr__(self) -> str:
-        return fields_repr(self)
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return fields_reduce(self)
-
 
 # --- between replicas ------------------------------------------------------------------------
 
 
 @final
-class ReplicaWrite:
+class ReplicaWrite(ValueClass):
     """Merge `record` into the receiver's copy. `hint_for` names the home replica a fallback
     stands in for; `kind` is write, repair or handoff (for metrics and traces)."""
 
@@ -143,23 +129,9 @@ class ReplicaWrite:
         self.hint_for: Final = hint_for
         self.kind: Final = kind
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not ReplicaWrite:
-            return NotImplemented
-        return same_fields(self, other)
-
-    def __hash__(self) -> int:
-        return fields_hash(self)
-
-    def __repr__(self) -> str:
-        return fields_repr(self)
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return fields_reduce(self)
-
 
 @final
-class ReplicaAck:
+class ReplicaAck(ValueClass):
     __match_args__: ClassVar = ("op", "ok", "error")
     __slots__ = ("error", "ok", "op")
 
@@ -168,23 +140,9 @@ class ReplicaAck:
         self.ok: Final = ok
         self.error: Final = error
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not ReplicaAck:
-            return NotImplemented
-        return same_fields(self, other)
-
-    def __hash__(self) -> int:
-        return fields_hash(self)
-
-    def __repr__(self) -> str:
-        return fields_repr(self)
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return fields_reduce(self)
-
 
 @final
-class ReplicaRead:
+class ReplicaRead(ValueClass):
     __match_args__: ClassVar = ("op", "keyspace", "key")
     __slots__ = ("key", "keyspace", "op")
 
@@ -193,43 +151,15 @@ class ReplicaRead:
         self.keyspace: Final = keyspace
         self.key: Final = key
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not ReplicaRead:
-            return NotImplemented
-        return same_fields(self, other)
-
-    def __hash__(self) -> int:
-        return fields_hash(self)
-
-    def __repr__(self) -> str:
-        return fields_repr(self)
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return fields_reduce(self)
-
 
 @final
-class ReplicaReadReply:
+class ReplicaReadReply(ValueClass):
     __match_args__: ClassVar = ("op", "record")
     __slots__ = ("op", "record")
 
     def __init__(self, op: int, record: Record | None) -> None:
         self.op: Final = op
         self.record: Final = record
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not ReplicaReadReply:
-            return NotImplemented
-        return same_fields(self, other)
-
-    def __hash__(self) -> int:
-        return fields_hash(self)
-
-    def __repr__(self) -> str:
-        return fields_repr(self)
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return fields_reduce(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,7 +182,7 @@ class Pong:
 
 
 @final
-class Send:
+class Send(ValueClass):
     """Send `msg` to node `dst`. If `durable`, only after the node's store is synced."""
 
     __match_args__: ClassVar = ("dst", "msg", "durable")
@@ -263,23 +193,9 @@ class Send:
         self.msg: Final = msg
         self.durable: Final = durable
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not Send:
-            return NotImplemented
-        return same_fields(self, other)
-
-    def __hash__(self) -> int:
-        return fields_hash(self)
-
-    def __repr__(self) -> str:
-        return fields_repr(self)
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return fields_reduce(self)
-
 
 @final
-class Respond:
+class Respond(ValueClass):
     """Answer client request `rid`. If `durable`, only after the node's store is synced."""
 
     __match_args__: ClassVar = ("rid", "result", "durable")
@@ -289,20 +205,6 @@ class Respond:
         self.rid: Final = rid
         self.result: Final = result
         self.durable: Final = durable
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not Respond:
-            return NotImplemented
-        return same_fields(self, other)
-
-    def __hash__(self) -> int:
-        return fields_hash(self)
-
-    def __repr__(self) -> str:
-        return fields_repr(self)
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return fields_reduce(self)
 
 
 @dataclass(frozen=True, slots=True)

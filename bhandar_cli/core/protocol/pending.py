@@ -13,7 +13,7 @@ the pending holds, and the steps of a traced request in its `Trace`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar, Final, final
+from typing import ClassVar, Final, final
 
 from bhandar_cli.core.model import Record
 from bhandar_cli.core.protocol.client_messages import (
@@ -26,13 +26,7 @@ from bhandar_cli.core.protocol.client_messages import (
     PutResult,
 )
 from bhandar_cli.core.protocol.messages import ClientReply, ClientRequest, Effect, Respond, Result, Send
-from bhandar_cli.core.protocol.value_fields import (
-    fields_hash,
-    fields_reduce,
-    fields_repr,
-    replaced,
-    same_fields,
-)
+from bhandar_cli.core.protocol.value_fields import ValueClass, replaced
 
 
 class Trace:
@@ -49,7 +43,7 @@ class Trace:
 
 
 @final
-class WriteProgress:
+class WriteProgress(ValueClass):
     """What a write learns while it waits: who stored it, who refused (and why), and whether the
     client has been answered (the op stays until every target replied or it times out)."""
 
@@ -61,22 +55,11 @@ class WriteProgress:
         self.failed: dict[str, str] = dict() if failed is None else failed
         self.answered: bool = answered
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not WriteProgress:
-            return NotImplemented
-        return same_fields(self, other)
-
     __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass was: unhashable
-
-    def __repr__(self) -> str:
-        return fields_repr(self)
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return fields_reduce(self)
 
 
 @final
-class ReadProgress:
+class ReadProgress(ValueClass):
     """What a read learns while it waits: each replica's answer, and whether the client has been
     answered (the op keeps listening for slower replicas, to repair them)."""
 
@@ -87,22 +70,11 @@ class ReadProgress:
         self.replies: dict[str, Record | None] = dict() if replies is None else replies
         self.answered: bool = answered
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not ReadProgress:
-            return NotImplemented
-        return same_fields(self, other)
-
     __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass was: unhashable
-
-    def __repr__(self) -> str:
-        return fields_repr(self)
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return fields_reduce(self)
 
 
 @final
-class PendingPut:
+class PendingPut(ValueClass):
     """A put or delete this node coordinates: answered once `needed` targets stored it."""
 
     __match_args__: ClassVar = (
@@ -175,23 +147,9 @@ class PendingPut:
         self.progress: Final = progress
         self.exact: Final = exact  # under the exact dot its forwarder minted: the answer says it was stored
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not PendingPut:
-            return NotImplemented
-        return same_fields(self, other)
-
-    def __hash__(self) -> int:
-        return fields_hash(self)
-
-    def __repr__(self) -> str:
-        return fields_repr(self)
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return fields_reduce(self)
-
 
 @final
-class PendingIncr:
+class PendingIncr(ValueClass):
     """An increment this node coordinates: answered with `value` once `needed` targets stored it."""
 
     __match_args__: ClassVar = (
@@ -252,27 +210,13 @@ class PendingIncr:
         self.trace: Final = trace
         self.progress: Final = progress
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not PendingIncr:
-            return NotImplemented
-        return same_fields(self, other)
-
-    def __hash__(self) -> int:
-        return fields_hash(self)
-
-    def __repr__(self) -> str:
-        return fields_repr(self)
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return fields_reduce(self)
-
     @property
     def verb(self) -> str:
         return "incr"
 
 
 @final
-class PendingRead:
+class PendingRead(ValueClass):
     """A get this node coordinates: answered after `needed` replies, then repairs stale replicas."""
 
     __match_args__: ClassVar = (
@@ -332,20 +276,6 @@ class PendingRead:
         self.fallbacks: Final = fallbacks  # targets standing in for a down home replica: never read-repaired
         self.trace: Final = trace
         self.progress: Final = progress
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not PendingRead:
-            return NotImplemented
-        return same_fields(self, other)
-
-    def __hash__(self) -> int:
-        return fields_hash(self)
-
-    def __repr__(self) -> str:
-        return fields_repr(self)
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return fields_reduce(self)
 
     @property
     def verb(self) -> str:

@@ -5,10 +5,10 @@ The hot messages, effects and pendings are `@final` classes with an explicit con
 fields, built in C), while a frozen dataclass's generated `__init__` stays a Python function that
 sets each field through `object.__setattr__` (docs/performance.md, "Native core types"). Each such
 class names its fields, in constructor order, in `__match_args__` (and the same names in
-`__slots__`, which keeps them small when the code runs as Python); its `__eq__`, `__hash__`,
-`__repr__` and `__reduce__` (for copy and pickle) call these functions, which give what the
-dataclass gave: equal when of one class with equal fields in order, a hash of the fields,
-`Name(field=value, ...)`.
+`__slots__`, which keeps them small when the code runs as Python), and takes `__eq__`, `__hash__`,
+`__repr__` and `__reduce__` (for copy and pickle) from `ValueClass`, which give what the dataclass
+gave: equal when of one class with equal fields in order, a hash of the fields,
+`Name(field=value, ...)`. A mutable one sets `__hash__ = None`, as a mutable dataclass is.
 """
 
 from __future__ import annotations
@@ -64,3 +64,24 @@ def replaced(obj: T, **changes: Any) -> T:
         raise TypeError(f"{cls.__name__} has no field {', '.join(sorted(unknown))}")
     built: T = cls(**{name: changes[name] if name in changes else getattr(obj, name) for name in names})
     return built
+
+
+class ValueClass:
+    """The base of a value class: equality, hash, repr and copying by its fields (`__match_args__`),
+    the methods a frozen dataclass would generate."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return same_fields(self, other)
+
+    def __hash__(self) -> int:
+        return fields_hash(self)
+
+    def __repr__(self) -> str:
+        return fields_repr(self)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return fields_reduce(self)
