@@ -9,6 +9,7 @@ there (`BHANDAR_PURE=1 pytest -m patches_compiled`): every test runs in one of t
 from __future__ import annotations
 
 import os
+import sys
 
 import pytest
 
@@ -20,7 +21,9 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     of its time waiting on processes it started and on the disk, and a third worker on 2 cores
     filled that (the whole suite, compiled, `--dist worksteal`: 879 s with 2 workers, 679 s with 3,
     every test passing in both)."""
-    return len(os.sched_getaffinity(0)) + 1
+    # The cores this process may run on (a container's share); macOS has no sched_getaffinity.
+    cores = len(os.sched_getaffinity(0)) if sys.platform == "linux" else (os.cpu_count() or 1)
+    return cores + 1
 
 
 def pytest_configure(config: pytest.Config) -> None:
