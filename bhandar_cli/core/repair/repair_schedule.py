@@ -92,15 +92,16 @@ class RepairSchedule:
     def _next_peer(self, now: float, new_round: bool) -> list[Comparison]:
         """The comparisons of the next peer of the round that is up and shares a range (next last);
         a new round starts, calm, when this one is over and `new_round` allows it."""
+        ranges = self.replicated_ranges()  # once per turn: the peers skipped below share it
         if not self._round and new_round:
             self._differed = False
-            peers = {peer: None for _, _, _, others in self.replicated_ranges() for peer in others}
+            peers = {peer: None for _, _, _, others in ranges for peer in others}
             self._round = list(reversed(peers))  # ring order: nodes do not all start with one peer
         while self._round:
             peer = self._round.pop()
             if not self.ring_view.is_up(peer, now):
                 continue
-            turn = [(ks, lo, hi, peer) for ks, lo, hi, others in self.replicated_ranges() if peer in others]
+            turn = [(ks, lo, hi, peer) for ks, lo, hi, others in ranges if peer in others]
             if turn:
                 turn.reverse()
                 return turn
