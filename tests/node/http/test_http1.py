@@ -89,6 +89,15 @@ class Reader:
         self.buffer += chunk
         return bool(chunk)
 
+    async def until_seen(self, marker: bytes) -> None:
+        while marker not in self.buffer:
+            assert await self.fill(), f"closed before {marker!r}: {self.buffer!r}"
+
+    async def until_last_chunk(self) -> None:
+        """Read a chunked response to its end (the empty last chunk)."""
+        while not self.buffer.endswith(b"0\r\n\r\n"):
+            assert await self.fill(), f"closed before the last chunk: {self.buffer!r}"
+
     async def response(self, head_only: bool = False) -> tuple[int, dict[bytes, bytes], bytes]:
         while b"\r\n\r\n" not in self.buffer:
             assert await self.fill(), f"closed mid-response: {self.buffer!r}"
@@ -179,13 +188,11 @@ def test_a_streamed_response_arrives_in_chunks_as_the_app_sends_them() -> None:
             stream = await trio.open_tcp_stream("127.0.0.1", port)
             reader = Reader(stream)
             await stream.send_all(get("/stream"))
-            while b"first;" not in reader.buffer:  # before the app sends the rest
-                assert await reader.fill()
+            await reader.until_seen(b"first;")  # before the app sends the rest
             assert b"transfer-encoding: chunked" in reader.buffer.lower()
             assert b"second" not in reader.buffer
             release.set()
-            while not reader.buffer.endswith(b"0\r\n\r\n"):  # the last chunk
-                assert await reader.fill()
+            await reader.until_last_chunk()
             assert b"second" in reader.buffer
             await stream.send_all(get("/after"))  # and the connection is still usable
             reader.buffer = b""
@@ -204,11 +211,9 @@ def test_an_app_that_streams_before_it_reads_the_body_gets_the_body() -> None:
             reader = Reader(stream)
             head = b"PUT /stream-then-read HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
             await stream.send_all(head)
-            while b"first;" not in reader.buffer:
-                assert await reader.fill()
+            await reader.until_seen(b"first;")
             await stream.send_all(b"4\r\nabcd\r\n0\r\n\r\n")
-            while not reader.buffer.endswith(b"0\r\n\r\n"):
-                assert await reader.fill()
+            await reader.until_last_chunk()
             assert reader.buffer.split(b"first;", 1)[1].startswith(b"\r\n1\r\n4\r\n"), reader.buffer
             await stream.aclose()
 
